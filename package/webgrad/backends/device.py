@@ -1,0 +1,237 @@
+"""The device interface: everything the engine above asks of a backend.
+
+The autograd engine and every op (``webgrad/ops``) are written once against this interface. A backend
+implements it three times over: ``cpu.py`` (NumPy, the numerical reference), and the WebGPU runtime with
+its two bindings (``webgpu/browser.py`` through Pyodide's JS FFI, ``webgpu/native.py`` through wgpu-py).
+
+Memory
+------
+A backend hands out *storages*: opaque handles to a flat block of elements of one dtype. The engine
+never looks inside; it describes what a kernel should read or write with a :class:`View` over a
+storage (shape, element strides, element offset), exactly like a PyTorch tensor over its storage.
+
+Data crosses the boundary in the canonical layout of :mod:`webgrad.dtypes` (packed little-endian;
+bool is one byte 0/1).
+
+Kernels
+-------
+Every kernel writes its result into ``out`` views that the engine allocated. ``fill`` and ``copy``
+accept any strided ``out`` (that is how slice assignment, ``cat`` and in-place updates write into part of
+a storage); every other kernel gets a contiguous ``out`` (possibly at a non-zero offset). Inputs may be
+any strided view unless a kernel says "contiguous". Broadcasting is
+done by the engine before the call: an input is given a view of the output's shape with stride 0
+along broadcast dimensions, so a kernel never has to reason about broadcasting rules.
+
+Kernels are *asynchronous* as far as the engine is concerned: a backend may queue work and run it
+later, as long as ``to_bytes`` returns the data after all queued work that writes it.
+
+The op tables (names a kernel understands) are listed below; each backend implements every name.
+"""
+
+# Unary ops: out = f(x, a, b). `a` and `b` are the op's scalar parameters (unused ones are 0).
+# The integer-capable ones keep exact int32 arithmetic when out is int32.
+UNARY_OPS = (
+    "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "square", "reciprocal",
+    "relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "silu",
+    "softplus",     # a = beta, b = threshold: x if x*beta > threshold else log1p(exp(beta*x))/beta
+    "leaky_relu",   # a = negative slope
+    "clamp",        # a = min, b = max (use +-inf for "no bound")
+    "affine",       # x * a + b   (also: scalar add, scalar multiply, uint8 -> float conversion)
+    "rsub",         # a - x
+    "rdiv",         # a / x
+    "pow",          # x ** a
+    "rpow",         # a ** x
+    "floor", "ceil", "round", "trunc",
+    "eq", "ne", "lt", "le", "gt", "ge",  # compare x with a; out is bool
+    "logical_not",  # out is bool
+    "isnan", "isinf",  # out is bool
+)
+
+# Derivatives of unary ops: out = grad * f'(x), given grad, x and y = f(x) (whichever is cheaper).
+UNARY_BACKWARD_OPS = (
+    "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "reciprocal", "relu", "sigmoid", "tanh",
+    "gelu", "gelu_tanh", "silu", "softplus", "leaky_relu", "clamp", "pow", "rpow", "rdiv",
+)
+
+# Binary ops: out = f(x, y); x, y and out share a shape (broadcast already applied as stride-0 views).
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "pow", "minimum", "maximum", "atan2",
+    "eq", "ne", "lt", "le", "gt", "ge",  # out is bool
+    "logical_and", "logical_or", "logical_xor",  # out is bool
+)
+
+# Reductions over the middle axis of a contiguous [outer, size, inner] view; out is [outer, inner].
+# argmax/argmin write int32 indices (first occurrence on ties, as PyTorch); the rest keep x's dtype.
+REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+# Distributions for `random`.
+RANDOM_DISTS = ("uniform", "normal", "randint")
+
+
+class View:
+    """A strided window onto a storage: what a kernel reads or writes.
+
+    shape, strides: tuples of ints (strides in elements, may be 0 for broadcast);
+    offset: first element's index in the storage; dtype: a webgrad DType.
+    """
+
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype")
+
+    def __init__(self, storage, shape, strides, offset, dtype):
+        self.storage = storage
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.offset = offset
+        self.dtype = dtype
+
+    @staticmethod
+    def contiguous_strides(shape):
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        return tuple(reversed(strides))
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_contiguous(self):
+        expect = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expect:
+                return False
+            expect *= n
+        return True
+
+    def reshaped(self, shape):
+        """The same contiguous data seen with another shape (self must be contiguous)."""
+        return View(self.storage, shape, View.contiguous_strides(shape), self.offset, self.dtype)
+
+    def __repr__(self):
+        return f"View(shape={self.shape}, strides={self.strides}, offset={self.offset}, {self.dtype})"
+
+
+class Backend:
+    """Abstract base: the methods every backend implements. Arguments are documented here once."""
+
+    name = "abstract"  # "cpu" or "webgpu"
+
+    # ----------------------------------------------------------------- memory
+    def empty(self, numel, dtype):
+        """A new storage of `numel` elements of `dtype`, contents undefined."""
+        raise NotImplementedError
+
+    def from_bytes(self, data, dtype):
+        """A new storage holding `data` (a bytes-like object in `dtype`'s canonical layout)."""
+        raise NotImplementedError
+
+    def to_bytes(self, view):
+        """The elements of `view` in row-major order, canonical layout, as `bytes` (waits for queued work)."""
+        raise NotImplementedError
+
+    async def to_bytes_async(self, view):
+        """Like to_bytes, for runtimes that cannot block (a browser without JSPI). Default: the sync one."""
+        return self.to_bytes(view)
+
+    def synchronize(self):
+        """Submit queued work and wait for it to finish."""
+
+    # ----------------------------------------------------------------- elementwise
+    def fill(self, out, value):
+        """out[...] = value (a Python number, converted to out.dtype)."""
+        raise NotImplementedError
+
+    def copy(self, out, x):
+        """out[...] = x, converting x.dtype to out.dtype (float -> int truncates toward zero)."""
+        raise NotImplementedError
+
+    def unary(self, op, out, x, a=0.0, b=0.0):
+        """out = op(x) for op in UNARY_OPS. out.dtype is the op's result dtype (bool for comparisons)."""
+        raise NotImplementedError
+
+    def unary_backward(self, op, out, grad, x, y, a=0.0, b=0.0):
+        """out = grad * d op(x)/dx for op in UNARY_BACKWARD_OPS. x and y = op(x) share grad's shape."""
+        raise NotImplementedError
+
+    def binary(self, op, out, x, y):
+        """out = op(x, y) for op in BINARY_OPS. x and y may have different dtypes from out; the engine
+        passes them already promoted (both of out's dtype) except for comparisons and logical ops."""
+        raise NotImplementedError
+
+    def where(self, out, cond, x, y):
+        """out = x where cond else y. cond is bool; x, y have out's dtype."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- reductions
+    def reduce(self, op, out, x):
+        """op in REDUCE_OPS over the middle axis. x: contiguous [outer, size, inner]; out: contiguous [outer, inner]."""
+        raise NotImplementedError
+
+    def softmax(self, out, x, log=False):
+        """Row-wise (log-)softmax, numerically stable. x, out: contiguous [rows, cols]."""
+        raise NotImplementedError
+
+    def softmax_backward(self, out, grad, y, log=False):
+        """Gradient of (log-)softmax given its output y. softmax: y*(g - sum(g*y));
+        log_softmax: g - exp(y)*sum(g). All contiguous [rows, cols]."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- linear algebra
+    def matmul(self, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
+        """Batched out[i] = op(a[i]) @ op(b[i]) (+ bias) (relu).
+
+        out: contiguous float32 [batch, M, N].
+        a:   [batch, M, K], or [batch, K, M] when trans_a (then op(a) = a^T); b likewise [batch, K, N]
+             or [batch, N, K] when trans_b. The last two dims of a and b are contiguous row-major;
+             the batch stride (strides[0]) is the matrix size, or 0 to reuse one matrix for every batch.
+        bias: optional contiguous [N], added to every row before relu.
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- indexing
+    def index_select(self, out, x, index):
+        """out[o, k, i] = x[o, index[k], i]. x: [outer, size, inner] contiguous; index: contiguous int32 [K]."""
+        raise NotImplementedError
+
+    def index_select_backward(self, out, grad, index):
+        """out[o, j, i] = sum of grad[o, k, i] over k with index[k] == j. out: [outer, size, inner]
+        contiguous (every element written); grad: contiguous [outer, K, inner]."""
+        raise NotImplementedError
+
+    def gather(self, out, x, index):
+        """out[o, k, i] = x[o, index[o, k, i], i]. x: contiguous [outer, size, inner]; index and out:
+        contiguous [outer, K, inner], index int32."""
+        raise NotImplementedError
+
+    def gather_backward(self, out, grad, index):
+        """out[o, j, i] = sum of grad[o, k, i] over k with index[o, k, i] == j. out contiguous [outer, size, inner]."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- random numbers
+    def random(self, out, dist, seed, offset, a=0.0, b=1.0):
+        """Counter-based random numbers, identical on every backend. out: contiguous.
+
+        For element i, with c = offset + i (u32 arithmetic, wrapping), k = h(seed):
+            bits(j) = h(h(j ^ k) + k)                  # h = lowbias32, see below
+            uniform:  u = (bits(c) >> 8) * 2**-24         -> out = a + (b - a) * u      (float32)
+            randint:  u as above                          -> out = a + floor(u * (b - a)) (int32)
+            normal:   u1 = ((bits(2c) >> 8) + 1) * 2**-24, u2 = (bits(2c + 1) >> 8) * 2**-24
+                      out = a + b * sqrt(-2 ln u1) * cos(2 pi u2)
+        h(x): x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16  (all u32)
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- fused loss
+    def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+        """Per-row softmax cross-entropy. logits: contiguous float32 [rows, C]; target: int32 [rows];
+        out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index."""
+        raise NotImplementedError
+
+    def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
+        """out [rows, C] = grad[row] * (softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where
+        target == ignore_index. grad: float32 [rows] (the upstream gradient of each row's loss)."""
+        raise NotImplementedError

@@ -1,0 +1,442 @@
+"""Elementwise ops: unary math and activations, binary arithmetic with broadcasting, comparisons, where.
+
+Each op computes its result with one backend kernel and records its backward right beside it.
+Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upload happens per step.
+"""
+
+from .. import dtypes
+from ..autograd import record
+from ..backends.device import View
+from ..tensor import Tensor
+
+INF = float("inf")
+
+
+# ===================================================================== helpers shared by the op families
+def new(shape, dtype, device):
+    return Tensor._empty(shape, dtype, device)
+
+
+def broadcast_shapes(*shapes, op="broadcast"):
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
+            if d != 1:
+                if size != 1 and d != size:
+                    shown = " and ".join(str(list(s)) for s in shapes)
+                    raise RuntimeError(f"{op}: shapes {shown} cannot be broadcast together "
+                                       f"(size {size} vs {d} at dimension {i - ndim})")
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def expanded_view(t, shape):
+    """A view of t with `shape` (broadcast dims get stride 0)."""
+    v = t._view
+    pad = len(shape) - len(v.shape)
+    strides = [0] * pad + [0 if (n == 1 and m != 1) else s for n, m, s in zip(v.shape, shape[pad:], v.strides)]
+    return View(v.storage, shape, strides, v.offset, v.dtype)
+
+
+def check_same_device(op, *tensors):
+    devs = {t.device.type for t in tensors if isinstance(t, Tensor)}
+    if len(devs) > 1:
+        names = ", ".join(f"{t.device}" for t in tensors if isinstance(t, Tensor))
+        raise RuntimeError(f"{op}: expected all tensors on the same device, but found tensors on {names}")
+
+
+def unbroadcast(g, shape):
+    """Sum a gradient of a broadcast result back down to an input's `shape`."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(dim=dims, keepdim=True).reshape(shape) if dims else g.reshape(shape)
+
+
+def cast(x, dtype):
+    """x converted to dtype (a new tensor even when nothing changes, as .to(copy=True))."""
+    if x.dtype is dtype:
+        return x
+    out = new(x.shape, dtype, x.device)
+    x.device.backend.copy(out._view, x._view)
+    if dtype.is_floating and x.dtype.is_floating:
+        record(out, "ToCopy", (x,), lambda g: (g,))
+    return out
+
+
+def _float_input(x, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): expected a Tensor, got {type(x).__name__}")
+    return x if x.dtype.is_floating else cast(x, dtypes.float32)
+
+
+# ===================================================================== unary
+def _unary(x, op, a=0.0, b=0.0, dtype=None, name=None, grad_op=None):
+    out = new(x.shape, dtype or x.dtype, x.device)
+    x.device.backend.unary(op, out._view, x._view, a, b)
+    if grad_op is not None:
+        record(out, name or op.capitalize(), (x,), lambda g: (_unary_grad(grad_op, g, x, out, a, b),))
+    return out
+
+
+def _unary_grad(op, g, x, y, a, b):
+    out = new(x.shape, x.dtype, x.device)
+    x.device.backend.unary_backward(op, out._view, g._view, x._view, y._view, a, b)
+    return out
+
+
+def _float_unary(op, name=None):
+    """A differentiable float op whose derivative kernel has the same name."""
+    def fn(input):
+        x = _float_input(input, op)
+        return _unary(x, op, name=name, grad_op=op)
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op}, as torch.{op}."
+    return fn
+
+
+exp = _float_unary("exp")
+log = _float_unary("log")
+sqrt = _float_unary("sqrt")
+rsqrt = _float_unary("rsqrt")
+sin = _float_unary("sin")
+cos = _float_unary("cos")
+reciprocal = _float_unary("reciprocal")
+sigmoid = _float_unary("sigmoid")
+tanh = _float_unary("tanh")
+silu = _float_unary("silu")
+
+
+def relu(input, inplace=False):
+    out = _unary(input, "relu", grad_op="relu" if input.dtype.is_floating else None, name="Relu")
+    return _maybe_inplace(input, out, inplace)
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu(): approximate must be 'none' or 'tanh', got {approximate!r}")
+    op = "gelu" if approximate == "none" else "gelu_tanh"
+    return _unary(_float_input(input, "gelu"), op, name="Gelu", grad_op=op)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _unary(_float_input(input, "softplus"), "softplus", float(beta), float(threshold), name="Softplus", grad_op="softplus")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = _unary(_float_input(input, "leaky_relu"), "leaky_relu", float(negative_slope), name="LeakyRelu", grad_op="leaky_relu")
+    return _maybe_inplace(input, out, inplace)
+
+
+def _maybe_inplace(input, out, inplace):
+    if not inplace:
+        return out
+    from .inplace import assign_
+    return assign_(input, out)
+
+
+def neg(input):
+    out = _unary(input, "neg")
+    return record(out, "Neg", (input,), lambda g: (neg(g),))
+
+
+def abs(input):
+    return _unary(input, "abs", grad_op="abs" if input.dtype.is_floating else None)
+
+
+def sign(input):
+    return _unary(input, "sign")  # gradient is zero almost everywhere: not recorded, as torch.sign's is zero
+
+
+def _rounding(op):
+    def fn(input):
+        return input if not input.dtype.is_floating else _unary(input, op)
+    fn.__name__ = op
+    return fn
+
+
+floor, ceil, round, trunc = (_rounding(op) for op in ("floor", "ceil", "round", "trunc"))
+
+
+def square(input):
+    return pow(input, 2)
+
+
+def clamp(input, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("clamp(): at least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min if isinstance(min, Tensor) else full_scalar_like(out, min))
+        if max is not None:
+            out = minimum(out, max if isinstance(max, Tensor) else full_scalar_like(out, max))
+        return out
+    dtype = input.dtype
+    if (isinstance(min, float) or isinstance(max, float)) and not dtype.is_floating:
+        dtype = dtypes.float32
+        input = cast(input, dtype)
+    lo = -INF if min is None else float(min)
+    hi = INF if max is None else float(max)
+    return _unary(input, "clamp", lo, hi, name="Clamp", grad_op="clamp" if dtype.is_floating else None)
+
+
+clip = clamp
+
+
+def full_scalar_like(t, value):
+    from ..tensor import full
+    return full((), value, dtype=t.dtype, device=t.device)
+
+
+def affine(input, scale, shift, dtype=None):
+    """input * scale + shift in one kernel (also converts uint8 images to float on the device)."""
+    if dtype is None:
+        wants_float = isinstance(scale, float) or isinstance(shift, float)
+        dtype = dtypes.float32 if wants_float and not input.dtype.is_floating else input.dtype
+    out = _unary(input, "affine", float(scale), float(shift), dtype=dtype)
+    if out.dtype.is_floating and input.dtype.is_floating:
+        record(out, "Affine", (input,), lambda g: (g * scale,))
+    return out
+
+
+def isnan(input):
+    return _unary(input, "isnan", dtype=dtypes.bool_)
+
+
+def isinf(input):
+    return _unary(input, "isinf", dtype=dtypes.bool_)
+
+
+def logical_not(input):
+    return _unary(input, "logical_not", dtype=dtypes.bool_)
+
+
+# ===================================================================== binary
+def _promote_pair(x, y, op):
+    check_same_device(op, x, y)
+    dtype = dtypes.promote(x.dtype, y.dtype)
+    return cast(x, dtype), cast(y, dtype), dtype
+
+
+def _binary_kernel(op, x, y, dtype, out_dtype=None):
+    shape = broadcast_shapes(x.shape, y.shape, op=op)
+    out = new(shape, out_dtype or dtype, x.device)
+    x.device.backend.binary(op, out._view, expanded_view(x, shape), expanded_view(y, shape))
+    return out
+
+
+def _scalar_dtype(x, s, op):
+    if not isinstance(s, (int, float, bool)):
+        raise TypeError(f"{op}(): unsupported operand type {type(s).__name__}")
+    return dtypes.promote_scalar(x.dtype, s)
+
+
+def add(input, other, alpha=1):
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    if not isinstance(other, Tensor):
+        dtype = _scalar_dtype(input, other * alpha, "add")
+        return _affine_scalar(input, 1, other * alpha, dtype, "Add")
+    if alpha != 1:
+        other = mul(other, alpha)
+    x, y, dtype = _promote_pair(input, other, "add")
+    out = _binary_kernel("add", x, y, dtype)
+    return record(out, "Add", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(g, y.shape)))
+
+
+def _affine_scalar(x, scale, shift, dtype, name):
+    out = _unary(x, "affine", scale, shift, dtype=dtype)
+    if dtype.is_floating and x.dtype.is_floating:
+        record(out, name, (x,), (lambda g: (g,)) if scale == 1 else (lambda g: (g * scale,)))
+    return out
+
+
+def sub(input, other, alpha=1):
+    if not isinstance(input, Tensor):  # scalar - tensor
+        dtype = _scalar_dtype(other, input, "sub")
+        return _affine_scalar(other, -alpha, input, dtype, "Rsub")
+    if not isinstance(other, Tensor):
+        dtype = _scalar_dtype(input, other * alpha, "sub")
+        return _affine_scalar(input, 1, -other * alpha, dtype, "Sub")
+    if alpha != 1:
+        other = mul(other, alpha)
+    x, y, dtype = _promote_pair(input, other, "sub")
+    out = _binary_kernel("sub", x, y, dtype)
+    return record(out, "Sub", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(neg(g), y.shape)))
+
+
+def mul(input, other):
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    if not isinstance(other, Tensor):
+        dtype = _scalar_dtype(input, other, "mul")
+        return _affine_scalar(input, other, 0, dtype, "Mul")
+    x, y, dtype = _promote_pair(input, other, "mul")
+    out = _binary_kernel("mul", x, y, dtype)
+    return record(out, "Mul", (x, y), lambda g: (unbroadcast(g * y, x.shape), unbroadcast(g * x, y.shape)))
+
+
+def div(input, other, rounding_mode=None):
+    if rounding_mode is not None:
+        q = div(input, other)
+        if rounding_mode == "floor":
+            q = floor(q)
+        elif rounding_mode == "trunc":
+            q = trunc(q)
+        else:
+            raise ValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        both_int = all(not (t.dtype.is_floating if isinstance(t, Tensor) else isinstance(t, float)) for t in (input, other))
+        return cast(q, dtypes.int32) if both_int else q
+    if not isinstance(input, Tensor):  # scalar / tensor
+        y = _float_input(other, "div")
+        return _unary(y, "rdiv", float(input), name="Rdiv", grad_op="rdiv")
+    x = _float_input(input, "div")
+    if not isinstance(other, Tensor):
+        if not isinstance(other, (int, float)):
+            raise TypeError(f"div(): unsupported operand type {type(other).__name__}")
+        # x / 0 -> x * inf gives inf, -inf or nan (for 0 / 0) exactly as true division does
+        return _affine_scalar(x, 1.0 / other if other != 0 else INF, 0.0, x.dtype, "Div")
+    y = _float_input(other, "div")
+    x, y, dtype = _promote_pair(x, y, "div")
+    out = _binary_kernel("div", x, y, dtype)
+    return record(out, "Div", (x, y), lambda g: (unbroadcast(g / y, x.shape), unbroadcast(neg(g) * out / y, y.shape)))
+
+
+true_divide = divide = div
+
+
+def floor_divide(input, other):
+    return div(input, other, rounding_mode="floor")
+
+
+def remainder(input, other):
+    return input - floor_divide(input, other) * other
+
+
+def pow(input, exponent):
+    if not isinstance(input, Tensor):  # scalar ** tensor
+        y = _float_input(exponent, "pow")
+        return _unary(y, "rpow", float(input), name="Pow", grad_op="rpow")
+    if not isinstance(exponent, Tensor):
+        if not isinstance(exponent, (int, float)):
+            raise TypeError(f"pow(): unsupported exponent type {type(exponent).__name__}")
+        if not input.dtype.is_floating and (isinstance(exponent, float) or exponent < 0):
+            input = cast(input, dtypes.float32)
+        return _unary(input, "pow", float(exponent), name="Pow", grad_op="pow" if input.dtype.is_floating else None)
+    x, y, dtype = _promote_pair(input, exponent, "pow")
+    out = _binary_kernel("pow", x, y, dtype)
+
+    def backward(g):
+        gx = g * y * pow(x, y - 1)
+        # d/dy x**y = x**y * log(x); define it as 0 where x == 0 (as PyTorch) instead of nan
+        gy = where(x == 0, 0.0, g * out * log(x)) if y.requires_grad else None
+        return unbroadcast(gx, x.shape), (unbroadcast(gy, y.shape) if gy is not None else None)
+    return record(out, "Pow", (x, y), backward)
+
+
+def _min_max(op):
+    def fn(input, other):
+        x, y, dtype = _promote_pair(input, other, op)
+        out = _binary_kernel(op, x, y, dtype)
+
+        def backward(g):
+            # ties split the gradient in half, as PyTorch
+            wins = (x > y) if op == "maximum" else (x < y)
+            share = cast(wins, g.dtype) + cast(x == y, g.dtype) * 0.5
+            return unbroadcast(g * share, x.shape), unbroadcast(g * (1.0 - share), y.shape)
+        return record(out, op.capitalize(), (x, y), backward)
+    fn.__name__ = op
+    return fn
+
+
+maximum = _min_max("maximum")
+minimum = _min_max("minimum")
+
+
+def atan2(input, other):
+    x, y, dtype = _promote_pair(_float_input(input, "atan2"), _float_input(other, "atan2"), "atan2")
+    out = _binary_kernel("atan2", x, y, dtype)
+
+    def backward(g):
+        denom = x * x + y * y
+        return unbroadcast(g * y / denom, x.shape), unbroadcast(neg(g) * x / denom, y.shape)
+    return record(out, "Atan2", (x, y), backward)
+
+
+def _compare(op):
+    def fn(input, other):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{op}(): the first argument must be a Tensor")
+        if not isinstance(other, Tensor):
+            if not isinstance(other, (int, float, bool)):
+                return NotImplemented
+            return _unary(input, op, float(other), dtype=dtypes.bool_)
+        x, y, dtype = _promote_pair(input, other, op)
+        return _binary_kernel(op, x, y, dtype, out_dtype=dtypes.bool_)
+    fn.__name__ = op
+    return fn
+
+
+eq, ne, lt, le, gt, ge = (_compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge"))
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def _logical(op):
+    def fn(input, other):
+        check_same_device(op, input, other)
+        x, y = cast(input, dtypes.bool_), cast(other, dtypes.bool_)
+        return _binary_kernel(op, x, y, dtypes.bool_)
+    fn.__name__ = op
+    return fn
+
+
+logical_and, logical_or, logical_xor = (_logical(op) for op in ("logical_and", "logical_or", "logical_xor"))
+
+
+def where(condition, input, other):
+    """where(cond, x, y): x where cond is true, else y; x and y may be Python scalars."""
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): condition must be a bool Tensor")
+    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        dtype = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int32
+    elif isinstance(input, Tensor) and isinstance(other, Tensor):
+        dtype = dtypes.promote(input.dtype, other.dtype)
+    else:
+        s = other if isinstance(input, Tensor) else input
+        dtype = dtypes.promote_scalar(like.dtype, s)
+    x = cast(input, dtype) if isinstance(input, Tensor) else full_scalar_like_dtype(condition, input, dtype)
+    y = cast(other, dtype) if isinstance(other, Tensor) else full_scalar_like_dtype(condition, other, dtype)
+    check_same_device("where", condition, x, y)
+    cond = cast(condition, dtypes.bool_)
+    shape = broadcast_shapes(cond.shape, x.shape, y.shape, op="where")
+    out = new(shape, dtype, x.device)
+    x.device.backend.where(out._view, expanded_view(cond, shape), expanded_view(x, shape), expanded_view(y, shape))
+
+    def backward(g):
+        zero = full_scalar_like_dtype(g, 0.0, g.dtype)
+        gx = unbroadcast(where(cond, g, zero), x.shape) if x.requires_grad else None
+        gy = unbroadcast(where(cond, zero, g), y.shape) if y.requires_grad else None
+        return gx, gy
+    return record(out, "Where", (x, y), backward)
+
+
+def full_scalar_like_dtype(t, value, dtype):
+    from ..tensor import full
+    return full((), value, dtype=dtype, device=t.device)
+
+
+def clone(input, memory_format=None):
+    out = new(input.shape, input.dtype, input.device)
+    input.device.backend.copy(out._view, input._view)
+    return record(out, "Clone", (input,), lambda g: (g,))
+
+
+def contiguous(input, memory_format=None):
+    return input if input._view.is_contiguous() else clone(input)

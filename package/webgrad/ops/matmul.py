@@ -1,0 +1,145 @@
+"""Matrix products: matmul / @ (with batching and broadcast batch dims), mm, bmm, and the fused linear.
+
+Transposed operands are never copied: a view whose last two dims are column-major (w.t(), x.mT) is
+passed to the kernel as the stored matrix with a transpose flag. Backward passes are written with
+such views, so `g @ w` and `x.mT @ g` run the A@B, Aᵀ@B and A@Bᵀ kernel variants directly.
+"""
+
+from .. import dtypes
+from ..autograd import record
+from ..backends.device import View
+from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _inner_layout(rows, cols, s_rows, s_cols):
+    """'row' if a [rows, cols] block is row-major contiguous, 'col' if column-major, else None."""
+    if (cols == 1 or s_cols == 1) and (rows == 1 or s_rows == cols):
+        return "row"
+    if (rows == 1 or s_rows == 1) and (cols == 1 or s_cols == rows):
+        return "col"
+    return None
+
+
+def _batch_stride(t, batch):
+    """One stride that walks t's batch dims as a flat [prod(batch)] axis, 0 if t has no batch, or None."""
+    tb = tuple(t.shape[:-2])
+    if _prod(tb) == 1:
+        return 0
+    if tb != tuple(batch):
+        return None
+    dims = [(n, s) for n, s in zip(tb, t._view.strides[:-2]) if n != 1]
+    for (n0, s0), (n1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * n1:
+            return None
+    return dims[-1][1]
+
+
+def operand(t, batch):
+    """(View [B, r, c] of what is stored, transposed?) for a [*batch, R, C] matmul operand."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    bstride = _batch_stride(t, batch)
+    layout = _inner_layout(rows, cols, t._view.strides[-2], t._view.strides[-1]) if bstride is not None else None
+    if layout is None:
+        t = t.expand(*batch, rows, cols).contiguous() if _prod(t.shape[:-2]) != 1 else t.contiguous()
+        bstride = _batch_stride(t, batch)
+        layout = "row"
+    b = _prod(batch)
+    if layout == "row":
+        return View(t._view.storage, (b, rows, cols), (bstride, cols, 1), t._view.offset, t.dtype), False
+    return View(t._view.storage, (b, cols, rows), (bstride, rows, 1), t._view.offset, t.dtype), True
+
+
+def _check(a, b, op):
+    from ..tensor import Tensor
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}(): expected Tensors, got {type(a).__name__} and {type(b).__name__}")
+    check_same_device(op, a, b)
+    if not a.dtype.is_floating or a.dtype is not b.dtype:
+        raise RuntimeError(f"{op}(): expected floating tensors of one dtype, got {a.dtype.name} and {b.dtype.name} "
+                           "(convert with .float())")
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"{op}(): both arguments need at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}")
+
+
+def matmul(input, other):
+    a, b = input, other
+    _check(a, b, "matmul")
+    if a.ndim == 1 and b.ndim == 1:
+        return matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+    if a.ndim == 1:
+        return matmul(a.unsqueeze(0), b).squeeze(-2)
+    if b.ndim == 1:
+        return matmul(a, b.unsqueeze(1)).squeeze(-1)
+    if b.ndim == 2 and a.ndim > 2:  # fold batch into rows: one big GEMM, and a plain dW in backward
+        k = a.shape[-1]
+        return matmul(a.reshape(-1, k), b).reshape(*a.shape[:-1], b.shape[-1])
+    m, k = a.shape[-2], a.shape[-1]
+    k2, n = b.shape[-2], b.shape[-1]
+    if k != k2:
+        raise RuntimeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied "
+                           f"({m}x{k} and {k2}x{n})")
+    batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), op="matmul")
+    out = new(batch + (m, n), a.dtype, a.device)
+    av, ta = operand(a, batch)
+    bv, tb = operand(b, batch)
+    a.device.backend.matmul(out._view.reshaped((_prod(batch), m, n)), av, bv, trans_a=ta, trans_b=tb)
+
+    def backward(g):
+        ga = unbroadcast(matmul(g, b.mT), a.shape) if a.requires_grad else None
+        gb = unbroadcast(matmul(a.mT, g), b.shape) if b.requires_grad else None
+        return ga, gb
+    return record(out, "Mm", (a, b), backward)
+
+
+def mm(input, mat2):
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm(): expected 2-D tensors, got shapes {list(input.shape)} and {list(mat2.shape)}")
+    return matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm(): expected 3-D tensors with the same batch size, got {list(input.shape)} and {list(mat2.shape)}")
+    return matmul(input, mat2)
+
+
+def dot(input, other):
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError("dot(): expected 1-D tensors")
+    return matmul(input, other)
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias in one kernel (the bias is added in the matmul's epilogue)."""
+    _check(input, weight, "linear")
+    if weight.ndim != 2:
+        raise RuntimeError(f"linear(): weight must be 2-D [out_features, in_features], got {list(weight.shape)}")
+    n, k = weight.shape
+    if input.shape[-1] != k:
+        raise RuntimeError(f"linear(): input has {input.shape[-1]} features (shape {list(input.shape)}) but the "
+                           f"weight expects {k} (weight shape {list(weight.shape)})")
+    if bias is not None and tuple(bias.shape) != (n,):
+        raise RuntimeError(f"linear(): bias must have shape [{n}], got {list(bias.shape)}")
+    lead = tuple(input.shape[:-1])
+    x = input.reshape(-1, k)
+    rows = x.shape[0]
+    out = new((rows, n), input.dtype, input.device)
+    xv, tx = operand(x, ())
+    wv, tw = operand(weight.t(), ())
+    bv = bias.contiguous()._view if bias is not None else None
+    input.device.backend.matmul(out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
+
+    def backward(g):
+        gx = matmul(g, weight) if x.requires_grad else None
+        gw = matmul(g.t(), x) if weight.requires_grad else None
+        gb = g.sum(0) if bias is not None and bias.requires_grad else None
+        return gx, gw, gb
+    out = record(out, "Addmm", (x, weight, bias), backward)
+    return out.reshape(*lead, n)

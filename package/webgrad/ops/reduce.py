@@ -1,0 +1,236 @@
+"""Reductions (sum, mean, max, min, argmax, var, std, logsumexp) and softmax / log_softmax.
+
+Every reduction is one backend kernel over a contiguous [outer, size, inner] layout: reduced dims that
+form one block of a contiguous tensor are reduced in place; any other set is first permuted to the end.
+"""
+
+from collections import namedtuple
+
+from .. import dtypes
+from ..autograd import record
+from ..backends.device import View
+from ..tensor import Tensor, _norm_dim
+from .elementwise import cast, new, where
+
+values_indices = namedtuple("return_types", ["values", "indices"])
+
+
+def _dims(x, dim):
+    if dim is None:
+        return tuple(range(x.ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    dims = tuple(sorted({_norm_dim(d, x.ndim) for d in dim}))
+    if len(dims) != len(tuple(dim)):
+        raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
+    return dims
+
+
+def _out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _layout(x, dims):
+    """(view of x as contiguous [outer, size, inner]) for reducing `dims`, copying only when needed."""
+    if not dims:
+        return x._view.reshaped((_prod(x.shape), 1, 1)) if x._view.is_contiguous() else \
+            x.contiguous()._view.reshaped((_prod(x.shape), 1, 1))
+    block = dims == tuple(range(dims[0], dims[-1] + 1))
+    if block:
+        src = x.contiguous()
+        shape = x.shape
+        return src._view.reshaped((_prod(shape[:dims[0]]), _prod(shape[dims[0]:dims[-1] + 1]), _prod(shape[dims[-1] + 1:])))
+    kept = [i for i in range(x.ndim) if i not in dims]
+    src = x.permute(*kept, *dims).contiguous()
+    return src._view.reshaped((_prod(x.shape[i] for i in kept), _prod(x.shape[i] for i in dims), 1))
+
+
+def _reduce(op, x, dims, keepdim, dtype):
+    if x.numel() == 0 and op not in ("sum",):
+        raise RuntimeError(f"{op}(): cannot reduce an empty tensor without an identity")
+    v = _layout(x, dims)
+    out = new(_out_shape(x.shape, dims, keepdim), dtype, x.device)
+    x.device.backend.reduce(op, out._view.reshaped((v.shape[0], v.shape[2])), v)
+    return out
+
+
+def _expand_back(g, x, dims, keepdim):
+    """A reduced gradient broadcast back to x's shape (a stride-0 view, no copy)."""
+    if not keepdim:
+        g = g.reshape(_out_shape(x.shape, dims, True))
+    return g.expand(*x.shape)
+
+
+def sum(input, dim=None, keepdim=False, dtype=None):
+    dims = _dims(input, dim)
+    x = input
+    if dtype is not None:
+        x = cast(x, dtypes.to_dtype(dtype))
+    elif x.dtype in (dtypes.bool_, dtypes.uint8):
+        x = cast(x, dtypes.int32)
+    out = _reduce("sum", x, dims, keepdim, x.dtype)
+    return record(out, "Sum", (x,), lambda g: (_expand_back(g, x, dims, keepdim),))
+
+
+def mean(input, dim=None, keepdim=False, dtype=None):
+    x = cast(input, dtypes.to_dtype(dtype)) if dtype is not None else input
+    if not x.dtype.is_floating:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be floating point, got {x.dtype.name}")
+    dims = _dims(x, dim)
+    n = _prod(x.shape[d] for d in dims)
+    return sum(x, dims, keepdim) * (1.0 / n if n else float("nan"))
+
+
+def _pick_extreme(op, x, dims, keepdim):
+    """max/min over one dim (`dims` has one entry): (values, int32 indices); the gradient goes to the
+    chosen element only."""
+    v = _layout(x, dims)
+    outer, size, inner = v.shape
+    shape = _out_shape(x.shape, dims, keepdim)
+    idx = new(shape, dtypes.int32, x.device)
+    x.device.backend.reduce("arg" + op, idx._view.reshaped((outer, inner)), v)
+    values = new(shape, x.dtype, x.device)
+    x.device.backend.gather(values._view.reshaped((outer, 1, inner)), v, idx._view.reshaped((outer, 1, inner)))
+
+    def backward(g):
+        out = new((outer, size, inner), g.dtype, g.device)
+        gc = g.contiguous()
+        g.device.backend.gather_backward(out._view, gc._view.reshaped((outer, 1, inner)), idx._view.reshaped((outer, 1, inner)))
+        return out.reshape(x.shape)
+    record(values, op.capitalize(), (x,), lambda g: (backward(g),))
+    return values, idx
+
+
+def _extreme(op):
+    def fn(input, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):  # max(a, b) is maximum
+            from .elementwise import maximum, minimum
+            return (maximum if op == "max" else minimum)(input, dim)
+        if dim is None:
+            values, _ = _pick_extreme(op, input.reshape(-1), (0,), False)
+            return values
+        values, idx = _pick_extreme(op, input, _dims(input, dim), keepdim)
+        return values_indices(values, idx)
+    fn.__name__ = op
+    fn.__doc__ = f"{op}(x) -> a 0-d tensor; {op}(x, dim, keepdim=False) -> (values, indices); {op}(a, b) -> elementwise."
+    return fn
+
+
+max = _extreme("max")
+min = _extreme("min")
+
+
+def _arg(op):
+    def fn(input, dim=None, keepdim=False):
+        if dim is None:
+            out = _reduce(op, input.reshape(-1), (0,), False, dtypes.int32)
+            return out.reshape((1,) * input.ndim) if keepdim else out
+        return _reduce(op, input, _dims(input, dim), keepdim, dtypes.int32)
+    fn.__name__ = op
+    return fn
+
+
+argmax = _arg("argmax")
+argmin = _arg("argmin")
+
+
+def _amax_amin(op):
+    def fn(input, dim=(), keepdim=False):
+        dims = _dims(input, None if dim == () else dim)
+        out = _reduce(op, input, dims, keepdim, input.dtype)
+
+        def backward(g):
+            # ties share the gradient evenly, as torch.amax
+            hit = cast(input == _expand_back(out, input, dims, keepdim), g.dtype)
+            count = sum(hit, dims, keepdim=True)
+            return _expand_back(g, input, dims, keepdim) * hit / count
+        return record(out, "A" + op, (input,), lambda g: (backward(g),))
+    fn.__name__ = "a" + op
+    return fn
+
+
+amax = _amax_amin("max")
+amin = _amax_amin("min")
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    """Variance; unbiased (correction=1) by default, as PyTorch."""
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("var(): pass either unbiased or correction, not both")
+    corr = correction if correction is not None else (0 if unbiased is False else 1)
+    dims = _dims(input, dim)
+    n = _prod(input.shape[d] for d in dims)
+    diff = input - mean(input, dims, keepdim=True)
+    return sum(diff * diff, dims, keepdim) * (1.0 / (n - corr) if n > corr else float("nan"))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    return var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction).sqrt()
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    return var(input, dim, unbiased, keepdim, correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    return std(input, dim, unbiased, keepdim, correction), mean(input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    dims = _dims(input, dim)
+    m = amax(input.detach(), dims, keepdim=True)
+    m = where(m.isinf(), 0.0, m)  # all -inf (or +inf) rows: avoid inf - inf
+    out = (input - m).exp().sum(dims, keepdim=True).log() + m
+    return out if keepdim else out.reshape(_out_shape(input.shape, dims, False))
+
+
+# ===================================================================== softmax family
+def _rows(x, dim):
+    """x with `dim` moved last, as a contiguous [rows, cols] tensor, and a function putting results back."""
+    d = _norm_dim(dim, x.ndim)
+    last = x.ndim - 1
+    moved = x if d == last or x.ndim == 0 else x.transpose(d, last)
+    moved = moved.contiguous()
+    shape = tuple(moved.shape)
+    cols = shape[-1] if shape else 1
+    rows = moved.numel() // cols if cols else 0
+
+    def restore(t):
+        t = t.reshape(shape)
+        return t if d == last or x.ndim == 0 else t.transpose(d, last)
+    return moved, rows, cols, restore
+
+
+def _softmax(log):
+    name = "LogSoftmax" if log else "Softmax"
+
+    def fn(input, dim=None, dtype=None):
+        if dim is None:
+            raise TypeError(f"{name.lower()}(): missing the `dim` argument (PyTorch's implicit dim is deprecated)")
+        x = cast(input, dtypes.to_dtype(dtype, dtypes.float32)) if (dtype or not input.dtype.is_floating) else input
+        moved, rows, cols, restore = _rows(x, dim)
+        y = new((rows, cols), x.dtype, x.device)
+        x.device.backend.softmax(y._view, moved._view.reshaped((rows, cols)), log=log)
+
+        def backward(g):
+            gm, _, _, _ = _rows(g, dim)
+            out = new((rows, cols), x.dtype, g.device)
+            g.device.backend.softmax_backward(out._view, gm._view.reshaped((rows, cols)), y._view, log=log)
+            return restore(out)
+        out = restore(y)
+        return record(out, name, (x,), lambda g: (backward(g),))
+    fn.__name__ = "log_softmax" if log else "softmax"
+    return fn
+
+
+softmax = _softmax(False)
+log_softmax = _softmax(True)

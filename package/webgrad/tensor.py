@@ -1,0 +1,626 @@
+"""The Tensor: a strided view onto a backend storage, plus the autograd bookkeeping.
+
+Ops live in ``webgrad/ops`` and are attached to Tensor as methods at import time (``ops/__init__.py``),
+so the same function serves ``x.exp()`` and ``webgrad.exp(x)``.
+"""
+
+import array
+import struct
+
+from . import autograd, devices, dtypes
+from .backends.device import View
+
+
+_NP_NAMES = {"float32": "float32", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}
+
+
+def _np():
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        return None
+
+
+class Tensor:
+    __slots__ = ("_view", "device", "requires_grad", "grad", "grad_fn", "_retains_grad", "__weakref__")
+
+    def __init__(self, data, dtype=None, device=None, requires_grad=False):
+        """Tensor(data) is webgrad.tensor(data); prefer the function, as in PyTorch."""
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        self._init(t._view, t.device, requires_grad)
+
+    def _init(self, view, device, requires_grad=False):
+        self._view = view
+        self.device = device
+        self.requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._retains_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _make(cls, view, device):
+        t = cls.__new__(cls)
+        t._init(view, device)
+        return t
+
+    @classmethod
+    def _empty(cls, shape, dtype, device):
+        """A fresh contiguous tensor with undefined contents (the usual output of a kernel)."""
+        shape = tuple(shape)
+        n = 1
+        for s in shape:
+            n *= s
+        storage = device.backend.empty(n, dtype)
+        return cls._make(View(storage, shape, View.contiguous_strides(shape), 0, dtype), device)
+
+    @staticmethod
+    def _wrap_like(data, like):
+        """A Python number, list or array as a tensor on `like`'s device with `like`'s dtype."""
+        return tensor(data, dtype=like.dtype, device=like.device)
+
+    def _full_like_value(self, value):
+        return full(self.shape, value, dtype=self.dtype, device=self.device)
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return Size(self._view.shape)
+
+    @property
+    def dtype(self):
+        return self._view.dtype
+
+    @property
+    def ndim(self):
+        return len(self._view.shape)
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def data(self):
+        """The same storage without autograd history (PyTorch's .data)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if tuple(other.shape) != tuple(self.shape) or other.dtype is not self.dtype:
+            self._view = other._view
+        else:
+            self._view = other._view
+        self.device = other.device
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self._view.shape[_norm_dim(dim, self.ndim)]
+
+    def dim(self):
+        return self.ndim
+
+    def numel(self):
+        return self._view.numel
+
+    def nelement(self):
+        return self.numel()
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._view.strides
+        return self._view.strides[_norm_dim(dim, self.ndim)]
+
+    def storage_offset(self):
+        return self._view.offset
+
+    def is_contiguous(self):
+        return self._view.is_contiguous()
+
+    def is_floating_point(self):
+        return self.dtype.is_floating
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._view.shape[0]
+
+    # ----------------------------------------------------------------- autograd
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self.dtype.is_floating:
+            raise RuntimeError(
+                f"only floating point tensors can require gradients; this tensor is {self.dtype.name}"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        if create_graph:
+            raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+        autograd.backward(self, gradient, retain_graph=bool(retain_graph))
+
+    def detach(self):
+        return Tensor._make(self._view, self.device)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    # ----------------------------------------------------------------- data out
+    def _bytes(self):
+        return self.device.backend.to_bytes(self._view)
+
+    async def _bytes_async(self):
+        return await self.device.backend.to_bytes_async(self._view)
+
+    def _decode(self, raw):
+        flat = array.array(self.dtype.fmt)
+        flat.frombytes(raw)
+        if self.dtype is dtypes.bool_:
+            return [bool(v) for v in flat]
+        return flat.tolist()
+
+    def _check_item(self):
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar (item() needs exactly one)"
+            )
+
+    def item(self):
+        self._check_item()
+        return self._decode(self._bytes())[0]
+
+    async def item_async(self):
+        """item() for runtimes that cannot block on the GPU (a browser page without JSPI)."""
+        self._check_item()
+        return self._decode(await self._bytes_async())[0]
+
+    def tolist(self):
+        return _nest(self._decode(self._bytes()), self._view.shape)
+
+    async def tolist_async(self):
+        return _nest(self._decode(await self._bytes_async()), self._view.shape)
+
+    def numpy(self):
+        np = _np()
+        if np is None:
+            raise RuntimeError("numpy() needs NumPy, which is not installed; use tolist() instead")
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type == "cpu":
+            return self.device.backend.array(self._view)
+        return np.frombuffer(self._bytes(), _NP_NAMES[self.dtype.name]).reshape(self._view.shape).copy()
+
+    async def numpy_async(self):
+        np = _np()
+        if np is None:
+            raise RuntimeError("numpy_async() needs NumPy, which is not installed; use tolist_async() instead")
+        return np.frombuffer(await self._bytes_async(), _NP_NAMES[self.dtype.name]).reshape(self._view.shape).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of a Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._view.shape[0]))
+
+    def __repr__(self):
+        return _format(self)
+
+    def __reduce__(self):
+        # pickling (e.g. copy.deepcopy of a module) goes through the canonical bytes
+        return (_rebuild, (self._bytes(), self.dtype.name, tuple(self.shape), str(self.device), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        t = self.detach().clone()
+        t.requires_grad = self.requires_grad
+        memo[id(self)] = t
+        return t
+
+    # ----------------------------------------------------------------- moving
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype), to(other_tensor); returns self when nothing changes."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        copy = kwargs.pop("copy", False)
+        if kwargs:
+            raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, dtypes.DType) or a in (float, int, bool) or (hasattr(a, "itemsize") and not isinstance(a, str)):
+                dtype = a
+            else:
+                device = a
+        out = self
+        if dtype is not None and dtypes.to_dtype(dtype) is not out.dtype:
+            out = out.type(dtypes.to_dtype(dtype))
+        if device is not None and devices.get(device) != out.device:
+            out = _to_device(out, devices.get(device))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def webgpu(self):
+        return self.to("webgpu")
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"webgrad.{self.dtype.name}"
+        from .ops.elementwise import cast
+        return cast(self, dtypes.to_dtype(dtype))
+
+    def float(self):
+        return self.type(dtypes.float32)
+
+    def int(self):
+        return self.type(dtypes.int32)
+
+    def long(self):
+        return self.type(dtypes.int32)
+
+    def bool(self):
+        return self.type(dtypes.bool_)
+
+    def byte(self):
+        return self.type(dtypes.uint8)
+
+
+class Size(tuple):
+    """torch.Size: a tuple with a PyTorch-looking repr and numel()."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"webgrad.Size([{', '.join(str(s) for s in self)}])"
+
+
+def _rebuild(raw, dtype_name, shape, device, requires_grad):
+    t = frombuffer(raw, dtype=dtypes.to_dtype(dtype_name), device=device).reshape(shape)
+    t.requires_grad = requires_grad
+    return t
+
+
+def _to_device(t, device):
+    out = Tensor._make(View(device.backend.from_bytes(t._bytes(), t.dtype), t.shape,
+                            View.contiguous_strides(t.shape), 0, t.dtype), device)
+    if t.requires_grad:
+        autograd.record(out, "ToCopy", (t,), lambda g: (_to_device(g, t.device),))
+    return out
+
+
+def _norm_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _nest(flat, shape):
+    if not shape:
+        return flat[0]
+    for n in reversed(shape[1:]):
+        flat = [flat[i:i + n] for i in range(0, len(flat), n)]
+    return flat
+
+
+# ===================================================================== creation from data
+_ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "b": dtypes.int32, "h": dtypes.int32,
+                    "H": dtypes.int32, "i": dtypes.int32, "I": dtypes.int32, "l": dtypes.int32, "L": dtypes.int32,
+                    "q": dtypes.int32, "Q": dtypes.int32}
+
+
+def _flatten(data):
+    """Nested lists/tuples of numbers (or 0-d/1-element tensors) -> (flat list, shape)."""
+    if isinstance(data, Tensor):
+        return data.tolist() if data.ndim == 0 else _flatten(data.tolist())
+    if not isinstance(data, (list, tuple)):
+        return [data], ()
+    if len(data) == 0:
+        return [], (0,)
+    parts = [_flatten(x) for x in data]
+    inner = parts[0][1]
+    for p in parts:
+        if p[1] != inner:
+            raise ValueError(f"expected a rectangular nested sequence, but found sub-sequences of shapes {inner} and {p[1]}")
+    flat = [v for p in parts for v in p[0]]
+    return flat, (len(data),) + inner
+
+
+def _infer_dtype(flat):
+    if flat and all(isinstance(v, bool) for v in flat):
+        return dtypes.bool_
+    if all(isinstance(v, int) for v in flat) and flat:
+        return dtypes.int32
+    return dtypes.float32
+
+
+def _pack(flat, dtype):
+    """Python numbers -> canonical bytes of `dtype`."""
+    try:
+        if dtype.is_floating:
+            return array.array(dtype.fmt, [float(v) for v in flat]).tobytes()
+        if dtype is dtypes.bool_:
+            return bytes(1 if v else 0 for v in flat)
+        if dtype is dtypes.uint8:
+            return bytes(int(v) for v in flat)
+        return array.array("i", [int(v) for v in flat]).tobytes()
+    except (OverflowError, ValueError) as e:
+        raise ValueError(f"value out of range for {dtype.name}: {e}") from None
+    except TypeError:
+        bad = next(v for v in flat if not isinstance(v, (int, float, bool)))
+        raise TypeError(f"tensor() expects numbers, got an element of type {type(bad).__name__}: {bad!r}") from None
+
+
+def _from_numpy(arr, dtype):
+    np = _np()
+    if arr.dtype.kind == "f":
+        src = dtypes.float64 if arr.dtype.itemsize == 8 else dtypes.float32
+    else:
+        src = dtypes.to_dtype("int32" if arr.dtype.kind in "iu" and arr.dtype.name != "uint8" else arr.dtype.name) \
+            if arr.dtype.kind in "iub" else None
+    if src is None:
+        raise TypeError(f"can't convert a NumPy array of dtype {arr.dtype} to a tensor")
+    dtype = dtype or src
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize > 4 and dtype is dtypes.int32 and arr.size:
+        if arr.max() > 2**31 - 1 or arr.min() < -2**31:
+            raise ValueError("integer values do not fit in int32 (webgrad's integer dtype)")
+    npd = _NP_NAMES[dtype.name]
+    return np.ascontiguousarray(arr, dtype=npd).tobytes(), tuple(arr.shape), dtype
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """Create a tensor from data: nested lists / numbers, array.array, bytes-like (with dtype, default uint8),
+    a NumPy array, or another tensor (copied)."""
+    dtype = dtypes.to_dtype(dtype)
+    dev = devices.get(device)
+    np = _np()
+    if isinstance(data, Tensor):
+        out = data.detach().to(device=dev if device is not None else data.device, dtype=dtype, copy=True)
+        return out.requires_grad_(requires_grad) if requires_grad else out
+    if np is not None and isinstance(data, (np.ndarray, np.generic)):
+        raw, shape, dtype = _from_numpy(np.asarray(data), dtype)
+    elif isinstance(data, array.array):
+        src = _ARRAY_TYPECODES.get(data.typecode)
+        if src is None:
+            raise TypeError(f"unsupported array.array typecode {data.typecode!r}")
+        dtype = dtype or src
+        if (data.typecode == "f" and dtype is dtypes.float32) or (data.typecode == "d" and dtype is dtypes.float64) or (data.typecode == "B" and dtype is dtypes.uint8) \
+                or (data.typecode == "i" and dtype is dtypes.int32):
+            raw = data.tobytes()
+        else:
+            raw = _pack(data.tolist(), dtype)
+        shape = (len(data),)
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        mv = memoryview(data)
+        dtype = dtype or dtypes.uint8
+        if mv.format not in ("B", "b", "c") and mv.itemsize == dtype.itemsize:
+            shape = tuple(mv.shape)
+            raw = mv.tobytes()
+        else:
+            raw = mv.tobytes()
+            if len(raw) % dtype.itemsize:
+                raise ValueError(f"buffer of {len(raw)} bytes is not a whole number of {dtype.name} elements")
+            shape = (len(raw) // dtype.itemsize,)
+    else:
+        flat, shape = _flatten(data)
+        dtype = dtype or _infer_dtype(flat)
+        raw = _pack(flat, dtype)
+    view = View(dev.backend.from_bytes(raw, dtype), shape, View.contiguous_strides(shape), 0, dtype)
+    t = Tensor._make(view, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (device is not None or dtype is not None) else data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr):
+    return tensor(arr)
+
+
+def frombuffer(buffer, dtype=None, device=None, count=-1, offset=0):
+    """A 1-D tensor from the bytes of `buffer` (canonical little-endian layout of `dtype`)."""
+    dtype = dtypes.to_dtype(dtype, dtypes.uint8)
+    mv = memoryview(buffer).cast("B")[offset:]
+    if count >= 0:
+        mv = mv[: count * dtype.itemsize]
+    return tensor(mv, dtype=dtype, device=device)
+
+
+# ===================================================================== creation functions
+def _shape_args(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
+    return tuple(size)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    t = Tensor._empty(_shape_args(size), dtypes.to_dtype(dtype, dtypes.float32), devices.get(device))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    size = _shape_args((size,) if isinstance(size, int) else (tuple(size),))
+    dtype = dtypes.to_dtype(dtype) or (dtypes.scalar_dtype(fill_value) if not isinstance(fill_value, float) else dtypes.float32)
+    t = Tensor._empty(size, dtype, devices.get(device))
+    t.device.backend.fill(t._view, fill_value)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape_args(size), 0, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape_args(size), 1, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad)
+
+
+def _like(x, dtype, device):
+    return dtypes.to_dtype(dtype, x.dtype), (device if device is not None else x.device)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    dtype, device = _like(x, dtype, device)
+    return zeros(tuple(x.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    dtype, device = _like(x, dtype, device)
+    return ones(tuple(x.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    dtype, device = _like(x, dtype, device)
+    return full(tuple(x.shape), fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    dtype, device = _like(x, dtype, device)
+    return empty(tuple(x.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange(): step must be nonzero")
+    is_int = all(isinstance(v, int) for v in (start, end, step))
+    dtype = dtypes.to_dtype(dtype, dtypes.int32 if is_int else dtypes.float32)
+    n = max(0, -(-(end - start) // step)) if is_int else max(0, int(-(-(end - start) // step)))
+    values = [start + i * step for i in range(n)]
+    return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad) if n else \
+        empty(0, dtype=dtype, device=device)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise ValueError("linspace(): number of steps must be non-negative")
+    if steps == 1:
+        values = [float(start)]
+    else:
+        step = (end - start) / (steps - 1)
+        # symmetric formula as PyTorch: the second half counts back from `end` so both ends are exact
+        half = steps // 2
+        values = [start + step * i if i < half else end - step * (steps - 1 - i) for i in range(steps)]
+    return tensor(values, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad) \
+        if steps else empty(0, dtype=dtype, device=device)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    m = n if m is None else m
+    flat = bytearray(n * m)
+    for i in range(min(n, m)):
+        flat[i * m + i] = 1
+    t = tensor(bytes(flat), dtype=dtypes.uint8, device=device).reshape(n, m)
+    return t.to(dtype=dtypes.to_dtype(dtype, dtypes.float32)).requires_grad_(requires_grad)
+
+
+# ===================================================================== printing
+def _format(t):
+    body = _format_values(t)
+    extras = []
+    if t.device.type != devices.get_default_device().type:
+        extras.append(f"device='{t.device}'")
+    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int32 and t.numel() > 0):
+        extras.append(f"dtype={t.dtype!r}")
+    if t.dtype is dtypes.int32 and t.numel() == 0:
+        extras.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn={t.grad_fn!r}")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _format_values(t):
+    if t.numel() == 0:
+        return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
+    flat = t._decode(t._bytes())
+    if t.dtype.is_floating:
+        ints = all(v == int(v) for v in flat if v == v and abs(v) != float("inf"))
+        big = max((abs(v) for v in flat if v == v and abs(v) != float("inf")), default=0)
+        if ints and big < 1e8:
+            strs = [f"{v:.0f}." if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf")) for v in flat]
+        elif big >= 1e8 or (0 < big < 1e-4):
+            strs = [f"{v:.4e}" for v in flat]
+        else:
+            strs = [f"{v:.4f}" for v in flat]
+    elif t.dtype is dtypes.bool_:
+        strs = ["True" if v else "False" for v in flat]
+    else:
+        strs = [str(v) for v in flat]
+    width = max(len(s) for s in strs)
+    strs = [s.rjust(width) for s in strs]
+    nested = _nest(strs, t._view.shape)
+
+    def render(x, depth):
+        if not isinstance(x, list):
+            return x
+        if not x or not isinstance(x[0], list):
+            return "[" + ", ".join(x) + "]"
+        sep = "," + "\n" * (t.ndim - depth - 1) + " " * (8 + depth)
+        return "[" + sep.join(render(v, depth + 1) for v in x) + "]"
+
+    return render(nested, 0)

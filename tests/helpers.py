@@ -1,0 +1,102 @@
+"""Checking helpers used by every op test.
+
+gradcheck: analytic gradients (webgrad's backward) against central finite differences computed in
+float64 on the CPU backend. On the CPU the analytic side runs in float64 too; on WebGPU it runs in
+float32 and is compared with the float64 numeric gradient at a float32-sized tolerance.
+
+check_parity: the same function on the CPU and on another device, forward values and gradients.
+"""
+
+import numpy as np
+
+import webgrad as wg
+
+
+def _inputs(arrays, device, dtype, requires_grad):
+    return [wg.tensor(a, dtype=dtype if a.dtype.kind == "f" else None, device=device,
+                      requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]
+
+
+def _scalar(fn, arrays, weights, device, dtype):
+    out = fn(*_inputs(arrays, device, dtype, False))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    total = 0.0
+    for o, w in zip(outs, weights):
+        if o.dtype.is_floating:
+            total += float((o.to("cpu").numpy().astype(np.float64) * w).sum())
+    return total
+
+
+def gradcheck(fn, *arrays, device="cpu", eps=1e-6, atol=1e-6, rtol=1e-5, seed=0):
+    """Compare webgrad's gradients of sum(fn(*inputs) * W) (W random) with finite differences.
+
+    `arrays` are NumPy arrays; float arrays become differentiable inputs, integer arrays stay constant.
+    """
+    rng = np.random.default_rng(seed)
+    arrays = [np.asarray(a) for a in arrays]
+    dtype = wg.float64 if device == "cpu" else wg.float32
+    if device != "cpu":
+        atol, rtol = max(atol, 2e-4), max(rtol, 2e-3)
+
+    xs = _inputs(arrays, device, dtype, True)
+    out = fn(*xs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    weights = [rng.standard_normal(tuple(o.shape)) for o in outs]
+    loss = None
+    for o, w in zip(outs, weights):
+        if o.dtype.is_floating:
+            term = (o * wg.tensor(w, dtype=dtype, device=device)).sum()
+            loss = term if loss is None else loss + term
+    assert loss is not None and loss.requires_grad, "the op produced no differentiable output"
+    loss.backward()
+
+    for i, (a, x) in enumerate(zip(arrays, xs)):
+        if a.dtype.kind != "f":
+            continue
+        assert x.grad is not None, f"input {i} got no gradient"
+        analytic = x.grad.to("cpu").numpy().astype(np.float64)
+        assert analytic.shape == a.shape, f"input {i}: gradient shape {analytic.shape} != input shape {a.shape}"
+        numeric = np.zeros(a.shape)
+        flat = a.astype(np.float64).reshape(-1)
+        for j in range(flat.size):
+            orig = flat[j]
+            plus, minus = [b.astype(np.float64) if b.dtype.kind == "f" else b for b in arrays], None
+            minus = [b.copy() for b in plus]
+            plus[i].reshape(-1)[j] = orig + eps
+            minus[i].reshape(-1)[j] = orig - eps
+            numeric.reshape(-1)[j] = (_scalar(fn, plus, weights, "cpu", wg.float64)
+                                      - _scalar(fn, minus, weights, "cpu", wg.float64)) / (2 * eps)
+        np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of input {i} (shape {a.shape}) on {device}")
+
+
+def check_parity(fn, *arrays, device="webgpu", rtol=1e-5, atol=1e-6, grad=True, seed=0):
+    """fn on `device` vs on the CPU (both float32): forward values, and gradients of sum(out * W)."""
+    rng = np.random.default_rng(seed)
+    results = {}
+    for dev in ("cpu", device):
+        xs = [wg.tensor(a, device=dev, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
+        out = fn(*xs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if dev == "cpu":
+            weights = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in outs]
+        values = [o.detach().to("cpu").numpy() for o in outs]
+        grads = []
+        if grad:
+            loss = None
+            for o, w in zip(outs, weights):
+                if o.requires_grad:
+                    term = (o * wg.tensor(w, device=dev)).sum()
+                    loss = term if loss is None else loss + term
+            if loss is not None:
+                loss.backward()
+                grads = [x.grad.to("cpu").numpy() if x.grad is not None else None for x in xs]
+        results[dev] = (values, grads)
+    for a, b in zip(results["cpu"][0], results[device][0]):
+        assert a.shape == b.shape and a.dtype == b.dtype, f"{a.shape}/{a.dtype} vs {b.shape}/{b.dtype}"
+        np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=f"forward on {device}")
+    for i, (a, b) in enumerate(zip(results["cpu"][1], results[device][1])):
+        if a is None:
+            assert b is None
+            continue
+        np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=f"gradient of input {i} on {device}")

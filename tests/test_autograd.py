@@ -1,0 +1,143 @@
+"""Autograd semantics: the cases PyTorch's own C++ API autograd tests cover, on every device."""
+
+import pytest
+
+import webgrad as wg
+
+
+def test_simple_grad(device):
+    x = wg.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, requires_grad=True)
+    y = wg.tensor([[0.5, 1.0], [1.5, 2.0]], device=device, requires_grad=True)
+    (x + x * y).sum().backward()
+    assert x.grad.tolist() == [[1.5, 2.0], [2.5, 3.0]]
+    assert y.grad.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_grad_accumulates_over_two_backward_passes(device):
+    x = wg.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0, 9.0]
+
+
+def test_zero_grad_resets(device):
+    x = wg.ones(3, device=device, requires_grad=True)
+    (x * 2).sum().backward()
+    x.grad.zero_()
+    (x * 4).sum().backward()
+    assert x.grad.tolist() == [4.0, 4.0, 4.0]
+    x.grad = None
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_backward_with_custom_gradient(device):
+    x = wg.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = x * x
+    y.backward(wg.tensor([1.0, 0.5], device=device))
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_multilevel_chain(device):
+    x = wg.tensor([2.0], device=device, requires_grad=True)
+    y = x * x          # 4
+    z = y * y + x      # 16 + 2; dz/dx = 4x^3 + 1 = 33
+    w = z.exp().log()  # identity through two more levels
+    w.backward(wg.ones(1, device=device))
+    assert x.grad.tolist() == pytest.approx([33.0], rel=1e-5)
+
+
+def test_diamond_graph_and_shared_subgraph(device):
+    x = wg.tensor([3.0], device=device, requires_grad=True)
+    a = x * 2
+    b = a * a        # shared node a used twice
+    c = a + b        # and a again
+    d = c * b        # b reached along two paths
+    d.sum().backward()
+    # d = (2x + 4x^2) * 4x^2 = 8x^3 + 16x^4 ; d' = 24x^2 + 64x^3 = 216 + 1728
+    assert x.grad.tolist() == pytest.approx([1944.0], rel=1e-5)
+
+
+def test_no_grad_prevents_recording(device):
+    x = wg.ones(2, device=device, requires_grad=True)
+    with wg.no_grad():
+        y = x * 2
+    assert not y.requires_grad and y.grad_fn is None
+    assert wg.is_grad_enabled()
+
+    @wg.no_grad()
+    def f(t):
+        return t * 3
+    assert not f(x).requires_grad
+    with wg.set_grad_enabled(False):
+        assert not wg.is_grad_enabled()
+        with wg.enable_grad():
+            assert (x * 2).requires_grad
+    assert wg.is_grad_enabled()
+
+
+def test_requires_grad_propagation(device):
+    a = wg.ones(2, device=device)
+    b = wg.ones(2, device=device, requires_grad=True)
+    assert not (a * 2).requires_grad
+    c = a + b
+    assert c.requires_grad and not c.is_leaf and b.is_leaf
+    assert c.grad_fn is not None
+    assert not (a > 0).requires_grad  # comparisons are not differentiable
+    assert not b.detach().requires_grad
+
+
+def test_backward_errors_are_clear(device):
+    x = wg.ones(2, device=device)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (x * 2).sum().backward()
+    y = wg.ones(2, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (y * 2).backward()
+    z = (y * y).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.backward()
+    with pytest.raises(RuntimeError, match="floating point"):
+        wg.ones(2, dtype=wg.int32, device=device, requires_grad=True)
+
+
+def test_retain_graph_allows_second_backward(device):
+    x = wg.tensor([2.0], device=device, requires_grad=True)
+    z = (x * x).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    assert x.grad.tolist() == [8.0]
+
+
+def test_retain_grad_on_intermediate(device):
+    x = wg.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    (y * y).sum().backward()
+    assert y.grad.tolist() == [6.0, 12.0]
+    assert x.grad.tolist() == [18.0, 36.0]
+
+
+def test_gradient_shape_mismatch_is_reported(device):
+    x = wg.ones(2, 3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\(2, 3\)"):
+        (x * 2).backward(wg.ones(3, device=device))
+
+
+def test_inplace_on_leaf_requiring_grad_is_refused(device):
+    w = wg.ones(2, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        w += 1
+    with wg.no_grad():
+        w -= 0.5
+    assert w.tolist() == [0.5, 0.5] and w.requires_grad and w.is_leaf
+
+
+def test_deep_chain_does_not_hit_recursion_limit(device):
+    x = wg.ones(1, device=device, requires_grad=True)
+    y = x
+    for _ in range(2000):
+        y = y * 1.0
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0]
