@@ -235,3 +235,57 @@ class Backend:
         """out [rows, C] = grad[row] * (softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where
         target == ignore_index. grad: float32 [rows] (the upstream gradient of each row's loss)."""
         raise NotImplementedError
+
+    # ----------------------------------------------------------------- convolution and pooling
+    # Geometry arguments are (height, width) pairs: kernel k, stride s, padding p, dilation d.
+    # Images are contiguous NCHW float; OH = (H + 2p - d*(k-1) - 1) // s + 1 (likewise OW).
+    def im2col(self, out, x, kernel, stride, padding, dilation):
+        """Unfold patches. x: [N, C, H, W]; out: contiguous [N, C*kh*kw, OH*OW] where row
+        (c*kh + i)*kw + j holds x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the image)."""
+        raise NotImplementedError
+
+    def col2im(self, out, cols, kernel, stride, padding, dilation):
+        """The adjoint of im2col: out [N, C, H, W] (every element written) = sum of the column entries
+        that read each pixel. cols: contiguous [N, C*kh*kw, OH*OW]."""
+        raise NotImplementedError
+
+    def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
+        """out, indices: [N, C, OH, OW]; indices (int32) = h*W + w of the max within its plane (first
+        on ties, padding never wins), as PyTorch's return_indices."""
+        raise NotImplementedError
+
+    def max_pool2d_backward(self, out, grad, indices):
+        """out [N, C, H, W] (every element written) = sum of grad over the windows whose max it was.
+        grad, indices: [N, C, OH, OW]."""
+        raise NotImplementedError
+
+    def avg_pool2d(self, out, x, kernel, stride, padding, count_include_pad=True):
+        """Mean over each window; the divisor counts padding cells when count_include_pad."""
+        raise NotImplementedError
+
+    def avg_pool2d_backward(self, out, grad, kernel, stride, padding, count_include_pad=True):
+        """out [N, C, H, W] (every element written): the adjoint of avg_pool2d."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- optimizer updates (in place)
+    # One fused kernel per parameter: param, grad and state are contiguous views of one shape, updated
+    # in place. `hyper` is a dict of Python floats/bools (lr, betas, step, ...); a backend may keep the
+    # values that change every step (lr, step) in a small device buffer so recorded steps can replay.
+    def sgd_step(self, param, grad, momentum_buffer, hyper):
+        """PyTorch SGD: g = grad + weight_decay*param (negated first if maximize); with momentum:
+        buf = g if hyper['first'] else momentum*buf + (1-dampening)*g; g = g + momentum*buf if nesterov
+        else buf; param -= lr*g. momentum_buffer is None when momentum == 0."""
+        raise NotImplementedError
+
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+        """PyTorch Adam / AdamW (hyper['decoupled']): step t = hyper['step'] (already incremented);
+        AdamW: param *= 1 - lr*wd; Adam: g = grad + wd*param. m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+        amsgrad: vmax = max(vmax, v) and v_used = vmax; param -= lr/(1-b1^t) * m / (sqrt(v_used/(1-b2^t)) + eps).
+        max_exp_avg_sq is None unless amsgrad."""
+        raise NotImplementedError
+
+    def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
+        """PyTorch RMSprop: g = grad + wd*param; sq = alpha*sq + (1-alpha)*g*g; centered: ga = alpha*ga +
+        (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
+        buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
+        raise NotImplementedError

@@ -1,0 +1,1 @@
+"""Backends: the device interface (device.py) and its implementations (cpu.py, webgpu/)."""
