@@ -6,6 +6,7 @@ fn(m, F, *inputs) is written once for both libraries: m is `webgrad` or `torch`,
 An input spec is a shape (standard normal values) or (kind, shape[, high]) with kind:
   "pos"   values in [0.5, 2]          (log, sqrt, pow bases)
   "away"  |values| in [0.5, 2]        (denominators, kinks kept away from the data)
+  "prob"  values in [0.05, 0.95]      (probabilities)
   "int"   integers in [0, high)       (indices; constant, no gradient)
   "perm"  a permutation of range(shape[0])
 """
@@ -24,6 +25,8 @@ def make_inputs(specs, seed=0):
                 a = rng.uniform(0.5, 2.0, shape)
             elif kind == "away":
                 a = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+            elif kind == "prob":
+                a = rng.uniform(0.05, 0.95, shape)
             elif kind == "int":
                 a = rng.integers(0, spec[2], shape).astype(np.int32)
             elif kind == "perm":
@@ -34,6 +37,11 @@ def make_inputs(specs, seed=0):
             a = rng.standard_normal(spec)
         out.append(np.asarray(a, dtype=np.float32) if a.dtype.kind == "f" else a)
     return out
+
+
+def const(m, like, values):
+    """A constant (no gradient) with `like`'s dtype and device, in either library."""
+    return m.tensor(values, dtype=like.dtype, device=like.device)
 
 
 B = (3, 1)       # broadcasts against (3, 5)
@@ -143,4 +151,57 @@ CASES = [
     ("cross_entropy_none", lambda m, F, x, t: F.cross_entropy(x, t, reduction="none"), [(4, 5), ("int", (4,), 5)]),
     ("cross_entropy_ignore", lambda m, F, x, t: F.cross_entropy(x, t, ignore_index=1), [(6, 3), ("int", (6,), 3)]),
     ("cross_entropy_spatial", lambda m, F, x, t: F.cross_entropy(x, t), [(2, 3, 2, 2), ("int", (2, 2, 2), 3)]),
+    ("cross_entropy_weight", lambda m, F, x, t: F.cross_entropy(x, t, weight=const(m, x, [0.5, 2.0, 1.0])),
+     [(5, 3), ("int", (5,), 3)]),
+    ("cross_entropy_weight_smooth_ignore", lambda m, F, x, t: F.cross_entropy(
+        x, t, weight=const(m, x, [0.5, 2.0, 1.0]), ignore_index=0, label_smoothing=0.2),
+     [(2, 3, 3), ("int", (2, 3), 3)]),
+    ("nll_loss", lambda m, F, x, t: F.nll_loss(x, t), [(4, 5), ("int", (4,), 5)]),
+    ("nll_loss_weight_ignore_spatial", lambda m, F, x, t: F.nll_loss(
+        x, t, weight=const(m, x, [1.0, 0.3, 2.0]), ignore_index=2), [(2, 3, 2, 2), ("int", (2, 2, 2), 3)]),
+    ("mse_loss", lambda m, F, x, y: F.mse_loss(x, y), [M, M]),
+    ("l1_loss_sum", lambda m, F, x, y: F.l1_loss(x, y, reduction="sum"), [M, M]),
+    ("smooth_l1_loss", lambda m, F, x, y: F.smooth_l1_loss(x, y, beta=0.5), [M, M]),
+    ("huber_loss_none", lambda m, F, x, y: F.huber_loss(x, y, reduction="none", delta=0.7), [M, M]),
+    ("binary_cross_entropy", lambda m, F, x, y: F.binary_cross_entropy(x, y), [("prob", M), ("prob", M)]),
+    ("binary_cross_entropy_weight", lambda m, F, x, y: F.binary_cross_entropy(
+        x, y, weight=const(m, x, [0.5, 1.0, 2.0, 1.5, 0.1]), reduction="sum"), [("prob", M), ("prob", M)]),
+    ("bce_with_logits", lambda m, F, x, y: F.binary_cross_entropy_with_logits(x, y), [M, ("prob", M)]),
+    ("bce_with_logits_pos_weight", lambda m, F, x, y: F.binary_cross_entropy_with_logits(
+        x, y, pos_weight=const(m, x, [0.5, 1.0, 2.0, 1.5, 3.0]), reduction="none"), [M, ("prob", M)]),
+    # convolution, pooling, padding (ops/conv.py)
+    ("conv2d", lambda m, F, x, w, b: F.conv2d(x, w, b), [(2, 3, 5, 6), (4, 3, 3, 3), (4,)]),
+    ("conv2d_small_output", lambda m, F, x, w, b: F.conv2d(x, w, b, stride=2), [(2, 4, 4, 4), (5, 4, 3, 3), (5,)]),
+    ("conv2d_stride_pad", lambda m, F, x, w, b: F.conv2d(x, w, b, stride=2, padding=1), [(2, 2, 7, 6), (3, 2, 3, 3), (3,)]),
+    ("conv2d_dilation_rect", lambda m, F, x, w: F.conv2d(x, w, stride=(1, 2), padding=(2, 1), dilation=(2, 1)),
+     [(1, 2, 6, 7), (3, 2, 2, 3)]),
+    ("conv2d_same_even_kernel", lambda m, F, x, w: F.conv2d(x, w, padding="same"), [(1, 2, 5, 4), (2, 2, 2, 3)]),
+    ("conv2d_groups", lambda m, F, x, w, b: F.conv2d(x, w, b, padding=1, groups=2), [(2, 4, 4, 3), (6, 2, 3, 3), (6,)]),
+    ("conv2d_unbatched_1x1", lambda m, F, x, w: F.conv2d(x, w), [(2, 3, 4), (3, 2, 1, 1)]),
+    ("max_pool2d", lambda m, F, x: F.max_pool2d(x, 2), [(2, 3, 6, 5)]),
+    ("max_pool2d_stride_pad_dilation", lambda m, F, x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2)),
+     [(1, 2, 7, 8)]),
+    ("avg_pool2d", lambda m, F, x: F.avg_pool2d(x, 2), [(2, 3, 6, 5)]),
+    ("avg_pool2d_pad", lambda m, F, x: F.avg_pool2d(x, 3, stride=2, padding=1), [(1, 2, 7, 6)]),
+    ("avg_pool2d_pad_exclude", lambda m, F, x: F.avg_pool2d(x, (3, 2), stride=(2, 1), padding=1, count_include_pad=False),
+     [(1, 2, 5, 6)]),
+    ("avg_pool2d_divisor", lambda m, F, x: F.avg_pool2d(x, 2, divisor_override=3), [(1, 2, 4, 4)]),
+    ("adaptive_avg_pool2d", lambda m, F, x: F.adaptive_avg_pool2d(x, (2, 3)), [(2, 2, 4, 6)]),
+    ("adaptive_avg_pool2d_uneven", lambda m, F, x: F.adaptive_avg_pool2d(x, (3, 4)), [(1, 2, 5, 7)]),
+    ("adaptive_avg_pool2d_global", lambda m, F, x: F.adaptive_avg_pool2d(x, 1), [(2, 3, 4, 5)]),
+    ("pad_constant", lambda m, F, x: F.pad(x, (1, 2, 0, 1), value=0.5), [(2, 3, 4)]),
+    ("pad_crop", lambda m, F, x: F.pad(x, (-1, 2, 1, -1)), [(2, 4, 5)]),
+    ("pad_reflect", lambda m, F, x: F.pad(x, (2, 1, 1, 2), mode="reflect"), [(1, 2, 4, 5)]),
+    ("pad_replicate", lambda m, F, x: F.pad(x, (2, 1, 1, 2), mode="replicate"), [(1, 2, 3, 4)]),
+    ("pad_circular", lambda m, F, x: F.pad(x, (2, 1, 3, 0), mode="circular"), [(1, 2, 3, 4)]),
+    # normalization and embedding (nn/functional.py compositions)
+    ("batch_norm_train", lambda m, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     [(4, 3, 2, 2), (3,), (3,)]),
+    ("batch_norm_train_1d", lambda m, F, x: F.batch_norm(x, None, None, training=True), [(5, 3)]),
+    ("batch_norm_eval", lambda m, F, x, w, b: F.batch_norm(
+        x, const(m, x, [0.1, -0.2, 0.3]), const(m, x, [0.5, 1.5, 2.0]), w, b),
+     [(2, 3, 4), (3,), (3,)]),
+    ("layer_norm", lambda m, F, x, w, b: F.layer_norm(x, (4,), w, b), [(2, 3, 4), (4,), (4,)]),
+    ("layer_norm_2d_no_affine", lambda m, F, x: F.layer_norm(x, (3, 4)), [(2, 3, 4)]),
+    ("embedding", lambda m, F, i, w: F.embedding(i, w), [("int", (2, 3), 5), (5, 4)]),
 ]

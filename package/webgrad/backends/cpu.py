@@ -281,17 +281,24 @@ class CPUBackend(Backend):
 
     # ----------------------------------------------------------------- linear algebra
     def matmul(self, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
-        av, bv = self.array(a).astype(np.float64), self.array(b).astype(np.float64)
+        # BLAS in the tensors' own dtype (as PyTorch on the CPU): float32 training stays fast, and float64
+        # gradient checks stay exact. A stride-0 batch is one matrix: multiply it once, not per batch.
+        av, bv = self.array(a), self.array(b)
         if trans_a:
             av = av.transpose(0, 2, 1)
         if trans_b:
             bv = bv.transpose(0, 2, 1)
-        res = av @ bv
+        if av.shape[0] == 1 or a.strides[0] == 0:
+            av = av[:1]
+        if bv.shape[0] == 1 or b.strides[0] == 0:
+            bv = bv[:1]
+        # NumPy only reaches BLAS for 2-D operands; a 3-D matmul of strided views is ~10x slower
+        res = (av[0] @ bv[0])[None] if av.shape[0] == 1 and bv.shape[0] == 1 else np.matmul(av, bv)
         if bias is not None:
-            res = res + self.array(bias)
+            res += self.array(bias)
         if relu:
-            res = np.maximum(res, 0)
-        self._write(out, res)
+            np.maximum(res, 0, out=res)
+        self.array(out)[...] = res
 
     # ----------------------------------------------------------------- indexing
     def index_select(self, out, x, index):
@@ -354,3 +361,149 @@ class CPUBackend(Backend):
         onehot[np.arange(len(t)), np.where(valid, t, 0)] = 1.0
         res = (p - ((1.0 - label_smoothing) * onehot + label_smoothing / c)) * self.array(grad)[:, None]
         self._write(out, np.where(valid[:, None], res, 0.0))
+
+    # ----------------------------------------------------------------- convolution and pooling
+    # Each kernel loops over the kh*kw taps of the window only: tap (i, j) of every output position is
+    # one strided slice of the padded image, so the work is kh*kw NumPy operations at any image size.
+    @staticmethod
+    def _taps(padded, kernel, stride, dilation, out_hw):
+        """Yield (i, j, view [N, C, OH, OW] of `padded` read by kernel tap (i, j))."""
+        (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_hw
+        for i in range(kh):
+            for j in range(kw):
+                yield i, j, padded[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
+
+    @staticmethod
+    def _pool_out(h, w, kernel, stride, padding, dilation=(1, 1)):
+        return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                     for n, k, s, p, d in zip((h, w), kernel, stride, padding, dilation))
+
+    def _padded(self, x, padding, fill=0.0):
+        v = self.array(x).astype(np.float64)
+        (ph, pw) = padding
+        return np.pad(v, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
+
+    def im2col(self, out, x, kernel, stride, padding, dilation):
+        n, c, h, w = x.shape
+        oh, ow = self._pool_out(h, w, kernel, stride, padding, dilation)
+        cols = np.empty((n, c, kernel[0], kernel[1], oh, ow))
+        for i, j, tap in self._taps(self._padded(x, padding), kernel, stride, dilation, (oh, ow)):
+            cols[:, :, i, j] = tap
+        self._write(out, cols.reshape(out.shape))
+
+    def col2im(self, out, cols, kernel, stride, padding, dilation):
+        n, c, h, w = out.shape
+        (ph, pw) = padding
+        oh, ow = self._pool_out(h, w, kernel, stride, padding, dilation)
+        src = self.array(cols).astype(np.float64).reshape(n, c, kernel[0], kernel[1], oh, ow)
+        img = np.zeros((n, c, h + 2 * ph, w + 2 * pw))
+        for i, j, tap in self._taps(img, kernel, stride, dilation, (oh, ow)):
+            tap += src[:, :, i, j]  # one tap never reads a pixel twice, so += on the view is exact
+        self._write(out, img[:, :, ph:ph + h, pw:pw + w])
+
+    def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
+        n, c, h, w = x.shape
+        oh, ow = out.shape[2], out.shape[3]
+        kw = kernel[1]
+        padded = self._padded(x, padding, fill=-np.inf)
+        inside = np.pad(np.ones((1, 1, h, w), bool), ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+        vals = np.stack([t for _, _, t in self._taps(padded, kernel, stride, dilation, (oh, ow))])
+        real = np.stack([t for _, _, t in self._taps(inside, kernel, stride, dilation, (oh, ow))])
+        real = np.broadcast_to(real, vals.shape)
+        k = np.argmax(vals, axis=0)  # first maximum in row-major window order, as PyTorch
+        # a window whose real cells are all -inf may have picked a padding cell: take its first real cell
+        k = np.where(np.take_along_axis(real, k[None], 0)[0], k, np.argmax(real, axis=0))
+        row = np.arange(oh)[:, None] * stride[0] - padding[0] + (k // kw) * dilation[0]
+        col = np.arange(ow)[None, :] * stride[1] - padding[1] + (k % kw) * dilation[1]
+        self._write(out, np.take_along_axis(vals, k[None], 0)[0])
+        self._write(indices, row * w + col)
+
+    def max_pool2d_backward(self, out, grad, indices):
+        n, c, h, w = out.shape
+        g = self.array(grad).astype(np.float64).reshape(n * c, -1)
+        idx = self.array(indices).astype(np.intp).reshape(n * c, -1)
+        res = np.zeros((n * c, h * w))
+        np.add.at(res, (np.arange(n * c)[:, None], idx), g)
+        self._write(out, res.reshape(out.shape))
+
+    def _avg_divisor(self, hw, kernel, stride, padding, count_include_pad, out_hw):
+        if count_include_pad:  # padding cells count; windows never reach past the padding (no ceil_mode)
+            return float(kernel[0] * kernel[1])
+        inside = np.pad(np.ones((1, 1) + hw), ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+        return sum(t for _, _, t in self._taps(inside, kernel, stride, (1, 1), out_hw))
+
+    def avg_pool2d(self, out, x, kernel, stride, padding, count_include_pad=True):
+        n, c, h, w = x.shape
+        oh, ow = out.shape[2], out.shape[3]
+        total = sum(t for _, _, t in self._taps(self._padded(x, padding), kernel, stride, (1, 1), (oh, ow)))
+        self._write(out, total / self._avg_divisor((h, w), kernel, stride, padding, count_include_pad, (oh, ow)))
+
+    def avg_pool2d_backward(self, out, grad, kernel, stride, padding, count_include_pad=True):
+        n, c, h, w = out.shape
+        (ph, pw), (oh, ow) = padding, grad.shape[2:]
+        share = self.array(grad).astype(np.float64) / self._avg_divisor((h, w), kernel, stride, padding,
+                                                                          count_include_pad, (oh, ow))
+        img = np.zeros((n, c, h + 2 * ph, w + 2 * pw))
+        for _, _, tap in self._taps(img, kernel, stride, (1, 1), (oh, ow)):
+            tap += share
+        self._write(out, img[:, :, ph:ph + h, pw:pw + w])
+
+    # ----------------------------------------------------------------- optimizer updates (in place)
+    # One fused update per parameter, in float64 and rounded once into the tensors' dtype, following
+    # PyTorch's single-tensor implementations (torch/optim/{sgd,adam,rmsprop}.py) step by step.
+    def _f64(self, view):
+        return self.array(view).astype(np.float64)
+
+    def _optim_grad(self, param, grad, hyper):
+        """The gradient an update uses: negated for maximize, then plus weight_decay * param."""
+        g = self._f64(grad)
+        if hyper["maximize"]:
+            g = -g
+        if hyper["weight_decay"] != 0 and not hyper.get("decoupled", False):
+            g = g + hyper["weight_decay"] * self._f64(param)
+        return g
+
+    def sgd_step(self, param, grad, momentum_buffer, hyper):
+        g = self._optim_grad(param, grad, hyper)
+        if momentum_buffer is not None:
+            m = hyper["momentum"]
+            buf = g if hyper["first"] else m * self._f64(momentum_buffer) + (1.0 - hyper["dampening"]) * g
+            self._write(momentum_buffer, buf)
+            g = g + m * buf if hyper["nesterov"] else buf
+        self._write(param, self._f64(param) - hyper["lr"] * g)
+
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+        lr, b1, b2, t = hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["step"]
+        g = self._optim_grad(param, grad, hyper)
+        p = self._f64(param)
+        if hyper["decoupled"]:  # AdamW: decay the parameter itself, not through the gradient
+            p = p * (1.0 - lr * hyper["weight_decay"])
+        m = b1 * self._f64(exp_avg) + (1.0 - b1) * g
+        v = b2 * self._f64(exp_avg_sq) + (1.0 - b2) * g * g
+        self._write(exp_avg, m)
+        self._write(exp_avg_sq, v)
+        if max_exp_avg_sq is not None:
+            v = np.maximum(self._f64(max_exp_avg_sq), v)
+            self._write(max_exp_avg_sq, v)
+        bias_correction1 = 1.0 - b1 ** t
+        bias_correction2 = 1.0 - b2 ** t
+        denom = np.sqrt(v) / bias_correction2 ** 0.5 + hyper["eps"]
+        self._write(param, p - (lr / bias_correction1) * m / denom)
+
+    def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
+        alpha, eps = hyper["alpha"], hyper["eps"]
+        g = self._optim_grad(param, grad, hyper)
+        sq = alpha * self._f64(square_avg) + (1.0 - alpha) * g * g
+        self._write(square_avg, sq)
+        if grad_avg is not None:  # centered: normalise by an estimate of the gradient's variance
+            ga = alpha * self._f64(grad_avg) + (1.0 - alpha) * g
+            self._write(grad_avg, ga)
+            avg = np.sqrt(sq - ga * ga) + eps
+        else:
+            avg = np.sqrt(sq) + eps
+        if momentum_buffer is not None:
+            buf = hyper["momentum"] * self._f64(momentum_buffer) + g / avg
+            self._write(momentum_buffer, buf)
+            self._write(param, self._f64(param) - hyper["lr"] * buf)
+        else:
+            self._write(param, self._f64(param) - hyper["lr"] * g / avg)

@@ -271,21 +271,26 @@ class Backend:
     # One fused kernel per parameter: param, grad and state are contiguous views of one shape, updated
     # in place. `hyper` is a dict of Python floats/bools (lr, betas, step, ...); a backend may keep the
     # values that change every step (lr, step) in a small device buffer so recorded steps can replay.
+    # A backend that has a `scalar(value)` method (WebGPU's dynamic scalars) receives hyper['lr'] and
+    # hyper['step'] as its own scalar objects, which webgrad.optim rewrites only when they change.
     def sgd_step(self, param, grad, momentum_buffer, hyper):
-        """PyTorch SGD: g = grad + weight_decay*param (negated first if maximize); with momentum:
+        """PyTorch SGD. hyper: lr, momentum, dampening, weight_decay, nesterov, maximize, first.
+        g = grad + weight_decay*param (negated first if maximize); with momentum:
         buf = g if hyper['first'] else momentum*buf + (1-dampening)*g; g = g + momentum*buf if nesterov
         else buf; param -= lr*g. momentum_buffer is None when momentum == 0."""
         raise NotImplementedError
 
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
-        """PyTorch Adam / AdamW (hyper['decoupled']): step t = hyper['step'] (already incremented);
-        AdamW: param *= 1 - lr*wd; Adam: g = grad + wd*param. m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+        """PyTorch Adam / AdamW. hyper: lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled, step.
+        g = grad (negated if maximize); step t = hyper['step'] (already incremented);
+        AdamW: param *= 1 - lr*wd; Adam: g += wd*param. m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
         amsgrad: vmax = max(vmax, v) and v_used = vmax; param -= lr/(1-b1^t) * m / (sqrt(v_used/(1-b2^t)) + eps).
         max_exp_avg_sq is None unless amsgrad."""
         raise NotImplementedError
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
-        """PyTorch RMSprop: g = grad + wd*param; sq = alpha*sq + (1-alpha)*g*g; centered: ga = alpha*ga +
+        """PyTorch RMSprop. hyper: lr, alpha, eps, weight_decay, momentum, centered, maximize.
+        g = grad (negated if maximize) + wd*param; sq = alpha*sq + (1-alpha)*g*g; centered: ga = alpha*ga +
         (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
         buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
         raise NotImplementedError

@@ -1,3 +1,16 @@
 """Neural-network building blocks (webgrad.nn), as torch.nn."""
 
-from . import functional  # noqa: F401
+from . import functional, init  # noqa: F401
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh  # noqa: F401
+from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .conv import Conv2d  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .linear import Identity, Linear  # noqa: F401
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,  # noqa: F401
+                   SmoothL1Loss)
+from .module import Module  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
+from .parameter import Parameter  # noqa: F401
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
+from .sparse import Embedding  # noqa: F401

@@ -1,6 +1,144 @@
-"""webgrad.nn.functional: the stateless forms of layers, activations and losses (as torch.nn.functional)."""
+"""webgrad.nn.functional: the stateless forms of layers, activations and losses (as torch.nn.functional).
 
-from ..ops.elementwise import gelu, leaky_relu, relu, sigmoid, silu, softplus, tanh  # noqa: F401
-from ..ops.loss import cross_entropy  # noqa: F401
+Ops with kernels of their own (activations, linear, conv/pool, softmax, losses) live in webgrad/ops and
+are re-exported here. The functions defined below are compositions of those ops, so their gradients
+come from the ops they are built from.
+"""
+
+import warnings
+
+from .. import dtypes
+from ..autograd import no_grad
+from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, pad  # noqa: F401
+from ..ops.elementwise import gelu, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: F401
+from ..ops.elementwise import check_same_device as _check_same_device, where as _where
+from ..ops.elementwise import silu as _silu
+from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
+                        huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
+from ..random import rand
+from ..tensor import Tensor, arange
+
+
+def _maybe_inplace(input, out, inplace):
+    if not inplace:
+        return out
+    from ..ops.inplace import assign_
+    return assign_(input, out)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, _silu(input), inplace)
+
+
+# ===================================================================== dropout
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p). The mask is drawn on the
+    input's device (webgrad.rand), so dropout uploads nothing."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        keep = rand(*input.shape, device=input.device) >= p  # P(keep) = 1 - p
+        out = _where(keep, input * (1.0 / (1.0 - p)), 0.0)
+    return _maybe_inplace(input, out, inplace)
+
+
+# ===================================================================== normalization
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and spatial dims.
+
+    training: use the batch statistics and, when running_mean/var are given, update them in place:
+    running = (1 - momentum) * running + momentum * batch, with the unbiased batch variance, as PyTorch.
+    Otherwise use running_mean/var.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm(): expected an input with at least 2 dims [N, C, ...], got shape {list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"batch_norm(): {name} must have shape [{c}] (one entry per channel of input "
+                               f"{list(input.shape)}), got {list(t.shape)}")
+    dims = (0,) + tuple(range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        diff = input - mean
+        var = (diff * diff).mean(dims, keepdim=True)  # biased, for normalising
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.copy_(running_mean * (1.0 - momentum) + mean.reshape(c) * momentum)
+                running_var.copy_(running_var * (1.0 - momentum) + var.reshape(c) * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm(): running_mean and running_var are required when training=False")
+        diff = input - running_mean.reshape(shape)
+        var = running_var.reshape(shape)
+    out = diff * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing dims `normalized_shape` (biased variance), then scale and shift."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+        raise RuntimeError(f"layer_norm(): given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size {list(input.shape)}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    diff = input - input.mean(dims, keepdim=True)
+    out = diff * ((diff * diff).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# ===================================================================== sparse
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` picked by the integer tensor `input`: out[..., :] = weight[input[...], :].
+    Rows read at padding_idx get no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(): max_norm, scale_grad_by_freq and sparse are not supported yet")
+    if not isinstance(input, Tensor) or input.dtype.is_floating:
+        raise TypeError("embedding(): input must be an integer tensor of indices, got "
+                        f"{input.dtype.name if isinstance(input, Tensor) else type(input).__name__}")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding(): weight must be 2-D [num_embeddings, embedding_dim], got {list(weight.shape)}")
+    _check_same_device("embedding", input, weight)
+    out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        # same values, but the padding rows' gradient stops here
+        out = _where((input == padding_idx).unsqueeze(-1), out.detach(), out)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """int [*] -> int [*, num_classes] with a 1 at each index. num_classes=-1 reads max + 1 from the data
+    (a device read; pass num_classes to avoid it)."""
+    if not isinstance(tensor, Tensor) or tensor.dtype.is_floating:
+        raise RuntimeError("one_hot is only applicable to index tensor (an integer Tensor)")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    classes = arange(num_classes, dtype=dtypes.int32, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).int()
+
+
+def _softmax_legacy_dim(ndim, name):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1

@@ -3,10 +3,10 @@
 Each family module holds forward and backward side by side; this file only wires names.
 """
 
-from . import elementwise, inplace, loss, matmul, reduce, shape
+from . import conv, elementwise, inplace, loss, matmul, reduce, shape
 from ..tensor import Tensor
 
-_FAMILIES = (elementwise, reduce, matmul, shape, loss)
+_FAMILIES = (elementwise, reduce, matmul, shape, loss, conv)
 
 # the public functional namespace: webgrad.exp(x), webgrad.cat([...]), ...
 FUNCTIONS = {}

@@ -1,8 +1,16 @@
-"""Fused losses: softmax cross-entropy forward and backward are one kernel each (the step's hot spot)."""
+"""Losses, as torch.nn.functional.
+
+Softmax cross-entropy is fused: forward and backward are one kernel each (the step's hot spot). The
+other losses are short compositions of differentiable ops, so their gradients come from those ops;
+binary_cross_entropy has its own backward to match PyTorch's clamped gradient at 0 and 1.
+"""
+
+import warnings
 
 from .. import dtypes
-from ..autograd import record
-from .elementwise import new
+from ..autograd import no_grad, record
+from ..tensor import Tensor
+from .elementwise import check_same_device, new, softplus, where
 
 
 def _reduce_rows(per_row, reduction, count):
@@ -20,9 +28,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
     input: [N, C] or [N, C, d1, ...] logits (or [C] for a single sample); target: int [N] / [N, d1, ...].
     """
-    from ..tensor import Tensor
     if weight is not None:
-        raise NotImplementedError("cross_entropy(weight=...) is not supported yet")
+        return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     if not isinstance(target, Tensor) or target.dtype.is_floating:
         raise TypeError("cross_entropy(): target must be an integer tensor of class indices "
                         "(probability targets are not supported yet)")
@@ -60,3 +67,157 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     # PyTorch's mean divides by the number of non-ignored targets; only an index inside [0, C) can be ignored
     count = (tgt != ignore_index).sum().float() if 0 <= ignore_index < c else n
     return _reduce_rows(per_row, reduction, count)
+
+
+def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    """cross_entropy with class weights: log_softmax + nll_loss, plus PyTorch's weighted smoothing term
+    (-sum_c w_c logp_c per sample, normalised like the nll part: by the summed weights of the targets)."""
+    from .reduce import log_softmax
+    if input.ndim == 1:
+        out = _weighted_cross_entropy(input.unsqueeze(0), target.reshape(1), weight, ignore_index, reduction,
+                                      label_smoothing)
+        return out.reshape(()) if reduction == "none" else out
+    logp = log_softmax(input, dim=1)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return loss
+    c = input.shape[1]
+    w = weight.to(dtype=logp.dtype).reshape((1, c) + (1,) * (input.ndim - 2))
+    valid = target != ignore_index
+    smooth = where(valid, -(logp * w).sum(1), 0.0)
+    if reduction == "mean":
+        picked = weight.to(dtype=logp.dtype).index_select(0, where(valid, target.int(), 0).reshape(-1))
+        smooth = smooth.sum() / where(valid.reshape(-1), picked, 0.0).sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's deprecated size_average/reduce flags, mapped onto `reduction`."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "mean" if size_average and reduce else ("sum" if reduce else "none")
+
+
+def _reduce(loss, reduction, op, weight=None):
+    """Apply `reduction`; with an elementwise `weight`, mean is sum(w * loss) / sum(w), as PyTorch."""
+    if weight is not None:
+        if tuple(weight.shape) != tuple(loss.shape):
+            raise ValueError(f"{op}(): weight of shape {list(weight.shape)} must have the input's shape {list(loss.shape)}")
+        loss = loss * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if weight is not None else loss.mean()
+    raise ValueError(f"{op}(): reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def _check_pair(input, target, op):
+    if not isinstance(input, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"{op}(): expected input and target Tensors, got {type(input).__name__} and {type(target).__name__}")
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"{op}(): using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of class indices. input: log-probabilities [N, C], [N, C, d1, ...] or [C];
+    target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not isinstance(target, Tensor) or target.dtype.is_floating:
+        raise TypeError("nll_loss(): target must be an integer tensor of class indices")
+    if input.ndim == 1:
+        out = nll_loss(input.unsqueeze(0), target.reshape(1), weight, None, ignore_index, None, reduction)
+        return out.reshape(()) if reduction == "none" else out
+    n, c = input.shape[0], input.shape[1]
+    expected = (n,) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(f"nll_loss(): expected target of shape {list(expected)} for input of shape "
+                         f"{list(input.shape)}, got {list(target.shape)}")
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise RuntimeError(f"nll_loss(): weight must have one entry per class, shape [{c}], got {list(weight.shape)}")
+    check_same_device("nll_loss", input, target, weight)
+    rows = input.movedim(1, -1).reshape(-1, c) if input.ndim > 2 else input
+    t = target.reshape(-1).int()
+    valid = t != ignore_index
+    safe = where(valid, t, 0)  # ignored rows read class 0, then get weight 0
+    w = valid.to(dtype=input.dtype)
+    if weight is not None:
+        w = w * weight.to(dtype=input.dtype).index_select(0, safe)
+    loss = -rows.gather(1, safe.unsqueeze(1)).squeeze(1) * w
+    if reduction == "none":
+        return loss.reshape(expected)
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"nll_loss(): reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_pair(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, _legacy_reduction(size_average, reduce, reduction), "mse_loss", weight)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_pair(input, target, "l1_loss")
+    return _reduce((input - target).abs(), _legacy_reduction(size_average, reduce, reduction), "l1_loss", weight)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (plain L1 when beta == 0)."""
+    _check_pair(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise RuntimeError(f"smooth_l1_loss(): beta must be non-negative, got {beta}")
+    d = (input - target).abs()
+    loss = d if beta == 0 else where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction), "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
+    _check_pair(input, target, "huber_loss")
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss(): delta must be positive, got {delta}")
+    d = (input - target).abs()
+    return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss", weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch (so x = 0 or 1 stays finite).
+    The gradient is PyTorch's w (x - y) / max(x (1 - x), 1e-12): finite at 0 and 1, where the composed
+    ops' would be 0 * inf."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is not allowed; please ensure they have the same size")
+    with no_grad():
+        log_x = input.log().clamp(min=-100.0)
+        log_1mx = (1.0 - input).log().clamp(min=-100.0)
+        loss = -(target * log_x + (1.0 - target) * log_1mx)
+
+    def backward(g):
+        gx = g * (input - target) / (input * (1.0 - input)).clamp(min=1e-12) if input.requires_grad else None
+        gy = g * (log_1mx - log_x) if target.requires_grad else None
+        return gx, gy
+    loss = record(loss, "BinaryCrossEntropy", (input, target), backward)
+    return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """BCE of sigmoid(input), computed stably as (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"binary_cross_entropy_with_logits(): target size ({list(target.shape)}) must be the same as "
+                         f"input size ({list(input.shape)})")
+    log_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * target + 1.0
+    loss = (1.0 - target) * input + log_weight * softplus(-input)
+    return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy_with_logits")

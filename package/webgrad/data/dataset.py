@@ -1,0 +1,108 @@
+"""Datasets, as torch.utils.data: a map-style dataset is anything with __len__ and __getitem__(i).
+
+Batch gathering. Looking samples up one by one costs a Python call (and, on WebGPU, a kernel) per
+sample. A dataset whose samples live in tensors on one device can instead hand out a whole batch:
+
+    dataset.batch_device      the device its tensors live on (None: no batch gathering)
+    dataset.get_batch(index)  the batch for an int32 index tensor [B] on that device
+
+DataLoader uses this when it can (see loader.py): it uploads one permutation per epoch and each batch
+is one index_select per tensor. TensorDataset, Subset (of such a dataset) and datasets.MNIST support it.
+"""
+
+import array
+
+from .. import dtypes
+from .. import random as _random
+from ..tensor import Tensor, tensor
+
+
+class Dataset:
+    """Base class of map-style datasets: subclasses implement __getitem__ and __len__."""
+
+    batch_device = None  # no batch gathering unless a subclass provides get_batch
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+
+class TensorDataset(Dataset):
+    """Samples are the rows of tensors that share their first dimension: dataset[i] = (t[i] for t in tensors)."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        for i, t in enumerate(tensors):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"TensorDataset: argument {i} is a {type(t).__name__}, not a Tensor")
+            if t.ndim == 0:
+                raise ValueError(f"TensorDataset: tensor {i} is 0-d; every tensor needs a first (sample) dimension")
+        sizes = [t.shape[0] for t in tensors]
+        if len(set(sizes)) > 1:
+            shapes = ", ".join(f"tensor {i}: {list(t.shape)}" for i, t in enumerate(tensors))
+            raise ValueError(f"TensorDataset: all tensors must have the same size in dimension 0, got {shapes}")
+        self.tensors = tensors
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    @property
+    def batch_device(self):
+        return self.tensors[0].device
+
+    def get_batch(self, index):
+        # .to() is a no-op when a tensor is on the index's device; mixed devices pay one copy per batch
+        return [t.index_select(0, index.to(t.device)) for t in self.tensors]
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = [int(i) for i in indices]
+        self._index_tensors = {}  # device -> the indices uploaded once, for get_batch
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, index):
+        return self.dataset[self.indices[index]]
+
+    @property
+    def batch_device(self):
+        return getattr(self.dataset, "batch_device", None)
+
+    def get_batch(self, index):
+        """Valid when self.batch_device is not None: translate the index on the device, then gather."""
+        device = index.device
+        mapping = self._index_tensors.get(device)
+        if mapping is None:
+            mapping = self._index_tensors[device] = tensor(array.array("i", self.indices), dtype=dtypes.int32,
+                                                           device=device)
+        return self.dataset.get_batch(mapping.index_select(0, index))
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split `dataset` into non-overlapping random Subsets of the given lengths (or fractions summing to 1)."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(isinstance(x, float) and 0 <= x <= 1 for x in lengths) and abs(sum(lengths) - 1) < 1e-6:
+        # fractions, as PyTorch: floor each, then hand the remainder out one by one from the first split
+        counts = [int(x * n) for x in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if any(not isinstance(x, int) or x < 0 for x in lengths) or sum(lengths) != n:
+        raise ValueError(f"random_split: lengths {lengths} must be non-negative ints summing to the dataset's "
+                         f"length {n}, or fractions summing to 1")
+    order = list(range(n))
+    (generator or _random.default_generator).python_random().shuffle(order)
+    subsets, start = [], 0
+    for length in lengths:
+        subsets.append(Subset(dataset, order[start:start + length]))
+        start += length
+    return subsets

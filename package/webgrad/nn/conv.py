@@ -1,0 +1,83 @@
+"""Conv2d: weight [out_channels, in_channels / groups, kh, kw], bias [out_channels], as PyTorch."""
+
+import math
+
+from ..ops.conv import _pair
+from ..tensor import empty
+from . import functional as F, init
+from .module import Module
+from .parameter import Parameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
+                             f"groups ({groups})")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d")
+        self.stride = _pair(stride, "stride", "Conv2d")
+        self.dilation = _pair(dilation, "dilation", "Conv2d")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding", "Conv2d")
+        self.output_padding, self.transposed = (0, 0), False
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def _explicit_padding(self):
+        """(left, right, top, bottom) for F.pad when padding_mode is not 'zeros'."""
+        if self.padding == "valid":
+            return (0, 0, 0, 0)
+        if self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            (th, tw) = totals
+            return (tw // 2, tw - tw // 2, th // 2, th - th // 2)
+        ph, pw = self.padding
+        return (pw, pw, ph, ph)
+
+    def forward(self, input):
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._explicit_padding(), mode=self.padding_mode)
+            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s

@@ -1,0 +1,408 @@
+"""nn.Module: the base class of every layer and model, with PyTorch's API and behaviour.
+
+A module keeps three ordered registries, filled by attribute assignment (``self.fc = Linear(...)``,
+``self.w = Parameter(...)``) or by register_parameter / register_buffer / add_module:
+
+* ``_parameters``: name -> Parameter (or None): what optimizers train;
+* ``_buffers``: name -> Tensor (or None): state that is saved but not trained (BatchNorm's running
+  statistics); names in ``_non_persistent_buffers_set`` are left out of state_dict;
+* ``_modules``: name -> child Module (or None).
+
+Everything else (parameters(), state_dict(), to(), repr, ...) walks these registries recursively.
+"""
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
+
+from .. import devices, dtypes
+from ..autograd import no_grad
+from ..tensor import Tensor
+from .parameter import Parameter
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict(strict=False) skipped (PyTorch's return type)."""
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(text, spaces):
+    """Indent every line but the first (PyTorch's helper for nested reprs)."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+def _as_tensor(value):
+    """A state_dict value (webgrad Tensor, torch Tensor, NumPy array) as a webgrad Tensor, or None."""
+    from ..tensor import tensor
+    if isinstance(value, Tensor):
+        return value.detach()
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch.Tensor: go through NumPy
+        return tensor(value.detach().cpu().numpy())
+    if hasattr(value, "__array__") and hasattr(value, "shape"):  # a NumPy array
+        return tensor(value)
+    return None
+
+
+class Module:
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments: Module.__init__ takes none")
+        # object.__setattr__: our own __setattr__ needs these registries to exist already
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", {})
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ----------------------------------------------------------------- registration
+    def _check_name(self, name, kind, registry):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name, param):
+        self._check_name(name, "parameter", self.__dict__.get("_parameters", {}))
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(webgrad.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
+                             f"explicitly. To express '{name}' as a function of another Tensor, compute the value in "
+                             "the forward() method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self._check_name(name, "buffer", self.__dict__.get("_buffers", {}))
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module", self.__dict__.get("_modules", {}))
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+
+        def remove_from(*registries):
+            for r in registries:
+                if name in r:
+                    r.discard(name) if isinstance(r, set) else r.pop(name)
+
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(d, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(webgrad.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if d.get("_modules") is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            remove_from(d, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            self._modules[name] = value
+        elif name in d.get("_modules", {}):
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(webgrad.nn.Module or None expected)")
+            self._modules[name] = value
+        elif name in d.get("_buffers", {}):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):  # called only when normal lookup fails
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    # ----------------------------------------------------------------- traversal
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, registry, prefix, recurse, remove_duplicate):
+        seen = set()
+        walk = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in walk:
+            for name, t in getattr(module, registry).items():
+                if t is None or (remove_duplicate and id(t) in seen):
+                    continue
+                seen.add(id(t))
+                yield module_prefix + ("." if module_prefix else "") + name, t
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target):
+        module = self
+        for item in (target.split(".") if target else []):
+            if item not in module._modules or module._modules[item] is None:
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}` (looking up '{target}')")
+            module = module._modules[item]
+        return module
+
+    def apply(self, fn):
+        """fn(module) for every submodule (children first) and self, as PyTorch."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ----------------------------------------------------------------- modes and gradients
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad = p.grad.detach()
+                with no_grad():
+                    p.grad.zero_()
+
+    # ----------------------------------------------------------------- device and dtype
+    def _apply(self, convert):
+        """Replace every parameter's and buffer's data by convert(tensor), in place: the Parameter objects
+        (and their .grad) stay the same, so an optimizer built before .to() keeps working."""
+        with no_grad():
+            for module in self.modules():
+                for t in list(module._parameters.values()) + list(module._buffers.values()):
+                    if t is None:
+                        continue
+                    t.data = convert(t)
+                    if t.grad is not None:
+                        t.grad = convert(t.grad)
+        return self
+
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype), to(tensor): moves/casts parameters and buffers in place.
+        Only floating tensors change dtype (integer buffers such as num_batches_tracked keep theirs)."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, (str, devices.device)):
+                device = a
+            else:
+                dtype = a
+        device = devices.get(device) if device is not None else None
+        dtype = dtypes.to_dtype(dtype)
+        if dtype is not None and not dtype.is_floating:
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
+
+        def convert(t):
+            return t.to(device=device, dtype=dtype if t.dtype.is_floating else None)
+        return self._apply(convert)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def webgpu(self):
+        return self.to("webgpu")
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    # ----------------------------------------------------------------- state dict
+    def _state_entries(self, prefix=""):
+        """(key, module, local name, tensor) for every state_dict entry: parameters, then persistent
+        buffers, then the children's, as PyTorch orders them."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                yield prefix + name, self, name, p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                yield prefix + name, self, name, b
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module._state_entries(prefix + name + ".")
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        out = OrderedDict() if destination is None else destination
+        for key, _, _, t in self._state_entries(prefix):
+            out[key] = t if keep_vars else t.detach()
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy parameters and buffers from `state_dict` (values: webgrad or torch tensors, or NumPy arrays).
+
+        Everything is checked, and every value converted to its target's device and dtype, before the
+        first copy: on any error the model is left exactly as it was.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        entries = list(self._state_entries())
+        expected = {key for key, _, _, _ in entries}
+        missing = [key for key, _, _, _ in entries if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in expected]
+        errors, staged = [], []
+        targets = {id(t._view.storage) for _, _, _, t in entries}
+        for key, module, name, target in entries:
+            if key not in state_dict:
+                continue
+            value = _as_tensor(state_dict[key])
+            if value is None:
+                errors.append(f'While copying the parameter named "{key}", expected a Tensor (webgrad or torch) or a '
+                              f"NumPy array from checkpoint but received {type(state_dict[key]).__name__}")
+                continue
+            if target.ndim == 0 and tuple(value.shape) == (1,):
+                value = value.reshape(())
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                              f"the shape in current model is {target.shape}.")
+                continue
+            try:
+                value = value.to(device=target.device, dtype=target.dtype)
+                if id(value._view.storage) in targets:  # it may alias another target: copy before any write
+                    value = value.clone()
+                staged.append((module, name, target, value))
+            except Exception as e:  # noqa: BLE001 - reported with the key, all together, below
+                errors.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                              f"{target.shape}, an exception occurred: {e}")
+        if strict:  # PyTorch's order: missing keys, unexpected keys, then the per-key errors
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
+        with no_grad():
+            for module, name, target, value in staged:
+                if not assign:
+                    target.copy_(value)
+                elif isinstance(target, Parameter):
+                    setattr(module, name, Parameter(value.clone(), target.requires_grad))
+                else:
+                    setattr(module, name, value.clone())
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ----------------------------------------------------------------- printing
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        """The text between the parentheses of this module's repr; layers override it."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): {_addindent(repr(module), 2)}" for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                body = extra_lines[0]
+            else:
+                body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"

@@ -1,0 +1,303 @@
+"""Convolution, pooling and padding: conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, pad.
+
+conv2d is im2col + the matmul kernel. The unfolded input `cols` [N, C*kh*kw, OH*OW] is multiplied by
+the weight seen as one [O, C*kh*kw] matrix reused for every image (batch stride 0), which gives
+[N, O, OH*OW]: already NCHW, so nothing is transposed. Backward: d cols = Wᵀ @ dY folded back onto the
+image by col2im (im2col's adjoint); dW = sum over images of dY @ colsᵀ (see _weight_grad); the bias is
+a broadcast add.
+
+Pooling kernels return what their backward needs (max_pool2d: the argmax of each window), and the
+backward kernels scatter the gradient back. Images are contiguous NCHW; a 3-D [C, H, W] input is
+treated as a batch of one, as in PyTorch.
+"""
+
+from .. import dtypes
+from ..autograd import record
+from ..backends.device import View
+from ..tensor import Tensor
+from .elementwise import check_same_device, new
+
+
+def _pair(value, name, op):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    value = tuple(value)
+    if len(value) == 1:
+        value = value * 2
+    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{op}(): {name} must be an int or a pair of ints, got {value!r}")
+    return value
+
+
+def _out_size(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _image(input, op):
+    """(4-D input, whether it was unbatched)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): expected a Tensor, got {type(input).__name__}")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{op}(): expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape {list(input.shape)}")
+    if not input.dtype.is_floating:
+        raise RuntimeError(f"{op}(): expected a floating point input, got {input.dtype.name} (convert with .float())")
+    return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
+
+
+def _geometry(op, shape, kernel, stride, padding, dilation):
+    """Output (OH, OW), or an error naming every size involved."""
+    h, w = shape[-2], shape[-1]
+    oh = _out_size(h, kernel[0], stride[0], padding[0], dilation[0])
+    ow = _out_size(w, kernel[1], stride[1], padding[1], dilation[1])
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"{op}(): the input of shape {list(shape)} is too small: padded size "
+                           f"({h + 2 * padding[0]}, {w + 2 * padding[1]}) < dilated kernel size "
+                           f"({dilation[0] * (kernel[0] - 1) + 1}, {dilation[1] * (kernel[1] - 1) + 1})")
+    if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(p < 0 for p in padding):
+        raise ValueError(f"{op}(): stride and dilation must be positive and padding non-negative, got "
+                         f"stride={stride}, padding={padding}, dilation={dilation}")
+    return oh, ow
+
+
+# ===================================================================== convolution
+def _same_padding(input, kernel, stride, dilation):
+    """PyTorch's padding='same': total d*(k-1) per side pair, the odd cell going to the bottom/right."""
+    if any(s != 1 for s in stride):
+        raise ValueError("conv2d(): padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    half = tuple(t // 2 for t in total)
+    extra = [t - 2 * h for t, h in zip(total, half)]
+    if any(extra):  # asymmetric: pad the extra row/column explicitly, the kernel pads the rest
+        input = pad(input, (0, extra[1], 0, extra[0]))
+    return input, half
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation), as torch.nn.functional.conv2d. weight: [O, C/groups, kh, kw]."""
+    x, unbatched = _image(input, "conv2d")
+    if not isinstance(weight, Tensor) or weight.ndim != 4:
+        raise RuntimeError(f"conv2d(): weight must be a 4-D tensor [out_channels, in_channels/groups, kh, kw], got "
+                           f"{list(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__}")
+    check_same_device("conv2d", x, weight, bias)
+    if weight.dtype is not x.dtype or (bias is not None and bias.dtype is not x.dtype):
+        raise RuntimeError(f"conv2d(): input ({x.dtype.name}), weight ({weight.dtype.name}) and bias must share a dtype")
+    stride, dilation = _pair(stride, "stride", "conv2d"), _pair(dilation, "dilation", "conv2d")
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        elif padding == "same":
+            x, padding = _same_padding(x, kernel, stride, dilation)
+        else:
+            raise ValueError(f"conv2d(): padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    padding = _pair(padding, "padding", "conv2d")
+    n, c = x.shape[0], x.shape[1]
+    o, cg = weight.shape[0], weight.shape[1]
+    if groups < 1 or c % groups or o % groups or cg * groups != c:
+        raise RuntimeError(f"conv2d(): input of shape {list(input.shape)} has {c} channels, but the weight of shape "
+                           f"{list(weight.shape)} with groups={groups} expects {cg * groups}"
+                           + (f" (and out_channels {o} must be divisible by groups)" if groups > 1 and o % groups else ""))
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise RuntimeError(f"conv2d(): bias must have shape [{o}], got {list(bias.shape)}")
+    if groups > 1:  # one convolution per group of channels, joined along the channel dim
+        from .shape import cat
+        biases = bias.chunk(groups) if bias is not None else [None] * groups
+        out = cat([_conv2d(xi, wi, bi, stride, padding, dilation)
+                   for xi, wi, bi in zip(x.chunk(groups, 1), weight.chunk(groups, 0), biases)], 1)
+    else:
+        out = _conv2d(x, weight, bias, stride, padding, dilation)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv2d(input, weight, bias, stride, padding, dilation):
+    x, w = input.contiguous(), weight.contiguous()
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = _geometry("conv2d", x.shape, (kh, kw), stride, padding, dilation)
+    ckk, spatial = c * kh * kw, oh * ow
+    be = x.device.backend
+    geometry = ((kh, kw), stride, padding, dilation)
+    cols = new((n, ckk, spatial), x.dtype, x.device)
+    be.im2col(cols._view, x._view, *geometry)
+    out = new((n, o, oh, ow), x.dtype, x.device)
+    # the weight as [n, O, C*kh*kw] with batch stride 0: one matrix shared by every image
+    wv = View(w._view.storage, (n, o, ckk), (0, ckk, 1), w._view.offset, w.dtype)
+    be.matmul(out._view.reshaped((n, o, spatial)), wv, cols._view)
+
+    def backward(g):
+        g3 = g.contiguous().reshape(n, o, spatial)
+        gx = gw = None
+        if x.requires_grad:
+            dcols = w.reshape(o, ckk).t() @ g3  # Wᵀ read in place through the kernel's transpose flag
+            gx = new(tuple(x.shape), g.dtype, g.device)
+            be.col2im(gx._view, dcols._view, *geometry)
+        if w.requires_grad:
+            gw = _weight_grad(g3, cols).reshape(tuple(w.shape))
+        return gx, gw
+    out = record(out, "Convolution", (x, w), backward)
+    return out if bias is None else out + bias.reshape(1, o, 1, 1)
+
+
+def _weight_grad(g3, cols):
+    """dW [O, C*kh*kw] = sum over images of dY[n] @ cols[n]ᵀ, by the cheaper of two layouts:
+    per-image products then a sum (an [N, O, C*kh*kw] temporary; no copies, colsᵀ is a transposed view)
+    or one GEMM over all images, [O, N*L] @ [N*L, C*kh*kw] (copies dY and cols into that layout).
+    Early layers (large L) favour the first, deep layers (small L, many channels) the second."""
+    n, o, spatial = g3.shape
+    ckk = cols.shape[1]
+    if n * o * ckk <= n * spatial * (o + ckk):
+        return (g3 @ cols.mT).sum(0)
+    return g3.permute(1, 0, 2).reshape(o, n * spatial) @ cols.permute(1, 0, 2).reshape(ckk, n * spatial).t()
+
+
+# ===================================================================== pooling
+def _pool_args(op, kernel_size, stride, padding, dilation=1):
+    kernel = _pair(kernel_size, "kernel_size", op)
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) \
+        else _pair(stride, "stride", op)
+    padding, dilation = _pair(padding, "padding", op), _pair(dilation, "dilation", op)
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise RuntimeError(f"{op}(): pad should be at most half of effective kernel size, but got "
+                           f"padding={padding} and kernel_size={kernel}")
+    return kernel, stride, padding, dilation
+
+
+def _no_ceil_mode(op, ceil_mode):
+    if ceil_mode:
+        raise NotImplementedError(f"{op}(ceil_mode=True) is not supported yet: pad the input on the bottom/right "
+                                  "(F.pad) and use ceil_mode=False")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over each window; with return_indices also the flat index h*W + w of each max in its plane."""
+    _no_ceil_mode("max_pool2d", ceil_mode)
+    x, unbatched = _image(input, "max_pool2d")
+    kernel, stride, padding, dilation = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    x = x.contiguous()
+    oh, ow = _geometry("max_pool2d", x.shape, kernel, stride, padding, dilation)
+    shape = tuple(x.shape[:2]) + (oh, ow)
+    out, indices = new(shape, x.dtype, x.device), new(shape, dtypes.int32, x.device)
+    x.device.backend.max_pool2d(out._view, indices._view, x._view, kernel, stride, padding, dilation)
+
+    def backward(g):
+        gx = new(tuple(x.shape), g.dtype, g.device)
+        g.device.backend.max_pool2d_backward(gx._view, g.contiguous()._view, indices._view)
+        return (gx,)
+    record(out, "MaxPool2DWithIndices", (x,), backward)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over each window (the divisor counts padding cells when count_include_pad)."""
+    _no_ceil_mode("avg_pool2d", ceil_mode)
+    x, unbatched = _image(input, "avg_pool2d")
+    kernel, stride, padding, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    if divisor_override is not None:
+        if divisor_override <= 0:
+            raise RuntimeError(f"avg_pool2d(): divisor must not be zero or negative, got {divisor_override}")
+        # a window sum is the padded mean times kh*kw; rescale it to sum / divisor
+        out = avg_pool2d(x, kernel, stride, padding, count_include_pad=True) * (kernel[0] * kernel[1] / divisor_override)
+        return out.squeeze(0) if unbatched else out
+    x = x.contiguous()
+    oh, ow = _geometry("avg_pool2d", x.shape, kernel, stride, padding, (1, 1))
+    out = new(tuple(x.shape[:2]) + (oh, ow), x.dtype, x.device)
+    x.device.backend.avg_pool2d(out._view, x._view, kernel, stride, padding, bool(count_include_pad))
+
+    def backward(g):
+        gx = new(tuple(x.shape), g.dtype, g.device)
+        g.device.backend.avg_pool2d_backward(gx._view, g.contiguous()._view, kernel, stride, padding,
+                                             bool(count_include_pad))
+        return (gx,)
+    record(out, "AvgPool2D", (x,), backward)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed output size. Window i spans [floor(i*H/OH), ceil((i+1)*H/OH)), as PyTorch."""
+    x, unbatched = _image(input, "adaptive_avg_pool2d")
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 2:
+        raise ValueError(f"adaptive_avg_pool2d(): output_size must be an int or a pair, got {output_size!r}")
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"adaptive_avg_pool2d(): output_size must be positive, got {output_size!r}")
+    if h % oh == 0 and w % ow == 0:  # the windows tile the image: plain average pooling (global pooling included)
+        out = avg_pool2d(x, (h // oh, w // ow))
+    else:  # overlapping windows of varying size: average with two small matrices, rows @ x @ colsᵀ
+        rows = _adaptive_matrix(h, oh, x)
+        cols = _adaptive_matrix(w, ow, x)
+        out = rows @ x @ cols.t()
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive_matrix(size, out, like):
+    """[out, size] matrix whose row i averages adaptive window i."""
+    from ..tensor import tensor
+    m = [[0.0] * size for _ in range(out)]
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        for j in range(start, end):
+            m[i][j] = 1.0 / (end - start)
+    return tensor(m, dtype=like.dtype, device=like.device)
+
+
+# ===================================================================== padding
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: `pad` lists (before, after) pairs starting from the last dim.
+    mode 'constant' (negative pads crop), 'reflect', 'replicate' or 'circular'."""
+    pairs = list(pad)
+    if len(pairs) % 2 or len(pairs) // 2 > input.ndim:
+        raise ValueError(f"pad(): padding length must be even and at most 2 * ndim ({2 * input.ndim}), got {len(pairs)}")
+    per_dim = {input.ndim - 1 - i: (int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(len(pairs) // 2)}
+    if mode == "constant":
+        return _constant_pad(input, per_dim, 0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad(): mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if value is not None and value != 0:
+        raise ValueError(f"pad(): padding mode {mode!r} doesn't take in value argument")
+    out = input
+    for d, (before, after) in per_dim.items():
+        out = _index_pad(out, d, before, after, mode)
+    return out
+
+
+def _constant_pad(input, per_dim, value):
+    from ..tensor import full
+    # negative pads crop: take that slice first (a view), then pad with what is left
+    crop = tuple(slice(max(-per_dim[d][0], 0), input.shape[d] - max(-per_dim[d][1], 0)) if d in per_dim else slice(None)
+                 for d in range(input.ndim))
+    x = input[crop] if any(min(p) < 0 for p in per_dim.values()) else input
+    before = [max(per_dim.get(d, (0, 0))[0], 0) for d in range(x.ndim)]
+    after = [max(per_dim.get(d, (0, 0))[1], 0) for d in range(x.ndim)]
+    out = full(tuple(n + b + a for n, b, a in zip(x.shape, before, after)), value, dtype=x.dtype, device=x.device)
+    o = out._view
+    inner = tuple(slice(b, b + n) for b, n in zip(before, x.shape))
+    offset = o.offset + sum(b * s for b, s in zip(before, o.strides))
+    x.device.backend.copy(View(o.storage, tuple(x.shape), o.strides, offset, x.dtype), x._view)
+    return record(out, "ConstantPadNd", (x,), lambda g: (g[inner],))
+
+
+def _index_pad(x, d, before, after, mode):
+    """Pad dim d by gathering source positions (index_select carries the gradient back)."""
+    from ..tensor import tensor
+    from .shape import index_select
+    n = x.shape[d]
+    if before < 0 or after < 0:
+        raise ValueError(f"pad(): negative padding is only supported in 'constant' mode, got ({before}, {after})")
+    if mode == "reflect" and (before >= n or after >= n):
+        raise RuntimeError(f"pad(): reflect padding ({before}, {after}) must be smaller than the input size {n} "
+                           f"of dim {d} (input shape {list(x.shape)})")
+    if mode == "circular" and (before > n or after > n):
+        raise RuntimeError(f"pad(): circular padding ({before}, {after}) must be at most the input size {n} of dim {d}")
+    positions = range(-before, n + after)
+    if mode == "replicate":
+        idx = [min(max(i, 0), n - 1) for i in positions]
+    elif mode == "reflect":
+        idx = [-i if i < 0 else (2 * (n - 1) - i if i >= n else i) for i in positions]
+    else:
+        idx = [i % n for i in positions]
+    return index_select(x, d, tensor(idx, dtype=dtypes.int32, device=x.device))

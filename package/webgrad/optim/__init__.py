@@ -1,0 +1,12 @@
+"""Optimizers and learning-rate schedulers (webgrad.optim), as torch.optim.
+
+    opt = webgrad.optim.Adam(model.parameters(), lr=1e-3)
+    sched = webgrad.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=1000)
+    loss.backward(); opt.step(); sched.step(); opt.zero_grad()
+"""
+
+from . import lr_scheduler  # noqa: F401
+from .adam import Adam, AdamW  # noqa: F401
+from .optimizer import Optimizer  # noqa: F401
+from .rmsprop import RMSprop  # noqa: F401
+from .sgd import SGD  # noqa: F401

@@ -1,0 +1,56 @@
+"""Adam and AdamW (torch.optim.Adam, torch.optim.AdamW).
+
+AdamW is Adam with *decoupled* weight decay: the parameter shrinks by lr*weight_decay before the Adam
+step instead of weight_decay*param being added to the gradient. As in PyTorch, both are one class
+(``decoupled_weight_decay``) and AdamW only changes the defaults. The update rule is in
+``backends/device.py`` (``adam_step``); each parameter's update is one call of that fused kernel.
+"""
+
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, fused=None, decoupled_weight_decay=False):
+        # foreach / fused: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            hyper = dict(beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                         amsgrad=group["amsgrad"], maximize=group["maximize"],
+                         decoupled=group["decoupled_weight_decay"])
+            for p, grad in self._params_with_grad(group):
+                state = self._state_of(p)
+                state.setdefault("step", 0.0)  # first, so the keys come in PyTorch's order
+                exp_avg = self._state_tensor(state, "exp_avg", p)
+                exp_avg_sq = self._state_tensor(state, "exp_avg_sq", p)
+                max_exp_avg_sq = self._state_tensor(state, "max_exp_avg_sq", p) if group["amsgrad"] else None
+                # Each parameter counts its own steps (a parameter may first get a gradient late).
+                state["step"] += 1.0
+                lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
+                step = self._device_scalar(("step", id(p)), state["step"], p)
+                self._fused_update("adam_step", p, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq),
+                                   dict(hyper, lr=lr, step=step))
+        return loss
+
+
+class AdamW(Adam):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         foreach=foreach, maximize=maximize, fused=fused, decoupled_weight_decay=True)

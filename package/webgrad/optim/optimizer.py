@@ -1,0 +1,280 @@
+"""The Optimizer base class: parameter groups, per-parameter state and PyTorch-format state dicts.
+
+Subclasses (sgd.py, adam.py, rmsprop.py) only implement ``step``. Each of their updates is ONE fused
+backend kernel per parameter (``sgd_step``, ``adam_step``, ``rmsprop_step``, specified in
+``backends/device.py``), never a chain of elementwise ops: on WebGPU every op is a dispatch with a
+Python-side cost, and a fused kernel also lets a captured training step replay with new learning rates.
+
+State tensors (momentum buffers, moment estimates) are created once, on the parameter's device and in
+its dtype, at a parameter's first step; later steps update them in place and allocate nothing. The
+scalar ``step`` counter is kept as a Python float (PyTorch keeps a 0-d tensor): the host needs it every
+step to compute bias corrections, and a tensor on the GPU would cost a read-back.
+
+Replaying a captured step (WebGPU). The values that change from step to step (each group's lr, each
+parameter's step count) reach the kernels as the backend's *dynamic scalars*: device-resident words
+that a replayed command sequence reads afresh. ``prepare_replay()`` does the host half of ``step()``
+(count the step, write the new lr and step values) without launching kernels:
+
+    opt.step()                                   # one eager step first: it creates the state tensors
+    with backend.capture() as graph:
+        opt.step()
+    for _ in range(n):
+        opt.prepare_replay(); graph.replay(); scheduler.step()
+"""
+
+import copy
+from collections import defaultdict
+from itertools import chain
+
+from ..autograd import enable_grad
+from ..tensor import Tensor, tensor, zeros_like
+
+
+class _RequiredParameter:
+    """Marks a hyperparameter with no default: every parameter group must then give a value."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class of all optimizers, as torch.optim.Optimizer.
+
+    params: an iterable of tensors, or of dicts (parameter groups) with a "params" entry and any
+    hyperparameters that should differ from `defaults` for that group.
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        # Keyed by the parameter tensor itself, as PyTorch (Tensor hashes by identity).
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        self._scalars = {}  # key -> the backend's dynamic scalar for a per-step value (see module doc)
+        self._replaying = False
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got a Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs):
+        # Schedulers warn when they are stepped before the optimizer ever was (PyTorch does the same):
+        # every subclass's step records that it ran.
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _marks_step_called(cls.__dict__["step"])
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        return "\n".join(lines) + "\n)"
+
+    # ----------------------------------------------------------------- parameter groups
+    def add_param_group(self, param_group):
+        """Add a group of parameters (a dict with "params") with its own hyperparameters."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset every parameter's gradient: to None (the default, frees memory) or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns closure() if a closure is given."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    def prepare_replay(self):
+        """Before replaying a captured ``step()``: count the step and write this step's lr and step
+        values where the captured kernels read them, launching nothing (see the module doc)."""
+        self._replaying = True
+        try:
+            self.step()
+        finally:
+            self._replaying = False
+
+    # ----------------------------------------------------------------- helpers for step()
+    @staticmethod
+    def _evaluate(closure):
+        """Run the closure (which recomputes the loss and calls backward) with gradients enabled."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    @staticmethod
+    def _params_with_grad(group):
+        """(param, grad) for each parameter of `group` that has a gradient; grad is a contiguous view."""
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if tuple(grad.shape) != tuple(p.shape) or grad.dtype is not p.dtype or grad.device != p.device:
+                raise RuntimeError(f"a parameter of shape {list(p.shape)} ({p.dtype.name}, {p.device}) has a gradient "
+                                   f"of shape {list(grad.shape)} ({grad.dtype.name}, {grad.device}); they must match")
+            if not grad._view.is_contiguous():
+                grad = grad.contiguous()
+            yield p, grad
+
+    def _state_of(self, p):
+        """self.state[p]. A replay cannot allocate: under prepare_replay() the state must exist already."""
+        if self._replaying and not self.state.get(p):
+            raise RuntimeError("prepare_replay(): the optimizer has no state for a parameter yet; take one "
+                               "eager step() before capturing the step to replay")
+        return self.state[p]
+
+    @staticmethod
+    def _state_tensor(state, key, p):
+        """state[key], created as zeros shaped like p (on its device, in its dtype) the first time only."""
+        t = state.get(key)
+        if t is None:
+            t = state[key] = zeros_like(p)
+        return t
+
+    def _device_scalar(self, key, value, p):
+        """`value` as the kernels of p's device should get a per-step value: on a backend with dynamic
+        scalars (WebGPU) a device-resident scalar, kept under `key` and rewritten only when the value
+        changes, so a replayed step sees it; elsewhere the number itself."""
+        make = getattr(p.device.backend, "scalar", None)
+        if make is None:
+            return value
+        held = self._scalars.get(key)
+        if held is None:
+            held = self._scalars[key] = make(value)
+        elif held.value != value:
+            held.set(value)
+        return held
+
+    def _fused_update(self, kernel, p, grad, states, hyper):
+        """Run backend kernel `kernel` (e.g. "adam_step") once on p, its gradient and its state tensors
+        (None for unused ones). The kernels want a contiguous parameter; a strided one (PyTorch allows
+        them) is updated through a packed copy that is written back."""
+        if self._replaying:
+            return
+        views = [s._view if s is not None else None for s in states]
+        run = getattr(p.device.backend, kernel)
+        if p._view.is_contiguous():
+            run(p._view, grad._view, *views, hyper)
+        else:
+            packed = p.detach().contiguous()
+            run(packed._view, grad._view, *views, hyper)
+            p.device.backend.copy(p._view, packed._view)
+
+    # ----------------------------------------------------------------- state dicts
+    def state_dict(self):
+        """The optimizer state in PyTorch's format:
+
+        {"state": {index: {name: value}}, "param_groups": [{hyperparameters..., "params": [index, ...]}]}
+
+        Parameters are numbered in order over all groups. State tensors are the optimizer's own tensors
+        (not copies, as PyTorch): save or deep-copy the dict before the optimizer steps again.
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state made by state_dict() (of this optimizer class, with groups of the same sizes).
+
+        Everything is checked and converted before anything is replaced, so an error leaves the
+        optimizer as it was. State tensors are copied onto each parameter's device and dtype.
+        """
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)}, this optimizer has {len(self.param_groups)})")
+        for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group (group {i}: {len(saved['params'])} parameters saved, "
+                                 f"{len(group['params'])} in the optimizer)")
+        by_index = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                            chain.from_iterable(g["params"] for g in self.param_groups)))
+
+        state = defaultdict(dict)
+        for key, values in state_dict["state"].items():
+            p = by_index.get(key)
+            if p is None:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which none of its "
+                                 "param_groups lists")
+            state[p] = {name: _load_value(p, key, name, v) for name, v in values.items()}
+
+        groups = []
+        for saved, group in zip(saved_groups, self.param_groups):
+            new = copy.deepcopy({k: v for k, v in saved.items() if k != "params"})
+            for name, default in self.defaults.items():  # a dict from an older version may lack a key
+                new.setdefault(name, default)
+            new["params"] = group["params"]
+            groups.append(new)
+        self.state = state
+        self.param_groups = groups
+        self._scalars = {}  # keyed by the old groups; a step captured before this load is stale anyway
+
+
+def _load_value(p, index, name, value):
+    """One saved state entry, converted for parameter p."""
+    if name == "step":
+        return float(value)  # PyTorch saves a 0-d tensor; webgrad keeps a Python float (see module doc)
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    t = tensor(value, dtype=p.dtype, device=p.device)  # always a fresh copy: the optimizer owns its state
+    if tuple(t.shape) != tuple(p.shape):
+        raise ValueError(f"loaded state dict has {name!r} of shape {list(t.shape)} for parameter {index}, "
+                         f"whose shape is {list(p.shape)}")
+    return t
+
+
+def _marks_step_called(step):
+    def wrapper(self, *args, **kwargs):
+        self._opt_called = True
+        return step(self, *args, **kwargs)
+
+    wrapper.__name__ = step.__name__
+    wrapper.__doc__ = step.__doc__
+    wrapper.__wrapped__ = step
+    return wrapper

@@ -1,0 +1,42 @@
+"""RMSprop, plain or centered, with optional momentum and weight decay (torch.optim.RMSprop).
+
+The update rule is in ``backends/device.py`` (``rmsprop_step``); each parameter's update is one call of
+that fused kernel.
+"""
+
+from .optimizer import Optimizer
+
+
+class RMSprop(Optimizer):
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
+                 foreach=None, maximize=False):
+        # foreach: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            hyper = {k: group[k] for k in ("alpha", "eps", "weight_decay", "momentum", "centered", "maximize")}
+            for p, grad in self._params_with_grad(group):
+                state = self._state_of(p)
+                state.setdefault("step", 0.0)  # not used by the update; kept (and saved) as PyTorch does
+                square_avg = self._state_tensor(state, "square_avg", p)
+                # Created when first needed, so a scheduler (OneCycleLR) may turn momentum on later.
+                buf = self._state_tensor(state, "momentum_buffer", p) if group["momentum"] > 0 else None
+                grad_avg = self._state_tensor(state, "grad_avg", p) if group["centered"] else None
+                state["step"] += 1.0
+                lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
+                self._fused_update("rmsprop_step", p, grad, (square_avg, buf, grad_avg), dict(hyper, lr=lr))
+        return loss

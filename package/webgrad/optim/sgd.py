@@ -1,0 +1,41 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (torch.optim.SGD).
+
+The update rule is written out in ``backends/device.py`` (``sgd_step``); each parameter's update is one
+call of that fused kernel.
+"""
+
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, fused=None):
+        # foreach / fused select PyTorch implementations; webgrad always runs one fused kernel per
+        # parameter, so they are accepted (scripts pass them) and change nothing.
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            hyper = {k: group[k] for k in ("momentum", "dampening", "weight_decay", "nesterov", "maximize")}
+            for p, grad in self._params_with_grad(group):
+                buf, first = None, False
+                if group["momentum"] != 0:
+                    # PyTorch starts the buffer as a copy of the first gradient; we allocate it once and
+                    # let the kernel write it (hyper["first"]), so later steps reuse the same tensor.
+                    state = self._state_of(p)
+                    first = state.get("momentum_buffer") is None
+                    buf = self._state_tensor(state, "momentum_buffer", p)
+                lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
+                self._fused_update("sgd_step", p, grad, (buf,), dict(hyper, lr=lr, first=first))
+        return loss
