@@ -150,6 +150,15 @@ _BINARY = {
 }
 
 
+def _int_param(v):
+    """A scalar parameter for an integer kernel: +-inf (clamp's "no bound") becomes the int32 limit."""
+    if v == float("inf"):
+        return 2**31 - 1
+    if v == float("-inf"):
+        return -2**31
+    return int(v)
+
+
 def _lowbias32(x):
     x = x.astype(np.uint32)
     x ^= x >> np.uint32(16)
@@ -205,7 +214,7 @@ class CPUBackend(Backend):
             with np.errstate(all="ignore"):
                 res = _UNARY_BOOL[op](v, a, b)
         elif op in _UNARY_EXACT and not out.dtype.is_floating:
-            res = _UNARY_EXACT[op](v.astype(np.int64), int(a), int(b))
+            res = _UNARY_EXACT[op](v.astype(np.int64), _int_param(a), _int_param(b))
         elif op in _UNARY_EXACT:
             res = _float(_UNARY_EXACT[op])(v, a, b)
         elif op in _UNARY_FLOAT:

@@ -1,0 +1,224 @@
+"""The browser binding: WebGPU through ``navigator.gpu`` and Pyodide's JS FFI (in a page or a Worker).
+
+Implements the binding interface described in runtime.py. Two rules shape it:
+
+* FFI calls cost microseconds each, so recorded work crosses into JavaScript once per submit: a JS
+  array of records goes to ``encode.js``'s ``submit``, which does all the encoding; a captured graph is
+  converted to a JS array once and replayed with the same single call.
+* Python cannot wait for a JS promise unless Pyodide has JSPI (``pyodide.ffi.can_run_sync()``, true
+  inside ``runPythonAsync`` in Chromium). Then device creation and read-back block with ``run_sync``;
+  without it, ``create_async`` and ``read_async`` are the way (``await webgrad.webgpu.init_async()``,
+  ``await tensor.numpy_async()``).
+
+Validation errors in the browser arrive asynchronously: the binding collects them (encode.js ``watch``)
+and raises them at the next submit or read-back; shader modules and pipelines are checked when made.
+"""
+
+import os
+
+_NO_WEBGPU = (
+    "WebGPU is not available in this browser (navigator.gpu is missing): use Chrome or Edge 113+, or start "
+    "Chromium with --enable-unsafe-webgpu; the page must be served from https:// or http://localhost "
+    "(WebGPU needs a secure context)."
+)
+_NO_JSPI = (
+    "this Pyodide cannot block on JavaScript promises (pyodide.ffi.can_run_sync() is False: no JSPI, or "
+    "Python was not entered through runPythonAsync): call `await webgrad.webgpu.init_async()` before "
+    "using the 'webgpu' device, and read results with the async methods (`await tensor.numpy_async()`)"
+)
+
+# WebGPU's numeric flags (GPUBufferUsage, GPUShaderStage, GPUMapMode), as the spec defines them.
+_USAGE = {
+    "storage": 0x80 | 0x04 | 0x08,  # STORAGE | COPY_SRC | COPY_DST
+    "uniform": 0x40 | 0x08,  # UNIFORM | COPY_DST
+    "readback": 0x01 | 0x08,  # MAP_READ | COPY_DST
+    "upload": 0x04 | 0x08,  # COPY_SRC | COPY_DST
+}
+_COMPUTE_STAGE = 0x4
+_BINDING_TYPES = {"read": "read-only-storage", "write": "storage", "uniform": "uniform"}
+_WANTED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize")
+
+
+def _navigator_gpu():
+    import js
+
+    navigator = getattr(js, "navigator", None)
+    return getattr(navigator, "gpu", None) if navigator is not None else None
+
+
+def has_webgpu():
+    """Whether this page or worker exposes navigator.gpu (an adapter may still be missing)."""
+    return _navigator_gpu() is not None
+
+
+def _js_object(value):
+    """A Python dict/list tree as JS objects/arrays (JsProxies inside pass through unchanged)."""
+    import js
+    from pyodide.ffi import to_js
+
+    return to_js(value, dict_converter=js.Object.fromEntries, create_pyproxies=False)
+
+
+def _helper():
+    from pyodide.code import run_js
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "encode.js"), encoding="utf-8") as f:
+        return run_js(f.read())
+
+
+def _device_request(adapter):
+    limits = adapter.limits
+    return _js_object({"requiredLimits": {name: getattr(limits, name) for name in _WANTED_LIMITS}})
+
+
+class BrowserBinding:
+    name = "browser"
+
+    def __init__(self, adapter, device):
+        from pyodide.ffi import can_run_sync, run_sync
+
+        self._can_run_sync = can_run_sync
+        self._run_sync = run_sync
+        self._adapter = adapter
+        self._device = device
+        self._queue = device.queue
+        self._helper = _helper()
+        self._errors = self._helper.watch(device)
+        limits = device.limits
+        self.limits = {
+            "max_storage_buffer_binding_size": int(limits.maxStorageBufferBindingSize),
+            "max_buffer_size": int(limits.maxBufferSize),
+            "max_compute_workgroups_per_dimension": int(limits.maxComputeWorkgroupsPerDimension),
+            "max_compute_workgroup_storage_size": int(limits.maxComputeWorkgroupStorageSize),
+            "max_compute_invocations_per_workgroup": int(limits.maxComputeInvocationsPerWorkgroup),
+            "max_storage_buffers_per_shader_stage": int(limits.maxStorageBuffersPerShaderStage),
+        }
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def create(cls):
+        """The binding, blocking on the adapter and device promises (needs JSPI)."""
+        from pyodide.ffi import can_run_sync, run_sync
+
+        gpu = _navigator_gpu()
+        if gpu is None:
+            raise RuntimeError(_NO_WEBGPU)
+        if not can_run_sync():
+            raise RuntimeError("WebGPU is available, but " + _NO_JSPI)
+        adapter = run_sync(gpu.requestAdapter(_js_object({"powerPreference": "high-performance"})))
+        if adapter is None:
+            raise RuntimeError("WebGPU found no GPU adapter (navigator.gpu.requestAdapter() returned null): " + _NO_WEBGPU)
+        return cls(adapter, run_sync(adapter.requestDevice(_device_request(adapter))))
+
+    @classmethod
+    async def create_async(cls):
+        gpu = _navigator_gpu()
+        if gpu is None:
+            raise RuntimeError(_NO_WEBGPU)
+        adapter = await gpu.requestAdapter(_js_object({"powerPreference": "high-performance"}))
+        if adapter is None:
+            raise RuntimeError("WebGPU found no GPU adapter (navigator.gpu.requestAdapter() returned null): " + _NO_WEBGPU)
+        return cls(adapter, await adapter.requestDevice(_device_request(adapter)))
+
+    def info(self):
+        info = getattr(self._adapter, "info", None)
+        field = (lambda name: str(getattr(info, name, "") or "")) if info is not None else (lambda name: "")
+        return {
+            "vendor": field("vendor"),
+            "architecture": field("architecture"),
+            "device": field("device"),
+            "description": field("description"),
+            "backend": "browser WebGPU (navigator.gpu)",
+            "limits": dict(self.limits),
+        }
+
+    # ------------------------------------------------------------------ objects
+
+    def _check(self, what, create):
+        """Create an object; where Python can wait, raise its validation error right away."""
+        if not self._can_run_sync():
+            return create()
+        from pyodide.ffi import create_once_callable
+
+        made, error = self._run_sync(self._helper.checked(self._device, create_once_callable(create)))
+        if error:
+            raise RuntimeError(f"WebGPU rejected {what}: {error}")
+        return made
+
+    def create_buffer(self, size, kind):
+        return self._device.createBuffer(_js_object({"size": size, "usage": _USAGE[kind]}))
+
+    def destroy_buffer(self, buffer):
+        buffer.destroy()
+
+    def write_buffer(self, buffer, offset, data):
+        import js
+
+        staged = js.Uint8Array.new(len(data))
+        staged.assign(data)
+        self._queue.writeBuffer(buffer, offset, staged)
+
+    def create_module(self, code, label):
+        module = self._device.createShaderModule(_js_object({"code": code, "label": label}))
+        if self._can_run_sync():
+            info = self._run_sync(module.getCompilationInfo())
+            errors = [f"{m.lineNum}:{m.linePos}: {m.message}" for m in info.messages if m.type == "error"]
+            if errors:
+                raise RuntimeError(f"WGSL compilation of {label} failed:\n" + "\n".join(errors))
+        return module
+
+    def create_layout(self, bindings):
+        entries = [
+            {"binding": n, "visibility": _COMPUTE_STAGE, "buffer": {"type": _BINDING_TYPES[kind]}}
+            for n, kind in bindings
+        ]
+        group_layout = self._device.createBindGroupLayout(_js_object({"entries": entries}))
+        pipeline_layout = self._device.createPipelineLayout(_js_object({"bindGroupLayouts": [group_layout]}))
+        return group_layout, pipeline_layout
+
+    def create_pipeline(self, module, entry, constants, pipeline_layout):
+        stage = {"module": module, "entryPoint": entry}
+        if constants:
+            stage["constants"] = constants
+        descriptor = _js_object({"layout": pipeline_layout, "compute": stage})
+        return self._check(f"the pipeline {entry}{constants}", lambda: self._device.createComputePipeline(descriptor))
+
+    def create_bind_group(self, group_layout, entries):
+        descriptor = {"layout": group_layout, "entries": [{"binding": n, "resource": {"buffer": b}} for n, b in entries]}
+        return self._device.createBindGroup(_js_object(descriptor))
+
+    # ------------------------------------------------------------------ work
+
+    def prepare(self, records):
+        """A captured graph's records as one JS array, converted once and reused by every replay."""
+        return _js_object(list(records))
+
+    def submit(self, segments):
+        from pyodide.ffi import to_js
+
+        self._helper.submit(self._device, to_js(segments, create_pyproxies=False))
+        self._raise_errors()
+
+    def _raise_errors(self):
+        errors = self._errors.take()
+        if errors:
+            raise RuntimeError(f"WebGPU reported: {errors}")
+
+    def read(self, buffer, size):
+        if not self._can_run_sync():
+            raise RuntimeError("reading GPU data synchronously is impossible here: " + _NO_JSPI)
+        data = self._run_sync(self._helper.read(buffer, size)).to_bytes()
+        self._raise_errors()
+        return data
+
+    async def read_async(self, buffer, size):
+        data = (await self._helper.read(buffer, size)).to_bytes()
+        self._raise_errors()
+        return data
+
+    def wait(self):
+        if not self._can_run_sync():
+            raise RuntimeError("waiting for the GPU synchronously is impossible here: " + _NO_JSPI)
+        self._run_sync(self._queue.onSubmittedWorkDone())
+        self._raise_errors()

@@ -1,0 +1,227 @@
+"""Elementwise kernels: fill, copy, unary, unary_backward, binary, where (shaders/elementwise.wgsl).
+
+One launcher (:func:`launch`) serves every entry point: it checks the views, reads in-place operands
+through `out`, merges dims, packs the uniform and picks the specialisation (op code, integer or float
+math, dtypes, contiguous fast path). The op tables below are the single source of the op codes; they
+are injected into the WGSL as OP_*/BW_*/BIN_* constants.
+
+How to add an elementwise op: add its name to the table in device.py (and cpu.py), add a `case` for it
+in elementwise.wgsl's unary_f/backward_f/binary_f (and unary_i/binary_i plus INT_UNARY/INT_BINARY
+here if it has an exact integer form). Nothing else changes.
+"""
+
+import struct
+
+from ...dtypes import bool_, float32, int32, uint8
+from ..device import BINARY_OPS, UNARY_BACKWARD_OPS, UNARY_OPS
+from .runtime import DynamicScalar, Kernel, Shader, dtype_code
+from .views import (
+    MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view, scalar_fields,
+)
+
+# "identity" and "fill" are the unary ops behind copy() and fill().
+UNARY_CODES = {name: code for code, name in enumerate(("identity", "fill") + UNARY_OPS)}
+BACKWARD_CODES = {name: code for code, name in enumerate(UNARY_BACKWARD_OPS)}
+BINARY_CODES = {name: code for code, name in enumerate(BINARY_OPS)}
+
+# Ops with an exact int32 form (unary_i / binary_i in the WGSL), used when no operand is float.
+INT_UNARY = frozenset((
+    "identity", "fill", "neg", "abs", "sign", "square", "relu", "clamp", "affine", "rsub", "pow", "rpow",
+    "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "isnan", "isinf",
+))
+INT_BINARY = frozenset((
+    "add", "sub", "mul", "pow", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "logical_xor",
+))
+BOOL_RESULT_UNARY = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "isnan", "isinf"))
+BOOL_RESULT_BINARY = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
+
+SHADER = Shader(
+    "elementwise.wgsl",
+    {
+        **{"OP_" + n.upper(): c for n, c in UNARY_CODES.items()},
+        **{"BW_" + n.upper(): c for n, c in BACKWARD_CODES.items()},
+        **{"BIN_" + n.upper(): c for n, c in BINARY_CODES.items()},
+    },
+)
+
+_LAYOUT = ((0, "write"), (1, "read"), (2, "read"), (3, "read"), (4, "read"), (5, "uniform"))
+_IN = lambda k: (f"IN{k}_DTYPE", f"IN{k}_FROM_OUT")  # noqa: E731
+UNARY = Kernel(SHADER, "unary", _LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0)))
+UNARY_BACKWARD = Kernel(SHADER, "unary_backward", _LAYOUT, ("OP", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
+BINARY = Kernel(SHADER, "binary", _LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1)))
+WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
+# uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
+# (Binding 0 is only read for in-place operands, never here, but the entry point names it: a spare.)
+UNARY_TO_U8 = Kernel(
+    SHADER, "unary_to_u8", ((0, "write"), (1, "read"), (4, "read"), (5, "uniform"), (6, "write")),
+    ("OP", "INT_MATH", "CONTIGUOUS", *_IN(0)),
+)
+
+# n, rank, a_slot, b_slot | a, b, ai, bi | offsets x4 | shape x8 | strides 8 dims x 4 operands
+_PARAMS = struct.Struct("<4I2f2i4i8I32i")
+WORKGROUP = 256
+
+
+def launch(rt, kernel, op_code, out, inputs, a=0.0, b=0.0, int_math=False):
+    """Record `kernel` computing `out` from up to three input views (already checked, same shape)."""
+    if out.numel == 0:
+        return
+    to_u8 = kernel is UNARY_TO_U8
+    bound = []  # the views to bind; None: read through `out` (in place, the same element each thread writes)
+    for x in inputs:
+        if x.storage is out.storage:
+            if same_view(x, out) and not to_u8:
+                bound.append(None)
+                continue
+            x = materialize(rt, x)  # overlapping views of one buffer: read a copy
+        bound.append(x)
+
+    # Everything but the buffers depends only on this key: a repeated call skips the packing.
+    key = (kernel, op_code, int_math, _scalar_key(a), _scalar_key(b), out.shape, out.strides, out.offset,
+           out.dtype, tuple(None if x is None else (x.strides, x.offset, x.dtype) for x in bound))
+    prepared = rt.memo.get(key)
+    if prepared is None:
+        prepared = rt.memo[key] = _prepare(rt, kernel, op_code, out, bound, a, b, int_math)
+
+    storages = [rt.dummy if x is None else x.storage for x in bound]
+    storages += [rt.dummy] * (3 - len(storages))
+    if to_u8:
+        storages = [rt.spare(0), storages[0], rt.scalars, out.storage]
+    else:
+        storages = [out.storage, *storages, rt.scalars]
+    rt.run(prepared, storages)
+
+
+def _scalar_key(value):
+    """A scalar as a memo key part: floats by their bits (-0.0 and NaN included), dynamic ones by slot."""
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, DynamicScalar):
+        return ("slot", value.slot)
+    return value
+
+
+def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
+    """The Launch for `launch`: merged dims, uniform, specialisation."""
+    views = [out] + [out if x is None else x for x in bound]
+    views += [out] * (4 - len(views))
+    dims = merge_dims(out.shape, [v.strides for v in views])
+    if len(dims) > MAX_RANK:
+        raise ValueError(f"elementwise kernels walk at most {MAX_RANK} dims after merging; got {len(dims)} for shape {out.shape}")
+    contiguous = not dims or (len(dims) == 1 and all(s == 1 for s in dims[0][1]))
+    shape = [d[0] for d in dims] + [1] * (MAX_RANK - len(dims))
+    strides = []
+    for d in range(MAX_RANK):
+        strides.extend(dims[d][1] if d < len(dims) else (0, 0, 0, 0))
+
+    a_slot, a_f, a_i = scalar_fields(a)
+    b_slot, b_f, b_i = scalar_fields(b)
+    n = out.numel
+    params = _PARAMS.pack(n, len(dims), a_slot, b_slot, a_f, b_f, a_i, b_i, *(v.offset for v in views), *shape, *strides)
+
+    values = {"OP": op_code, "INT_MATH": int_math, "CONTIGUOUS": contiguous, "OUT_DTYPE": dtype_code(out.dtype)}
+    for k in range(3):
+        x = views[k + 1] if k < len(bound) else None
+        values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
+        values[f"IN{k}_FROM_OUT"] = k < len(bound) and bound[k] is None
+    slots = tuple(s for s in (a_slot, b_slot) if s != 0xFFFFFFFF)
+    groups = min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
+    return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
+
+
+def materialize(rt, x):
+    """A contiguous copy of view x in a fresh storage of the same dtype."""
+    tmp = contiguous_view(rt.storage(x.numel, x.dtype), x.shape, x.dtype)
+    copy(rt, tmp, x)
+    return tmp
+
+
+def _via_int32(rt, out, compute):
+    """Run `compute(view)` into an int32 scratch view of out's shape, then convert into uint8 `out`."""
+    tmp = contiguous_view(rt.storage(out.numel, int32), out.shape, int32)
+    compute(tmp)
+    launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+
+
+# ------------------------------------------------------------------ the backend methods
+
+
+def fill(rt, out, value):
+    check_view(out, "out")
+    integral = is_integral(value)
+    kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
+    launch(rt, kernel, UNARY_CODES["fill"], out, [], a=value, int_math=integral and not out.dtype.is_floating)
+
+
+def copy(rt, out, x):
+    check_view(out, "out")
+    check_view(x, "x")
+    check_same_shape(out, ("x", x))
+    if out.numel == 0:
+        return
+    if (out.dtype is x.dtype and out.dtype.itemsize == 4 and out.storage is not x.storage
+            and out.is_contiguous() and x.is_contiguous()):
+        rt.copy(x.storage, 4 * x.offset, out.storage, 4 * out.offset, 4 * out.numel)
+        return
+    kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
+    int_math = not out.dtype.is_floating and not x.dtype.is_floating
+    launch(rt, kernel, UNARY_CODES["identity"], out, [x], int_math=int_math)
+
+
+def unary(rt, op, out, x, a=0.0, b=0.0):
+    if op not in UNARY_OPS:
+        raise ValueError(f"unknown unary op {op!r}; expected one of {UNARY_OPS}")
+    check_view(out, "out")
+    check_view(x, "x")
+    check_same_shape(out, ("x", x))
+    if op in BOOL_RESULT_UNARY and out.dtype is not bool_:
+        raise TypeError(f"unary {op!r} writes bool, but out is {out.dtype}")
+    int_math = (
+        op in INT_UNARY and not x.dtype.is_floating and not out.dtype.is_floating
+        and is_integral(a) and is_integral(b)
+    )
+    kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
+    launch(rt, kernel, UNARY_CODES[op], out, [x], a, b, int_math)
+
+
+def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
+    if op not in UNARY_BACKWARD_OPS:
+        raise ValueError(f"unknown unary backward op {op!r}; expected one of {UNARY_BACKWARD_OPS}")
+    check_view(out, "out", dtype=float32)
+    for name, v in (("grad", grad), ("x", x), ("y", y)):
+        check_view(v, name)
+    check_same_shape(out, ("grad", grad), ("x", x), ("y", y))
+    launch(rt, UNARY_BACKWARD, BACKWARD_CODES[op], out, [grad, x, y], a, b)
+
+
+def binary(rt, op, out, x, y):
+    if op not in BINARY_OPS:
+        raise ValueError(f"unknown binary op {op!r}; expected one of {BINARY_OPS}")
+    check_view(out, "out")
+    check_view(x, "x")
+    check_view(y, "y")
+    check_same_shape(out, ("x", x), ("y", y))
+    if op in BOOL_RESULT_BINARY and out.dtype is not bool_:
+        raise TypeError(f"binary {op!r} writes bool, but out is {out.dtype}")
+    int_math = (
+        op in INT_BINARY and not x.dtype.is_floating and not y.dtype.is_floating
+        and (op in BOOL_RESULT_BINARY or not out.dtype.is_floating)
+    )
+    if out.dtype is uint8:
+        _via_int32(rt, out, lambda tmp: launch(rt, BINARY, BINARY_CODES[op], tmp, [x, y], int_math=int_math))
+    else:
+        launch(rt, BINARY, BINARY_CODES[op], out, [x, y], int_math=int_math)
+
+
+def where(rt, out, cond, x, y):
+    check_view(out, "out")
+    check_view(cond, "cond", dtype=bool_)
+    check_view(x, "x")
+    check_view(y, "y")
+    check_same_shape(out, ("cond", cond), ("x", x), ("y", y))
+    int_math = not out.dtype.is_floating
+    if out.dtype is uint8:
+        _via_int32(rt, out, lambda tmp: launch(rt, WHERE, 0, tmp, [cond, x, y], int_math=True))
+    else:
+        launch(rt, WHERE, 0, out, [cond, x, y], int_math=int_math)

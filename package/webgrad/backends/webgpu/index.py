@@ -1,0 +1,96 @@
+"""index_select, gather and their backward scatter-adds (shaders/index.wgsl)."""
+
+import struct
+
+from ...dtypes import float32, int32, uint8
+from .elementwise import UNARY_CODES, UNARY_TO_U8, fill, launch, materialize
+from .runtime import Kernel, Shader, dtype_code
+from .views import check_view, contiguous_view
+
+SHADER = Shader("index.wgsl", {})
+_COPY = ((0, "write"), (1, "read"), (2, "read"), (3, "uniform"))
+_ADD = ((1, "read"), (2, "read"), (3, "uniform"), (4, "write"))  # out bound as atomics
+INDEX_SELECT = Kernel(SHADER, "index_select", _COPY, ("X_DTYPE",))
+GATHER = Kernel(SHADER, "gather", _COPY, ("X_DTYPE",))
+INDEX_SELECT_ADD = Kernel(SHADER, "index_select_add", _ADD, ("INT_MATH",))
+GATHER_ADD = Kernel(SHADER, "gather_add", _ADD, ("INT_MATH",))
+
+_PARAMS = struct.Struct("<7I")  # n, size, inner, k, x_offset, index_offset, out_offset
+WORKGROUP = 256
+
+
+def _groups(rt, n):
+    return (min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"]), 1, 1)
+
+
+def _check(out, x, index, gather):
+    check_view(x, "x", contiguous=True, ndim=3)
+    check_view(index, "index", dtype=int32, contiguous=True, ndim=3 if gather else 1)
+    check_view(out, "out", dtype=x.dtype, contiguous=True, ndim=3)
+    outer, _, inner = x.shape
+    k = index.shape[1] if gather else index.shape[0]
+    if out.shape != (outer, k, inner):
+        raise ValueError(f"out has shape {out.shape}, expected {(outer, k, inner)}")
+    if gather and index.shape != out.shape:
+        raise ValueError(f"gather: index has shape {index.shape} but out has shape {out.shape}")
+
+
+def _select(rt, kernel, out, x, index, gather):
+    _check(out, x, index, gather)
+    if out.numel == 0:
+        return
+    x, index = (materialize(rt, v) if v.storage is out.storage else v for v in (x, index))
+    outer, size, inner = x.shape
+    k = out.shape[1]
+    if x.dtype is uint8:
+        if inner % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0 and not gather:
+            # Whole words per row (MNIST's 784-byte images): copy them as int32 words, no unpacking.
+            _copy(rt, kernel, out.storage, x.storage, index, out.numel // 4, size, inner // 4, k,
+                  x.offset // 4, out.offset // 4, int32)
+            return
+        tmp = contiguous_view(rt.storage(out.numel, int32), out.shape, int32)
+        _copy(rt, kernel, tmp.storage, x.storage, index, out.numel, size, inner, k, x.offset, 0, uint8)
+        launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+        return
+    _copy(rt, kernel, out.storage, x.storage, index, out.numel, size, inner, k, x.offset, out.offset, x.dtype)
+
+
+def _copy(rt, kernel, out, x, index, n, size, inner, k, x_offset, out_offset, x_dtype):
+    params = _PARAMS.pack(n, size, inner, k, x_offset, index.offset, out_offset)
+    rt.dispatch(kernel, kernel.constants({"X_DTYPE": dtype_code(x_dtype)}), (out, x, index.storage), params, _groups(rt, n))
+
+
+def _scatter_add(rt, kernel, out, grad, index, gather):
+    check_view(out, "out", contiguous=True, ndim=3)
+    if out.dtype not in (float32, int32):
+        raise TypeError(f"scatter-add backward writes float32 or int32, not {out.dtype}")
+    check_view(grad, "grad", dtype=out.dtype, contiguous=True, ndim=3)
+    check_view(index, "index", dtype=int32, contiguous=True, ndim=3 if gather else 1)
+    k = index.shape[1] if gather else index.shape[0]
+    if grad.shape != (out.shape[0], k, out.shape[2]) or (gather and index.shape != grad.shape):
+        raise ValueError(f"grad {grad.shape} and index {index.shape} do not match out {out.shape}")
+    grad, index = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, index))
+    fill(rt, out, 0)
+    n = grad.numel
+    if n == 0:
+        return
+    outer, size, inner = out.shape
+    params = _PARAMS.pack(n, size, inner, grad.shape[1], grad.offset, index.offset, out.offset)
+    constants = kernel.constants({"INT_MATH": out.dtype is int32})
+    rt.dispatch(kernel, constants, (grad.storage, index.storage, out.storage), params, _groups(rt, n))
+
+
+def index_select(rt, out, x, index):
+    _select(rt, INDEX_SELECT, out, x, index, gather=False)
+
+
+def gather(rt, out, x, index):
+    _select(rt, GATHER, out, x, index, gather=True)
+
+
+def index_select_backward(rt, out, grad, index):
+    _scatter_add(rt, INDEX_SELECT_ADD, out, grad, index, gather=False)
+
+
+def gather_backward(rt, out, grad, index):
+    _scatter_add(rt, GATHER_ADD, out, grad, index, gather=True)

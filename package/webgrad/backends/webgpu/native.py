@@ -1,0 +1,145 @@
+"""The native binding: WebGPU in CPython through wgpu-py (Vulkan, Metal or DX12 underneath).
+
+Implements the binding interface described in runtime.py; everything else is shared with the browser.
+"""
+
+_HOW_TO_ENABLE = (
+    "install wgpu-py (`pip install wgpu`) and a Vulkan, Metal or DX12 driver; on Debian/Ubuntu without "
+    "a GPU, `apt-get install mesa-vulkan-drivers` gives a software Vulkan device (lavapipe)"
+)
+
+
+class NativeBinding:
+    name = "native"
+
+    def __init__(self, power_preference="high-performance"):
+        try:
+            import wgpu
+        except ImportError as e:
+            raise RuntimeError(f"WebGPU is not available natively: {_HOW_TO_ENABLE}.") from e
+        self._wgpu = wgpu
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        except Exception as e:  # wgpu-py raises when no backend has an adapter
+            raise RuntimeError(f"WebGPU found no GPU adapter ({e}): {_HOW_TO_ENABLE}.") from None
+        if adapter is None:
+            raise RuntimeError(f"WebGPU found no GPU adapter: {_HOW_TO_ENABLE}.")
+        self._adapter = adapter
+        # Ask for the adapter's own maxima where a bigger tensor or dataset would need them.
+        wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size")
+        self._device = adapter.request_device_sync(
+            required_limits={k: adapter.limits[k] for k in wanted if k in adapter.limits}
+        )
+        self._queue = self._device.queue
+        limits = self._device.limits
+        self.limits = {
+            "max_storage_buffer_binding_size": limits["max-storage-buffer-binding-size"],
+            "max_buffer_size": limits["max-buffer-size"],
+            "max_compute_workgroups_per_dimension": limits["max-compute-workgroups-per-dimension"],
+            "max_compute_workgroup_storage_size": limits["max-compute-workgroup-storage-size"],
+            "max_compute_invocations_per_workgroup": limits["max-compute-invocations-per-workgroup"],
+            "max_storage_buffers_per_shader_stage": limits["max-storage-buffers-per-shader-stage"],
+        }
+        usage = wgpu.BufferUsage
+        self._usages = {
+            "storage": usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
+            "uniform": usage.UNIFORM | usage.COPY_DST,
+            "readback": usage.MAP_READ | usage.COPY_DST,
+            "upload": usage.COPY_SRC | usage.COPY_DST,
+        }
+        self._binding_types = {"read": "read-only-storage", "write": "storage", "uniform": "uniform"}
+        # wait(): a 4-byte copy submitted after everything else, then mapped (the queue runs in order).
+        self._fence_src = self.create_buffer(4, "upload")
+        self._fence_dst = self.create_buffer(4, "readback")
+
+    def info(self):
+        info = self._adapter.info
+        return {
+            "vendor": info.get("vendor", ""),
+            "architecture": info.get("architecture", ""),
+            "device": info.get("device", ""),
+            "description": info.get("description", ""),
+            "backend": f"wgpu-py {self._wgpu.__version__} / {info.get('backend_type', '')}",
+            "adapter_type": info.get("adapter_type", ""),
+            "limits": dict(self.limits),
+        }
+
+    # ------------------------------------------------------------------ objects
+
+    def create_buffer(self, size, kind):
+        return self._device.create_buffer(size=size, usage=self._usages[kind])
+
+    def destroy_buffer(self, buffer):
+        buffer.destroy()
+
+    def write_buffer(self, buffer, offset, data):
+        self._queue.write_buffer(buffer, offset, data)
+
+    def create_module(self, code, label):
+        return self._device.create_shader_module(code=code, label=label)
+
+    def create_layout(self, bindings):
+        compute = self._wgpu.ShaderStage.COMPUTE
+        entries = [
+            {"binding": n, "visibility": compute, "buffer": {"type": self._binding_types[kind]}}
+            for n, kind in bindings
+        ]
+        group_layout = self._device.create_bind_group_layout(entries=entries)
+        return group_layout, self._device.create_pipeline_layout(bind_group_layouts=[group_layout])
+
+    def create_pipeline(self, module, entry, constants, pipeline_layout):
+        stage = {"module": module, "entry_point": entry}
+        if constants:
+            stage["constants"] = constants
+        return self._device.create_compute_pipeline(layout=pipeline_layout, compute=stage)
+
+    def create_bind_group(self, group_layout, entries):
+        return self._device.create_bind_group(
+            layout=group_layout,
+            entries=[{"binding": n, "resource": {"buffer": b, "offset": 0, "size": b.size}} for n, b in entries],
+        )
+
+    # ------------------------------------------------------------------ work
+
+    def prepare(self, records):
+        return tuple(records)
+
+    def submit(self, segments):
+        """Encode every record of every segment into one command encoder and submit it. Consecutive
+        dispatches share one compute pass (WebGPU orders and synchronises dispatches within a pass)."""
+        encoder = self._device.create_command_encoder()
+        compute_pass = None
+        for records in segments:
+            for r in records:
+                if r[0] == 0:
+                    if compute_pass is None:
+                        compute_pass = encoder.begin_compute_pass()
+                    compute_pass.set_pipeline(r[1])
+                    compute_pass.set_bind_group(0, r[2])
+                    compute_pass.dispatch_workgroups(r[3], r[4], r[5])
+                else:
+                    if compute_pass is not None:
+                        compute_pass.end()
+                        compute_pass = None
+                    encoder.copy_buffer_to_buffer(r[1], r[2], r[3], r[4], r[5])
+        if compute_pass is not None:
+            compute_pass.end()
+        self._queue.submit([encoder.finish()])
+
+    def read(self, buffer, size):
+        buffer.map_sync(self._wgpu.MapMode.READ, 0, size)
+        try:
+            return bytes(buffer.read_mapped(0, size, copy=False))
+        finally:
+            buffer.unmap()
+
+    async def read_async(self, buffer, size):
+        return self.read(buffer, size)
+
+    def wait(self):
+        # (queue.on_submitted_work_done_sync is broken in wgpu-py 0.32; mapping is public and reliable.)
+        encoder = self._device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(self._fence_src, 0, self._fence_dst, 0, 4)
+        self._queue.submit([encoder.finish()])
+        self._fence_dst.map_sync(self._wgpu.MapMode.READ, 0, 4)
+        self._fence_dst.unmap()

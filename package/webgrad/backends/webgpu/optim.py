@@ -1,0 +1,110 @@
+"""Fused optimizer updates (shaders/optim.wgsl): SGD, Adam/AdamW, RMSprop, in place.
+
+The kernels read every hyperparameter from the dynamic-scalar buffer. Each parameter gets its own
+block of slots (kept while the parameter's storage lives); a call writes a slot only when its value
+changed, so a steady training loop writes one word per parameter per step (the step count) and
+creates no GPU objects. A hyperparameter given as a DynamicScalar (kind "f32": `lr` or `step`) is
+read from that scalar's slot instead: this is how a replayed graph gets a new step or learning rate
+without any Python op code running (set the scalars, then replay).
+"""
+
+import math
+import struct
+import weakref
+
+from ...dtypes import float32
+from .runtime import DynamicScalar, Kernel, Shader
+from .views import check_view, f32
+
+SHADER = Shader("optim.wgsl", {})
+_LAYOUT = ((0, "write"), (1, "read"), (2, "write"), (3, "write"), (4, "write"), (5, "read"), (6, "uniform"))
+SGD = Kernel(SHADER, "sgd", _LAYOUT, ("MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "MOMENTUM", "NESTEROV"))
+ADAM = Kernel(SHADER, "adam", _LAYOUT, ("MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "AMSGRAD"))
+RMSPROP = Kernel(SHADER, "rmsprop", _LAYOUT, ("MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "MOMENTUM", "CENTERED"))
+
+# n, param_offset, grad_offset, pad | state offsets x3, pad | 12 hyperparameter slots
+_PARAMS = struct.Struct("<20I")
+WORKGROUP = 256
+
+_blocks = weakref.WeakKeyDictionary()  # param Storage -> [DynamicScalar per hyperparameter slot]
+
+
+def _ln(beta):
+    return math.log(beta) if beta > 0 else -math.inf
+
+
+def _slots(rt, param, values):
+    """The scalar slots holding `values` (numbers, or DynamicScalars used as they are) for `param`."""
+    block = _blocks.get(param.storage)
+    if block is None or len(block) != len(values):
+        block = _blocks[param.storage] = [None] * len(values)
+    slots = []
+    for i, value in enumerate(values):
+        if isinstance(value, DynamicScalar):
+            slots.append(value.slot)
+            continue
+        value = f32(value)
+        held = block[i]
+        if held is None:
+            held = block[i] = rt.scalar(value)
+        elif held.value != value:
+            held.set(value)
+        slots.append(held.slot)
+    return slots
+
+
+def _run(rt, kernel, flags, param, grad, states, values):
+    check_view(param, "param", dtype=float32, contiguous=True)
+    check_view(grad, "grad", dtype=float32, contiguous=True)
+    n = param.numel
+    if grad.numel != n:
+        raise ValueError(f"grad has {grad.numel} elements for a parameter of {n}")
+    for name, s in states:
+        if s is not None:
+            check_view(s, name, dtype=float32, contiguous=True)
+            if s.numel != n:
+                raise ValueError(f"{name} has {s.numel} elements for a parameter of {n}")
+    if n == 0:
+        return
+    slots = tuple(_slots(rt, param, values))
+    offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
+    constants = kernel.constants(flags)
+    key = (kernel, constants, n, param.offset, grad.offset, offsets, slots)
+    prepared = rt.memo.get(key)
+    if prepared is None:
+        params = _PARAMS.pack(n, param.offset, grad.offset, 0, *offsets, 0, *slots, *[0] * (12 - len(slots)))
+        groups = min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
+        prepared = rt.memo[key] = rt.launch(kernel, constants, params, (groups, 1, 1), slots)
+    # Unused state bindings get distinct spare buffers: WebGPU rejects one buffer bound writable twice.
+    storages = [s.storage if s is not None else rt.spare(k) for k, (_, s) in enumerate(states)]
+    storages += [rt.spare(k) for k in range(len(states), 3)]
+    rt.run(prepared, (param.storage, grad.storage, *storages, rt.scalars))
+
+
+def _common_flags(hyper):
+    return {"MAXIMIZE": bool(hyper["maximize"]), "WEIGHT_DECAY": hyper["weight_decay"] != 0,
+            "DECOUPLED": bool(hyper.get("decoupled", False))}
+
+
+def sgd_step(rt, param, grad, momentum_buffer, hyper):
+    flags = dict(_common_flags(hyper), MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
+    values = [hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
+              1.0 if hyper.get("first") else 0.0]
+    _run(rt, SGD, flags, param, grad, [("momentum_buffer", momentum_buffer)], values)
+
+
+def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+    b1, b2 = hyper["beta1"], hyper["beta2"]
+    flags = dict(_common_flags(hyper), AMSGRAD=max_exp_avg_sq is not None)
+    values = [hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
+              hyper["weight_decay"]]
+    states = [("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq)]
+    _run(rt, ADAM, flags, param, grad, states, values)
+
+
+def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
+    alpha = hyper["alpha"]
+    flags = dict(_common_flags(hyper), MOMENTUM=momentum_buffer is not None, CENTERED=grad_avg is not None)
+    values = [hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"]]
+    states = [("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg)]
+    _run(rt, RMSPROP, flags, param, grad, states, values)

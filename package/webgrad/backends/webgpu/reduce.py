@@ -1,0 +1,99 @@
+"""Reductions over the middle axis of [outer, size, inner] (shaders/reduce.wgsl)."""
+
+import struct
+
+from ...dtypes import float32, int32, uint8
+from ..device import REDUCE_OPS
+from .elementwise import UNARY_CODES, UNARY_TO_U8, fill, launch
+from .runtime import Kernel, Shader, dtype_code, grid
+from .views import check_view, contiguous_view
+
+RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
+SHADER = Shader("reduce.wgsl", {"RED_" + n.upper(): c for n, c in RED_CODES.items()})
+REDUCE = Kernel(
+    SHADER, "reduce",
+    ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (4, "uniform")),
+    ("OP", "INT_MATH", "X_DTYPE", "OUT_DTYPE", "STAGE"),
+)
+_PARAMS = struct.Struct("<9I")
+
+THREADS = 256
+MIN_GROUPS = 128  # below this many workgroups, long rows are split into chunks (two passes)
+PER_THREAD = 32  # elements each thread folds per chunk, at least
+
+
+def _pow2_at_least(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def split(outer, size, inner):
+    """(lanes, chunks, chunk): outputs per workgroup, chunks per output row, elements per chunk."""
+    threads = min(_pow2_at_least(size), THREADS)
+    lanes = THREADS // threads
+    if inner > 1:
+        # Neighbouring lanes read neighbouring inner positions: give coalescing at least 32 lanes.
+        lanes = max(lanes, min(_pow2_at_least(inner), 32))
+        threads = THREADS // lanes
+    groups = -(-outer * inner // lanes)
+    chunks = 1
+    if groups < MIN_GROUPS and size > threads * PER_THREAD:
+        chunks = min(-(-size // (threads * PER_THREAD)), -(-2 * MIN_GROUPS // groups))
+    chunk = -(-size // chunks)
+    return lanes, -(-size // chunk), chunk
+
+
+def reduce(rt, op, out, x):
+    if op not in RED_CODES:
+        raise ValueError(f"unknown reduction {op!r}; expected one of {REDUCE_OPS}")
+    check_view(x, "x", contiguous=True, ndim=3)
+    check_view(out, "out", contiguous=True, ndim=2)
+    outer, size, inner = x.shape
+    if out.shape != (outer, inner):
+        raise ValueError(f"reduce: out has shape {out.shape}, expected {(outer, inner)} for x of shape {x.shape}")
+    is_arg = op in ("argmax", "argmin")
+    if is_arg and out.dtype is not int32:
+        raise TypeError(f"{op} writes int32 indices, but out is {out.dtype}")
+    if not is_arg and out.dtype is not x.dtype:
+        raise TypeError(f"reduce {op!r} keeps x's dtype ({x.dtype}), but out is {out.dtype}")
+    if outer * inner == 0:
+        return
+    if size == 0:
+        if op in ("sum", "prod"):
+            fill(rt, out, 0 if op == "sum" else 1)
+            return
+        raise ValueError(f"reduce {op!r} over an empty axis has no identity")
+    if out.dtype is uint8:  # bytes are packed four to a word: reduce into int32, then pack
+        tmp = contiguous_view(rt.storage(outer * inner, int32), out.shape, int32)
+        _reduce(rt, op, tmp, x, x.dtype, int32)
+        launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+    else:
+        _reduce(rt, op, out, x, x.dtype, out.dtype)
+
+
+def _reduce(rt, op, out, x, x_dtype, out_dtype):
+    outer, size, inner = x.shape
+    int_math = not x_dtype.is_floating
+    lanes, chunks, chunk = split(outer, size, inner)
+    values = {"OP": RED_CODES[op], "INT_MATH": int_math, "OUT_DTYPE": dtype_code(out_dtype)}
+    if chunks == 1:
+        _dispatch(rt, values, 0, x.dtype, out.storage, x.storage, rt.dummy, rt.spare(0),
+                  (outer, size, inner, lanes, chunk, 1, x.offset, out.offset))
+        return
+    # Two passes: partial results per chunk ([outer, chunks, inner] values and indices), then those.
+    partial_dtype = int32 if int_math else float32
+    partials = rt.storage(outer * chunks * inner, partial_dtype)
+    indices = rt.storage(outer * chunks * inner, int32)
+    _dispatch(rt, values, 1, x.dtype, partials, x.storage, rt.dummy, indices,
+              (outer, size, inner, lanes, chunk, chunks, x.offset, 0))
+    lanes2, _, _ = split(outer, chunks, inner)
+    _dispatch(rt, values, 2, partial_dtype, out.storage, partials, indices, rt.spare(0),
+              (outer, chunks, inner, lanes2, chunks, 1, 0, out.offset))
+
+
+def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
+    outer, size, inner, lanes, chunk, chunks, x_offset, out_offset = shape
+    groups = -(-outer * inner // lanes) * chunks
+    params = _PARAMS.pack(outer, size, inner, lanes, chunk, chunks, groups, x_offset, out_offset)
+    constants = REDUCE.constants(dict(values, STAGE=stage, X_DTYPE=dtype_code(x_dtype)))
+    rt.dispatch(REDUCE, constants, (out, x, idx_in, idx_out), params,
+                grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))

@@ -1,0 +1,649 @@
+"""The WebGPU runtime: everything between the kernels and a binding, written once for both bindings.
+
+What it does
+------------
+* **Memory.** GPU buffers come from a size-class pool (:class:`BufferPool`). A :class:`Storage` (what
+  the backend hands the engine) returns its buffer to the pool when it is garbage-collected, so a
+  training loop that repeats the same step reuses the same buffers and allocates none.
+* **Caches.** Shader modules, pipelines (key: kernel, override constants), bind group layouts, bind
+  groups (key: layout, buffers, uniform buffer) and per-dispatch uniform buffers (key: their bytes)
+  are each created once. A repeated step therefore costs no WebGPU object creation at all.
+* **Batching.** :meth:`Runtime.dispatch` only appends a record ``(0, pipeline, bind_group, x, y, z)``;
+  copies are records ``(1, src, src_offset, dst, dst_offset, size)``. The records are handed to the
+  binding, which encodes them into one command encoder and submits, at a sync point: a read-back,
+  :meth:`Runtime.synchronize`, or every ``FLUSH_AFTER`` dispatches.
+* **Ordering of writes.** ``queue.writeBuffer`` takes effect before any *later submitted* work, so
+  writing into a buffer that a not-yet-submitted dispatch uses would be seen too early. The runtime
+  tracks the buffers the pending records use and submits them first in that case.
+* **Graph capture.** Inside ``with runtime.capture() as graph:`` every record is also kept by the
+  graph; ``graph.replay()`` re-issues the whole sequence with one call into the binding (in the
+  browser: one FFI call with a prebuilt JS array). See :class:`Graph`.
+* **Dynamic scalars.** A value that changes every step (learning rate, step count, random offset)
+  cannot live in a cached uniform, or a replay would reuse the old one. :meth:`Runtime.scalar` gives
+  a :class:`DynamicScalar`: a slot in a GPU buffer that kernels read at run time and ``set()`` writes.
+
+The binding interface
+---------------------
+A binding (``native.py``: wgpu-py; ``browser.py``: Pyodide's JS FFI) is a small object with:
+``info()``, ``limits`` (dict), ``create_buffer(size, kind)`` with kind in "storage", "uniform",
+"readback", "upload"; ``write_buffer(buffer, offset, data)``; ``create_module(code, label)``;
+``create_layout(bindings)`` -> (bind_group_layout, pipeline_layout), bindings being
+``((number, "read"|"write"|"uniform"), ...)``; ``create_pipeline(module, entry, constants,
+pipeline_layout)``; ``create_bind_group(bind_group_layout, ((number, buffer), ...))``;
+``prepare(records)`` -> a replayable form of a record list; ``submit(segments)`` where each segment
+is a record list or a prepared one; ``read(buffer, size)`` -> bytes (blocking; the buffer is a
+"readback" one) and ``async read_async(buffer, size)``; ``wait()``; ``destroy_buffer(buffer)``.
+"""
+
+import contextlib
+import struct
+import sys
+
+from ...dtypes import uint8
+from . import shaders
+
+# Dtype codes, the same in every shader (injected as DT_* constants by shaders.source).
+DTYPE_CODES = {"float32": 0, "int32": 1, "uint8": 2, "bool": 3}
+DTYPE_CONSTANTS = {"DT_F32": 0, "DT_I32": 1, "DT_U8": 2, "DT_BOOL": 3}
+
+
+def dtype_code(dtype):
+    return DTYPE_CODES[dtype.name]
+
+
+def storage_nbytes(numel, dtype):
+    """Bytes a storage of `numel` elements takes on the GPU (uint8 packs four to a word)."""
+    words = (numel + 3) // 4 if dtype is uint8 else numel
+    return 4 * max(words, 1)
+
+
+def size_class(nbytes):
+    """The pooled buffer size for a request: 256 bytes, or the next of 1, 1.25, 1.5, 1.75 x 2**k
+    (at most 25% waste, few distinct sizes so buffers are found again)."""
+    if nbytes <= 256:
+        return 256
+    top = 1 << (nbytes - 1).bit_length()  # power of two >= nbytes
+    quarter = top // 8  # steps of top/8 between top/2 and top
+    return max(256, -(-nbytes // quarter) * quarter)
+
+
+class Shader:
+    """A .wgsl file plus the integer constants injected into it (see shaders.source)."""
+
+    __slots__ = ("name", "constants")
+
+    def __init__(self, name, constants):
+        self.name = name
+        self.constants = dict(DTYPE_CONSTANTS, **constants)
+
+    def __repr__(self):
+        return f"Shader({self.name!r})"
+
+
+class Kernel:
+    """One entry point of a shader with its explicit bind group layout.
+
+    bindings: ((binding number, kind), ...) with kind "read" (read-only storage), "write" (read-write
+    storage) or "uniform". Explicit layouts (rather than layout "auto") keep every binding even when a
+    specialisation does not use it, so one bind group fits every pipeline of the kernel.
+    overrides: the names of the override constants the entry point uses; :meth:`constants` passes
+    exactly these (WebGPU implementations may reject constants an entry point does not use).
+    """
+
+    __slots__ = ("shader", "entry", "bindings", "overrides", "storage_bindings", "uniform_binding")
+
+    def __init__(self, shader, entry, bindings, overrides=()):
+        self.shader = shader
+        self.entry = entry
+        self.bindings = tuple(bindings)
+        self.overrides = tuple(overrides)
+        self.storage_bindings = tuple(n for n, kind in self.bindings if kind != "uniform")
+        uniforms = [n for n, kind in self.bindings if kind == "uniform"]
+        self.uniform_binding = uniforms[0] if uniforms else None
+
+    def constants(self, values):
+        """The pipeline key part for this entry: ((name, number), ...) for its overrides, from a dict
+        that may hold more (booleans become 0/1)."""
+        return tuple((name, int(values[name])) for name in self.overrides)
+
+    def __repr__(self):
+        return f"Kernel({self.shader.name}:{self.entry})"
+
+
+class Launch:
+    """A pipeline with its uniform buffer, grid and dynamic scalar slots: a dispatch without buffers."""
+
+    __slots__ = ("kernel", "pipeline", "uniform", "groups", "slots")
+
+    def __init__(self, kernel, pipeline, uniform, groups, slots):
+        self.kernel = kernel
+        self.pipeline = pipeline
+        self.uniform = uniform
+        self.groups = groups
+        self.slots = slots
+
+
+def grid(groups, max_per_dim=65535):
+    """Workgroup counts (x, y, 1) covering `groups` workgroups; kernels that use more than 65535 read
+    their linear id as wid.x + wid.y * num_workgroups.x and skip ids past the end."""
+    if groups <= max_per_dim:
+        return (max(groups, 1), 1, 1)
+    return (max_per_dim, -(-groups // max_per_dim), 1)
+
+
+# ---------------------------------------------------------------------------------------- memory
+
+
+class PooledBuffer:
+    """A GPU buffer of one size class; `handle` is the binding's buffer object."""
+
+    __slots__ = ("handle", "size")
+
+    def __init__(self, handle, size):
+        self.handle = handle
+        self.size = size
+
+
+class BufferPool:
+    """Free GPU buffers by size class. `create(size)` makes a new binding buffer."""
+
+    def __init__(self, create):
+        self._create = create
+        self._free = {}
+
+    def acquire(self, nbytes):
+        size = size_class(nbytes)
+        free = self._free.get(size)
+        if free:
+            return free.pop()
+        return PooledBuffer(self._create(size), size)
+
+    def release(self, buffer):
+        self._free.setdefault(buffer.size, []).append(buffer)
+
+    def drain(self):
+        """Remove and return every free buffer (to destroy them)."""
+        buffers = [b for free in self._free.values() for b in free]
+        self._free.clear()
+        return buffers
+
+
+class CapturePool:
+    """The pool new storages use during a capture.
+
+    Buffers taken during a capture belong to the graph until it is released: a replay writes into
+    them again, so they must not be handed to anyone else meanwhile. Within the capture they are
+    reused (in recorded order, which is safe: the GPU runs the records in order).
+    """
+
+    def __init__(self, parent):
+        self._parent = parent
+        self._free = {}
+        self.closed = False
+
+    def acquire(self, nbytes):
+        free = self._free.get(size_class(nbytes))
+        if free:
+            return free.pop()
+        return self._parent.acquire(nbytes)
+
+    def release(self, buffer):
+        if self.closed:
+            self._parent.release(buffer)
+        else:
+            self._free.setdefault(buffer.size, []).append(buffer)
+
+    def close(self):
+        """The graph is gone: return its free buffers, and the rest as their storages die."""
+        self.closed = True
+        for free in self._free.values():
+            for buffer in free:
+                self._parent.release(buffer)
+        self._free.clear()
+
+
+class Storage:
+    """What the backend hands the engine: `numel` elements of `dtype` in one pooled GPU buffer.
+
+    The buffer goes back to its pool when the storage is garbage-collected (pool None: permanent).
+    """
+
+    __slots__ = ("buffer", "numel", "dtype", "pool", "__weakref__")
+
+    def __init__(self, buffer, numel, dtype, pool):
+        self.buffer = buffer
+        self.numel = numel
+        self.dtype = dtype
+        self.pool = pool
+
+    def __del__(self):
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.release(self.buffer)
+
+    def __repr__(self):
+        return f"webgpu.Storage({self.numel} x {self.dtype.name}, {self.buffer.size} bytes)"
+
+
+# ---------------------------------------------------------------------------------------- scalars
+
+
+class DynamicScalar:
+    """A scalar kernels read from GPU memory when they run, so it can change between replays.
+
+    kind "f32" (op parameters such as a learning rate) or "u32" (random seeds and offsets).
+    Pass it wherever a kernel takes a scalar that may change (unary/unary_backward `a`, `b`, `fill`'s
+    value, `random`'s seed and offset); change it with :meth:`set`.
+    """
+
+    __slots__ = ("_runtime", "slot", "kind", "_value", "__weakref__")
+
+    def __init__(self, runtime, slot, kind, value):
+        self._runtime = runtime
+        self.slot = slot
+        self.kind = kind
+        self._value = None
+        self.set(value)
+
+    @property
+    def value(self):
+        return self._value
+
+    def set(self, value):
+        if self.kind == "f32":
+            word = struct.pack("<f", float(value))
+        else:
+            word = struct.pack("<I", int(value) & 0xFFFFFFFF)
+        self._runtime._write_scalar(self.slot, word)
+        self._value = value
+
+    def __del__(self):
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime._free_scalar_slots.append(self.slot)
+
+    def __repr__(self):
+        return f"DynamicScalar({self._value!r}, {self.kind}, slot {self.slot})"
+
+
+# ---------------------------------------------------------------------------------------- graphs
+
+
+class Graph:
+    """A recorded sequence of GPU work (one training step, say) that can be re-issued.
+
+    Made by ``with runtime.capture() as graph:``: the work inside runs normally *and* is recorded.
+    ``graph.replay()`` issues the same dispatches and copies again, on the same buffers, in one call
+    into the binding, without running any Python op code. To feed new data, write it into the input
+    storages (``backend.write``) before replaying; to change scalars, use DynamicScalars. Results are
+    found in the same storages as after the capture.
+
+    The graph keeps alive every storage it reads or writes that was made before the capture, and owns
+    the buffers of storages made during it (they return to the pool when the graph is released).
+    """
+
+    def __init__(self, runtime):
+        self._runtime = runtime
+        self.records = []
+        self.buffers = set()  # PooledBuffers the records use (for write ordering)
+        self.slots = set()  # dynamic scalar slots the records read
+        self.pool = CapturePool(runtime.pool)
+        self._keep = {}  # id -> Storage made before the capture and used by it
+        self._uploads = []  # buffers holding data written during the capture
+        self._prepared = None
+        self._failed = False
+
+    def _add(self, record, storages, slots):
+        self.records.append(record)
+        for s in storages:
+            self.buffers.add(s.buffer)
+            if s.pool is not self.pool:
+                self._keep[id(s)] = s
+        self.slots.update(slots)
+
+    def _seal(self, failed):
+        self._failed = failed
+        if not failed:
+            self._prepared = self._runtime.binding.prepare(self.records)
+
+    @property
+    def dispatches(self):
+        return sum(1 for r in self.records if r[0] == 0)
+
+    def replay(self):
+        """Queue the recorded work again (it runs at the next sync point, like any other work)."""
+        if self._prepared is None:
+            raise RuntimeError(
+                "this graph cannot be replayed: "
+                + ("its capture raised an exception" if self._failed else "it was released")
+            )
+        self._runtime._replay(self)
+
+    def release(self):
+        """Give the graph's buffers back to the pool; the graph cannot be replayed afterwards."""
+        if self._prepared is not None or not self.pool.closed:
+            self._prepared = None
+            self.records = []
+            self._keep = {}
+            self._uploads = []
+            self.pool.close()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+# ---------------------------------------------------------------------------------------- runtime
+
+
+class Runtime:
+    FLUSH_AFTER = 1024  # dispatches recorded before an automatic submit
+    CACHE_LIMIT = 8192  # bind groups / uniform buffers kept; the caches are cleared at a submit beyond it
+    SCALAR_SLOTS = 65536  # capacity of the dynamic scalar buffer (256 KiB)
+
+    def __init__(self, binding):
+        self.binding = binding
+        self.limits = binding.limits
+        self.stats = dict.fromkeys(
+            (
+                "buffers_created", "pipelines_created", "bind_groups_created", "uniforms_created",
+                "dispatches", "copies", "submits", "reads", "writes", "replays",
+            ),
+            0,
+        )
+        self.pool = BufferPool(lambda size: self._create_buffer(size, "storage"))
+        self._readback_pool = BufferPool(lambda size: self._create_buffer(size, "readback"))
+        self._alloc = self.pool  # the pool new storages draw from (a CapturePool while capturing)
+        self._modules = {}
+        self._layouts = {}
+        self._pipelines = {}
+        self._uniforms = {}
+        self._bind_groups = {}
+        self.memo = {}  # kernel families' Launches, keyed by what determines them (see launch())
+        self._records = []  # the open segment of eager records
+        self._segments = []  # closed segments (record lists or prepared graphs) awaiting submit
+        self._pending = set()  # PooledBuffers used by work not yet submitted
+        self._pending_slots = set()
+        self._graph = None
+        self.dummy = self._permanent(256)  # bound to read-only bindings a kernel does not use
+        self._spares = []  # the same for unused writable bindings (see spare)
+        self.scalars = self._permanent(4 * self.SCALAR_SLOTS)  # dynamic scalars, one word each
+        self._free_scalar_slots = list(range(self.SCALAR_SLOTS - 1, -1, -1))
+
+    def _permanent(self, nbytes):
+        """A storage outside the pools (never released)."""
+        return Storage(PooledBuffer(self._create_buffer(nbytes, "storage"), nbytes), nbytes // 4, None, None)
+
+    def spare(self, k):
+        """The k-th small permanent buffer for an unused *writable* binding (WebGPU forbids binding one
+        buffer writable twice in a dispatch, so each such binding needs its own)."""
+        while len(self._spares) <= k:
+            self._spares.append(self._permanent(256))
+        return self._spares[k]
+
+    def _create_buffer(self, size, kind):
+        self.stats["buffers_created"] += 1
+        return self.binding.create_buffer(size, kind)
+
+    # ------------------------------------------------------------------ memory
+
+    def storage(self, numel, dtype):
+        """A new storage of `numel` elements of `dtype`, contents undefined."""
+        if numel < 0:
+            raise ValueError(f"cannot allocate {numel} elements")
+        nbytes = storage_nbytes(numel, dtype)
+        limit = self.limits["max_storage_buffer_binding_size"]
+        if nbytes > limit:
+            raise MemoryError(
+                f"a {dtype.name} storage of {numel} elements needs {nbytes} bytes, more than this "
+                f"GPU binds at once ({limit} bytes, maxStorageBufferBindingSize)"
+            )
+        pool = self._alloc
+        return Storage(pool.acquire(nbytes), numel, dtype, pool)
+
+    def write(self, storage, data, byte_offset=0):
+        """Copy `data` (bytes-like, a multiple of 4 bytes) into `storage` at `byte_offset`, in order
+        with the work recorded so far."""
+        nbytes = len(data)
+        if nbytes == 0:
+            return
+        if nbytes % 4 or byte_offset % 4:
+            raise ValueError("GPU writes must cover whole 4-byte words")
+        if byte_offset + nbytes > storage.buffer.size:
+            raise ValueError(f"write of {nbytes} bytes at {byte_offset} overruns a {storage.buffer.size}-byte buffer")
+        self.stats["writes"] += 1
+        if self._graph is not None:
+            # Replayable: the data gets a buffer of its own and the copy is part of the recording.
+            upload = self._create_buffer(nbytes, "upload")
+            self.binding.write_buffer(upload, 0, data)
+            self._graph._uploads.append(upload)
+            self._append((1, upload, 0, storage.buffer.handle, byte_offset, nbytes), (storage,), ())
+            return
+        if storage.buffer in self._pending:
+            self.flush()
+        self.binding.write_buffer(storage.buffer.handle, byte_offset, data)
+
+    def copy(self, src, src_offset, dst, dst_offset, nbytes):
+        """Record a buffer-to-buffer copy of `nbytes` (all multiples of 4) between storages."""
+        self._append((1, src.buffer.handle, src_offset, dst.buffer.handle, dst_offset, nbytes), (src, dst), ())
+
+    def read(self, storage, byte_offset, nbytes):
+        """The bytes [byte_offset, byte_offset + nbytes) of a storage, after all queued work."""
+        staging = self._stage_read(storage, byte_offset, nbytes)
+        try:
+            return self.binding.read(staging.handle, nbytes)
+        finally:
+            self._readback_pool.release(staging)
+
+    async def read_async(self, storage, byte_offset, nbytes):
+        staging = self._stage_read(storage, byte_offset, nbytes)
+        try:
+            return await self.binding.read_async(staging.handle, nbytes)
+        finally:
+            self._readback_pool.release(staging)
+
+    def _stage_read(self, storage, byte_offset, nbytes):
+        if nbytes % 4 or byte_offset % 4:
+            raise ValueError("GPU reads must cover whole 4-byte words")
+        staging = self._readback_pool.acquire(nbytes)
+        # Not part of any capture: the staging buffer is reused for other reads.
+        self._records.append((1, storage.buffer.handle, byte_offset, staging.handle, 0, nbytes))
+        self.stats["reads"] += 1
+        self.flush()
+        return staging
+
+    def empty_cache(self):
+        """Destroy the free pooled buffers (like torch.cuda.empty_cache)."""
+        self.flush()
+        for buffer in self.pool.drain() + self._readback_pool.drain():
+            self.binding.destroy_buffer(buffer.handle)
+
+    # ------------------------------------------------------------------ dynamic scalars
+
+    def scalar(self, value, kind="f32"):
+        """A :class:`DynamicScalar` holding `value` (kind "f32" or "u32")."""
+        if kind not in ("f32", "u32"):
+            raise ValueError(f"dynamic scalar kind must be 'f32' or 'u32', not {kind!r}")
+        if not self._free_scalar_slots:
+            raise RuntimeError(f"more than {self.SCALAR_SLOTS} dynamic scalars are alive")
+        return DynamicScalar(self, self._free_scalar_slots.pop(), kind, value)
+
+    def _write_scalar(self, slot, word):
+        if slot in self._pending_slots:
+            self.flush()  # recorded work must still see the old value
+        self.binding.write_buffer(self.scalars.buffer.handle, 4 * slot, word)
+
+    # ------------------------------------------------------------------ kernels
+
+    def dispatch(self, kernel, constants, storages, params, groups, slots=()):
+        """Record one dispatch of `kernel`.
+
+        constants: tuple of (name, number) override constants (hashable: the pipeline cache key);
+        storages: one Storage per storage binding of the kernel, in binding-number order;
+        params: the bytes of its uniform (None if it has none); groups: (x, y, z) workgroup counts;
+        slots: dynamic scalar slots the dispatch reads.
+        """
+        self.run(self.launch(kernel, constants, params, groups, slots), storages)
+
+    def launch(self, kernel, constants, params, groups, slots=()):
+        """Everything of a dispatch but its buffers (pipeline, uniform, grid), to :meth:`run` on any
+        storages. A family may keep Launches in :attr:`memo` (keyed by what determines them) to skip
+        packing parameters on a repeated call."""
+        pipeline = self._pipelines.get((kernel, constants))
+        if pipeline is None:
+            pipeline = self._create_pipeline(kernel, constants)
+        uniform = None if params is None else (self._uniforms.get(params) or self._create_uniform(params))
+        return Launch(kernel, pipeline, uniform, groups, tuple(slots))
+
+    def run(self, launch, storages):
+        """Record `launch` on `storages` (one per storage binding of its kernel, in binding order)."""
+        buffers = tuple(s.buffer for s in storages)
+        key = (launch.kernel, buffers, launch.uniform)
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            bind_group = self._create_bind_group(launch.kernel, buffers, launch.uniform, key)
+        self.stats["dispatches"] += 1
+        groups = launch.groups
+        self._append((0, launch.pipeline, bind_group, groups[0], groups[1], groups[2]), storages, launch.slots)
+
+    def _append(self, record, storages, slots):
+        self._records.append(record)
+        for s in storages:
+            self._pending.add(s.buffer)
+        if slots:
+            self._pending_slots.update(slots)
+        if self._graph is not None:
+            self._graph._add(record, storages, slots)
+        if record[0] == 1:
+            self.stats["copies"] += 1
+        if len(self._records) >= self.FLUSH_AFTER:
+            self.flush()
+
+    def _layout(self, kernel):
+        layout = self._layouts.get(kernel.bindings)
+        if layout is None:
+            layout = self._layouts[kernel.bindings] = self.binding.create_layout(kernel.bindings)
+        return layout
+
+    def _create_pipeline(self, kernel, constants):
+        module = self._modules.get(kernel.shader)
+        if module is None:
+            code = shaders.source(kernel.shader.name, kernel.shader.constants)
+            module = self._modules[kernel.shader] = self.binding.create_module(code, kernel.shader.name)
+        pipeline = self.binding.create_pipeline(module, kernel.entry, dict(constants), self._layout(kernel)[1])
+        self._pipelines[(kernel, constants)] = pipeline
+        self.stats["pipelines_created"] += 1
+        return pipeline
+
+    def _create_uniform(self, params):
+        size = -(-max(len(params), 16) // 16) * 16
+        handle = self._create_buffer(size, "uniform")
+        self.binding.write_buffer(handle, 0, params)
+        uniform = self._uniforms[params] = PooledBuffer(handle, size)
+        self.stats["uniforms_created"] += 1
+        return uniform
+
+    def _create_bind_group(self, kernel, buffers, uniform, key):
+        entries = [(n, b.handle) for n, b in zip(kernel.storage_bindings, buffers)]
+        if kernel.uniform_binding is not None:
+            entries.append((kernel.uniform_binding, uniform.handle))
+        bind_group = self.binding.create_bind_group(self._layout(kernel)[0], entries)
+        self._bind_groups[key] = bind_group
+        self.stats["bind_groups_created"] += 1
+        return bind_group
+
+    # ------------------------------------------------------------------ submission
+
+    def flush(self):
+        """Submit all recorded work (without waiting for it)."""
+        if self._records:
+            self._segments.append(self._records)
+            self._records = []
+        if not self._segments:
+            return
+        segments, self._segments = self._segments, []
+        self.binding.submit(segments)
+        self.stats["submits"] += 1
+        self._pending.clear()
+        self._pending_slots.clear()
+        if max(len(self._bind_groups), len(self._uniforms), len(self.memo)) > self.CACHE_LIMIT:
+            # Dropping our references is safe: submitted work and graphs keep what they use alive.
+            self._bind_groups.clear()
+            self._uniforms.clear()
+            self.memo.clear()
+
+    def synchronize(self):
+        """Submit all recorded work and wait until the GPU has finished it."""
+        self.flush()
+        self.binding.wait()
+
+    # ------------------------------------------------------------------ capture / replay
+
+    @contextlib.contextmanager
+    def capture(self):
+        """Record the work issued inside the block into a :class:`Graph` (the work also runs)."""
+        if self._graph is not None:
+            raise RuntimeError("runtime.capture() does not nest")
+        graph = Graph(self)
+        self._graph, self._alloc = graph, graph.pool
+        failed = True
+        try:
+            yield graph
+            failed = False
+        finally:
+            self._graph, self._alloc = None, self.pool
+            graph._seal(failed)
+
+    def _replay(self, graph):
+        if self._graph is not None:
+            raise RuntimeError("a graph cannot be replayed while another capture is recording")
+        if self._records:
+            self._segments.append(self._records)
+            self._records = []
+        self._segments.append(graph._prepared)
+        self._pending.update(graph.buffers)
+        self._pending_slots.update(graph.slots)
+        self.stats["replays"] += 1
+        self.stats["dispatches"] += graph.dispatches
+        if len(self._segments) >= 64:
+            self.flush()
+
+
+# ---------------------------------------------------------------------------------------- default
+
+
+_default_runtime = None
+
+
+def default_runtime():
+    """The process-wide runtime, created on first use with the binding this platform has."""
+    global _default_runtime
+    if _default_runtime is None:
+        if sys.platform == "emscripten":
+            from .browser import BrowserBinding
+
+            binding = BrowserBinding.create()
+        else:
+            from .native import NativeBinding
+
+            binding = NativeBinding()
+        _default_runtime = Runtime(binding)
+    return _default_runtime
+
+
+async def default_runtime_async():
+    """Like default_runtime, for a browser without JSPI (where the device must be awaited)."""
+    global _default_runtime
+    if _default_runtime is None:
+        if sys.platform == "emscripten":
+            from .browser import BrowserBinding
+
+            binding = await BrowserBinding.create_async()
+        else:
+            from .native import NativeBinding
+
+            binding = NativeBinding()
+        _default_runtime = Runtime(binding)
+    return _default_runtime

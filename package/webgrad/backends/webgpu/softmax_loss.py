@@ -1,0 +1,100 @@
+"""Row-wise softmax / log-softmax and fused softmax cross-entropy (shaders/softmax_loss.wgsl)."""
+
+import struct
+
+from ...dtypes import float32, int32
+from .elementwise import materialize
+from .runtime import Kernel, Shader, grid
+from .views import check_view
+
+SHADER = Shader("softmax_loss.wgsl", {})
+_OVERRIDES = ("LOG",)
+# Bindings: 0 out, 1 x (logits / grad), 2 y, 3 target, 4 per-row grad, 5 params.
+SOFTMAX = Kernel(SHADER, "softmax", ((0, "write"), (1, "read"), (5, "uniform")), _OVERRIDES)
+SOFTMAX_BACKWARD = Kernel(SHADER, "softmax_backward", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), _OVERRIDES)
+CROSS_ENTROPY = Kernel(SHADER, "cross_entropy", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform")))
+CROSS_ENTROPY_BACKWARD = Kernel(
+    SHADER, "cross_entropy_backward", ((0, "write"), (1, "read"), (3, "read"), (4, "read"), (5, "uniform")),
+)
+
+# rows, cols, lanes, groups, x_off, y_off, out_off, target_off, target_stride, grad_off, grad_stride | ignore | ls
+_PARAMS = struct.Struct("<11Iif")
+
+
+def _lanes(cols):
+    """Rows per workgroup: enough threads per row to cover it (up to all 256)."""
+    threads = min(1 << max(cols - 1, 0).bit_length(), 256)
+    return 256 // threads
+
+
+def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0, out_offset=0,
+         target=None, grad=None, ignore_index=-100, smoothing=0.0):
+    if rows == 0:
+        return
+    lanes = _lanes(cols)
+    groups = -(-rows // lanes)
+    t_off, t_stride = (target.offset, target.strides[0]) if target is not None else (0, 0)
+    g_off, g_stride = (grad.offset, grad.strides[0]) if grad is not None else (0, 0)
+    params = _PARAMS.pack(rows, cols, lanes, groups, x_offset, y_offset, out_offset, t_off, t_stride,
+                          g_off, g_stride, int(ignore_index), float(smoothing))
+    rt.dispatch(kernel, constants, storages, params, grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
+
+
+def _rows(view, name):
+    check_view(view, name, dtype=float32, contiguous=True, ndim=2)
+    return view.shape
+
+
+def _distinct(rt, out, *views):
+    """Inputs sharing out's buffer are copied first (a buffer cannot be bound for reading and writing)."""
+    return [materialize(rt, v) if v is not None and v.storage is out.storage else v for v in views]
+
+
+def _vector(view, name, dtype, rows):
+    check_view(view, name, dtype=dtype, ndim=1)
+    if view.shape[0] != rows:
+        raise ValueError(f"{name} has {view.shape[0]} entries for {rows} rows")
+    if view.strides[0] < 0:
+        raise ValueError(f"{name} must not have a negative stride")
+
+
+def softmax(rt, out, x, log=False):
+    rows, cols = _rows(x, "x")
+    if _rows(out, "out") != (rows, cols):
+        raise ValueError(f"softmax: out {out.shape} != x {x.shape}")
+    (x,) = _distinct(rt, out, x)
+    _run(rt, SOFTMAX, rows, cols, (out.storage, x.storage), (("LOG", int(bool(log))),),
+         x_offset=x.offset, out_offset=out.offset)
+
+
+def softmax_backward(rt, out, grad, y, log=False):
+    rows, cols = _rows(y, "y")
+    if _rows(grad, "grad") != (rows, cols) or _rows(out, "out") != (rows, cols):
+        raise ValueError(f"softmax_backward: shapes differ: out {out.shape}, grad {grad.shape}, y {y.shape}")
+    grad, y = _distinct(rt, out, grad, y)
+    _run(rt, SOFTMAX_BACKWARD, rows, cols, (out.storage, grad.storage, y.storage), (("LOG", int(bool(log))),),
+         x_offset=grad.offset, y_offset=y.offset, out_offset=out.offset)
+
+
+def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+    rows, cols = _rows(logits, "logits")
+    _vector(target, "target", int32, rows)
+    check_view(out, "out", dtype=float32, contiguous=True, ndim=1)
+    if out.shape != (rows,):
+        raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},)")
+    logits, target = _distinct(rt, out, logits, target)
+    _run(rt, CROSS_ENTROPY, rows, cols, (out.storage, logits.storage, target.storage),
+         x_offset=logits.offset, out_offset=out.offset, target=target, ignore_index=ignore_index,
+         smoothing=label_smoothing)
+
+
+def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
+    rows, cols = _rows(logits, "logits")
+    if _rows(out, "out") != (rows, cols):
+        raise ValueError(f"cross_entropy_backward: out {out.shape} != logits {logits.shape}")
+    _vector(target, "target", int32, rows)
+    _vector(grad, "grad", float32, rows)
+    logits, target, grad = _distinct(rt, out, logits, target, grad)
+    _run(rt, CROSS_ENTROPY_BACKWARD, rows, cols, (out.storage, logits.storage, target.storage, grad.storage),
+         x_offset=logits.offset, out_offset=out.offset, target=target, grad=grad,
+         ignore_index=ignore_index, smoothing=label_smoothing)

@@ -1,0 +1,39 @@
+"""WebGPU status and control: is it available, what is the adapter, wait for queued work.
+
+In the browser (Pyodide) the GPU is reached through ``navigator.gpu``; natively through wgpu-py. Where
+Python cannot block on a JS promise (Pyodide without JSPI), call ``await webgrad.webgpu.init_async()``
+once before using the "webgpu" device, and read results with the async methods.
+"""
+
+import sys
+
+from .backends.webgpu import runtime as _runtime
+
+
+def is_available():
+    """True if a WebGPU device can be used (creating it on first call)."""
+    try:
+        _runtime.default_runtime()
+        return True
+    except RuntimeError:
+        if sys.platform == "emscripten":
+            from .backends.webgpu.browser import has_webgpu
+
+            return has_webgpu()  # present, but only reachable through init_async()
+        return False
+
+
+async def init_async():
+    """Create the WebGPU device without blocking (required in a browser without JSPI)."""
+    await _runtime.default_runtime_async()
+
+
+def adapter_info():
+    """A dict describing the adapter: vendor, architecture, device, description, backend, limits."""
+    return _runtime.default_runtime().binding.info()
+
+
+def synchronize():
+    """Submit all queued GPU work and wait until it has finished."""
+    if _runtime._default_runtime is not None:
+        _runtime._default_runtime.synchronize()

@@ -1,0 +1,194 @@
+//! include "common.wgsl"
+// Convolution helpers and 2-D pooling over contiguous NCHW float32 images (the Python side is
+// backends/webgpu/conv.py). One thread per output element; the gradient kernels gather (each thread
+// sums what reaches its pixel, deterministic) except max_pool2d_backward, whose signature has no
+// window geometry: it scatters each gradient to its argmax with atomic adds into a zeroed output.
+//
+// Geometry: kernel (KH, KW), stride (SH, SW), padding (PH, PW), dilation (DH, DW);
+// output pixel (oh, ow) reads input rows oh*SH - PH + i*DH, i < KH (columns likewise).
+
+struct Params {
+    n: u32,            // threads' elements: outputs of the kernel
+    channels: u32,
+    height: u32,
+    width: u32,
+    out_height: u32,
+    out_width: u32,
+    kh: u32,
+    kw: u32,
+    sh: u32,
+    sw: u32,
+    ph: i32,
+    pw: i32,
+    dh: u32,
+    dw: u32,
+    x_offset: u32,
+    out_offset: u32,
+    index_offset: u32,
+    include_pad: u32,  // avg_pool2d: padding cells count in the divisor
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> indices: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out_atomic: array<atomic<u32>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+const WORKGROUP: u32 = 256u;
+
+// im2col: out [N, C*KH*KW, OH*OW], row (c*KH + i)*KW + j, column oh*OW + ow; 0 outside the image.
+@compute @workgroup_size(WORKGROUP)
+fn im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let cols = p.out_height * p.out_width;
+    let rows = p.channels * p.kh * p.kw;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let l = q % cols;
+        let r = (q / cols) % rows;
+        let image = q / (cols * rows);
+        let j = r % p.kw;
+        let i = (r / p.kw) % p.kh;
+        let c = r / (p.kw * p.kh);
+        let h = i32((l / p.out_width) * p.sh + i * p.dh) - p.ph;
+        let w = i32((l % p.out_width) * p.sw + j * p.dw) - p.pw;
+        var v = 0.0;
+        if (h >= 0 && h < i32(p.height) && w >= 0 && w < i32(p.width)) {
+            v = x[p.x_offset + ((image * p.channels + c) * p.height + u32(h)) * p.width + u32(w)];
+        }
+        out[p.out_offset + q] = v;
+    }
+}
+
+// col2im: out [N, C, H, W] = the sum of the column entries that read each pixel.
+@compute @workgroup_size(WORKGROUP)
+fn col2im(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let cols = p.out_height * p.out_width;
+    let plane = p.height * p.width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let w = i32(q % p.width);
+        let h = i32((q / p.width) % p.height);
+        let c = (q / plane) % p.channels;
+        let image = q / (plane * p.channels);
+        var total = 0.0;
+        for (var i = 0u; i < p.kh; i++) {
+            let th = h + p.ph - i32(i * p.dh);
+            if (th < 0 || th % i32(p.sh) != 0 || th / i32(p.sh) >= i32(p.out_height)) { continue; }
+            for (var j = 0u; j < p.kw; j++) {
+                let tw = w + p.pw - i32(j * p.dw);
+                if (tw < 0 || tw % i32(p.sw) != 0 || tw / i32(p.sw) >= i32(p.out_width)) { continue; }
+                let row = (image * p.channels + c) * p.kh * p.kw + i * p.kw + j;
+                total += x[p.x_offset + row * cols + u32(th / i32(p.sh)) * p.out_width + u32(tw / i32(p.sw))];
+            }
+        }
+        out[p.out_offset + q] = total;
+    }
+}
+
+// max_pool2d: out and indices [N, C, OH, OW]; index h*W + w of the first maximum (NaN counts as the
+// maximum, as in PyTorch); padding cells never win.
+@compute @workgroup_size(WORKGROUP)
+fn max_pool2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let plane_out = p.out_height * p.out_width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let ow = q % p.out_width;
+        let oh = (q / p.out_width) % p.out_height;
+        let plane = q / plane_out;
+        let base = p.x_offset + plane * p.height * p.width;
+        var best = 0.0;
+        var best_index = -1;
+        for (var i = 0u; i < p.kh; i++) {
+            let h = i32(oh * p.sh + i * p.dh) - p.ph;
+            if (h < 0 || h >= i32(p.height)) { continue; }
+            for (var j = 0u; j < p.kw; j++) {
+                let w = i32(ow * p.sw + j * p.dw) - p.pw;
+                if (w < 0 || w >= i32(p.width)) { continue; }
+                let k = u32(h) * p.width + u32(w);
+                let v = x[base + k];
+                let better = best_index < 0 || (is_nan(v) && !is_nan(best)) || (!is_nan(best) && v > best);
+                if (better) {
+                    best = v;
+                    best_index = i32(k);
+                }
+            }
+        }
+        out[p.out_offset + q] = select(best, -inf_f32(), best_index < 0);
+        indices[p.index_offset + q] = best_index;
+    }
+}
+
+// max_pool2d_backward: out [N, C, H, W] (zeroed by the host) += grad at each window's argmax.
+@compute @workgroup_size(WORKGROUP)
+fn max_pool2d_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let plane_out = p.out_height * p.out_width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let k = indices[p.index_offset + q];
+        if (k < 0) { continue; }
+        let dest = p.out_offset + (q / plane_out) * p.height * p.width + u32(k);
+        let g = x[p.x_offset + q];
+        var old = atomicLoad(&out_atomic[dest]);
+        loop {
+            let r = atomicCompareExchangeWeak(&out_atomic[dest], old, bitcast<u32>(bitcast<f32>(old) + g));
+            if (r.exchanged) { break; }
+            old = r.old_value;
+        }
+    }
+}
+
+// The window of output (oh, ow) clipped to the image, and its divisor (PyTorch's avg_pool2d rule:
+// the unclipped window is first cut at the padded border).
+struct Window { h0: i32, h1: i32, w0: i32, w1: i32, divisor: f32 }
+
+fn avg_window(oh: u32, ow: u32) -> Window {
+    let hs = i32(oh * p.sh) - p.ph;
+    let ws = i32(ow * p.sw) - p.pw;
+    let he = min(hs + i32(p.kh), i32(p.height) + p.ph);
+    let we = min(ws + i32(p.kw), i32(p.width) + p.pw);
+    let padded = (he - hs) * (we - ws);
+    let h0 = max(hs, 0);
+    let w0 = max(ws, 0);
+    let h1 = min(he, i32(p.height));
+    let w1 = min(we, i32(p.width));
+    let divisor = select((h1 - h0) * (w1 - w0), padded, p.include_pad != 0u);
+    return Window(h0, h1, w0, w1, f32(divisor));
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn avg_pool2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let plane_out = p.out_height * p.out_width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let ow = q % p.out_width;
+        let oh = (q / p.out_width) % p.out_height;
+        let base = p.x_offset + (q / plane_out) * p.height * p.width;
+        let win = avg_window(oh, ow);
+        var total = 0.0;
+        for (var h = win.h0; h < win.h1; h++) {
+            for (var w = win.w0; w < win.w1; w++) {
+                total += x[base + u32(h) * p.width + u32(w)];
+            }
+        }
+        out[p.out_offset + q] = total / win.divisor;
+    }
+}
+
+// avg_pool2d_backward: out [N, C, H, W]; each pixel gathers grad / divisor from the windows holding it.
+@compute @workgroup_size(WORKGROUP)
+fn avg_pool2d_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let plane = p.height * p.width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let w = i32(q % p.width);
+        let h = i32((q / p.width) % p.height);
+        let base = p.x_offset + (q / plane) * p.out_height * p.out_width;
+        // Windows [oh*SH - PH, oh*SH - PH + KH) that contain h.
+        let oh0 = max(0, (h + p.ph - i32(p.kh) + i32(p.sh)) / i32(p.sh));
+        let oh1 = min(i32(p.out_height) - 1, (h + p.ph) / i32(p.sh));
+        let ow0 = max(0, (w + p.pw - i32(p.kw) + i32(p.sw)) / i32(p.sw));
+        let ow1 = min(i32(p.out_width) - 1, (w + p.pw) / i32(p.sw));
+        var total = 0.0;
+        for (var oh = oh0; oh <= oh1; oh++) {
+            for (var ow = ow0; ow <= ow1; ow++) {
+                let win = avg_window(u32(oh), u32(ow));
+                total += x[base + u32(oh) * p.out_width + u32(ow)] / win.divisor;
+            }
+        }
+        out[p.out_offset + q] = total;
+    }
+}

@@ -1,0 +1,487 @@
+//! include "common.wgsl"
+// Elementwise kernels: out[i] = f(in0[i], in1[i], in2[i], a, b) over strided views of one shape.
+//
+// Entry points (the Python side is backends/webgpu/elementwise.py):
+//   unary           out = op(in0, a, b)                     OP in the OP_* codes
+//   unary_to_u8     the same, out a uint8 view (bytes packed four per word, written with atomics)
+//   unary_backward  out = in0 * op'(x = in1, y = in2, a, b)  OP in the BW_* codes
+//   binary          out = op(in0, in1)                       OP in the BIN_* codes
+//   where_select    out = in0 ? in1 : in2
+// The op codes and dtype codes are constants injected by shaders.py from elementwise.py's tables, so
+// the two files cannot disagree about numbering.
+//
+// Specialisation through override constants:
+override OP: u32 = 0u;
+override INT_MATH: bool = false;     // compute in i32 (exact integer ops) instead of f32
+override CONTIGUOUS: bool = false;   // every operand is contiguous: element i is at offset + i
+override OUT_DTYPE: u32 = DT_F32;
+override IN0_DTYPE: u32 = DT_F32;
+override IN1_DTYPE: u32 = DT_F32;
+override IN2_DTYPE: u32 = DT_F32;
+// An in-place op binds out's buffer once (WebGPU forbids binding a buffer writable and readable at
+// once) and reads that operand through `out`.
+override IN0_FROM_OUT: bool = false;
+override IN1_FROM_OUT: bool = false;
+override IN2_FROM_OUT: bool = false;
+
+const NO_SLOT: u32 = 0xffffffffu;
+
+struct Params {
+    n: u32,                        // elements
+    rank: u32,                     // dims after merging (0..8)
+    a_slot: u32,                   // index into `scalars` holding a (a dynamic scalar), or NO_SLOT
+    b_slot: u32,
+    a: f32,                        // the scalars inline, as f32 and as i32 (for integer math)
+    b: f32,
+    ai: i32,
+    bi: i32,
+    offset: vec4<i32>,             // first element of (out, in0, in1, in2)
+    shape: array<vec4<u32>, 2>,    // dim d is shape[d / 4][d % 4]
+    stride: array<vec4<i32>, 8>,   // stride[d] = element strides of (out, in0, in1, in2) along dim d
+}
+
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<storage, read> in0: array<u32>;
+@group(0) @binding(2) var<storage, read> in1: array<u32>;
+@group(0) @binding(3) var<storage, read> in2: array<u32>;
+@group(0) @binding(4) var<storage, read> scalars: array<u32>;
+@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> out_u8: array<atomic<u32>>;
+
+const WORKGROUP: u32 = 256u;
+
+// Element offsets of (out, in0, in1, in2) for the i-th element in row-major order.
+fn offsets(i: u32) -> vec4<i32> {
+    if (CONTIGUOUS) {
+        return p.offset + vec4<i32>(i32(i));
+    }
+    var rest = i;
+    var off = p.offset;
+    for (var d = p.rank; d > 0u; d--) {
+        let n = p.shape[(d - 1u) / 4u][(d - 1u) % 4u];
+        off += i32(rest % n) * p.stride[d - 1u];
+        rest /= n;
+    }
+    return off;
+}
+
+fn word0(k: i32) -> u32 {
+    let w = word_index(u32(k), IN0_DTYPE);
+    if (IN0_FROM_OUT) { return out[w]; }
+    return in0[w];
+}
+fn word1(k: i32) -> u32 {
+    let w = word_index(u32(k), IN1_DTYPE);
+    if (IN1_FROM_OUT) { return out[w]; }
+    return in1[w];
+}
+fn word2(k: i32) -> u32 {
+    let w = word_index(u32(k), IN2_DTYPE);
+    if (IN2_FROM_OUT) { return out[w]; }
+    return in2[w];
+}
+fn load0_f(k: i32) -> f32 { return decode_f32(word0(k), u32(k), IN0_DTYPE); }
+fn load1_f(k: i32) -> f32 { return decode_f32(word1(k), u32(k), IN1_DTYPE); }
+fn load2_f(k: i32) -> f32 { return decode_f32(word2(k), u32(k), IN2_DTYPE); }
+fn load0_i(k: i32) -> i32 { return decode_i32(word0(k), u32(k), IN0_DTYPE); }
+fn load1_i(k: i32) -> i32 { return decode_i32(word1(k), u32(k), IN1_DTYPE); }
+fn load2_i(k: i32) -> i32 { return decode_i32(word2(k), u32(k), IN2_DTYPE); }
+
+fn scalar_a() -> f32 {
+    if (p.a_slot != NO_SLOT) { return bitcast<f32>(scalars[p.a_slot]); }
+    return p.a;
+}
+fn scalar_b() -> f32 {
+    if (p.b_slot != NO_SLOT) { return bitcast<f32>(scalars[p.b_slot]); }
+    return p.b;
+}
+fn scalar_ai() -> i32 {
+    if (p.a_slot != NO_SLOT) { return i32(bitcast<f32>(scalars[p.a_slot])); }
+    return p.ai;
+}
+fn scalar_bi() -> i32 {
+    if (p.b_slot != NO_SLOT) { return i32(bitcast<f32>(scalars[p.b_slot])); }
+    return p.bi;
+}
+
+// ------------------------------------------------------------------ float helpers
+
+fn flag(c: bool) -> f32 { return select(0.0, 1.0, c); }
+fn iflag(c: bool) -> i32 { return select(0, 1, c); }
+
+// The GPU builtins are undefined outside their domain; these give IEEE results there.
+fn log_f32(x: f32) -> f32 {
+    if (x < 0.0) { return nan_f32(); }
+    if (x == 0.0) { return -inf_f32(); }
+    return log(x);
+}
+fn sqrt_f32(x: f32) -> f32 {
+    if (x < 0.0) { return nan_f32(); }
+    return sqrt(x);
+}
+fn rsqrt_f32(x: f32) -> f32 {
+    if (x < 0.0) { return nan_f32(); }
+    if (x == 0.0) { return inf_f32(); }
+    return inverseSqrt(x);
+}
+fn sign_f32(x: f32) -> f32 {
+    if (is_nan(x)) { return x; }
+    return select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0);
+}
+
+// log(1 + x) without losing x when it is tiny (Kahan's trick).
+fn log1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    if (u == 1.0) { return x; }
+    return log(u) * x / (u - 1.0);
+}
+
+fn sigmoid_f32(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
+
+// tanh after Cephes' tanhf: a polynomial near 0 (where 1 - 2/(e+1) would cancel), and a form
+// that saturates to +-1 instead of overflowing to NaN for large |x| (the builtin may do either).
+fn tanh_f32(x: f32) -> f32 {
+    if (is_nan(x)) { return x; }
+    let z = abs(x);
+    if (z < 0.625) {
+        let s = x * x;
+        return x + x * s * ((((-5.70498872745e-3 * s + 2.06390887954e-2) * s - 5.37397155531e-2) * s
+            + 1.33314422036e-1) * s - 3.33332819422e-1);
+    }
+    let e = exp(2.0 * min(z, 20.0));
+    let r = 1.0 - 2.0 / (e + 1.0);
+    return select(r, -r, x < 0.0);
+}
+
+// erfc by Numerical Recipes' Chebyshev fit (erfcc), relative error below 1.2e-7; WGSL has no erf.
+fn erfc_f32(x: f32) -> f32 {
+    let z = abs(x);
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+        + t * (-0.82215223 + t * 0.17087277)))))))));
+    return select(2.0 - r, r, x >= 0.0);
+}
+
+// Standard normal cdf and pdf, for the exact (erf) gelu.
+fn norm_cdf(x: f32) -> f32 { return 0.5 * erfc_f32(-x * 0.7071067811865476); }
+fn norm_pdf(x: f32) -> f32 { return 0.3989422804014327 * exp(-0.5 * x * x); }
+
+const GELU_TANH_K: f32 = 0.7978845608028654;  // sqrt(2 / pi)
+const GELU_TANH_C: f32 = 0.044715;
+
+// x ** y with the real-valued results the builtin leaves undefined (x <= 0).
+fn pow_f32(x: f32, y: f32) -> f32 {
+    if (y == 0.0) { return 1.0; }
+    if (y == 1.0) { return x; }
+    if (y == 2.0) { return x * x; }
+    if (x == 0.0) { return select(0.0, inf_f32(), y < 0.0); }
+    let m = pow(abs(x), y);
+    if (x > 0.0 || is_nan(x)) { return m; }
+    if (fract(y) != 0.0) { return nan_f32(); }
+    return select(m, -m, fract(0.5 * y) != 0.0);
+}
+
+// atan on [0, inf) after Cephes' atanf (reduction to |t| <= tan(pi/8), odd polynomial): the WGSL
+// builtins atan/atan2 are only required to be accurate to 4096 ulp.
+fn atan_pos(x: f32) -> f32 {
+    var base = 0.0;
+    var t = x;
+    if (x > 2.414213562373095) {
+        base = 1.5707963267948966;
+        t = -1.0 / x;
+    } else if (x > 0.4142135623730950) {
+        base = 0.7853981633974483;
+        t = (x - 1.0) / (x + 1.0);
+    }
+    let z = t * t;
+    return base + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+        - 3.33329491539e-1) * z * t + t);
+}
+
+fn atan2_f32(y: f32, x: f32) -> f32 {
+    if (is_nan(x) || is_nan(y)) { return nan_f32(); }
+    let ax = abs(x);
+    let ay = abs(y);
+    var r = 0.0;
+    if (ax >= ay && ax > 0.0) {
+        r = atan_pos(ay / ax);
+    } else if (ay > ax) {
+        r = 1.5707963267948966 - atan_pos(ax / ay);
+    }
+    if ((bitcast<u32>(x) >> 31u) != 0u) { r = 3.141592653589793 - r; }
+    if ((bitcast<u32>(y) >> 31u) != 0u) { r = -r; }
+    return r;
+}
+
+fn min_f32(x: f32, y: f32) -> f32 {
+    if (is_nan(x)) { return x; }
+    if (is_nan(y)) { return y; }
+    return min(x, y);
+}
+fn max_f32(x: f32, y: f32) -> f32 {
+    if (is_nan(x)) { return x; }
+    if (is_nan(y)) { return y; }
+    return max(x, y);
+}
+
+// x ** y for integers, exact (wrapping like int32 arithmetic); a negative y gives 0 except for
+// x = 1 or -1.
+fn pow_i32(x: i32, y: i32) -> i32 {
+    if (y < 0) {
+        if (x == 1) { return 1; }
+        if (x == -1) { return select(-1, 1, (y & 1) == 0); }
+        return 0;
+    }
+    var result = 1;
+    var base = x;
+    var e = y;
+    loop {
+        if (e == 0) { break; }
+        if ((e & 1) != 0) { result *= base; }
+        base *= base;
+        e >>= 1u;
+    }
+    return result;
+}
+
+// ------------------------------------------------------------------ the op tables
+
+fn unary_f(x: f32, a: f32, b: f32) -> f32 {
+    switch OP {
+        case OP_IDENTITY: { return x; }
+        case OP_FILL: { return a; }
+        case OP_NEG: { return -x; }
+        case OP_ABS: { return abs(x); }
+        case OP_SIGN: { return sign_f32(x); }
+        case OP_EXP: { return exp(x); }
+        case OP_LOG: { return log_f32(x); }
+        case OP_SQRT: { return sqrt_f32(x); }
+        case OP_RSQRT: { return rsqrt_f32(x); }
+        case OP_SIN: { return sin_f32(x); }
+        case OP_COS: { return cos_f32(x); }
+        case OP_SQUARE: { return x * x; }
+        case OP_RECIPROCAL: { return 1.0 / x; }
+        case OP_RELU: { return select(max(x, 0.0), x, is_nan(x)); }
+        case OP_SIGMOID: { return sigmoid_f32(x); }
+        case OP_TANH: { return tanh_f32(x); }
+        case OP_GELU: { return x * norm_cdf(x); }
+        case OP_GELU_TANH: {
+            return 0.5 * x * (1.0 + tanh_f32(GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
+        }
+        case OP_SILU: { return x * sigmoid_f32(x); }
+        case OP_SOFTPLUS: {
+            if (x * a > b) { return x; }
+            return log1p_f32(exp(a * x)) / a;
+        }
+        case OP_LEAKY_RELU: { return select(a * x, x, x > 0.0); }
+        case OP_CLAMP: {
+            if (is_nan(x)) { return x; }
+            return min(max(x, a), b);
+        }
+        case OP_AFFINE: { return x * a + b; }
+        case OP_RSUB: { return a - x; }
+        case OP_RDIV: { return a / x; }
+        case OP_POW: { return pow_f32(x, a); }
+        case OP_RPOW: { return pow_f32(a, x); }
+        case OP_FLOOR: { return floor(x); }
+        case OP_CEIL: { return ceil(x); }
+        case OP_ROUND: { return round(x); }
+        case OP_TRUNC: { return trunc(x); }
+        case OP_EQ: { return flag(x == a); }
+        case OP_NE: { return flag(x != a); }
+        case OP_LT: { return flag(x < a); }
+        case OP_LE: { return flag(x <= a); }
+        case OP_GT: { return flag(x > a); }
+        case OP_GE: { return flag(x >= a); }
+        case OP_LOGICAL_NOT: { return flag(x == 0.0); }
+        case OP_ISNAN: { return flag(is_nan(x)); }
+        case OP_ISINF: { return flag(is_inf(x)); }
+        default: { return nan_f32(); }
+    }
+}
+
+// The ops that keep exact int32 arithmetic (elementwise.py's INT_UNARY names exactly these).
+fn unary_i(x: i32, a: i32, b: i32) -> i32 {
+    switch OP {
+        case OP_IDENTITY: { return x; }
+        case OP_FILL: { return a; }
+        case OP_NEG: { return -x; }
+        case OP_ABS: { return abs(x); }
+        case OP_SIGN: { return sign(x); }
+        case OP_SQUARE: { return x * x; }
+        case OP_RELU: { return max(x, 0); }
+        case OP_CLAMP: { return min(max(x, a), b); }
+        case OP_AFFINE: { return x * a + b; }
+        case OP_RSUB: { return a - x; }
+        case OP_POW: { return pow_i32(x, a); }
+        case OP_RPOW: { return pow_i32(a, x); }
+        case OP_FLOOR, OP_CEIL, OP_ROUND, OP_TRUNC: { return x; }
+        case OP_EQ: { return iflag(x == a); }
+        case OP_NE: { return iflag(x != a); }
+        case OP_LT: { return iflag(x < a); }
+        case OP_LE: { return iflag(x <= a); }
+        case OP_GT: { return iflag(x > a); }
+        case OP_GE: { return iflag(x >= a); }
+        case OP_LOGICAL_NOT: { return iflag(x == 0); }
+        case OP_ISNAN, OP_ISINF: { return 0; }
+        default: { return 0; }
+    }
+}
+
+// d op(x) / dx * g, given x and y = op(x).
+fn backward_f(g: f32, x: f32, y: f32, a: f32, b: f32) -> f32 {
+    switch OP {
+        case BW_ABS: { return g * sign_f32(x); }
+        case BW_EXP: { return g * y; }
+        case BW_LOG: { return g / x; }
+        case BW_SQRT: { return g / (2.0 * y); }
+        case BW_RSQRT: { return -0.5 * g * y * y * y; }
+        case BW_SIN: { return g * cos_f32(x); }
+        case BW_COS: { return -g * sin_f32(x); }
+        case BW_RECIPROCAL: { return -g * y * y; }
+        case BW_RELU: { return select(0.0, g, x > 0.0); }
+        case BW_SIGMOID: { return g * y * (1.0 - y); }
+        case BW_TANH: { return g * (1.0 - y * y); }
+        case BW_GELU: { return g * (norm_cdf(x) + x * norm_pdf(x)); }
+        case BW_GELU_TANH: {
+            let x2 = x * x;
+            let t = tanh_f32(GELU_TANH_K * x * (1.0 + GELU_TANH_C * x2));
+            let dt = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * x2) * (1.0 - t * t);
+            return g * (0.5 * (1.0 + t) + 0.5 * x * dt);
+        }
+        case BW_SILU: {
+            let s = sigmoid_f32(x);
+            return g * s * (1.0 + x * (1.0 - s));
+        }
+        case BW_SOFTPLUS: {
+            if (x * a > b) { return g; }
+            return g * sigmoid_f32(a * x);
+        }
+        case BW_LEAKY_RELU: { return select(g * a, g, x > 0.0); }
+        case BW_CLAMP: { return select(0.0, g, x >= a && x <= b); }
+        case BW_POW: {
+            if (a == 0.0) { return 0.0; }
+            return g * a * pow_f32(x, a - 1.0);
+        }
+        case BW_RPOW: {
+            if (a == 0.0 && x >= 0.0) { return 0.0; }
+            return g * y * log_f32(a);
+        }
+        case BW_RDIV: { return -g * a / (x * x); }
+        default: { return nan_f32(); }
+    }
+}
+
+fn binary_f(x: f32, y: f32) -> f32 {
+    switch OP {
+        case BIN_ADD: { return x + y; }
+        case BIN_SUB: { return x - y; }
+        case BIN_MUL: { return x * y; }
+        case BIN_DIV: { return x / y; }
+        case BIN_POW: { return pow_f32(x, y); }
+        case BIN_MINIMUM: { return min_f32(x, y); }
+        case BIN_MAXIMUM: { return max_f32(x, y); }
+        case BIN_ATAN2: { return atan2_f32(x, y); }
+        case BIN_EQ: { return flag(x == y); }
+        case BIN_NE: { return flag(x != y); }
+        case BIN_LT: { return flag(x < y); }
+        case BIN_LE: { return flag(x <= y); }
+        case BIN_GT: { return flag(x > y); }
+        case BIN_GE: { return flag(x >= y); }
+        case BIN_LOGICAL_AND: { return flag(x != 0.0 && y != 0.0); }
+        case BIN_LOGICAL_OR: { return flag(x != 0.0 || y != 0.0); }
+        case BIN_LOGICAL_XOR: { return flag((x != 0.0) != (y != 0.0)); }
+        default: { return nan_f32(); }
+    }
+}
+
+// The ops that keep exact int32 arithmetic (elementwise.py's INT_BINARY names exactly these).
+fn binary_i(x: i32, y: i32) -> i32 {
+    switch OP {
+        case BIN_ADD: { return x + y; }
+        case BIN_SUB: { return x - y; }
+        case BIN_MUL: { return x * y; }
+        case BIN_POW: { return pow_i32(x, y); }
+        case BIN_MINIMUM: { return min(x, y); }
+        case BIN_MAXIMUM: { return max(x, y); }
+        case BIN_EQ: { return iflag(x == y); }
+        case BIN_NE: { return iflag(x != y); }
+        case BIN_LT: { return iflag(x < y); }
+        case BIN_LE: { return iflag(x <= y); }
+        case BIN_GT: { return iflag(x > y); }
+        case BIN_GE: { return iflag(x >= y); }
+        case BIN_LOGICAL_AND: { return iflag(x != 0 && y != 0); }
+        case BIN_LOGICAL_OR: { return iflag(x != 0 || y != 0); }
+        case BIN_LOGICAL_XOR: { return iflag((x != 0) != (y != 0)); }
+        default: { return 0; }
+    }
+}
+
+// ------------------------------------------------------------------ entry points
+// Each thread handles elements gid, gid + stride, ...: the grid is capped at 65535 workgroups.
+
+@compute @workgroup_size(WORKGROUP)
+fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        if (INT_MATH) {
+            out[o.x] = encode_i32(unary_i(load0_i(o.y), scalar_ai(), scalar_bi()), OUT_DTYPE);
+        } else {
+            out[o.x] = encode_f32(unary_f(load0_f(o.y), scalar_a(), scalar_b()), OUT_DTYPE);
+        }
+    }
+}
+
+// Writes one byte of a word with two atomics (clear, then set): neighbouring bytes of the same word
+// may belong to other threads. Float results are truncated toward zero, then wrapped to 0..255.
+@compute @workgroup_size(WORKGROUP)
+fn unary_to_u8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        var v: i32;
+        if (INT_MATH) {
+            v = unary_i(load0_i(o.y), scalar_ai(), scalar_bi());
+        } else {
+            v = i32(unary_f(load0_f(o.y), scalar_a(), scalar_b()));
+        }
+        let k = u32(o.x);
+        let shift = (k & 3u) * 8u;
+        atomicAnd(&out_u8[k >> 2u], ~(0xffu << shift));
+        atomicOr(&out_u8[k >> 2u], (u32(v) & 0xffu) << shift);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        let v = backward_f(load0_f(o.y), load1_f(o.z), load2_f(o.w), scalar_a(), scalar_b());
+        out[o.x] = encode_f32(v, OUT_DTYPE);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        if (INT_MATH) {
+            out[o.x] = encode_i32(binary_i(load0_i(o.y), load1_i(o.z)), OUT_DTYPE);
+        } else {
+            out[o.x] = encode_f32(binary_f(load0_f(o.y), load1_f(o.z)), OUT_DTYPE);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn where_select(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        let c = load0_i(o.y) != 0;
+        if (INT_MATH) {
+            out[o.x] = encode_i32(select(load2_i(o.w), load1_i(o.z), c), OUT_DTYPE);
+        } else {
+            out[o.x] = encode_f32(select(load2_f(o.w), load1_f(o.z), c), OUT_DTYPE);
+        }
+    }
+}

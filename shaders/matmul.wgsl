@@ -1,0 +1,463 @@
+// Batched matrix product with fused bias and ReLU:
+//     out[z] = relu?( op(a[z]) @ op(b[z]) + bias? )        out contiguous [batch, M, N]
+// op(a) is a ([M, K] row-major) or, with TRANS_A, the transpose of a stored [K, M]; b likewise
+// [K, N], or [N, K] with TRANS_B. Everything is float32; offsets and batch strides are in elements
+// (a batch stride of 0 reuses one matrix for every z).
+//
+// The host side is package/webgrad/backends/webgpu/matmul_plan.py: it picks the entry point, the tile
+// configuration (override constants) and packs Params. Bindings (group 0): 0 a, 1 b, 2 out, 3 bias
+// (any f32 buffer when HAS_BIAS is false), 4 Params.
+//
+// Design (classic register-blocked SGEMM):
+//   * A workgroup of WG_X x WG_Y threads computes a BM x BN tile of out (BM = WG_Y*TM, BN = WG_X*TN).
+//   * K is walked in steps of BK. Each step the workgroup stages op(a)[BM, BK] and op(b)[BK, BN] in
+//     workgroup memory, both stored k-major ([BK][BM] and [BK][BN], as vec4 along M / N), so the inner
+//     loop reads a thread's A and B fragments with vec4 loads.
+//   * Each thread keeps a TM x TN block of accumulators in registers. Its rows are TM/4 groups of 4,
+//     strided by 4*WG_Y (likewise columns by 4*WG_X): neighbouring threads read neighbouring vec4s of
+//     workgroup memory (no bank conflicts) and the per-k work is TM*TN/4 vec4 FMAs for TM/4 + TN/4
+//     vec4 loads.
+//   * Workgroup memory is double-buffered with a register prefetch: the next K step is loaded from
+//     global memory into registers before the current step's FMAs, then stored into the other buffer;
+//     one barrier per K step.
+//   * KS > 1 splits K inside the workgroup: KS slices of WG_X x WG_Y threads (workgroup size
+//     WG_X x WG_Y x KS), each with its own double buffer, take every KS-th K step of the same tile,
+//     then add their partial sums through workgroup memory. For small outputs with a long K
+//     (128x128 @ 128x784: 16 tiles of 32x32 leave a 132-SM GPU idle), where it is up to 3x faster.
+//   * Global loads are vec4 when the plan proves alignment (the matrix's contiguous dimension, its
+//     offset and batch stride all multiples of 4: then a vec4 never straddles the matrix edge) and
+//     scalar with per-element bounds checks otherwise. a/b are declared twice (f32 and vec4 views of
+//     the same binding); each entry point uses only one view of each, which WGSL allows.
+//     Entry points: matmul_vv (a vec4, b vec4), matmul_vs, matmul_sv, matmul_ss (scalar, always valid).
+//   * Epilogue: bias, ReLU, bounds-checked scalar stores.
+//
+// Register code is written out by hand (named accumulators, explicit k steps, branches on override
+// constants that fold away): naga guards every loop with a bounding counter and drivers did not
+// unroll them, so an array indexed by a loop counter lived in slow local memory. The loop version
+// of this kernel ran 1.8 TFLOP/s on an H100 at 4096^3, this one 34.
+//
+// Limits the plan respects (matmul_plan.check_config): TM, TN in {4, 8}; BK a multiple of 4; tile
+// loads (BK*BM/4 and BK*BN/4 vec4s) a multiple of WG_X*WG_Y, at most 4 per thread; KS*WG_X*WG_Y <= 256;
+// workgroup memory KS*2*BK*(BM+BN)*4 bytes <= 16 KiB; with KS > 1, As must hold a tile of partial sums.
+
+override TRANS_A: bool = false;
+override TRANS_B: bool = false;
+override HAS_BIAS: bool = false;
+override RELU: bool = false;
+override WG_X: u32 = 16u;
+override WG_Y: u32 = 16u;
+override TM: u32 = 8u;
+override TN: u32 = 8u;
+override BK: u32 = 8u;
+override KS: u32 = 1u;   // K split inside the workgroup: KS slices of WG_X x WG_Y threads
+
+override NT: u32 = WG_X * WG_Y;      // threads per slice
+override BM4: u32 = WG_Y * TM / 4u;  // tile rows, in vec4s
+override BN4: u32 = WG_X * TN / 4u;  // tile columns, in vec4s
+override BK4: u32 = BK / 4u;
+override TM4: u32 = TM / 4u;
+override TN4: u32 = TN / 4u;
+override LA: u32 = BK * BM4 / NT;    // vec4s of the A tile each thread loads
+override LB: u32 = BK * BN4 / NT;
+
+struct Params {
+    M: u32, N: u32, K: u32, ntiles: u32,        // ntiles = ceil(K / BK)
+    a_off: u32, b_off: u32, o_off: u32, bias_off: u32,
+    a_bs: u32, b_bs: u32, lda: u32, ldb: u32,   // lda = K (or M if TRANS_A); ldb = N (or K if TRANS_B)
+}
+
+@group(0) @binding(0) var<storage, read> a1: array<f32>;
+@group(0) @binding(0) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b1: array<f32>;
+@group(0) @binding(1) var<storage, read> b4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<uniform> P: Params;
+
+var<workgroup> As: array<vec4<f32>, KS * 2u * BK * BM4>;  // [KS slices][2 buffers][BK][BM/4]
+var<workgroup> Bs: array<vec4<f32>, KS * 2u * BK * BN4>;  // [KS slices][2 buffers][BK][BN/4]
+
+// Accumulators: c<r><h> holds row r (0..7) of this thread's block, columns 4h..4h+3 (h = 0, 1).
+// Row r is tile row ((r / 4) * WG_Y + ty) * 4 + r % 4; column group h is tile columns (h * WG_X + tx) * 4 + 0..3.
+// With TM = 4 only rows 0..3 are used, with TN = 4 only h = 0 (the other branches fold away).
+var<private> c00: vec4<f32>; var<private> c01: vec4<f32>;
+var<private> c10: vec4<f32>; var<private> c11: vec4<f32>;
+var<private> c20: vec4<f32>; var<private> c21: vec4<f32>;
+var<private> c30: vec4<f32>; var<private> c31: vec4<f32>;
+var<private> c40: vec4<f32>; var<private> c41: vec4<f32>;
+var<private> c50: vec4<f32>; var<private> c51: vec4<f32>;
+var<private> c60: vec4<f32>; var<private> c61: vec4<f32>;
+var<private> c70: vec4<f32>; var<private> c71: vec4<f32>;
+// Prefetched pieces of the next A and B tiles (LA, LB of them, at most 4).
+var<private> pa0: vec4<f32>; var<private> pa1: vec4<f32>; var<private> pa2: vec4<f32>; var<private> pa3: vec4<f32>;
+var<private> pb0: vec4<f32>; var<private> pb1: vec4<f32>; var<private> pb2: vec4<f32>; var<private> pb3: vec4<f32>;
+var<private> tid: u32;    // index within the slice
+var<private> slice: u32;
+var<private> stage0: u32;  // this slice's first workgroup buffer: a "stage" is slice * 2 + buffer
+var<private> tx: u32;
+var<private> ty: u32;
+var<private> row0: u32;
+var<private> col0: u32;
+var<private> batch: u32;
+var<private> a_base: u32;
+var<private> b_base: u32;
+
+fn setup(li: u32, wid: vec3<u32>) {
+    tid = li % NT;
+    slice = li / NT;
+    stage0 = slice * 2u;
+    tx = tid % WG_X;
+    ty = tid / WG_X;
+    col0 = wid.x * BN4 * 4u;
+    row0 = wid.y * BM4 * 4u;
+    batch = wid.z;
+    a_base = P.a_off + batch * P.a_bs;
+    b_base = P.b_off + batch * P.b_bs;
+}
+
+// ---- global -> registers
+// Piece l of this thread covers 4 consecutive elements along a's contiguous dimension: along m when
+// TRANS_A (a stored [K, M]), else along k (a stored [M, K]). a_piece gives (m, k) of its first element.
+fn a_piece(l: u32, kt: u32) -> vec2<u32> {
+    let idx = tid + l * NT;
+    if (TRANS_A) {
+        return vec2<u32>(row0 + (idx % BM4) * 4u, kt * BK + idx / BM4);
+    }
+    return vec2<u32>(row0 + idx / BK4, kt * BK + (idx % BK4) * 4u);
+}
+
+fn load_a_vec4(l: u32, kt: u32) -> vec4<f32> {
+    let mk = a_piece(l, kt);
+    if (mk.x < P.M && mk.y < P.K) {
+        if (TRANS_A) { return a4[(a_base + mk.y * P.lda + mk.x) / 4u]; }
+        return a4[(a_base + mk.x * P.lda + mk.y) / 4u];
+    }
+    return vec4<f32>(0.0);
+}
+
+fn a_at(m: u32, k: u32) -> f32 {
+    if (m < P.M && k < P.K) {
+        if (TRANS_A) { return a1[a_base + k * P.lda + m]; }
+        return a1[a_base + m * P.lda + k];
+    }
+    return 0.0;
+}
+
+fn load_a_scalar(l: u32, kt: u32) -> vec4<f32> {
+    let mk = a_piece(l, kt);
+    if (TRANS_A) {
+        return vec4<f32>(a_at(mk.x, mk.y), a_at(mk.x + 1u, mk.y), a_at(mk.x + 2u, mk.y), a_at(mk.x + 3u, mk.y));
+    }
+    return vec4<f32>(a_at(mk.x, mk.y), a_at(mk.x, mk.y + 1u), a_at(mk.x, mk.y + 2u), a_at(mk.x, mk.y + 3u));
+}
+
+// B pieces run along b's contiguous dimension: n when b is stored [K, N], k when TRANS_B ([N, K]).
+// b_piece gives (k, n) of the first element.
+fn b_piece(l: u32, kt: u32) -> vec2<u32> {
+    let idx = tid + l * NT;
+    if (TRANS_B) {
+        return vec2<u32>(kt * BK + (idx % BK4) * 4u, col0 + idx / BK4);
+    }
+    return vec2<u32>(kt * BK + idx / BN4, col0 + (idx % BN4) * 4u);
+}
+
+fn load_b_vec4(l: u32, kt: u32) -> vec4<f32> {
+    let kn = b_piece(l, kt);
+    if (kn.x < P.K && kn.y < P.N) {
+        if (TRANS_B) { return b4[(b_base + kn.y * P.ldb + kn.x) / 4u]; }
+        return b4[(b_base + kn.x * P.ldb + kn.y) / 4u];
+    }
+    return vec4<f32>(0.0);
+}
+
+fn b_at(k: u32, n: u32) -> f32 {
+    if (k < P.K && n < P.N) {
+        if (TRANS_B) { return b1[b_base + n * P.ldb + k]; }
+        return b1[b_base + k * P.ldb + n];
+    }
+    return 0.0;
+}
+
+fn load_b_scalar(l: u32, kt: u32) -> vec4<f32> {
+    let kn = b_piece(l, kt);
+    if (TRANS_B) {
+        return vec4<f32>(b_at(kn.x, kn.y), b_at(kn.x + 1u, kn.y), b_at(kn.x + 2u, kn.y), b_at(kn.x + 3u, kn.y));
+    }
+    return vec4<f32>(b_at(kn.x, kn.y), b_at(kn.x, kn.y + 1u), b_at(kn.x, kn.y + 2u), b_at(kn.x, kn.y + 3u));
+}
+
+fn fetch_a_vec4(kt: u32) {
+    pa0 = load_a_vec4(0u, kt);
+    if (LA > 1u) { pa1 = load_a_vec4(1u, kt); }
+    if (LA > 2u) { pa2 = load_a_vec4(2u, kt); }
+    if (LA > 3u) { pa3 = load_a_vec4(3u, kt); }
+}
+
+fn fetch_a_scalar(kt: u32) {
+    pa0 = load_a_scalar(0u, kt);
+    if (LA > 1u) { pa1 = load_a_scalar(1u, kt); }
+    if (LA > 2u) { pa2 = load_a_scalar(2u, kt); }
+    if (LA > 3u) { pa3 = load_a_scalar(3u, kt); }
+}
+
+fn fetch_b_vec4(kt: u32) {
+    pb0 = load_b_vec4(0u, kt);
+    if (LB > 1u) { pb1 = load_b_vec4(1u, kt); }
+    if (LB > 2u) { pb2 = load_b_vec4(2u, kt); }
+    if (LB > 3u) { pb3 = load_b_vec4(3u, kt); }
+}
+
+fn fetch_b_scalar(kt: u32) {
+    pb0 = load_b_scalar(0u, kt);
+    if (LB > 1u) { pb1 = load_b_scalar(1u, kt); }
+    if (LB > 2u) { pb2 = load_b_scalar(2u, kt); }
+    if (LB > 3u) { pb3 = load_b_scalar(3u, kt); }
+}
+
+// ---- registers -> workgroup buffer `stage`, k-major
+fn put_a(l: u32, stage: u32, v: vec4<f32>) {
+    let idx = tid + l * NT;
+    if (TRANS_A) {  // the piece runs along m: one vec4 store
+        As[(stage * BK + idx / BM4) * BM4 + idx % BM4] = v;
+    } else {        // the piece runs along k: four scalar stores, one per k row
+        let m = idx / BK4;
+        let i = (stage * BK + (idx % BK4) * 4u) * BM4 + m / 4u;
+        let c = m % 4u;
+        As[i][c] = v.x;
+        As[i + BM4][c] = v.y;
+        As[i + 2u * BM4][c] = v.z;
+        As[i + 3u * BM4][c] = v.w;
+    }
+}
+
+fn put_b(l: u32, stage: u32, v: vec4<f32>) {
+    let idx = tid + l * NT;
+    if (TRANS_B) {  // the piece runs along k
+        let n = idx / BK4;
+        let i = (stage * BK + (idx % BK4) * 4u) * BN4 + n / 4u;
+        let c = n % 4u;
+        Bs[i][c] = v.x;
+        Bs[i + BN4][c] = v.y;
+        Bs[i + 2u * BN4][c] = v.z;
+        Bs[i + 3u * BN4][c] = v.w;
+    } else {        // the piece runs along n
+        Bs[(stage * BK + idx / BN4) * BN4 + idx % BN4] = v;
+    }
+}
+
+fn stash(stage: u32) {
+    put_a(0u, stage, pa0);
+    if (LA > 1u) { put_a(1u, stage, pa1); }
+    if (LA > 2u) { put_a(2u, stage, pa2); }
+    if (LA > 3u) { put_a(3u, stage, pa3); }
+    put_b(0u, stage, pb0);
+    if (LB > 1u) { put_b(1u, stage, pb1); }
+    if (LB > 2u) { put_b(2u, stage, pb2); }
+    if (LB > 3u) { put_b(3u, stage, pb3); }
+}
+
+// ---- the multiply: one k of the outer product, a column of A's tile times a row of B's tile
+fn kstep(ai: u32, bi: u32) {
+    let a0 = As[ai];
+    let b0 = Bs[bi];
+    var a1 = vec4<f32>(0.0);
+    var b1 = vec4<f32>(0.0);
+    if (TM4 > 1u) { a1 = As[ai + WG_Y]; }
+    if (TN4 > 1u) { b1 = Bs[bi + WG_X]; }
+    c00 = fma(vec4<f32>(a0.x), b0, c00);
+    c10 = fma(vec4<f32>(a0.y), b0, c10);
+    c20 = fma(vec4<f32>(a0.z), b0, c20);
+    c30 = fma(vec4<f32>(a0.w), b0, c30);
+    if (TN4 > 1u) {
+        c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c31 = fma(vec4<f32>(a0.w), b1, c31);
+    }
+    if (TM4 > 1u) {
+        c40 = fma(vec4<f32>(a1.x), b0, c40);
+        c50 = fma(vec4<f32>(a1.y), b0, c50);
+        c60 = fma(vec4<f32>(a1.z), b0, c60);
+        c70 = fma(vec4<f32>(a1.w), b0, c70);
+    }
+    if (TM4 > 1u && TN4 > 1u) {
+        c41 = fma(vec4<f32>(a1.x), b1, c41);
+        c51 = fma(vec4<f32>(a1.y), b1, c51);
+        c61 = fma(vec4<f32>(a1.z), b1, c61);
+        c71 = fma(vec4<f32>(a1.w), b1, c71);
+    }
+}
+
+// acc += As[stage] @ Bs[stage], four k at a time (BK is a multiple of 4).
+fn compute(stage: u32) {
+    var ai = stage * BK * BM4 + ty;
+    var bi = stage * BK * BN4 + tx;
+    for (var k = 0u; k < BK; k += 4u) {
+        kstep(ai, bi);
+        kstep(ai + BM4, bi + BN4);
+        kstep(ai + 2u * BM4, bi + 2u * BN4);
+        kstep(ai + 3u * BM4, bi + 3u * BN4);
+        ai += 4u * BM4;
+        bi += 4u * BN4;
+    }
+}
+
+// ---- epilogue: bias, relu, bounds-checked stores
+fn store1(o: u32, n: u32, x: f32) {
+    if (n < P.N) {
+        var v = x;
+        if (HAS_BIAS) { v += bias[P.bias_off + n]; }
+        if (RELU) { v = max(v, 0.0); }
+        out[o] = v;
+    }
+}
+
+fn store4(r: u32, h: u32, v: vec4<f32>) {
+    let m = row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u;
+    if (m < P.M) {
+        let n = col0 + (h * WG_X + tx) * 4u;
+        let o = P.o_off + (batch * P.M + m) * P.N + n;
+        store1(o, n, v.x);
+        store1(o + 1u, n + 1u, v.y);
+        store1(o + 2u, n + 2u, v.z);
+        store1(o + 3u, n + 3u, v.w);
+    }
+}
+
+fn epilogue() {
+    store4(0u, 0u, c00);
+    store4(1u, 0u, c10);
+    store4(2u, 0u, c20);
+    store4(3u, 0u, c30);
+    if (TN4 > 1u) {
+        store4(0u, 1u, c01);
+        store4(1u, 1u, c11);
+        store4(2u, 1u, c21);
+        store4(3u, 1u, c31);
+    }
+    if (TM4 > 1u) {
+        store4(4u, 0u, c40);
+        store4(5u, 0u, c50);
+        store4(6u, 0u, c60);
+        store4(7u, 0u, c70);
+    }
+    if (TM4 > 1u && TN4 > 1u) {
+        store4(4u, 1u, c41);
+        store4(5u, 1u, c51);
+        store4(6u, 1u, c61);
+        store4(7u, 1u, c71);
+    }
+}
+
+// ---- split-K: slices 1..KS-1 hand their partial sums to slice 0, one at a time, through As
+// (the plan checks that As holds NT * TM * TN / 4 vec4s), then slice 0 runs the epilogue.
+// Accumulator c<r><h> goes to slot r * TN4 + h (slots 0 .. TM * TN4 - 1), at As[slot * NT + tid].
+fn park() {
+    As[0u * TN4 * NT + tid] = c00; As[1u * TN4 * NT + tid] = c10;
+    As[2u * TN4 * NT + tid] = c20; As[3u * TN4 * NT + tid] = c30;
+    if (TN4 > 1u) {
+        As[1u * NT + tid] = c01; As[3u * NT + tid] = c11; As[5u * NT + tid] = c21; As[7u * NT + tid] = c31;
+    }
+    if (TM4 > 1u) {
+        As[4u * TN4 * NT + tid] = c40; As[5u * TN4 * NT + tid] = c50;
+        As[6u * TN4 * NT + tid] = c60; As[7u * TN4 * NT + tid] = c70;
+    }
+    if (TM4 > 1u && TN4 > 1u) {
+        As[9u * NT + tid] = c41; As[11u * NT + tid] = c51; As[13u * NT + tid] = c61; As[15u * NT + tid] = c71;
+    }
+}
+
+fn gather() {
+    c00 += As[0u * TN4 * NT + tid]; c10 += As[1u * TN4 * NT + tid];
+    c20 += As[2u * TN4 * NT + tid]; c30 += As[3u * TN4 * NT + tid];
+    if (TN4 > 1u) {
+        c01 += As[1u * NT + tid]; c11 += As[3u * NT + tid]; c21 += As[5u * NT + tid]; c31 += As[7u * NT + tid];
+    }
+    if (TM4 > 1u) {
+        c40 += As[4u * TN4 * NT + tid]; c50 += As[5u * TN4 * NT + tid];
+        c60 += As[6u * TN4 * NT + tid]; c70 += As[7u * TN4 * NT + tid];
+    }
+    if (TM4 > 1u && TN4 > 1u) {
+        c41 += As[9u * NT + tid]; c51 += As[11u * NT + tid]; c61 += As[13u * NT + tid]; c71 += As[15u * NT + tid];
+    }
+}
+
+fn finish() {
+    for (var s = 1u; s < KS; s++) {
+        if (slice == s) { park(); }
+        workgroupBarrier();
+        if (slice == 0u) { gather(); }
+        workgroupBarrier();
+    }
+    if (slice == 0u) { epilogue(); }
+}
+
+// The four entry points differ only in how they fetch (vec4 or scalar, for a then b).
+// Main loop, per slice: prefetch the slice's next K tile into registers, multiply the current one out
+// of workgroup memory, then store the prefetch into the slice's other buffer; one barrier per step.
+// Slice s takes K tiles s, s + KS, s + 2 KS, ...; tiles past the end of K load as zeros, so every
+// slice runs the same number of steps (barriers stay uniform).
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_vv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid);
+    let steps = (P.ntiles + KS - 1u) / KS;
+    if (steps > 0u) { fetch_a_vec4(slice); fetch_b_vec4(slice); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let more = s + 1u < steps;
+        if (more) { fetch_a_vec4((s + 1u) * KS + slice); fetch_b_vec4((s + 1u) * KS + slice); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+    finish();
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_vs(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid);
+    let steps = (P.ntiles + KS - 1u) / KS;
+    if (steps > 0u) { fetch_a_vec4(slice); fetch_b_scalar(slice); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let more = s + 1u < steps;
+        if (more) { fetch_a_vec4((s + 1u) * KS + slice); fetch_b_scalar((s + 1u) * KS + slice); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+    finish();
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_sv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid);
+    let steps = (P.ntiles + KS - 1u) / KS;
+    if (steps > 0u) { fetch_a_scalar(slice); fetch_b_vec4(slice); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let more = s + 1u < steps;
+        if (more) { fetch_a_scalar((s + 1u) * KS + slice); fetch_b_vec4((s + 1u) * KS + slice); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+    finish();
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_ss(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid);
+    let steps = (P.ntiles + KS - 1u) / KS;
+    if (steps > 0u) { fetch_a_scalar(slice); fetch_b_scalar(slice); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let more = s + 1u < steps;
+        if (more) { fetch_a_scalar((s + 1u) * KS + slice); fetch_b_scalar((s + 1u) * KS + slice); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+    finish();
+}

@@ -1,0 +1,588 @@
+"""Every WebGPU kernel against the CPU backend (the numerical reference), natively through wgpu-py.
+
+One helper drives them all: `run(method, args)` builds the same storages and views on both backends
+(inputs with junk around them, at offsets, strided or broadcast with stride 0; outputs pre-filled
+with a sentinel), runs the kernel on each and compares every output *storage* in full, so a kernel
+that writes outside its view fails too. Floats: |gpu - cpu| <= atol + rtol * |cpu| with rtol 1e-5
+(1e-4 for reductions over more than 1k elements); integers and bools: exactly.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("wgpu")
+
+from webgrad import dtypes  # noqa: E402
+from webgrad.backends.cpu import CPUBackend  # noqa: E402
+from webgrad.backends.device import (  # noqa: E402
+    BINARY_OPS, RANDOM_DISTS, REDUCE_OPS, UNARY_BACKWARD_OPS, UNARY_OPS, View,
+)
+from webgrad.backends.webgpu import elementwise as ew  # noqa: E402
+
+F32, I32, U8, BOOL = dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bool_
+NP = {F32: np.float32, I32: np.int32, U8: np.uint8, BOOL: np.bool_}
+CPU = CPUBackend()
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from webgrad.backends.webgpu import create_backend
+
+    try:
+        return create_backend()
+    except RuntimeError as e:  # pragma: no cover - no Vulkan driver on this machine
+        pytest.skip(str(e))
+
+
+# ------------------------------------------------------------------ building views on both backends
+
+
+class Arg:
+    """A view to build identically on both backends: `data` is the whole flat storage."""
+
+    def __init__(self, data, dtype, shape, strides, offset, is_out=False):
+        self.data, self.dtype, self.shape, self.strides, self.offset = data, dtype, tuple(shape), tuple(strides), offset
+        self.is_out = is_out
+
+    def view(self, be):
+        storage = be.from_bytes(np.ascontiguousarray(self.data, NP[self.dtype]).tobytes(), self.dtype)
+        return View(storage, self.shape, self.strides, self.offset, self.dtype)
+
+
+def values(rng, dtype, n, domain="any"):
+    if dtype is F32:
+        if domain == "pos":
+            return rng.uniform(0.3, 3.0, n).astype(np.float32)
+        if domain == "away":
+            return (rng.uniform(0.5, 2.0, n) * rng.choice([-1, 1], n)).astype(np.float32)
+        if domain == "byte":
+            return rng.uniform(0, 255, n).astype(np.float32)
+        return (rng.standard_normal(n) * 2).astype(np.float32)
+    if dtype is I32:
+        return rng.integers(0 if domain in ("pos", "byte") else -50, 50, n).astype(np.int32) + (domain == "pos")
+    if dtype is U8:
+        return rng.integers(0, 256, n).astype(np.uint8)
+    return rng.integers(0, 2, n).astype(np.bool_)
+
+
+def make(rng, dtype, shape, layout="contiguous", domain="any", out=False):
+    """An Arg of `shape` laid out as: contiguous, offset (inside a bigger storage), strided (transposed,
+    every other element), broadcast (stride 0 along the first dim, or all dims for 1-D)."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    if layout == "contiguous":
+        size, strides, offset = n, View.contiguous_strides(shape), 0
+    elif layout == "offset":
+        size, strides, offset = n + 11, View.contiguous_strides(shape), 7
+    elif layout == "strided":
+        # Storage is the reversed shape with the innermost dim doubled; the view walks it transposed.
+        rev = list(shape[::-1])
+        rev[-1] *= 2
+        cs = View.contiguous_strides(rev)
+        strides = tuple(cs[len(shape) - 1 - i] * (2 if i == 0 and len(shape) > 1 else 1) for i in range(len(shape)))
+        if len(shape) == 1:
+            strides = (2,)
+        size, offset = math.prod(rev) + 3, 3
+    elif layout == "broadcast":
+        kept = (1,) + shape[1:] if len(shape) > 1 else (1,)
+        cs = View.contiguous_strides(kept)
+        strides = (0,) + tuple(cs[1:]) if len(shape) > 1 else (0,)
+        size, offset = math.prod(kept) + 2, 2
+    else:
+        raise ValueError(layout)
+    data = values(rng, dtype, size, domain)
+    if out:  # sentinel everywhere, so writes outside the view show
+        data = np.full(size, {F32: -777.0, I32: -777, U8: 77, BOOL: True}[dtype], NP[dtype])
+    return Arg(data, dtype, shape, strides, offset, out)
+
+
+def full_view(be, view):
+    """A contiguous view over the whole storage of `view` (to compare everything)."""
+    n = view.storage.numel if hasattr(view.storage, "numel") else view.storage.size
+    return View(view.storage, (n,), (1,), 0, view.dtype)
+
+
+def run(gpu, method, args, kwargs=None, rtol=1e-5, atol=1e-6):
+    """Call `method` on both backends with the Args built into views; compare the outputs' storages."""
+    kwargs = kwargs or {}
+    results = []
+    for be in (gpu, CPU):
+        built = [a.view(be) if isinstance(a, Arg) else a for a in args]
+        getattr(be, method)(*built, **kwargs)
+        outs = [v for a, v in zip(args, built) if isinstance(a, Arg) and a.is_out]
+        results.append([np.frombuffer(be.to_bytes(full_view(be, v)), NP[v.dtype]) for v in outs])
+    for got, want in zip(*results):
+        if got.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def reference_unary(op, x, a=0.0, b=0.0, out_dtype=F32):
+    """y = op(x) on the CPU, for backward tests."""
+    vx = View(CPU.from_bytes(x.astype(np.float32).tobytes(), F32), x.shape, View.contiguous_strides(x.shape), 0, F32)
+    vy = View(CPU.empty(x.size, out_dtype), x.shape, View.contiguous_strides(x.shape), 0, out_dtype)
+    CPU.unary(op, vy, vx, a, b)
+    return np.frombuffer(CPU.to_bytes(vy), NP[out_dtype]).reshape(x.shape)
+
+
+SHAPES = [(1,), (3,), (127,), (1025,), (4, 33), (2, 3, 5), (7, 1, 9)]
+LAYOUTS = ["contiguous", "offset", "strided", "broadcast"]
+OUT_LAYOUTS = ["contiguous", "offset", "strided"]
+
+
+def cases(seed):
+    """A few (shape, input layout, output layout) triples, different for each op (by seed)."""
+    rng = np.random.default_rng(seed)
+    picks = [(SHAPES[(seed + i) % len(SHAPES)], LAYOUTS[(seed + i) % 4], OUT_LAYOUTS[(seed + 2 * i) % 3]) for i in range(3)]
+    picks.append(((1025,), "contiguous", "contiguous"))  # the contiguous fast path
+    return rng, picks
+
+
+# ------------------------------------------------------------------ elementwise
+
+UNARY_DOMAIN = {"log": "pos", "sqrt": "pos", "rsqrt": "pos", "reciprocal": "away", "rdiv": "away", "pow": "pos"}
+UNARY_SCALARS = {
+    "softplus": (1.5, 2.0), "leaky_relu": (0.1, 0.0), "clamp": (-0.5, 0.7), "affine": (1.5, -2.0),
+    "rsub": (3.0, 0.0), "rdiv": (2.0, 0.0), "pow": (2.5, 0.0), "rpow": (1.7, 0.0),
+    "eq": (0.0, 0.0), "ne": (0.0, 0.0), "lt": (0.25, 0.0), "le": (0.25, 0.0), "gt": (-0.25, 0.0), "ge": (-0.25, 0.0),
+}
+BOOL_UNARY = ("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "isnan", "isinf")
+INT_EXACT_UNARY = ("neg", "abs", "sign", "square", "relu", "clamp", "affine", "rsub", "floor", "ceil", "round", "trunc")
+
+
+@pytest.mark.parametrize("op", UNARY_OPS)
+def test_unary_float(gpu, op):
+    rng, picks = cases(UNARY_OPS.index(op))
+    a, b = UNARY_SCALARS.get(op, (0.0, 0.0))
+    out_dtype = BOOL if op in BOOL_UNARY else F32
+    for shape, layout, out_layout in picks:
+        x = make(rng, F32, shape, layout, UNARY_DOMAIN.get(op, "any"))
+        if op == "eq":
+            x.data[::3] = 0.0  # some exact hits
+        out = make(rng, out_dtype, shape, out_layout, out=True)
+        run(gpu, "unary", [op, out, x, a, b])
+
+
+@pytest.mark.parametrize("op", INT_EXACT_UNARY + BOOL_UNARY[:7] + ("pow",))
+def test_unary_int(gpu, op):
+    rng, picks = cases(3 + UNARY_OPS.index(op))
+    a, b = {"clamp": (-7, 9), "affine": (3, -11), "rsub": (5, 0), "pow": (3, 0)}.get(op, (2, 0))
+    for shape, layout, out_layout in picks[:2]:
+        x = make(rng, I32, shape, layout)
+        out = make(rng, BOOL if op in BOOL_UNARY else I32, shape, out_layout, out=True)
+        run(gpu, "unary", [op, out, x, a, b])
+
+
+def test_unary_int_clamp_unbounded(gpu):
+    # device.py: +-inf means "no bound". (Checked against NumPy directly: the CPU backend's int path
+    # calls int(-inf).)
+    x = np.arange(-20, 21, dtype=np.int32)
+    s = gpu.from_bytes(x.tobytes(), I32)
+    v = View(s, x.shape, (1,), 0, I32)
+    gpu.unary("clamp", v, v, -math.inf, 4)
+    assert np.frombuffer(gpu.to_bytes(v), np.int32).tolist() == np.minimum(x, 4).tolist()
+
+
+@pytest.mark.parametrize("dtype", [U8, BOOL, I32])
+def test_unary_affine_from_integer_to_float(gpu, dtype):
+    # uint8 images become float32 on the GPU: affine(x, 1/255, 0) reading the packed bytes.
+    rng = np.random.default_rng(1)
+    for shape, layout in (((784,), "offset"), ((5, 7), "strided"), ((3, 3), "broadcast")):
+        run(gpu, "unary", ["affine", make(rng, F32, shape, "offset", out=True), make(rng, dtype, shape, layout), 1 / 255, 0.5])
+
+
+def test_unary_special_values(gpu):
+    x = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 88.0, -88.0, 100.0, -100.0], np.float32)
+    for op in ("exp", "log", "sqrt", "sign", "sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "relu", "abs", "isnan",
+               "isinf", "floor", "round", "softplus"):
+        out_dtype = BOOL if op in BOOL_UNARY else F32
+        ab = (1.0, 20.0) if op == "softplus" else (0.0, 0.0)
+        run(gpu, "unary", [op, Arg(np.zeros(x.size, NP[out_dtype]), out_dtype, x.shape, (1,), 0, True),
+                           Arg(x, F32, x.shape, (1,), 0), *ab], atol=1e-6)
+
+
+def test_unary_wide_range_transcendentals(gpu):
+    # sin/cos well outside [-pi, pi], exp/tanh over their whole useful range, erf-based gelu tails.
+    x = np.linspace(-60, 60, 4001).astype(np.float32)
+    for op in ("sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "exp", "softplus"):
+        run(gpu, "unary", [op, Arg(np.zeros(x.size, np.float32), F32, x.shape, (1,), 0, True), Arg(x, F32, x.shape, (1,), 0),
+                           1.0, 20.0], rtol=2e-6 if op != "exp" else 1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", UNARY_BACKWARD_OPS)
+def test_unary_backward(gpu, op):
+    rng, picks = cases(UNARY_BACKWARD_OPS.index(op))
+    a, b = UNARY_SCALARS.get(op, (0.0, 0.0))
+    for shape, layout, out_layout in picks:
+        n = math.prod(shape)
+        xs = values(rng, F32, n, UNARY_DOMAIN.get(op, "away" if op in ("abs", "relu", "leaky_relu", "clamp") else "any")).reshape(shape)
+        ys = reference_unary(op, xs, a, b)
+        grad = make(rng, F32, shape, layout)
+        x = Arg(xs.ravel(), F32, shape, View.contiguous_strides(shape), 0)
+        y = Arg(ys.ravel(), F32, shape, View.contiguous_strides(shape), 0)
+        out = make(rng, F32, shape, out_layout, out=True)
+        run(gpu, "unary_backward", [op, out, grad, x, y, a, b], rtol=1e-5, atol=1e-5)
+
+
+BINARY_DOMAIN = {"div": ("any", "away"), "pow": ("pos", "any")}
+BOOL_BINARY = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+INT_BINARY = ("add", "sub", "mul", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+@pytest.mark.parametrize("op", BINARY_OPS)
+def test_binary_float(gpu, op):
+    rng, picks = cases(BINARY_OPS.index(op))
+    dx, dy = BINARY_DOMAIN.get(op, ("any", "any"))
+    for shape, layout, out_layout in picks:
+        x = make(rng, F32, shape, layout, dx)
+        y = make(rng, F32, shape, LAYOUTS[(LAYOUTS.index(layout) + 1) % 4], dy)
+        if op in ("eq", "ne", "le", "ge", "minimum", "maximum"):
+            k = min(len(x.data), len(y.data)) // 2
+            y.data[:k] = x.data[:k]  # some equal pairs
+        out = make(rng, BOOL if op in BOOL_BINARY else F32, shape, out_layout, out=True)
+        run(gpu, "binary", [op, out, x, y])
+
+
+@pytest.mark.parametrize("op", INT_BINARY + ("pow", "div"))
+def test_binary_int(gpu, op):
+    rng, picks = cases(7 + BINARY_OPS.index(op))
+    for shape, layout, out_layout in picks[:2]:
+        x = make(rng, I32, shape, layout)
+        y = make(rng, I32, shape, "broadcast" if layout != "broadcast" else "offset", "pos" if op in ("pow", "div") else "any")
+        if op == "pow":
+            x.data %= 7
+            y.data %= 6
+        out_dtype = BOOL if op in BOOL_BINARY else F32 if op == "div" else I32
+        run(gpu, "binary", [op, make(rng, out_dtype, shape, out_layout, out=True), x, y])
+
+
+def test_binary_int_wraps_like_int32(gpu):
+    x = np.array([2**31 - 1, -(2**31), 123456789, -5], np.int32)
+    y = np.array([1, -1, 1000, 7], np.int32)
+    for op in ("add", "sub", "mul"):
+        run(gpu, "binary", [op, Arg(np.zeros(4, np.int32), I32, (4,), (1,), 0, True), Arg(x, I32, (4,), (1,), 0), Arg(y, I32, (4,), (1,), 0)])
+
+
+@pytest.mark.parametrize("op", ("logical_and", "logical_or", "logical_xor", "eq", "ne"))
+def test_binary_bool(gpu, op):
+    rng = np.random.default_rng(5)
+    for shape, layout in (((1025,), "offset"), ((4, 33), "strided"), ((2, 3, 5), "broadcast")):
+        run(gpu, "binary", [op, make(rng, BOOL, shape, "offset", out=True), make(rng, BOOL, shape, layout), make(rng, BOOL, shape)])
+
+
+def test_binary_uint8_out(gpu):
+    rng = np.random.default_rng(6)
+    for shape, out_layout in (((1025,), "offset"), ((4, 33), "strided")):
+        run(gpu, "binary", ["add", make(rng, U8, shape, out_layout, out=True), make(rng, U8, shape), make(rng, U8, shape, "broadcast")])
+
+
+def test_atan2_quadrants_and_zeros(gpu):
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 3.0, -1e-3, 5.0, 0.2], np.float32)
+    x = np.array([0.0, 0.0, -0.0, -0.0, 1.0, 1.0, -1.0, -1.0, 0.0, -2.0, 1e-4, 7.0], np.float32)
+    n = y.size
+    run(gpu, "binary", ["atan2", Arg(np.zeros(n, np.float32), F32, (n,), (1,), 0, True), Arg(y, F32, (n,), (1,), 0),
+                        Arg(x, F32, (n,), (1,), 0)], atol=1e-7)
+
+
+def test_in_place_binary_and_unary(gpu):
+    rng = np.random.default_rng(7)
+    for be in (gpu,):
+        data = values(rng, F32, 40)
+        s = be.from_bytes(data.tobytes(), F32)
+        v = View(s, (40,), (1,), 0, F32)
+        be.binary("add", v, v, v)  # out aliases both inputs
+        be.unary("affine", v, v, 2.0, 1.0)
+        np.testing.assert_allclose(np.frombuffer(be.to_bytes(v), np.float32), (data + data) * 2 + 1, rtol=1e-6)
+        # Overlapping but different views of one storage: read through a copy.
+        s2 = be.from_bytes(np.arange(10, dtype=np.float32).tobytes(), F32)
+        be.copy(View(s2, (9,), (1,), 1, F32), View(s2, (9,), (1,), 0, F32))
+        assert np.frombuffer(be.to_bytes(View(s2, (10,), (1,), 0, F32)), np.float32).tolist() == [0, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, U8, BOOL])
+def test_where(gpu, dtype):
+    rng = np.random.default_rng(8)
+    for shape, layout, out_layout in (((1025,), "contiguous", "contiguous"), ((4, 33), "strided", "offset"), ((2, 3, 5), "broadcast", "strided")):
+        run(gpu, "where", [make(rng, dtype, shape, out_layout, out=True), make(rng, BOOL, shape, layout),
+                           make(rng, dtype, shape, "offset"), make(rng, dtype, shape, "broadcast")])
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, U8, BOOL])
+def test_fill(gpu, dtype):
+    rng = np.random.default_rng(9)
+    value = {F32: -3.25, I32: -123456, U8: 201, BOOL: True}[dtype]
+    for shape, layout in (((1,), "contiguous"), ((1025,), "offset"), ((4, 33), "strided"), ((5,), "offset")):
+        run(gpu, "fill", [make(rng, dtype, shape, layout, out=True), value])
+
+
+@pytest.mark.parametrize("src", [F32, I32, U8, BOOL])
+@pytest.mark.parametrize("dst", [F32, I32, U8, BOOL])
+def test_copy_between_dtypes(gpu, src, dst):
+    rng = np.random.default_rng(10)
+    for shape, layout, out_layout in (((1025,), "contiguous", "contiguous"), ((4, 33), "strided", "offset"), ((3, 5), "broadcast", "strided")):
+        x = make(rng, src, shape, layout, "byte" if dst is U8 else "any")
+        run(gpu, "copy", [make(rng, dst, shape, out_layout, out=True), x])
+
+
+# ------------------------------------------------------------------ memory
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, U8, BOOL])
+def test_bytes_round_trip(gpu, dtype):
+    rng = np.random.default_rng(11)
+    for n in (1, 3, 4, 5, 127, 1025):
+        data = values(rng, dtype, n)
+        s = gpu.from_bytes(data.tobytes(), dtype)
+        assert gpu.to_bytes(View(s, (n,), (1,), 0, dtype)) == data.tobytes()
+        if n > 2:  # offset and strided reads convert on the GPU
+            assert gpu.to_bytes(View(s, (n - 2,), (1,), 1, dtype)) == data[1:-1].tobytes()
+            assert gpu.to_bytes(View(s, ((n + 1) // 2,), (2,), 0, dtype)) == data[::2].tobytes()
+
+
+def test_write_updates_part_of_a_storage(gpu):
+    s = gpu.from_bytes(np.zeros(10, np.float32).tobytes(), F32)
+    gpu.write(s, np.array([1, 2, 3], np.float32).tobytes(), offset=4)
+    assert np.frombuffer(gpu.to_bytes(View(s, (10,), (1,), 0, F32)), np.float32).tolist() == [0, 0, 0, 0, 1, 2, 3, 0, 0, 0]
+
+
+# ------------------------------------------------------------------ reductions
+
+REDUCE_SHAPES = [(1, 1, 1), (3, 127, 1), (2, 1025, 3), (4, 7, 64), (1, 5000, 1), (5, 3, 2), (2, 300, 40)]
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("dtype", [F32, I32])
+def test_reduce(gpu, op, dtype):
+    rng = np.random.default_rng(REDUCE_OPS.index(op))
+    for shape in REDUCE_SHAPES:
+        outer, size, inner = shape
+        x = make(rng, dtype, shape, "offset" if size % 2 else "contiguous")
+        if op == "prod":
+            x.data = (rng.uniform(0.9, 1.1, x.data.size) if dtype is F32 else rng.integers(-1, 2, x.data.size)).astype(NP[dtype])
+        if dtype is I32:
+            x.data %= 5  # many ties: argmax/argmin must keep the first
+        out_dtype = I32 if op.startswith("arg") else dtype
+        run(gpu, "reduce", [op, make(rng, out_dtype, (outer, inner), "offset", out=True), x],
+            rtol=1e-4 if size > 1000 else 1e-5, atol=1e-4 if size > 1000 else 1e-5)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+def test_reduce_nan_and_bool(gpu, op):
+    x = np.array([1.0, np.nan, 3.0, np.nan, -1.0, 2.0], np.float32)
+    out_dtype = I32 if op.startswith("arg") else F32
+    run(gpu, "reduce", [op, Arg(np.zeros(2, NP[out_dtype]), out_dtype, (2, 1), (1, 1), 0, True), Arg(x, F32, (2, 3, 1), (3, 1, 1), 0)])
+    b = np.array([0, 1, 1, 0, 0, 0], np.bool_)
+    out_dtype = I32 if op.startswith("arg") else BOOL
+    run(gpu, "reduce", [op, Arg(np.zeros(2, NP[out_dtype]), out_dtype, (2, 1), (1, 1), 0, True), Arg(b, BOOL, (2, 3, 1), (3, 1, 1), 0)])
+
+
+def test_reduce_long_row_two_pass(gpu):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(200_003).astype(np.float32)
+    x[123_457] = 50.0
+    for op in ("sum", "max", "argmax"):
+        out_dtype = I32 if op == "argmax" else F32
+        run(gpu, "reduce", [op, Arg(np.zeros(1, NP[out_dtype]), out_dtype, (1, 1), (1, 1), 0, True),
+                            Arg(x, F32, (1, x.size, 1), (x.size, 1, 1), 0)], rtol=1e-4, atol=1e-3)
+
+
+# ------------------------------------------------------------------ softmax and cross-entropy
+
+ROW_SHAPES = [(1, 1), (3, 10), (130, 10), (5, 1025), (2, 3000)]
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_and_backward(gpu, log):
+    rng = np.random.default_rng(13)
+    for shape in ROW_SHAPES:
+        x = make(rng, F32, shape, "offset")
+        run(gpu, "softmax", [make(rng, F32, shape, "offset", out=True), x], {"log": log}, atol=1e-6)
+        rows = math.prod(shape)
+        y = make(rng, F32, shape, "contiguous")
+        y.data = (rng.uniform(0, 1, rows) if not log else -rng.uniform(0, 5, rows)).astype(np.float32)
+        run(gpu, "softmax_backward", [make(rng, F32, shape, "contiguous", out=True), make(rng, F32, shape, "offset"), y],
+            {"log": log}, atol=1e-5)
+
+
+def test_softmax_extreme_logits(gpu):
+    x = np.array([[1e4, -1e4, 0.0, 1e4 - 1.0], [-1e4, -1e4, -1e4, -1e4 + 3.0]], np.float32)
+    for log in (False, True):
+        run(gpu, "softmax", [Arg(np.zeros(8, np.float32), F32, (2, 4), (4, 1), 0, True), Arg(x.ravel(), F32, (2, 4), (4, 1), 0)], {"log": log})
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy(gpu, smoothing):
+    rng = np.random.default_rng(14)
+    for rows, classes in ((1, 10), (7, 10), (130, 10), (3, 1025)):
+        logits = make(rng, F32, (rows, classes), "offset")
+        logits.data *= 3
+        t = rng.integers(0, classes, 2 * rows + 1).astype(np.int32)
+        t[1::6] = -100  # ignored rows
+        target = Arg(t, I32, (rows,), (2,), 1)  # strided
+        kw = {"ignore_index": -100, "label_smoothing": smoothing}
+        run(gpu, "cross_entropy", [make(rng, F32, (rows,), "offset", out=True), logits, target], kw, atol=1e-5)
+        grad = make(rng, F32, (rows,), "broadcast")  # the same upstream gradient for every row (mean)
+        run(gpu, "cross_entropy_backward", [make(rng, F32, (rows, classes), "offset", out=True), logits, target, grad], kw, atol=1e-6)
+
+
+# ------------------------------------------------------------------ indexing
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, U8, BOOL])
+def test_index_select_and_gather(gpu, dtype):
+    rng = np.random.default_rng(15)
+    for (outer, size, inner), k in (((1, 10, 1), 4), ((3, 7, 5), 9), ((2, 5, 784), 3), ((1, 1000, 8), 130)):
+        x = make(rng, dtype, (outer, size, inner), "offset" if inner % 4 else "contiguous")
+        idx = Arg(rng.integers(-size, size, k + 2).astype(np.int32), I32, (k,), (1,), 2)
+        run(gpu, "index_select", [make(rng, dtype, (outer, k, inner), "contiguous", out=True), x, idx])
+        gidx = Arg(rng.integers(0, size, outer * k * inner).astype(np.int32), I32, (outer, k, inner), View.contiguous_strides((outer, k, inner)), 0)
+        run(gpu, "gather", [make(rng, dtype, (outer, k, inner), "contiguous", out=True), x, gidx])
+
+
+@pytest.mark.parametrize("dtype", [F32, I32])
+def test_index_backward_scatter_add(gpu, dtype):
+    rng = np.random.default_rng(16)
+    for (outer, size, inner), k in (((1, 10, 1), 40), ((3, 7, 5), 9), ((2, 50, 16), 300)):
+        grad = make(rng, dtype, (outer, k, inner), "offset")
+        idx = Arg(rng.integers(0, size, k).astype(np.int32), I32, (k,), (1,), 0)  # with repeats
+        run(gpu, "index_select_backward", [make(rng, dtype, (outer, size, inner), "offset", out=True), grad, idx], atol=1e-5)
+        gidx = Arg(rng.integers(0, size, outer * k * inner).astype(np.int32), I32, (outer, k, inner), View.contiguous_strides((outer, k, inner)), 0)
+        run(gpu, "gather_backward", [make(rng, dtype, (outer, size, inner), "contiguous", out=True), grad, gidx], atol=1e-5)
+
+
+# ------------------------------------------------------------------ random numbers
+
+
+@pytest.mark.parametrize("dist", RANDOM_DISTS)
+def test_random_matches_cpu_stream(gpu, dist):
+    a, b = {"uniform": (-2.0, 3.0), "normal": (1.0, 2.0), "randint": (-5.0, 1000.0)}[dist]
+    out_dtype = I32 if dist == "randint" else F32
+    for n, seed, offset in ((1, 0, 0), (1025, 1234, 17), (4097, 2**32 - 1, 2**32 - 100)):
+        out = Arg(np.zeros(n + 3, NP[out_dtype]), out_dtype, (n,), (1,), 3, True)
+        run(gpu, "random", [out, dist, seed, offset, a, b], atol=1e-5)
+
+
+def test_random_uint8(gpu):
+    run(gpu, "random", [Arg(np.zeros(130, np.uint8), U8, (127,), (1,), 3, True), "randint", 7, 5, 0.0, 256.0])
+
+
+# ------------------------------------------------------------------ matmul
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul(gpu, trans_a, trans_b):
+    rng = np.random.default_rng(17)
+    for batch, M, N, K, bias, relu, bcast in ((1, 1, 1, 1, False, False, False), (2, 33, 17, 65, True, True, False),
+                                              (3, 8, 12, 4, True, False, True), (1, 128, 10, 784, True, False, False)):
+        a_shape = (batch, K, M) if trans_a else (batch, M, K)
+        b_shape = (batch, N, K) if trans_b else (batch, K, N)
+        a = make(rng, F32, a_shape, "offset")
+        b = make(rng, F32, b_shape, "offset")
+        if bcast:  # one matrix for every batch entry
+            b = Arg(values(rng, F32, math.prod(b_shape[1:])), F32, b_shape, (0,) + View.contiguous_strides(b_shape[1:]), 0)
+        args = [make(rng, F32, (batch, M, N), "offset", out=True), a, b, trans_a, trans_b,
+                make(rng, F32, (N,), "offset") if bias else None, relu]
+        # Summation order differs between tile configurations: allow float32 rounding of K terms of
+        # size ~4 (inputs are ~N(0, 4)); a wrong element is off by O(10).
+        run(gpu, "matmul", args, rtol=1e-5, atol=1.2e-5 * K)
+
+
+# ------------------------------------------------------------------ convolution and pooling
+
+CONV_GEOMETRIES = [  # (N, C, H, W), kernel, stride, padding, dilation
+    ((2, 3, 7, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((1, 2, 9, 9), (3, 2), (2, 1), (0, 1), (2, 1)),
+    ((3, 1, 28, 28), (2, 2), (2, 2), (0, 0), (1, 1)),
+]
+
+
+def _out_hw(H, W, k, s, p, d):
+    return (H + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1, (W + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+
+
+def _needs_cpu(method):
+    if getattr(CPUBackend, method) is getattr(CPUBackend.__mro__[1], method):
+        pytest.fail(f"the CPU reference has no {method} yet")
+
+
+def test_im2col_col2im(gpu):
+    _needs_cpu("im2col")
+    rng = np.random.default_rng(18)
+    for (N, C, H, W), k, s, p, d in CONV_GEOMETRIES:
+        OH, OW = _out_hw(H, W, k, s, p, d)
+        cols = (N, C * k[0] * k[1], OH * OW)
+        run(gpu, "im2col", [make(rng, F32, cols, "offset", out=True), make(rng, F32, (N, C, H, W), "offset"), k, s, p, d])
+        run(gpu, "col2im", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, cols, "offset"), k, s, p, d], atol=1e-5)
+
+
+def test_pooling(gpu):
+    _needs_cpu("max_pool2d")
+    rng = np.random.default_rng(19)
+    for (N, C, H, W), k, s, p, d in CONV_GEOMETRIES:
+        p = (min(p[0], k[0] // 2), min(p[1], k[1] // 2))
+        OH, OW = _out_hw(H, W, k, s, p, d)
+        x = make(rng, F32, (N, C, H, W), "offset")
+        x.data = np.round(x.data)  # ties: the first maximum wins
+        out = make(rng, F32, (N, C, OH, OW), "offset", out=True)
+        idx = make(rng, I32, (N, C, OH, OW), "contiguous", out=True)
+        run(gpu, "max_pool2d", [out, idx, x, k, s, p, d])
+        # backward from the CPU's indices (both backends must route gradients the same way)
+        vi = idx.view(CPU)
+        vo = View(CPU.empty(out.data.size, F32), out.shape, out.strides, out.offset, F32)
+        CPU.max_pool2d(vo, vi, x.view(CPU), k, s, p, d)
+        indices = Arg(np.frombuffer(CPU.to_bytes(vi), np.int32).copy(), I32, vi.shape, vi.strides, 0)
+        run(gpu, "max_pool2d_backward", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, (N, C, OH, OW), "offset"), indices], atol=1e-5)
+        if d == (1, 1):
+            for include_pad in (True, False):
+                run(gpu, "avg_pool2d", [make(rng, F32, (N, C, OH, OW), "offset", out=True), x, k, s, p, include_pad])
+                run(gpu, "avg_pool2d_backward", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, (N, C, OH, OW), "offset"), k, s, p, include_pad], atol=1e-6)
+
+
+# ------------------------------------------------------------------ optimizers
+
+
+def _optim_case(gpu, method, states, hypers, n=1000):
+    """Run several steps of an optimizer kernel on both backends from the same start; compare all."""
+    rng = np.random.default_rng(20)
+    # State buffers start non-negative: some are averages of squares.
+    start = [values(rng, F32, n) for _ in range(2)] + [np.abs(values(rng, F32, n)) * 0.1 for _ in states]
+    sides = []
+    for be in (gpu, CPU):
+        views = [View(be.from_bytes(a.tobytes(), F32), (n,), (1,), 0, F32) for a in start]
+        param, grad, *rest = views
+        args = [param, grad] + [v if used else None for v, used in zip(rest, states)]
+        for hyper in hypers:
+            getattr(be, method)(*args, hyper)
+        sides.append([np.frombuffer(be.to_bytes(v), np.float32) for v, a in zip(views, [1, 1] + list(states)) if a])
+    for got, want in zip(*sides):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("momentum,nesterov,wd,maximize", [(0.0, False, 0.0, False), (0.9, False, 1e-2, False), (0.9, True, 0.0, True)])
+def test_sgd_step(gpu, momentum, nesterov, wd, maximize):
+    base = dict(lr=0.1, momentum=momentum, dampening=0.1 if not nesterov else 0.0, weight_decay=wd, nesterov=nesterov, maximize=maximize)
+    _optim_case(gpu, "sgd_step", [momentum > 0], [dict(base, first=i == 0) for i in range(3)])
+
+
+@pytest.mark.parametrize("amsgrad,decoupled,wd", [(False, False, 0.0), (True, False, 1e-2), (False, True, 1e-2)])
+def test_adam_step(gpu, amsgrad, decoupled, wd):
+    base = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=wd, amsgrad=amsgrad, maximize=False, decoupled=decoupled)
+    _optim_case(gpu, "adam_step", [True, True, amsgrad], [dict(base, step=float(t)) for t in (1, 2, 3, 50)])
+
+
+@pytest.mark.parametrize("momentum,centered", [(0.0, False), (0.5, True)])
+def test_rmsprop_step(gpu, momentum, centered):
+    base = dict(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=1e-3, momentum=momentum, centered=centered, maximize=False)
+    _optim_case(gpu, "rmsprop_step", [True, momentum > 0, centered], [base] * 3)
+
+
+# ------------------------------------------------------------------ every op name is covered
+
+
+def test_tables_are_all_tested():
+    assert set(ew.UNARY_CODES) == {"identity", "fill", *UNARY_OPS}
+    assert set(ew.BINARY_CODES) == set(BINARY_OPS)
+    assert set(ew.BACKWARD_CODES) == set(UNARY_BACKWARD_OPS)
