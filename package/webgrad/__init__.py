@@ -22,4 +22,8 @@ from . import ops as _ops  # noqa: E402  (attaches methods to Tensor)
 
 globals().update({_k: _v for _k, _v in _ops.FUNCTIONS.items() if _k not in globals()})
 
+from .io import load, save  # noqa: E402,F401  (safetensors checkpoints)
+from .replay import replayable  # noqa: E402,F401
+from . import data, datasets, utils, webgpu  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401

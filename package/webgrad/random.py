@@ -4,7 +4,7 @@ every backend (the hash is specified in backends/device.py) and no state lives o
 
 import random as _pyrandom
 
-from . import devices, dtypes
+from . import devices, dtypes, replay
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed: runs are reproducible out of the box
 
@@ -78,10 +78,22 @@ def fill_random(t, dist, a, b, generator=None):
     seed32, offset = gen.take(t.numel())
     from .tensor import Tensor
     target = t if t.is_contiguous() else Tensor._empty(t.shape, t.dtype, t.device)
-    t.device.backend.random(target._view, dist, seed32, offset, float(a), float(b))
+    backend = t.device.backend
+    if replay.capturing() and hasattr(backend, "scalar"):
+        # a recorded step must draw new numbers on every replay: the kernel reads seed and offset from
+        # device scalars, and the hook advances the generator as an eager call would
+        seed32, offset = backend.scalar(seed32, "u32"), backend.scalar(offset, "u32")
+        replay.on_replay(lambda n=t.numel(), s=seed32, o=offset: _advance(gen, n, s, o))
+    backend.random(target._view, dist, seed32, offset, float(a), float(b))
     if target is not t:
         t.device.backend.copy(t._view, target._view)
     return t
+
+
+def _advance(gen, n, seed_scalar, offset_scalar):
+    seed32, offset = gen.take(n)
+    seed_scalar.set(seed32)
+    offset_scalar.set(offset)
 
 
 def _make(shape, dist, a, b, dtype, device, requires_grad, generator):

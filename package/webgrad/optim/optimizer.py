@@ -26,6 +26,7 @@ import copy
 from collections import defaultdict
 from itertools import chain
 
+from .. import replay
 from ..autograd import enable_grad
 from ..tensor import Tensor, tensor, zeros_like
 
@@ -134,9 +135,12 @@ class Optimizer:
             self._replaying = False
 
     # ----------------------------------------------------------------- helpers for step()
-    @staticmethod
-    def _evaluate(closure):
-        """Run the closure (which recomputes the loss and calls backward) with gradients enabled."""
+    def _evaluate(self, closure):
+        """Run the closure (which recomputes the loss and calls backward) with gradients enabled.
+        Every step() starts here, so this is also where a step being recorded for replay (see
+        webgrad/replay.py) asks to have its host half, prepare_replay(), run before each replay."""
+        if replay.capturing() and not self._replaying:
+            replay.on_replay(self.prepare_replay)
         if closure is None:
             return None
         with enable_grad():

@@ -1,0 +1,116 @@
+"""Replay a training step: record the GPU work of one call, then re-issue it without re-running Python.
+
+    step = webgrad.replayable(train_step)     # train_step(x, y) does forward, backward, optimizer.step()
+    for x, y in loader:
+        loss = step(x, y)                      # after a warm-up call and a recording call: one replay
+
+Why: from Python, every op costs tens of microseconds of FFI work (ENVIRONMENT.md) while the GPU work of
+a small model's step takes less. A replay hands the whole recorded step to the binding in one call.
+
+How: the first call runs eagerly (it creates optimizer state); the second copies its tensor arguments
+into *static* input tensors and runs `fn` on them inside ``backend.capture()``, which both runs and
+records the step. Later calls copy the new arguments into the static inputs, run the replay hooks
+(host-side bookkeeping registered during the recording: the optimizer counts its step and writes the
+new lr, dropout draws new random numbers) and replay. They return the same output tensors each time,
+refreshed by the replay, as torch.cuda.graphs do.
+
+Rules, as with CUDA graphs: shapes stay the same (a call with other shapes, e.g. a smaller last
+batch, simply runs eagerly); Python control flow that depends on tensor values is frozen as recorded;
+`fn` must not read values back (no .item() inside). On a backend without capture (the CPU) the wrapper
+just calls `fn`.
+"""
+
+import threading
+
+from .tensor import Tensor
+
+_active = threading.local()
+
+
+def capturing():
+    """True while a step is being recorded (code with per-step host work must register a hook)."""
+    return getattr(_active, "hooks", None) is not None
+
+
+def on_replay(hook):
+    """During a recording, run `hook()` before every replay of it (no-op otherwise)."""
+    hooks = getattr(_active, "hooks", None)
+    if hooks is not None:
+        hooks.append(hook)
+
+
+def _detach(out):
+    if isinstance(out, Tensor):
+        return out.detach()
+    if isinstance(out, (tuple, list)):
+        return type(out)(_detach(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _detach(v) for k, v in out.items()}
+    return out
+
+
+def _signature(args):
+    return tuple((tuple(a.shape), a.dtype.name, a.device.type) if isinstance(a, Tensor) else ("value", a)
+                 for a in args)
+
+
+class Replayable:
+    """The callable `replayable(fn)` returns; `.graph` is the recording, `.replays` counts replays."""
+
+    def __init__(self, fn, warmup=1):
+        self.fn = fn
+        self.warmup = warmup
+        self.calls = 0
+        self.replays = 0
+        self.graph = None
+        self._static = self._outputs = self._signature = None
+        self._hooks = []
+
+    def __call__(self, *args):
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        backend = tensors[0].device.backend if tensors else None
+        self.calls += 1
+        if backend is None or not hasattr(backend, "capture") or self.calls <= self.warmup:
+            return self.fn(*args)
+        if self.graph is None:
+            return self._record(backend, args)
+        if _signature(args) != self._signature:
+            return self.fn(*args)
+        for static, a in zip(self._static, args):
+            if isinstance(a, Tensor):
+                backend.copy(static._view, a._view)
+        for hook in self._hooks:
+            hook()
+        self.graph.replay()
+        self.replays += 1
+        return self._outputs
+
+    def _record(self, backend, args):
+        # static inputs are made before the capture, so they are inputs of the graph, not its own buffers
+        self._static = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
+        self._signature = _signature(args)
+        hooks = []
+        _active.hooks = hooks
+        try:
+            with backend.capture() as graph:
+                out = self.fn(*self._static)
+        finally:
+            _active.hooks = None
+        self.graph, self._hooks = graph, hooks
+        self._outputs = _detach(out)
+        return self._outputs
+
+    def release(self):
+        """Free the recording's buffers; the next call records again."""
+        if self.graph is not None:
+            self.graph.release()
+        self.graph = None
+        self._static = self._outputs = None
+
+
+def replayable(fn=None, *, warmup=1):
+    """Wrap a training step so that its GPU work is recorded once and replayed (see the module doc).
+    Usable as `replayable(fn)` or as a decorator `@replayable` / `@replayable(warmup=2)`."""
+    if fn is None:
+        return lambda f: Replayable(f, warmup)
+    return Replayable(fn, warmup)
