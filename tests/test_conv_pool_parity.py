@@ -1,0 +1,48 @@
+"""Convolution and pooling on WebGPU against the CPU reference at odd, larger sizes than the gradient
+checks use: several workgroups, partial last workgroups, rectangular kernels, strides and dilations."""
+
+import numpy as np
+import pytest
+
+import webgrad.nn.functional as F
+from conftest import DEVICES
+from helpers import check_parity
+
+pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+
+RNG = np.random.default_rng(0)
+
+
+def data(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("x,w,kwargs", [
+    ((3, 5, 17, 13), (7, 5, 3, 3), {"stride": 1, "padding": 1}),
+    ((2, 3, 19, 11), (4, 3, 5, 3), {"stride": (2, 1), "padding": (2, 0), "dilation": (1, 2)}),
+    ((1, 6, 9, 15), (6, 2, 3, 3), {"padding": "same", "groups": 3}),
+    ((5, 1, 28, 28), (8, 1, 5, 5), {"stride": 2}),
+    ((4, 16, 5, 5), (32, 16, 3, 3), {"stride": 2}),  # small output: the weight gradient takes the one-GEMM layout
+], ids=["3x3", "rect-strided-dilated", "grouped-same", "mnist-like", "deep-small-output"])
+def test_conv2d_parity(x, w, kwargs):
+    check_parity(lambda a, b, c: F.conv2d(a, b, c, **kwargs), data(*x), data(*w), data(w[0]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: F.max_pool2d(a, 3, stride=2, padding=1),
+    lambda a: F.max_pool2d(a, (2, 3), stride=(2, 1), dilation=(2, 1)),
+    lambda a: F.avg_pool2d(a, 3, stride=2, padding=1),
+    lambda a: F.avg_pool2d(a, (3, 2), padding=1, count_include_pad=False),
+    lambda a: F.adaptive_avg_pool2d(a, (3, 5)),
+    lambda a: F.adaptive_avg_pool2d(a, 1),
+], ids=["max", "max-dilated", "avg", "avg-exclude-pad", "adaptive-uneven", "global"])
+def test_pool_parity(fn):
+    check_parity(fn, data(3, 7, 17, 13), rtol=1e-5, atol=1e-5)
+
+
+def test_max_pool_indices_parity():
+    x = data(2, 5, 15, 11)
+    import webgrad as wg
+    _, cpu = F.max_pool2d(wg.tensor(x), 3, stride=2, padding=1, return_indices=True)
+    _, gpu = F.max_pool2d(wg.tensor(x, device="webgpu"), 3, stride=2, padding=1, return_indices=True)
+    np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
