@@ -24,7 +24,8 @@ SHADER = "matmul.wgsl"
 # of (WG_Y*TM) x (WG_X*TN); BK is the K step staged in workgroup memory (double-buffered). KS > 1
 # splits K inside the workgroup over KS slices (KS * WG_X * WG_Y threads) whose partial sums are
 # added at the end: for small outputs with a long K (MNIST's 128x784 @ 784x128), where one slice per
-# tile would leave most of the GPU idle. Figures measured on an H100 (Vulkan): see bench/kernels.py.
+# tile would leave most of the GPU idle. choose_config picks one; `python -m webgrad.bench kernels
+# --configs ...` sweeps them.
 CONFIGS = {
     "128x128": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, KS=1),   # 256 threads, 16 KiB
     "64x128": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8, KS=1),     # 128 threads, 12 KiB
@@ -49,8 +50,8 @@ MAX_WORKGROUPS_PER_DIM = 65535
 _FORCED = os.environ.get("WEBGRAD_MATMUL_CONFIG") or None
 
 # "gpu": many cores, favour enough workgroups to fill them. "cpu": a software adapter (lavapipe,
-# SwiftShader) with a few cores, where big tiles (more work per invocation) win. The runtime calls
-# set_profile("cpu") when the adapter's type is CPU.
+# SwiftShader) with a few cores, where big tiles (more work per invocation) win: the runtime should
+# call set_profile("cpu") when the adapter is one (the benchmark does).
 _PROFILE = "gpu"
 
 

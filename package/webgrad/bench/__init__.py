@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m webgrad.bench <subcommand> [options]` (see `python -m webgrad.bench -h`)."""

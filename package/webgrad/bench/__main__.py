@@ -1,0 +1,28 @@
+"""`python -m webgrad.bench SUBCOMMAND [args]`: dispatch to a benchmark module.
+
+Subcommands:
+  kernels   GPU kernel throughput: matmul GFLOP/s, elementwise and reduction GB/s (vs NumPy)
+  train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
+  browser   MNIST training samples/s in headless Chromium (the demo page), host vs GPU time per step
+"""
+
+import importlib
+import sys
+
+SUBCOMMANDS = {
+    "kernels": "webgrad.bench.kernels",
+    "train": "webgrad.bench.train",
+    "browser": "webgrad.bench.browser",
+}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        print(__doc__.strip())
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
