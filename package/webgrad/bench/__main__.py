@@ -3,6 +3,7 @@
 Subcommands:
   kernels   GPU kernel throughput: matmul GFLOP/s, elementwise and reduction GB/s (vs NumPy)
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
+  curve     learning curves of webgrad and PyTorch from the same weights on the same batches
   browser   MNIST training samples/s in headless Chromium (the demo page), host vs GPU time per step
 """
 
@@ -12,6 +13,7 @@ import sys
 SUBCOMMANDS = {
     "kernels": "webgrad.bench.kernels",
     "train": "webgrad.bench.train",
+    "curve": "webgrad.bench.curve",
     "browser": "webgrad.bench.browser",
 }
 
