@@ -14,15 +14,14 @@ def is_grad_enabled():
     return getattr(_state, "enabled", True)
 
 
-class set_grad_enabled:
-    """Enable or disable gradient recording; usable as a function, context manager or decorator."""
+class _GradMode:
+    """Switch gradient recording to `mode` inside a `with` block or a decorated function."""
 
-    def __init__(self, mode):
-        self.prev = is_grad_enabled()
-        self.mode = bool(mode)
-        _state.enabled = self.mode
+    mode = True
 
     def __enter__(self):
+        self.prev = is_grad_enabled()
+        _state.enabled = self.mode
         return self
 
     def __exit__(self, *exc):
@@ -30,50 +29,43 @@ class set_grad_enabled:
 
     def __call__(self, fn):
         mode = self.mode
+
+        def wrapper(*args, **kwargs):
+            prev = is_grad_enabled()
+            _state.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _state.enabled = prev
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    mode = False
+
+
+class enable_grad(_GradMode):
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """Like torch.set_grad_enabled: takes effect at once when called, and restores the previous mode at
+    the end of a `with` block."""
+
+    def __init__(self, mode):
+        self.mode = bool(mode)
+        self.prev = is_grad_enabled()
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        return self  # already switched by __init__; __exit__ restores the mode from before the call
+
+    def __call__(self, fn):
         _state.enabled = self.prev  # used as a decorator: undo the switch made by __init__
-
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        wrapper.__doc__ = getattr(fn, "__doc__", None)
-        return wrapper
-
-
-class no_grad(set_grad_enabled):
-    def __init__(self):
-        self.prev = is_grad_enabled()
-        self.mode = False
-
-    def __enter__(self):
-        self.prev = is_grad_enabled()
-        _state.enabled = False
-        return self
-
-    def __call__(self, fn):
-        def wrapper(*args, **kwargs):
-            with no_grad():
-                return fn(*args, **kwargs)
-
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        wrapper.__doc__ = getattr(fn, "__doc__", None)
-        return wrapper
-
-
-class enable_grad(no_grad):
-    def __enter__(self):
-        self.prev = is_grad_enabled()
-        _state.enabled = True
-        return self
-
-    def __call__(self, fn):
-        def wrapper(*args, **kwargs):
-            with enable_grad():
-                return fn(*args, **kwargs)
-
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        return wrapper
+        return super().__call__(fn)
 
 
 class Node:
@@ -215,3 +207,6 @@ def _accumulate(t, g):
         t.grad = g.detach().clone()
     else:
         t.grad = t.grad + g
+
+
+from .function import Function, FunctionCtx  # noqa: E402,F401  (webgrad.autograd.Function, as in torch)
