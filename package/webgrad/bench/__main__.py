@@ -4,6 +4,7 @@ Subcommands:
   kernels   GPU kernel throughput: matmul GFLOP/s, elementwise and reduction GB/s (vs NumPy)
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
+  profile   per-kernel GPU time of a recorded training step (timestamp queries)
   browser   MNIST training samples/s in headless Chromium (the demo page), host vs GPU time per step
 """
 
@@ -14,6 +15,7 @@ SUBCOMMANDS = {
     "kernels": "webgrad.bench.kernels",
     "train": "webgrad.bench.train",
     "curve": "webgrad.bench.curve",
+    "profile": "webgrad.bench.profile",
     "browser": "webgrad.bench.browser",
 }
 

@@ -27,8 +27,11 @@ class NativeBinding:
         self._adapter = adapter
         # Ask for the adapter's own maxima where a bigger tensor or dataset would need them.
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size")
+        # timestamp-query costs nothing unless used; webgrad.bench.profile times each dispatch with it.
+        features = [f for f in ("timestamp-query",) if f in adapter.features]
         self._device = adapter.request_device_sync(
-            required_limits={k: adapter.limits[k] for k in wanted if k in adapter.limits}
+            required_features=features,
+            required_limits={k: adapter.limits[k] for k in wanted if k in adapter.limits},
         )
         self._queue = self._device.queue
         limits = self._device.limits

@@ -68,13 +68,15 @@ def size_class(nbytes):
 
 
 class Shader:
-    """A .wgsl file plus the integer constants injected into it (see shaders.source)."""
+    """A .wgsl file plus the integer constants injected into it (see shaders.source); or, when `code`
+    is given, that WGSL text as is (kernels users write: webgrad.webgpu.Kernel, custom.py)."""
 
-    __slots__ = ("name", "constants")
+    __slots__ = ("name", "constants", "code")
 
-    def __init__(self, name, constants):
+    def __init__(self, name, constants, code=None):
         self.name = name
         self.constants = dict(DTYPE_CONSTANTS, **constants)
+        self.code = code
 
     def __repr__(self):
         return f"Shader({self.name!r})"
@@ -530,7 +532,9 @@ class Runtime:
     def _create_pipeline(self, kernel, constants):
         module = self._modules.get(kernel.shader)
         if module is None:
-            code = shaders.source(kernel.shader.name, kernel.shader.constants)
+            code = kernel.shader.code
+            if code is None:
+                code = shaders.source(kernel.shader.name, kernel.shader.constants)
             module = self._modules[kernel.shader] = self.binding.create_module(code, kernel.shader.name)
         pipeline = self.binding.create_pipeline(module, kernel.entry, dict(constants), self._layout(kernel)[1])
         self._pipelines[(kernel, constants)] = pipeline
