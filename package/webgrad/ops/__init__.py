@@ -17,7 +17,7 @@ for _mod in _FAMILIES:
             FUNCTIONS[_name] = _obj
 # helpers that are module-level functions but not user-facing ops
 for _private in ("new", "broadcast_shapes", "expanded_view", "check_same_device", "unbroadcast", "full_scalar_like",
-                 "full_scalar_like_dtype", "operand", "values_indices", "check_inplace"):
+                 "full_scalar_like_dtype", "operand", "values_indices", "check_inplace", "cast", "getitem", "setitem"):
     FUNCTIONS.pop(_private, None)
 FUNCTIONS["broadcast_shapes"] = lambda *shapes: elementwise.broadcast_shapes(*(tuple(s) for s in shapes))
 
