@@ -129,6 +129,10 @@ class Handler(SimpleHTTPRequestHandler):
     def send_head(self):
         found = resolve(self.path, self.mounts)
         if found is None:
+            if self.path.startswith("/lite/") and not (lite.SITE / "index.html").is_file():
+                self.send_error(HTTPStatus.NOT_FOUND, "Not found",
+                                "The notebooks site is not built: start the server with `python serve.py --lite`.")
+                return None
             self.send_error(HTTPStatus.NOT_FOUND, "Not found")
             return None
         prefix, path = found
