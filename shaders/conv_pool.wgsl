@@ -133,6 +133,26 @@ fn max_pool2d_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     }
 }
 
+// max_pool2d_backward_gather: the same when no two windows overlap (stride >= dilated window, e.g. a
+// 2x2 pool with stride 2): each pixel lies in at most one window, found by division, so one thread per
+// pixel gathers its gradient (0 unless it is that window's argmax) and writes every element: no zero
+// fill first and no atomics. x: grad [N, C, OH, OW]; out: [N, C, H, W].
+@compute @workgroup_size(WORKGROUP)
+fn max_pool2d_backward_gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let plane = p.height * p.width;
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let k = q % plane;
+        let oh = (i32(k / p.width) + p.ph) / i32(p.sh);
+        let ow = (i32(k % p.width) + p.pw) / i32(p.sw);
+        var g = 0.0;
+        if (oh < i32(p.out_height) && ow < i32(p.out_width)) {
+            let o = (q / plane) * p.out_height * p.out_width + u32(oh) * p.out_width + u32(ow);
+            if (indices[p.index_offset + o] == i32(k)) { g = x[p.x_offset + o]; }
+        }
+        out[p.out_offset + q] = g;
+    }
+}
+
 // The window of output (oh, ow) clipped to the image, and its divisor (PyTorch's avg_pool2d rule:
 // the unclipped window is first cut at the padded border).
 struct Window { h0: i32, h1: i32, w0: i32, w1: i32, divisor: f32 }

@@ -1,12 +1,15 @@
 // Batched matrix product with fused bias and ReLU:
-//     out[z] = relu?( op(a[z]) @ op(b[z]) + bias? )        out contiguous [batch, M, N]
-// op(a) is a ([M, K] row-major) or, with TRANS_A, the transpose of a stored [K, M]; b likewise
-// [K, N], or [N, K] with TRANS_B. Everything is float32; offsets and batch strides are in elements
-// (a batch stride of 0 reuses one matrix for every z).
+//     out[z] = relu?( sum over r < items of op(a[z*items + r]) @ op(b[z*items + r]) + bias? )
+// out contiguous [batch, M, N]; items = 1 is a plain batched product, items > 1 a "batch-reduce"
+// product (a convolution's weight gradient sums over images). op(a) is a ([M, K] row-major) or, with
+// TRANS_A, the transpose of a stored [K, M]; b likewise [K, N], or [N, K] with TRANS_B; with B_GATHER,
+// op(b) is an image unfolded on the fly (implicit im2col, see unfolded4). Everything is float32;
+// offsets and batch strides are in elements (a batch stride of 0 reuses one matrix for every z). The
+// bias is per column (n), or per row (m) with BIAS_ROWS (a convolution's bias over output channels).
 //
 // The host side is package/webgrad/backends/webgpu/matmul_plan.py: it picks the entry point, the tile
-// configuration (override constants) and packs Params. Bindings (group 0): 0 a, 1 b, 2 out, 3 bias
-// (any f32 buffer when HAS_BIAS is false), 4 Params.
+// configuration (override constants), the K split and packs Params. Bindings (group 0): 0 a, 1 b,
+// 2 out, 3 bias (any f32 buffer when HAS_BIAS is false), 4 Params.
 //
 // Design (classic register-blocked SGEMM):
 //   * A workgroup of WG_X x WG_Y threads computes a BM x BN tile of out (BM = WG_Y*TM, BN = WG_X*TN).
@@ -20,16 +23,25 @@
 //   * Workgroup memory is double-buffered with a register prefetch: the next K step is loaded from
 //     global memory into registers before the current step's FMAs, then stored into the other buffer;
 //     one barrier per K step.
+//   * The K steps of a tile are numbered g = r * ntiles + kt over the reduce items r (ntiles K steps
+//     each, the last one zero-padded), so a batch-reduce product is one long K loop.
 //   * KS > 1 splits K inside the workgroup: KS slices of WG_X x WG_Y threads (workgroup size
 //     WG_X x WG_Y x KS), each with its own double buffer, take every KS-th K step of the same tile,
 //     then add their partial sums through workgroup memory. For small outputs with a long K
 //     (128x128 @ 128x784: 16 tiles of 32x32 leave a 132-SM GPU idle), where it is up to 3x faster.
+//   * splits > 1 splits K across workgroups (split-K): workgroup z = out batch * splits + split takes
+//     the split's contiguous range of K steps and writes its raw partial tile to a scratch buffer
+//     (bound as out, laid out [splits][batch][M][N]); a second dispatch, matmul_reduce, adds the
+//     partials in split order (deterministic: no atomics) and applies bias and ReLU. For outputs too
+//     small to fill the GPU even with KS (32x144 @ K = 25088: five 32x32 tiles).
 //   * Global loads are vec4 when the plan proves alignment (the matrix's contiguous dimension, its
 //     offset and batch stride all multiples of 4: then a vec4 never straddles the matrix edge) and
 //     scalar with per-element bounds checks otherwise. a/b are declared twice (f32 and vec4 views of
-//     the same binding); each entry point uses only one view of each, which WGSL allows.
-//     Entry points: matmul_vv (a vec4, b vec4), matmul_vs, matmul_sv, matmul_ss (scalar, always valid).
-//   * Epilogue: bias, ReLU, bounds-checked scalar stores.
+//     the same binding), out too; each entry point uses only one view of each, which WGSL allows.
+//     Entry points: matmul_<a><b>[4]: a, b each v (vec4) or s (scalar, always valid); the suffix 4
+//     stores vec4s (N and the output offset multiples of 4; the plan takes it for short K only, where
+//     stores dominate: it slowed a long-K product's main loop by 13%), else scalar stores.
+//   * Epilogue: bias, ReLU, bounds-checked stores.
 //
 // Register code is written out by hand (named accumulators, explicit k steps, branches on override
 // constants that fold away): naga guards every loop with a bounding counter and drivers did not
@@ -44,6 +56,17 @@ override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
+override BIAS_ROWS: bool = false;  // bias indexed by the row m (else by the column n)
+override B_GATHER: bool = false;   // op(b) is an unfolded image (scalar-b entry points only)
+// items > 1 or splits > 1: K steps are located per step (locate). Off, a product compiles to the plain
+// loop with fixed operand bases.
+override SPLIT_K: bool = false;
+// The gather's window and output row width: constants, so that the divisions decoding a row and a
+// column of the unfolded matrix compile to multiplications (a division by a run-time value is ~20
+// instructions, and unfolded4 does three of them per piece of B).
+override G_KH: u32 = 1u;
+override G_KW: u32 = 1u;
+override G_OW: u32 = 1u;
 override WG_X: u32 = 16u;
 override WG_Y: u32 = 16u;
 override TM: u32 = 8u;
@@ -64,6 +87,15 @@ struct Params {
     M: u32, N: u32, K: u32, ntiles: u32,        // ntiles = ceil(K / BK)
     a_off: u32, b_off: u32, o_off: u32, bias_off: u32,
     a_bs: u32, b_bs: u32, lda: u32, ldb: u32,   // lda = K (or M if TRANS_A); ldb = N (or K if TRANS_B)
+    items: u32,        // reduce items per output matrix (1: a plain batched product)
+    split_steps: u32,  // K steps (of items * ntiles) per split
+    splits: u32,       // K split across workgroups (1: none; else out is the scratch buffer)
+    batch: u32,        // output matrices
+    // B_GATHER geometry (see unfolded4; the window and output row width are G_KH, G_KW, G_OW): the
+    // g_h x g_w image planes, stride, dilation and padding; dilation and padding are signed (the input
+    // gradient of a convolution is a convolution of the output gradient with negated dilation and padding).
+    g_h: u32, g_w: u32, g_sy: u32, g_sx: u32,
+    g_dy: i32, g_dx: i32, g_py: i32, g_px: i32,
 }
 
 @group(0) @binding(0) var<storage, read> a1: array<f32>;
@@ -71,6 +103,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> b1: array<f32>;
 @group(0) @binding(1) var<storage, read> b4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<uniform> P: Params;
 
@@ -98,8 +131,11 @@ var<private> tx: u32;
 var<private> ty: u32;
 var<private> row0: u32;
 var<private> col0: u32;
-var<private> batch: u32;
-var<private> a_base: u32;
+var<private> batch: u32;   // output matrix
+var<private> split: u32;   // K split (0 without split-K)
+var<private> step0: u32;   // this workgroup's K steps: [step0, step1) of items * ntiles
+var<private> step1: u32;
+var<private> a_base: u32;  // the current reduce item's a and b
 var<private> b_base: u32;
 
 fn setup(li: u32, wid: vec3<u32>) {
@@ -111,8 +147,35 @@ fn setup(li: u32, wid: vec3<u32>) {
     col0 = wid.x * BN4 * 4u;
     row0 = wid.y * BM4 * 4u;
     batch = wid.z;
-    a_base = P.a_off + batch * P.a_bs;
-    b_base = P.b_off + batch * P.b_bs;
+    split = 0u;
+    step0 = 0u;
+    step1 = P.ntiles;
+    if (SPLIT_K) {
+        batch = wid.z / P.splits;
+        split = wid.z % P.splits;
+        step0 = split * P.split_steps;
+        step1 = min(P.items * P.ntiles, step0 + P.split_steps);
+    }
+    a_base = P.a_off + batch * P.items * P.a_bs;
+    b_base = P.b_off + batch * P.items * P.b_bs;
+}
+
+// Point a_base / b_base at K step g's reduce item and return its K tile. A step past the
+// workgroup's range returns tile ntiles, whose k are all >= K: it loads zeros. Without SPLIT_K the
+// step is the tile (steps past ntiles load zeros by the same bounds checks) and the bases stay.
+fn locate(g: u32) -> u32 {
+    if (!SPLIT_K) { return g; }
+    if (g >= step1) { return P.ntiles; }
+    var r = 0u;
+    var kt = g;
+    if (P.items > 1u) {
+        r = g / P.ntiles;
+        kt = g - r * P.ntiles;
+    }
+    let item = batch * P.items + r;
+    a_base = P.a_off + item * P.a_bs;
+    b_base = P.b_off + item * P.b_bs;
+    return kt;
 }
 
 // ---- global -> registers
@@ -178,8 +241,48 @@ fn b_at(k: u32, n: u32) -> f32 {
     return 0.0;
 }
 
+// ---- B_GATHER: op(b) is an unfolded image (implicit im2col), never stored. Row r = (c*G_KH + i)*G_KW + j
+// and column l = y*G_OW + x of the unfolded matrix read image plane c (at b_base + c*g_h*g_w) at
+//     (y*g_sy + i*g_dy - g_py, x*g_sx + j*g_dx - g_px), 0 outside the g_h x g_w plane.
+// A convolution's input as [C*kh*kw, OH*OW] is exactly im2col's matrix; op(b) = cols (forward) or,
+// with TRANS_B, colsᵀ (weight gradient). A piece of B runs along l in both cases (along n, or along k
+// with TRANS_B), so unfolded4 takes four consecutive columns of one row: r's window position and
+// plane are decoded once, x steps through the row.
+fn pixel(plane: u32, y: u32, x: u32, dh: i32, dw: i32) -> f32 {
+    let h = i32(y * P.g_sy) + dh;
+    let w = i32(x * P.g_sx) + dw;
+    if (h < 0 || h >= i32(P.g_h) || w < 0 || w >= i32(P.g_w)) { return 0.0; }
+    return b1[plane + u32(h) * P.g_w + u32(w)];
+}
+
+// Columns l0 .. l0+3 of row r of the unfolded matrix, which has `rows` rows and `cols` columns.
+fn unfolded4(r: u32, l0: u32, rows: u32, cols: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    if (r >= rows) { return v; }
+    let j = r % G_KW;
+    let t = r / G_KW;
+    let i = t % G_KH;
+    let plane = b_base + (t / G_KH) * P.g_h * P.g_w;
+    let dh = i32(i) * P.g_dy - P.g_py;
+    let dw = i32(j) * P.g_dx - P.g_px;
+    var y = l0 / G_OW;
+    var x = l0 - y * G_OW;
+    if (l0 < cols) { v.x = pixel(plane, y, x, dh, dw); }
+    x += 1u; if (x == G_OW) { x = 0u; y += 1u; }
+    if (l0 + 1u < cols) { v.y = pixel(plane, y, x, dh, dw); }
+    x += 1u; if (x == G_OW) { x = 0u; y += 1u; }
+    if (l0 + 2u < cols) { v.z = pixel(plane, y, x, dh, dw); }
+    x += 1u; if (x == G_OW) { x = 0u; y += 1u; }
+    if (l0 + 3u < cols) { v.w = pixel(plane, y, x, dh, dw); }
+    return v;
+}
+
 fn load_b_scalar(l: u32, kt: u32) -> vec4<f32> {
     let kn = b_piece(l, kt);
+    if (B_GATHER) {
+        if (TRANS_B) { return unfolded4(kn.y, kn.x, P.N, P.K); }  // op(b)[k, n] = cols[n, k]
+        return unfolded4(kn.x, kn.y, P.K, P.N);                   // op(b)[k, n] = cols[k, n]
+    }
     if (TRANS_B) {
         return vec4<f32>(b_at(kn.x, kn.y), b_at(kn.x + 1u, kn.y), b_at(kn.x + 2u, kn.y), b_at(kn.x + 3u, kn.y));
     }
@@ -302,55 +405,70 @@ fn compute(stage: u32) {
     }
 }
 
-// ---- epilogue: bias, relu, bounds-checked stores
-fn store1(o: u32, n: u32, x: f32) {
-    if (n < P.N) {
-        var v = x;
-        if (HAS_BIAS) { v += bias[P.bias_off + n]; }
-        if (RELU) { v = max(v, 0.0); }
-        out[o] = v;
+// ---- epilogue: bias, relu, bounds-checked stores (scalar, or vec4 in the entry points ending in 4).
+// With splits > 1, out is the scratch buffer of partial tiles (the plan turns bias and ReLU off: the
+// reduction applies them). m, n: the output element's row and column.
+fn finish1(x: f32, m: u32, n: u32) -> f32 {
+    var v = x;
+    if (HAS_BIAS) { v += bias[P.bias_off + select(n, m, BIAS_ROWS)]; }
+    if (RELU) { v = max(v, 0.0); }
+    return v;
+}
+
+fn finish4(x: vec4<f32>, m: u32, n: u32) -> vec4<f32> {  // columns n .. n+3 of row m, all < N
+    var v = x;
+    if (HAS_BIAS) {
+        if (BIAS_ROWS) {
+            v += vec4<f32>(bias[P.bias_off + m]);
+        } else {
+            let o = P.bias_off + n;
+            v += vec4<f32>(bias[o], bias[o + 1u], bias[o + 2u], bias[o + 3u]);
+        }
+    }
+    if (RELU) { v = max(v, vec4<f32>(0.0)); }
+    return v;
+}
+
+fn tile_row(r: u32) -> u32 { return row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u; }
+fn tile_col(h: u32) -> u32 { return col0 + (h * WG_X + tx) * 4u; }
+fn out_index(m: u32, n: u32) -> u32 { return P.o_off + ((split * P.batch + batch) * P.M + m) * P.N + n; }
+
+fn store4(r: u32, h: u32, v: vec4<f32>) {
+    let m = tile_row(r);
+    if (m < P.M) {
+        let n = tile_col(h);
+        let o = out_index(m, n);
+        if (n < P.N) { out[o] = finish1(v.x, m, n); }
+        if (n + 1u < P.N) { out[o + 1u] = finish1(v.y, m, n + 1u); }
+        if (n + 2u < P.N) { out[o + 2u] = finish1(v.z, m, n + 2u); }
+        if (n + 3u < P.N) { out[o + 3u] = finish1(v.w, m, n + 3u); }
     }
 }
 
-fn store4(r: u32, h: u32, v: vec4<f32>) {
-    let m = row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u;
-    if (m < P.M) {
-        let n = col0 + (h * WG_X + tx) * 4u;
-        let o = P.o_off + (batch * P.M + m) * P.N + n;
-        store1(o, n, v.x);
-        store1(o + 1u, n + 1u, v.y);
-        store1(o + 2u, n + 2u, v.z);
-        store1(o + 3u, n + 3u, v.w);
-    }
+// N % 4 == 0 and o_off % 4 == 0: the 4 columns are all in bounds together and 16-byte aligned.
+fn store4v(r: u32, h: u32, v: vec4<f32>) {
+    let m = tile_row(r);
+    let n = tile_col(h);
+    if (m < P.M && n < P.N) { out4[out_index(m, n) / 4u] = finish4(v, m, n); }
 }
 
 fn epilogue() {
-    store4(0u, 0u, c00);
-    store4(1u, 0u, c10);
-    store4(2u, 0u, c20);
-    store4(3u, 0u, c30);
-    if (TN4 > 1u) {
-        store4(0u, 1u, c01);
-        store4(1u, 1u, c11);
-        store4(2u, 1u, c21);
-        store4(3u, 1u, c31);
-    }
-    if (TM4 > 1u) {
-        store4(4u, 0u, c40);
-        store4(5u, 0u, c50);
-        store4(6u, 0u, c60);
-        store4(7u, 0u, c70);
-    }
-    if (TM4 > 1u && TN4 > 1u) {
-        store4(4u, 1u, c41);
-        store4(5u, 1u, c51);
-        store4(6u, 1u, c61);
-        store4(7u, 1u, c71);
-    }
+    store4(0u, 0u, c00); store4(1u, 0u, c10); store4(2u, 0u, c20); store4(3u, 0u, c30);
+    if (TN4 > 1u) { store4(0u, 1u, c01); store4(1u, 1u, c11); store4(2u, 1u, c21); store4(3u, 1u, c31); }
+    if (TM4 > 1u) { store4(4u, 0u, c40); store4(5u, 0u, c50); store4(6u, 0u, c60); store4(7u, 0u, c70); }
+    if (TM4 > 1u && TN4 > 1u) { store4(4u, 1u, c41); store4(5u, 1u, c51); store4(6u, 1u, c61); store4(7u, 1u, c71); }
 }
 
-// ---- split-K: slices 1..KS-1 hand their partial sums to slice 0, one at a time, through As
-// (the plan checks that As holds NT * TM * TN / 4 vec4s), then slice 0 runs the epilogue.
+fn epilogue4() {
+    store4v(0u, 0u, c00); store4v(1u, 0u, c10); store4v(2u, 0u, c20); store4v(3u, 0u, c30);
+    if (TN4 > 1u) { store4v(0u, 1u, c01); store4v(1u, 1u, c11); store4v(2u, 1u, c21); store4v(3u, 1u, c31); }
+    if (TM4 > 1u) { store4v(4u, 0u, c40); store4v(5u, 0u, c50); store4v(6u, 0u, c60); store4v(7u, 0u, c70); }
+    if (TM4 > 1u && TN4 > 1u) { store4v(4u, 1u, c41); store4v(5u, 1u, c51); store4v(6u, 1u, c61); store4v(7u, 1u, c71); }
+}
+
+// ---- K split inside the workgroup (KS > 1): slices 1..KS-1 hand their partial sums to slice 0, one
+// at a time, through As (the plan checks that As holds NT * TM * TN / 4 vec4s), then slice 0 runs the
+// epilogue.
 // Accumulator c<r><h> goes to slot r * TN4 + h (slots 0 .. TM * TN4 - 1), at As[slot * NT + tid].
 fn park() {
     As[0u * TN4 * NT + tid] = c00; As[1u * TN4 * NT + tid] = c10;
@@ -382,82 +500,166 @@ fn gather() {
     }
 }
 
-fn finish() {
+fn combine_slices() {
     for (var s = 1u; s < KS; s++) {
         if (slice == s) { park(); }
         workgroupBarrier();
         if (slice == 0u) { gather(); }
         workgroupBarrier();
     }
-    if (slice == 0u) { epilogue(); }
 }
 
-// The four entry points differ only in how they fetch (vec4 or scalar, for a then b).
-// Main loop, per slice: prefetch the slice's next K tile into registers, multiply the current one out
-// of workgroup memory, then store the prefetch into the slice's other buffer; one barrier per step.
-// Slice s takes K tiles s, s + KS, s + 2 KS, ...; tiles past the end of K load as zeros, so every
-// slice runs the same number of steps (barriers stay uniform).
+// Main loops, one per fetch variant (vec4 or scalar, for a then b): per slice, prefetch the slice's
+// next K step into registers, multiply the current one out of workgroup memory, then store the
+// prefetch into the slice's other buffer; one barrier per step. Slice s takes the workgroup's K steps
+// step0 + s, step0 + s + KS, ...; steps past step1 load as zeros, so every slice runs the same number
+// of iterations (barriers stay uniform: step0 and step1 are the same for the whole workgroup).
+var<workgroup> uniform_iterations: u32;
+fn iterations() -> u32 {
+    // step0 and step1 are equal across the workgroup, but they sit in private variables, which a
+    // browser's uniformity analysis (Tint) cannot prove uniform; the barriers in the loops would be
+    // rejected. One thread publishes the count and workgroupUniformLoad hands it to all as uniform.
+    if (tid == 0u && slice == 0u) { uniform_iterations = (max(step1, step0) - step0 + KS - 1u) / KS; }
+    return workgroupUniformLoad(&uniform_iterations);
+}
 
-@compute @workgroup_size(WG_X, WG_Y, KS)
-fn matmul_vv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid);
-    let steps = (P.ntiles + KS - 1u) / KS;
-    if (steps > 0u) { fetch_a_vec4(slice); fetch_b_vec4(slice); stash(stage0); }
+fn loop_vv() {
+    let n = iterations();
+    if (n > 0u) { let kt = locate(step0 + slice); fetch_a_vec4(kt); fetch_b_vec4(kt); stash(stage0); }
     workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let more = s + 1u < steps;
-        if (more) { fetch_a_vec4((s + 1u) * KS + slice); fetch_b_vec4((s + 1u) * KS + slice); }
+    for (var s = 0u; s < n; s++) {
+        let more = s + 1u < n;
+        if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_vec4(kt); fetch_b_vec4(kt); }
         compute(stage0 + (s & 1u));
         if (more) { stash(stage0 + ((s + 1u) & 1u)); }
         workgroupBarrier();
     }
-    finish();
+}
+
+fn loop_vs() {
+    let n = iterations();
+    if (n > 0u) { let kt = locate(step0 + slice); fetch_a_vec4(kt); fetch_b_scalar(kt); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < n; s++) {
+        let more = s + 1u < n;
+        if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_vec4(kt); fetch_b_scalar(kt); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+}
+
+fn loop_sv() {
+    let n = iterations();
+    if (n > 0u) { let kt = locate(step0 + slice); fetch_a_scalar(kt); fetch_b_vec4(kt); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < n; s++) {
+        let more = s + 1u < n;
+        if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_scalar(kt); fetch_b_vec4(kt); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+}
+
+fn loop_ss() {
+    let n = iterations();
+    if (n > 0u) { let kt = locate(step0 + slice); fetch_a_scalar(kt); fetch_b_scalar(kt); stash(stage0); }
+    workgroupBarrier();
+    for (var s = 0u; s < n; s++) {
+        let more = s + 1u < n;
+        if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_scalar(kt); fetch_b_scalar(kt); }
+        compute(stage0 + (s & 1u));
+        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_vv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid); loop_vv(); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_vs(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid);
-    let steps = (P.ntiles + KS - 1u) / KS;
-    if (steps > 0u) { fetch_a_vec4(slice); fetch_b_scalar(slice); stash(stage0); }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let more = s + 1u < steps;
-        if (more) { fetch_a_vec4((s + 1u) * KS + slice); fetch_b_scalar((s + 1u) * KS + slice); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
-        workgroupBarrier();
-    }
-    finish();
+    setup(li, wid); loop_vs(); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_sv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid);
-    let steps = (P.ntiles + KS - 1u) / KS;
-    if (steps > 0u) { fetch_a_scalar(slice); fetch_b_vec4(slice); stash(stage0); }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let more = s + 1u < steps;
-        if (more) { fetch_a_scalar((s + 1u) * KS + slice); fetch_b_vec4((s + 1u) * KS + slice); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
-        workgroupBarrier();
-    }
-    finish();
+    setup(li, wid); loop_sv(); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_ss(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid);
-    let steps = (P.ntiles + KS - 1u) / KS;
-    if (steps > 0u) { fetch_a_scalar(slice); fetch_b_scalar(slice); stash(stage0); }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let more = s + 1u < steps;
-        if (more) { fetch_a_scalar((s + 1u) * KS + slice); fetch_b_scalar((s + 1u) * KS + slice); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
-        workgroupBarrier();
+    setup(li, wid); loop_ss(); combine_slices(); if (slice == 0u) { epilogue(); }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_vv4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid); loop_vv(); combine_slices(); if (slice == 0u) { epilogue4(); }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_vs4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid); loop_vs(); combine_slices(); if (slice == 0u) { epilogue4(); }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_sv4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid); loop_sv(); combine_slices(); if (slice == 0u) { epilogue4(); }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, KS)
+fn matmul_ss4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    setup(li, wid); loop_ss(); combine_slices(); if (slice == 0u) { epilogue4(); }
+}
+
+// ---- split-K reduction, the second dispatch: out = finish(sum of the splits' partial products).
+// Binding 0 holds the partials [splits][batch][M][N] from offset 0 (the first dispatch's out); out, bias
+// and Params as for the product (same layout, so one bind group layout serves both). A workgroup
+// covers REDUCE_OUTPUTS consecutive outputs (matmul_reduce) or vec4s of 4 consecutive outputs
+// (matmul_reduce4: N % 4 == 0 and o_off % 4 == 0, so the 4 share a row and are 16-byte aligned);
+// REDUCE_LANES threads share each one, lane l summing splits l, l + LANES, ..., and lane 0 adds the
+// lanes' sums in lane order: a fixed order (deterministic) with LANES loads in flight per output, where
+// one thread per output would walk a few hundred splits of a small output one dependent add at a time.
+// 2-D grid past 65535 workgroups.
+const REDUCE_OUTPUTS: u32 = 32u;
+const REDUCE_LANES: u32 = 8u;
+var<workgroup> lanes1: array<f32, REDUCE_OUTPUTS * REDUCE_LANES>;
+var<workgroup> lanes4: array<vec4<f32>, REDUCE_OUTPUTS * REDUCE_LANES>;
+
+@compute @workgroup_size(REDUCE_OUTPUTS, REDUCE_LANES)
+fn matmul_reduce(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                 @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let total = P.batch * P.M * P.N;
+    let i = (wid.x + wid.y * nw.x) * REDUCE_OUTPUTS + lid.x;
+    var s = 0.0;
+    if (i < total) {
+        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += a1[k * total + i]; }
     }
-    finish();
+    lanes1[li] = s;
+    workgroupBarrier();
+    if (lid.y == 0u && i < total) {
+        for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes1[l * REDUCE_OUTPUTS + lid.x]; }
+        out[P.o_off + i] = finish1(s, (i / P.N) % P.M, i % P.N);
+    }
+}
+
+@compute @workgroup_size(REDUCE_OUTPUTS, REDUCE_LANES)
+fn matmul_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                  @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let total4 = P.batch * P.M * P.N / 4u;
+    let i = (wid.x + wid.y * nw.x) * REDUCE_OUTPUTS + lid.x;
+    var s = vec4<f32>(0.0);
+    if (i < total4) {
+        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += a4[k * total4 + i]; }
+    }
+    lanes4[li] = s;
+    workgroupBarrier();
+    if (lid.y == 0u && i < total4) {
+        for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes4[l * REDUCE_OUTPUTS + lid.x]; }
+        let e = 4u * i;
+        out4[P.o_off / 4u + i] = finish4(s, (e / P.N) % P.M, e % P.N);
+    }
 }

@@ -88,6 +88,53 @@ def test_replay_runs_no_python_ops_and_allocates_nothing(monkeypatch):
 
 
 @needs_webgpu
+def test_replayed_cnn_with_split_k_matches_eager_and_allocates_nothing():
+    """A small CNN step with every matmul split across workgroups (forced: a software adapter's plan
+    would not split): its scratch buffers come from the graph's pool, replays match eager CPU training
+    and create no GPU objects."""
+    from webgrad.backends.webgpu import matmul_plan
+
+    def train(device, replay):
+        wg.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(4, 6, 3, padding=(1, 0), dilation=(1, 2)), nn.ReLU(), nn.Flatten(),
+                              nn.Linear(6 * 5, 3)).to(device)
+        opt = wg.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        run = wg.replayable(step) if replay else step
+        data = wg.Generator().manual_seed(1)
+        batches = [(wg.randn(5, 2, 10, 10, device=device, generator=data),
+                    wg.randint(0, 3, (5,), device=device, generator=data)) for _ in range(8)]
+        losses, stats = [], []
+        for x, y in batches:
+            losses.append(run(x, y).item())
+            if device == "webgpu":
+                stats.append(dict(wg.device("webgpu").backend.runtime.stats))
+        return np.array(losses), [p.detach().to("cpu").numpy() for p in model.parameters()], stats
+
+    eager_losses, eager_params, _ = train("cpu", False)
+    matmul_plan._plan.cache_clear()
+    old, matmul_plan._FORCED_SPLITS = matmul_plan._FORCED_SPLITS, 3
+    try:
+        losses, params, stats = train("webgpu", True)
+        assert any(p.splits > 1 for p in wg.device("webgpu").backend.runtime.memo if hasattr(p, "splits"))
+    finally:
+        matmul_plan._FORCED_SPLITS = old
+        matmul_plan._plan.cache_clear()
+    np.testing.assert_allclose(losses, eager_losses, rtol=0, atol=1e-5)
+    for a, b in zip(eager_params, params):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-4)
+    created = {k: stats[-1][k] - stats[2][k] for k in stats[-1] if "creat" in k}  # over 5 replays
+    assert created == {k: 0 for k in created}
+
+
+@needs_webgpu
 def test_new_shapes_run_eagerly_and_dropout_masks_change():
     model = nn.Dropout(0.5).to("webgpu")
     run = wg.replayable(lambda x: model(x) * 1.0)

@@ -496,6 +496,7 @@ CONV_GEOMETRIES = [  # (N, C, H, W), kernel, stride, padding, dilation
     ((2, 3, 7, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
     ((1, 2, 9, 9), (3, 2), (2, 1), (0, 1), (2, 1)),
     ((3, 1, 28, 28), (2, 2), (2, 2), (0, 0), (1, 1)),
+    ((2, 2, 11, 10), (2, 3), (3, 3), (1, 1), (1, 1)),  # windows with gaps between them, padded
 ]
 
 
@@ -535,6 +536,8 @@ def test_pooling(gpu):
         CPU.max_pool2d(vo, vi, x.view(CPU), k, s, p, d)
         indices = Arg(np.frombuffer(CPU.to_bytes(vi), np.int32).copy(), I32, vi.shape, vi.strides, 0)
         run(gpu, "max_pool2d_backward", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, (N, C, OH, OW), "offset"), indices], atol=1e-5)
+        # with the geometry (non-overlapping windows take WebGPU's gather kernel)
+        run(gpu, "max_pool2d_backward", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, (N, C, OH, OW), "offset"), indices, k, s, p, d], atol=1e-5)
         if d == (1, 1):
             for include_pad in (True, False):
                 run(gpu, "avg_pool2d", [make(rng, F32, (N, C, OH, OW), "offset", out=True), x, k, s, p, include_pad])

@@ -392,23 +392,55 @@ class CPUBackend(Backend):
         (ph, pw) = padding
         return np.pad(v, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
 
-    def im2col(self, out, x, kernel, stride, padding, dilation):
-        n, c, h, w = x.shape
-        oh, ow = self._pool_out(h, w, kernel, stride, padding, dilation)
-        cols = np.empty((n, c, kernel[0], kernel[1], oh, ow))
-        for i, j, tap in self._taps(self._padded(x, padding), kernel, stride, dilation, (oh, ow)):
+    def _unfold(self, x, kernel, stride, padding, dilation, out_hw, dtype):
+        """im2col of x as an array [N, C*kh*kw, OH*OW] of `dtype`."""
+        n, c = x.shape[:2]
+        cols = np.empty((n, c, kernel[0], kernel[1]) + tuple(out_hw), dtype)
+        for i, j, tap in self._taps(self._padded(x, padding), kernel, stride, dilation, out_hw):
             cols[:, :, i, j] = tap
-        self._write(out, cols.reshape(out.shape))
+        return cols.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
 
-    def col2im(self, out, cols, kernel, stride, padding, dilation):
+    def _fold(self, out, cols, kernel, stride, padding, dilation):
+        """col2im: out [N, C, H, W] = the sum of the entries of cols [N, C*kh*kw, OH*OW] reading each pixel."""
         n, c, h, w = out.shape
         (ph, pw) = padding
         oh, ow = self._pool_out(h, w, kernel, stride, padding, dilation)
-        src = self.array(cols).astype(np.float64).reshape(n, c, kernel[0], kernel[1], oh, ow)
+        src = cols.astype(np.float64).reshape(n, c, kernel[0], kernel[1], oh, ow)
         img = np.zeros((n, c, h + 2 * ph, w + 2 * pw))
         for i, j, tap in self._taps(img, kernel, stride, dilation, (oh, ow)):
             tap += src[:, :, i, j]  # one tap never reads a pixel twice, so += on the view is exact
         self._write(out, img[:, :, ph:ph + h, pw:pw + w])
+
+    def im2col(self, out, x, kernel, stride, padding, dilation):
+        oh, ow = self._pool_out(x.shape[2], x.shape[3], kernel, stride, padding, dilation)
+        self._write(out, self._unfold(x, kernel, stride, padding, dilation, (oh, ow), np.float64))
+
+    def col2im(self, out, cols, kernel, stride, padding, dilation):
+        self._fold(out, self.array(cols), kernel, stride, padding, dilation)
+
+    # conv2d: im2col + one BLAS product in the tensors' own dtype (as matmul above).
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
+        n, o, oh, ow = out.shape
+        w = self.array(weight)
+        cols = self._unfold(x, w.shape[2:], stride, padding, dilation, (oh, ow), w.dtype)
+        res = np.matmul(w.reshape(o, -1), cols)  # [N, O, OH*OW]
+        if bias is not None:
+            res += self.array(bias)[:, None]
+        self._write(out, res.reshape(out.shape))
+
+    def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
+        w = self.array(weight)
+        g = self.array(grad)
+        n, o = g.shape[:2]
+        dcols = np.matmul(w.reshape(o, -1).T, g.reshape(n, o, -1))  # [N, C*kh*kw, OH*OW]
+        self._fold(out, dcols, w.shape[2:], stride, padding, dilation)
+
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
+        g = self.array(grad)
+        n, o, oh, ow = g.shape
+        cols = self._unfold(x, out.shape[2:], stride, padding, dilation, (oh, ow), g.dtype)
+        # one product over images and positions together: [O, N*L] @ [N*L, C*kh*kw]
+        self._write(out, np.tensordot(g.reshape(n, o, -1), cols, axes=([0, 2], [0, 2])).reshape(out.shape))
 
     def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
         n, c, h, w = x.shape
@@ -427,7 +459,7 @@ class CPUBackend(Backend):
         self._write(out, np.take_along_axis(vals, k[None], 0)[0])
         self._write(indices, row * w + col)
 
-    def max_pool2d_backward(self, out, grad, indices):
+    def max_pool2d_backward(self, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
         n, c, h, w = out.shape
         g = self.array(grad).astype(np.float64).reshape(n * c, -1)
         idx = self.array(indices).astype(np.intp).reshape(n * c, -1)

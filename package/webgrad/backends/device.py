@@ -249,14 +249,34 @@ class Backend:
         that read each pixel. cols: contiguous [N, C*kh*kw, OH*OW]."""
         raise NotImplementedError
 
+    # conv2d and its gradients, PyTorch's conv2d with one group. x: contiguous [N, C, H, W]; weight:
+    # contiguous [O, C, kh, kw]; grad (of the output): contiguous [N, O, OH, OW]. A backend may build
+    # them from im2col / col2im and matmul, or multiply without ever storing the unfolded image.
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
+        """out [N, O, OH, OW] (contiguous): out[n, o, oh, ow] = bias[o] + sum over c, i, j of
+        weight[o, c, i, j] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the image).
+        bias: contiguous [O] or None."""
+        raise NotImplementedError
+
+    def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
+        """out [N, C, H, W] (contiguous, every element written): the gradient of conv2d with respect to
+        x, i.e. the adjoint of conv2d without bias applied to grad."""
+        raise NotImplementedError
+
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
+        """out [O, C, kh, kw] (contiguous): the gradient of conv2d with respect to the weight,
+        out[o, c, i, j] = sum over n, oh, ow of grad[n, o, oh, ow] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]."""
+        raise NotImplementedError
+
     def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
         """out, indices: [N, C, OH, OW]; indices (int32) = h*W + w of the max within its plane (first
         on ties, padding never wins), as PyTorch's return_indices."""
         raise NotImplementedError
 
-    def max_pool2d_backward(self, out, grad, indices):
+    def max_pool2d_backward(self, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
         """out [N, C, H, W] (every element written) = sum of grad over the windows whose max it was.
-        grad, indices: [N, C, OH, OW]."""
+        grad, indices: [N, C, OH, OW]. The window geometry, when given, is the forward's: a backend may
+        use it (non-overlapping windows need no atomics); the indices alone determine the result."""
         raise NotImplementedError
 
     def avg_pool2d(self, out, x, kernel, stride, padding, count_include_pad=True):

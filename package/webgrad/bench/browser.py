@@ -99,6 +99,8 @@ def main(argv=None):
                     results.append(r)
                     print(f"{kind:<5} {batch:>6} {steps:>6} {r['samples_per_s']:>10,.0f} {r['step_ms']:>9.1f} "
                           f"{r['host_ms']:>9.1f} {r['gpu_ms']:>9.1f} {r['dispatches_per_step']:>11}", flush=True)
+                    if "profile" in r:
+                        print(f"        GPU time by kernel, each dispatch alone (sum {sum(x[2] for x in r['profile']):.1f} ms):")
                     for name, groups, ms in r.get("profile", [])[:12]:
                         print(f"        {ms:9.2f} ms  {name} ({groups} workgroups)")
             browser.close()

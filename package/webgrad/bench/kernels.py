@@ -1,10 +1,11 @@
-"""Kernel benchmark: `python -m webgrad.bench kernels [--big] [--trans] [--sizes ...] [--shapes ...] [--configs ...]`.
+"""Kernel benchmark: `python -m webgrad.bench kernels [--big] [--trans] [--sizes ...] [--shapes ...] [--configs ...] [--splits ...]`.
 
 Times shaders/matmul.wgsl (through matmul_plan, dispatched with raw wgpu-py) on square sizes and on
 the matmul shapes of an MNIST MLP and CNN step, an elementwise op and a reduction (raw WGSL, and
 through webgrad's WebGPU backend when it works), on whatever WebGPU adapter wgpu-py finds, and the
 same work in NumPy on the CPU. `--configs` sweeps tile configurations (names from
-matmul_plan.CONFIGS, or "WG_X,WG_Y,TM,TN,BK[,KS]").
+matmul_plan.CONFIGS, or "WG_X,WG_Y,TM,TN,BK[,KS]") and `--splits` K splits across workgroups (split-K: the
+time is the product's and the reduction's together).
 
 GPU timing: pipelines and bind groups are built first; each measurement records `iters` dispatches
 into one command buffer (one compute pass), submits it and waits for the queue to drain (a 16-byte
@@ -75,7 +76,8 @@ class MatmulRunner:
         return pipe
 
     def bind(self, p, a, b, out, bias=None):
-        """(pipeline, bind group) for plan p over wgpu buffers a, b, out, bias (None: a's buffer)."""
+        """(pipeline, bind group) for the single dispatch p (a plan, or its `reduce`) over wgpu buffers
+        a, b, out, bias (None: a's buffer)."""
         wgpu = self.wgpu
         params = self.device.create_buffer_with_data(
             data=p.params, usage=wgpu.BufferUsage.UNIFORM)
@@ -88,13 +90,22 @@ class MatmulRunner:
         ])
         return self.pipeline(p), bg
 
+    def work(self, p, a, b, out, bias=None):
+        """[(pipeline, bind group, workgroups)] for every dispatch of plan p: one, or with split-K the
+        product into a new scratch buffer and the reduction from it into out."""
+        if p.reduce is None:
+            return [(*self.bind(p, a, b, out, bias), p.workgroups)]
+        scratch = self.device.create_buffer(size=max(16, 4 * p.scratch), usage=self.wgpu.BufferUsage.STORAGE)
+        return [(*self.bind(p, a, b, scratch, bias), p.workgroups),
+                (*self.bind(p.reduce, scratch, b, out, bias), p.reduce.workgroups)]
+
     def run(self, p, a, b, out, bias=None):
-        pipe, bg = self.bind(p, a, b, out, bias)
         enc = self.device.create_command_encoder()
         cp = enc.begin_compute_pass()
-        cp.set_pipeline(pipe)
-        cp.set_bind_group(0, bg)
-        cp.dispatch_workgroups(*p.workgroups)
+        for pipe, bg, wg in self.work(p, a, b, out, bias):
+            cp.set_pipeline(pipe)
+            cp.set_bind_group(0, bg)
+            cp.dispatch_workgroups(*wg)
         cp.end()
         self.device.queue.submit([enc.finish()])
 
@@ -175,7 +186,7 @@ def _buffer(device, array, extra_usage=0):
 
 
 def bench_matmul_gpu(runner, timer, shape, trans_a=False, trans_b=False, config=None, check=True,
-                     bias=False, relu=False, budget=0.25):
+                     bias=False, relu=False, budget=0.25, splits=None):
     """GFLOP/s of one matmul shape (batch, M, N, K) on the GPU; also the max relative error."""
     import numpy as np
 
@@ -190,14 +201,14 @@ def bench_matmul_gpu(runner, timer, shape, trans_a=False, trans_b=False, config=
     bout = dev.create_buffer(size=4 * batch * M * N,
                              usage=runner.wgpu.BufferUsage.STORAGE | runner.wgpu.BufferUsage.COPY_SRC)
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias, relu, 0, 0, 0, 0, M * K, K * N,
-                         config=config)
-    pipe, bg = runner.bind(p, ba, bbuf, bout, bbias)
+                         config=config, splits=splits)
+    work = runner.work(p, ba, bbuf, bout, bbias)
     flop = matmul_plan.flops(batch, M, N, K)
     # one probe to size the run
-    w, _ = timer.time([(pipe, bg, p.workgroups)], 1, repeats=1)
+    w, _ = timer.time(work, 1, repeats=1)
     iters = _iters_for(w, budget, lo=1)
     # a slow adapter (software Vulkan, big sizes): one timed submit after the probe's warm-up
-    wall, gpu = timer.time([(pipe, bg, p.workgroups)], iters, repeats=1 if w > 0.5 else 3, warm_up=False)
+    wall, gpu = timer.time(work, iters, repeats=1 if w > 0.5 else 3, warm_up=False)
     err = None
     if check:
         out = np.frombuffer(dev.queue.read_buffer(bout), np.float32).reshape(batch, M, N)
@@ -211,7 +222,7 @@ def bench_matmul_gpu(runner, timer, shape, trans_a=False, trans_b=False, config=
         if relu:
             ref = np.maximum(ref, 0)
         err = float(np.abs(out[:nb] - ref).max() / max(np.abs(ref).max(), 1e-30))
-    return dict(config=p.config, entry=p.entry_point, iters=iters,
+    return dict(config=p.config + (f"/s{p.splits}" if p.splits > 1 else ""), entry=p.entry_point, iters=iters,
                 wall_gflops=flop / wall / 1e9, gpu_gflops=(flop / gpu / 1e9) if gpu else None,
                 us=(gpu or wall) * 1e6, err=err)
 
@@ -425,7 +436,10 @@ MNIST_SHAPES = [  # (batch, M, N, K), trans_a, trans_b: an MLP 784-128-10 step a
     ((1, 128, 128, 10), False, False),   # dh = dy @ W2
 ]
 
-CNN_SHAPES = [  # im2col matmuls of conv3x3(1->16) and conv3x3(16->32) on 28x28 / 14x14, batch 128
+# The GEMMs of an im2col implementation of conv3x3(1->16) and conv3x3(16->32) on 28x28 / 14x14, batch
+# 128. (webgrad's convolutions gather the image inside the matmul kernel instead: `python -m
+# webgrad.bench profile` times the dispatches a CNN training step really runs.)
+CNN_SHAPES = [
     ((1, 100352, 16, 9), False, True),    # conv1: cols [N*H*W, 9] @ W1^T
     ((1, 25088, 32, 144), False, True),   # conv2: cols [N*H*W, 144] @ W2^T
     ((1, 32, 144, 25088), True, False),   # conv2 dW = dy^T @ cols
@@ -447,6 +461,7 @@ def main(argv=None):
     ap.add_argument("--trans", action="store_true", help="also time the three transposed variants")
     ap.add_argument("--shapes", nargs="*", help="extra shapes batch,M,N,K[,trans_a,trans_b] instead of the "
                     "MNIST/CNN ones")
+    ap.add_argument("--splits", type=int, nargs="*", help="K splits across workgroups to sweep (default: the plan's)")
     ap.add_argument("--no-numpy", action="store_true")
     ap.add_argument("--mem-n", type=int, default=None, help="elements for the memory-bound ops")
     args = ap.parse_args(argv)
@@ -470,14 +485,15 @@ def main(argv=None):
     if discrete:
         gpu_warm_up(runner, timer)
 
+    splits = args.splits or [None]
     jobs = []
     for n in sizes:
         for cfg in configs:
-            jobs.append(((1, n, n, n), False, False, cfg))
+            jobs.append(((1, n, n, n), False, False, cfg, None))
             if args.trans:
-                jobs += [((1, n, n, n), ta, tb, cfg) for ta, tb in ((True, False), (False, True), (True, True))]
+                jobs += [((1, n, n, n), ta, tb, cfg, None) for ta, tb in ((True, False), (False, True), (True, True))]
     extra = [_parse_shape(x) for x in args.shapes] if args.shapes is not None else MNIST_SHAPES + CNN_SHAPES
-    jobs += [(shape, ta, tb, cfg) for shape, ta, tb in extra for cfg in configs]
+    jobs += [(shape, ta, tb, cfg, sp) for shape, ta, tb in extra for cfg in configs for sp in splits]
 
     # All GPU work first, NumPy afterwards: an idle gap (NumPy running) lets the GPU clock down, which
     # would slow the next small kernel's measurement.
@@ -485,8 +501,8 @@ def main(argv=None):
           "us per matmul; relerr = max|out - ref| / max|ref|)")
     print(f"{'shape':>16} {'variant':>7} {'config':>20} {'entry':>10} {'gpu':>9} {'wall':>9} {'us':>10} {'relerr':>8}")
     results = []
-    for shape, ta, tb, cfg in jobs:
-        r = bench_matmul_gpu(runner, timer, shape, ta, tb, config=cfg)
+    for shape, ta, tb, cfg, sp in jobs:
+        r = bench_matmul_gpu(runner, timer, shape, ta, tb, config=cfg, splits=sp)
         var = ("T" if ta else "N") + ("T" if tb else "N")
         gpu = f"{r['gpu_gflops']:9.1f}" if r["gpu_gflops"] else f"{'-':>9}"
         print(f"{'x'.join(map(str, shape)):>16} {var:>7} {r['config']:>20} {r['entry']:>10} {gpu} "

@@ -19,10 +19,19 @@ import webgrad.nn.functional as F
 from webgrad.examples.models import MODELS
 
 
+WARMUP_SECONDS = 1.0
+
+
 def _time_loop(step, batches, steps, sync):
-    """Run `steps` steps (after 10 of warm-up) cycling over `batches`; loss read back every 10 steps."""
-    for i in range(10):
+    """Run `steps` steps cycling over `batches`, loss read back every 10 steps, after a warm-up of at
+    least 10 steps and WARMUP_SECONDS: an idle GPU clocks down (an H100 idles at 345 MHz), and a few
+    milliseconds of warm-up would time the first library at lower clocks than the next."""
+    i, start = 0, time.perf_counter()
+    while i < 10 or time.perf_counter() - start < WARMUP_SECONDS:
         step(*batches[i % len(batches)])
+        if i % 10 == 9:
+            sync()
+        i += 1
     sync()
     start = time.perf_counter()
     for i in range(steps):

@@ -1,10 +1,9 @@
 """Convolution, pooling and padding: conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, pad.
 
-conv2d is im2col + the matmul kernel. The unfolded input `cols` [N, C*kh*kw, OH*OW] is multiplied by
-the weight seen as one [O, C*kh*kw] matrix reused for every image (batch stride 0), which gives
-[N, O, OH*OW]: already NCHW, so nothing is transposed. Backward: d cols = Wᵀ @ dY folded back onto the
-image by col2im (im2col's adjoint); dW = sum over images of dY @ colsᵀ (see _weight_grad); the bias is
-a broadcast add.
+conv2d is three backend kernels: the convolution (bias included) and its input and weight gradients
+(backends/device.py). The CPU backend builds them from im2col and BLAS; WebGPU multiplies with the
+matmul kernel reading the image in place (backends/webgpu/conv.py). The bias gradient is a sum of the
+output gradient over images and positions.
 
 Pooling kernels return what their backward needs (max_pool2d: the argmax of each window), and the
 backward kernels scatter the gradient back. Images are contiguous NCHW; a 3-D [C, H, W] input is
@@ -111,43 +110,28 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv2d(input, weight, bias, stride, padding, dilation):
     x, w = input.contiguous(), weight.contiguous()
+    b = bias.contiguous() if bias is not None else None
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     oh, ow = _geometry("conv2d", x.shape, (kh, kw), stride, padding, dilation)
-    ckk, spatial = c * kh * kw, oh * ow
     be = x.device.backend
-    geometry = ((kh, kw), stride, padding, dilation)
-    cols = new((n, ckk, spatial), x.dtype, x.device)
-    be.im2col(cols._view, x._view, *geometry)
+    geometry = (stride, padding, dilation)
     out = new((n, o, oh, ow), x.dtype, x.device)
-    # the weight as [n, O, C*kh*kw] with batch stride 0: one matrix shared by every image
-    wv = View(w._view.storage, (n, o, ckk), (0, ckk, 1), w._view.offset, w.dtype)
-    be.matmul(out._view.reshaped((n, o, spatial)), wv, cols._view)
+    be.conv2d(out._view, x._view, w._view, b._view if b is not None else None, *geometry)
 
     def backward(g):
-        g3 = g.contiguous().reshape(n, o, spatial)
-        gx = gw = None
+        g = g.contiguous()
+        gx = gw = gb = None
         if x.requires_grad:
-            dcols = w.reshape(o, ckk).t() @ g3  # Wᵀ read in place through the kernel's transpose flag
             gx = new(tuple(x.shape), g.dtype, g.device)
-            be.col2im(gx._view, dcols._view, *geometry)
+            be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
         if w.requires_grad:
-            gw = _weight_grad(g3, cols).reshape(tuple(w.shape))
-        return gx, gw
-    out = record(out, "Convolution", (x, w), backward)
-    return out if bias is None else out + bias.reshape(1, o, 1, 1)
-
-
-def _weight_grad(g3, cols):
-    """dW [O, C*kh*kw] = sum over images of dY[n] @ cols[n]ᵀ, by the cheaper of two layouts:
-    per-image products then a sum (an [N, O, C*kh*kw] temporary; no copies, colsᵀ is a transposed view)
-    or one GEMM over all images, [O, N*L] @ [N*L, C*kh*kw] (copies dY and cols into that layout).
-    Early layers (large L) favour the first, deep layers (small L, many channels) the second."""
-    n, o, spatial = g3.shape
-    ckk = cols.shape[1]
-    if n * o * ckk <= n * spatial * (o + ckk):
-        return (g3 @ cols.mT).sum(0)
-    return g3.permute(1, 0, 2).reshape(o, n * spatial) @ cols.permute(1, 0, 2).reshape(ckk, n * spatial).t()
+            gw = new(tuple(w.shape), g.dtype, g.device)
+            be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry)
+        if b is not None and b.requires_grad:
+            gb = g.sum((0, 2, 3))
+        return gx, gw, gb
+    return record(out, "Convolution", (x, w, b), backward)
 
 
 # ===================================================================== pooling
@@ -181,7 +165,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
-        g.device.backend.max_pool2d_backward(gx._view, g.contiguous()._view, indices._view)
+        g.device.backend.max_pool2d_backward(gx._view, g.contiguous()._view, indices._view, kernel, stride, padding,
+                                             dilation)
         return (gx,)
     record(out, "MaxPool2DWithIndices", (x,), backward)
     if unbatched:

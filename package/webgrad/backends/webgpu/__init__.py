@@ -11,7 +11,8 @@ JS FFI), and one module per kernel family whose WGSL lives in the repository's s
     index.py         index_select, gather and their backward               shaders/index.wgsl
     rng.py           counter-based random numbers                          shaders/random.wgsl
     matmul.py        batched matmul (+bias, relu), planned by matmul_plan  shaders/matmul.wgsl
-    conv.py          im2col, col2im, max/avg pooling                       shaders/conv_pool.wgsl
+    conv.py          conv2d and its gradients (the matmul kernel, gathering the image),
+                     im2col, col2im, max/avg pooling                       shaders/conv_pool.wgsl
     optim.py         fused SGD, Adam/AdamW, RMSprop steps                  shaders/optim.wgsl
 
 Adding a kernel: write the entry point in its family's .wgsl (WGSL `override` constants for what

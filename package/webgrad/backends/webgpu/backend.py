@@ -183,11 +183,20 @@ class WebGPUBackend(Backend):
     def col2im(self, out, cols, kernel, stride, padding, dilation):
         conv.col2im(self.runtime, out, cols, kernel, stride, padding, dilation)
 
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
+        conv.conv2d(self.runtime, out, x, weight, bias, stride, padding, dilation)
+
+    def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
+        conv.conv2d_backward_input(self.runtime, out, grad, weight, stride, padding, dilation)
+
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
+        conv.conv2d_backward_weight(self.runtime, out, grad, x, stride, padding, dilation)
+
     def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
         conv.max_pool2d(self.runtime, out, indices, x, kernel, stride, padding, dilation)
 
-    def max_pool2d_backward(self, out, grad, indices):
-        conv.max_pool2d_backward(self.runtime, out, grad, indices)
+    def max_pool2d_backward(self, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
+        conv.max_pool2d_backward(self.runtime, out, grad, indices, kernel, stride, padding, dilation)
 
     def avg_pool2d(self, out, x, kernel, stride, padding, count_include_pad=True):
         conv.avg_pool2d(self.runtime, out, x, kernel, stride, padding, count_include_pad)

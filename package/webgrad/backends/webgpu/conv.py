@@ -1,11 +1,24 @@
-"""im2col / col2im and 2-D max / average pooling over NCHW float32 images (shaders/conv_pool.wgsl)."""
+"""Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
+
+conv2d and its two gradients are products of the matmul kernel (shaders/matmul.wgsl) whose b operand is
+the image unfolded on the fly (B_GATHER, an implicit im2col): the unfolded matrix, 9x the image for a
+3x3 window, is never written or read back. Forward: out[n] = W [O, C*kh*kw] @ cols(x[n]), the bias
+added per row in the epilogue. Weight gradient: one batch-reduce product, sum over images of
+dY[n] [O, OH*OW] @ cols(x[n])ᵀ, split across workgroups when the output is small. Input gradient
+(stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
+(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
+im2col, col2im and pooling are shaders/conv_pool.wgsl.
+"""
 
 import struct
 
+from ...backends.device import View
 from ...dtypes import float32, int32
-from .elementwise import fill, materialize
+from . import matmul_plan
+from .elementwise import copy, fill, materialize
+from .matmul import run_plan
 from .runtime import Kernel, Shader
-from .views import check_view
+from .views import check_view, contiguous_view
 
 SHADER = Shader("conv_pool.wgsl", {})
 _PLAIN = ((0, "write"), (1, "read"), (4, "uniform"))
@@ -13,6 +26,7 @@ IM2COL = Kernel(SHADER, "im2col", _PLAIN)
 COL2IM = Kernel(SHADER, "col2im", _PLAIN)
 MAX_POOL = Kernel(SHADER, "max_pool2d", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 MAX_POOL_BACKWARD = Kernel(SHADER, "max_pool2d_backward", ((1, "read"), (2, "write"), (3, "write"), (4, "uniform")))
+MAX_POOL_BACKWARD_GATHER = Kernel(SHADER, "max_pool2d_backward_gather", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 AVG_POOL = Kernel(SHADER, "avg_pool2d", _PLAIN)
 AVG_POOL_BACKWARD = Kernel(SHADER, "avg_pool2d_backward", _PLAIN)
 
@@ -103,15 +117,22 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
             x.offset, out.offset, indices.offset)
 
 
-def max_pool2d_backward(rt, out, grad, indices):
+def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
     N, C, H, W = _image(out, "out")
     check_view(grad, "grad", dtype=float32, contiguous=True, ndim=4)
     check_view(indices, "indices", dtype=int32, contiguous=True, ndim=4)
     if grad.shape != indices.shape or grad.shape[:2] != (N, C):
         raise ValueError(f"max_pool2d_backward: grad {grad.shape}, indices {indices.shape} and out {out.shape} disagree")
     grad, indices = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, indices))
-    fill(rt, out, 0.0)
     OH, OW = grad.shape[2:]
+    if kernel is not None:
+        geom = _geometry(kernel, stride, padding, dilation)
+        (kh, kw), (sh, sw), _, (dh, dw) = geom
+        if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1:  # windows never overlap: gather
+            _launch(rt, MAX_POOL_BACKWARD_GATHER, (out.storage, grad.storage, indices.storage), out.numel, C, H, W,
+                    OH, OW, geom, grad.offset, out.offset, indices.offset)
+            return
+    fill(rt, out, 0.0)
     geom = ((1, 1), (1, 1), (0, 0), (1, 1))  # unused: the indices say where each gradient goes
     _launch(rt, MAX_POOL_BACKWARD, (grad.storage, indices.storage, out.storage), grad.numel, C, H, W, OH, OW, geom,
             grad.offset, out.offset, indices.offset)
@@ -137,3 +158,95 @@ def avg_pool2d_backward(rt, out, grad, kernel, stride, padding, count_include_pa
         grad = materialize(rt, grad)
     _launch(rt, AVG_POOL_BACKWARD, (out.storage, grad.storage), out.numel, C, H, W, OH, OW, geom, grad.offset,
             out.offset, include_pad=count_include_pad)
+
+
+# ------------------------------------------------------------------------------ convolution
+def _conv_operands(name, image, weight, out_hw_view, geom):
+    """Check a convolution's image and weight; (N, C, H, W), (O, kh, kw), (OH, OW)."""
+    N, C, H, W = _image(image, name)
+    check_view(weight, "weight", dtype=float32, contiguous=True, ndim=4)
+    O, Cw, kh, kw = weight.shape
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    if Cw != C:
+        raise ValueError(f"conv2d: weight {weight.shape} does not match {C} input channels")
+    return (N, C, H, W), (O, kh, kw), (_out_size(H, kh, sh, ph, dh), _out_size(W, kw, sw, pw, dw))
+
+
+def _gather(H, W, OW, kh, kw, geom):
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    return (H, W, OW, kh, kw, sh, sw, dh, dw, ph, pw)
+
+
+def _conv_geom(stride, padding, dilation):
+    s, p, d = (_pair(v, n) for v, n in ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
+    if min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise ValueError(f"bad convolution: stride {s}, padding {p}, dilation {d}")
+    return s, p, d
+
+
+def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
+    geom = _conv_geom(stride, padding, dilation)
+    (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
+    check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
+    if out.shape != (N, O, OH, OW):
+        raise ValueError(f"conv2d: out has shape {out.shape}, expected {(N, O, OH, OW)}")
+    if bias is not None:
+        check_view(bias, "bias", dtype=float32, contiguous=True, ndim=1)
+        if bias.shape != (O,):
+            raise ValueError(f"conv2d: bias has shape {bias.shape}, expected ({O},)")
+    if out.numel == 0:
+        return
+    x, weight, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (x, weight, bias))
+    # out[n] [O, OH*OW] = weight [O, C*kh*kw] (one matrix for every image) @ cols(x[n]) + bias per row
+    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
+                         out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
+                         gather=_gather(H, W, OW, kh, kw, geom))
+    run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
+
+
+def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation):
+    geom = _conv_geom(stride, padding, dilation)
+    check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
+    (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, out, out, geom)
+    check_view(grad, "grad", dtype=float32, contiguous=True, ndim=4)
+    if grad.shape != (N, O, OH, OW):
+        raise ValueError(f"conv2d_backward_weight: grad has shape {grad.shape}, expected {(N, O, OH, OW)}")
+    if out.numel == 0:
+        return
+    grad, x = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, x))
+    # dW [O, C*kh*kw] = sum over images n of dY[n] [O, OH*OW] @ cols(x[n])ᵀ: a batch-reduce product
+    # (items = N), whose K loop runs over every image's positions
+    p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
+                         O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom))
+    run_plan(rt, p, grad.storage, x.storage, out.storage)
+
+
+def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
+    geom = _conv_geom(stride, padding, dilation)
+    check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
+    (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("out", out, weight, out, geom)
+    check_view(grad, "grad", dtype=float32, contiguous=True, ndim=4)
+    if grad.shape != (N, O, OH, OW):
+        raise ValueError(f"conv2d_backward_input: grad has shape {grad.shape}, expected {(N, O, OH, OW)}")
+    if out.numel == 0:
+        return
+    grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    kk = kh * kw
+    if (sh, sw) != (1, 1):
+        # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
+        cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
+        p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
+                             0, O * OH * OW)
+        run_plan(rt, p, weight.storage, grad.storage, cols.storage)
+        col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+        return
+    # Stride 1: dX[n, c, h, w] = sum over o, i, j of W[o, c, i, j] * dY[n, o, h + ph - i*dh, w + pw - j*dw],
+    # a convolution of dY: out[n] [C, H*W] = Wt [C, O*kh*kw] @ cols'(dY[n]), where cols' unfolds the
+    # OH x OW planes of dY with dilation -d and padding -p (so that row (o, i, j) reads h + p - i*d).
+    # Wt is W with its first two dims swapped: a small copy.
+    wt = contiguous_view(rt.storage(C * O * kk, float32), (C, O, kk), float32)
+    copy(rt, wt, View(weight.storage, (C, O, kk), (kk, C * kk, 1), weight.offset, float32))
+    p = matmul_plan.plan(N, C, H * W, O * kk, False, False, False, False, 0, grad.offset, out.offset, 0, 0,
+                         O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw))
+    run_plan(rt, p, wt.storage, grad.storage, out.storage)

@@ -1,7 +1,8 @@
 """Batched matmul with fused bias and ReLU: shaders/matmul.wgsl, dispatched as matmul_plan says.
 
-matmul_plan.py (tile choice, override constants, uniform layout) and matmul.wgsl belong to the matmul
-kernel; this module only checks the views and hands the plan to the runtime.
+matmul_plan.py (tile choice, K split, override constants, uniform layout) and matmul.wgsl belong to
+the matmul kernel; this module only checks the views and hands the plan to the runtime (run_plan,
+which the convolutions in conv.py use too).
 """
 
 from ...dtypes import float32
@@ -50,8 +51,24 @@ def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     a, b, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (a, b, bias))
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias is not None, relu, a.offset, b.offset,
                          out.offset, bias.offset if bias is not None else 0, a_stride, b_stride)
-    prepared = rt.memo.get(p)  # plans are cached by matmul_plan, so a repeated product finds its Launch
-    if prepared is None:
-        constants = tuple(sorted(p.constants.items()))
-        prepared = rt.memo[p] = rt.launch(_kernel(p.entry_point), constants, p.params, p.workgroups)
-    rt.run(prepared, (a.storage, b.storage, out.storage, (bias if bias is not None else a).storage))
+    run_plan(rt, p, a.storage, b.storage, out.storage, bias.storage if bias is not None else None)
+
+
+def run_plan(rt, p, a, b, out, bias=None):
+    """Record plan p (matmul_plan.plan) on storages a, b, out and bias (None: none). With split-K the
+    product writes its partial tiles into a scratch storage from the runtime's pool (during a capture,
+    the graph's pool: a replay reuses it, and a repeated step allocates nothing new), then the
+    reduction writes out."""
+    launches = rt.memo.get(p)  # plans are cached by matmul_plan, so a repeated product finds its Launches
+    if launches is None:
+        launches = rt.memo[p] = tuple(
+            rt.launch(_kernel(q.entry_point), tuple(sorted(q.constants.items())), q.params, q.workgroups)
+            for q in (p, p.reduce) if q is not None)
+    if bias is None:
+        bias = a  # any read-only buffer: HAS_BIAS is off
+    if p.reduce is None:
+        rt.run(launches[0], (a, b, out, bias))
+        return
+    scratch = rt.storage(p.scratch, float32)
+    rt.run(launches[0], (a, b, scratch, bias))
+    rt.run(launches[1], (scratch, b, out, bias))  # binding 1 is unused by the reduction

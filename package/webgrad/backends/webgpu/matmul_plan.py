@@ -1,17 +1,24 @@
 """How to dispatch shaders/matmul.wgsl for one batched matrix product: entry point, tile
-configuration (WGSL override constants), uniform parameters and workgroup count.
+configuration (WGSL override constants), K split, uniform parameters and workgroup count.
 
 Pure Python, no GPU calls: the native and browser runtimes share it.
 
     p = plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
-             a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride)
+             a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride,
+             items=1, bias_rows=False, gather=None)
     pipeline: module from p.shader, entry point p.entry_point, override constants p.constants
     bindings (group 0): 0 a, 1 b, 2 out, 3 bias (a's buffer when there is none), 4 uniform p.params
     dispatch: p.workgroups
+    when p.reduce is not None (split-K, p.splits > 1): bind a scratch buffer of p.scratch floats as
+    out (binding 2) of that dispatch instead, then dispatch p.reduce (the same fields: entry point,
+    constants, params, workgroups) with bindings 0 scratch, 1 any, 2 out, 3 bias, 4 its params.
 
-Semantics: out[z] = op(a[z]) @ op(b[z]) (+ bias[N]) (then relu), out contiguous [batch, M, N];
-a stored [M, K] row-major, or [K, M] when trans_a; b stored [K, N], or [N, K] when trans_b.
-Offsets and batch strides are in float32 elements; a batch stride of 0 reuses one matrix.
+Semantics: out[z] = sum over r < items of op(a[z*items + r]) @ op(b[z*items + r]) (+ bias) (then
+relu), out contiguous [batch, M, N]; a stored [M, K] row-major, or [K, M] when trans_a; b stored
+[K, N], or [N, K] when trans_b. The bias has N entries (one per column), or M with bias_rows.
+Offsets and batch strides (per item) are in float32 elements; a batch stride of 0 reuses one matrix.
+gather = (H, W, OW, kh, kw, sy, sx, dy, dx, py, px) makes op(b) an image unfolded on the fly instead
+(see matmul.wgsl's unfolded4): b's items are images of H x W planes, b_batch_stride apart.
 """
 
 import functools
@@ -45,6 +52,26 @@ CONFIGS = {
 }
 
 MAX_WORKGROUPS_PER_DIM = 65535
+
+# Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
+# 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
+# SM), each split keeping at least MIN_SPLIT_STEPS K steps per slice so that writing its partial tile
+# stays small next to its work, at most MAX_SPLITS splits (the reduction reads them all) and a scratch
+# buffer of at most MAX_SCRATCH floats. Measured on an H100 (a CNN's conv2 weight gradient at batch
+# 1024, [32, 200704] @ [200704, 144]: 5 tiles): 1967 us unsplit as 16x16k8, 378 us split 30 ways,
+# 200 us + 9 us of reduction split 106 ways as 32x32k4; 64 tiles of 1024x10 @ K = 1568 gained 7 us
+# from 3 splits, 98 tiles of 10x1568 @ K = 1024 nothing.
+SPLIT_BELOW_TILES = 96
+TARGET_WORKGROUPS = 528
+MIN_SPLIT_STEPS = 8
+MAX_SPLITS = 256
+MAX_SCRATCH = 1 << 24
+LONG_K = 8192  # from here on choose_config counts on split-K for parallelism and takes 32x32 tiles
+REDUCE_OUTPUTS = 32  # matmul_reduce: outputs (or vec4s) per workgroup, each summed by 8 threads
+VEC_STORE_MAX_K = 512  # vec4 stores for products whose workgroups walk at most this much K (see _plan)
+
+# WEBGRAD_MATMUL_SPLITS=<n> forces the K split of every product (n >= 1; benchmarks and tests).
+_FORCED_SPLITS = int(os.environ.get("WEBGRAD_MATMUL_SPLITS") or 0) or None
 
 # WEBGRAD_MATMUL_CONFIG=<name> forces one configuration (for benchmarking and tests).
 _FORCED = os.environ.get("WEBGRAD_MATMUL_CONFIG") or None
@@ -99,18 +126,27 @@ def add_config(spec, max_workgroup_bytes=32768):
 
 
 class MatmulPlan:
-    __slots__ = ("shader", "entry_point", "constants", "params", "workgroups", "config")
+    """One dispatch (entry point, constants, params, workgroups) and, for split-K, the second one:
+    `reduce` (a MatmulPlan of its own), with `splits` and the `scratch` floats the first one writes."""
 
-    def __init__(self, shader, entry_point, constants, params, workgroups, config):
+    __slots__ = ("shader", "entry_point", "constants", "params", "workgroups", "config", "splits", "scratch",
+                 "reduce")
+
+    def __init__(self, shader, entry_point, constants, params, workgroups, config, splits=1, scratch=0,
+                 reduce=None):
         self.shader = shader
         self.entry_point = entry_point
         self.constants = constants
         self.params = params
         self.workgroups = workgroups
         self.config = config
+        self.splits = splits
+        self.scratch = scratch
+        self.reduce = reduce
 
     def __repr__(self):
-        return (f"MatmulPlan({self.entry_point}, {self.config}, workgroups={self.workgroups}, "
+        split = f", splits={self.splits}" if self.splits > 1 else ""
+        return (f"MatmulPlan({self.entry_point}, {self.config}{split}, workgroups={self.workgroups}, "
                 f"constants={self.constants})")
 
 
@@ -126,10 +162,14 @@ def _waste(cfg, M, N):
 
 
 def choose_config(batch, M, N, K, profile="gpu"):
-    """A tile configuration for these sizes. GPU: the largest tile that still gives ~2 workgroups per
-    SM of a big GPU (132 SMs on an H100) without padding much; thin tiles for thin outputs; when even
-    32x32 tiles are too few and K is long, split K inside the workgroup. Thresholds from H100 sweeps
-    (bench/kernels.py): e.g. 128x128 @ 128x784 (an MNIST layer) 34.7 us as 32x32, 11.4 us as 16x16k8."""
+    """A tile configuration for these sizes (K: the whole reduction, items included). GPU: the largest
+    tile that still gives ~2 workgroups per SM of a big GPU (132 SMs on an H100) without padding much;
+    thin tiles for thin outputs; when even 32x32 tiles are too few and K is long, split K inside the
+    workgroup, and for a very long K across workgroups too (choose_splits), which lets 32x32 tiles be
+    used. Thresholds from H100 sweeps (bench/kernels.py, .. profile): e.g. 128x128 @ 128x784 (an MNIST
+    layer) 34.7 us as 32x32, 11.4 us as 16x16k8; a CNN's input gradient 128 x [16, 288] @ [288, 196]
+    44.8 us as 32x32k4, 38.4 as 16x32k4; its weight gradient [32, 25088] @ [25088, 144] 61 us as
+    16x16k8 split 30 ways, 47 as 32x32k4 split 64 ways."""
     if _FORCED:
         return _FORCED
     if profile == "cpu":
@@ -148,26 +188,53 @@ def choose_config(batch, M, N, K, profile="gpu"):
             return cfg
     if K < 64:
         return "32x32"
-    if _tiles("32x32", batch, M, N) >= 128:
+    if M <= 16 < N and _tiles("16x32k4", batch, M, N) >= 128:
+        return "16x32k4"
+    if N <= 16 < M and _tiles("32x16k4", batch, M, N) >= 128:
+        return "32x16k4"
+    if _tiles("32x32", batch, M, N) >= 128 or (K >= LONG_K and min(M, N) > 16):
         return "32x32k4"
     return "16x16k8"
 
 
+def choose_splits(cfg, batch, M, N, steps, profile="gpu"):
+    """How many workgroups share each tile's `steps` K steps (1: no split-K). See TARGET_WORKGROUPS."""
+    if _FORCED_SPLITS:
+        return max(1, min(_FORCED_SPLITS, steps, MAX_WORKGROUPS_PER_DIM // batch))
+    if profile == "cpu":  # a few cores: the tiles alone keep them busy
+        return 1
+    tiles = _tiles(cfg, batch, M, N)
+    if tiles >= SPLIT_BELOW_TILES:
+        return 1
+    want = -(-TARGET_WORKGROUPS // tiles)
+    most = min(steps // (CONFIGS[cfg]["KS"] * MIN_SPLIT_STEPS), MAX_WORKGROUPS_PER_DIM // batch,
+               MAX_SCRATCH // (batch * M * N), MAX_SPLITS)
+    return max(1, min(want, most))
+
+
 def plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
-         a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, config=None):
-    """The dispatch for one batched matmul (see the module docstring). `config` forces a tile
-    configuration by name (a key of CONFIGS); by default it is chosen from the sizes. Cached: the
-    same arguments return the same (read-only) plan object."""
+         a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, config=None,
+         items=1, bias_rows=False, gather=None, splits=None):
+    """The dispatch(es) for one batched matmul (see the module docstring). `config` forces a tile
+    configuration by name (a key of CONFIGS) and `splits` a K split; by default both are chosen from
+    the sizes. Cached: the same arguments return the same (read-only) plan object."""
     return _plan(batch, M, N, K, bool(trans_a), bool(trans_b), bool(has_bias), bool(relu), a_offset, b_offset,
-                 out_offset, bias_offset, a_batch_stride, b_batch_stride, config, _PROFILE)
+                 out_offset, bias_offset, a_batch_stride, b_batch_stride, config, _PROFILE, items,
+                 bool(bias_rows), tuple(gather) if gather is not None else None, splits)
+
+
+# matmul.wgsl's Params: 16 u32; the gather's image size and stride (4 u32), dilation and padding (4 i32)
+_PARAMS = struct.Struct("<20I4i")
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
-          a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, config, profile):
-    if min(batch, M, N) < 1 or K < 0:
-        raise ValueError(f"matmul: bad sizes batch={batch} M={M} N={N} K={K}")
-    cfg = config or choose_config(batch, M, N, K, profile)
+def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset, bias_offset,
+          a_batch_stride, b_batch_stride, config, profile, items, bias_rows, gather, splits):
+    if min(batch, M, N, items) < 1 or K < 0:
+        raise ValueError(f"matmul: bad sizes batch={batch} M={M} N={N} K={K} items={items}")
+    if gather is not None and len(gather) != 11:
+        raise ValueError(f"matmul: gather needs 11 numbers (H, W, OW, kh, kw, sy, sx, dy, dx, py, px), got {gather}")
+    cfg = config or choose_config(batch, M, N, K * items, profile)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
     bk = c["BK"]
@@ -177,27 +244,68 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
     # vec4 loads need every vec4 to start on a multiple of 4 and to lie wholly inside one row.
     # (lda > 0 also guarantees the buffer holds >= 16 bytes, the minimum for binding array<vec4>.)
     vec_a = lda % 4 == 0 and lda > 0 and a_offset % 4 == 0 and a_batch_stride % 4 == 0
-    vec_b = ldb % 4 == 0 and ldb > 0 and b_offset % 4 == 0 and b_batch_stride % 4 == 0
-    entry = "matmul_" + ("v" if vec_a else "s") + ("v" if vec_b else "s")
+    vec_b = gather is None and ldb % 4 == 0 and ldb > 0 and b_offset % 4 == 0 and b_batch_stride % 4 == 0
 
-    workgroups = (-(-N // bn), -(-M // bm), batch)
+    ntiles = -(-K // bk)
+    steps = items * ntiles
+    if splits is None:
+        splits = choose_splits(cfg, batch, M, N, steps, profile)
+    splits = max(1, min(splits, steps))
+    split_steps = -(-steps // splits) if steps else 0
+    splits = -(-steps // split_steps) if steps else 1  # no empty split
+    # Stores are vec4 when each thread's 4 columns are 16-byte aligned and in bounds together, and
+    # the K a workgroup walks is short (the product is store-bound): measured on an H100, 25088x144 @
+    # K = 32 went from 7.8 to 13.0 TFLOP/s with vec4 stores, but 4096^3 from 34.4 down to 29.9.
+    vec_out = (N % 4 == 0 and (out_offset % 4 == 0 or splits > 1)
+               and split_steps * bk <= VEC_STORE_MAX_K)
+    entry = "matmul_" + ("v" if vec_a else "s") + ("v" if vec_b else "s") + ("4" if vec_out else "")
+
+    workgroups = (-(-N // bn), -(-M // bm), batch * splits)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM and not config and cfg != "128x128":
         return _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
-                     bias_offset, a_batch_stride, b_batch_stride, "128x128", profile)
+                     bias_offset, a_batch_stride, b_batch_stride, "128x128", profile, items, bias_rows, gather,
+                     1)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
         raise ValueError(f"matmul too large for one dispatch: workgroups {workgroups}")
-    for v in (a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride):
+    for v in (a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride,
+              splits * batch * M * N):
         if not 0 <= v < 2**32:
-            raise ValueError("matmul: offsets and strides must fit in u32")
+            raise ValueError("matmul: offsets, strides and sizes must fit in u32")
 
-    constants = dict(c)
-    constants.update(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias), RELU=int(relu))
-    params = struct.pack(
-        "<12I", M, N, K, -(-K // bk),
-        a_offset, b_offset, out_offset, bias_offset,
-        a_batch_stride, b_batch_stride, lda, ldb,
+    # the gather's window and row width are override constants (G_KH, G_KW, G_OW), the rest Params
+    H, W, OW, kh, kw, sy, sx, dy, dx, py, px = gather or (0,) * 11
+    geometry = (H, W, sy, sx, dy, dx, py, px)
+    split = splits > 1
+    # With split-K the product writes raw partial tiles into the scratch buffer (offset 0); bias and
+    # ReLU move to the reduction.
+    params = _PARAMS.pack(
+        M, N, K, ntiles,
+        a_offset, b_offset, 0 if split else out_offset, bias_offset,
+        a_batch_stride, b_batch_stride, lda, ldb if gather is None else 0,
+        items, split_steps, splits, batch,
+        *geometry,
     )
-    return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg)
+    constants = dict(c)
+    constants.update(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias and not split),
+                     RELU=int(relu and not split), BIAS_ROWS=int(bias_rows), SPLIT_K=int(split or items > 1))
+    if not vec_b:  # B_GATHER is read by the scalar-b entry points only (constants must be used)
+        constants["B_GATHER"] = int(gather is not None)
+    if gather is not None:
+        constants.update(G_KH=kh, G_KW=kw, G_OW=OW)
+    if not split:
+        return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg)
+
+    total = batch * M * N
+    reduce_vec = N % 4 == 0 and out_offset % 4 == 0
+    groups = -(-(total // 4 if reduce_vec else total) // REDUCE_OUTPUTS)
+    rgrid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
+        (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
+    rparams = _PARAMS.pack(M, N, K, ntiles, 0, 0, out_offset, bias_offset, 0, 0, 0, 0, items, split_steps,
+                           splits, batch, *geometry)
+    reduce = MatmulPlan(SHADER, "matmul_reduce4" if reduce_vec else "matmul_reduce",
+                        dict(HAS_BIAS=int(has_bias), RELU=int(relu), BIAS_ROWS=int(bias_rows)), rparams, rgrid,
+                        "reduce")
+    return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg, splits, splits * total, reduce)
 
 
 def flops(batch, M, N, K):
