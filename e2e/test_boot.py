@@ -13,7 +13,14 @@ def test_boot_shows_adapter_and_runs_python(booted_page, run_python, screenshot)
     # Headless Chromium here renders WebGPU with SwiftShader; the page names the architecture.
     page.wait_for_function("!document.getElementById('gpu').textContent.includes('checking')")
     assert "swiftshader" in page.inner_text("#gpu")
+    # Boot progress: every stage's bar is full once the trainer is up.
+    page.wait_for_function("document.body.dataset.app === 'ready'", timeout=180_000)
     assert "ready" in page.inner_text("#status")
+    for stage in ("pyodide", "wheel", "data"):
+        value, maximum = page.evaluate(f"[document.getElementById('boot-{stage}').value, "
+                                       f"document.getElementById('boot-{stage}').max]")
+        assert value == maximum > 0, (stage, value, maximum)
+    assert "MNIST are ready" in page.inner_text("#boot-summary")
 
     version = run_python("import webgrad, sys; sys.version")
     assert re.match(r"3\.14\.\d+", version), version
@@ -35,14 +42,32 @@ def test_python_errors_reject(run_python):
 
 
 def test_without_webgpu_page_explains(page, server_url, screenshot):
-    # As in a browser without WebGPU: the page must explain, not stay blank.
-    page.add_init_script("delete Navigator.prototype.gpu;")
+    # As in a browser without WebGPU, in the page and in its worker: the page must explain, not stay blank.
+    page.add_init_script("delete Navigator.prototype.gpu;")  # init scripts do not reach workers: patch worker.js
+
+    def worker_without_gpu(route):
+        response = route.fetch()
+        route.fulfill(response=response, body="delete WorkerNavigator.prototype.gpu;\n" + response.text())
+
+    page.route("**/worker.js", worker_without_gpu)
     page.goto(server_url + "/")
     gpu = page.locator("#gpu.missing")
     gpu.wait_for()
     text = gpu.inner_text()
     assert "WebGPU is not available" in text
     assert "--enable-unsafe-webgpu" in text
+    # Instead of an empty dashboard: what to do, in a card of its own.
+    explanation = page.locator("#nogpu")
+    assert explanation.is_visible()
+    assert "--enable-unsafe-webgpu" in explanation.inner_text() and "Chrome" in explanation.inner_text()
+    for panel in ("#setup", "#charts", "#draw", "#files"):
+        assert page.locator(panel).is_hidden(), panel
+    # Python still boots; the trainer cannot start, and Train stays off.
+    page.wait_for_function("document.body.dataset.app !== 'loading'", timeout=180_000)
+    assert page.evaluate("document.body.dataset.app") == "error"
+    assert page.evaluate("document.body.dataset.boot") == "ready"
+    assert "no WebGPU" in page.inner_text("#boot-summary")
+    assert page.is_disabled("#train")
     screenshot(page, "no-webgpu")
 
 

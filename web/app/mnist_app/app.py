@@ -1,0 +1,276 @@
+"""The page's Python side: one App per worker. It owns the data, the model and the training run, and
+talks to the page only through messages (dicts): `receive(msg)` queues one, `post(msg)` sends one.
+
+One coroutine, `serve()`, handles the messages in order. While a run trains, the run calls
+`checkpoint()` between steps, which handles the messages that arrived meanwhile (pause, resume, stop,
+a digit to classify, an export), so the GPU is only ever used by one piece of code at a time.
+
+Messages from the page:  {type: "train", config} | "pause" | "resume" | "stop" |
+                         {type: "predict", id, pixels: 784 bytes} | "export" | {type: "import", data, name}
+Messages to the page:    data, state, progress, eval, run-end, probs, exported, imported, import-error,
+                         recovered, error (see the `post` calls; each has a "type").
+
+A lost GPU device (reported by the worker through device_lost) ends a run; the App then opens a new
+device, uploads the data again and puts back the weights it last copied to the host (at the start of
+each run, after each epoch and when a run ends).
+"""
+
+import asyncio
+import collections
+import io
+import traceback
+
+import webgrad as wg
+import webgrad.nn.functional as F
+
+from . import models, train
+from .data import PIXELS, Data
+
+GRID = 48  # test digits shown with their predictions (the first ones of the test set)
+
+
+class App:
+    def __init__(self, post, device="webgpu"):
+        self._post = post
+        self.device = device
+        self.inbox = collections.deque()
+        self._arrived = asyncio.Event()
+        self.root = self.data = None
+        self.test_labels = None  # on the host, for confusion matrices
+        self.model = self.kind = None
+        self.test_size = 10000  # samples evaluated (the last run's setting)
+        self.run = None  # the Run in progress
+        self.paused = self.stop_requested = False
+        self.lost = None  # why the GPU device was lost, until a new one is open
+        self.saved = None  # {"data": safetensors bytes, "kind", "label"}: the weights' last host copy
+        self.last_eval = None
+
+    # ------------------------------------------------------------------ messages
+
+    def post(self, msg):
+        self._post(msg)
+
+    def receive(self, msg):
+        """Queue a message from the page; serve() or checkpoint() handles it."""
+        self.inbox.append(msg)
+        self._arrived.set()
+
+    async def _wait_for_message(self):
+        while not self.inbox:
+            self._arrived.clear()
+            await self._arrived.wait()
+
+    async def serve(self):
+        """Handle messages forever (the worker starts this once the data is on the GPU)."""
+        while True:
+            await self._wait_for_message()
+            msg = self.inbox.popleft()
+            try:
+                await self._handle_idle(msg)
+            except Exception as e:  # a bug or a GPU failure must not end the loop: report it
+                self.post({"type": "error", "message": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
+
+    async def _handle_idle(self, msg):
+        kind = msg["type"]
+        if self.lost and kind != "export":
+            await self._recover()
+        if kind == "train":
+            await self._train(msg["config"])
+        elif kind == "predict":
+            await self._predict(self._latest_predict(msg))
+        elif kind == "export":
+            await self._export()
+        elif kind == "import":
+            await self._import(msg["data"], msg.get("name", "file"), msg.get("test_size"))
+        # pause/resume/stop outside a run, device-lost once recovered: nothing more to do
+
+    def _latest_predict(self, msg):
+        """Drop queued predict requests older than the newest one (the user kept drawing)."""
+        newer = [m for m in self.inbox if m["type"] == "predict"]
+        if newer:
+            self.inbox = collections.deque(m for m in self.inbox if m["type"] != "predict")
+            msg = newer[-1]
+        return msg
+
+    async def checkpoint(self):
+        """Called by the run between steps: yield to the browser, handle what arrived; "stop" ends the run."""
+        await asyncio.sleep(0)  # a browser task boundary: the page's messages are delivered here
+        while True:
+            while self.inbox:
+                msg = self.inbox.popleft()
+                kind = msg["type"]
+                if kind == "pause" and not self.paused:
+                    self.paused = True
+                    self.post({"type": "state", "state": "paused"})
+                elif kind == "resume" and self.paused:
+                    self.paused = False
+                    self.post({"type": "state", "state": "training"})
+                elif kind == "stop":
+                    self.stop_requested = True
+                elif kind == "predict":
+                    await self._predict(self._latest_predict(msg))
+                elif kind == "export":
+                    await self._export()
+                elif kind in ("train", "import"):
+                    self.post({"type": "error", "message": f"cannot {kind} while training: stop the run first"})
+            if self.stop_requested or self.lost:
+                return "stop"
+            if not self.paused:
+                return None
+            await self._wait_for_message()
+
+    # ------------------------------------------------------------------ data
+
+    async def load_data(self, root):
+        """Upload MNIST (the IDX files in folder `root`) to the GPU; send the grid's pixels and labels."""
+        self.root = root
+        self.data = Data(root, self.device)
+        self.test_labels = await self.data.test_labels()
+        self.post({
+            "type": "data", "train_size": len(self.data.train), "test_size": len(self.data.test),
+            "grid_pixels": await self.data.test_pixels(GRID), "grid_labels": self.test_labels[:GRID],
+        })
+
+    # ------------------------------------------------------------------ training
+
+    async def _train(self, raw_config):
+        try:
+            cfg = train.check_config(raw_config)
+        except ValueError as e:
+            self.post({"type": "run-end", "outcome": "invalid", "message": str(e)})
+            return
+        self.test_size = cfg["test_size"]
+        self.paused = self.stop_requested = False
+        self.run = run = train.Run(cfg, self.data, self.device, self)
+        # The new model answers predictions from its first step on.
+        self.model, self.kind = run.model, run.kind
+        self.keep_weights("initialisation")
+        self.post({"type": "state", "state": "training", "config": cfg, "steps_per_epoch": run.steps_per_epoch,
+                   "total_steps": run.total_steps, "model": models.NAMES[run.kind]})
+        try:
+            outcome, message = await run.run()
+        except Exception:
+            if not await self._was_lost():
+                raise
+            outcome, message = "device-lost", f"the GPU device was lost ({self.lost}) after {run.step} steps"
+        finally:
+            self.run = None
+            self.paused = False
+        if outcome == "stopped" and self.lost:
+            outcome, message = "device-lost", f"the GPU device was lost ({self.lost}) after {run.step} steps"
+        if outcome in ("done", "stopped", "diverged"):
+            self.keep_weights(f"step {run.step}")
+        self.post({"type": "run-end", "outcome": outcome, "message": message, "steps": run.step,
+                   "epochs_done": run.epoch})
+        if self.lost:
+            await self._recover()
+
+    async def report_eval(self, model, kind, epoch, source="train"):
+        """Evaluate on the test subset and send accuracy, confusion matrix and the grid's predictions."""
+        result = await train.evaluate(model, kind, self.data, self.test_size, self.test_labels)
+        self.last_eval = result
+        self.post({"type": "eval", "source": source, "epoch": epoch, "accuracy": result["accuracy"],
+                   "confusion": result["confusion"], "grid_pred": result["pred"][:GRID], "test_size": self.test_size})
+
+    def keep_weights(self, label):
+        """Copy the model's weights to the host (safetensors bytes): what survives a lost GPU device."""
+        buf = io.BytesIO()
+        wg.save(self.model.state_dict(), buf)
+        self.saved = {"data": buf.getvalue(), "kind": self.kind, "label": label}
+
+    # ------------------------------------------------------------------ the GPU device
+
+    def device_lost(self, reason):
+        """Called by the worker when WebGPU reports the device lost (GPU reset, driver update, destroy())."""
+        self.lost = reason or "unknown reason"
+        self.receive({"type": "device-lost"})  # ends a run at its next step, or wakes serve()
+
+    async def _was_lost(self, wait_s=2.0):
+        """After a GPU operation failed: was the device lost? (The failure can arrive before the news.)"""
+        for _ in range(int(wait_s / 0.05)):
+            if self.lost:
+                return True
+            await asyncio.sleep(0.05)
+        return bool(self.lost)
+
+    async def _recover(self):
+        """Open a new GPU device, upload the data again and put back the last host copy of the weights."""
+        reason = self.lost
+        _forget_device()
+        self.lost = None
+        try:
+            self.data = Data(self.root, self.device)
+            if self.saved is not None:
+                model = models.build(self.saved["kind"], self.device)
+                model.load_state_dict(wg.load(io.BytesIO(self.saved["data"]), device=self.device))
+                self.model, self.kind = model, self.saved["kind"]
+            else:
+                self.model = self.kind = None
+        except Exception as e:
+            self.lost = reason
+            self.post({"type": "error", "message": f"the GPU device was lost ({reason}) and no new one could be "
+                       f"opened ({type(e).__name__}: {e}); reload the page", "trace": traceback.format_exc()})
+            return
+        what = (f"the weights from {self.saved['label']} were put back" if self.saved is not None
+                else "there were no weights to put back")
+        self.post({"type": "recovered", "model": self.kind,
+                   "message": f"The GPU device was lost ({reason}). webgrad opened a new one and {what}."})
+
+    # ------------------------------------------------------------------ predictions, files
+
+    async def _predict(self, msg):
+        if self.model is None:
+            self.post({"type": "probs", "id": msg.get("id"), "probs": None,
+                       "message": "Train a model or import one to see its guesses."})
+            return
+        pixels = bytes(msg["pixels"])
+        if len(pixels) != PIXELS:
+            raise ValueError(f"predict: expected {PIXELS} pixels, got {len(pixels)}")
+        x = wg.frombuffer(pixels, dtype=wg.uint8, device=self.device) * (1.0 / 255)
+        with wg.no_grad():
+            probs = F.softmax(train.forward(self.model, self.kind, x.view(1, 1, 28, 28)), dim=1)
+        self.post({"type": "probs", "id": msg.get("id"), "probs": await probs.view(10).tolist_async()})
+
+    async def _export(self):
+        if self.model is None:
+            self.post({"type": "error", "message": "nothing to export yet: train a model or import one first"})
+            return
+        if self.lost:  # the GPU's copy is gone: export the host copy
+            data, kind = self.saved["data"], self.saved["kind"]
+        else:
+            buf = io.BytesIO()
+            wg.save(self.model.state_dict(), buf)
+            data, kind = buf.getvalue(), self.kind
+        self.post({"type": "exported", "data": data, "filename": f"webgrad-mnist-{kind}.safetensors", "kind": kind})
+
+    async def _import(self, data, name, test_size=None):
+        """Load weights from a .safetensors file; on any problem the current model stays as it was.
+        The model is then evaluated on `test_size` test digits (default: as many as last time)."""
+        lo, hi = train.INT_RANGES["test_size"]
+        if isinstance(test_size, int) and lo <= test_size <= hi:
+            self.test_size = test_size
+        try:
+            try:
+                state = wg.load(io.BytesIO(bytes(data)), device=self.device)
+            except ValueError as e:  # the file's own fault: say what is wrong with it
+                raise ValueError(f"{name} is not a valid .safetensors file: {e}") from None
+            kind = models.detect(state)
+            model = models.build(kind, self.device)
+            model.load_state_dict(state)
+        except (ValueError, RuntimeError, KeyError, TypeError) as e:
+            self.post({"type": "import-error", "message": str(e)})
+            return
+        self.model, self.kind = model, kind
+        self.keep_weights(f"the import of {name}")
+        self.post({"type": "imported", "kind": kind, "model": models.NAMES[kind], "name": name})
+        await self.report_eval(model, kind, None, source="import")
+
+
+def _forget_device():
+    """Make the next GPU tensor open a new device. webgrad has no public call for this yet: clear the
+    two caches that hold the lost device (replace with a webgrad.webgpu function once there is one)."""
+    from webgrad import devices
+    from webgrad.backends.webgpu import runtime
+
+    runtime._default_runtime = None
+    devices._backends.pop("webgpu", None)

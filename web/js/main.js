@@ -1,0 +1,238 @@
+// The page: wires the worker's messages to the views and the controls to the worker. Python (Pyodide,
+// webgrad, the trainer in web/app/mnist_app) runs in web/worker.js; this thread only renders.
+//
+// State for styling and tests lives on <body>: data-boot (loading|ready|error: Python and webgrad),
+// data-app (loading|ready|error: the trainer with MNIST on the GPU), data-train (idle|training|paused),
+// data-model (none|mlp|cnn: the model that answers predictions), data-gpu (none: no WebGPU; lost: the
+// device was lost and a new one is being opened; ok), data-outcome (how the last run ended).
+
+import { BootView } from "./boot-view.js";
+import { Charts } from "./charts.js";
+import { showAdapter } from "./gpu-info.js";
+import { mnistify } from "./mnistify.js";
+import { download, watchImport } from "./model-files.js";
+import { drawDigit, Results } from "./results.js";
+import { RunView } from "./run-view.js";
+import { Sketch } from "./sketch.js";
+import { TrainForm } from "./train-form.js";
+import { WorkerClient } from "./worker-client.js";
+
+const $ = (id) => document.getElementById(id);
+const body = document.body;
+
+const client = new WorkerClient();
+const boot = new BootView($("boot"));
+const form = new TrainForm($("train-form"), $("form-error"));
+const run = new RunView($("run"));
+const charts = new Charts($("loss-chart"), $("acc-chart"));
+const results = new Results($("grid"), $("confusion"), (i) => sketch.showDigit(results.digit(i)));
+const gpuOk = showAdapter($("gpu"));
+
+const log = (text) => {
+  const el = $("log");
+  el.textContent += text + "\n";
+  el.scrollTop = el.scrollHeight;
+};
+const setStatus = (text) => { $("status").textContent = text; };
+
+// ------------------------------------------------------------------ boot
+
+client.on("status", ({ text }) => setStatus(`Python: ${text}…`));
+client.on("progress", (m) => boot.progress(m));
+let versions = "";
+client.on("ready", ({ python, webgrad }) => {
+  body.dataset.boot = "ready";
+  versions = `Python ${python}, webgrad ${webgrad ?? "?"}`;
+  setStatus(`${versions} ready`);
+});
+client.on("error", ({ text }) => {
+  body.dataset.boot = "error";
+  setStatus(`Python failed to start: ${text}`);
+});
+client.on("app-ready", () => {
+  body.dataset.app = "ready";
+  setStatus(`${versions} ready; MNIST is on the GPU`);
+  boot.done("Python, webgrad and MNIST are ready");
+  setState("idle");
+});
+client.on("app-error", async ({ text }) => {
+  body.dataset.app = "error";
+  const hasGpu = await gpuOk;
+  run.setMessage(hasGpu ? `The trainer could not start: ${text}` :
+    "Training needs WebGPU, which this browser does not offer (see above).", "error");
+  boot.done(hasGpu ? "Python is ready; the trainer is not" : "Python is ready; no WebGPU, so no training");
+  setStatus(`${versions} ready; the trainer is not: ${text}`);
+  setState("idle");
+});
+client.on("stdout", ({ text }) => log(text));
+client.on("stderr", ({ text }) => log(text));
+client.on("gpu-lost", ({ reason, message }) => {
+  body.dataset.gpu = "lost";
+  log(`GPU device lost: ${reason} ${message}`);
+  run.setMessage(`The GPU device was lost (${reason}: ${message}). Opening a new one…`, "error");
+  setState(body.dataset.train);
+});
+
+// ------------------------------------------------------------------ training
+
+function setState(state) {
+  body.dataset.train = state;
+  const ready = body.dataset.app === "ready" && body.dataset.gpu !== "lost";
+  const focused = document.activeElement;
+  $("train").disabled = !ready || state !== "idle";
+  $("pause").disabled = state !== "training";
+  $("resume").disabled = state !== "paused";
+  $("stop").disabled = state === "idle";
+  form.setEnabled(state === "idle");
+  // A button that just got disabled drops the keyboard focus: hand it to the one that undoes it.
+  if (focused?.disabled) {
+    const next = { pause: "resume", resume: "pause", stop: "train", train: "pause" }[focused.id];
+    if (next && !$(next).disabled) $(next).focus();
+  }
+}
+
+$("train-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const config = form.read();
+  if (!config) return;
+  client.send({ type: "train", config });
+  $("train").disabled = true; // until the worker confirms (app:state)
+});
+$("pause").addEventListener("click", () => client.send({ type: "pause" }));
+$("resume").addEventListener("click", () => client.send({ type: "resume" }));
+$("stop").addEventListener("click", () => client.send({ type: "stop" }));
+
+client.on("app:data", ({ grid_pixels, grid_labels }) => results.setDigits(grid_pixels, grid_labels));
+client.on("app:state", (m) => {
+  if (m.state === "training" && m.config) { // a new run
+    delete body.dataset.outcome;
+    run.start(m);
+    charts.reset();
+    setModel(m.config.model);
+  }
+  if (m.state === "paused") run.setMessage("Paused: Resume continues from this step, Stop ends the run.");
+  if (m.state === "training" && !m.config) run.setMessage("Training…");
+  setState(m.state);
+});
+client.on("app:progress", (m) => {
+  run.progress(m);
+  if (m.loss !== undefined) charts.loss.add(m.global_step, m.loss);
+});
+client.on("app:eval", (m) => {
+  results.showPredictions(m.grid_pred);
+  results.showConfusion(m.confusion);
+  run.accuracy(m.accuracy, m.test_size);
+  if (m.source === "train") charts.accuracy.add(m.epoch, 100 * m.accuracy);
+  classifyNow(); // the drawing's probabilities under the updated model
+});
+client.on("app:run-end", (m) => {
+  setState("idle");
+  if (m.outcome === "invalid") form.showError(m.message);
+  const kind = { done: "ok", stopped: "", invalid: "error", diverged: "error", "device-lost": "error" }[m.outcome];
+  const what = { done: "Done", stopped: "Stopped", invalid: "Not started", diverged: "Stopped: diverged",
+    "device-lost": "Stopped: GPU lost" }[m.outcome];
+  run.setMessage(`${what}: ${m.message}`, kind);
+  body.dataset.outcome = m.outcome;
+});
+client.on("app:recovered", ({ message, model }) => {
+  body.dataset.gpu = "ok";
+  run.setMessage(message, "error");
+  setModel(model || "none");
+  setState(body.dataset.train);
+});
+client.on("app:error", ({ message, trace }) => {
+  run.setMessage(`Error: ${message}`, "error");
+  if (trace) log(trace);
+});
+
+// ------------------------------------------------------------------ draw a digit
+
+const probsEl = $("probs");
+probsEl.replaceChildren(...Array.from({ length: 10 }, (_, d) => {
+  const li = document.createElement("li");
+  li.innerHTML = `<span class="digit">${d}</span><span class="bar"><span></span></span><span class="pct">–</span>`;
+  return li;
+}));
+
+function setModel(kind) {
+  body.dataset.model = kind;
+  $("export").disabled = kind === "none";
+  classifyNow();
+}
+
+let inFlight = false, dirty = false, requestId = 0;
+const sketch = new Sketch($("sketch"), classifySoon);
+
+// While the user draws, at most one request is in flight; the newest drawing is sent when it answers.
+function classifySoon() {
+  if (inFlight) dirty = true;
+  else classifyNow();
+}
+
+function classifyNow() {
+  dirty = false;
+  const pixels = mnistify(sketch.ink(), sketch.canvas.width, sketch.canvas.height);
+  drawDigit($("sketch-28"), pixels || new Uint8Array(784));
+  if (!pixels || body.dataset.model === "none" || body.dataset.app !== "ready") {
+    showProbs(null, pixels ? "Train a model or import one to see its guesses." : "Draw a digit.");
+    return;
+  }
+  inFlight = true;
+  client.send({ type: "predict", id: ++requestId, pixels });
+}
+
+client.on("app:probs", ({ probs, message }) => {
+  inFlight = false;
+  probsEl.dataset.answers = Number(probsEl.dataset.answers || 0) + 1; // tests wait on this
+  showProbs(probs, message);
+  if (dirty) classifyNow();
+});
+
+function showProbs(probs, message) {
+  const best = probs ? probs.indexOf(Math.max(...probs)) : -1;
+  [...probsEl.children].forEach((li, d) => {
+    const p = probs ? probs[d] : 0;
+    li.querySelector(".bar span").style.width = `${100 * p}%`;
+    li.querySelector(".pct").textContent = probs ? `${(100 * p).toFixed(1)}%` : "–";
+    li.classList.toggle("best", d === best);
+    li.dataset.p = p;
+    li.setAttribute("aria-label", `${d}: ${probs ? (100 * p).toFixed(1) + "%" : "no guess"}`);
+  });
+  $("guess").textContent = probs ? `The model reads a ${best} (${(100 * probs[best]).toFixed(1)}%).` : (message || "");
+  probsEl.dataset.state = probs ? "ready" : "empty";
+}
+
+$("clear").addEventListener("click", () => sketch.clear());
+let sample = -1;
+$("sample").addEventListener("click", () => {
+  if (!results.pixels) return;
+  sample = (sample + 1) % results.labels.length;
+  sketch.showDigit(results.digit(sample));
+});
+
+// ------------------------------------------------------------------ model files
+
+const fileStatus = (text, kind = "") => {
+  $("file-status").textContent = text;
+  $("file-status").className = kind;
+};
+$("export").addEventListener("click", () => client.send({ type: "export" }));
+client.on("app:exported", ({ data, filename }) => {
+  download(data, filename);
+  fileStatus(`Exported ${filename} (${(data.length / 1024).toFixed(0)} KiB).`, "ok");
+});
+watchImport($("import"), (bytes, name) => {
+  fileStatus(`Importing ${name}…`);
+  // The imported model is evaluated on as many test digits as the form asks for (when valid).
+  const testSize = form.field("test_size");
+  const test_size = testSize.validity.valid ? Number(testSize.value) : null;
+  client.send({ type: "import", data: bytes, name, test_size }, [bytes.buffer]);
+});
+client.on("app:imported", ({ kind, model, name }) => {
+  fileStatus(`Imported ${name}: ${model}. Evaluating it on the test digits…`, "ok");
+  form.field("model").value = kind;
+  setModel(kind);
+});
+client.on("app:import-error", ({ message }) => fileStatus(`Import failed, the current model is unchanged: ${message}`, "error"));
+
+setState("idle");

@@ -1,0 +1,57 @@
+// The run's progress: a bar, epoch/step/samples-per-second/ETA/loss/accuracy figures, and the
+// message the run ended with.
+
+const $ = (root, sel) => root.querySelector(sel);
+
+export function formatDuration(s) {
+  if (s == null || !isFinite(s)) return "–";
+  s = Math.round(s);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor(s / 60) % 60).padStart(2, "0")} min`;
+}
+
+const number = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+
+export class RunView {
+  constructor(root) {
+    this.root = root;
+    this.bar = $(root, "#train-progress");
+    this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr"].map(
+      (k) => [k, $(root, `#stat-${k}`)]));
+    this.message = $(root, "#run-message");
+  }
+
+  set(key, text) {
+    this.fields[key].textContent = text;
+  }
+
+  start(msg) {
+    this.bar.max = msg.total_steps;
+    this.bar.value = 0;
+    for (const key of Object.keys(this.fields)) this.set(key, "–");
+    this.set("epoch", `1 / ${msg.config.epochs}`);
+    this.setMessage(`Training the ${msg.model} (${msg.total_steps} steps)…`);
+  }
+
+  progress(msg) {
+    this.bar.value = msg.global_step;
+    this.set("epoch", `${msg.epoch} / ${msg.epochs}`);
+    this.set("step", `${msg.step} / ${msg.steps}`);
+    if (msg.samples_per_s) this.set("rate", number.format(msg.samples_per_s));
+    this.set("eta", formatDuration(msg.eta_s));
+    this.set("lr", msg.lr.toPrecision(3));
+    if (msg.loss !== undefined) this.set("loss", msg.loss.toFixed(4));
+  }
+
+  accuracy(acc, testSize) {
+    this.set("accuracy", `${(acc * 100).toFixed(2)}%`);
+    this.fields.accuracy.title = `on ${testSize} test digits`;
+  }
+
+  // kind: "" (neutral), "ok", "error"
+  setMessage(text, kind = "") {
+    this.message.textContent = text;
+    this.message.className = kind;
+  }
+}

@@ -1,0 +1,73 @@
+// The hyperparameter form: read, checked in the page before anything is sent to the worker. The form
+// has novalidate so that its submit handler runs and can say everything that is wrong at once.
+// The HTML attributes (required, min, max, step) carry the per-field rules and the browser's own
+// messages; check() adds what attributes cannot say (batch size vs. training subset) and puts every
+// problem in one message next to the buttons. The worker checks again (mnist_app/train.py).
+
+export class TrainForm {
+  constructor(form, errorEl) {
+    this.form = form;
+    this.errorEl = errorEl;
+    // A field edited back to a valid value clears its message.
+    form.addEventListener("input", (e) => {
+      e.target.setCustomValidity?.("");
+      if (this.errorEl.textContent) this.check({ quiet: true });
+    });
+  }
+
+  field(name) {
+    return this.form.elements[name];
+  }
+
+  // The settings as numbers and strings, or null (after showing why) when some are invalid.
+  read() {
+    return this.check({ quiet: false }) ? this.values() : null;
+  }
+
+  values() {
+    const num = (name) => Number(this.field(name).value);
+    return {
+      model: this.field("model").value,
+      optimizer: this.field("optimizer").value,
+      scheduler: this.field("scheduler").value,
+      lr: num("lr"),
+      batch_size: num("batch_size"),
+      epochs: num("epochs"),
+      train_size: num("train_size"),
+      test_size: num("test_size"),
+    };
+  }
+
+  check({ quiet }) {
+    const batch = this.field("batch_size"), train = this.field("train_size");
+    batch.setCustomValidity("");
+    if (batch.validity.valid && train.validity.valid && Number(batch.value) > Number(train.value)) {
+      batch.setCustomValidity(`The batch size cannot exceed the training subset (${train.value}).`);
+    }
+    const problems = [];
+    for (const el of this.form.querySelectorAll("input, select")) {
+      if (!el.validity.valid) {
+        el.setAttribute("aria-invalid", "true");
+        problems.push(`${labelOf(el)}: ${el.validationMessage}`);
+      } else {
+        el.removeAttribute("aria-invalid");
+      }
+    }
+    this.errorEl.textContent = problems.join(" ");
+    if (problems.length && !quiet) this.form.reportValidity();
+    return problems.length === 0;
+  }
+
+  setEnabled(enabled) {
+    this.form.querySelector("fieldset").disabled = !enabled;
+  }
+
+  showError(text) {
+    this.errorEl.textContent = text;
+  }
+}
+
+function labelOf(el) {
+  const label = el.labels && el.labels[0];
+  return label ? label.textContent.replace(/\s+/g, " ").trim() : el.name;
+}
