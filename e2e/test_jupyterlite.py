@@ -15,8 +15,10 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from conftest import ARTIFACTS
-from tools import lite
+from tools import bootstrap, lite
+
+# as in e2e/conftest.py, which cannot be imported by name: tests/ has a conftest.py too
+ARTIFACTS = bootstrap.ROOT / "artifacts"
 
 UI_TIMEOUT_MS = 120_000  # the JupyterLab UI loads in ~4 s here; a cold, loaded machine is slower
 CELL_TIMEOUT_S = 180  # the first code cell boots the kernel (~20 s) and installs webgrad
@@ -43,6 +45,7 @@ START_CELL = """(index) => {
         .then(() => { window.__cellRun.done = true; },
               (e) => { window.__cellRun.error = String(e && e.stack || e); window.__cellRun.done = true; });
 }"""
+
 
 
 @pytest.fixture(scope="module")

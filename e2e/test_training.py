@@ -45,6 +45,7 @@ def test_mlp_trains_to_90_percent(app_page, run_python, screenshot):
     assert "Done" in page.inner_text("#run-message")
     screenshot(page, "dashboard-trained")
     page.set_viewport_size({"width": 420, "height": 900})
+    page.wait_for_timeout(1000)  # headless Chromium repaints the re-laid-out page lazily
     screenshot(page, "dashboard-narrow")
 
 

@@ -10,15 +10,7 @@ sys.path.insert(0, os.path.join(ROOT, "package"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def webgpu_available():
-    try:
-        import webgrad.webgpu
-        return webgrad.webgpu.is_available()
-    except ImportError:
-        return False
-
-
-DEVICES = ["cpu"] + (["webgpu"] if webgpu_available() else [])
+from helpers import DEVICES  # noqa: E402  (tests import helpers, never conftest: e2e/ has one too)
 
 
 @pytest.fixture(params=DEVICES)

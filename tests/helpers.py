@@ -12,6 +12,18 @@ import numpy as np
 import webgrad as wg
 
 
+def webgpu_available():
+    try:
+        import webgrad.webgpu
+        return webgrad.webgpu.is_available()
+    except ImportError:
+        return False
+
+
+# the devices every device-parametrised test runs on
+DEVICES = ["cpu"] + (["webgpu"] if webgpu_available() else [])
+
+
 def _inputs(arrays, device, dtype, requires_grad):
     return [wg.tensor(a, dtype=dtype if a.dtype.kind == "f" else None, device=device,
                       requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]

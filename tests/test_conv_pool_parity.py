@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import webgrad.nn.functional as F
-from conftest import DEVICES
+from helpers import DEVICES
 from helpers import check_parity
 
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import webgrad as wg
-from conftest import DEVICES
+from helpers import DEVICES
 from webgrad.data import DataLoader, Subset, default_collate
 from webgrad.datasets import MNIST, find_mnist
 from webgrad.datasets import mnist as mnist_module

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import webgrad as wg
-from conftest import DEVICES
+from helpers import DEVICES
 
 STEPS = 12
 _rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ import pytest
 import webgrad as wg
 import webgrad.nn as nn
 import webgrad.nn.functional as F
-from conftest import webgpu_available
+from helpers import webgpu_available
 
 needs_webgpu = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
 

@@ -16,7 +16,7 @@ import safetensors.torch
 import torch
 
 import webgrad as wg
-from conftest import DEVICES
+from helpers import DEVICES
 
 
 def _state(device):

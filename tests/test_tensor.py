@@ -112,7 +112,7 @@ def test_device_mismatch_is_reported():
 
 
 def _webgpu():
-    from conftest import webgpu_available
+    from helpers import webgpu_available
     return webgpu_available()
 
 
