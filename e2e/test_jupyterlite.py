@@ -47,7 +47,6 @@ START_CELL = """(index) => {
 }"""
 
 
-
 @pytest.fixture(scope="module")
 def lite_site():
     return lite.build()
