@@ -6,6 +6,7 @@ import pytest
 
 import webgrad as wg
 from webgrad import nn
+from helpers import DEVICES
 
 torch = pytest.importorskip("torch")
 
@@ -119,7 +120,7 @@ def test_loss_modules_register_weights_as_buffers():
 
 
 def test_mixed_devices_are_named():
-    if "webgpu" not in __import__("conftest").DEVICES:
+    if "webgpu" not in DEVICES:
         pytest.skip("needs a second device")
     with pytest.raises(RuntimeError, match="nll_loss: expected all tensors on the same device"):
         nn.functional.nll_loss(wg.randn(3, 2, device="webgpu"), wg.tensor([0, 1, 0], device="webgpu"), weight=wg.ones(2))
