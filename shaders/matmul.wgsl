@@ -83,29 +83,7 @@ override TN4: u32 = TN / 4u;
 override LA: u32 = BK * BM4 / NT;    // vec4s of the A tile each thread loads
 override LB: u32 = BK * BN4 / NT;
 
-struct Params {
-    M: u32, N: u32, K: u32, ntiles: u32,        // ntiles = ceil(K / BK)
-    a_off: u32, b_off: u32, o_off: u32, bias_off: u32,
-    a_bs: u32, b_bs: u32, lda: u32, ldb: u32,   // lda = K (or M if TRANS_A); ldb = N (or K if TRANS_B)
-    items: u32,        // reduce items per output matrix (1: a plain batched product)
-    split_steps: u32,  // K steps (of items * ntiles) per split
-    splits: u32,       // K split across workgroups (1: none; else out is the scratch buffer)
-    batch: u32,        // output matrices
-    // B_GATHER geometry (see unfolded4; the window and output row width are G_KH, G_KW, G_OW): the
-    // g_h x g_w image planes, stride, dilation and padding; dilation and padding are signed (the input
-    // gradient of a convolution is a convolution of the output gradient with negated dilation and padding).
-    g_h: u32, g_w: u32, g_sy: u32, g_sx: u32,
-    g_dy: i32, g_dx: i32, g_py: i32, g_px: i32,
-}
-
-@group(0) @binding(0) var<storage, read> a1: array<f32>;
-@group(0) @binding(0) var<storage, read> a4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b1: array<f32>;
-@group(0) @binding(1) var<storage, read> b4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<uniform> P: Params;
+//! include "matmul_io.wgsl"
 
 var<workgroup> As: array<vec4<f32>, KS * 2u * BK * BM4>;  // [KS slices][2 buffers][BK][BM/4]
 var<workgroup> Bs: array<vec4<f32>, KS * 2u * BK * BN4>;  // [KS slices][2 buffers][BK][BN/4]

@@ -281,3 +281,47 @@ def test_plan_choices_are_valid():
             bm, bn = matmul_plan.config_shape(p.config)
             assert p.workgroups == (-(-N // bn), -(-M // bm), batch * p.splits)
             assert len(p.params) == 96
+
+
+# ---- matmul_cpu.wgsl: the kernel of software adapters (matmul_plan's "cpu" profile)
+@pytest.fixture
+def cpu_profile():
+    before = matmul_plan._PROFILE
+    matmul_plan.set_profile("cpu")
+    yield
+    matmul_plan.set_profile(before)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (3, 5, 7), (16, 16, 16), (33, 20, 9), (128, 96, 784),
+                                   (20, 1025, 12), (1025, 4, 3)])
+def test_cpu_kernel_shapes_and_transposes(runner, cpu_profile, M, N, K, trans_a, trans_b):
+    p = check(runner, 1, M, N, K, trans_a, trans_b)
+    assert p.entry_point == "matmul_cpu"
+    aligned = all(v % 4 == 0 for v in (M if trans_a else K, K if trans_b else N, N))
+    assert p.shader == matmul_plan.CPU_SHADERS[aligned]
+
+
+@pytest.mark.parametrize("offsets", [(0, 0, 0), (4, 8, 12), (1, 2, 3)])  # aligned (vec4) or not (scalar)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_cpu_kernel_offsets_bias_relu_batches(runner, cpu_profile, offsets, trans_a, trans_b):
+    a_off, b_off, o_off = offsets
+    for bias_rows in (False, True):
+        check(runner, 3, 36, 24, 20, trans_a, trans_b, bias=True, relu=True, a_off=a_off, b_off=b_off,
+              o_off=o_off, bias_off=5, bias_rows=bias_rows, seed=int(bias_rows))
+    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_a=True)
+    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_b=True)
+
+
+@pytest.mark.parametrize("items", [2, 7])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_cpu_kernel_batch_reduce(runner, cpu_profile, items, trans_b):
+    # a convolution's weight gradient: sum over images of dY[n] @ cols[n]^T
+    check(runner, 1, 16, 9, 196, False, trans_b, items=items)
+    check(runner, 2, 32, 144, 52, False, trans_b, items=items)
+
+
+def test_cpu_kernel_spreads_over_workgroups(cpu_profile):
+    # MNIST's first layer: 64 blocks of 16 x 16 must still give several workgroups (cores) work
+    p = matmul_plan.plan(1, 128, 128, 784, False, True, False, False, 0, 0, 0, 0, 0, 0)
+    assert p.workgroups[0] >= 4 and p.constants["WG"] * p.workgroups[0] * 256 >= 128 * 128

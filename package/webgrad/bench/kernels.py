@@ -55,7 +55,7 @@ class MatmulRunner:
 
         self.wgpu = wgpu
         self.device = device
-        self.module = device.create_shader_module(code=shaders.read(matmul_plan.SHADER))
+        self.modules = {}  # shader file -> module (matmul.wgsl; matmul_cpu_*.wgsl on a software adapter)
         ro, rw, un = "read-only-storage", "storage", "uniform"
         self.layout = device.create_bind_group_layout(entries=[
             {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
@@ -65,12 +65,14 @@ class MatmulRunner:
         self.pipelines = {}
 
     def pipeline(self, p):
-        key = (p.entry_point, tuple(sorted(p.constants.items())))
+        key = (p.shader, p.entry_point, tuple(sorted(p.constants.items())))
         pipe = self.pipelines.get(key)
         if pipe is None:
+            if p.shader not in self.modules:
+                self.modules[p.shader] = self.device.create_shader_module(code=shaders.source(p.shader))
             pipe = self.device.create_compute_pipeline(
                 layout=self.pipeline_layout,
-                compute={"module": self.module, "entry_point": p.entry_point, "constants": p.constants},
+                compute={"module": self.modules[p.shader], "entry_point": p.entry_point, "constants": p.constants},
             )
             self.pipelines[key] = pipe
         return pipe

@@ -45,6 +45,8 @@ def record_step(model_name, batch):
 
 
 def _config_name(constants):
+    if "WG" in constants:  # matmul_cpu.wgsl: 16 x 16 blocks, WG invocations per workgroup
+        return f"cpu16x16 wg{constants['WG']}"
     keys = ("WG_X", "WG_Y", "TM", "TN", "BK", "KS")
     for name, c in matmul_plan.CONFIGS.items():
         if all(c[k] == constants.get(k) for k in keys):

@@ -6,7 +6,9 @@ the image unfolded on the fly (B_GATHER, an implicit im2col): the unfolded matri
 added per row in the epilogue. Weight gradient: one batch-reduce product, sum over images of
 dY[n] [O, OH*OW] @ cols(x[n])ᵀ, split across workgroups when the output is small. Input gradient
 (stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
-(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
+(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im. On a software adapter
+(matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead, and the input gradient
+is always Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
 im2col, col2im and pooling are shaders/conv_pool.wgsl.
 """
 
@@ -184,6 +186,17 @@ def _conv_geom(stride, padding, dilation):
     return s, p, d
 
 
+def _unfolded(rt, x, window, geom, OH, OW):
+    """im2col of image batch x into a pooled storage: a contiguous [N, C*kh*kw, OH*OW] view. The explicit
+    route of software adapters, whose matmul kernel (matmul_cpu.wgsl) reads vec4s of a stored matrix
+    (see matmul_plan.implicit_im2col)."""
+    N, C = x.shape[:2]
+    kk = window[0] * window[1]
+    cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
+    im2col(rt, cols, x, window, *geom)
+    return cols
+
+
 def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
     geom = _conv_geom(stride, padding, dilation)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
@@ -198,6 +211,13 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
         return
     x, weight, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (x, weight, bias))
     # out[n] [O, OH*OW] = weight [O, C*kh*kw] (one matrix for every image) @ cols(x[n]) + bias per row
+    if not matmul_plan.implicit_im2col():
+        cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
+        p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, 0,
+                             out.offset, bias.offset if bias is not None else 0, 0, C * kh * kw * OH * OW,
+                             bias_rows=True)
+        run_plan(rt, p, weight.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
+        return
     p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
                          gather=_gather(H, W, OW, kh, kw, geom))
@@ -216,6 +236,12 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation):
     grad, x = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, x))
     # dW [O, C*kh*kw] = sum over images n of dY[n] [O, OH*OW] @ cols(x[n])ᵀ: a batch-reduce product
     # (items = N), whose K loop runs over every image's positions
+    if not matmul_plan.implicit_im2col():
+        cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
+        p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, 0, out.offset, 0,
+                             O * OH * OW, C * kh * kw * OH * OW, items=N)
+        run_plan(rt, p, grad.storage, cols.storage, out.storage)
+        return
     p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
                          O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom))
     run_plan(rt, p, grad.storage, x.storage, out.storage)
@@ -233,7 +259,7 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    if (sh, sw) != (1, 1):
+    if (sh, sw) != (1, 1) or not matmul_plan.implicit_im2col():
         # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
         cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
         p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,

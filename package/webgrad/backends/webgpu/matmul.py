@@ -11,15 +11,17 @@ from .elementwise import materialize
 from .runtime import Kernel, Shader
 from .views import check_view
 
-SHADER = Shader(matmul_plan.SHADER, {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
-_KERNELS = {}  # entry point -> Kernel (the plan names the override constants itself)
+_SHADERS = {}  # file name -> Shader: matmul.wgsl, or matmul_cpu_*.wgsl on a software adapter
+_KERNELS = {}  # (file, entry point) -> Kernel (the plan names the override constants itself)
 
 
-def _kernel(entry):
-    kernel = _KERNELS.get(entry)
+def _kernel(shader, entry):
+    kernel = _KERNELS.get((shader, entry))
     if kernel is None:
-        kernel = _KERNELS[entry] = Kernel(SHADER, entry, _LAYOUT)
+        if shader not in _SHADERS:
+            _SHADERS[shader] = Shader(shader, {})
+        kernel = _KERNELS[shader, entry] = Kernel(_SHADERS[shader], entry, _LAYOUT)
     return kernel
 
 
@@ -62,7 +64,7 @@ def run_plan(rt, p, a, b, out, bias=None):
     launches = rt.memo.get(p)  # plans are cached by matmul_plan, so a repeated product finds its Launches
     if launches is None:
         launches = rt.memo[p] = tuple(
-            rt.launch(_kernel(q.entry_point), tuple(sorted(q.constants.items())), q.params, q.workgroups)
+            rt.launch(_kernel(q.shader, q.entry_point), tuple(sorted(q.constants.items())), q.params, q.workgroups)
             for q in (p, p.reduce) if q is not None)
     if bias is None:
         bias = a  # any read-only buffer: HAS_BIAS is off

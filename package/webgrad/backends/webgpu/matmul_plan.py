@@ -89,6 +89,13 @@ def set_profile(profile):
     _PROFILE = profile
 
 
+def implicit_im2col():
+    """Whether convolutions read their image through matmul.wgsl's gather (GPUs) rather than unfolding it
+    with im2col first (software adapters: matmul_cpu.wgsl has no gather; an unfolded matrix costs one
+    pass and is then read with vec4 loads, cheaper on a CPU than the gather's per-pixel loads)."""
+    return _PROFILE != "cpu"
+
+
 def config_shape(cfg):
     c = CONFIGS[cfg]
     return c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
@@ -234,6 +241,9 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         raise ValueError(f"matmul: bad sizes batch={batch} M={M} N={N} K={K} items={items}")
     if gather is not None and len(gather) != 11:
         raise ValueError(f"matmul: gather needs 11 numbers (H, W, OW, kh, kw, sy, sx, dy, dx, py, px), got {gather}")
+    if profile == "cpu" and gather is None and not config:
+        return _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
+                         bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
@@ -267,10 +277,7 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
                      1)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
         raise ValueError(f"matmul too large for one dispatch: workgroups {workgroups}")
-    for v in (a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride,
-              splits * batch * M * N):
-        if not 0 <= v < 2**32:
-            raise ValueError("matmul: offsets, strides and sizes must fit in u32")
+    _check_u32(a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, splits * batch * M * N)
 
     # the gather's window and row width are override constants (G_KH, G_KW, G_OW), the rest Params
     H, W, OW, kh, kw, sy, sx, dy, dx, py, px = gather or (0,) * 11
@@ -306,6 +313,39 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
                         dict(HAS_BIAS=int(has_bias), RELU=int(relu), BIAS_ROWS=int(bias_rows)), rparams, rgrid,
                         "reduce")
     return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg, splits, splits * total, reduce)
+
+
+# matmul_cpu.wgsl: each invocation computes a CPU_BLOCK x CPU_BLOCK block of out in registers.
+CPU_SHADERS = {True: "matmul_cpu_vec.wgsl", False: "matmul_cpu_scalar.wgsl"}
+CPU_BLOCK = 16
+CPU_MIN_WORKGROUPS = 16  # several per core of a software adapter, so that no core idles at the end
+
+
+def _check_u32(*values):
+    for v in values:
+        if not 0 <= v < 2**32:
+            raise ValueError("matmul: offsets, strides and sizes must fit in u32")
+
+
+def _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset, bias_offset,
+              a_batch_stride, b_batch_stride, items, bias_rows):
+    """The plan for a software adapter: shaders/matmul_cpu.wgsl, one invocation per 16 x 16 block of
+    out, with vec4 memory access when every operand allows it (see matmul_cpu_vec.wgsl)."""
+    lda = M if trans_a else K
+    ldb = K if trans_b else N
+    aligned = all(v % 4 == 0 for v in (lda, ldb, N, a_offset, b_offset, out_offset, a_batch_stride, b_batch_stride))
+    vec = aligned and min(lda, ldb) > 0
+    blocks = -(-M // CPU_BLOCK) * -(-N // CPU_BLOCK)
+    wg = 16 if blocks * batch >= 16 * CPU_MIN_WORKGROUPS else 4
+    workgroups = (-(-blocks // wg), 1, batch)
+    if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
+        raise ValueError(f"matmul too large for one dispatch: workgroups {workgroups}")
+    _check_u32(a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, batch * M * N)
+    params = _PARAMS.pack(M, N, K, 0, a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride,
+                          lda, ldb, items, 0, 1, batch, *(0,) * 8)
+    constants = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias), RELU=int(relu),
+                     BIAS_ROWS=int(bias_rows), WG=wg)
+    return MatmulPlan(CPU_SHADERS[vec], "matmul_cpu", constants, params, workgroups, "cpu16x16")
 
 
 def flops(batch, M, N, K):

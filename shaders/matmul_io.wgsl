@@ -1,0 +1,28 @@
+// The bindings and uniform parameters shared by the two matmul kernels: matmul.wgsl (tiled through
+// workgroup memory, for GPUs) and matmul_cpu.wgsl (register-blocked, for software adapters). One
+// layout lets matmul_plan.py pack Params once for either. a, b and out are each declared twice (f32
+// and vec4 views of one binding); an entry point uses one view of each, which WGSL allows.
+
+struct Params {
+    M: u32, N: u32, K: u32, ntiles: u32,        // ntiles = ceil(K / BK)
+    a_off: u32, b_off: u32, o_off: u32, bias_off: u32,
+    a_bs: u32, b_bs: u32, lda: u32, ldb: u32,   // lda = K (or M if TRANS_A); ldb = N (or K if TRANS_B)
+    items: u32,        // reduce items per output matrix (1: a plain batched product)
+    split_steps: u32,  // K steps (of items * ntiles) per split
+    splits: u32,       // K split across workgroups (1: none; else out is the scratch buffer)
+    batch: u32,        // output matrices
+    // B_GATHER geometry (see unfolded4; the window and output row width are G_KH, G_KW, G_OW): the
+    // g_h x g_w image planes, stride, dilation and padding; dilation and padding are signed (the input
+    // gradient of a convolution is a convolution of the output gradient with negated dilation and padding).
+    g_h: u32, g_w: u32, g_sy: u32, g_sx: u32,
+    g_dy: i32, g_dx: i32, g_py: i32, g_px: i32,
+}
+
+@group(0) @binding(0) var<storage, read> a1: array<f32>;
+@group(0) @binding(0) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b1: array<f32>;
+@group(0) @binding(1) var<storage, read> b4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<uniform> P: Params;
