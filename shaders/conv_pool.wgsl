@@ -58,6 +58,38 @@ fn im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     }
 }
 
+// im2col_rows: the same matrix, one thread per row (image, c, i, j), walking the row's OH x OW columns
+// with running counters. For software adapters: im2col's per-element index decoding is 7 integer
+// divisions by run-time values, which a CPU does one lane at a time (SwiftShader: ~40 ns an element);
+// here a thread decodes once and then only compares, loads and stores. p.n counts rows.
+@compute @workgroup_size(64)
+fn im2col_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let rows = p.channels * p.kh * p.kw;
+    for (var q = gid.x; q < p.n; q += groups.x * 64u) {
+        let r = q % rows;
+        let image = q / rows;
+        let j = r % p.kw;
+        let i = (r / p.kw) % p.kh;
+        let c = r / (p.kw * p.kh);
+        let plane = p.x_offset + (image * p.channels + c) * p.height * p.width;
+        var o = p.out_offset + q * p.out_height * p.out_width;
+        var h = i32(i * p.dh) - p.ph;
+        for (var oh = 0u; oh < p.out_height; oh++) {
+            let inside_h = h >= 0 && h < i32(p.height);
+            let row = plane + u32(max(h, 0)) * p.width;
+            var w = i32(j * p.dw) - p.pw;
+            for (var ow = 0u; ow < p.out_width; ow++) {
+                var v = 0.0;
+                if (inside_h && w >= 0 && w < i32(p.width)) { v = x[row + u32(w)]; }
+                out[o] = v;
+                o++;
+                w += i32(p.sw);
+            }
+            h += i32(p.sh);
+        }
+    }
+}
+
 // col2im: out [N, C, H, W] = the sum of the column entries that read each pixel.
 @compute @workgroup_size(WORKGROUP)
 fn col2im(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {

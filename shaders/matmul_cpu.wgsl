@@ -17,7 +17,10 @@
 // way an operand is stored, a piece is 4 vec4 loads along its contiguous dimension (transposed in
 // registers when that dimension is the other one: free, as SwiftShader keeps each component in a
 // register of its own). Rows and columns past the edge are clamped (loaded, never stored); the last
-// K % 4 values of k are a scalar tail.
+// K % 4 values of k are a scalar tail. A batch-reduce product with few blocks (a convolution's weight
+// gradient: one 16 x 9 block summed over 128 images) splits its reduce items over `splits` workgroup
+// rows: each writes its partial sums to a scratch buffer [splits][batch][M][N] (bias and ReLU off),
+// and matmul.wgsl's matmul_reduce adds them up, as for split-K on a GPU.
 //
 // This file is the kernel's body; it is compiled through one of two files that define how memory is
 // reached (WGSL lets an entry point use only one view of a binding, f32 or vec4):
@@ -28,7 +31,7 @@
 // They define VEC and the access functions a_vec(i), a_elem(i), b_vec(i), b_elem(i) (4 values, or one,
 // at element a_base + i / b_base + i) and store_row(o, v) (out[o .. o+3] = v, the columns past N
 // dropped). Entry point matmul_cpu: invocations are numbered along x over the blocks of one output
-// matrix (WG per workgroup), z is the output matrix.
+// matrix (WG per workgroup), z is output matrix * splits + split.
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
@@ -42,6 +45,7 @@ const BLOCK: u32 = 16u;            // rows and columns of out per invocation
 var<private> m0: u32;              // this invocation's first row and column
 var<private> n0: u32;
 var<private> z: u32;               // output matrix
+var<private> split: u32;           // which range of reduce items (splits > 1: out is a scratch buffer)
 var<private> a_base: u32;          // the current reduce item's a and b
 var<private> b_base: u32;
 
@@ -133,7 +137,7 @@ fn store_quad(i: u32, j: u32, c: mat4x4<f32>) {
             }
         }
         if (RELU) { v = max(v, vec4<f32>(0.0)); }
-        store_row(P.o_off + (z * P.M + m) * P.N + n, v);
+        store_row(P.o_off + ((split * P.batch + z) * P.M + m) * P.N + n, v);
     }
 }
 
@@ -144,14 +148,15 @@ fn product(lid: u32, wid: vec3<u32>) {
     if (block >= blocks_n * ((P.M + BLOCK - 1u) / BLOCK)) { return; }
     m0 = (block / blocks_n) * BLOCK;
     n0 = (block % blocks_n) * BLOCK;
-    z = wid.z;
+    z = wid.z / P.splits;
+    split = wid.z % P.splits;
 
     var c00 = mat4x4<f32>(); var c01 = mat4x4<f32>(); var c02 = mat4x4<f32>(); var c03 = mat4x4<f32>();
     var c10 = mat4x4<f32>(); var c11 = mat4x4<f32>(); var c12 = mat4x4<f32>(); var c13 = mat4x4<f32>();
     var c20 = mat4x4<f32>(); var c21 = mat4x4<f32>(); var c22 = mat4x4<f32>(); var c23 = mat4x4<f32>();
     var c30 = mat4x4<f32>(); var c31 = mat4x4<f32>(); var c32 = mat4x4<f32>(); var c33 = mat4x4<f32>();
     let k4 = P.K & ~3u;
-    for (var r = 0u; r < P.items; r++) {
+    for (var r = split * P.split_steps; r < min(P.items, (split + 1u) * P.split_steps); r++) {
         let item = z * P.items + r;
         a_base = P.a_off + item * P.a_bs;
         b_base = P.b_off + item * P.b_bs;

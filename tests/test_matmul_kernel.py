@@ -316,8 +316,11 @@ def test_cpu_kernel_offsets_bias_relu_batches(runner, cpu_profile, offsets, tran
 @pytest.mark.parametrize("items", [2, 7])
 @pytest.mark.parametrize("trans_b", [False, True])
 def test_cpu_kernel_batch_reduce(runner, cpu_profile, items, trans_b):
-    # a convolution's weight gradient: sum over images of dY[n] @ cols[n]^T
-    check(runner, 1, 16, 9, 196, False, trans_b, items=items)
+    # a convolution's weight gradient: sum over images of dY[n] @ cols[n]^T. One 16 x 16 block: the
+    # items are split over workgroups, and matmul_reduce adds the partial sums (bias and ReLU there).
+    p = check(runner, 1, 16, 9, 196, False, trans_b, items=items)
+    assert p.splits == items and p.reduce is not None
+    check(runner, 2, 20, 12, 52, False, trans_b, items=items, bias=True, relu=True, o_off=3, bias_off=2)
     check(runner, 2, 32, 144, 52, False, trans_b, items=items)
 
 

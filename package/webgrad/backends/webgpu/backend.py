@@ -28,9 +28,7 @@ class WebGPUBackend(Backend):
 
     def __init__(self, runtime=None):
         self.runtime = runtime or default_runtime()
-        info = self.runtime.binding.info()
-        if info.get("adapter_type") == "CPU" or info.get("architecture") == "swiftshader":
-            # software adapters (lavapipe, SwiftShader) run many threads per core: big tiles win there
+        if self.runtime.software:  # lavapipe, SwiftShader: see Runtime.software
             matmul_plan.set_profile("cpu")
 
     # ----------------------------------------------------------------- memory

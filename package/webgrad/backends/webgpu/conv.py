@@ -25,6 +25,7 @@ from .views import check_view, contiguous_view
 SHADER = Shader("conv_pool.wgsl", {})
 _PLAIN = ((0, "write"), (1, "read"), (4, "uniform"))
 IM2COL = Kernel(SHADER, "im2col", _PLAIN)
+IM2COL_ROWS = Kernel(SHADER, "im2col_rows", _PLAIN)
 COL2IM = Kernel(SHADER, "col2im", _PLAIN)
 MAX_POOL = Kernel(SHADER, "max_pool2d", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 MAX_POOL_BACKWARD = Kernel(SHADER, "max_pool2d_backward", ((1, "read"), (2, "write"), (3, "write"), (4, "uniform")))
@@ -60,13 +61,14 @@ def _image(view, name):
     return view.shape
 
 
-def _launch(rt, kernel, storages, n, C, H, W, OH, OW, geom, x_offset, out_offset, index_offset=0, include_pad=False):
+def _launch(rt, kernel, storages, n, C, H, W, OH, OW, geom, x_offset, out_offset, index_offset=0, include_pad=False,
+            workgroup=WORKGROUP):
     if n == 0:
         return
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom
     params = _PARAMS.pack(n, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, x_offset, out_offset, index_offset,
                           int(include_pad))
-    groups = min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
+    groups = min(-(-n // workgroup), rt.limits["max_compute_workgroups_per_dimension"])
     rt.dispatch(kernel, (), storages, params, (groups, 1, 1))
 
 
@@ -89,6 +91,10 @@ def im2col(rt, out, x, kernel, stride, padding, dilation):
         raise ValueError(f"im2col: out has shape {out.shape}, expected {(N, C * kh * kw, OH * OW)}")
     if x.storage is out.storage:
         x = materialize(rt, x)
+    if rt.software:  # a thread per row (see conv_pool.wgsl's im2col_rows)
+        _launch(rt, IM2COL_ROWS, (out.storage, x.storage), N * C * kh * kw, C, H, W, OH, OW, geom, x.offset,
+                out.offset, workgroup=64)
+        return
     _launch(rt, IM2COL, (out.storage, x.storage), out.numel, C, H, W, OH, OW, geom, x.offset, out.offset)
 
 

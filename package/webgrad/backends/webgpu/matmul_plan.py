@@ -302,17 +302,21 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
     if not split:
         return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg)
 
+    reduce = _reduce_plan(batch, M, N, out_offset, bias_offset, has_bias, relu, bias_rows, splits)
+    return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg, splits, splits * batch * M * N, reduce)
+
+
+def _reduce_plan(batch, M, N, out_offset, bias_offset, has_bias, relu, bias_rows, splits):
+    """matmul.wgsl's matmul_reduce: out = relu?(sum of the `splits` partial products in scratch + bias?)."""
     total = batch * M * N
     reduce_vec = N % 4 == 0 and out_offset % 4 == 0
     groups = -(-(total // 4 if reduce_vec else total) // REDUCE_OUTPUTS)
     rgrid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
         (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
-    rparams = _PARAMS.pack(M, N, K, ntiles, 0, 0, out_offset, bias_offset, 0, 0, 0, 0, items, split_steps,
-                           splits, batch, *geometry)
-    reduce = MatmulPlan(SHADER, "matmul_reduce4" if reduce_vec else "matmul_reduce",
-                        dict(HAS_BIAS=int(has_bias), RELU=int(relu), BIAS_ROWS=int(bias_rows)), rparams, rgrid,
-                        "reduce")
-    return MatmulPlan(SHADER, entry, constants, params, workgroups, cfg, splits, splits * total, reduce)
+    rparams = _PARAMS.pack(M, N, 0, 0, 0, 0, out_offset, bias_offset, 0, 0, 0, 0, 1, 0, splits, batch, *(0,) * 8)
+    return MatmulPlan(SHADER, "matmul_reduce4" if reduce_vec else "matmul_reduce",
+                      dict(HAS_BIAS=int(has_bias), RELU=int(relu), BIAS_ROWS=int(bias_rows)), rparams, rgrid,
+                      "reduce")
 
 
 # matmul_cpu.wgsl: each invocation computes a CPU_BLOCK x CPU_BLOCK block of out in registers.
@@ -336,16 +340,27 @@ def _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offs
     aligned = all(v % 4 == 0 for v in (lda, ldb, N, a_offset, b_offset, out_offset, a_batch_stride, b_batch_stride))
     vec = aligned and min(lda, ldb) > 0
     blocks = -(-M // CPU_BLOCK) * -(-N // CPU_BLOCK)
-    wg = 16 if blocks * batch >= 16 * CPU_MIN_WORKGROUPS else 4
-    workgroups = (-(-blocks // wg), 1, batch)
+    splits = 1
+    if items > 1 and blocks * batch < 4 * CPU_MIN_WORKGROUPS:  # too few blocks for the cores: split the items
+        per_split = -(-items // min(items, -(-4 * CPU_MIN_WORKGROUPS // (blocks * batch))))
+        splits = -(-items // per_split)
+    else:
+        per_split = items
+    wg = 16 if blocks * batch * splits >= 16 * CPU_MIN_WORKGROUPS else 4
+    workgroups = (-(-blocks // wg), 1, batch * splits)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
         raise ValueError(f"matmul too large for one dispatch: workgroups {workgroups}")
-    _check_u32(a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, batch * M * N)
-    params = _PARAMS.pack(M, N, K, 0, a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride,
-                          lda, ldb, items, 0, 1, batch, *(0,) * 8)
-    constants = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias), RELU=int(relu),
-                     BIAS_ROWS=int(bias_rows), WG=wg)
-    return MatmulPlan(CPU_SHADERS[vec], "matmul_cpu", constants, params, workgroups, "cpu16x16")
+    _check_u32(a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, splits * batch * M * N)
+    split = splits > 1
+    params = _PARAMS.pack(M, N, K, 0, a_offset, b_offset, 0 if split else out_offset, bias_offset, a_batch_stride,
+                          b_batch_stride, lda, ldb, items, per_split, splits, batch, *(0,) * 8)
+    constants = dict(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias and not split),
+                     RELU=int(relu and not split), BIAS_ROWS=int(bias_rows), WG=wg)
+    if not split:
+        return MatmulPlan(CPU_SHADERS[vec], "matmul_cpu", constants, params, workgroups, "cpu16x16")
+    reduce = _reduce_plan(batch, M, N, out_offset, bias_offset, has_bias, relu, bias_rows, splits)
+    return MatmulPlan(CPU_SHADERS[vec], "matmul_cpu", constants, params, workgroups, "cpu16x16", splits,
+                      splits * batch * M * N, reduce)
 
 
 def flops(batch, M, N, K):
