@@ -142,6 +142,58 @@ get(p)
     np.testing.assert_allclose(got, cpu_get(cp), rtol=1e-5, atol=1e-6)
 
 
+def test_optimizer_paths_and_row_kernels(py):
+    """The optimizer kernels' vec4 path with a partial last vec4, their f32 path (a view at an odd
+    offset), and softmax / cross-entropy with a thread per row and with tree reductions (few long
+    rows), compiled by Tint and run on SwiftShader."""
+    rng = np.random.default_rng(3)
+    n = 301
+    p, g, b = (rng.standard_normal(n + 1).astype(np.float32).tolist() for _ in range(3))
+    sq = (np.abs(rng.standard_normal(n + 1)) + 0.5).astype(np.float32).tolist()
+    sgd = dict(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.01, nesterov=True, maximize=False, first=False)
+    rms = dict(lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.0, momentum=0.5, centered=False, maximize=True)
+    got = py(f"""
+out = []
+for off in (0, 1):  # offset 0: vec4 path (301 = 75 vec4s + 1); offset 1: f32 path
+    p, g, b = put({p}, F32, ({n},), None, off), put({g}, F32, ({n},), None, off), put({b}, F32, ({n},), None, off)
+    be.sgd_step(p, g, b, {sgd!r})
+    sq, buf = put({sq}, F32, ({n},), None, off), put({b}, F32, ({n},), None, off)
+    be.rmsprop_step(p, g, sq, buf, None, {rms!r})
+    out += [get(p), get(b), get(sq), get(buf)]
+out
+""")
+    want = []
+    for off in (0, 1):
+        cp, cg, cb = (cpu_view(v, dtypes.float32, (n,), None, off) for v in (p, g, b))
+        CPU.sgd_step(cp, cg, cb, sgd)
+        csq, cbuf = cpu_view(sq, dtypes.float32, (n,), None, off), cpu_view(b, dtypes.float32, (n,), None, off)
+        CPU.rmsprop_step(cp, cg, csq, cbuf, None, rms)
+        want += [cpu_get(cp), cpu_get(cb), cpu_get(csq), cpu_get(cbuf)]
+    for got_part, want_part in zip(got, want):
+        np.testing.assert_allclose(got_part, want_part, rtol=1e-5, atol=1e-6)
+
+    for rows, cols in ((6, 10), (2, 1500)):  # a thread per row; tree reductions (fewer than 4 long rows)
+        x = (rng.standard_normal(rows * cols) * 3).astype(np.float32).tolist()
+        t = rng.integers(0, cols, rows).astype(np.int32)
+        t[0] = -100
+        t = t.tolist()
+        got = py(f"""
+x, t = put({x}, F32, ({rows}, {cols})), put({t}, I32, ({rows},))
+sm, loss, dx = new(({rows}, {cols})), new(({rows},)), new(({rows}, {cols}))
+be.softmax(sm, x, log=True)
+be.cross_entropy(loss, x, t, -100, 0.1)
+be.cross_entropy_backward(dx, x, t, put([0.5], F32, ({rows},), (0,)), -100, 0.1)
+[get(sm), get(loss), get(dx)]
+""")
+        cx, ct = cpu_view(x, dtypes.float32, (rows, cols)), cpu_view(t, dtypes.int32, (rows,))
+        sm, loss, dx = cpu_new((rows, cols)), cpu_new((rows,)), cpu_new((rows, cols))
+        CPU.softmax(sm, cx, log=True)
+        CPU.cross_entropy(loss, cx, ct, -100, 0.1)
+        CPU.cross_entropy_backward(dx, cx, ct, cpu_view([0.5], dtypes.float32, (rows,), (0,)), -100, 0.1)
+        for got_part, want in zip(got, (sm, loss, dx)):
+            np.testing.assert_allclose(got_part, cpu_get(want), rtol=1e-4, atol=1e-6)
+
+
 def test_random_async_read_capture_replay(py):
     got = py("""
 out = new((1000,))

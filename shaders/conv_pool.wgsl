@@ -26,6 +26,7 @@ struct Params {
     out_offset: u32,
     index_offset: u32,
     include_pad: u32,  // avg_pool2d: padding cells count in the divisor
+    rows_padded: u32,  // im2col_rows: rows per image in out (>= C*KH*KW; the extra rows are zeros)
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
@@ -61,13 +62,20 @@ fn im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
 // im2col_rows: the same matrix, one thread per row (image, c, i, j), walking the row's OH x OW columns
 // with running counters. For software adapters: im2col's per-element index decoding is 7 integer
 // divisions by run-time values, which a CPU does one lane at a time (SwiftShader: ~40 ns an element);
-// here a thread decodes once and then only compares, loads and stores. p.n counts rows.
+// here a thread decodes once and then only compares, loads and stores. p.n counts rows. Each image
+// gets p.rows_padded rows, those past C*KH*KW zero: conv.py pads K to a multiple of 4 so that the
+// product reads vec4s (matmul_cpu_vec.wgsl).
 @compute @workgroup_size(64)
 fn im2col_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let rows = p.channels * p.kh * p.kw;
     for (var q = gid.x; q < p.n; q += groups.x * 64u) {
-        let r = q % rows;
-        let image = q / rows;
+        let r = q % p.rows_padded;
+        let image = q / p.rows_padded;
+        if (r >= rows) {
+            let o = p.out_offset + q * p.out_height * p.out_width;
+            for (var l = 0u; l < p.out_height * p.out_width; l++) { out[o + l] = 0.0; }
+            continue;
+        }
         let j = r % p.kw;
         let i = (r / p.kw) % p.kh;
         let c = r / (p.kw * p.kh);
@@ -112,6 +120,46 @@ fn col2im(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             }
         }
         out[p.out_offset + q] = total;
+    }
+}
+
+// col2im_rows: the same, one thread per image row (n, c, h), walking w with the window's column
+// counters instead of decoding every pixel with divisions (software adapters, as im2col_rows; with
+// stride 1, the usual case, no division is left). p.n counts rows (N * C * H).
+@compute @workgroup_size(64)
+fn col2im_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let cols = p.out_height * p.out_width;
+    for (var q = gid.x; q < p.n; q += groups.x * 64u) {
+        let h = i32(q % p.height);
+        let plane = q / p.height;  // image * C + c
+        let rows0 = plane * p.kh * p.kw;  // its first row of cols
+        var o = p.out_offset + q * p.width;
+        for (var w = 0; w < i32(p.width); w++) {
+            var total = 0.0;
+            for (var i = 0u; i < p.kh; i++) {
+                let th = h + p.ph - i32(i * p.dh);
+                if (th < 0) { break; }  // later i only go further up
+                var oh = th;
+                if (p.sh != 1u) {
+                    if (th % i32(p.sh) != 0) { continue; }
+                    oh = th / i32(p.sh);
+                }
+                if (oh >= i32(p.out_height)) { continue; }
+                for (var j = 0u; j < p.kw; j++) {
+                    let tw = w + p.pw - i32(j * p.dw);
+                    if (tw < 0) { break; }
+                    var ow = tw;
+                    if (p.sw != 1u) {
+                        if (tw % i32(p.sw) != 0) { continue; }
+                        ow = tw / i32(p.sw);
+                    }
+                    if (ow >= i32(p.out_width)) { continue; }
+                    total += x[p.x_offset + (rows0 + i * p.kw + j) * cols + u32(oh) * p.out_width + u32(ow)];
+                }
+            }
+            out[o] = total;
+            o++;
+        }
     }
 }
 
@@ -182,6 +230,69 @@ fn max_pool2d_backward_gather(@builtin(global_invocation_id) gid: vec3<u32>, @bu
             if (indices[p.index_offset + o] == i32(k)) { g = x[p.x_offset + o]; }
         }
         out[p.out_offset + q] = g;
+    }
+}
+
+// max_pool2d_rows / max_pool2d_backward_gather_rows: the same two kernels with one thread per row (of
+// out, and of the image), for software adapters: the per-element index decoding (divisions by run-time
+// values, one lane at a time on a CPU) happens once per row. p.n counts rows.
+@compute @workgroup_size(64)
+fn max_pool2d_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var q = gid.x; q < p.n; q += groups.x * 64u) {
+        let oh = q % p.out_height;
+        let base = p.x_offset + (q / p.out_height) * p.height * p.width;
+        var o = q * p.out_width;
+        var ws = -p.pw;  // the window's first column
+        for (var ow = 0u; ow < p.out_width; ow++) {
+            var best = 0.0;
+            var best_index = -1;
+            for (var i = 0u; i < p.kh; i++) {
+                let h = i32(oh * p.sh + i * p.dh) - p.ph;
+                if (h < 0 || h >= i32(p.height)) { continue; }
+                for (var j = 0u; j < p.kw; j++) {
+                    let w = ws + i32(j * p.dw);
+                    if (w < 0 || w >= i32(p.width)) { continue; }
+                    let k = u32(h) * p.width + u32(w);
+                    let v = x[base + k];
+                    let better = best_index < 0 || (is_nan(v) && !is_nan(best)) || (!is_nan(best) && v > best);
+                    if (better) {
+                        best = v;
+                        best_index = i32(k);
+                    }
+                }
+            }
+            out[p.out_offset + o] = select(best, -inf_f32(), best_index < 0);
+            indices[p.index_offset + o] = best_index;
+            o++;
+            ws += i32(p.sw);
+        }
+    }
+}
+
+@compute @workgroup_size(64)
+fn max_pool2d_backward_gather_rows(@builtin(global_invocation_id) gid: vec3<u32>,
+                                   @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var q = gid.x; q < p.n; q += groups.x * 64u) {
+        let h = q % p.height;
+        let plane = q / p.height;
+        let oh = (i32(h) + p.ph) / i32(p.sh);
+        let row_ok = oh < i32(p.out_height);
+        let o_row = plane * p.out_height * p.out_width + u32(max(oh, 0)) * p.out_width;
+        var o = p.out_offset + q * p.width;
+        // ow = (w + pw) / sw, kept as a quotient and remainder
+        var ow = u32(p.pw) / p.sw;
+        var rem = u32(p.pw) % p.sw;
+        for (var w = 0u; w < p.width; w++) {
+            var g = 0.0;
+            if (row_ok && ow < p.out_width) {
+                let i = o_row + ow;
+                if (indices[p.index_offset + i] == i32(h * p.width + w)) { g = x[p.x_offset + i]; }
+            }
+            out[o] = g;
+            o++;
+            rem++;
+            if (rem == p.sw) { rem = 0u; ow++; }
+        }
     }
 }
 

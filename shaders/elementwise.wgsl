@@ -485,3 +485,74 @@ fn where_select(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         }
     }
 }
+
+// ------------------------------------------------------------------ vec4 entry points
+// unary4, unary_backward4, binary4: the same ops, four elements per thread step with one vec4 load
+// per operand and one vec4 store, when every operand is contiguous f32 or i32 and n and the offsets
+// are multiples of 4 (elementwise.py checks). On a software adapter a load costs about the same for
+// one word or four (SwiftShader: ~45 ns per 4 lanes either way), so these run ~3x faster there; on a
+// GPU they issue a quarter of the memory instructions. They use only the vec4 views below.
+@group(0) @binding(0) var<storage, read_write> out4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> in0_4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> in1_4: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> in2_4: array<vec4<u32>>;
+
+fn quad0(j: i32) -> vec4<u32> { if (IN0_FROM_OUT) { return out4[j]; } return in0_4[j]; }
+fn quad1(j: i32) -> vec4<u32> { if (IN1_FROM_OUT) { return out4[j]; } return in1_4[j]; }
+fn quad2(j: i32) -> vec4<u32> { if (IN2_FROM_OUT) { return out4[j]; } return in2_4[j]; }
+
+fn unary_word(w: u32, a: f32, b: f32, ai: i32, bi: i32) -> u32 {
+    if (INT_MATH) { return encode_i32(unary_i(decode_i32(w, 0u, IN0_DTYPE), ai, bi), OUT_DTYPE); }
+    return encode_f32(unary_f(decode_f32(w, 0u, IN0_DTYPE), a, b), OUT_DTYPE);
+}
+
+fn backward_word(g: u32, x: u32, y: u32, a: f32, b: f32) -> u32 {
+    let v = backward_f(decode_f32(g, 0u, IN0_DTYPE), decode_f32(x, 0u, IN1_DTYPE), decode_f32(y, 0u, IN2_DTYPE), a, b);
+    return encode_f32(v, OUT_DTYPE);
+}
+
+fn binary_word(x: u32, y: u32) -> u32 {
+    if (INT_MATH) { return encode_i32(binary_i(decode_i32(x, 0u, IN0_DTYPE), decode_i32(y, 0u, IN1_DTYPE)), OUT_DTYPE); }
+    return encode_f32(binary_f(decode_f32(x, 0u, IN0_DTYPE), decode_f32(y, 0u, IN1_DTYPE)), OUT_DTYPE);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 4;
+    let a = scalar_a();
+    let b = scalar_b();
+    let ai = scalar_ai();
+    let bi = scalar_bi();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let x = quad0(o.y + j);
+        out4[o.x + j] = vec4<u32>(unary_word(x.x, a, b, ai, bi), unary_word(x.y, a, b, ai, bi),
+                                  unary_word(x.z, a, b, ai, bi), unary_word(x.w, a, b, ai, bi));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 4;
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let g = quad0(o.y + j);
+        let x = quad1(o.z + j);
+        let y = quad2(o.w + j);
+        out4[o.x + j] = vec4<u32>(backward_word(g.x, x.x, y.x, a, b), backward_word(g.y, x.y, y.y, a, b),
+                                  backward_word(g.z, x.z, y.z, a, b), backward_word(g.w, x.w, y.w, a, b));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 4;
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let x = quad0(o.y + j);
+        let y = quad1(o.z + j);
+        out4[o.x + j] = vec4<u32>(binary_word(x.x, y.x), binary_word(x.y, y.y), binary_word(x.z, y.z), binary_word(x.w, y.w));
+    }
+}

@@ -2,10 +2,22 @@
 // Row kernels over contiguous float32 [rows, cols]: softmax, log-softmax, their backward, and fused
 // softmax cross-entropy forward and backward. The Python side is backends/webgpu/softmax_loss.py.
 //
-// A workgroup of 256 threads serves `lanes` rows, 256 / lanes threads per row (lane = lid % lanes,
-// thread-in-row t = lid / lanes). A row's threads stride over its columns and meet in tree
-// reductions through workgroup memory (row_max, row_sum). Every value is shifted by the row max
-// before exp, so logits of +-1e4 stay finite.
+// Two forms of each kernel; softmax_loss.py picks one by adapter and shape (_thread_per_row):
+// * `<name>_rows` (CPU adapters): one thread per row, a plain loop over its columns, 64 rows per
+//   workgroup. No workgroup memory, no barrier. On SwiftShader (the CPU adapter headless Chromium
+//   uses: 4-wide SIMD, each group of 4 invocations a coroutine) a workgroupBarrier switches between
+//   all 64 coroutines of a 256-thread workgroup, and the tree form below needs ~10 barriers per
+//   reduction: [128, 10] logits took 2.9 ms forward and 1.7 ms backward that way (2 cores), against
+//   ~0.05 and ~0.07 ms with a thread per row, whose cost is only its storage accesses (~40-50 ns per
+//   4 invocations each) and loop steps (~15-30 ns). Long rows too: [128, 1000] 45 ms vs 1.1 ms
+//   forward.
+// * `<name>` (GPUs; on CPU adapters, fewer than 4 long rows): a workgroup of 256 threads serves
+//   `lanes` rows, 256 / lanes threads per row (lane = lid % lanes, thread-in-row t = lid / lanes).
+//   A row's threads stride over its columns and meet in tree reductions through workgroup memory
+//   (row_max, row_sum). On a GPU this is ahead of a thread per row or level with it (measured on
+//   an H100: a thread's serial loop over its row's columns costs more than the tree's barriers,
+//   from 10 columns up), but for very many short rows.
+// Every value is shifted by the row max before exp, so logits of +-1e4 stay finite.
 
 override LOG: bool = false;   // log-softmax instead of softmax
 
@@ -188,5 +200,127 @@ fn cross_entropy_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wo
             v = g * (exp((x[base + c] - lse.x) - lse.y) - onehot - uniform_part);
         }
         out[dest + c] = v;
+    }
+}
+
+// ------------------------------------------------------------------------- one thread per row
+
+const ROW_WORKGROUP: u32 = 64u;
+
+// This thread's row (rows >= p.rows: none).
+fn row_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wid.x + wid.y * nwg.x) * ROW_WORKGROUP + lid;
+}
+
+// A thread sums a row in blocks of BLOCK columns, adding each block's sum to the total: float32
+// rounding then grows with BLOCK + cols / BLOCK terms rather than with cols (the tree kernels' sums
+// are pairwise; a plain running sum over a few hundred mixed-sign terms was measurably worse).
+const BLOCK: u32 = 32u;
+
+// (max, log of sum exp(x - max)) of the row of x starting at `base`, by one thread (see log_sum_exp).
+fn row_log_sum_exp(base: u32) -> vec2<f32> {
+    let cols = p.cols;
+    var m = -inf_f32();
+    for (var c = 0u; c < cols; c++) { m = max(m, x[base + c]); }
+    var s = 0.0;
+    for (var b = 0u; b < cols; b += BLOCK) {
+        var part = 0.0;
+        for (var c = b; c < min(b + BLOCK, cols); c++) { part += exp(x[base + c] - m); }
+        s += part;
+    }
+    return vec2<f32>(m, log(s));
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn softmax_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let r = row_index(wid, nwg, lid);
+    if (r >= p.rows) { return; }
+    let cols = p.cols;
+    let base = p.x_offset + r * cols;
+    let dest = p.out_offset + r * cols;
+    let lse = row_log_sum_exp(base);
+    for (var c = 0u; c < cols; c++) {
+        let v = (x[base + c] - lse.x) - lse.y;
+        out[dest + c] = select(exp(v), v, LOG);
+    }
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn softmax_backward_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                         @builtin(local_invocation_index) lid: u32) {
+    let r = row_index(wid, nwg, lid);
+    if (r >= p.rows) { return; }
+    let cols = p.cols;
+    let gbase = p.x_offset + r * cols;
+    let ybase = p.y_offset + r * cols;
+    var s = 0.0;
+    for (var b = 0u; b < cols; b += BLOCK) {
+        var part = 0.0;
+        for (var c = b; c < min(b + BLOCK, cols); c++) {
+            if (LOG) { part += x[gbase + c]; } else { part += x[gbase + c] * y[ybase + c]; }
+        }
+        s += part;
+    }
+    let dest = p.out_offset + r * cols;
+    for (var c = 0u; c < cols; c++) {
+        let g = x[gbase + c];
+        let yv = y[ybase + c];
+        out[dest + c] = select(yv * (g - s), g - exp(yv) * s, LOG);
+    }
+}
+
+// As cross_entropy. No branch skips work for ignored rows or bad targets: SwiftShader would run
+// the skipped block anyway (masked) for every group of 4 rows; results are selected at the end.
+@compute @workgroup_size(ROW_WORKGROUP)
+fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+    let r = row_index(wid, nwg, lid);
+    if (r >= p.rows) { return; }
+    let tgt = target_of(r);
+    let cols = p.cols;
+    let base = p.x_offset + r * cols;
+    var m = -inf_f32();
+    for (var c = 0u; c < cols; c++) { m = max(m, x[base + c]); }
+    var s = 0.0;
+    var total = 0.0;
+    for (var b = 0u; b < cols; b += BLOCK) {
+        var part = vec2<f32>();
+        for (var c = b; c < min(b + BLOCK, cols); c++) {
+            let v = x[base + c];
+            part += vec2<f32>(exp(v - m), v);
+        }
+        s += part.x;
+        total += part.y;
+    }
+    let l = log(s);
+    let valid = tgt >= 0 && tgt < i32(cols);
+    // The target's logit, read from inside the row whatever the target (used only when valid).
+    let picked = x[base + min(u32(max(tgt, 0)), max(cols, 1u) - 1u)];
+    var loss = -(1.0 - p.smoothing) * ((picked - m) - l);
+    if (p.smoothing != 0.0) {
+        loss -= p.smoothing / f32(cols) * ((total - f32(cols) * m) - f32(cols) * l);
+    }
+    loss = select(nan_f32(), loss, valid);
+    out[p.out_offset + r] = select(loss, 0.0, tgt == p.ignore_index);
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn cross_entropy_backward_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                               @builtin(local_invocation_index) lid: u32) {
+    let r = row_index(wid, nwg, lid);
+    if (r >= p.rows) { return; }
+    let tgt = target_of(r);
+    let ignored = tgt == p.ignore_index;
+    let g = row_grad[p.grad_offset + r * p.grad_stride];
+    let cols = p.cols;
+    let base = p.x_offset + r * cols;
+    let dest = p.out_offset + r * cols;
+    let lse = row_log_sum_exp(base);
+    let uniform_part = p.smoothing / f32(cols);
+    for (var c = 0u; c < cols; c++) {
+        let onehot = select(0.0, 1.0 - p.smoothing, i32(c) == tgt);
+        let v = g * (exp((x[base + c] - lse.x) - lse.y) - onehot - uniform_part);
+        out[dest + c] = select(v, 0.0, ignored);
     }
 }

@@ -76,6 +76,8 @@ def make(rng, dtype, shape, layout="contiguous", domain="any", out=False):
         size, strides, offset = n, View.contiguous_strides(shape), 0
     elif layout == "offset":
         size, strides, offset = n + 11, View.contiguous_strides(shape), 7
+    elif layout == "aligned":  # contiguous at an offset that is a multiple of 4
+        size, strides, offset = n + 13, View.contiguous_strides(shape), 8
     elif layout == "strided":
         # Storage is the reversed shape with the innermost dim doubled; the view walks it transposed.
         rev = list(shape[::-1])
@@ -138,6 +140,7 @@ def cases(seed):
     rng = np.random.default_rng(seed)
     picks = [(SHAPES[(seed + i) % len(SHAPES)], LAYOUTS[(seed + i) % 4], OUT_LAYOUTS[(seed + 2 * i) % 3]) for i in range(3)]
     picks.append(((1025,), "contiguous", "contiguous"))  # the contiguous fast path
+    picks.append(((3, 132), "aligned", "aligned"))  # the vec4 entry points (f32/i32, offsets and n multiples of 4)
     return rng, picks
 
 
@@ -238,12 +241,29 @@ def test_binary_float(gpu, op):
     dx, dy = BINARY_DOMAIN.get(op, ("any", "any"))
     for shape, layout, out_layout in picks:
         x = make(rng, F32, shape, layout, dx)
-        y = make(rng, F32, shape, LAYOUTS[(LAYOUTS.index(layout) + 1) % 4], dy)
+        y = make(rng, F32, shape, LAYOUTS[(LAYOUTS.index(layout) + 1) % 4] if layout in LAYOUTS else layout, dy)
         if op in ("eq", "ne", "le", "ge", "minimum", "maximum"):
             k = min(len(x.data), len(y.data)) // 2
             y.data[:k] = x.data[:k]  # some equal pairs
         out = make(rng, BOOL if op in BOOL_BINARY else F32, shape, out_layout, out=True)
         run(gpu, "binary", [op, out, x, y])
+
+
+@pytest.mark.parametrize("op", ("add", "mul", "floordiv", "max"))
+def test_vec4_entry_points_integers_and_in_place(gpu, op):
+    # unary4 / binary4 in integer math, and in place (the operand read through out's vec4 view)
+    rng = np.random.default_rng(20)
+    x, y = make(rng, I32, (4, 12), "aligned"), make(rng, I32, (4, 12), "aligned", "pos")
+    if op in BINARY_OPS:
+        run(gpu, "binary", [op, make(rng, I32, (4, 12), "aligned", out=True), x, y])
+    run(gpu, "unary", ["affine", make(rng, I32, (4, 12), "aligned", out=True), x, 3, -2])
+    s = gpu.from_bytes(np.arange(-8, 8, dtype=np.float32).tobytes(), F32)
+    v = View(s, (3, 4), (4, 1), 4, F32)
+    gpu.unary("relu", v, v, 0.0, 0.0)
+    gpu.binary("mul", v, v, v)
+    want = np.arange(-8, 8, dtype=np.float32)
+    want[4:] = np.maximum(want[4:], 0) ** 2
+    assert np.frombuffer(gpu.to_bytes(View(s, (16,), (1,), 0, F32)), np.float32).tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("op", INT_BINARY + ("pow", "div"))
@@ -353,9 +373,19 @@ def test_write_updates_part_of_a_storage(gpu):
 REDUCE_SHAPES = [(1, 1, 1), (3, 127, 1), (2, 1025, 3), (4, 7, 64), (1, 5000, 1), (5, 3, 2), (2, 300, 40)]
 
 
+@pytest.fixture(params=["gpu", "software"])
+def adapter_kind(request, gpu, monkeypatch):
+    """Kernel families plan for a GPU or for a software adapter (Runtime.software), whichever adapter
+    runs the test: "software" takes reduce.split's one thread per output, conv_pool.wgsl's row kernels,
+    the thread-per-row softmax / cross-entropy kernels and many vec4s per optimizer thread; "gpu" the
+    tree kernels, per-element kernels and one vec4 per optimizer thread."""
+    monkeypatch.setattr(gpu.runtime, "software", request.param == "software")
+    return request.param
+
+
 @pytest.mark.parametrize("op", REDUCE_OPS)
 @pytest.mark.parametrize("dtype", [F32, I32])
-def test_reduce(gpu, op, dtype):
+def test_reduce(gpu, adapter_kind, op, dtype):
     rng = np.random.default_rng(REDUCE_OPS.index(op))
     for shape in REDUCE_SHAPES:
         outer, size, inner = shape
@@ -379,7 +409,7 @@ def test_reduce_nan_and_bool(gpu, op):
     run(gpu, "reduce", [op, Arg(np.zeros(2, NP[out_dtype]), out_dtype, (2, 1), (1, 1), 0, True), Arg(b, BOOL, (2, 3, 1), (3, 1, 1), 0)])
 
 
-def test_reduce_long_row_two_pass(gpu):
+def test_reduce_long_row_two_pass(gpu, adapter_kind):
     rng = np.random.default_rng(12)
     x = rng.standard_normal(200_003).astype(np.float32)
     x[123_457] = 50.0
@@ -391,11 +421,11 @@ def test_reduce_long_row_two_pass(gpu):
 
 # ------------------------------------------------------------------ softmax and cross-entropy
 
-ROW_SHAPES = [(1, 1), (3, 10), (130, 10), (5, 1025), (2, 3000)]
+ROW_SHAPES = [(1, 1), (3, 10), (130, 10), (70, 300), (5, 1025), (2, 3000)]
 
 
 @pytest.mark.parametrize("log", [False, True])
-def test_softmax_and_backward(gpu, log):
+def test_softmax_and_backward(gpu, adapter_kind, log):
     rng = np.random.default_rng(13)
     for shape in ROW_SHAPES:
         x = make(rng, F32, shape, "offset")
@@ -407,16 +437,16 @@ def test_softmax_and_backward(gpu, log):
             {"log": log}, atol=1e-5)
 
 
-def test_softmax_extreme_logits(gpu):
+def test_softmax_extreme_logits(gpu, adapter_kind):
     x = np.array([[1e4, -1e4, 0.0, 1e4 - 1.0], [-1e4, -1e4, -1e4, -1e4 + 3.0]], np.float32)
     for log in (False, True):
         run(gpu, "softmax", [Arg(np.zeros(8, np.float32), F32, (2, 4), (4, 1), 0, True), Arg(x.ravel(), F32, (2, 4), (4, 1), 0)], {"log": log})
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-def test_cross_entropy(gpu, smoothing):
+def test_cross_entropy(gpu, adapter_kind, smoothing):
     rng = np.random.default_rng(14)
-    for rows, classes in ((1, 10), (7, 10), (130, 10), (3, 1025)):
+    for rows, classes in ((1, 10), (7, 10), (130, 10), (130, 1), (70, 300), (5, 1025), (3, 1025)):
         logits = make(rng, F32, (rows, classes), "offset")
         logits.data *= 3
         t = rng.integers(0, classes, 2 * rows + 1).astype(np.int32)
@@ -426,6 +456,31 @@ def test_cross_entropy(gpu, smoothing):
         run(gpu, "cross_entropy", [make(rng, F32, (rows,), "offset", out=True), logits, target], kw, atol=1e-5)
         grad = make(rng, F32, (rows,), "broadcast")  # the same upstream gradient for every row (mean)
         run(gpu, "cross_entropy_backward", [make(rng, F32, (rows, classes), "offset", out=True), logits, target, grad], kw, atol=1e-6)
+
+
+def test_cross_entropy_ignore_index_is_a_class(gpu, adapter_kind):
+    """ignore_index may name a real class: those rows give 0 and a zero gradient, the others count it."""
+    rng = np.random.default_rng(15)
+    for rows, classes in ((9, 5), (6, 1500)):
+        logits = make(rng, F32, (rows, classes), "contiguous")
+        target = Arg(rng.integers(0, classes, rows).astype(np.int32), I32, (rows,), (1,), 0)
+        target.data[::3] = 2
+        kw = {"ignore_index": 2, "label_smoothing": 0.2}
+        run(gpu, "cross_entropy", [make(rng, F32, (rows,), "offset", out=True), logits, target], kw, atol=1e-5)
+        grad = make(rng, F32, (rows,), "contiguous")
+        run(gpu, "cross_entropy_backward", [make(rng, F32, (rows, classes), "contiguous", out=True), logits, target, grad], kw, atol=1e-6)
+
+
+def test_cross_entropy_bad_target_is_nan(gpu, adapter_kind):
+    """A target outside [0, C) (other than ignore_index) gives a NaN loss: the GPU cannot raise."""
+    rows, classes = 4, 10
+    rng = np.random.default_rng(16)
+    logits = View(gpu.from_bytes(values(rng, F32, rows * classes).tobytes(), F32), (rows, classes), (classes, 1), 0, F32)
+    target = View(gpu.from_bytes(np.array([-5, classes, 3, -100], np.int32).tobytes(), I32), (rows,), (1,), 0, I32)
+    out = View(gpu.empty(rows, F32), (rows,), (1,), 0, F32)
+    gpu.cross_entropy(out, logits, target, ignore_index=-100, label_smoothing=0.1)
+    loss = np.frombuffer(gpu.to_bytes(out), np.float32)
+    assert np.isnan(loss[:2]).all() and np.isfinite(loss[2]) and loss[3] == 0.0
 
 
 # ------------------------------------------------------------------ indexing
@@ -509,7 +564,7 @@ def _needs_cpu(method):
         pytest.fail(f"the CPU reference has no {method} yet")
 
 
-def test_im2col_col2im(gpu):
+def test_im2col_col2im(gpu, adapter_kind):  # software: im2col_rows, a thread per row
     _needs_cpu("im2col")
     rng = np.random.default_rng(18)
     for (N, C, H, W), k, s, p, d in CONV_GEOMETRIES:
@@ -519,7 +574,7 @@ def test_im2col_col2im(gpu):
         run(gpu, "col2im", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, cols, "offset"), k, s, p, d], atol=1e-5)
 
 
-def test_pooling(gpu):
+def test_pooling(gpu, adapter_kind):  # software: the row kernels
     _needs_cpu("max_pool2d")
     rng = np.random.default_rng(19)
     for (N, C, H, W), k, s, p, d in CONV_GEOMETRIES:
@@ -580,6 +635,41 @@ def test_adam_step(gpu, amsgrad, decoupled, wd):
 def test_rmsprop_step(gpu, momentum, centered):
     base = dict(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=1e-3, momentum=momentum, centered=centered, maximize=False)
     _optim_case(gpu, "rmsprop_step", [True, momentum > 0, centered], [base] * 3)
+
+
+OPTIM_CASES = [
+    ("sgd_step", [True], [dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-2, nesterov=False, maximize=False, first=i == 0) for i in range(2)]),
+    ("adam_step", [True, True, True], [dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2, amsgrad=True, maximize=True, decoupled=False, step=float(t)) for t in (1, 2)]),
+    ("adam_step", [True, True, False], [dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2, amsgrad=False, maximize=False, decoupled=True, step=float(t)) for t in (1, 2)]),
+    ("rmsprop_step", [True, True, True], [dict(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=1e-3, momentum=0.5, centered=True, maximize=False)] * 2),
+]
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 100003])
+@pytest.mark.parametrize("offsets", [(0, 0, 0, 0, 0), (4, 8, 12, 0, 4), (0, 0, 0, 1, 0), (1, 2, 3, 5, 7)],
+                         ids=["aligned", "aligned-offsets", "one-unaligned", "unaligned"])
+def test_optimizer_vec4_and_f32_paths(gpu, adapter_kind, n, offsets):
+    """The vec4 entry points (every offset a multiple of 4; n % 4 elements in a partial vec4) and the
+    f32 ones (any other offset), on parameters of every size mod 4, each tensor at its offset inside a
+    storage with junk before and after it: every storage is compared in full, so an update that
+    writes past its view fails."""
+    rng = np.random.default_rng(n)
+    for method, states, hypers in OPTIM_CASES:
+        # param, grad, then the states; state buffers start non-negative (some are averages of squares)
+        datas = [values(rng, F32, off + n + 3) for off in offsets[:2]]
+        datas += [np.abs(values(rng, F32, off + n + 3)) * 0.1 for off in offsets[2:2 + len(states)]]
+        if method == "rmsprop_step":  # a grad_avg that fits its square_avg (sq - ga^2 > 0, well away from 0)
+            sq = datas[2][offsets[2]:offsets[2] + n]
+            datas[4][offsets[4]:offsets[4] + n] = 0.5 * np.sqrt(sq) * rng.uniform(-1, 1, n).astype(np.float32)
+        sides = []
+        for be in (gpu, CPU):
+            views = [View(be.from_bytes(d.tobytes(), F32), (n,), (1,), off, F32) for d, off in zip(datas, offsets)]
+            args = views[:2] + [v if used else None for v, used in zip(views[2:], states)]
+            for hyper in hypers:
+                getattr(be, method)(*args, hyper)
+            sides.append([np.frombuffer(be.to_bytes(full_view(be, v)), np.float32) for v in views])
+        for k, (got, want) in enumerate(zip(*sides)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
 
 
 # ------------------------------------------------------------------ every op name is covered

@@ -25,7 +25,12 @@ from .views import check_view, contiguous_view
 SHADER = Shader("conv_pool.wgsl", {})
 _PLAIN = ((0, "write"), (1, "read"), (4, "uniform"))
 IM2COL = Kernel(SHADER, "im2col", _PLAIN)
+# Software adapters: a thread per row instead of per element (no per-element index divisions)
 IM2COL_ROWS = Kernel(SHADER, "im2col_rows", _PLAIN)
+COL2IM_ROWS = Kernel(SHADER, "col2im_rows", _PLAIN)
+MAX_POOL_ROWS = Kernel(SHADER, "max_pool2d_rows", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
+MAX_POOL_BACKWARD_GATHER_ROWS = Kernel(SHADER, "max_pool2d_backward_gather_rows",
+                                       ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 COL2IM = Kernel(SHADER, "col2im", _PLAIN)
 MAX_POOL = Kernel(SHADER, "max_pool2d", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 MAX_POOL_BACKWARD = Kernel(SHADER, "max_pool2d_backward", ((1, "read"), (2, "write"), (3, "write"), (4, "uniform")))
@@ -33,8 +38,8 @@ MAX_POOL_BACKWARD_GATHER = Kernel(SHADER, "max_pool2d_backward_gather", ((0, "wr
 AVG_POOL = Kernel(SHADER, "avg_pool2d", _PLAIN)
 AVG_POOL_BACKWARD = Kernel(SHADER, "avg_pool2d_backward", _PLAIN)
 
-# n, C, H, W, OH, OW, kh, kw, sh, sw | ph, pw | dh, dw, x_offset, out_offset, index_offset, include_pad
-_PARAMS = struct.Struct("<10I2i6I")
+# n, C, H, W, OH, OW, kh, kw, sh, sw | ph, pw | dh, dw, x_offset, out_offset, index_offset, include_pad, rows_padded
+_PARAMS = struct.Struct("<10I2i7I")
 WORKGROUP = 256
 
 
@@ -62,12 +67,12 @@ def _image(view, name):
 
 
 def _launch(rt, kernel, storages, n, C, H, W, OH, OW, geom, x_offset, out_offset, index_offset=0, include_pad=False,
-            workgroup=WORKGROUP):
+            workgroup=WORKGROUP, rows_padded=0):
     if n == 0:
         return
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geom
     params = _PARAMS.pack(n, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, x_offset, out_offset, index_offset,
-                          int(include_pad))
+                          int(include_pad), rows_padded or C * kh * kw)
     groups = min(-(-n // workgroup), rt.limits["max_compute_workgroups_per_dimension"])
     rt.dispatch(kernel, (), storages, params, (groups, 1, 1))
 
@@ -108,6 +113,10 @@ def col2im(rt, out, cols, kernel, stride, padding, dilation):
         raise ValueError(f"col2im: cols has shape {cols.shape}, expected {(N, C * kh * kw, OH * OW)}")
     if cols.storage is out.storage:
         cols = materialize(rt, cols)
+    if rt.software:
+        _launch(rt, COL2IM_ROWS, (out.storage, cols.storage), N * C * H, C, H, W, OH, OW, geom, cols.offset,
+                out.offset, workgroup=64)
+        return
     _launch(rt, COL2IM, (out.storage, cols.storage), out.numel, C, H, W, OH, OW, geom, cols.offset, out.offset)
 
 
@@ -121,6 +130,10 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
         raise ValueError(f"indices has shape {indices.shape}, expected {out.shape}")
     if x.storage in (out.storage, indices.storage):
         x = materialize(rt, x)
+    if rt.software:
+        _launch(rt, MAX_POOL_ROWS, (out.storage, x.storage, indices.storage), N * C * OH, C, H, W, OH, OW, geom,
+                x.offset, out.offset, indices.offset, workgroup=64)
+        return
     _launch(rt, MAX_POOL, (out.storage, x.storage, indices.storage), out.numel, C, H, W, OH, OW, geom,
             x.offset, out.offset, indices.offset)
 
@@ -136,6 +149,10 @@ def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, paddin
     if kernel is not None:
         geom = _geometry(kernel, stride, padding, dilation)
         (kh, kw), (sh, sw), _, (dh, dw) = geom
+        if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1 and rt.software:  # a thread per image row
+            _launch(rt, MAX_POOL_BACKWARD_GATHER_ROWS, (out.storage, grad.storage, indices.storage), N * C * H, C, H,
+                    W, OH, OW, geom, grad.offset, out.offset, indices.offset, workgroup=64)
+            return
         if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1:  # windows never overlap: gather
             _launch(rt, MAX_POOL_BACKWARD_GATHER, (out.storage, grad.storage, indices.storage), out.numel, C, H, W,
                     OH, OW, geom, grad.offset, out.offset, indices.offset)
@@ -192,15 +209,39 @@ def _conv_geom(stride, padding, dilation):
     return s, p, d
 
 
+def _padded_rows(C, window):
+    """Rows of a software adapter's unfolded matrix: C*kh*kw rounded up to a multiple of 4, so that the
+    product's K is vec4-aligned (conv1 of MNIST, 1 x 3 x 3 = 9 rows, would otherwise take matmul_cpu's
+    f32 loads: 4x the loads for its forward product and its weight gradient)."""
+    return -(-C * window[0] * window[1] // 4) * 4
+
+
 def _unfolded(rt, x, window, geom, OH, OW):
-    """im2col of image batch x into a pooled storage: a contiguous [N, C*kh*kw, OH*OW] view. The explicit
-    route of software adapters, whose matmul kernel (matmul_cpu.wgsl) reads vec4s of a stored matrix
-    (see matmul_plan.implicit_im2col)."""
-    N, C = x.shape[:2]
-    kk = window[0] * window[1]
-    cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
-    im2col(rt, cols, x, window, *geom)
+    """im2col of image batch x into a pooled storage: a contiguous [N, Kp, OH*OW] view, Kp =
+    _padded_rows (the rows past C*kh*kw are zeros). The explicit route of software adapters, whose
+    matmul kernel (matmul_cpu.wgsl) reads vec4s of a stored matrix (see matmul_plan.implicit_im2col)."""
+    N, C, H, W = x.shape
+    (kh, kw), ((sh, sw), (ph, pw), (dh, dw)) = window, geom
+    kp = _padded_rows(C, window)
+    cols = contiguous_view(rt.storage(N * kp * OH * OW, float32), (N, kp, OH * OW), float32)
+    if x.storage is cols.storage:
+        x = materialize(rt, x)
+    _launch(rt, IM2COL_ROWS, (cols.storage, x.storage), N * kp, C, H, W, OH, OW,
+            ((kh, kw), (sh, sw), (ph, pw), (dh, dw)), x.offset, cols.offset, workgroup=64, rows_padded=kp)
     return cols
+
+
+def _padded_weight(rt, weight, kp):
+    """weight [O, C, kh, kw] as a contiguous [O, kp] matrix, zero past C*kh*kw (see _padded_rows)."""
+    O = weight.shape[0]
+    kk = weight.numel // O
+    if kp == kk:
+        return weight
+    padded = contiguous_view(rt.storage(O * kp, float32), (O, kp), float32)
+    fill(rt, padded, 0.0)
+    copy(rt, View(padded.storage, (O, kk), (kp, 1), padded.offset, float32),
+         View(weight.storage, (O, kk), (kk, 1), weight.offset, float32))
+    return padded
 
 
 def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
@@ -219,10 +260,11 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
     # out[n] [O, OH*OW] = weight [O, C*kh*kw] (one matrix for every image) @ cols(x[n]) + bias per row
     if not matmul_plan.implicit_im2col():
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
-        p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, 0,
-                             out.offset, bias.offset if bias is not None else 0, 0, C * kh * kw * OH * OW,
-                             bias_rows=True)
-        run_plan(rt, p, weight.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
+        kp = cols.shape[1]
+        w = _padded_weight(rt, weight, kp)
+        p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, False, w.offset, 0,
+                             out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True)
+        run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return
     p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
@@ -244,9 +286,15 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation):
     # (items = N), whose K loop runs over every image's positions
     if not matmul_plan.implicit_im2col():
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
-        p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, 0, out.offset, 0,
-                             O * OH * OW, C * kh * kw * OH * OW, items=N)
-        run_plan(rt, p, grad.storage, cols.storage, out.storage)
+        kk, kp = C * kh * kw, cols.shape[1]
+        # dW padded to [O, kp] (its extra columns, products with the zero rows, are dropped by the copy)
+        dw = out if kp == kk else contiguous_view(rt.storage(O * kp, float32), (O, kp), float32)
+        p = matmul_plan.plan(1, O, kp, OH * OW, False, True, False, False, grad.offset, 0, dw.offset, 0,
+                             O * OH * OW, kp * OH * OW, items=N)
+        run_plan(rt, p, grad.storage, cols.storage, dw.storage)
+        if dw is not out:
+            copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
+                 View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
     p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
                          O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom))

@@ -50,6 +50,13 @@ _IN = lambda k: (f"IN{k}_DTYPE", f"IN{k}_FROM_OUT")  # noqa: E731
 UNARY = Kernel(SHADER, "unary", _LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0)))
 UNARY_BACKWARD = Kernel(SHADER, "unary_backward", _LAYOUT, ("OP", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 BINARY = Kernel(SHADER, "binary", _LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1)))
+# The same with four elements per thread step through vec4 views (see elementwise.wgsl): contiguous
+# f32/i32 operands whose offsets and element count are multiples of 4.
+VEC4 = {
+    UNARY: Kernel(SHADER, "unary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0))),
+    UNARY_BACKWARD: Kernel(SHADER, "unary_backward4", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
+    BINARY: Kernel(SHADER, "binary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
+}
 WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
 # (Binding 0 is only read for in-place operands, never here, but the entry point names it: a spare.)
@@ -126,7 +133,11 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
         values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
         values[f"IN{k}_FROM_OUT"] = k < len(bound) and bound[k] is None
     slots = tuple(s for s in (a_slot, b_slot) if s != 0xFFFFFFFF)
-    groups = min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
+    per_thread = 1
+    if (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
+            and all(v.dtype in (float32, int32) for v in views)):
+        kernel, per_thread = VEC4[kernel], 4
+    groups = min(-(-n // (WORKGROUP * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
     return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
 
 
