@@ -236,11 +236,45 @@ fn max_pool2d_backward_gather(@builtin(global_invocation_id) gid: vec3<u32>, @bu
 // max_pool2d_rows / max_pool2d_backward_gather_rows: the same two kernels with one thread per row (of
 // out, and of the image), for software adapters: the per-element index decoding (divisions by run-time
 // values, one lane at a time on a CPU) happens once per row. p.n counts rows.
+// Whether v beats the running maximum `best` (index best_index, -1: none yet): NaN wins over numbers,
+// and among equals the first stays (PyTorch's rule).
+fn beats(v: f32, best: f32, best_index: i32) -> bool {
+    return best_index < 0 || (is_nan(v) && !is_nan(best)) || (!is_nan(best) && v > best);
+}
+
+// MaxPool2d(2): 2 x 2 windows, stride 2, no padding or dilation, all inside the image. Straight-line
+// code for max_pool2d_rows' commonest case (no window loops, whose per-lane control flow costs on a CPU).
+fn max_pool_2x2_row(base: u32, oh: u32, o0: u32) {
+    var o = o0;
+    let top = base + 2u * oh * p.width;
+    for (var ow = 0u; ow < p.out_width; ow++) {
+        let k = 2u * oh * p.width + 2u * ow;
+        let a = x[top + 2u * ow];
+        let b = x[top + 2u * ow + 1u];
+        let c = x[top + p.width + 2u * ow];
+        let d = x[top + p.width + 2u * ow + 1u];
+        var best = a;
+        var best_index = i32(k);
+        if (beats(b, best, best_index)) { best = b; best_index = i32(k + 1u); }
+        if (beats(c, best, best_index)) { best = c; best_index = i32(k + p.width); }
+        if (beats(d, best, best_index)) { best = d; best_index = i32(k + p.width + 1u); }
+        out[p.out_offset + o] = best;
+        indices[p.index_offset + o] = best_index;
+        o++;
+    }
+}
+
 @compute @workgroup_size(64)
 fn max_pool2d_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let two_by_two = p.kh == 2u && p.kw == 2u && p.sh == 2u && p.sw == 2u && p.ph == 0 && p.pw == 0
+        && p.dh == 1u && p.dw == 1u;
     for (var q = gid.x; q < p.n; q += groups.x * 64u) {
         let oh = q % p.out_height;
         let base = p.x_offset + (q / p.out_height) * p.height * p.width;
+        if (two_by_two) {
+            max_pool_2x2_row(base, oh, q * p.out_width);
+            continue;
+        }
         var o = q * p.out_width;
         var ws = -p.pw;  // the window's first column
         for (var ow = 0u; ow < p.out_width; ow++) {
@@ -254,8 +288,7 @@ fn max_pool2d_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
                     if (w < 0 || w >= i32(p.width)) { continue; }
                     let k = u32(h) * p.width + u32(w);
                     let v = x[base + k];
-                    let better = best_index < 0 || (is_nan(v) && !is_nan(best)) || (!is_nan(best) && v > best);
-                    if (better) {
+                    if (beats(v, best, best_index)) {
                         best = v;
                         best_index = i32(k);
                     }

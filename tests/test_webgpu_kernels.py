@@ -552,6 +552,7 @@ CONV_GEOMETRIES = [  # (N, C, H, W), kernel, stride, padding, dilation
     ((1, 2, 9, 9), (3, 2), (2, 1), (0, 1), (2, 1)),
     ((3, 1, 28, 28), (2, 2), (2, 2), (0, 0), (1, 1)),
     ((2, 2, 11, 10), (2, 3), (3, 3), (1, 1), (1, 1)),  # windows with gaps between them, padded
+    ((2, 2, 7, 9), (2, 2), (2, 2), (0, 0), (1, 1)),  # MaxPool2d(2) over odd sizes (the 2x2 fast path)
 ]
 
 
