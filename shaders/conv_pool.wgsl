@@ -134,6 +134,26 @@ fn col2im_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         let plane = q / p.height;  // image * C + c
         let rows0 = plane * p.kh * p.kw;  // its first row of cols
         var o = p.out_offset + q * p.width;
+        if (p.sh == 1u && p.sw == 1u && p.dh == 1u && p.dw == 1u) {
+            // stride 1, no dilation: the window positions reaching (h, w) form a range of i (per row)
+            // and of j (per pixel), found without tests inside the loops
+            let i0 = max(h + p.ph - i32(p.out_height) + 1, 0);
+            let i1 = min(i32(p.kh) - 1, h + p.ph);
+            for (var w = 0; w < i32(p.width); w++) {
+                let j0 = max(w + p.pw - i32(p.out_width) + 1, 0);
+                let j1 = min(i32(p.kw) - 1, w + p.pw);
+                var total = 0.0;
+                for (var i = i0; i <= i1; i++) {
+                    let src = p.x_offset + (rows0 + u32(i) * p.kw) * cols + u32(h + p.ph - i) * p.out_width;
+                    for (var j = j0; j <= j1; j++) {
+                        total += x[src + u32(j) * cols + u32(w + p.pw - j)];
+                    }
+                }
+                out[o] = total;
+                o++;
+            }
+            continue;
+        }
         for (var w = 0; w < i32(p.width); w++) {
             var total = 0.0;
             for (var i = 0u; i < p.kh; i++) {
