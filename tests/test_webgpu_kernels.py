@@ -195,6 +195,8 @@ def test_unary_affine_from_integer_to_float(gpu, dtype):
     rng = np.random.default_rng(1)
     for shape, layout in (((784,), "offset"), ((5, 7), "strided"), ((3, 3), "broadcast")):
         run(gpu, "unary", ["affine", make(rng, F32, shape, "offset", out=True), make(rng, dtype, shape, layout), 1 / 255, 0.5])
+    # contiguous and 4-aligned on both sides: uint8 words in, vec4s out (unary_from_u8x4)
+    run(gpu, "unary", ["affine", make(rng, F32, (6, 12), "aligned", out=True), make(rng, dtype, (6, 12), "aligned"), 1 / 255, -0.25])
 
 
 def test_unary_special_values(gpu):

@@ -57,6 +57,7 @@ VEC4 = {
     UNARY_BACKWARD: Kernel(SHADER, "unary_backward4", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
     BINARY: Kernel(SHADER, "binary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
 }
+UNARY_FROM_U8X4 = Kernel(SHADER, "unary_from_u8x4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", "IN0_DTYPE"))
 WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
 # (Binding 0 is only read for in-place operands, never here, but the entry point names it: a spare.)
@@ -137,6 +138,9 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     if (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
             and all(v.dtype in (float32, int32) for v in views)):
         kernel, per_thread = VEC4[kernel], 4
+    elif (kernel is UNARY and contiguous and n % 4 == 0 and bound and bound[0] is not None and views[1].dtype is uint8
+          and out.dtype in (float32, int32) and out.offset % 4 == 0 and views[1].offset % 4 == 0):
+        kernel, per_thread = UNARY_FROM_U8X4, 4  # uint8 words in, vec4s out
     groups = min(-(-n // (WORKGROUP * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
     return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
 
