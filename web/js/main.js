@@ -123,6 +123,9 @@ client.on("app:eval", (m) => {
   results.showConfusion(m.confusion);
   run.accuracy(m.accuracy, m.test_size);
   if (m.source === "train") charts.accuracy.add(m.epoch, 100 * m.accuracy);
+  if (m.source === "import") {
+    fileStatus(`${importedLabel}: ${(100 * m.accuracy).toFixed(2)}% on ${m.test_size} test digits.`, "ok");
+  }
   classifyNow(); // the drawing's probabilities under the updated model
 });
 client.on("app:run-end", (m) => {
@@ -228,8 +231,10 @@ watchImport($("import"), (bytes, name) => {
   const test_size = testSize.validity.valid ? Number(testSize.value) : null;
   client.send({ type: "import", data: bytes, name, test_size }, [bytes.buffer]);
 });
+let importedLabel = "";
 client.on("app:imported", ({ kind, model, name }) => {
-  fileStatus(`Imported ${name}: ${model}. Evaluating it on the test digits…`, "ok");
+  importedLabel = `Imported ${name}: ${model}`;
+  fileStatus(`${importedLabel}. Evaluating it on the test digits…`, "ok");
   form.field("model").value = kind;
   setModel(kind);
 });
