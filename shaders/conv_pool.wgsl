@@ -192,27 +192,35 @@ fn max_pool2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         let ow = q % p.out_width;
         let oh = (q / p.out_width) % p.out_height;
         let plane = q / plane_out;
-        let base = p.x_offset + plane * p.height * p.width;
-        var best = 0.0;
-        var best_index = -1;
-        for (var i = 0u; i < p.kh; i++) {
-            let h = i32(oh * p.sh + i * p.dh) - p.ph;
-            if (h < 0 || h >= i32(p.height)) { continue; }
-            for (var j = 0u; j < p.kw; j++) {
-                let w = i32(ow * p.sw + j * p.dw) - p.pw;
-                if (w < 0 || w >= i32(p.width)) { continue; }
-                let k = u32(h) * p.width + u32(w);
-                let v = x[base + k];
-                let better = best_index < 0 || (is_nan(v) && !is_nan(best)) || (!is_nan(best) && v > best);
-                if (better) {
-                    best = v;
-                    best_index = i32(k);
-                }
+        let m = window_max(p.x_offset + plane * p.height * p.width, oh, i32(ow * p.sw) - p.pw);
+        out[p.out_offset + q] = m.value;
+        indices[p.index_offset + q] = m.index;
+    }
+}
+
+// The maximum of output row oh's window whose first column is ws, in the plane at `base`, and its
+// index h*W + w (the first one; NaN counts as the maximum, as in PyTorch); padding cells never win:
+// a window wholly in the padding gives -inf and index -1.
+struct WindowMax { value: f32, index: i32 }
+
+fn window_max(base: u32, oh: u32, ws: i32) -> WindowMax {
+    var best = 0.0;
+    var best_index = -1;
+    for (var i = 0u; i < p.kh; i++) {
+        let h = i32(oh * p.sh + i * p.dh) - p.ph;
+        if (h < 0 || h >= i32(p.height)) { continue; }
+        for (var j = 0u; j < p.kw; j++) {
+            let w = ws + i32(j * p.dw);
+            if (w < 0 || w >= i32(p.width)) { continue; }
+            let k = u32(h) * p.width + u32(w);
+            let v = x[base + k];
+            if (beats(v, best, best_index)) {
+                best = v;
+                best_index = i32(k);
             }
         }
-        out[p.out_offset + q] = select(best, -inf_f32(), best_index < 0);
-        indices[p.index_offset + q] = best_index;
     }
+    return WindowMax(select(best, -inf_f32(), best_index < 0), best_index);
 }
 
 // max_pool2d_backward: out [N, C, H, W] (zeroed by the host) += grad at each window's argmax.
@@ -298,24 +306,9 @@ fn max_pool2d_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
         var o = q * p.out_width;
         var ws = -p.pw;  // the window's first column
         for (var ow = 0u; ow < p.out_width; ow++) {
-            var best = 0.0;
-            var best_index = -1;
-            for (var i = 0u; i < p.kh; i++) {
-                let h = i32(oh * p.sh + i * p.dh) - p.ph;
-                if (h < 0 || h >= i32(p.height)) { continue; }
-                for (var j = 0u; j < p.kw; j++) {
-                    let w = ws + i32(j * p.dw);
-                    if (w < 0 || w >= i32(p.width)) { continue; }
-                    let k = u32(h) * p.width + u32(w);
-                    let v = x[base + k];
-                    if (beats(v, best, best_index)) {
-                        best = v;
-                        best_index = i32(k);
-                    }
-                }
-            }
-            out[p.out_offset + o] = select(best, -inf_f32(), best_index < 0);
-            indices[p.index_offset + o] = best_index;
+            let m = window_max(base, oh, ws);
+            out[p.out_offset + o] = m.value;
+            indices[p.index_offset + o] = m.index;
             o++;
             ws += i32(p.sw);
         }
