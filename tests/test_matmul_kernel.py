@@ -29,6 +29,17 @@ def runner():
     return MatmulRunner(adapter.request_device_sync())
 
 
+@pytest.fixture(autouse=True)
+def gpu_profile():
+    """Plans for a GPU (matmul.wgsl), whatever adapter runs the tests: a WebGPU backend made earlier in
+    the session on a software adapter switched the module to the "cpu" profile (tests of
+    matmul_cpu.wgsl ask for cpu_profile below)."""
+    before = matmul_plan._PROFILE
+    matmul_plan.set_profile("gpu")
+    yield
+    matmul_plan.set_profile(before)
+
+
 def _storage(device, array):
     return device.create_buffer_with_data(
         data=np.ascontiguousarray(array, np.float32),
