@@ -52,3 +52,26 @@ def test_max_pool_indices_parity():
     _, cpu = F.max_pool2d(wg.tensor(x), 3, stride=2, padding=1, return_indices=True)
     _, gpu = F.max_pool2d(wg.tensor(x, device="webgpu"), 3, stride=2, padding=1, return_indices=True)
     np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
+
+
+def test_weight_gradient_reuses_the_forward_unfold(monkeypatch):
+    # Software adapters unfold the image explicitly; the forward hands its unfolded image to the weight
+    # gradient (conv2d's workspace) instead of unfolding again.
+    import webgrad as wg
+    from webgrad.backends.webgpu import conv, matmul_plan
+
+    monkeypatch.setattr(matmul_plan, "_PROFILE", "cpu")
+    calls = []
+    unfold = conv._unfolded
+    monkeypatch.setattr(conv, "_unfolded", lambda *a: calls.append(a[1].shape) or unfold(*a))
+    x = wg.tensor(data(2, 3, 9, 9), device="webgpu")
+    w = wg.tensor(data(4, 3, 3, 3), device="webgpu", requires_grad=True)
+    F.conv2d(x, w, padding=1).sum().backward()
+    assert len(calls) == 1
+    xc = wg.tensor(x.numpy(), device="cpu")
+    wc = wg.tensor(w.detach().numpy(), device="cpu", requires_grad=True)
+    F.conv2d(xc, wc, padding=1).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), wc.grad.numpy(), rtol=1e-4, atol=1e-4)
+    with wg.no_grad():
+        F.conv2d(x, w, padding=1)  # nothing kept: no backward will come
+    assert len(calls) == 2

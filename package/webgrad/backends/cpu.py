@@ -419,7 +419,7 @@ class CPUBackend(Backend):
         self._fold(out, self.array(cols), kernel, stride, padding, dilation)
 
     # conv2d: im2col + one BLAS product in the tensors' own dtype (as matmul above).
-    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation, keep=False):
         n, o, oh, ow = out.shape
         w = self.array(weight)
         cols = self._unfold(x, w.shape[2:], stride, padding, dilation, (oh, ow), w.dtype)
@@ -435,7 +435,7 @@ class CPUBackend(Backend):
         dcols = np.matmul(w.reshape(o, -1).T, g.reshape(n, o, -1))  # [N, C*kh*kw, OH*OW]
         self._fold(out, dcols, w.shape[2:], stride, padding, dilation)
 
-    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation, workspace=None):
         g = self.array(grad)
         n, o, oh, ow = g.shape
         cols = self._unfold(x, out.shape[2:], stride, padding, dilation, (oh, ow), g.dtype)

@@ -252,10 +252,12 @@ class Backend:
     # conv2d and its gradients, PyTorch's conv2d with one group. x: contiguous [N, C, H, W]; weight:
     # contiguous [O, C, kh, kw]; grad (of the output): contiguous [N, O, OH, OW]. A backend may build
     # them from im2col / col2im and matmul, or multiply without ever storing the unfolded image.
-    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation, keep=False):
         """out [N, O, OH, OW] (contiguous): out[n, o, oh, ow] = bias[o] + sum over c, i, j of
         weight[o, c, i, j] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the image).
-        bias: contiguous [O] or None."""
+        bias: contiguous [O] or None. keep: the weight gradient will follow; the backend may return a
+        workspace (e.g. the unfolded image) for conv2d_backward_weight(..., workspace=) of the same x,
+        else None."""
         raise NotImplementedError
 
     def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
@@ -263,9 +265,10 @@ class Backend:
         x, i.e. the adjoint of conv2d without bias applied to grad."""
         raise NotImplementedError
 
-    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation, workspace=None):
         """out [O, C, kh, kw] (contiguous): the gradient of conv2d with respect to the weight,
-        out[o, c, i, j] = sum over n, oh, ow of grad[n, o, oh, ow] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]."""
+        out[o, c, i, j] = sum over n, oh, ow of grad[n, o, oh, ow] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw].
+        workspace: what conv2d(..., keep=True) returned for this x, or None."""
         raise NotImplementedError
 
     def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):

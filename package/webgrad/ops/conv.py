@@ -11,7 +11,7 @@ treated as a batch of one, as in PyTorch.
 """
 
 from .. import dtypes
-from ..autograd import record
+from ..autograd import is_grad_enabled, record
 from ..backends.device import View
 from ..tensor import Tensor
 from .elementwise import check_same_device, new
@@ -117,7 +117,10 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
     be = x.device.backend
     geometry = (stride, padding, dilation)
     out = new((n, o, oh, ow), x.dtype, x.device)
-    be.conv2d(out._view, x._view, w._view, b._view if b is not None else None, *geometry)
+    # keep: the weight gradient will be taken, and a backend may hand it work of the forward's
+    # (WebGPU on a software adapter: the unfolded image), held here until backward
+    keep = w.requires_grad and is_grad_enabled()
+    workspace = be.conv2d(out._view, x._view, w._view, b._view if b is not None else None, *geometry, keep=keep)
 
     def backward(g):
         g = g.contiguous()
@@ -127,7 +130,7 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
             be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
         if w.requires_grad:
             gw = new(tuple(w.shape), g.dtype, g.device)
-            be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry)
+            be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry, workspace=workspace)
         if b is not None and b.requires_grad:
             gb = g.sum((0, 2, 3))
         return gx, gw, gb

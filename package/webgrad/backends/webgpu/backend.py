@@ -181,14 +181,14 @@ class WebGPUBackend(Backend):
     def col2im(self, out, cols, kernel, stride, padding, dilation):
         conv.col2im(self.runtime, out, cols, kernel, stride, padding, dilation)
 
-    def conv2d(self, out, x, weight, bias, stride, padding, dilation):
-        conv.conv2d(self.runtime, out, x, weight, bias, stride, padding, dilation)
+    def conv2d(self, out, x, weight, bias, stride, padding, dilation, keep=False):
+        return conv.conv2d(self.runtime, out, x, weight, bias, stride, padding, dilation, keep)
 
     def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
         conv.conv2d_backward_input(self.runtime, out, grad, weight, stride, padding, dilation)
 
-    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation):
-        conv.conv2d_backward_weight(self.runtime, out, grad, x, stride, padding, dilation)
+    def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation, workspace=None):
+        conv.conv2d_backward_weight(self.runtime, out, grad, x, stride, padding, dilation, workspace)
 
     def max_pool2d(self, out, indices, x, kernel, stride, padding, dilation):
         conv.max_pool2d(self.runtime, out, indices, x, kernel, stride, padding, dilation)

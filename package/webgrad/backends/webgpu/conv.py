@@ -244,7 +244,9 @@ def _padded_weight(rt, weight, kp):
     return padded
 
 
-def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
+def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
+    """The convolution; with keep, on a software adapter, returns the unfolded image for the weight
+    gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None."""
     geom = _conv_geom(stride, padding, dilation)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -265,14 +267,14 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation):
         p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, False, w.offset, 0,
                              out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True)
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
-        return
+        return cols if keep else None
     p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
                          gather=_gather(H, W, OW, kh, kw, geom))
     run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
-def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation):
+def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
     geom = _conv_geom(stride, padding, dilation)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, out, out, geom)
@@ -285,8 +287,11 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation):
     # dW [O, C*kh*kw] = sum over images n of dY[n] [O, OH*OW] @ cols(x[n])ᵀ: a batch-reduce product
     # (items = N), whose K loop runs over every image's positions
     if not matmul_plan.implicit_im2col():
-        cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
-        kk, kp = C * kh * kw, cols.shape[1]
+        kp = _padded_rows(C, (kh, kw))
+        cols = workspace  # conv2d's unfolded x, when the forward kept it
+        if cols is None or cols.shape != (N, kp, OH * OW):
+            cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
+        kk = C * kh * kw
         # dW padded to [O, kp] (its extra columns, products with the zero rows, are dropped by the copy)
         dw = out if kp == kk else contiguous_view(rt.storage(O * kp, float32), (O, kp), float32)
         p = matmul_plan.plan(1, O, kp, OH * OW, False, True, False, False, grad.offset, 0, dw.offset, 0,
