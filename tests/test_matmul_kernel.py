@@ -29,17 +29,6 @@ def runner():
     return MatmulRunner(adapter.request_device_sync())
 
 
-@pytest.fixture(autouse=True)
-def gpu_profile():
-    """Plans for a GPU (matmul.wgsl), whatever adapter runs the tests: a WebGPU backend made earlier in
-    the session on a software adapter switched the module to the "cpu" profile (tests of
-    matmul_cpu.wgsl ask for cpu_profile below)."""
-    before = matmul_plan._PROFILE
-    matmul_plan.set_profile("gpu")
-    yield
-    matmul_plan.set_profile(before)
-
-
 def _storage(device, array):
     return device.create_buffer_with_data(
         data=np.ascontiguousarray(array, np.float32),
@@ -59,7 +48,7 @@ def unfold(img, geometry, rows, cols):
 
 def check(runner, batch, M, N, K, trans_a=False, trans_b=False, bias=False, relu=False,
           a_off=0, b_off=0, o_off=0, bias_off=0, bcast_a=False, bcast_b=False, config=None, seed=0,
-          items=1, splits=None, bias_rows=False, gather=None, channels=None):
+          items=1, splits=None, bias_rows=False, gather=None, channels=None, profile="gpu"):
     """Run one product and compare it with NumPy. items > 1: batch-reduce (out[z] sums items
     products); gather: b is [channels, H, W] images unfolded on the fly (geometry as matmul_plan's)."""
     rng = np.random.default_rng(seed)
@@ -86,7 +75,8 @@ def check(runner, batch, M, N, K, trans_a=False, trans_b=False, bias=False, relu
     ga, gb, gbias, gout = _storage(dev, abuf), _storage(dev, bbuf), _storage(dev, biasbuf), _storage(dev, obuf)
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias, relu, a_off, b_off, o_off,
                          bias_off if bias else 0, 0 if bcast_a else M * K, 0 if bcast_b else b_stride,
-                         config=config, items=items, splits=splits, bias_rows=bias_rows, gather=gather)
+                         config=config, items=items, splits=splits, bias_rows=bias_rows, gather=gather,
+                         profile=profile)
     runner.run(p, ga, gb, gout, gbias if bias else None)
     got = np.frombuffer(dev.queue.read_buffer(gout), np.float32)
 
@@ -219,8 +209,7 @@ def test_split_k_configs(runner, config):
     check(runner, 1, 33, 17, 1000, config=config, splits=9, relu=True, seed=14)
 
 
-def test_split_k_chosen_for_small_outputs(monkeypatch):
-    monkeypatch.setattr(matmul_plan, "_PROFILE", "gpu")  # a software adapter's backend sets "cpu"
+def test_split_k_chosen_for_small_outputs():
     plan = matmul_plan.plan
     p = plan(1, 32, 144, 25088, True, False, False, False, 0, 0, 0, 0, 0, 0)
     assert p.splits > 1 and p.scratch == p.splits * 32 * 144 and p.reduce is not None
@@ -295,19 +284,11 @@ def test_plan_choices_are_valid():
 
 
 # ---- matmul_cpu.wgsl: the kernel of software adapters (matmul_plan's "cpu" profile)
-@pytest.fixture
-def cpu_profile():
-    before = matmul_plan._PROFILE
-    matmul_plan.set_profile("cpu")
-    yield
-    matmul_plan.set_profile(before)
-
-
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 @pytest.mark.parametrize("M,N,K", [(1, 1, 1), (3, 5, 7), (16, 16, 16), (33, 20, 9), (128, 96, 784),
                                    (20, 1025, 12), (1025, 4, 3)])
-def test_cpu_kernel_shapes_and_transposes(runner, cpu_profile, M, N, K, trans_a, trans_b):
-    p = check(runner, 1, M, N, K, trans_a, trans_b)
+def test_cpu_kernel_shapes_and_transposes(runner, M, N, K, trans_a, trans_b):
+    p = check(runner, 1, M, N, K, trans_a, trans_b, profile="cpu")
     assert p.entry_point == "matmul_cpu"
     aligned = all(v % 4 == 0 for v in (M if trans_a else K, K if trans_b else N, N))
     assert p.shader == matmul_plan.CPU_SHADERS[aligned]
@@ -315,27 +296,27 @@ def test_cpu_kernel_shapes_and_transposes(runner, cpu_profile, M, N, K, trans_a,
 
 @pytest.mark.parametrize("offsets", [(0, 0, 0), (4, 8, 12), (1, 2, 3)])  # aligned (vec4) or not (scalar)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
-def test_cpu_kernel_offsets_bias_relu_batches(runner, cpu_profile, offsets, trans_a, trans_b):
+def test_cpu_kernel_offsets_bias_relu_batches(runner, offsets, trans_a, trans_b):
     a_off, b_off, o_off = offsets
     for bias_rows in (False, True):
         check(runner, 3, 36, 24, 20, trans_a, trans_b, bias=True, relu=True, a_off=a_off, b_off=b_off,
-              o_off=o_off, bias_off=5, bias_rows=bias_rows, seed=int(bias_rows))
-    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_a=True)
-    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_b=True)
+              o_off=o_off, bias_off=5, bias_rows=bias_rows, seed=int(bias_rows), profile="cpu")
+    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_a=True, profile="cpu")
+    check(runner, 4, 20, 8, 12, trans_a, trans_b, a_off=a_off, b_off=b_off, o_off=o_off, bcast_b=True, profile="cpu")
 
 
 @pytest.mark.parametrize("items", [2, 7])
 @pytest.mark.parametrize("trans_b", [False, True])
-def test_cpu_kernel_batch_reduce(runner, cpu_profile, items, trans_b):
+def test_cpu_kernel_batch_reduce(runner, items, trans_b):
     # a convolution's weight gradient: sum over images of dY[n] @ cols[n]^T. One 16 x 16 block: the
     # items are split over workgroups, and matmul_reduce adds the partial sums (bias and ReLU there).
-    p = check(runner, 1, 16, 9, 196, False, trans_b, items=items)
+    p = check(runner, 1, 16, 9, 196, False, trans_b, items=items, profile="cpu")
     assert p.splits == items and p.reduce is not None
-    check(runner, 2, 20, 12, 52, False, trans_b, items=items, bias=True, relu=True, o_off=3, bias_off=2)
-    check(runner, 2, 32, 144, 52, False, trans_b, items=items)
+    check(runner, 2, 20, 12, 52, False, trans_b, items=items, bias=True, relu=True, o_off=3, bias_off=2, profile="cpu")
+    check(runner, 2, 32, 144, 52, False, trans_b, items=items, profile="cpu")
 
 
-def test_cpu_kernel_spreads_over_workgroups(cpu_profile):
+def test_cpu_kernel_spreads_over_workgroups():
     # MNIST's first layer: 64 blocks of 16 x 16 must still give several workgroups (cores) work
-    p = matmul_plan.plan(1, 128, 128, 784, False, True, False, False, 0, 0, 0, 0, 0, 0)
+    p = matmul_plan.plan(1, 128, 128, 784, False, True, False, False, 0, 0, 0, 0, 0, 0, profile="cpu")
     assert p.workgroups[0] >= 4 and p.constants["WG"] * p.workgroups[0] * 256 >= 128 * 128

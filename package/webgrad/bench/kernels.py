@@ -188,7 +188,7 @@ def _buffer(device, array, extra_usage=0):
 
 
 def bench_matmul_gpu(runner, timer, shape, trans_a=False, trans_b=False, config=None, check=True,
-                     bias=False, relu=False, budget=0.25, splits=None):
+                     bias=False, relu=False, budget=0.25, splits=None, profile="gpu"):
     """GFLOP/s of one matmul shape (batch, M, N, K) on the GPU; also the max relative error."""
     import numpy as np
 
@@ -203,7 +203,7 @@ def bench_matmul_gpu(runner, timer, shape, trans_a=False, trans_b=False, config=
     bout = dev.create_buffer(size=4 * batch * M * N,
                              usage=runner.wgpu.BufferUsage.STORAGE | runner.wgpu.BufferUsage.COPY_SRC)
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias, relu, 0, 0, 0, 0, M * K, K * N,
-                         config=config, splits=splits)
+                         config=config, splits=splits, profile=profile)
     work = runner.work(p, ba, bbuf, bout, bbias)
     flop = matmul_plan.flops(batch, M, N, K)
     # one probe to size the run
@@ -472,8 +472,7 @@ def main(argv=None):
 
     adapter, device = request_device()
     discrete = adapter.info.get("adapter_type", "") == "DiscreteGPU"
-    if adapter.info.get("adapter_type", "") == "CPU":
-        matmul_plan.set_profile("cpu")
+    profile = "cpu" if adapter.info.get("adapter_type", "") == "CPU" else "gpu"  # as matmul.profile
     print(f"adapter: {adapter_name(adapter)}")
     print(f"numpy {np.__version__} on CPU; timestamp queries: {'timestamp-query' in device.features}; "
           f"workgroup storage {device.limits['max-compute-workgroup-storage-size']} bytes")
@@ -504,7 +503,7 @@ def main(argv=None):
     print(f"{'shape':>16} {'variant':>7} {'config':>20} {'entry':>10} {'gpu':>9} {'wall':>9} {'us':>10} {'relerr':>8}")
     results = []
     for shape, ta, tb, cfg, sp in jobs:
-        r = bench_matmul_gpu(runner, timer, shape, ta, tb, config=cfg, splits=sp)
+        r = bench_matmul_gpu(runner, timer, shape, ta, tb, config=cfg, splits=sp, profile=profile)
         var = ("T" if ta else "N") + ("T" if tb else "N")
         gpu = f"{r['gpu_gflops']:9.1f}" if r["gpu_gflops"] else f"{'-':>9}"
         print(f"{'x'.join(map(str, shape)):>16} {var:>7} {r['config']:>20} {r['entry']:>10} {gpu} "

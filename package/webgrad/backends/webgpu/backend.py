@@ -8,7 +8,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..device import Backend
-from . import conv, elementwise, index, matmul, matmul_plan, optim, reduce, rng, softmax_loss
+from . import conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -28,8 +28,6 @@ class WebGPUBackend(Backend):
 
     def __init__(self, runtime=None):
         self.runtime = runtime or default_runtime()
-        if self.runtime.software:  # lavapipe, SwiftShader: see Runtime.software
-            matmul_plan.set_profile("cpu")
 
     # ----------------------------------------------------------------- memory
     def empty(self, numel, dtype):

@@ -18,7 +18,7 @@ from ...backends.device import View
 from ...dtypes import float32, int32
 from . import matmul_plan
 from .elementwise import copy, fill, materialize
-from .matmul import run_plan
+from .matmul import profile, run_plan
 from .runtime import Kernel, Shader
 from .views import check_view, contiguous_view
 
@@ -219,7 +219,7 @@ def _padded_rows(C, window):
 def _unfolded(rt, x, window, geom, OH, OW):
     """im2col of image batch x into a pooled storage: a contiguous [N, Kp, OH*OW] view, Kp =
     _padded_rows (the rows past C*kh*kw are zeros). The explicit route of software adapters, whose
-    matmul kernel (matmul_cpu.wgsl) reads vec4s of a stored matrix (see matmul_plan.implicit_im2col)."""
+    matmul kernel (matmul_cpu.wgsl) reads vec4s of a stored matrix (Runtime.software)."""
     N, C, H, W = x.shape
     (kh, kw), ((sh, sw), (ph, pw), (dh, dw)) = window, geom
     kp = _padded_rows(C, window)
@@ -260,17 +260,18 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
         return
     x, weight, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (x, weight, bias))
     # out[n] [O, OH*OW] = weight [O, C*kh*kw] (one matrix for every image) @ cols(x[n]) + bias per row
-    if not matmul_plan.implicit_im2col():
+    if rt.software:
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
         kp = cols.shape[1]
         w = _padded_weight(rt, weight, kp)
         p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, False, w.offset, 0,
-                             out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True)
+                             out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True,
+                             profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
     p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
-                         gather=_gather(H, W, OW, kh, kw, geom))
+                         gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
@@ -286,7 +287,7 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
     grad, x = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, x))
     # dW [O, C*kh*kw] = sum over images n of dY[n] [O, OH*OW] @ cols(x[n])ᵀ: a batch-reduce product
     # (items = N), whose K loop runs over every image's positions
-    if not matmul_plan.implicit_im2col():
+    if rt.software:
         kp = _padded_rows(C, (kh, kw))
         cols = workspace  # conv2d's unfolded x, when the forward kept it
         if cols is None or cols.shape != (N, kp, OH * OW):
@@ -295,14 +296,14 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
         # dW padded to [O, kp] (its extra columns, products with the zero rows, are dropped by the copy)
         dw = out if kp == kk else contiguous_view(rt.storage(O * kp, float32), (O, kp), float32)
         p = matmul_plan.plan(1, O, kp, OH * OW, False, True, False, False, grad.offset, 0, dw.offset, 0,
-                             O * OH * OW, kp * OH * OW, items=N)
+                             O * OH * OW, kp * OH * OW, items=N, profile=profile(rt))
         run_plan(rt, p, grad.storage, cols.storage, dw.storage)
         if dw is not out:
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
     p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
-                         O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom))
+                         O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, grad.storage, x.storage, out.storage)
 
 
@@ -318,11 +319,11 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    if (sh, sw) != (1, 1) or not matmul_plan.implicit_im2col():
+    if (sh, sw) != (1, 1) or rt.software:
         # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
         cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
         p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
-                             0, O * OH * OW)
+                             0, O * OH * OW, profile=profile(rt))
         run_plan(rt, p, weight.storage, grad.storage, cols.storage)
         col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
         return
@@ -333,5 +334,5 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     wt = contiguous_view(rt.storage(C * O * kk, float32), (C, O, kk), float32)
     copy(rt, wt, View(weight.storage, (C, O, kk), (kk, C * kk, 1), weight.offset, float32))
     p = matmul_plan.plan(N, C, H * W, O * kk, False, False, False, False, 0, grad.offset, out.offset, 0, 0,
-                         O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw))
+                         O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw), profile=profile(rt))
     run_plan(rt, p, wt.storage, grad.storage, out.storage)

@@ -38,6 +38,11 @@ def _operand(view, name, batch, rows, cols):
     return stride
 
 
+def profile(rt):
+    """The matmul_plan profile of runtime rt's adapter: "cpu" for a software one (Runtime.software)."""
+    return "cpu" if rt.software else "gpu"
+
+
 def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     check_view(out, "out", dtype=float32, contiguous=True, ndim=3)
     batch, M, N = out.shape
@@ -52,7 +57,7 @@ def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
         return
     a, b, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (a, b, bias))
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias is not None, relu, a.offset, b.offset,
-                         out.offset, bias.offset if bias is not None else 0, a_stride, b_stride)
+                         out.offset, bias.offset if bias is not None else 0, a_stride, b_stride, profile=profile(rt))
     run_plan(rt, p, a.storage, b.storage, out.storage, bias.storage if bias is not None else None)
 
 

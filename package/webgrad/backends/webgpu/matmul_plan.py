@@ -76,24 +76,9 @@ _FORCED_SPLITS = int(os.environ.get("WEBGRAD_MATMUL_SPLITS") or 0) or None
 # WEBGRAD_MATMUL_CONFIG=<name> forces one configuration (for benchmarking and tests).
 _FORCED = os.environ.get("WEBGRAD_MATMUL_CONFIG") or None
 
-# "gpu": many cores, favour enough workgroups to fill them. "cpu": a software adapter (lavapipe,
-# SwiftShader) with a few cores, where big tiles (more work per invocation) win: the runtime should
-# call set_profile("cpu") when the adapter is one (the benchmark does).
-_PROFILE = "gpu"
-
-
-def set_profile(profile):
-    global _PROFILE
-    if profile not in ("gpu", "cpu"):
-        raise ValueError(f"unknown matmul profile {profile!r}")
-    _PROFILE = profile
-
-
-def implicit_im2col():
-    """Whether convolutions read their image through matmul.wgsl's gather (GPUs) rather than unfolding it
-    with im2col first (software adapters: matmul_cpu.wgsl has no gather; an unfolded matrix costs one
-    pass and is then read with vec4 loads, cheaper on a CPU than the gather's per-pixel loads)."""
-    return _PROFILE != "cpu"
+# Profiles: "gpu" (matmul.wgsl: many cores, enough workgroups to fill them) or "cpu" (a software
+# adapter, lavapipe or SwiftShader: matmul_cpu.wgsl). The caller says which (matmul.profile(rt)).
+PROFILES = ("gpu", "cpu")
 
 
 def config_shape(cfg):
@@ -221,12 +206,15 @@ def choose_splits(cfg, batch, M, N, steps, profile="gpu"):
 
 def plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
          a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, config=None,
-         items=1, bias_rows=False, gather=None, splits=None):
-    """The dispatch(es) for one batched matmul (see the module docstring). `config` forces a tile
-    configuration by name (a key of CONFIGS) and `splits` a K split; by default both are chosen from
-    the sizes. Cached: the same arguments return the same (read-only) plan object."""
+         items=1, bias_rows=False, gather=None, splits=None, profile="gpu"):
+    """The dispatch(es) for one batched matmul (see the module docstring), for an adapter of `profile`
+    (see PROFILES). `config` forces a tile configuration by name (a key of CONFIGS) and `splits` a K
+    split; by default both are chosen from the sizes. Cached: the same arguments return the same
+    (read-only) plan object."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown matmul profile {profile!r}: expected one of {PROFILES}")
     return _plan(batch, M, N, K, bool(trans_a), bool(trans_b), bool(has_bias), bool(relu), a_offset, b_offset,
-                 out_offset, bias_offset, a_batch_stride, b_batch_stride, config, _PROFILE, items,
+                 out_offset, bias_offset, a_batch_stride, b_batch_stride, config, profile, items,
                  bool(bias_rows), tuple(gather) if gather is not None else None, splits)
 
 

@@ -350,7 +350,7 @@ class Runtime:
         self.limits = binding.limits
         info = binding.info()
         # A software adapter (lavapipe, SwiftShader) runs each 4 invocations as SIMD lanes of a CPU thread:
-        # kernel families choose barrier-free, register-heavy variants there (matmul_plan's "cpu" profile,
+        # kernel families choose barrier-free, register-heavy variants there (matmul.profile,
         # reduce.split). Workgroup barriers and loads are what cost (see shaders/matmul_cpu.wgsl).
         self.software = info.get("adapter_type") == "CPU" or info.get("architecture") == "swiftshader"
         self.stats = dict.fromkeys(
