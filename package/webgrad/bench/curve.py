@@ -14,9 +14,8 @@ import time
 import numpy as np
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from webgrad.datasets import MNIST
-from webgrad.examples.models import MODELS
+from webgrad.examples.models import MODELS, training_step
 
 
 def torch_model(name):
@@ -55,13 +54,7 @@ def main(argv=None):
     tm, wm = tm.to(tdev), wm.to(args.device)
     topt, wopt = torch.optim.Adam(tm.parameters(), lr=1e-3), wg.optim.Adam(wm.parameters(), lr=1e-3)
 
-    def wstep(x, y):
-        loss = F.cross_entropy(wm(x), y)
-        wopt.zero_grad()
-        loss.backward()
-        wopt.step()
-        return loss
-    wstep = wg.replayable(wstep)
+    wstep = wg.replayable(training_step(wm, wopt))
 
     txtr, tytr = torch.tensor(xtr, device=tdev), torch.tensor(ytr, device=tdev)
     wxtr, wytr = wg.tensor(xtr, device=args.device), wg.tensor(ytr, device=args.device)

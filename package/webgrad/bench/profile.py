@@ -18,10 +18,9 @@ import struct
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from webgrad.backends.webgpu import matmul_plan
 from webgrad.backends.webgpu.runtime import default_runtime
-from webgrad.examples.models import MODELS
+from webgrad.examples.models import MODELS, training_step
 
 
 def record_step(model_name, batch):
@@ -30,13 +29,7 @@ def record_step(model_name, batch):
     model = MODELS[model_name]().to("webgpu")
     opt = wg.optim.Adam(model.parameters(), lr=1e-3)
 
-    def step(x, y):
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-    run = wg.replayable(step)
+    run = wg.replayable(training_step(model, opt))
     x, y = wg.rand(batch, 1, 28, 28, device="webgpu"), wg.randint(0, 10, (batch,), device="webgpu")
     for _ in range(3):  # eager warm-up, recording, one replay
         run(x, y)

@@ -15,8 +15,7 @@ import argparse
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
-from webgrad.examples.models import MODELS
+from webgrad.examples.models import MODELS, training_step
 
 
 WARMUP_SECONDS = 1.0
@@ -47,12 +46,7 @@ def webgrad_rate(model_name, batch, steps, replay, device):
     model = MODELS[model_name]().to(device)
     opt = wg.optim.Adam(model.parameters(), lr=1e-3)
 
-    def step(x, y):
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
+    step = training_step(model, opt)
     run = wg.replayable(step) if replay else step
     batches = [(wg.rand(batch, 1, 28, 28, device=device), wg.randint(0, 10, (batch,), device=device))
                for _ in range(4)]

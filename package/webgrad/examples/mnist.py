@@ -11,10 +11,9 @@ import sys
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
 import webgrad.webgpu
 from webgrad.datasets import MNIST
-from webgrad.examples.models import MODELS
+from webgrad.examples.models import MODELS, training_step
 
 # The reference recipe feeds pixels scaled to [0, 1]; --normalize uses the training set's mean and std.
 MEAN, STD = 0.0, 1.0
@@ -67,12 +66,7 @@ def main(argv=None):
     print(f"{args.model} on {device}: {sum(p.numel() for p in model.parameters()):,} parameters, "
           f"{steps} steps/epoch of {args.batch_size}")
 
-    def train_step(x, y):
-        loss = F.cross_entropy(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss
+    train_step = training_step(model, optimizer)
     if not args.eager:
         train_step = wg.replayable(train_step)  # on WebGPU: record one step, then replay it
 

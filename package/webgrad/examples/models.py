@@ -3,6 +3,7 @@ script, the browser dashboard and the benchmarks. Layouts match the same torch.n
 checkpoint moves between webgrad and PyTorch by name."""
 
 import webgrad.nn as nn
+import webgrad.nn.functional as F
 
 
 def mlp():
@@ -20,3 +21,15 @@ def cnn():
 
 
 MODELS = {"mlp": mlp, "cnn": cnn}
+
+
+def training_step(model, optimizer):
+    """step(x, y) -> loss: one cross-entropy training step of `model` (forward, backward, update), the
+    function the example, the benchmarks and webgrad.replayable share."""
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
