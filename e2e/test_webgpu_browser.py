@@ -1,6 +1,6 @@
 """The WebGPU backend's browser binding, in headless Chromium (SwiftShader) inside the Pyodide worker.
 
-Each test runs kernels in the browser through webgrad.backends.webgpu (browser.py + encode.js, no
+Each test runs kernels in the browser through webgrad._backends.webgpu (browser.py + encode.js, no
 NumPy there: data crosses as struct-packed bytes) and compares with the CPU backend run here in
 CPython on the same inputs.
 """
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from webgrad import dtypes
-from webgrad.backends.cpu import CPUBackend
-from webgrad.backends.device import View
+from webgrad._backends.cpu import CPUBackend
+from webgrad._view import View
 
 CPU = CPUBackend()
 
@@ -19,8 +19,8 @@ CPU = CPUBackend()
 PRELUDE = """
 import struct
 from webgrad import dtypes
-from webgrad.backends.device import View
-from webgrad.backends.webgpu import create_backend
+from webgrad._view import View
+from webgrad._backends.webgpu import create_backend
 be = create_backend()
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
 

@@ -28,7 +28,7 @@ def data(*shape):
 def test_conv2d_parity(x, w, kwargs, profile, monkeypatch):
     # "gpu": matmul.wgsl reads the image through its gather (implicit im2col); "cpu" (software adapters):
     # im2col into a matrix padded to a multiple of 4 rows, matmul_cpu.wgsl, col2im for the input gradient
-    from webgrad.backends.webgpu.runtime import default_runtime
+    from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", profile == "cpu")
     check_parity(lambda a, b, c: F.conv2d(a, b, c, **kwargs), data(*x), data(*w), data(w[0]), rtol=1e-4, atol=1e-4)
@@ -58,8 +58,8 @@ def test_weight_gradient_reuses_the_forward_unfold(monkeypatch):
     # Software adapters unfold the image explicitly; the forward hands its unfolded image to the weight
     # gradient (conv2d's workspace) instead of unfolding again.
     import webgrad as wg
-    from webgrad.backends.webgpu import conv
-    from webgrad.backends.webgpu.runtime import default_runtime
+    from webgrad._backends.webgpu import conv
+    from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", True)
     calls = []

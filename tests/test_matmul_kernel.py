@@ -12,7 +12,7 @@ import pytest
 
 wgpu = pytest.importorskip("wgpu")
 
-from webgrad.backends.webgpu import matmul_plan  # noqa: E402
+from webgrad._backends.webgpu import matmul_plan  # noqa: E402
 from webgrad.bench.kernels import MatmulRunner  # noqa: E402
 
 RTOL = 1e-4

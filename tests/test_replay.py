@@ -92,7 +92,7 @@ def test_replayed_cnn_with_split_k_matches_eager_and_allocates_nothing():
     """A small CNN step with every matmul split across workgroups (forced: a software adapter's plan
     would not split): its scratch buffers come from the graph's pool, replays match eager CPU training
     and create no GPU objects."""
-    from webgrad.backends.webgpu import matmul_plan
+    from webgrad._backends.webgpu import matmul_plan
 
     def train(device, replay):
         wg.manual_seed(0)

@@ -15,11 +15,11 @@ import pytest
 pytest.importorskip("wgpu")
 
 from webgrad import dtypes  # noqa: E402
-from webgrad.backends.cpu import CPUBackend  # noqa: E402
-from webgrad.backends.device import (  # noqa: E402
+from webgrad._backends.cpu import CPUBackend  # noqa: E402
+from webgrad._backends.interface import (  # noqa: E402
     BINARY_OPS, RANDOM_DISTS, REDUCE_OPS, UNARY_BACKWARD_OPS, UNARY_OPS, View,
 )
-from webgrad.backends.webgpu import elementwise as ew  # noqa: E402
+from webgrad._backends.webgpu import elementwise as ew  # noqa: E402
 
 F32, I32, U8, BOOL = dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bool_
 NP = {F32: np.float32, I32: np.int32, U8: np.uint8, BOOL: np.bool_}
@@ -28,7 +28,7 @@ CPU = CPUBackend()
 
 @pytest.fixture(scope="module")
 def gpu():
-    from webgrad.backends.webgpu import create_backend
+    from webgrad._backends.webgpu import create_backend
 
     try:
         return create_backend()

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("wgpu")
 
 from webgrad import dtypes  # noqa: E402
-from webgrad.backends.device import View  # noqa: E402
-from webgrad.backends.webgpu import shaders  # noqa: E402
-from webgrad.backends.webgpu.runtime import DynamicScalar, Runtime, size_class  # noqa: E402
+from webgrad._view import View  # noqa: E402
+from webgrad._backends.webgpu import shaders  # noqa: E402
+from webgrad._backends.webgpu.runtime import DynamicScalar, Runtime, size_class  # noqa: E402
 
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def gpu():
-    from webgrad.backends.webgpu import create_backend
+    from webgrad._backends.webgpu import create_backend
 
     try:
         return create_backend()
@@ -217,7 +217,7 @@ def test_capture_replay_with_new_inputs(gpu):
 
 
 def test_replay_is_one_record_list_and_draws_new_random_numbers(gpu):
-    from webgrad.backends.cpu import CPUBackend
+    from webgrad._backends.cpu import CPUBackend
 
     rt = gpu.runtime
     cpu = CPUBackend()
@@ -296,7 +296,7 @@ def test_shaders_load_from_the_source_tree():
 
 def test_missing_wgpu_gives_instructions():
     code = ("import sys; sys.modules['wgpu'] = None\n"
-            "from webgrad.backends.webgpu.native import NativeBinding\n"
+            "from webgrad._backends.webgpu.native import NativeBinding\n"
             "try:\n    NativeBinding()\nexcept RuntimeError as e:\n    print(e)\n")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "package"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60).stdout

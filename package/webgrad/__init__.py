@@ -14,7 +14,7 @@ from .dtypes import float32 as float  # noqa: F401,E402
 from .dtypes import int32 as int, int32 as long  # noqa: F401,E402
 from .devices import device, get_default_device, set_default_device  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
-from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,  # noqa: F401,E402
+from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,  # noqa: F401,E402
                      full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like, randint, randn,  # noqa: F401,E402
                      randn_like, randperm, get_rng_state, set_rng_state)

@@ -136,7 +136,7 @@ def _topological_order(root):
 
 def backward(tensor, gradient=None, retain_graph=False):
     """Accumulate d(tensor)/d(leaf) * gradient into every leaf's .grad (see Tensor.backward)."""
-    from .tensor import Tensor
+    from ._tensor import Tensor
 
     if not tensor.requires_grad:
         raise RuntimeError(

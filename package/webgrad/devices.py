@@ -47,9 +47,9 @@ class device:
 
 def _create_backend(name):
     if name == "cpu":
-        from .backends.cpu import CPUBackend
+        from ._backends.cpu import CPUBackend
         return CPUBackend()
-    from .backends.webgpu import create_backend
+    from ._backends.webgpu import create_backend
     return create_backend()
 
 

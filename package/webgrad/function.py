@@ -45,7 +45,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        from .tensor import Tensor
+        from ._tensor import Tensor
 
         ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
         with no_grad():

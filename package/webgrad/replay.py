@@ -22,7 +22,7 @@ just calls `fn`.
 
 import threading
 
-from .tensor import Tensor
+from ._tensor import Tensor
 
 _active = threading.local()
 

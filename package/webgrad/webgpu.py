@@ -10,8 +10,8 @@ backward kernel in a ``webgrad.autograd.Function`` to make it differentiable.
 
 import sys
 
-from .backends.webgpu import runtime as _runtime
-from .backends.webgpu.custom import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
+from ._backends.webgpu import runtime as _runtime
+from ._backends.webgpu.custom import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
 
 
 def is_available():
@@ -21,7 +21,7 @@ def is_available():
         return True
     except RuntimeError:
         if sys.platform == "emscripten":
-            from .backends.webgpu.browser import has_webgpu
+            from ._backends.webgpu.browser import has_webgpu
 
             return has_webgpu()  # present, but only reachable through init_async()
         return False

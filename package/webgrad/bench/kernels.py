@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-from webgrad.backends.webgpu import matmul_plan, shaders
+from webgrad._backends.webgpu import matmul_plan, shaders
 
 
 def request_device(power_preference="high-performance"):
@@ -344,7 +344,7 @@ def bench_memory_raw(device, timer, n):
 def _backend():
     """webgrad's WebGPU backend, or (None, reason) when it cannot be created here."""
     try:
-        from webgrad.backends.webgpu import create_backend
+        from webgrad._backends.webgpu import create_backend
 
         return create_backend(), None
     except Exception as e:  # the backend is optional for this benchmark
@@ -370,7 +370,7 @@ def bench_backend_ops(be, n):
     import numpy as np
 
     from webgrad import dtypes
-    from webgrad.backends.device import View
+    from webgrad._view import View
 
     f32 = dtypes.float32
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
@@ -394,7 +394,7 @@ def bench_backend_matmul(be, shape, trans_a, trans_b):
     import numpy as np
 
     from webgrad import dtypes
-    from webgrad.backends.device import View
+    from webgrad._view import View
 
     f32 = dtypes.float32
     batch, M, N, K = shape

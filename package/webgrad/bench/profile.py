@@ -18,8 +18,8 @@ import struct
 import time
 
 import webgrad as wg
-from webgrad.backends.webgpu import matmul_plan
-from webgrad.backends.webgpu.runtime import default_runtime
+from webgrad._backends.webgpu import matmul_plan
+from webgrad._backends.webgpu.runtime import default_runtime
 from webgrad.examples.models import MODELS, training_step
 
 

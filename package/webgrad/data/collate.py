@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from .. import dtypes
 from ..ops.shape import stack
-from ..tensor import Tensor, tensor
+from .._tensor import Tensor, tensor
 
 
 def default_collate(batch):

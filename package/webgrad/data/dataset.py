@@ -14,7 +14,7 @@ import array
 
 from .. import dtypes
 from .. import random as _random
-from ..tensor import Tensor, tensor
+from .._tensor import Tensor, tensor
 
 
 class Dataset:

@@ -17,7 +17,7 @@ import array
 
 from .. import dtypes
 from .. import random as _random
-from ..tensor import tensor
+from .._tensor import tensor
 from .collate import default_collate
 
 

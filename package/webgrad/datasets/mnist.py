@@ -20,7 +20,7 @@ from .. import dtypes
 from ..data.dataset import Dataset
 from ..data.loader import DataLoader
 from ..ops.elementwise import affine
-from ..tensor import tensor
+from .._tensor import tensor
 from .idx import read_idx
 
 SIDE = 28  # MNIST images are 28x28

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Mapping
 
 from .. import dtypes
-from ..tensor import Tensor, tensor
+from .._tensor import Tensor, tensor
 
 MAX_HEADER = 100 * 1024 * 1024  # the reference reader's limit: a larger "length" means a corrupt file
 

@@ -3,7 +3,7 @@
 import math
 
 from ..ops.conv import _pair
-from ..tensor import empty
+from .._tensor import empty
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter

@@ -18,7 +18,7 @@ from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, 
 from ..ops.matmul import linear  # noqa: F401
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
 from ..random import rand
-from ..tensor import Tensor, arange
+from .._tensor import Tensor, arange
 
 
 def _maybe_inplace(input, out, inplace):

@@ -2,7 +2,7 @@
 
 import math
 
-from ..tensor import empty
+from .._tensor import empty
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from .. import devices, dtypes
 from ..autograd import no_grad
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .parameter import Parameter
 
 
@@ -41,7 +41,7 @@ def _addindent(text, spaces):
 
 def _as_tensor(value):
     """A state_dict value (webgrad Tensor, torch Tensor, NumPy array) as a webgrad Tensor, or None."""
-    from ..tensor import tensor
+    from .._tensor import tensor
     if isinstance(value, Tensor):
         return value.detach()
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch.Tensor: go through NumPy

@@ -2,7 +2,7 @@
 between the two libraries: weight, bias, running_mean, running_var, num_batches_tracked."""
 
 from .. import dtypes
-from ..tensor import empty, ones, tensor, zeros
+from .._tensor import empty, ones, tensor, zeros
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter

@@ -4,7 +4,7 @@ A Parameter shares storage with the tensor it wraps. It stays a Parameter only a
 it returns a plain Tensor, as in PyTorch.
 """
 
-from ..tensor import Tensor, empty
+from .._tensor import Tensor, empty
 
 
 class Parameter(Tensor):

@@ -4,7 +4,7 @@ Each family module holds forward and backward side by side; this file only wires
 """
 
 from . import conv, elementwise, inplace, loss, matmul, reduce, shape
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 _FAMILIES = (elementwise, reduce, matmul, shape, loss, conv)
 

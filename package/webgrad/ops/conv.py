@@ -12,8 +12,8 @@ treated as a batch of one, as in PyTorch.
 
 from .. import dtypes
 from ..autograd import is_grad_enabled, record
-from ..backends.device import View
-from ..tensor import Tensor
+from .._view import View
+from .._tensor import Tensor
 from .elementwise import check_same_device, new
 
 
@@ -224,7 +224,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 def _adaptive_matrix(size, out, like):
     """[out, size] matrix whose row i averages adaptive window i."""
-    from ..tensor import tensor
+    from .._tensor import tensor
     m = [[0.0] * size for _ in range(out)]
     for i in range(out):
         start, end = (i * size) // out, -((-(i + 1) * size) // out)
@@ -254,7 +254,7 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def _constant_pad(input, per_dim, value):
-    from ..tensor import full
+    from .._tensor import full
     # negative pads crop: take that slice first (a view), then pad with what is left
     crop = tuple(slice(max(-per_dim[d][0], 0), input.shape[d] - max(-per_dim[d][1], 0)) if d in per_dim else slice(None)
                  for d in range(input.ndim))
@@ -271,7 +271,7 @@ def _constant_pad(input, per_dim, value):
 
 def _index_pad(x, d, before, after, mode):
     """Pad dim d by gathering source positions (index_select carries the gradient back)."""
-    from ..tensor import tensor
+    from .._tensor import tensor
     from .shape import index_select
     n = x.shape[d]
     if before < 0 or after < 0:

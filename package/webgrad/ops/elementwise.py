@@ -6,8 +6,8 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 
 from .. import dtypes
 from ..autograd import record
-from ..backends.device import View
-from ..tensor import Tensor
+from .._view import View
+from .._tensor import Tensor
 
 INF = float("inf")
 
@@ -190,7 +190,7 @@ clip = clamp
 
 
 def full_scalar_like(t, value):
-    from ..tensor import full
+    from .._tensor import full
     return full((), value, dtype=t.dtype, device=t.device)
 
 
@@ -428,7 +428,7 @@ def where(condition, input, other):
 
 
 def full_scalar_like_dtype(t, value, dtype):
-    from ..tensor import full
+    from .._tensor import full
     return full((), value, dtype=dtype, device=t.device)
 
 

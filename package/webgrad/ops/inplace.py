@@ -52,7 +52,7 @@ def zero_(x):
 
 def fill_(x, value):
     check_inplace(x, "fill_")
-    from ..tensor import Tensor
+    from .._tensor import Tensor
     if isinstance(value, Tensor):
         return assign_(x, value, "fill_")
     x.device.backend.fill(x._view, value)
@@ -60,7 +60,7 @@ def fill_(x, value):
 
 
 def copy_(x, src, non_blocking=False):
-    from ..tensor import Tensor
+    from .._tensor import Tensor
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): expected a Tensor, got {type(src).__name__}")
     if src.device != x.device:

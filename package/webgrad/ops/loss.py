@@ -9,7 +9,7 @@ import warnings
 
 from .. import dtypes
 from ..autograd import no_grad, record
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .elementwise import check_same_device, new, softplus, where
 
 

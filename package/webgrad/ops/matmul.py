@@ -7,7 +7,7 @@ such views, so `g @ w` and `x.mT @ g` run the A@B, Aᵀ@B and A@Bᵀ kernel vari
 
 from .. import dtypes
 from ..autograd import record
-from ..backends.device import View
+from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
 
 
@@ -57,7 +57,7 @@ def operand(t, batch):
 
 
 def _check(a, b, op):
-    from ..tensor import Tensor
+    from .._tensor import Tensor
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{op}(): expected Tensors, got {type(a).__name__} and {type(b).__name__}")
     check_same_device(op, a, b)

@@ -10,8 +10,8 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..autograd import record
-from ..backends.device import View
-from ..tensor import Tensor, _norm_dim
+from .._view import View
+from .._tensor import Tensor, _norm_dim
 from .elementwise import cast, new, where
 
 values_indices = namedtuple("return_types", ["values", "indices"])

@@ -4,8 +4,8 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 
 from .. import dtypes
 from ..autograd import record
-from ..backends.device import View
-from ..tensor import Tensor, _norm_dim
+from .._view import View
+from .._tensor import Tensor, _norm_dim
 from .elementwise import cast, contiguous, new
 
 
@@ -299,7 +299,7 @@ def getitem(input, index):
 
 
 def _zeros_like(x, dtype):
-    from ..tensor import zeros
+    from .._tensor import zeros
     return zeros(tuple(x.shape), dtype=dtype, device=x.device)
 
 
@@ -314,7 +314,7 @@ def _advanced_getitem(input, index):
     d = tensor_dims[0]
     idx = items[d]
     if isinstance(idx, list):
-        from ..tensor import tensor
+        from .._tensor import tensor
         idx = tensor(idx, dtype=dtypes.int32, device=input.device)
     if idx.dtype is dtypes.bool_:
         raise IndexError("boolean mask indexing needs the mask's values on the host; use where() or "
@@ -504,7 +504,7 @@ def take_along_dim(input, indices, dim):
 
 def flip(input, dims):
     """Reverse the order of elements along `dims` (a copy, as in PyTorch)."""
-    from ..tensor import arange
+    from .._tensor import arange
     out = input
     for d in ((dims,) if isinstance(dims, int) else dims):
         d = _norm_dim(d, input.ndim)

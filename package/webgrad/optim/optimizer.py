@@ -28,7 +28,7 @@ from itertools import chain
 
 from .. import replay
 from ..autograd import enable_grad
-from ..tensor import Tensor, tensor, zeros_like
+from .._tensor import Tensor, tensor, zeros_like
 
 
 class _RequiredParameter:

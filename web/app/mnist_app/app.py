@@ -270,7 +270,7 @@ def _forget_device():
     """Make the next GPU tensor open a new device. webgrad has no public call for this yet: clear the
     two caches that hold the lost device (replace with a webgrad.webgpu function once there is one)."""
     from webgrad import devices
-    from webgrad.backends.webgpu import runtime
+    from webgrad._backends.webgpu import runtime
 
     runtime._default_runtime = None
     devices._backends.pop("webgpu", None)

@@ -103,7 +103,7 @@ class Kernel:
 
 
 def _check_tensor(t, what):
-    from ...tensor import Tensor
+    from ..._tensor import Tensor
 
     if not isinstance(t, Tensor):
         raise TypeError(f"{what} must be a webgrad Tensor, not {type(t).__name__}")
@@ -122,7 +122,7 @@ def _dense_input(t, i):
 
 
 def _output(spec, i, device):
-    from ...tensor import Tensor
+    from ..._tensor import Tensor
 
     if isinstance(spec, Tensor):
         _check_tensor(spec, f"output {i}")

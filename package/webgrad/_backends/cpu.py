@@ -11,7 +11,7 @@ except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a su
     np = None
 
 from .. import dtypes
-from .device import Backend
+from .interface import Backend
 
 if np is not None:
     NP_DTYPES = {dtypes.float32: np.float32, dtypes.float64: np.float64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}

@@ -14,7 +14,7 @@ im2col, col2im and pooling are shaders/conv_pool.wgsl.
 
 import struct
 
-from ...backends.device import View
+from ..._view import View
 from ...dtypes import float32, int32
 from . import matmul_plan
 from .elementwise import copy, fill, materialize

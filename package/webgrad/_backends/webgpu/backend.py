@@ -7,7 +7,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 """
 
 from ... import dtypes
-from ..device import Backend
+from ..interface import Backend
 from . import conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view

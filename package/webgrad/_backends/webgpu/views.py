@@ -3,7 +3,7 @@
 import math
 import numbers
 
-from ..device import View
+from ..._view import View
 from .runtime import DynamicScalar, Storage
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -8,7 +8,7 @@ import array
 import struct
 
 from . import autograd, devices, dtypes
-from .backends.device import View
+from ._view import View
 
 
 _NP_NAMES = {"float32": "float32", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}

@@ -3,7 +3,7 @@
 import struct
 
 from ...dtypes import float32, int32, uint8
-from ..device import REDUCE_OPS
+from ..interface import REDUCE_OPS
 from .elementwise import UNARY_CODES, UNARY_TO_U8, fill, launch
 from .runtime import Kernel, Shader, dtype_code, grid
 from .views import check_view, contiguous_view

@@ -13,7 +13,7 @@ here if it has an exact integer form). Nothing else changes.
 import struct
 
 from ...dtypes import bool_, float32, int32, uint8
-from ..device import BINARY_OPS, UNARY_BACKWARD_OPS, UNARY_OPS
+from ..interface import BINARY_OPS, UNARY_BACKWARD_OPS, UNARY_OPS
 from .runtime import DynamicScalar, Kernel, Shader, dtype_code
 from .views import (
     MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view, scalar_fields,

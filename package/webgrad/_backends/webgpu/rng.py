@@ -4,7 +4,7 @@ import math
 import struct
 
 from ...dtypes import float32, int32, uint8
-from ..device import RANDOM_DISTS
+from ..interface import RANDOM_DISTS
 from .elementwise import UNARY_CODES, UNARY_TO_U8, launch
 from .runtime import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view, f32, u32_fields
