@@ -121,7 +121,7 @@ fn sqrt_f32(x: f32) -> f32 {
 }
 fn rsqrt_f32(x: f32) -> f32 {
     if (x < 0.0) { return nan_f32(); }
-    if (x == 0.0) { return inf_f32(); }
+    if (x == 0.0) { return select(inf_f32(), -inf_f32(), (bitcast<u32>(x) >> 31u) != 0u); }  // 1/sqrt(-0) = -inf
     return inverseSqrt(x);
 }
 fn sign_f32(x: f32) -> f32 {
@@ -129,11 +129,17 @@ fn sign_f32(x: f32) -> f32 {
     return select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0);
 }
 
-// log(1 + x) without losing x when it is tiny (Kahan's trick).
+// log(1 + x) without losing x when it is small: near 0 as 2 atanh(s), s = x / (2 + x), by its odd series
+// (|s| < 0.2 there, so seven terms reach float32's precision without trusting the builtin log's
+// accuracy, which software adapters relax); elsewhere log(1 + x), with log_f32's IEEE edge cases.
 fn log1p_f32(x: f32) -> f32 {
-    let u = 1.0 + x;
-    if (u == 1.0) { return x; }
-    return log(u) * x / (u - 1.0);
+    if (x > -0.3 && x < 0.5) {
+        let s = x / (2.0 + x);
+        let s2 = s * s;
+        return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0 + s2 * (1.0 / 11.0
+            + s2 / 13.0))))));
+    }
+    return log_f32(1.0 + x);
 }
 
 fn sigmoid_f32(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
@@ -214,6 +220,41 @@ fn atan2_f32(y: f32, x: f32) -> f32 {
     return r;
 }
 
+// exp(x) - 1 without losing x when it is small: the Taylor series below |x| = 0.5 (its first dropped
+// term is under 2e-8 relative there), exp(x) - 1 above (no cancellation left to lose digits to).
+fn expm1_f32(x: f32) -> f32 {
+    if (abs(x) < 0.5) {
+        return x * (1.0 + x / 2.0 * (1.0 + x / 3.0 * (1.0 + x / 4.0 * (1.0 + x / 5.0 * (1.0 + x / 6.0
+            * (1.0 + x / 7.0 * (1.0 + x / 8.0)))))));
+    }
+    return exp(x) - 1.0;
+}
+
+// erf from erfc_f32 away from 0, and its Maclaurin series near 0 (where 1 - erfc loses digits).
+fn erf_f32(x: f32) -> f32 {
+    if (abs(x) < 0.5) {
+        let s = x * x;
+        return 1.1283791670955126 * x * (1.0 - s * (1.0 / 3.0 - s * (0.1 - s * (1.0 / 42.0 - s * (1.0 / 216.0
+            - s / 1320.0)))));
+    }
+    return 1.0 - erfc_f32(x);
+}
+
+// PyTorch's softplus: log(1 + exp(beta x)) / beta, linear above the threshold.
+fn softplus_f32(x: f32, beta: f32, threshold: f32) -> f32 {
+    if (x * beta > threshold) { return x; }
+    return log1p_f32(exp(beta * x)) / beta;
+}
+
+// sqrt(x^2 + y^2) without overflow or underflow in the squares.
+fn hypot_f32(x: f32, y: f32) -> f32 {
+    if (is_inf(x) || is_inf(y)) { return inf_f32(); }
+    let m = max(abs(x), abs(y));
+    if (m == 0.0 || is_nan(m)) { return select(m, nan_f32(), is_nan(x) || is_nan(y)); }
+    let r = min(abs(x), abs(y)) / m;
+    return m * sqrt(1.0 + r * r);
+}
+
 fn min_f32(x: f32, y: f32) -> f32 {
     if (is_nan(x)) { return x; }
     if (is_nan(y)) { return y; }
@@ -246,85 +287,24 @@ fn pow_i32(x: i32, y: i32) -> i32 {
 }
 
 // ------------------------------------------------------------------ the op tables
+// The cases come from package/webgrad/ops/table.py: one record per op, spliced in at `//! splice NAME`
+// when the shader is loaded (the OP_*/BW_*/BIN_* codes are numbered from the same table).
 
 fn unary_f(x: f32, a: f32, b: f32) -> f32 {
     switch OP {
         case OP_IDENTITY: { return x; }
         case OP_FILL: { return a; }
-        case OP_NEG: { return -x; }
-        case OP_ABS: { return abs(x); }
-        case OP_SIGN: { return sign_f32(x); }
-        case OP_EXP: { return exp(x); }
-        case OP_LOG: { return log_f32(x); }
-        case OP_SQRT: { return sqrt_f32(x); }
-        case OP_RSQRT: { return rsqrt_f32(x); }
-        case OP_SIN: { return sin_f32(x); }
-        case OP_COS: { return cos_f32(x); }
-        case OP_SQUARE: { return x * x; }
-        case OP_RECIPROCAL: { return 1.0 / x; }
-        case OP_RELU: { return select(max(x, 0.0), x, is_nan(x)); }
-        case OP_SIGMOID: { return sigmoid_f32(x); }
-        case OP_TANH: { return tanh_f32(x); }
-        case OP_GELU: { return x * norm_cdf(x); }
-        case OP_GELU_TANH: {
-            return 0.5 * x * (1.0 + tanh_f32(GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
-        }
-        case OP_SILU: { return x * sigmoid_f32(x); }
-        case OP_SOFTPLUS: {
-            if (x * a > b) { return x; }
-            return log1p_f32(exp(a * x)) / a;
-        }
-        case OP_LEAKY_RELU: { return select(a * x, x, x > 0.0); }
-        case OP_CLAMP: {
-            if (is_nan(x)) { return x; }
-            return min(max(x, a), b);
-        }
-        case OP_AFFINE: { return x * a + b; }
-        case OP_RSUB: { return a - x; }
-        case OP_RDIV: { return a / x; }
-        case OP_POW: { return pow_f32(x, a); }
-        case OP_RPOW: { return pow_f32(a, x); }
-        case OP_FLOOR: { return floor(x); }
-        case OP_CEIL: { return ceil(x); }
-        case OP_ROUND: { return round(x); }
-        case OP_TRUNC: { return trunc(x); }
-        case OP_EQ: { return flag(x == a); }
-        case OP_NE: { return flag(x != a); }
-        case OP_LT: { return flag(x < a); }
-        case OP_LE: { return flag(x <= a); }
-        case OP_GT: { return flag(x > a); }
-        case OP_GE: { return flag(x >= a); }
-        case OP_LOGICAL_NOT: { return flag(x == 0.0); }
-        case OP_ISNAN: { return flag(is_nan(x)); }
-        case OP_ISINF: { return flag(is_inf(x)); }
+        //! splice unary_f
         default: { return nan_f32(); }
     }
 }
 
-// The ops that keep exact int32 arithmetic (elementwise.py's INT_UNARY names exactly these).
+// The ops with an exact int32 form (the table's int_wgsl).
 fn unary_i(x: i32, a: i32, b: i32) -> i32 {
     switch OP {
         case OP_IDENTITY: { return x; }
         case OP_FILL: { return a; }
-        case OP_NEG: { return -x; }
-        case OP_ABS: { return abs(x); }
-        case OP_SIGN: { return sign(x); }
-        case OP_SQUARE: { return x * x; }
-        case OP_RELU: { return max(x, 0); }
-        case OP_CLAMP: { return min(max(x, a), b); }
-        case OP_AFFINE: { return x * a + b; }
-        case OP_RSUB: { return a - x; }
-        case OP_POW: { return pow_i32(x, a); }
-        case OP_RPOW: { return pow_i32(a, x); }
-        case OP_FLOOR, OP_CEIL, OP_ROUND, OP_TRUNC: { return x; }
-        case OP_EQ: { return iflag(x == a); }
-        case OP_NE: { return iflag(x != a); }
-        case OP_LT: { return iflag(x < a); }
-        case OP_LE: { return iflag(x <= a); }
-        case OP_GT: { return iflag(x > a); }
-        case OP_GE: { return iflag(x >= a); }
-        case OP_LOGICAL_NOT: { return iflag(x == 0); }
-        case OP_ISNAN, OP_ISINF: { return 0; }
+        //! splice unary_i
         default: { return 0; }
     }
 }
@@ -332,88 +312,22 @@ fn unary_i(x: i32, a: i32, b: i32) -> i32 {
 // d op(x) / dx * g, given x and y = op(x).
 fn backward_f(g: f32, x: f32, y: f32, a: f32, b: f32) -> f32 {
     switch OP {
-        case BW_ABS: { return g * sign_f32(x); }
-        case BW_EXP: { return g * y; }
-        case BW_LOG: { return g / x; }
-        case BW_SQRT: { return g / (2.0 * y); }
-        case BW_RSQRT: { return -0.5 * g * y * y * y; }
-        case BW_SIN: { return g * cos_f32(x); }
-        case BW_COS: { return -g * sin_f32(x); }
-        case BW_RECIPROCAL: { return -g * y * y; }
-        case BW_RELU: { return select(0.0, g, x > 0.0); }
-        case BW_SIGMOID: { return g * y * (1.0 - y); }
-        case BW_TANH: { return g * (1.0 - y * y); }
-        case BW_GELU: { return g * (norm_cdf(x) + x * norm_pdf(x)); }
-        case BW_GELU_TANH: {
-            let x2 = x * x;
-            let t = tanh_f32(GELU_TANH_K * x * (1.0 + GELU_TANH_C * x2));
-            let dt = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * x2) * (1.0 - t * t);
-            return g * (0.5 * (1.0 + t) + 0.5 * x * dt);
-        }
-        case BW_SILU: {
-            let s = sigmoid_f32(x);
-            return g * s * (1.0 + x * (1.0 - s));
-        }
-        case BW_SOFTPLUS: {
-            if (x * a > b) { return g; }
-            return g * sigmoid_f32(a * x);
-        }
-        case BW_LEAKY_RELU: { return select(g * a, g, x > 0.0); }
-        case BW_CLAMP: { return select(0.0, g, x >= a && x <= b); }
-        case BW_POW: {
-            if (a == 0.0) { return 0.0; }
-            return g * a * pow_f32(x, a - 1.0);
-        }
-        case BW_RPOW: {
-            if (a == 0.0 && x >= 0.0) { return 0.0; }
-            return g * y * log_f32(a);
-        }
-        case BW_RDIV: { return -g * a / (x * x); }
+        //! splice backward_f
         default: { return nan_f32(); }
     }
 }
 
 fn binary_f(x: f32, y: f32) -> f32 {
     switch OP {
-        case BIN_ADD: { return x + y; }
-        case BIN_SUB: { return x - y; }
-        case BIN_MUL: { return x * y; }
-        case BIN_DIV: { return x / y; }
-        case BIN_POW: { return pow_f32(x, y); }
-        case BIN_MINIMUM: { return min_f32(x, y); }
-        case BIN_MAXIMUM: { return max_f32(x, y); }
-        case BIN_ATAN2: { return atan2_f32(x, y); }
-        case BIN_EQ: { return flag(x == y); }
-        case BIN_NE: { return flag(x != y); }
-        case BIN_LT: { return flag(x < y); }
-        case BIN_LE: { return flag(x <= y); }
-        case BIN_GT: { return flag(x > y); }
-        case BIN_GE: { return flag(x >= y); }
-        case BIN_LOGICAL_AND: { return flag(x != 0.0 && y != 0.0); }
-        case BIN_LOGICAL_OR: { return flag(x != 0.0 || y != 0.0); }
-        case BIN_LOGICAL_XOR: { return flag((x != 0.0) != (y != 0.0)); }
+        //! splice binary_f
         default: { return nan_f32(); }
     }
 }
 
-// The ops that keep exact int32 arithmetic (elementwise.py's INT_BINARY names exactly these).
+// The ops with an exact int32 form (the table's int_wgsl).
 fn binary_i(x: i32, y: i32) -> i32 {
     switch OP {
-        case BIN_ADD: { return x + y; }
-        case BIN_SUB: { return x - y; }
-        case BIN_MUL: { return x * y; }
-        case BIN_POW: { return pow_i32(x, y); }
-        case BIN_MINIMUM: { return min(x, y); }
-        case BIN_MAXIMUM: { return max(x, y); }
-        case BIN_EQ: { return iflag(x == y); }
-        case BIN_NE: { return iflag(x != y); }
-        case BIN_LT: { return iflag(x < y); }
-        case BIN_LE: { return iflag(x <= y); }
-        case BIN_GT: { return iflag(x > y); }
-        case BIN_GE: { return iflag(x >= y); }
-        case BIN_LOGICAL_AND: { return iflag(x != 0 && y != 0); }
-        case BIN_LOGICAL_OR: { return iflag(x != 0 || y != 0); }
-        case BIN_LOGICAL_XOR: { return iflag((x != 0) != (y != 0)); }
+        //! splice binary_i
         default: { return 0; }
     }
 }

@@ -7,23 +7,36 @@
 
 __version__ = "0.1.0"
 
-from .dtypes import bool_ as bool, float32, float64, int32, uint8  # noqa: F401,E402  (torch-style dtype names)
-from .dtypes import float64 as double  # noqa: F401,E402
-from .dtypes import DType as dtype  # noqa: F401,E402
-from .dtypes import float32 as float  # noqa: F401,E402
-from .dtypes import int32 as int, int32 as long  # noqa: F401,E402
-from .devices import device, get_default_device, set_default_device  # noqa: F401,E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
-from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,  # noqa: F401,E402
-                     full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like)
-from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like, randint, randn,  # noqa: F401,E402
+from .dtypes import bool_ as bool, float32, float64, int32, uint8  # torch-style dtype names
+from .dtypes import float64 as double
+from .dtypes import DType as dtype
+from .dtypes import float32 as float
+from .dtypes import int32 as int, int32 as long
+from .devices import device, get_default_device, set_default_device
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,
+                      full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like)
+from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like, randint, randn,
                      randn_like, randperm, get_rng_state, set_rng_state)
-from . import ops as _ops  # noqa: E402  (attaches methods to Tensor)
+from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
+from .io import load, save  # safetensors checkpoints
+from .replay import replayable
+from . import data, datasets, utils, webgpu
+from . import nn
+from . import optim
 
-globals().update({_k: _v for _k, _v in _ops.FUNCTIONS.items() if _k not in globals()})
+# Every op function (webgrad.exp, webgrad.cat, ...): the hand-written ones by name and the op table's
+# records, both listed in ops/api.py.
+globals().update(_FUNCTIONS)
 
-from .io import load, save  # noqa: E402,F401  (safetensors checkpoints)
-from .replay import replayable  # noqa: E402,F401
-from . import data, datasets, utils, webgpu  # noqa: E402,F401
-from . import nn  # noqa: E402,F401
-from . import optim  # noqa: E402,F401
+__all__ = [
+    "bool", "float32", "float64", "int32", "uint8", "double", "dtype", "float", "int", "long",
+    "device", "get_default_device", "set_default_device",
+    "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    "Size", "Tensor", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "frombuffer",
+    "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
+    "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
+    "randn_like", "randperm", "get_rng_state", "set_rng_state",
+    "load", "save", "replayable", "data", "datasets", "utils", "webgpu", "nn", "optim",
+    *sorted(_FUNCTIONS),
+]

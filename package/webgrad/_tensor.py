@@ -8,6 +8,7 @@ import array
 import struct
 
 from . import autograd, devices, dtypes
+from .autograd import record
 from ._view import View
 
 
@@ -295,7 +296,6 @@ class Tensor:
     def type(self, dtype=None):
         if dtype is None:
             return f"webgrad.{self.dtype.name}"
-        from .ops.elementwise import cast
         return cast(self, dtypes.to_dtype(dtype))
 
     def float(self):
@@ -331,6 +331,17 @@ def _rebuild(raw, dtype_name, shape, device, requires_grad):
     t = frombuffer(raw, dtype=dtypes.to_dtype(dtype_name), device=device).reshape(shape)
     t.requires_grad = requires_grad
     return t
+
+
+def cast(x, dtype):
+    """x converted to dtype (a new tensor even when nothing changes, as .to(copy=True))."""
+    if x.dtype is dtype:
+        return x
+    out = Tensor._empty(x.shape, dtype, x.device)
+    x.device.backend.copy(out._view, x._view)
+    if dtype.is_floating and x.dtype.is_floating:
+        record(out, "ToCopy", (x,), lambda g: (g,))
+    return out
 
 
 def _to_device(t, device):

@@ -79,7 +79,7 @@ def fill_random(t, dist, a, b, generator=None):
     from ._tensor import Tensor
     target = t if t.is_contiguous() else Tensor._empty(t.shape, t.dtype, t.device)
     backend = t.device.backend
-    if replay.capturing() and hasattr(backend, "scalar"):
+    if replay.capturing() and backend.supports_capture:
         # a recorded step must draw new numbers on every replay: the kernel reads seed and offset from
         # device scalars, and the hook advances the generator as an eager call would
         seed32, offset = backend.scalar(seed32, "u32"), backend.scalar(offset, "u32")

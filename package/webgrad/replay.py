@@ -70,7 +70,7 @@ class Replayable:
         tensors = [a for a in args if isinstance(a, Tensor)]
         backend = tensors[0].device.backend if tensors else None
         self.calls += 1
-        if backend is None or not hasattr(backend, "capture") or self.calls <= self.warmup:
+        if backend is None or not backend.supports_capture or self.calls <= self.warmup:
             return self.fn(*args)
         if self.graph is None:
             return self._record(backend, args)

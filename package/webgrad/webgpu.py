@@ -10,6 +10,7 @@ backward kernel in a ``webgrad.autograd.Function`` to make it differentiable.
 
 import sys
 
+from . import devices as _devices
 from ._backends.webgpu import runtime as _runtime
 from ._backends.webgpu.custom import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
 
@@ -35,6 +36,14 @@ async def init_async():
 def adapter_info():
     """A dict describing the adapter: vendor, architecture, device, description, backend, limits."""
     return _runtime.default_runtime().binding.info()
+
+
+def reset():
+    """Forget the WebGPU device: the next use creates a new one, compiling its shaders afresh (e.g. after
+    an op was added to the op table). Tensors already on the old device must not be used again."""
+    synchronize()
+    _runtime.reset_default_runtime()
+    _devices.forget("webgpu")
 
 
 def synchronize():

@@ -11,6 +11,7 @@ except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a su
     np = None
 
 from .. import dtypes
+from ..ops import table
 from .interface import Backend
 
 if np is not None:
@@ -23,131 +24,6 @@ def require_numpy():
             "the CPU device needs NumPy, which is not installed (pip install numpy, or webgrad[cpu]). "
             "In Pyodide without NumPy, use device='webgpu'."
         )
-
-
-def _erf(x):
-    # NumPy has no erf; math.erf vectorised is exact to double precision.
-    import math
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-def _float(f):
-    """Compute in float64 and round once to float32, so the reference is as exact as float32 allows."""
-    def wrapped(x, a, b):
-        with np.errstate(all="ignore"):
-            return f(x.astype(np.float64), a, b)
-    return wrapped
-
-
-def _sigmoid(x):
-    return np.where(x >= 0, 1.0 / (1.0 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))))
-
-
-def _softplus(x, beta, threshold):
-    bx = beta * x
-    return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / beta)
-
-
-_SQRT_2_OVER_PI = 0.7978845608028654
-
-# op -> f(x, a, b). Ops that keep integer dtypes exact are applied to the raw array.
-_UNARY_FLOAT = {
-    "exp": lambda x, a, b: np.exp(x),
-    "log": lambda x, a, b: np.log(x),
-    "sqrt": lambda x, a, b: np.sqrt(x),
-    "rsqrt": lambda x, a, b: 1.0 / np.sqrt(x),
-    "sin": lambda x, a, b: np.sin(x),
-    "cos": lambda x, a, b: np.cos(x),
-    "reciprocal": lambda x, a, b: 1.0 / x,
-    "sigmoid": lambda x, a, b: _sigmoid(x),
-    "tanh": lambda x, a, b: np.tanh(x),
-    "gelu": lambda x, a, b: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
-    "gelu_tanh": lambda x, a, b: 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))),
-    "silu": lambda x, a, b: x * _sigmoid(x),
-    "softplus": lambda x, a, b: _softplus(x, a, b),
-    "rdiv": lambda x, a, b: a / x,
-    "pow": lambda x, a, b: np.power(x, a),
-    "rpow": lambda x, a, b: np.power(a, x),
-}
-_UNARY_EXACT = {  # valid for ints and floats alike
-    "neg": lambda x, a, b: -x,
-    "abs": lambda x, a, b: np.abs(x),
-    "sign": lambda x, a, b: np.sign(x),
-    "square": lambda x, a, b: x * x,
-    "relu": lambda x, a, b: np.maximum(x, 0),
-    "leaky_relu": lambda x, a, b: np.where(x > 0, x, x * a),
-    "clamp": lambda x, a, b: np.minimum(np.maximum(x, a), b),
-    "affine": lambda x, a, b: x * a + b,
-    "rsub": lambda x, a, b: a - x,
-    "floor": lambda x, a, b: np.floor(x),
-    "ceil": lambda x, a, b: np.ceil(x),
-    "round": lambda x, a, b: np.round(x),  # half to even, as torch.round
-    "trunc": lambda x, a, b: np.trunc(x),
-}
-_UNARY_BOOL = {
-    "eq": lambda x, a, b: x == a,
-    "ne": lambda x, a, b: x != a,
-    "lt": lambda x, a, b: x < a,
-    "le": lambda x, a, b: x <= a,
-    "gt": lambda x, a, b: x > a,
-    "ge": lambda x, a, b: x >= a,
-    "logical_not": lambda x, a, b: ~x.astype(np.bool_),
-    "isnan": lambda x, a, b: np.isnan(x),
-    "isinf": lambda x, a, b: np.isinf(x),
-}
-
-
-def _d_gelu(x):
-    cdf = 0.5 * (1.0 + _erf(x / np.sqrt(2.0)))
-    return cdf + x * np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
-
-
-def _d_gelu_tanh(x):
-    inner = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
-    t = np.tanh(inner)
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
-
-
-# op -> f'(x) given (x, y=f(x), a, b); the kernel returns grad * f'.
-_UNARY_DERIVATIVE = {
-    "abs": lambda x, y, a, b: np.sign(x),
-    "exp": lambda x, y, a, b: y,
-    "log": lambda x, y, a, b: 1.0 / x,
-    "sqrt": lambda x, y, a, b: 0.5 / y,
-    "rsqrt": lambda x, y, a, b: -0.5 * y / x,
-    "sin": lambda x, y, a, b: np.cos(x),
-    "cos": lambda x, y, a, b: -np.sin(x),
-    "reciprocal": lambda x, y, a, b: -y * y,
-    "relu": lambda x, y, a, b: (x > 0).astype(np.float64),
-    "sigmoid": lambda x, y, a, b: y * (1.0 - y),
-    "tanh": lambda x, y, a, b: 1.0 - y * y,
-    "gelu": lambda x, y, a, b: _d_gelu(x),
-    "gelu_tanh": lambda x, y, a, b: _d_gelu_tanh(x),
-    "silu": lambda x, y, a, b: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
-    "softplus": lambda x, y, a, b: np.where(a * x > b, 1.0, _sigmoid(a * x)),
-    "leaky_relu": lambda x, y, a, b: np.where(x > 0, 1.0, a),
-    "clamp": lambda x, y, a, b: ((x >= a) & (x <= b)).astype(np.float64),
-    "pow": lambda x, y, a, b: np.where(a == 0, 0.0, a * np.power(x, a - 1.0)),
-    "rpow": lambda x, y, a, b: y * np.log(a),
-    "rdiv": lambda x, y, a, b: -y / x,
-}
-
-_BINARY = {
-    "add": np.add if np else None,
-    "sub": np.subtract if np else None,
-    "mul": np.multiply if np else None,
-    "minimum": np.minimum if np else None,
-    "maximum": np.maximum if np else None,
-    "eq": np.equal if np else None,
-    "ne": np.not_equal if np else None,
-    "lt": np.less if np else None,
-    "le": np.less_equal if np else None,
-    "gt": np.greater if np else None,
-    "ge": np.greater_equal if np else None,
-    "logical_and": np.logical_and if np else None,
-    "logical_or": np.logical_or if np else None,
-    "logical_xor": np.logical_xor if np else None,
-}
 
 
 def _int_param(v):
@@ -167,6 +43,13 @@ def _lowbias32(x):
     x *= np.uint32(0x846CA68B)
     x ^= x >> np.uint32(16)
     return x
+
+
+def _record(records, op, kind):
+    rec = records.get(op)
+    if rec is None:
+        raise ValueError(f"unknown {kind} op {op!r}; the op table (webgrad/ops/table.py) has no such record")
+    return rec
 
 
 class CPUBackend(Backend):
@@ -208,45 +91,39 @@ class CPUBackend(Backend):
             src = np.trunc(src)
         self.array(out)[...] = src.astype(NP_DTYPES[out.dtype], copy=True)
 
+    # unary and binary ops come from the op table (webgrad/ops/table.py): each record's `cpu` function
+    # is the reference, computed in float64 (int64 for ops with an exact integer form) and rounded once.
     def unary(self, op, out, x, a=0.0, b=0.0):
+        rec = _record(table.UNARY, op, "unary")
         v = self.array(x)
-        if op in _UNARY_BOOL:
-            with np.errstate(all="ignore"):
-                res = _UNARY_BOOL[op](v, a, b)
-        elif op in _UNARY_EXACT and not out.dtype.is_floating:
-            res = _UNARY_EXACT[op](v.astype(np.int64), _int_param(a), _int_param(b))
-        elif op in _UNARY_EXACT:
-            res = _float(_UNARY_EXACT[op])(v, a, b)
-        elif op in _UNARY_FLOAT:
-            res = _float(_UNARY_FLOAT[op])(v, a, b)
-        else:
-            raise ValueError(f"unknown unary op {op!r}")
+        with np.errstate(all="ignore"):
+            if rec.result == table.BOOL:
+                res = rec.cpu(v, a, b)
+            elif not out.dtype.is_floating:
+                if not rec.int_exact:
+                    raise TypeError(f"unary {op!r} has no integer form; out is {out.dtype}")
+                res = rec.cpu(v.astype(np.int64), _int_param(a), _int_param(b))
+            else:
+                res = rec.cpu(v.astype(np.float64), a, b)
         self._write(out, res)
 
     def unary_backward(self, op, out, grad, x, y, a=0.0, b=0.0):
+        rec = _record(table.UNARY, op, "unary")
+        if rec.grad_cpu is None:
+            raise ValueError(f"unary op {op!r} has no derivative in the op table")
         g, xv, yv = (self.array(t).astype(np.float64) for t in (grad, x, y))
         with np.errstate(all="ignore"):
-            self._write(out, g * _UNARY_DERIVATIVE[op](xv, yv, a, b))
+            self._write(out, g * rec.grad_cpu(xv, yv, a, b))
 
     def binary(self, op, out, x, y):
+        rec = _record(table.BINARY, op, "binary")
         xv, yv = self.array(x), self.array(y)
+        exact = rec.int_exact and xv.dtype.kind != "f" and yv.dtype.kind != "f"
+        wide = np.int64 if exact else np.float64
+        if rec.result == table.BOOL and op.startswith("logical"):
+            wide = np.bool_
         with np.errstate(all="ignore"):
-            if op in _BINARY:
-                if out.dtype.is_floating or op in ("eq", "ne", "lt", "le", "gt", "ge"):
-                    xv, yv = (v.astype(np.float64) if v.dtype.kind == "f" else v for v in (xv, yv))
-                res = _BINARY[op](xv, yv)
-            elif op == "div":
-                res = xv.astype(np.float64) / yv.astype(np.float64)
-            elif op == "pow":
-                if out.dtype.is_floating:
-                    res = np.power(xv.astype(np.float64), yv.astype(np.float64))
-                else:
-                    res = np.power(xv.astype(np.int64), yv.astype(np.int64))
-            elif op == "atan2":
-                res = np.arctan2(xv.astype(np.float64), yv.astype(np.float64))
-            else:
-                raise ValueError(f"unknown binary op {op!r}")
-        self._write(out, res)
+            self._write(out, rec.cpu(xv.astype(wide), yv.astype(wide)))
 
     def where(self, out, cond, x, y):
         self._write(out, np.where(self.array(cond), self.array(x), self.array(y)))

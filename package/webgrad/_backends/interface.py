@@ -28,37 +28,10 @@ later, as long as ``to_bytes`` returns the data after all queued work that write
 The op tables (names a kernel understands) are listed below; each backend implements every name.
 """
 
-# Unary ops: out = f(x, a, b). `a` and `b` are the op's scalar parameters (unused ones are 0).
-# The integer-capable ones keep exact int32 arithmetic when out is int32.
-UNARY_OPS = (
-    "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "square", "reciprocal",
-    "relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "silu",
-    "softplus",     # a = beta, b = threshold: x if x*beta > threshold else log1p(exp(beta*x))/beta
-    "leaky_relu",   # a = negative slope
-    "clamp",        # a = min, b = max (use +-inf for "no bound")
-    "affine",       # x * a + b   (also: scalar add, scalar multiply, uint8 -> float conversion)
-    "rsub",         # a - x
-    "rdiv",         # a / x
-    "pow",          # x ** a
-    "rpow",         # a ** x
-    "floor", "ceil", "round", "trunc",
-    "eq", "ne", "lt", "le", "gt", "ge",  # compare x with a; out is bool
-    "logical_not",  # out is bool
-    "isnan", "isinf",  # out is bool
-)
-
-# Derivatives of unary ops: out = grad * f'(x), given grad, x and y = f(x) (whichever is cheaper).
-UNARY_BACKWARD_OPS = (
-    "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "reciprocal", "relu", "sigmoid", "tanh",
-    "gelu", "gelu_tanh", "silu", "softplus", "leaky_relu", "clamp", "pow", "rpow", "rdiv",
-)
-
-# Binary ops: out = f(x, y); x, y and out share a shape (broadcast already applied as stride-0 views).
-BINARY_OPS = (
-    "add", "sub", "mul", "div", "pow", "minimum", "maximum", "atan2",
-    "eq", "ne", "lt", "le", "gt", "ge",  # out is bool
-    "logical_and", "logical_or", "logical_xor",  # out is bool
-)
+# Unary and binary ops are the records of the op table, webgrad/ops/table.py (UNARY, BINARY): each
+# record carries its CPU reference and its WGSL, so a backend implements `unary`/`binary` once for all
+# of them. Unary: out = f(x, a, b), `a` and `b` the op's scalar parameters (unused ones are 0); records
+# with an exact integer form keep int32 arithmetic when out is int32. Binary: out = f(x, y).
 
 # Reductions over the middle axis of a contiguous [outer, size, inner] view; out is [outer, inner].
 # argmax/argmin write int32 indices (first occurrence on ties, as PyTorch); the rest keep x's dtype.
@@ -93,6 +66,26 @@ class Backend:
     def synchronize(self):
         """Submit queued work and wait for it to finish."""
 
+    # ----------------------------------------------------------------- graph capture (a capability)
+    # A backend that queues its work can record it once and replay it (webgrad.replayable). It sets
+    # supports_capture and implements the three methods below; the engine asks the flag, never probes.
+    supports_capture = False
+
+    def capture(self):
+        """``with backend.capture() as graph:`` runs and records the work issued inside; then
+        ``graph.replay()`` runs it again and ``graph.release()`` frees it."""
+        raise NotImplementedError(f"the {self.name} backend cannot capture work for replay")
+
+    def scalar(self, value, kind="f32"):
+        """A kernel scalar that may change between replays (e.g. the learning rate): an object with
+        ``.value`` and ``.set(value)`` that kernels read from the device. Without capture: the number."""
+        return value
+
+    def write(self, storage, data, offset=0):
+        """Overwrite elements [offset, offset + n) of `storage` with canonical bytes: how new inputs
+        reach a captured graph without a new allocation."""
+        raise NotImplementedError(f"the {self.name} backend does not write into storages in place")
+
     # ----------------------------------------------------------------- elementwise
     def fill(self, out, value):
         """out[...] = value (a Python number, converted to out.dtype)."""
@@ -103,15 +96,15 @@ class Backend:
         raise NotImplementedError
 
     def unary(self, op, out, x, a=0.0, b=0.0):
-        """out = op(x) for op in UNARY_OPS. out.dtype is the op's result dtype (bool for comparisons)."""
+        """out = op(x) for op a record of table.UNARY. out.dtype is the op's result dtype (bool for comparisons)."""
         raise NotImplementedError
 
     def unary_backward(self, op, out, grad, x, y, a=0.0, b=0.0):
-        """out = grad * d op(x)/dx for op in UNARY_BACKWARD_OPS. x and y = op(x) share grad's shape."""
+        """out = grad * d op(x)/dx for op a record of table.UNARY with a derivative. x and y = op(x) share grad's shape."""
         raise NotImplementedError
 
     def binary(self, op, out, x, y):
-        """out = op(x, y) for op in BINARY_OPS. x and y may have different dtypes from out; the engine
+        """out = op(x, y) for op a record of table.BINARY. x and y may have different dtypes from out; the engine
         passes them already promoted (both of out's dtype) except for comparisons and logical ops."""
         raise NotImplementedError
 

@@ -1,7 +1,8 @@
 """Neural-network building blocks (webgrad.nn), as torch.nn."""
 
 from . import functional, init  # noqa: F401
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh  # noqa: F401
+from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
+from .activation import TABLE_MODULES as _TABLE_MODULES
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv2d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
@@ -14,3 +15,6 @@ from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+
+# ReLU, Sigmoid, Tanh, SiLU, ELU, Hardswish, ...: one Module per op-table record (nn/activation.py).
+globals().update(_TABLE_MODULES)

@@ -1,31 +1,50 @@
 """Activation layers: thin Modules over nn.functional, with PyTorch's constructor arguments and reprs."""
 
+from ..ops import table
 from . import functional as F
 from .module import Module
 
 
-class ReLU(Module):
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
+def _table_module(op):
+    """The nn Module of op-table record `op`: PyTorch's constructor arguments (the record's params, then
+    `inplace` where the functional form has it), forward through nn.functional, PyTorch's repr."""
+    fn = getattr(F, op.name)
+    names = [n for n, _ in op.params]
+    with_inplace = "inplace_arg" in op.expose
+
+    def __init__(self, *args, **kwargs):
+        Module.__init__(self)
+        allowed = names + (["inplace"] if with_inplace else [])
+        if len(args) > len(allowed):
+            raise TypeError(f"{op.module}() takes at most {len(allowed)} arguments ({len(args)} given)")
+        values = dict(zip(allowed, args))
+        for k, v in kwargs.items():
+            if k not in allowed or k in values:
+                raise TypeError(f"{op.module}() got an unexpected or repeated argument {k!r}")
+            values[k] = v
+        for n, default in op.params:
+            setattr(self, n, values.get(n, default))
+        if with_inplace:
+            self.inplace = bool(values.get("inplace", False))
 
     def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
+        args = [getattr(self, n) for n in names]
+        return fn(input, *args, inplace=self.inplace) if with_inplace else fn(input, *args)
 
     def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        parts = [f"{n}={getattr(self, n)}" for n in names]
+        if with_inplace and self.inplace and op.module_repr_inplace:
+            parts.append("inplace=True")
+        return ", ".join(parts)
+
+    cls = type(op.module, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
+                                      "__doc__": f"nn.{op.module}: {op.doc}", "__module__": __name__})
+    return cls
 
 
-class LeakyReLU(Module):
-    def __init__(self, negative_slope=0.01, inplace=False):
-        super().__init__()
-        self.negative_slope, self.inplace = negative_slope, inplace
-
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+# One Module per op-table record that names one (ReLU, ELU, Hardswish, ...): webgrad/ops/table.py.
+TABLE_MODULES = {op.module: _table_module(op) for op in table.UNARY.values() if op.module}
+globals().update(TABLE_MODULES)
 
 
 class GELU(Module):
@@ -38,40 +57,6 @@ class GELU(Module):
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
-
-
-class Sigmoid(Module):
-    def forward(self, input):
-        return F.sigmoid(input)
-
-
-class Tanh(Module):
-    def forward(self, input):
-        return F.tanh(input)
-
-
-class SiLU(Module):
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
-
-
-class Softplus(Module):
-    def __init__(self, beta=1.0, threshold=20.0):
-        super().__init__()
-        self.beta, self.threshold = beta, threshold
-
-    def forward(self, input):
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class _SoftmaxBase(Module):

@@ -10,9 +10,9 @@ import warnings
 from .. import dtypes
 from ..autograd import no_grad
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, pad  # noqa: F401
-from ..ops.elementwise import gelu, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: F401
+from ..ops import elementwise as _elementwise
+from ..ops.elementwise import gelu  # noqa: F401
 from ..ops.elementwise import check_same_device as _check_same_device, where as _where
-from ..ops.elementwise import silu as _silu
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
@@ -21,15 +21,9 @@ from ..random import rand
 from .._tensor import Tensor, arange
 
 
-def _maybe_inplace(input, out, inplace):
-    if not inplace:
-        return out
-    from ..ops.inplace import assign_
-    return assign_(input, out)
-
-
-def silu(input, inplace=False):
-    return _maybe_inplace(input, _silu(input), inplace)
+# The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
+# with PyTorch's parameters and `inplace=` where PyTorch has it (webgrad/ops/table.py).
+globals().update(_elementwise.table_functions("functional"))
 
 
 # ===================================================================== dropout
@@ -45,7 +39,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     else:
         keep = rand(*input.shape, device=input.device) >= p  # P(keep) = 1 - p
         out = _where(keep, input * (1.0 / (1.0 - p)), 0.0)
-    return _maybe_inplace(input, out, inplace)
+    return _elementwise._maybe_inplace(input, out, inplace)
 
 
 # ===================================================================== normalization

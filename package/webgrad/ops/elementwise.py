@@ -4,69 +4,16 @@ Each op computes its result with one backend kernel and records its backward rig
 Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upload happens per step.
 """
 
+import inspect
+
 from .. import dtypes
 from ..autograd import record
-from .._view import View
 from .._tensor import Tensor
+from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
+from . import table
+from .inplace import assign_
 
 INF = float("inf")
-
-
-# ===================================================================== helpers shared by the op families
-def new(shape, dtype, device):
-    return Tensor._empty(shape, dtype, device)
-
-
-def broadcast_shapes(*shapes, op="broadcast"):
-    ndim = max(len(s) for s in shapes)
-    out = []
-    for i in range(ndim):
-        size = 1
-        for s in shapes:
-            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
-            if d != 1:
-                if size != 1 and d != size:
-                    shown = " and ".join(str(list(s)) for s in shapes)
-                    raise RuntimeError(f"{op}: shapes {shown} cannot be broadcast together "
-                                       f"(size {size} vs {d} at dimension {i - ndim})")
-                size = d
-        out.append(size)
-    return tuple(out)
-
-
-def expanded_view(t, shape):
-    """A view of t with `shape` (broadcast dims get stride 0)."""
-    v = t._view
-    pad = len(shape) - len(v.shape)
-    strides = [0] * pad + [0 if (n == 1 and m != 1) else s for n, m, s in zip(v.shape, shape[pad:], v.strides)]
-    return View(v.storage, shape, strides, v.offset, v.dtype)
-
-
-def check_same_device(op, *tensors):
-    devs = {t.device.type for t in tensors if isinstance(t, Tensor)}
-    if len(devs) > 1:
-        names = ", ".join(f"{t.device}" for t in tensors if isinstance(t, Tensor))
-        raise RuntimeError(f"{op}: expected all tensors on the same device, but found tensors on {names}")
-
-
-def unbroadcast(g, shape):
-    """Sum a gradient of a broadcast result back down to an input's `shape`."""
-    if tuple(g.shape) == tuple(shape):
-        return g
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    return g.sum(dim=dims, keepdim=True).reshape(shape) if dims else g.reshape(shape)
-
-
-def cast(x, dtype):
-    """x converted to dtype (a new tensor even when nothing changes, as .to(copy=True))."""
-    if x.dtype is dtype:
-        return x
-    out = new(x.shape, dtype, x.device)
-    x.device.backend.copy(out._view, x._view)
-    if dtype.is_floating and x.dtype.is_floating:
-        record(out, "ToCopy", (x,), lambda g: (g,))
-    return out
 
 
 def _float_input(x, op):
@@ -90,81 +37,111 @@ def _unary_grad(op, g, x, y, a, b):
     return out
 
 
-def _float_unary(op, name=None):
-    """A differentiable float op whose derivative kernel has the same name."""
-    def fn(input):
-        x = _float_input(input, op)
-        return _unary(x, op, name=name, grad_op=op)
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise {op}, as torch.{op}."
+def apply_unary(op, input, a=0.0, b=0.0):
+    """Run the op-table record `op` (table.Unary) on `input`: its forward kernel, and its backward
+    kernel recorded for autograd. Integer inputs are converted to float32 unless the op keeps them."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op.name}(): expected a Tensor, got {type(input).__name__}")
+    x = input
+    if not x.dtype.is_floating and op.result != table.BOOL and not (op.result == table.SAME and op.int_exact):
+        x = cast(x, dtypes.float32)
+    out = _unary(x, op.name, a, b, dtype=dtypes.bool_ if op.result == table.BOOL else x.dtype)
+    if op.grad is not None and x.dtype.is_floating:
+        record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, x, out, a, b),))
+    return out
+
+
+def _bind(op, args, kwargs, with_inplace):
+    """(a, b, inplace) from the call's arguments, bound to the record's parameter names as Python would."""
+    names = [n for n, _ in op.params] + (["inplace"] if with_inplace else [])
+    if len(args) > len(names):
+        raise TypeError(f"{op.name}() takes {len(names) + 1} positional arguments but {len(args) + 1} were given")
+    values = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise TypeError(f"{op.name}() got an unexpected keyword argument {k!r}")
+        if k in values:
+            raise TypeError(f"{op.name}() got multiple values for argument {k!r}")
+        values[k] = v
+    params = [float(values.get(n, d)) for n, d in op.params] + [0.0, 0.0]
+    return params[0], params[1], bool(values.get("inplace", False))
+
+
+def _signature(op, with_inplace):
+    P = inspect.Parameter
+    params = [P("input", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in op.params]
+    if with_inplace:
+        params.append(P("inplace", P.POSITIONAL_OR_KEYWORD, default=False))
+    return inspect.Signature(params)
+
+
+def _unary_function(op):
+    with_inplace = "inplace_arg" in op.expose
+
+    def fn(input, *args, **kwargs):
+        a, b, inplace = _bind(op, args, kwargs, with_inplace)
+        return _maybe_inplace(input, apply_unary(op, input, a, b), inplace)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = op.doc
+    fn.__signature__ = _signature(op, with_inplace)
     return fn
 
 
-exp = _float_unary("exp")
-log = _float_unary("log")
-sqrt = _float_unary("sqrt")
-rsqrt = _float_unary("rsqrt")
-sin = _float_unary("sin")
-cos = _float_unary("cos")
-reciprocal = _float_unary("reciprocal")
-sigmoid = _float_unary("sigmoid")
-tanh = _float_unary("tanh")
-silu = _float_unary("silu")
+def _binary_function(op):
+    def fn(input, other):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{op.name}(): expected a Tensor, got {type(input).__name__}")
+        if not isinstance(other, Tensor):
+            other = full_scalar_like(input, other)
+        if op.result == table.FLOAT:
+            input, other = _float_input(input, op.name), _float_input(other, op.name)
+        x, y, dtype = _promote_pair(input, other, op.name)
+        out = _binary_kernel(op.name, x, y, dtype, out_dtype=dtypes.bool_ if op.result == table.BOOL else None)
+        if op.grad is None or not out.dtype.is_floating:
+            return out
+
+        def backward(g):
+            gx, gy = op.grad(g, x, y, out)
+            return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+        return record(out, op.node, (x, y), backward)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = op.doc
+    return fn
 
 
-def relu(input, inplace=False):
-    out = _unary(input, "relu", grad_op="relu" if input.dtype.is_floating else None, name="Relu")
-    return _maybe_inplace(input, out, inplace)
+_functions = {}
+
+
+def function(name):
+    """The differentiable function of op-table record `name` (built once, on first use)."""
+    op = table.UNARY.get(name) if name in table.UNARY and table.UNARY[name].expose else table.BINARY.get(name)
+    op = op or table.UNARY.get(name)
+    if op is None:
+        raise KeyError(f"no op {name!r} in the op table")
+    fn = _functions.get(name)
+    if fn is None or fn.__record__ is not op:
+        fn = _unary_function(op) if op.kind == "unary" else _binary_function(op)
+        fn.__record__ = op
+        _functions[name] = fn
+    return fn
+
+
+def table_functions(exposure):
+    """{name: function} for the records exposed as `exposure` ("function", "method", "functional", ...)."""
+    return {name: function(name) for name, op in {**table.UNARY, **table.BINARY}.items() if exposure in op.expose}
 
 
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu(): approximate must be 'none' or 'tanh', got {approximate!r}")
-    op = "gelu" if approximate == "none" else "gelu_tanh"
-    return _unary(_float_input(input, "gelu"), op, name="Gelu", grad_op=op)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    return _unary(_float_input(input, "softplus"), "softplus", float(beta), float(threshold), name="Softplus", grad_op="softplus")
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    out = _unary(_float_input(input, "leaky_relu"), "leaky_relu", float(negative_slope), name="LeakyRelu", grad_op="leaky_relu")
-    return _maybe_inplace(input, out, inplace)
+    return apply_unary(table.UNARY["gelu" if approximate == "none" else "gelu_tanh"], input)
 
 
 def _maybe_inplace(input, out, inplace):
     if not inplace:
         return out
-    from .inplace import assign_
     return assign_(input, out)
-
-
-def neg(input):
-    out = _unary(input, "neg")
-    return record(out, "Neg", (input,), lambda g: (neg(g),))
-
-
-def abs(input):
-    return _unary(input, "abs", grad_op="abs" if input.dtype.is_floating else None)
-
-
-def sign(input):
-    return _unary(input, "sign")  # gradient is zero almost everywhere: not recorded, as torch.sign's is zero
-
-
-def _rounding(op):
-    def fn(input):
-        return input if not input.dtype.is_floating else _unary(input, op)
-    fn.__name__ = op
-    return fn
-
-
-floor, ceil, round, trunc = (_rounding(op) for op in ("floor", "ceil", "round", "trunc"))
-
-
-def square(input):
-    return pow(input, 2)
 
 
 def clamp(input, min=None, max=None):
@@ -440,3 +417,7 @@ def clone(input, memory_format=None):
 
 def contiguous(input, memory_format=None):
     return input if input._view.is_contiguous() else clone(input)
+
+
+# The table's functions that this module's hand-written ops and backward passes call.
+neg, floor, trunc, log = function("neg"), function("floor"), function("trunc"), function("log")

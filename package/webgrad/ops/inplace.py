@@ -5,8 +5,10 @@ writes through any strided view. In-place ops are for tensors outside the graph 
 no_grad, buffers, optimizer state): modifying a tensor the graph needs is refused with a clear error.
 """
 
-from ..autograd import is_grad_enabled
-from .elementwise import cast, expanded_view, broadcast_shapes
+from .. import random
+from .._tensor import Tensor
+from ..autograd import is_grad_enabled, no_grad
+from .core import broadcast_shapes, cast, expanded_view
 
 
 def check_inplace(x, op):
@@ -35,10 +37,10 @@ def assign_(x, value, op="in-place op"):
     return x
 
 
-def _make(op_name, fn):
+def in_place(op_name, fn):
+    """Tensor.<op>_: `fn` computed without recording, written back into self's storage."""
     def method(self, *args, **kwargs):
         check_inplace(self, op_name)
-        from ..autograd import no_grad
         with no_grad():
             result = fn(self, *args, **kwargs)
         return assign_(self, result, op_name)
@@ -52,7 +54,6 @@ def zero_(x):
 
 def fill_(x, value):
     check_inplace(x, "fill_")
-    from .._tensor import Tensor
     if isinstance(value, Tensor):
         return assign_(x, value, "fill_")
     x.device.backend.fill(x._view, value)
@@ -60,7 +61,6 @@ def fill_(x, value):
 
 
 def copy_(x, src, non_blocking=False):
-    from .._tensor import Tensor
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): expected a Tensor, got {type(src).__name__}")
     if src.device != x.device:
@@ -70,7 +70,6 @@ def copy_(x, src, non_blocking=False):
 
 def _random_(dist):
     def method(x, a=None, b=None, generator=None):
-        from .. import random
         check_inplace(x, f"{dist}_")
         defaults = {"uniform": (0.0, 1.0), "normal": (0.0, 1.0)}[dist]
         a = defaults[0] if a is None else a
@@ -83,18 +82,3 @@ def _random_(dist):
 
 uniform_ = _random_("uniform")
 normal_ = _random_("normal")
-
-
-def build_methods(namespace):
-    """{name_: method} for every in-place variant of an out-of-place op in `namespace`."""
-    methods = {}
-    for name in ("add", "sub", "mul", "div", "pow", "clamp", "relu", "neg", "exp", "log", "sqrt",
-                 "sigmoid", "tanh", "abs", "floor", "ceil", "round", "maximum", "minimum", "lerp"):
-        if name in namespace:
-            methods[name + "_"] = _make(name + "_", namespace[name])
-    methods["clip_"] = methods["clamp_"]
-    methods["__iadd__"] = methods["add_"]
-    methods["__isub__"] = methods["sub_"]
-    methods["__imul__"] = methods["mul_"]
-    methods["__itruediv__"] = methods["div_"]
-    return methods

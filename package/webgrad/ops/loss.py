@@ -10,7 +10,9 @@ import warnings
 from .. import dtypes
 from ..autograd import no_grad, record
 from .._tensor import Tensor
-from .elementwise import check_same_device, new, softplus, where
+from .elementwise import check_same_device, function, new, where
+
+softplus = function("softplus")
 
 
 def _reduce_rows(per_row, reduction, count):

@@ -11,8 +11,9 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd import record
 from .._view import View
-from .._tensor import Tensor, _norm_dim
-from .elementwise import cast, new, where
+from .._tensor import Tensor, _norm_dim, ones
+from .core import cast, new
+from .elementwise import maximum, minimum, where
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 
@@ -108,6 +109,29 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     return record(out, "Sum", (x,), lambda g: (_expand_back(g, x, dims, keepdim),))
 
 
+def prod(input, dim=None, keepdim=False, dtype=None):
+    """Product over `dim` (all elements when None), as torch.prod; its gradient is exact with zeros."""
+    x = input
+    if dtype is not None:
+        x = cast(x, dtypes.to_dtype(dtype))
+    elif x.dtype in (dtypes.bool_, dtypes.uint8):
+        x = cast(x, dtypes.int32)
+    dims = _dims(x, dim)
+    if x.numel() == 0:
+        return ones(_out_shape(x.shape, dims, keepdim), dtype=x.dtype, device=x.device)
+    out = _reduce("prod", x, dims, keepdim, x.dtype)
+
+    def backward(g):
+        # d out / d x_i = the product of the others: out / x_i where x_i != 0. Where x_i == 0 it is the
+        # product of the non-zero others if x_i is the only zero of its slice, else 0.
+        zero = x == 0
+        nonzero_prod = prod(where(zero, 1.0, x), dims, keepdim=True)
+        zeros = sum(cast(zero, dtypes.int32), dims, keepdim=True)
+        others = where(zero, where(zeros == 1, nonzero_prod, 0.0), _expand_back(out, x, dims, keepdim) / where(zero, 1.0, x))
+        return (_expand_back(g, x, dims, keepdim) * others,)
+    return record(out, "Prod", (x,), backward)
+
+
 def mean(input, dim=None, keepdim=False, dtype=None):
     x = cast(input, dtypes.to_dtype(dtype)) if dtype is not None else input
     if not x.dtype.is_floating:
@@ -140,7 +164,6 @@ def _pick_extreme(op, x, dims, keepdim):
 def _extreme(op):
     def fn(input, dim=None, keepdim=False):
         if isinstance(dim, Tensor):  # max(a, b) is maximum
-            from .elementwise import maximum, minimum
             return (maximum if op == "max" else minimum)(input, dim)
         if dim is None:
             values, _ = _pick_extreme(op, input.reshape(-1), (0,), False)

@@ -6,7 +6,8 @@ from .. import dtypes
 from ..autograd import record
 from .._view import View
 from .._tensor import Tensor, _norm_dim
-from .elementwise import cast, contiguous, new
+from .core import broadcast_shapes, cast, expanded_view, new, unbroadcast
+from .elementwise import contiguous
 
 
 def _view_of(x, shape, strides, offset, name, backward):
@@ -182,7 +183,6 @@ def expand(input, *sizes):
     shape = tuple(shape)
     if shape == v.shape:
         return input
-    from .elementwise import unbroadcast
     old = input.shape
     return _view_of(input, shape, tuple(strides), v.offset, "Expand", lambda g: unbroadcast(g, old))
 
@@ -336,7 +336,6 @@ def setitem(input, index, value):
     target = View(input._view.storage, shape, strides, offset, input.dtype)
     be = input.device.backend
     if isinstance(value, Tensor):
-        from .elementwise import broadcast_shapes, expanded_view
         if value.device != input.device:
             raise RuntimeError(f"setitem: value is on {value.device} but the tensor is on {input.device}")
         broadcast_shapes(shape, value.shape, op="setitem")

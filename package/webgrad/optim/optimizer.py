@@ -179,12 +179,12 @@ class Optimizer:
         """`value` as the kernels of p's device should get a per-step value: on a backend with dynamic
         scalars (WebGPU) a device-resident scalar, kept under `key` and rewritten only when the value
         changes, so a replayed step sees it; elsewhere the number itself."""
-        make = getattr(p.device.backend, "scalar", None)
-        if make is None:
+        backend = p.device.backend
+        if not backend.supports_capture:
             return value
         held = self._scalars.get(key)
         if held is None:
-            held = self._scalars[key] = make(value)
+            held = self._scalars[key] = backend.scalar(value)
         elif held.value != value:
             held.set(value)
         return held

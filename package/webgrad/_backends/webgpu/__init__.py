@@ -2,10 +2,11 @@
 JS FFI), and one module per kernel family whose WGSL lives in the repository's shaders/ folder.
 
     runtime.py       buffer pool, caches, command batching, read-back, capture/replay, dynamic scalars
-    backend.py       WebGPUBackend: the device interface (backends/device.py), routing to the families
+    backend.py       WebGPUBackend: the device interface (_backends/interface.py), routing to the families
     views.py         checking and simplifying the views kernels receive
     shaders.py       loading .wgsl files (installed package first, then the source checkout)
     elementwise.py   fill, copy, unary, unary_backward, binary, where      shaders/elementwise.wgsl
+                     (the ops and their WGSL cases come from the op table, webgrad/ops/table.py)
     reduce.py        sum, prod, max, min, argmax, argmin                   shaders/reduce.wgsl
     softmax_loss.py  softmax, log-softmax, fused cross-entropy             shaders/softmax_loss.wgsl
     index.py         index_select, gather and their backward               shaders/index.wgsl
@@ -20,8 +21,8 @@ varies; integer codes the Python side owns are injected as `const`s, see shaders
 the family module as `Kernel(shader, entry, bindings, overrides)` with an explicit binding layout; pack
 its uniform with `struct` and call `runtime.dispatch(kernel, kernel.constants(...), storages, params,
 groups)`. Pipelines, bind groups and uniforms are cached by the runtime; a hot kernel can also keep its
-`runtime.launch(...)` in `runtime.memo` (see elementwise.launch). A new elementwise op is one `case`
-in elementwise.wgsl plus its name in device.py's table.
+`runtime.launch(...)` in `runtime.memo` (see elementwise.launch). A new elementwise op is one record
+in webgrad/ops/table.py and nothing here.
 
 Importing this package does not touch the GPU; create_backend() does.
 """

@@ -25,6 +25,7 @@ def _check_dtype(dtype):
 
 class WebGPUBackend(Backend):
     name = "webgpu"
+    supports_capture = True
 
     def __init__(self, runtime=None):
         self.runtime = runtime or default_runtime()
@@ -53,7 +54,7 @@ class WebGPUBackend(Backend):
     def write(self, storage, data, offset=0):
         """Overwrite elements [offset, offset + n) of a storage with canonical bytes (bool excepted).
 
-        Not part of the device interface: this is how new inputs reach a captured graph."""
+        This is how new inputs reach a captured graph."""
         if not isinstance(storage, Storage):
             raise TypeError(f"write() needs a WebGPU storage, not {type(storage).__name__}")
         dtype = storage.dtype

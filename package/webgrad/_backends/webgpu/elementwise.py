@@ -2,48 +2,79 @@
 
 One launcher (:func:`launch`) serves every entry point: it checks the views, reads in-place operands
 through `out`, merges dims, packs the uniform and picks the specialisation (op code, integer or float
-math, dtypes, contiguous fast path). The op tables below are the single source of the op codes; they
-are injected into the WGSL as OP_*/BW_*/BIN_* constants.
+math, dtypes, contiguous fast path).
 
-How to add an elementwise op: add its name to the table in device.py (and cpu.py), add a `case` for it
-in elementwise.wgsl's unary_f/backward_f/binary_f (and unary_i/binary_i plus INT_UNARY/INT_BINARY
-here if it has an exact integer form). Nothing else changes.
+The ops come from the op table (webgrad/ops/table.py): :func:`ops` numbers them and writes the WGSL
+``case`` lines that are spliced into elementwise.wgsl's ``switch`` statements, so the table is the
+single source of both. Adding an op to the table needs nothing here.
 """
 
 import struct
 
 from ...dtypes import bool_, float32, int32, uint8
-from ..interface import BINARY_OPS, UNARY_BACKWARD_OPS, UNARY_OPS
+from ...ops import table
 from .runtime import DynamicScalar, Kernel, Shader, dtype_code
 from .views import (
     MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view, scalar_fields,
 )
 
-# "identity" and "fill" are the unary ops behind copy() and fill().
-UNARY_CODES = {name: code for code, name in enumerate(("identity", "fill") + UNARY_OPS)}
-BACKWARD_CODES = {name: code for code, name in enumerate(UNARY_BACKWARD_OPS)}
-BINARY_CODES = {name: code for code, name in enumerate(BINARY_OPS)}
 
-# Ops with an exact int32 form (unary_i / binary_i in the WGSL), used when no operand is float.
-INT_UNARY = frozenset((
-    "identity", "fill", "neg", "abs", "sign", "square", "relu", "clamp", "affine", "rsub", "pow", "rpow",
-    "floor", "ceil", "round", "trunc", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "isnan", "isinf",
-))
-INT_BINARY = frozenset((
-    "add", "sub", "mul", "pow", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor",
-))
-BOOL_RESULT_UNARY = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "isnan", "isinf"))
-BOOL_RESULT_BINARY = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"))
+class _OpCodes:
+    """The table numbered for the shader: unary, backward and binary codes, and the spliced cases.
+    Rebuilt when the table changes (a record registered at run time)."""
 
-SHADER = Shader(
-    "elementwise.wgsl",
-    {
-        **{"OP_" + n.upper(): c for n, c in UNARY_CODES.items()},
-        **{"BW_" + n.upper(): c for n, c in BACKWARD_CODES.items()},
-        **{"BIN_" + n.upper(): c for n, c in BINARY_CODES.items()},
-    },
-)
+    def __init__(self):
+        unary, binary = dict(table.UNARY), dict(table.BINARY)
+        self.key = (tuple(unary), tuple(binary))
+        # "identity" and "fill" are the unary codes behind copy() and fill() (hand-written cases).
+        self.unary = {name: code for code, name in enumerate(("identity", "fill", *unary))}
+        self.backward = {name: code for code, name in enumerate(n for n, op in unary.items() if op.grad)}
+        self.binary = {name: code for code, name in enumerate(binary)}
+        self.records = {"unary": unary, "binary": binary}
+        self.constants = {
+            **{"OP_" + n.upper(): c for n, c in self.unary.items()},
+            **{"BW_" + n.upper(): c for n, c in self.backward.items()},
+            **{"BIN_" + n.upper(): c for n, c in self.binary.items()},
+        }
+        self.splices = {
+            "unary_f": _cases("OP", ((n, op.wgsl) for n, op in unary.items())),
+            "unary_i": _cases("OP", ((n, op.int_wgsl) for n, op in unary.items() if op.int_exact)),
+            "backward_f": _cases("BW", ((n, op.grad) for n, op in unary.items() if op.grad)),
+            "binary_f": _cases("BIN", ((n, op.wgsl) for n, op in binary.items())),
+            "binary_i": _cases("BIN", ((n, op.int_wgsl) for n, op in binary.items() if op.int_exact)),
+        }
+
+
+def _cases(prefix, items):
+    """`case PREFIX_NAME: { ... }` for each (name, expression or body with `return`)."""
+    lines = []
+    for name, code in items:
+        code = code.strip()
+        body = code if "return" in code else f"return {code};"
+        lines.append(f"        case {prefix}_{name.upper()}: {{ {body} }}")
+    return "\n".join(lines)
+
+
+# The codes of the hand-written unary cases (copy and fill), fixed whatever the table holds.
+IDENTITY, FILL = 0, 1
+
+_codes = [None]
+
+
+def ops():
+    """The current numbering of the op table (cheap: rebuilt only when the table changed)."""
+    current = _codes[0]
+    if current is None or current.key != (tuple(table.UNARY), tuple(table.BINARY)):
+        current = _codes[0] = _OpCodes()
+    return current
+
+
+def _shader_inputs():
+    codes = ops()
+    return codes.constants, codes.splices
+
+
+SHADER = Shader("elementwise.wgsl", _shader_inputs)
 
 _LAYOUT = ((0, "write"), (1, "read"), (2, "read"), (3, "read"), (4, "read"), (5, "uniform"))
 _IN = lambda k: (f"IN{k}_DTYPE", f"IN{k}_FROM_OUT")  # noqa: E731
@@ -156,7 +187,7 @@ def _via_int32(rt, out, compute):
     """Run `compute(view)` into an int32 scratch view of out's shape, then convert into uint8 `out`."""
     tmp = contiguous_view(rt.storage(out.numel, int32), out.shape, int32)
     compute(tmp)
-    launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+    launch(rt, UNARY_TO_U8, IDENTITY, out, [tmp], int_math=True)
 
 
 # ------------------------------------------------------------------ the backend methods
@@ -166,7 +197,7 @@ def fill(rt, out, value):
     check_view(out, "out")
     integral = is_integral(value)
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
-    launch(rt, kernel, UNARY_CODES["fill"], out, [], a=value, int_math=integral and not out.dtype.is_floating)
+    launch(rt, kernel, FILL, out, [], a=value, int_math=integral and not out.dtype.is_floating)
 
 
 def copy(rt, out, x):
@@ -181,52 +212,62 @@ def copy(rt, out, x):
         return
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
     int_math = not out.dtype.is_floating and not x.dtype.is_floating
-    launch(rt, kernel, UNARY_CODES["identity"], out, [x], int_math=int_math)
+    launch(rt, kernel, IDENTITY, out, [x], int_math=int_math)
+
+
+def _record(op, kind, codes):
+    rec = codes.records[kind].get(op)
+    if rec is None:
+        raise ValueError(f"unknown {kind} op {op!r}; the op table (webgrad/ops/table.py) has no such record")
+    return rec
 
 
 def unary(rt, op, out, x, a=0.0, b=0.0):
-    if op not in UNARY_OPS:
-        raise ValueError(f"unknown unary op {op!r}; expected one of {UNARY_OPS}")
+    codes = ops()
+    rec = _record(op, "unary", codes)
     check_view(out, "out")
     check_view(x, "x")
     check_same_shape(out, ("x", x))
-    if op in BOOL_RESULT_UNARY and out.dtype is not bool_:
+    if rec.result == table.BOOL and out.dtype is not bool_:
         raise TypeError(f"unary {op!r} writes bool, but out is {out.dtype}")
     int_math = (
-        op in INT_UNARY and not x.dtype.is_floating and not out.dtype.is_floating
+        rec.int_exact and not x.dtype.is_floating and not out.dtype.is_floating
         and is_integral(a) and is_integral(b)
     )
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
-    launch(rt, kernel, UNARY_CODES[op], out, [x], a, b, int_math)
+    launch(rt, kernel, codes.unary[op], out, [x], a, b, int_math)
 
 
 def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
-    if op not in UNARY_BACKWARD_OPS:
-        raise ValueError(f"unknown unary backward op {op!r}; expected one of {UNARY_BACKWARD_OPS}")
+    codes = ops()
+    if op not in codes.backward:
+        raise ValueError(f"unary op {op!r} has no derivative kernel in the op table")
     check_view(out, "out", dtype=float32)
     for name, v in (("grad", grad), ("x", x), ("y", y)):
         check_view(v, name)
     check_same_shape(out, ("grad", grad), ("x", x), ("y", y))
-    launch(rt, UNARY_BACKWARD, BACKWARD_CODES[op], out, [grad, x, y], a, b)
+    launch(rt, UNARY_BACKWARD, codes.backward[op], out, [grad, x, y], a, b)
 
 
 def binary(rt, op, out, x, y):
-    if op not in BINARY_OPS:
-        raise ValueError(f"unknown binary op {op!r}; expected one of {BINARY_OPS}")
+    codes = ops()
+    rec = _record(op, "binary", codes)
     check_view(out, "out")
     check_view(x, "x")
     check_view(y, "y")
     check_same_shape(out, ("x", x), ("y", y))
-    if op in BOOL_RESULT_BINARY and out.dtype is not bool_:
+    bool_result = rec.result == table.BOOL
+    if bool_result and out.dtype is not bool_:
         raise TypeError(f"binary {op!r} writes bool, but out is {out.dtype}")
     int_math = (
-        op in INT_BINARY and not x.dtype.is_floating and not y.dtype.is_floating
-        and (op in BOOL_RESULT_BINARY or not out.dtype.is_floating)
+        rec.int_exact and not x.dtype.is_floating and not y.dtype.is_floating
+        and (bool_result or not out.dtype.is_floating)
     )
+    code = codes.binary[op]
     if out.dtype is uint8:
-        _via_int32(rt, out, lambda tmp: launch(rt, BINARY, BINARY_CODES[op], tmp, [x, y], int_math=int_math))
+        _via_int32(rt, out, lambda tmp: launch(rt, BINARY, code, tmp, [x, y], int_math=int_math))
     else:
-        launch(rt, BINARY, BINARY_CODES[op], out, [x, y], int_math=int_math)
+        launch(rt, BINARY, code, out, [x, y], int_math=int_math)
 
 
 def where(rt, out, cond, x, y):

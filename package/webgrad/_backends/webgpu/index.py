@@ -3,7 +3,7 @@
 import struct
 
 from ...dtypes import float32, int32, uint8
-from .elementwise import UNARY_CODES, UNARY_TO_U8, fill, launch, materialize
+from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch, materialize
 from .runtime import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view
 
@@ -50,7 +50,7 @@ def _select(rt, kernel, out, x, index, gather):
             return
         tmp = contiguous_view(rt.storage(out.numel, int32), out.shape, int32)
         _copy(rt, kernel, tmp.storage, x.storage, index, out.numel, size, inner, k, x.offset, 0, uint8)
-        launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+        launch(rt, UNARY_TO_U8, IDENTITY, out, [tmp], int_math=True)
         return
     _copy(rt, kernel, out.storage, x.storage, index, out.numel, size, inner, k, x.offset, out.offset, x.dtype)
 

@@ -4,7 +4,7 @@ import struct
 
 from ...dtypes import float32, int32, uint8
 from ..interface import REDUCE_OPS
-from .elementwise import UNARY_CODES, UNARY_TO_U8, fill, launch
+from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
 from .runtime import Kernel, Shader, dtype_code, grid
 from .views import check_view, contiguous_view
 
@@ -74,7 +74,7 @@ def reduce(rt, op, out, x):
     if out.dtype is uint8:  # bytes are packed four to a word: reduce into int32, then pack
         tmp = contiguous_view(rt.storage(outer * inner, int32), out.shape, int32)
         _reduce(rt, op, tmp, x, x.dtype, int32)
-        launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+        launch(rt, UNARY_TO_U8, IDENTITY, out, [tmp], int_math=True)
     else:
         _reduce(rt, op, out, x, x.dtype, out.dtype)
 

@@ -5,7 +5,7 @@ import struct
 
 from ...dtypes import float32, int32, uint8
 from ..interface import RANDOM_DISTS
-from .elementwise import UNARY_CODES, UNARY_TO_U8, launch
+from .elementwise import IDENTITY, UNARY_TO_U8, launch
 from .runtime import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view, f32, u32_fields
 
@@ -30,7 +30,7 @@ def random(rt, out, dist, seed, offset, a=0.0, b=1.0):
     if out.dtype is uint8:  # bytes are packed four to a word: draw into int32, then pack
         tmp = contiguous_view(rt.storage(n, int32), out.shape, int32)
         random(rt, tmp, dist, seed, offset, a, b)
-        launch(rt, UNARY_TO_U8, UNARY_CODES["identity"], out, [tmp], int_math=True)
+        launch(rt, UNARY_TO_U8, IDENTITY, out, [tmp], int_math=True)
         return
     seed_slot, seed_value = u32_fields(seed, "seed")
     offset_slot, offset_value = u32_fields(offset, "offset")

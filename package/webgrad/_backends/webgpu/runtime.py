@@ -68,15 +68,24 @@ def size_class(nbytes):
 
 
 class Shader:
-    """A .wgsl file plus the integer constants injected into it (see shaders.source); or, when `code`
-    is given, that WGSL text as is (kernels users write: webgrad.webgpu.Kernel, custom.py)."""
+    """A .wgsl file plus the integer constants and splices injected into it (see shaders.source); or,
+    when `code` is given, that WGSL text as is (kernels users write: webgrad.webgpu.Kernel, custom.py).
+
+    `constants` is a dict, or a function returning (constants, splices), called when a runtime first
+    compiles the shader: elementwise.wgsl takes its op codes and cases from the op table that way."""
 
     __slots__ = ("name", "constants", "code")
 
     def __init__(self, name, constants, code=None):
         self.name = name
-        self.constants = dict(DTYPE_CONSTANTS, **constants)
+        self.constants = constants
         self.code = code
+
+    def source(self):
+        if self.code is not None:
+            return self.code
+        constants, splices = self.constants() if callable(self.constants) else (self.constants, None)
+        return shaders.source(self.name, dict(DTYPE_CONSTANTS, **constants), splices)
 
     def __repr__(self):
         return f"Shader({self.name!r})"
@@ -537,10 +546,8 @@ class Runtime:
     def _create_pipeline(self, kernel, constants):
         module = self._modules.get(kernel.shader)
         if module is None:
-            code = kernel.shader.code
-            if code is None:
-                code = shaders.source(kernel.shader.name, kernel.shader.constants)
-            module = self._modules[kernel.shader] = self.binding.create_module(code, kernel.shader.name)
+            module = self._modules[kernel.shader] = self.binding.create_module(kernel.shader.source(),
+                                                                                kernel.shader.name)
         pipeline = self.binding.create_pipeline(module, kernel.entry, dict(constants), self._layout(kernel)[1])
         self._pipelines[(kernel, constants)] = pipeline
         self.stats["pipelines_created"] += 1
@@ -640,6 +647,12 @@ def default_runtime():
             binding = NativeBinding()
         _default_runtime = Runtime(binding)
     return _default_runtime
+
+
+def reset_default_runtime():
+    """Drop the process-wide runtime; default_runtime() creates a new one."""
+    global _default_runtime
+    _default_runtime = None
 
 
 async def default_runtime_async():

@@ -9,7 +9,9 @@ The template step, applied by :func:`source`, is deliberately tiny:
 
 * ``//! include "name.wgsl"`` on a line of its own is replaced by that file's text (once per file);
 * ``const NAME: u32 = <n>u;`` lines are prepended for the named integer constants the Python side
-  passes (op codes and dtype codes), so a table in Python is the single source of their numbering.
+  passes (op codes and dtype codes), so a table in Python is the single source of their numbering;
+* ``//! splice NAME`` on a line of its own is replaced by the text the Python side passes for NAME
+  (the ``case`` lines that ops/table.py generates for elementwise.wgsl's ``switch`` statements).
 
 Everything else a kernel varies (op, dtypes, contiguity, workgroup shape) is a WGSL ``override``
 constant, specialised when the pipeline is created.
@@ -19,6 +21,7 @@ import os
 import re
 
 _INCLUDE = re.compile(r'^\s*//!\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+_SPLICE = re.compile(r'^[ \t]*//!\s*splice\s+([A-Za-z_][A-Za-z0-9_]*)[ \t]*$', re.MULTILINE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -43,8 +46,9 @@ def read(name):
     )
 
 
-def source(name, constants=None):
-    """The WGSL source of `name` with includes expanded and `constants` (name -> int) prepended."""
+def source(name, constants=None, splices=None):
+    """The WGSL source of `name` with includes expanded, `constants` (name -> int) prepended and each
+    ``//! splice NAME`` line replaced by ``splices[NAME]`` (a missing NAME is an error)."""
     seen = {name}
 
     def expand(match):
@@ -55,6 +59,14 @@ def source(name, constants=None):
         return _INCLUDE.sub(expand, read(included))
 
     body = _INCLUDE.sub(expand, read(name))
+
+    def splice(match):
+        key = match.group(1)
+        if splices is None or key not in splices:
+            raise ValueError(f"{name}: no text given for '//! splice {key}'")
+        return splices[key]
+
+    body = _SPLICE.sub(splice, body)
     header = []
     for key, value in (constants or {}).items():
         if not _NAME.match(key) or not isinstance(value, int) or value < 0:

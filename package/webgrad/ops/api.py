@@ -1,0 +1,105 @@
+"""Where ops become public: the Tensor's methods and operators and the ``webgrad.*`` functions.
+
+Everything is declared here, by name, in one place: the hand-written ops of each family in the lists
+below, and the op table's records (ops/table.py) by their ``expose`` field. ``webgrad/__init__.py``
+re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
+"""
+
+from .._tensor import Tensor
+from . import conv, elementwise, inplace, loss, matmul, reduce, shape, table
+
+# ----------------------------------------------------------------------------- hand-written functions
+_HAND_WRITTEN = {
+    elementwise: "add sub mul div true_divide divide floor_divide remainder pow clamp clip affine where clone "
+                 "contiguous maximum minimum gelu eq ne lt le gt ge greater greater_equal less less_equal not_equal "
+                 "logical_and logical_or logical_xor",
+    reduce: "sum prod mean max min argmax argmin amax amin var std var_mean std_mean logsumexp softmax log_softmax",
+    matmul: "matmul mm bmm dot linear",
+    shape: "view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand expand_as "
+           "broadcast_to squeeze unsqueeze narrow cat concat concatenate stack split chunk unbind select index_select "
+           "gather take_along_dim flip repeat",
+    loss: "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
+          "binary_cross_entropy_with_logits",
+    conv: "conv2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
+}
+
+FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
+FUNCTIONS["broadcast_shapes"] = lambda *shapes: elementwise.broadcast_shapes(*(tuple(s) for s in shapes))
+
+# ----------------------------------------------------------------------------- Tensor methods
+_METHODS = (
+    "add sub mul div true_divide floor_divide remainder pow maximum minimum clamp clip where clone contiguous "
+    "eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and logical_or logical_xor "
+    "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax "
+    "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
+    "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
+    "flip repeat"
+).split()
+_IN_PLACE = "add sub mul div pow clamp clip maximum minimum".split()
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _where_method(self, condition, other):  # x.where(cond, y) means where(cond, x, y)
+    return elementwise.where(condition, self, other)
+
+
+_OPERATORS = {
+    "__add__": elementwise.add, "__radd__": _reflected(elementwise.add),
+    "__sub__": elementwise.sub, "__rsub__": _reflected(elementwise.sub),
+    "__mul__": elementwise.mul, "__rmul__": _reflected(elementwise.mul),
+    "__truediv__": elementwise.div, "__rtruediv__": _reflected(elementwise.div),
+    "__floordiv__": elementwise.floor_divide, "__rfloordiv__": _reflected(elementwise.floor_divide),
+    "__mod__": elementwise.remainder,
+    "__pow__": elementwise.pow, "__rpow__": _reflected(elementwise.pow),
+    "__matmul__": matmul.matmul, "__rmatmul__": _reflected(matmul.matmul),
+    "__neg__": elementwise.function("neg"), "__pos__": lambda self: self,
+    "__abs__": elementwise.function("abs"), "__invert__": elementwise.function("logical_not"),
+    "__and__": elementwise.logical_and, "__or__": elementwise.logical_or, "__xor__": elementwise.logical_xor,
+    "__eq__": elementwise.eq, "__ne__": elementwise.ne, "__lt__": elementwise.lt, "__le__": elementwise.le,
+    "__gt__": elementwise.gt, "__ge__": elementwise.ge,
+    "__getitem__": shape.getitem, "__setitem__": shape.setitem,
+    "where": _where_method,
+    "view_as": lambda self, other: shape.view(self, *other.shape),
+    "reshape_as": lambda self, other: shape.reshape(self, *other.shape),
+    "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
+    "uniform_": inplace.uniform_, "normal_": inplace.normal_,
+}
+
+
+def install(op):
+    """Expose op-table record `op` as its `expose` field says: webgrad.<name> (FUNCTIONS), Tensor.<name>,
+    Tensor.<name>_ . (nn.functional and nn Modules read the table themselves.)"""
+    fn = elementwise.function(op.name)
+    if "function" in op.expose:
+        FUNCTIONS[op.name] = fn
+    if "method" in op.expose:
+        setattr(Tensor, op.name, fn)
+    if "inplace" in op.expose:
+        setattr(Tensor, op.name + "_", inplace.in_place(op.name + "_", fn))
+    return fn
+
+
+def register(op):
+    """Add a record to the op table at run time and expose it (webgrad.<name>, Tensor methods). A WebGPU
+    backend created before compiles its shaders from the old table: call webgrad.webgpu.reset() first."""
+    import webgrad  # the package namespace, complete by the time anyone registers an op
+    table.register(op)
+    fn = install(op)
+    if "function" in op.expose:
+        setattr(webgrad, op.name, fn)
+    return fn
+
+
+for _name in _METHODS:
+    setattr(Tensor, _name, FUNCTIONS[_name])
+for _name in _IN_PLACE:
+    setattr(Tensor, _name + "_", inplace.in_place(_name + "_", FUNCTIONS[_name]))
+for _name, _method in _OPERATORS.items():
+    setattr(Tensor, _name, _method)
+for _op in (*table.UNARY.values(), *table.BINARY.values()):
+    install(_op)
+Tensor.__iadd__, Tensor.__isub__ = Tensor.add_, Tensor.sub_
+Tensor.__imul__, Tensor.__itruediv__ = Tensor.mul_, Tensor.div_

@@ -1,0 +1,361 @@
+"""The op table: one record per elementwise op, and everything else derives from it.
+
+A record holds an op's name, its CPU forward and derivative (NumPy, float64), its WGSL forward and
+derivative expressions, its integer behaviour, how it is exposed (``webgrad.f``, ``Tensor.f``,
+``Tensor.f_``, ``nn.functional.f``, an ``nn`` Module) and how the tests exercise it. From the records:
+
+* the CPU backend (``_backends/cpu.py``) looks up ``cpu`` / ``grad_cpu`` / ``int_exact``;
+* the WebGPU backend numbers the ops and splices a ``case`` per record into the ``switch`` statements
+  of ``shaders/elementwise.wgsl`` when the shader is loaded (``_backends/webgpu/elementwise.py``);
+* ``ops/elementwise.py`` builds the differentiable functions (forward kernel + backward kernel);
+* ``ops/methods.py``, ``webgrad/__init__.py``, ``nn/functional.py`` and ``nn/activation.py`` expose them;
+* ``tests/op_cases.py`` turns every exposed record into a gradient-check, PyTorch and CPU-vs-WebGPU row.
+
+How to add an op: append a record below. That is all (see README, "How to add an op").
+
+Conventions. Unary kernels compute ``out = f(x, a, b)``: ``a`` and ``b`` are the op's scalar parameters
+(``params`` names them, in order, with PyTorch's defaults). ``wgsl`` is an expression in ``x, a, b``,
+or a body with ``return`` statements; it may call the helpers of ``elementwise.wgsl`` / ``common.wgsl``
+(``tanh_f32``, ``sigmoid_f32``, ``log1p_f32``, ``expm1_f32``, ``erfc_f32``, ...). ``grad`` is the
+backward kernel ``g * f'(x)`` as an expression in ``g, x, y = f(x), a, b``. ``cpu(x, a, b)`` and
+``grad_cpu(x, y, a, b)`` (the derivative, without ``g``) get float64 NumPy arrays. Binary kernels
+compute ``f(x, y)``; their gradients are written with tensor ops (``grad(g, x, y, out)``).
+
+This module imports nothing from the engine: backends read it as plain data.
+"""
+
+import math
+
+try:  # the CPU reference functions use NumPy when they run; the table itself does not need it
+    import numpy as np
+except ImportError:  # pragma: no cover - Pyodide without NumPy: only the WebGPU columns are used
+    np = None
+
+FLOAT, SAME, BOOL = "float", "same", "bool"  # result dtype: float (ints promote), input's, bool
+
+
+class Unary:
+    """One unary op. See the module docstring for the fields' conventions.
+
+    result:    FLOAT (integer inputs are converted to float32 first), SAME or BOOL.
+    int_wgsl:  the exact int32 form (an expression in x, a, b), or None: then integer inputs of a SAME
+               op are refused and the CPU computes in float64. With int_wgsl the CPU applies ``cpu`` to
+               int64 arrays.
+    params:    ((name, default), ...) bound to a and b, as PyTorch names them.
+    expose:    a subset of {"function", "method", "inplace", "functional", "inplace_arg"}: webgrad.f,
+               Tensor.f, Tensor.f_, nn.functional.f, and an ``inplace=False`` argument of nn.functional.f
+               and of the Module (PyTorch has it for most activations, not for sigmoid or tanh).
+    module:    the nn Module's name (e.g. "ELU"), or None; module_repr_inplace: False where PyTorch's
+               repr leaves `inplace=True` out (Hardsigmoid, Hardswish).
+    test:      the input domain for the test rows: "normal", "pos" [0.5, 2], "away" |x| in [0.5, 2],
+               "prob" [0.05, 0.95]; test_args: the parameters the tests pass; differentiable: False
+               for ops whose gradient is zero almost everywhere (sign, floor, ...), not recorded.
+    """
+
+    kind = "unary"
+
+    def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, params=(),
+                 expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
+                 test_args=None, node=None, differentiable=None, doc=None):
+        self.name, self.wgsl, self.cpu, self.grad, self.grad_cpu = name, wgsl, cpu, grad, grad_cpu
+        self.result, self.int_wgsl, self.params = result, int_wgsl, tuple(params)
+        self.expose, self.module, self.module_repr_inplace = frozenset(expose), module, module_repr_inplace
+        self.test = test
+        self.test_args = tuple(test_args) if test_args is not None else tuple(d for _, d in self.params)
+        self.node = node or "".join(p.capitalize() for p in name.split("_"))
+        self.differentiable = (grad is not None) if differentiable is None else differentiable
+        self.doc = doc or f"Elementwise {name}, as torch's."
+        if len(self.params) > 2:
+            raise ValueError(f"{name}: a unary kernel takes at most two scalar parameters (a, b)")
+        if (grad is None) != (grad_cpu is None):
+            raise ValueError(f"{name}: grad and grad_cpu come together")
+
+    @property
+    def int_exact(self):
+        return self.int_wgsl is not None
+
+    def __repr__(self):
+        return f"Unary({self.name!r})"
+
+
+class Binary:
+    """One binary op: out = f(x, y) on operands broadcast to one shape and promoted to one dtype.
+
+    cpu(x, y): NumPy on float64 (or int64 when int_wgsl is given and both operands are integers).
+    grad(g, x, y, out) -> (gx, gy): written with tensor ops; None: not differentiable.
+    """
+
+    kind = "binary"
+
+    def __init__(self, name, wgsl, cpu, grad=None, *, result=SAME, int_wgsl=None, expose=("function", "method"),
+                 test=("normal", "normal"), node=None, doc=None):
+        self.name, self.wgsl, self.cpu, self.grad = name, wgsl, cpu, grad
+        self.result, self.int_wgsl, self.expose = result, int_wgsl, frozenset(expose)
+        self.test = tuple(test)
+        self.node = node or "".join(p.capitalize() for p in name.split("_"))
+        self.doc = doc or f"Elementwise {name}, as torch's."
+
+    @property
+    def int_exact(self):
+        return self.int_wgsl is not None
+
+    def __repr__(self):
+        return f"Binary({self.name!r})"
+
+
+# ===================================================================== NumPy helpers (CPU reference)
+def _erf(x):
+    # NumPy has no erf; math.erf vectorised is exact to double precision.
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _softplus(x, beta=1.0, threshold=20.0):
+    bx = beta * x
+    return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / beta)
+
+
+_SQRT_2_OVER_PI = 0.7978845608028654
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+
+
+def _d_gelu(x):
+    return 0.5 * (1.0 + _erf(x / np.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+
+
+def _d_gelu_tanh(x):
+    t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
+
+
+def _d_mish(x):
+    t = np.tanh(_softplus(x))
+    return t + x * _sigmoid(x) * (1.0 - t * t)
+
+
+def _pow(x, y):
+    """x ** y; for integers as WGSL's pow_i32 (and PyTorch): a negative exponent gives 0 but for 1 and -1."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind == "f" or y.dtype.kind == "f":
+        return np.power(x, y)
+    x, y = np.broadcast_arrays(x, y)
+    neg = y < 0
+    out = np.power(x, np.where(neg, 0, y))
+    return np.where(neg, np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0)), out)
+
+
+def _between(x, lo, hi):  # strict, as PyTorch's hardtanh/relu6 backward
+    return ((x > lo) & (x < hi)).astype(np.float64)
+
+
+_ACT = ("functional",)           # activations: nn.functional.f only
+_ACT_INPLACE = ("functional", "inplace_arg")
+
+# ===================================================================== unary ops
+UNARY = {op.name: op for op in (
+    # ---- arithmetic and rounding (exact on integers)
+    Unary("neg", "-x", lambda x, a, b: -x, "-g", lambda x, y, a, b: -1.0, result=SAME, int_wgsl="-x",
+          expose=("function", "method", "inplace")),
+    Unary("abs", "abs(x)", lambda x, a, b: np.abs(x), "g * sign_f32(x)", lambda x, y, a, b: np.sign(x),
+          result=SAME, int_wgsl="abs(x)", expose=("function", "method", "inplace"), test="away"),
+    Unary("sign", "select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0)", lambda x, a, b: np.nan_to_num(np.sign(x)),
+          result=SAME, int_wgsl="sign(x)",  # sign(nan) is 0, as torch's
+          expose=("function", "method", "inplace")),
+    Unary("square", "x * x", lambda x, a, b: x * x, "2.0 * g * x", lambda x, y, a, b: 2.0 * x, result=SAME,
+          int_wgsl="x * x", expose=("function", "method", "inplace")),
+    Unary("floor", "floor(x)", lambda x, a, b: np.floor(x), result=SAME, int_wgsl="x",
+          expose=("function", "method", "inplace")),
+    Unary("ceil", "ceil(x)", lambda x, a, b: np.ceil(x), result=SAME, int_wgsl="x",
+          expose=("function", "method", "inplace")),
+    Unary("round", "round(x)", lambda x, a, b: np.round(x), result=SAME, int_wgsl="x",  # half to even, as torch
+          expose=("function", "method", "inplace")),
+    Unary("trunc", "trunc(x)", lambda x, a, b: np.trunc(x), result=SAME, int_wgsl="x",
+          expose=("function", "method", "inplace")),
+    # ---- exponentials, logarithms, powers, trigonometry
+    Unary("exp", "exp(x)", lambda x, a, b: np.exp(x), "g * y", lambda x, y, a, b: y,
+          expose=("function", "method", "inplace")),
+    Unary("exp2", "exp2(x)", lambda x, a, b: np.exp2(x), "g * y * 0.6931471805599453",
+          lambda x, y, a, b: y * np.log(2.0), expose=("function", "method", "inplace")),
+    Unary("expm1", "expm1_f32(x)", lambda x, a, b: np.expm1(x), "g * (y + 1.0)", lambda x, y, a, b: y + 1.0,
+          expose=("function", "method", "inplace")),
+    Unary("log", "log_f32(x)", lambda x, a, b: np.log(x), "g / x", lambda x, y, a, b: 1.0 / x,
+          expose=("function", "method", "inplace"), test="pos"),
+    Unary("log2", "log_f32(x) * 1.4426950408889634", lambda x, a, b: np.log2(x), "g / (x * 0.6931471805599453)",
+          lambda x, y, a, b: 1.0 / (x * np.log(2.0)), expose=("function", "method", "inplace"), test="pos"),
+    Unary("log10", "log_f32(x) * 0.4342944819032518", lambda x, a, b: np.log10(x), "g / (x * 2.302585092994046)",
+          lambda x, y, a, b: 1.0 / (x * np.log(10.0)), expose=("function", "method", "inplace"), test="pos"),
+    Unary("log1p", "log1p_f32(x)", lambda x, a, b: np.log1p(x), "g / (1.0 + x)", lambda x, y, a, b: 1.0 / (1.0 + x),
+          expose=("function", "method", "inplace"), test="pos"),
+    Unary("sqrt", "sqrt_f32(x)", lambda x, a, b: np.sqrt(x), "g / (2.0 * y)", lambda x, y, a, b: 0.5 / y,
+          expose=("function", "method", "inplace"), test="pos"),
+    Unary("rsqrt", "rsqrt_f32(x)", lambda x, a, b: 1.0 / np.sqrt(x), "-0.5 * g * y * y * y",
+          lambda x, y, a, b: -0.5 * y / x, expose=("function", "method", "inplace"), test="pos"),
+    Unary("reciprocal", "1.0 / x", lambda x, a, b: 1.0 / x, "-g * y * y", lambda x, y, a, b: -y * y,
+          expose=("function", "method", "inplace"), test="away"),
+    Unary("sin", "sin_f32(x)", lambda x, a, b: np.sin(x), "g * cos_f32(x)", lambda x, y, a, b: np.cos(x),
+          expose=("function", "method", "inplace")),
+    Unary("cos", "cos_f32(x)", lambda x, a, b: np.cos(x), "-g * sin_f32(x)", lambda x, y, a, b: -np.sin(x),
+          expose=("function", "method", "inplace")),
+    Unary("tan", "sin_f32(x) / cos_f32(x)", lambda x, a, b: np.tan(x), "g * (1.0 + y * y)",
+          lambda x, y, a, b: 1.0 + y * y, expose=("function", "method", "inplace")),
+    Unary("atan", "select(atan_pos(x), -atan_pos(-x), x < 0.0)", lambda x, a, b: np.arctan(x),
+          "g / (1.0 + x * x)", lambda x, y, a, b: 1.0 / (1.0 + x * x), expose=("function", "method", "inplace")),
+    Unary("erf", "erf_f32(x)", lambda x, a, b: _erf(x), "g * 1.1283791670955126 * exp(-x * x)",
+          lambda x, y, a, b: 2.0 / np.sqrt(np.pi) * np.exp(-x * x), expose=("function", "method", "inplace")),
+    Unary("sigmoid", "sigmoid_f32(x)", lambda x, a, b: _sigmoid(x), "g * y * (1.0 - y)",
+          lambda x, y, a, b: y * (1.0 - y), expose=("function", "method", "inplace", "functional"),
+          module="Sigmoid"),
+    Unary("tanh", "tanh_f32(x)", lambda x, a, b: np.tanh(x), "g * (1.0 - y * y)", lambda x, y, a, b: 1.0 - y * y,
+          expose=("function", "method", "inplace", "functional"), module="Tanh"),
+    # ---- activations (nn.functional and an nn Module each)
+    Unary("relu", "select(max(x, 0.0), x, is_nan(x))", lambda x, a, b: np.maximum(x, 0), "select(0.0, g, x > 0.0)",
+          lambda x, y, a, b: (x > 0).astype(np.float64), result=SAME, int_wgsl="max(x, 0)",
+          expose=("function", "method", "inplace", "functional", "inplace_arg"), module="ReLU", test="away"),
+    Unary("relu6", "select(min(max(x, 0.0), 6.0), x, is_nan(x))", lambda x, a, b: np.clip(x, 0.0, 6.0),
+          "select(0.0, g, x > 0.0 && x < 6.0)", lambda x, y, a, b: _between(x, 0.0, 6.0), result=SAME,
+          int_wgsl="min(max(x, 0), 6)", expose=_ACT_INPLACE, module="ReLU6", test="away"),
+    Unary("hardtanh", "select(min(max(x, a), b), x, is_nan(x))", lambda x, a, b: np.clip(x, a, b),
+          "select(0.0, g, x > a && x < b)", lambda x, y, a, b: _between(x, a, b),
+          params=(("min_val", -1.0), ("max_val", 1.0)), expose=_ACT_INPLACE, module="Hardtanh",
+          test_args=(-1.0, 1.5)),
+    Unary("leaky_relu", "select(a * x, x, x > 0.0)", lambda x, a, b: np.where(x > 0, x, x * a),
+          "select(g * a, g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, a),
+          params=(("negative_slope", 0.01),), expose=_ACT_INPLACE, module="LeakyReLU", test="away", test_args=(0.1,)),
+    Unary("elu", "select(a * expm1_f32(x), x, x > 0.0)", lambda x, a, b: np.where(x > 0, x, a * np.expm1(x)),
+          "select(g * (y + a), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, y + a),
+          params=(("alpha", 1.0),), expose=_ACT_INPLACE, module="ELU", test="away", test_args=(0.7,)),
+    Unary("celu", "select(a * expm1_f32(x / a), x, x > 0.0)", lambda x, a, b: np.where(x > 0, x, a * np.expm1(x / a)),
+          "select(g * (y / a + 1.0), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, y / a + 1.0),
+          params=(("alpha", 1.0),), expose=_ACT_INPLACE, module="CELU", test="away", test_args=(1.5,)),
+    Unary("selu", f"{_SELU_SCALE} * select({_SELU_ALPHA} * expm1_f32(x), x, x > 0.0)",
+          lambda x, a, b: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)),
+          f"select(g * (y + {_SELU_SCALE * _SELU_ALPHA}), g * {_SELU_SCALE}, x > 0.0)",
+          lambda x, y, a, b: np.where(x > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA),
+          expose=_ACT_INPLACE, module="SELU", test="away"),
+    Unary("gelu", "x * norm_cdf(x)", lambda x, a, b: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
+          "g * (norm_cdf(x) + x * norm_pdf(x))", lambda x, y, a, b: _d_gelu(x),
+          expose=(), node="Gelu"),  # nn.functional.gelu (ops/elementwise.py) picks this or gelu_tanh
+    Unary("gelu_tanh", "0.5 * x * (1.0 + tanh_f32(GELU_TANH_K * (x + GELU_TANH_C * x * x * x)))",
+          lambda x, a, b: _gelu_tanh(x), """
+            let x2 = x * x;
+            let t = tanh_f32(GELU_TANH_K * x * (1.0 + GELU_TANH_C * x2));
+            let dt = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * x2) * (1.0 - t * t);
+            return g * (0.5 * (1.0 + t) + 0.5 * x * dt);""", lambda x, y, a, b: _d_gelu_tanh(x),
+          expose=(), node="Gelu"),
+    Unary("silu", "x * sigmoid_f32(x)", lambda x, a, b: x * _sigmoid(x), """
+            let s = sigmoid_f32(x);
+            return g * s * (1.0 + x * (1.0 - s));""", lambda x, y, a, b: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
+          expose=("function",) + _ACT_INPLACE, module="SiLU"),
+    Unary("mish", "x * tanh_f32(softplus_f32(x, 1.0, 20.0))", lambda x, a, b: x * np.tanh(_softplus(x)), """
+            let t = tanh_f32(softplus_f32(x, 1.0, 20.0));
+            return g * (t + x * sigmoid_f32(x) * (1.0 - t * t));""", lambda x, y, a, b: _d_mish(x),
+          expose=_ACT_INPLACE, module="Mish"),
+    Unary("softplus", "softplus_f32(x, a, b)", lambda x, a, b: _softplus(x, a, b), """
+            if (x * a > b) { return g; }
+            return g * sigmoid_f32(a * x);""", lambda x, y, a, b: np.where(a * x > b, 1.0, _sigmoid(a * x)),
+          params=(("beta", 1.0), ("threshold", 20.0)), expose=_ACT, module="Softplus", test_args=(2.0, 20.0)),
+    Unary("logsigmoid", "min(x, 0.0) - log1p_f32(exp(-abs(x)))",
+          lambda x, a, b: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))),
+          "g * sigmoid_f32(-x)", lambda x, y, a, b: _sigmoid(-x), expose=_ACT, module="LogSigmoid"),
+    Unary("hardsigmoid", "select(clamp(x / 6.0 + 0.5, 0.0, 1.0), x, is_nan(x))", lambda x, a, b: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
+          "select(0.0, g / 6.0, x > -3.0 && x < 3.0)", lambda x, y, a, b: _between(x, -3.0, 3.0) / 6.0,
+          expose=_ACT_INPLACE, module="Hardsigmoid", module_repr_inplace=False),
+    Unary("hardswish", "select(x * clamp(x / 6.0 + 0.5, 0.0, 1.0), x, is_nan(x))", lambda x, a, b: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0), """
+            if (x < -3.0) { return 0.0; }
+            if (x <= 3.0) { return g * (x / 3.0 + 0.5); }
+            return g;""", lambda x, y, a, b: np.where(x < -3.0, 0.0, np.where(x <= 3.0, x / 3.0 + 0.5, 1.0)),
+          expose=_ACT_INPLACE, module="Hardswish", module_repr_inplace=False),
+    Unary("softsign", "x / (1.0 + abs(x))", lambda x, a, b: x / (1.0 + np.abs(x)),
+          "g / ((1.0 + abs(x)) * (1.0 + abs(x)))", lambda x, y, a, b: 1.0 / (1.0 + np.abs(x)) ** 2,
+          expose=_ACT, module="Softsign"),
+    # ---- tests (bool results)
+    Unary("isnan", "flag(is_nan(x))", lambda x, a, b: np.isnan(x), result=BOOL, int_wgsl="0"),
+    Unary("isinf", "flag(is_inf(x))", lambda x, a, b: np.isinf(x), result=BOOL, int_wgsl="0"),
+    Unary("isfinite", "flag(!is_nan(x) && !is_inf(x))", lambda x, a, b: np.isfinite(x), result=BOOL, int_wgsl="1"),
+    Unary("logical_not", "flag(x == 0.0)", lambda x, a, b: ~x.astype(np.bool_), result=BOOL, int_wgsl="iflag(x == 0)"),
+    # ---- kernels behind hand-written functions (scalar operands, clamp): no exposure of their own
+    Unary("affine", "x * a + b", lambda x, a, b: x * a + b, result=SAME, int_wgsl="x * a + b", expose=()),
+    Unary("clamp", "select(min(max(x, a), b), x, is_nan(x))", lambda x, a, b: np.minimum(np.maximum(x, a), b),
+          "select(0.0, g, x >= a && x <= b)", lambda x, y, a, b: ((x >= a) & (x <= b)).astype(np.float64),
+          result=SAME, int_wgsl="min(max(x, a), b)", expose=()),
+    Unary("rdiv", "a / x", lambda x, a, b: a / x, "-g * a / (x * x)", lambda x, y, a, b: -y / x, expose=()),
+    Unary("pow", "pow_f32(x, a)", lambda x, a, b: _pow(x, a), """
+            if (a == 0.0) { return 0.0; }
+            return g * a * pow_f32(x, a - 1.0);""", lambda x, y, a, b: np.where(a == 0, 0.0, a * np.power(x, a - 1.0)),
+          result=SAME, int_wgsl="pow_i32(x, a)", expose=()),
+    Unary("rpow", "pow_f32(a, x)", lambda x, a, b: _pow(a, x), """
+            if (a == 0.0 && x >= 0.0) { return 0.0; }
+            return g * y * log_f32(a);""", lambda x, y, a, b: y * np.log(a), result=SAME, int_wgsl="pow_i32(a, x)",
+          expose=()),
+    *(Unary(name, f"flag(x {sym} a)", fn, result=BOOL, int_wgsl=f"iflag(x {sym} a)", expose=())
+      for name, sym, fn in (("eq", "==", lambda x, a, b: x == a), ("ne", "!=", lambda x, a, b: x != a),
+                            ("lt", "<", lambda x, a, b: x < a), ("le", "<=", lambda x, a, b: x <= a),
+                            ("gt", ">", lambda x, a, b: x > a), ("ge", ">=", lambda x, a, b: x >= a))),
+)}
+
+
+# ===================================================================== binary ops
+def _atan2_grad(g, x, y, out):
+    denom = x * x + y * y
+    return g * y / denom, -g * x / denom
+
+
+def _hypot_grad(g, x, y, out):
+    return g * x / out, g * y / out
+
+
+def _logaddexp_grad(g, x, y, out):
+    return g * (x - out).exp(), g * (y - out).exp()
+
+
+BINARY = {op.name: op for op in (
+    Binary("add", "x + y", lambda x, y: x + y, int_wgsl="x + y", expose=()),
+    Binary("sub", "x - y", lambda x, y: x - y, int_wgsl="x - y", expose=()),
+    Binary("mul", "x * y", lambda x, y: x * y, int_wgsl="x * y", expose=()),
+    Binary("div", "x / y", lambda x, y: x / y, result=FLOAT, expose=()),
+    Binary("pow", "pow_f32(x, y)", _pow, int_wgsl="pow_i32(x, y)", expose=()),
+    Binary("minimum", "min_f32(x, y)", lambda x, y: np.minimum(x, y), int_wgsl="min(x, y)", expose=()),
+    Binary("maximum", "max_f32(x, y)", lambda x, y: np.maximum(x, y), int_wgsl="max(x, y)", expose=()),
+    Binary("atan2", "atan2_f32(x, y)", lambda x, y: np.arctan2(x, y), _atan2_grad, result=FLOAT,
+           test=("normal", "away")),
+    Binary("hypot", "hypot_f32(x, y)", lambda x, y: np.hypot(x, y), _hypot_grad, result=FLOAT,
+           test=("away", "away")),
+    Binary("logaddexp", """
+            let m = max_f32(x, y);
+            if (is_inf(m) && x == y) { return m; }
+            return m + log1p_f32(exp(-abs(x - y)));""", lambda x, y: np.logaddexp(x, y), _logaddexp_grad,
+           result=FLOAT),
+    *(Binary(name, f"flag(x {sym} y)", fn, result=BOOL, int_wgsl=f"iflag(x {sym} y)", expose=())
+      for name, sym, fn in (("eq", "==", lambda x, y: x == y), ("ne", "!=", lambda x, y: x != y),
+                            ("lt", "<", lambda x, y: x < y), ("le", "<=", lambda x, y: x <= y),
+                            ("gt", ">", lambda x, y: x > y), ("ge", ">=", lambda x, y: x >= y))),
+    Binary("logical_and", "flag(x != 0.0 && y != 0.0)", lambda x, y: np.logical_and(x, y), result=BOOL,
+           int_wgsl="iflag(x != 0 && y != 0)", expose=()),
+    Binary("logical_or", "flag(x != 0.0 || y != 0.0)", lambda x, y: np.logical_or(x, y), result=BOOL,
+           int_wgsl="iflag(x != 0 || y != 0)", expose=()),
+    Binary("logical_xor", "flag((x != 0.0) != (y != 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
+           int_wgsl="iflag((x != 0) != (y != 0))", expose=()),
+)}
+
+
+def register(op):
+    """Add a record at run time (tests do this to prove a new op needs nothing else). Returns it.
+
+    Backends that number ops or compile shaders from the table must be created after the registration
+    (``webgrad.webgpu.reset()`` drops the current one); ops/elementwise.py builds the function on demand."""
+    table = UNARY if op.kind == "unary" else BINARY
+    table[op.name] = op
+    return op
+
+
+def unregister(name):
+    UNARY.pop(name, None)
+    BINARY.pop(name, None)
