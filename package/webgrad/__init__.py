@@ -13,7 +13,7 @@ from .dtypes import DType as dtype
 from .dtypes import float32 as float
 from .dtypes import int32 as int, int32 as long
 from .devices import device, get_default_device, set_default_device
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,
                       full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like, randint, randn,
@@ -21,7 +21,7 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
 from .replay import replayable
-from . import data, datasets, utils, webgpu
+from . import autograd, data, datasets, utils, webgpu
 from . import nn
 from . import optim
 
@@ -37,6 +37,6 @@ __all__ = [
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
-    "load", "save", "replayable", "data", "datasets", "utils", "webgpu", "nn", "optim",
+    "load", "save", "replayable", "autograd", "data", "datasets", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

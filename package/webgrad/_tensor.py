@@ -1,14 +1,15 @@
 """The Tensor: a strided view onto a backend storage, plus the autograd bookkeeping.
 
-Ops live in ``webgrad/ops`` and are attached to Tensor as methods at import time (``ops/__init__.py``),
-so the same function serves ``x.exp()`` and ``webgrad.exp(x)``.
+The class holds what every tensor has (shape, dtype, device, autograd state, data in and out, moves).
+Its op methods (``x.exp()``, ``x + y``, ``x.sum()``) are declared in one place, ``ops/api.py``, from the
+same functions that serve ``webgrad.exp(x)``; the elementwise ones come from the op table.
 """
 
 import array
 import struct
 
-from . import autograd, devices, dtypes
-from .autograd import record
+from . import _autograd, devices, dtypes
+from ._autograd import record
 from ._view import View
 
 
@@ -161,7 +162,25 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         if create_graph:
             raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
-        autograd.backward(self, gradient, retain_graph=bool(retain_graph))
+        if not self.requires_grad:
+            raise RuntimeError(
+                "element 0 of tensors does not require grad and does not have a grad_fn: "
+                "call backward() on a result computed from tensors with requires_grad=True"
+            )
+        if gradient is None:
+            if self.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs; backward() on a tensor of shape "
+                    f"{tuple(self.shape)} needs a `gradient` argument of that shape"
+                )
+            gradient = self._full_like_value(1.0)
+        else:
+            if not isinstance(gradient, Tensor):
+                gradient = Tensor._wrap_like(gradient, self)
+            if tuple(gradient.shape) != tuple(self.shape):
+                raise RuntimeError(f"backward(): gradient has shape {tuple(gradient.shape)} but the tensor has "
+                                   f"shape {tuple(self.shape)}")
+        _autograd.backward(self, gradient, retain_graph=bool(retain_graph))
 
     def detach(self):
         return Tensor._make(self._view, self.device)
@@ -348,7 +367,7 @@ def _to_device(t, device):
     out = Tensor._make(View(device.backend.from_bytes(t._bytes(), t.dtype), t.shape,
                             View.contiguous_strides(t.shape), 0, t.dtype), device)
     if t.requires_grad:
-        autograd.record(out, "ToCopy", (t,), lambda g: (_to_device(g, t.device),))
+        record(out, "ToCopy", (t,), lambda g: (_to_device(g, t.device),))
     return out
 
 

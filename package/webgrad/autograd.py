@@ -1,212 +1,73 @@
-"""Reverse-mode automatic differentiation: the graph recorded as ops run, and backward().
+"""webgrad.autograd, as torch.autograd: grad modes, and custom differentiable ops (``Function``).
 
-Each differentiable op, right where it computes its result, calls :func:`record` with its inputs and a
-closure that maps the output's gradient to one gradient per input (see ``webgrad/ops``). Closures use
-ordinary tensor ops, so every backward runs on whatever device the forward ran on.
+The engine itself is ``_autograd.py``; this is the public namespace.
+
+Custom ops:
+
+    class LeakyReLU(webgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, alpha):
+            ctx.save_for_backward(x)
+            ctx.alpha = alpha
+            return ...                       # any computation: webgrad ops, a webgrad.webgpu.Kernel
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad_x, None              # one gradient (or None) per forward argument
+
+    y = LeakyReLU.apply(x, 0.01)
+
+forward runs without recording a graph (its inner ops are invisible to autograd); its one output
+tensor becomes a node whose backward is yours. backward runs without recording as well (no
+higher-order gradients, as everywhere in webgrad).
 """
 
-import threading
-
-_state = threading.local()
-
-
-def is_grad_enabled():
-    return getattr(_state, "enabled", True)
+from ._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
+from ._tensor import Tensor
 
 
-class _GradMode:
-    """Switch gradient recording to `mode` inside a `with` block or a decorated function."""
+class FunctionCtx:
+    """What forward leaves for backward: save_for_backward(...) -> saved_tensors, plus any attribute."""
 
-    mode = True
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors = ()
 
-    def __enter__(self):
-        self.prev = is_grad_enabled()
-        _state.enabled = self.mode
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
-
-    def __call__(self, fn):
-        mode = self.mode
-
-        def wrapper(*args, **kwargs):
-            prev = is_grad_enabled()
-            _state.enabled = mode
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _state.enabled = prev
-
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        wrapper.__doc__ = getattr(fn, "__doc__", None)
-        return wrapper
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
 
 
-class no_grad(_GradMode):
-    mode = False
+class Function:
+    """Subclass with static forward(ctx, *args) and backward(ctx, grad); call as Cls.apply(*args)."""
 
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
 
-class enable_grad(_GradMode):
-    mode = True
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError("a Function subclass must define backward(ctx, grad) to be differentiated")
 
+    @classmethod
+    def apply(cls, *args):
+        ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
+        with no_grad():
+            out = cls.forward(ctx, *args)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{cls.__name__}.forward must return one Tensor, not {type(out).__name__}")
+        if any(out is a for a in args):
+            out = out.detach()  # a node of its own, even when forward hands an input back
 
-class set_grad_enabled(_GradMode):
-    """Like torch.set_grad_enabled: takes effect at once when called, and restores the previous mode at
-    the end of a `with` block."""
+        def backward_fn(grad):
+            grads = cls.backward(ctx, grad)
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            if len(grads) != len(args):
+                raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients; forward took "
+                                   f"{len(args)} arguments (return None for those without one)")
+            for i, (a, g) in enumerate(zip(args, grads)):
+                if g is not None and isinstance(a, Tensor) and tuple(g.shape) != tuple(a.shape):
+                    raise RuntimeError(f"{cls.__name__}.backward: gradient {i} has shape {tuple(g.shape)}, "
+                                       f"its input has shape {tuple(a.shape)}")
+            return grads
 
-    def __init__(self, mode):
-        self.mode = bool(mode)
-        self.prev = is_grad_enabled()
-        _state.enabled = self.mode
-
-    def __enter__(self):
-        return self  # already switched by __init__; __exit__ restores the mode from before the call
-
-    def __call__(self, fn):
-        _state.enabled = self.prev  # used as a decorator: undo the switch made by __init__
-        return super().__call__(fn)
-
-
-class Node:
-    """One recorded op: the tensors it read and how to send a gradient back to them.
-
-    `backward_fn(grad)` returns one gradient (or None) per entry of `inputs`. After a backward pass
-    without retain_graph the closure is dropped, freeing the tensors it saved.
-    """
-
-    __slots__ = ("name", "inputs", "backward_fn", "__weakref__")
-
-    def __init__(self, name, inputs, backward_fn):
-        self.name = name
-        self.inputs = inputs
-        self.backward_fn = backward_fn
-
-    def __repr__(self):
-        return f"<{self.name}Backward>"
-
-    # PyTorch-compatible introspection
-    def name_(self):
-        return f"{self.name}Backward"
-
-    @property
-    def next_functions(self):
-        return tuple((t.grad_fn, 0) if t is not None else (None, 0) for t in self.inputs)
-
-
-def record(out, name, inputs, backward_fn):
-    """Attach `out` to the graph if grad is enabled and any input requires grad. Returns `out`.
-
-    `inputs` may hold non-tensors or None for arguments that take no gradient; those get None.
-    """
-    if not is_grad_enabled():
-        return out
-    tracked = tuple(t if getattr(t, "requires_grad", False) else None for t in inputs)
-    if not any(t is not None for t in tracked):
-        return out
-    outs = out if isinstance(out, tuple) else (out,)
-    node = Node(name, tracked, backward_fn)
-    for o in outs:
-        if o.dtype.is_floating:
-            o.requires_grad = True
-            o.grad_fn = node
-    return out
-
-
-def _topological_order(root):
-    """Nodes reachable from `root`, each before the nodes it depends on (iterative DFS: deep graphs
-    such as RNN unrolls must not hit Python's recursion limit)."""
-    order, seen = [], set()
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for t in node.inputs:
-            if t is not None and t.grad_fn is not None and id(t.grad_fn) not in seen:
-                stack.append((t.grad_fn, False))
-    order.reverse()
-    return order
-
-
-def backward(tensor, gradient=None, retain_graph=False):
-    """Accumulate d(tensor)/d(leaf) * gradient into every leaf's .grad (see Tensor.backward)."""
-    from ._tensor import Tensor
-
-    if not tensor.requires_grad:
-        raise RuntimeError(
-            "element 0 of tensors does not require grad and does not have a grad_fn: "
-            "call backward() on a result computed from tensors with requires_grad=True"
-        )
-    if gradient is None:
-        if tensor.numel() != 1:
-            raise RuntimeError(
-                f"grad can be implicitly created only for scalar outputs; backward() on a tensor of shape "
-                f"{tuple(tensor.shape)} needs a `gradient` argument of that shape"
-            )
-        gradient = tensor._full_like_value(1.0)
-    else:
-        if not isinstance(gradient, Tensor):
-            gradient = Tensor._wrap_like(gradient, tensor)
-        if tuple(gradient.shape) != tuple(tensor.shape):
-            raise RuntimeError(
-                f"backward(): gradient has shape {tuple(gradient.shape)} but the tensor has shape {tuple(tensor.shape)}"
-            )
-
-    with no_grad():
-        if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
-            _accumulate(tensor, gradient)
-            return
-        grads = {id(tensor.grad_fn): [gradient, tensor]}
-        for node in _topological_order(tensor.grad_fn):
-            entry = grads.pop(id(node), None)
-            if entry is None:
-                continue
-            grad_out = entry[0]
-            if node.backward_fn is None:
-                raise RuntimeError(
-                    f"Trying to backward through the graph a second time (through {node!r}); its saved tensors "
-                    "were freed after the first backward. Pass retain_graph=True to the first backward() call."
-                )
-            for o in entry[1:]:
-                if o._retains_grad:
-                    _accumulate(o, grad_out)
-            input_grads = node.backward_fn(grad_out)
-            if not retain_graph:
-                node.backward_fn = None
-            for t, g in zip(node.inputs, input_grads):
-                if t is None or g is None:
-                    continue
-                if tuple(g.shape) != tuple(t.shape):  # a backward rule must match its input's shape
-                    raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
-                                       f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
-                if t.grad_fn is None:
-                    _accumulate(t, g)
-                    continue
-                slot = grads.get(id(t.grad_fn))
-                if slot is None:
-                    grads[id(t.grad_fn)] = [g, t]
-                else:
-                    slot[0] = slot[0] + g
-                    if not any(o is t for o in slot[1:]):
-                        slot.append(t)
-
-
-def _accumulate(t, g):
-    """Add g into t.grad, as PyTorch does for leaves and for tensors that called retain_grad()."""
-    if t.grad_fn is not None and not t._retains_grad:
-        return
-    if t.grad is None:
-        # Own copy: one gradient object can reach several tensors (x + y sends g to both), and users
-        # and optimizers modify .grad in place.
-        t.grad = g.detach().clone()
-    else:
-        t.grad = t.grad + g
-
-
-from .function import Function, FunctionCtx  # noqa: E402,F401  (webgrad.autograd.Function, as in torch)
+        return record(out, cls.__name__, args, backward_fn)

@@ -5,6 +5,7 @@ every backend (the hash is specified in backends/device.py) and no state lives o
 import random as _pyrandom
 
 from . import devices, dtypes, replay
+from ._tensor import Tensor, _shape_args, tensor
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed: runs are reproducible out of the box
 
@@ -76,7 +77,6 @@ def fill_random(t, dist, a, b, generator=None):
     """Fill tensor t in place (through a contiguous temporary if t is a strided view)."""
     gen = generator or default_generator
     seed32, offset = gen.take(t.numel())
-    from ._tensor import Tensor
     target = t if t.is_contiguous() else Tensor._empty(t.shape, t.dtype, t.device)
     backend = t.device.backend
     if replay.capturing() and backend.supports_capture:
@@ -97,7 +97,6 @@ def _advance(gen, n, seed_scalar, offset_scalar):
 
 
 def _make(shape, dist, a, b, dtype, device, requires_grad, generator):
-    from ._tensor import Tensor, _shape_args
     t = Tensor._empty(_shape_args(shape), dtype, devices.get(device))
     fill_random(t, dist, a, b, generator)
     return t.requires_grad_(True) if requires_grad else t
@@ -131,7 +130,6 @@ def randn_like(x, dtype=None, device=None):
 
 def randperm(n, generator=None, dtype=None, device=None):
     """A random permutation of 0..n-1 (shuffled on the host, uploaded once)."""
-    from ._tensor import tensor
     order = list(range(n))
     (generator or default_generator).python_random().shuffle(order)
     return tensor(order, dtype=dtypes.to_dtype(dtype, dtypes.int32), device=device) if n else \

@@ -4,7 +4,7 @@ In the browser (Pyodide) the GPU is reached through ``navigator.gpu``; natively 
 Python cannot block on a JS promise (Pyodide without JSPI), call ``await webgrad.webgpu.init_async()``
 once before using the "webgpu" device, and read results with the async methods.
 
-``Kernel`` runs WGSL you write on webgrad tensors (backends/webgpu/custom.py); pair a forward and a
+``Kernel`` runs WGSL you write on webgrad tensors (custom_kernel.py); pair a forward and a
 backward kernel in a ``webgrad.autograd.Function`` to make it differentiable.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 from . import devices as _devices
 from ._backends.webgpu import runtime as _runtime
-from ._backends.webgpu.custom import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
+from .custom_kernel import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
 
 
 def is_available():

@@ -8,7 +8,7 @@ come from the ops they are built from.
 import warnings
 
 from .. import dtypes
-from ..autograd import no_grad
+from .._autograd import no_grad
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, pad  # noqa: F401
 from ..ops import elementwise as _elementwise
 from ..ops.elementwise import gelu  # noqa: F401

@@ -8,7 +8,8 @@ parameters are leaves that require grad.
 import math
 import warnings
 
-from ..autograd import no_grad
+from .._autograd import no_grad
+from ..ops.elementwise import where
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -119,7 +120,6 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 def _erfinv(x):
     """erfinv from elementwise ops (M. Giles, "Approximating the erfinv function", 2010; ~1e-7 relative
     error, float32 accuracy). Both branches are evaluated and `where` picks one."""
-    from ..ops.elementwise import where
     w = -((1.0 - x) * (1.0 + x)).log()
     central = w - 2.5
     p = central * 2.81022636e-08 + 3.43273939e-07

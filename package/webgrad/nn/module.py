@@ -15,8 +15,8 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from .. import devices, dtypes
-from ..autograd import no_grad
-from .._tensor import Tensor
+from .._autograd import no_grad
+from .._tensor import Tensor, tensor
 from .parameter import Parameter
 
 
@@ -41,7 +41,6 @@ def _addindent(text, spaces):
 
 def _as_tensor(value):
     """A state_dict value (webgrad Tensor, torch Tensor, NumPy array) as a webgrad Tensor, or None."""
-    from .._tensor import tensor
     if isinstance(value, Tensor):
         return value.detach()
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch.Tensor: go through NumPy

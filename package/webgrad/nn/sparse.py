@@ -1,6 +1,6 @@
 """Embedding: a lookup table weight [num_embeddings, embedding_dim], initialised N(0, 1) as PyTorch."""
 
-from ..autograd import no_grad
+from .._autograd import no_grad
 from .._tensor import empty
 from . import functional as F, init
 from .module import Module

@@ -11,10 +11,11 @@ treated as a batch of one, as in PyTorch.
 """
 
 from .. import dtypes
-from ..autograd import is_grad_enabled, record
+from .._autograd import is_grad_enabled, record
 from .._view import View
-from .._tensor import Tensor
+from .._tensor import Tensor, full, tensor
 from .elementwise import check_same_device, new
+from .shape import cat, index_select
 
 
 def _pair(value, name, op):
@@ -99,7 +100,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"conv2d(): bias must have shape [{o}], got {list(bias.shape)}")
     if groups > 1:  # one convolution per group of channels, joined along the channel dim
-        from .shape import cat
         biases = bias.chunk(groups) if bias is not None else [None] * groups
         out = cat([_conv2d(xi, wi, bi, stride, padding, dilation)
                    for xi, wi, bi in zip(x.chunk(groups, 1), weight.chunk(groups, 0), biases)], 1)
@@ -224,7 +224,6 @@ def adaptive_avg_pool2d(input, output_size):
 
 def _adaptive_matrix(size, out, like):
     """[out, size] matrix whose row i averages adaptive window i."""
-    from .._tensor import tensor
     m = [[0.0] * size for _ in range(out)]
     for i in range(out):
         start, end = (i * size) // out, -((-(i + 1) * size) // out)
@@ -254,7 +253,6 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def _constant_pad(input, per_dim, value):
-    from .._tensor import full
     # negative pads crop: take that slice first (a view), then pad with what is left
     crop = tuple(slice(max(-per_dim[d][0], 0), input.shape[d] - max(-per_dim[d][1], 0)) if d in per_dim else slice(None)
                  for d in range(input.ndim))
@@ -271,8 +269,6 @@ def _constant_pad(input, per_dim, value):
 
 def _index_pad(x, d, before, after, mode):
     """Pad dim d by gathering source positions (index_select carries the gradient back)."""
-    from .._tensor import tensor
-    from .shape import index_select
     n = x.shape[d]
     if before < 0 or after < 0:
         raise ValueError(f"pad(): negative padding is only supported in 'constant' mode, got ({before}, {after})")

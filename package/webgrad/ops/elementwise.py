@@ -7,8 +7,8 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 import inspect
 
 from .. import dtypes
-from ..autograd import record
-from .._tensor import Tensor
+from .._autograd import record
+from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
 from .inplace import assign_
@@ -167,7 +167,6 @@ clip = clamp
 
 
 def full_scalar_like(t, value):
-    from .._tensor import full
     return full((), value, dtype=t.dtype, device=t.device)
 
 
@@ -405,7 +404,6 @@ def where(condition, input, other):
 
 
 def full_scalar_like_dtype(t, value, dtype):
-    from .._tensor import full
     return full((), value, dtype=dtype, device=t.device)
 
 

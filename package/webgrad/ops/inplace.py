@@ -7,7 +7,7 @@ no_grad, buffers, optimizer state): modifying a tensor the graph needs is refuse
 
 from .. import random
 from .._tensor import Tensor
-from ..autograd import is_grad_enabled, no_grad
+from .._autograd import is_grad_enabled, no_grad
 from .core import broadcast_shapes, cast, expanded_view
 
 

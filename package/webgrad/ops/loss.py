@@ -8,9 +8,10 @@ binary_cross_entropy has its own backward to match PyTorch's clamped gradient at
 import warnings
 
 from .. import dtypes
-from ..autograd import no_grad, record
+from .._autograd import no_grad, record
 from .._tensor import Tensor
 from .elementwise import check_same_device, function, new, where
+from .reduce import log_softmax
 
 softplus = function("softplus")
 
@@ -74,7 +75,6 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
     """cross_entropy with class weights: log_softmax + nll_loss, plus PyTorch's weighted smoothing term
     (-sum_c w_c logp_c per sample, normalised like the nll part: by the summed weights of the targets)."""
-    from .reduce import log_softmax
     if input.ndim == 1:
         out = _weighted_cross_entropy(input.unsqueeze(0), target.reshape(1), weight, ignore_index, reduction,
                                       label_smoothing)

@@ -6,9 +6,10 @@ such views, so `g @ w` and `x.mT @ g` run the A@B, Aᵀ@B and A@Bᵀ kernel vari
 """
 
 from .. import dtypes
-from ..autograd import record
+from .._autograd import record
 from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
+from .._tensor import Tensor
 
 
 def _prod(shape):
@@ -57,7 +58,6 @@ def operand(t, batch):
 
 
 def _check(a, b, op):
-    from .._tensor import Tensor
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{op}(): expected Tensors, got {type(a).__name__} and {type(b).__name__}")
     check_same_device(op, a, b)

@@ -9,7 +9,7 @@ argmax/argmin over such a set permute the reduced dims to the end first (one cop
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd import record
+from .._autograd import record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, ones
 from .core import cast, new

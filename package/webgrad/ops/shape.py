@@ -3,11 +3,12 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import dtypes
-from ..autograd import record
+from .._autograd import record
 from .._view import View
-from .._tensor import Tensor, _norm_dim
+from .._tensor import Tensor, _norm_dim, arange, tensor, zeros
 from .core import broadcast_shapes, cast, expanded_view, new, unbroadcast
 from .elementwise import contiguous
+from .inplace import check_inplace
 
 
 def _view_of(x, shape, strides, offset, name, backward):
@@ -299,7 +300,6 @@ def getitem(input, index):
 
 
 def _zeros_like(x, dtype):
-    from .._tensor import zeros
     return zeros(tuple(x.shape), dtype=dtype, device=x.device)
 
 
@@ -314,7 +314,6 @@ def _advanced_getitem(input, index):
     d = tensor_dims[0]
     idx = items[d]
     if isinstance(idx, list):
-        from .._tensor import tensor
         idx = tensor(idx, dtype=dtypes.int32, device=input.device)
     if idx.dtype is dtypes.bool_:
         raise IndexError("boolean mask indexing needs the mask's values on the host; use where() or "
@@ -327,7 +326,6 @@ def _advanced_getitem(input, index):
 
 
 def setitem(input, index, value):
-    from .inplace import check_inplace
     check_inplace(input, "__setitem__")
     basic = _basic_view(input, index)
     if basic is None:
@@ -503,7 +501,6 @@ def take_along_dim(input, indices, dim):
 
 def flip(input, dims):
     """Reverse the order of elements along `dims` (a copy, as in PyTorch)."""
-    from .._tensor import arange
     out = input
     for d in ((dims,) if isinstance(dims, int) else dims):
         d = _norm_dim(d, input.ndim)

@@ -27,7 +27,7 @@ from collections import defaultdict
 from itertools import chain
 
 from .. import replay
-from ..autograd import enable_grad
+from .._autograd import enable_grad
 from .._tensor import Tensor, tensor, zeros_like
 
 

@@ -69,7 +69,7 @@ def size_class(nbytes):
 
 class Shader:
     """A .wgsl file plus the integer constants and splices injected into it (see shaders.source); or,
-    when `code` is given, that WGSL text as is (kernels users write: webgrad.webgpu.Kernel, custom.py).
+    when `code` is given, that WGSL text as is (kernels users write: webgrad.webgpu.Kernel, custom_kernel.py).
 
     `constants` is a dict, or a function returning (constants, splices), called when a runtime first
     compiles the shader: elementwise.wgsl takes its op codes and cases from the op table that way."""

@@ -34,8 +34,9 @@ A kernel is not differentiable by itself: pair a forward and a backward kernel i
 import itertools
 import struct
 
-from ... import devices, dtypes
-from .runtime import Kernel as _EntryPoint, Shader
+from . import devices, dtypes
+from ._tensor import Tensor
+from ._backends.webgpu.runtime import Kernel as _EntryPoint, Shader
 
 _PARAM_CHARS = frozenset("Iif")  # 4-byte scalars: packed back to back they match WGSL's struct layout
 _ids = itertools.count()
@@ -103,7 +104,6 @@ class Kernel:
 
 
 def _check_tensor(t, what):
-    from ..._tensor import Tensor
 
     if not isinstance(t, Tensor):
         raise TypeError(f"{what} must be a webgrad Tensor, not {type(t).__name__}")
@@ -122,7 +122,6 @@ def _dense_input(t, i):
 
 
 def _output(spec, i, device):
-    from ..._tensor import Tensor
 
     if isinstance(spec, Tensor):
         _check_tensor(spec, f"output {i}")

@@ -1,0 +1,194 @@
+"""The autograd engine: the graph recorded as ops run, grad modes, and backward().
+
+Internal: the engine imports nothing of the Tensor, so everything can import it. The public namespace
+``webgrad.autograd`` (autograd.py) re-exports it with ``Function``.
+
+
+Each differentiable op, right where it computes its result, calls :func:`record` with its inputs and a
+closure that maps the output's gradient to one gradient per input (see ``webgrad/ops``). Closures use
+ordinary tensor ops, so every backward runs on whatever device the forward ran on.
+"""
+
+import threading
+
+_state = threading.local()
+
+
+def is_grad_enabled():
+    return getattr(_state, "enabled", True)
+
+
+class _GradMode:
+    """Switch gradient recording to `mode` inside a `with` block or a decorated function."""
+
+    mode = True
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _state.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        _state.enabled = self.prev
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        def wrapper(*args, **kwargs):
+            prev = is_grad_enabled()
+            _state.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _state.enabled = prev
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    mode = False
+
+
+class enable_grad(_GradMode):
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """Like torch.set_grad_enabled: takes effect at once when called, and restores the previous mode at
+    the end of a `with` block."""
+
+    def __init__(self, mode):
+        self.mode = bool(mode)
+        self.prev = is_grad_enabled()
+        _state.enabled = self.mode
+
+    def __enter__(self):
+        return self  # already switched by __init__; __exit__ restores the mode from before the call
+
+    def __call__(self, fn):
+        _state.enabled = self.prev  # used as a decorator: undo the switch made by __init__
+        return super().__call__(fn)
+
+
+class Node:
+    """One recorded op: the tensors it read and how to send a gradient back to them.
+
+    `backward_fn(grad)` returns one gradient (or None) per entry of `inputs`. After a backward pass
+    without retain_graph the closure is dropped, freeing the tensors it saved.
+    """
+
+    __slots__ = ("name", "inputs", "backward_fn", "__weakref__")
+
+    def __init__(self, name, inputs, backward_fn):
+        self.name = name
+        self.inputs = inputs
+        self.backward_fn = backward_fn
+
+    def __repr__(self):
+        return f"<{self.name}Backward>"
+
+    # PyTorch-compatible introspection
+    def name_(self):
+        return f"{self.name}Backward"
+
+    @property
+    def next_functions(self):
+        return tuple((t.grad_fn, 0) if t is not None else (None, 0) for t in self.inputs)
+
+
+def record(out, name, inputs, backward_fn):
+    """Attach `out` to the graph if grad is enabled and any input requires grad. Returns `out`.
+
+    `inputs` may hold non-tensors or None for arguments that take no gradient; those get None.
+    """
+    if not is_grad_enabled():
+        return out
+    tracked = tuple(t if getattr(t, "requires_grad", False) else None for t in inputs)
+    if not any(t is not None for t in tracked):
+        return out
+    outs = out if isinstance(out, tuple) else (out,)
+    node = Node(name, tracked, backward_fn)
+    for o in outs:
+        if o.dtype.is_floating:
+            o.requires_grad = True
+            o.grad_fn = node
+    return out
+
+
+def _topological_order(root):
+    """Nodes reachable from `root`, each before the nodes it depends on (iterative DFS: deep graphs
+    such as RNN unrolls must not hit Python's recursion limit)."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for t in node.inputs:
+            if t is not None and t.grad_fn is not None and id(t.grad_fn) not in seen:
+                stack.append((t.grad_fn, False))
+    order.reverse()
+    return order
+
+
+def backward(tensor, gradient, retain_graph=False):
+    """Accumulate d(tensor)/d(leaf) * gradient into every leaf's .grad. `gradient` is a tensor of
+    tensor's shape (Tensor.backward checks the user's arguments and makes the seed)."""
+
+    with no_grad():
+        if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
+            _accumulate(tensor, gradient)
+            return
+        grads = {id(tensor.grad_fn): [gradient, tensor]}
+        for node in _topological_order(tensor.grad_fn):
+            entry = grads.pop(id(node), None)
+            if entry is None:
+                continue
+            grad_out = entry[0]
+            if node.backward_fn is None:
+                raise RuntimeError(
+                    f"Trying to backward through the graph a second time (through {node!r}); its saved tensors "
+                    "were freed after the first backward. Pass retain_graph=True to the first backward() call."
+                )
+            for o in entry[1:]:
+                if o._retains_grad:
+                    _accumulate(o, grad_out)
+            input_grads = node.backward_fn(grad_out)
+            if not retain_graph:
+                node.backward_fn = None
+            for t, g in zip(node.inputs, input_grads):
+                if t is None or g is None:
+                    continue
+                if tuple(g.shape) != tuple(t.shape):  # a backward rule must match its input's shape
+                    raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
+                                       f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
+                if t.grad_fn is None:
+                    _accumulate(t, g)
+                    continue
+                slot = grads.get(id(t.grad_fn))
+                if slot is None:
+                    grads[id(t.grad_fn)] = [g, t]
+                else:
+                    slot[0] = slot[0] + g
+                    if not any(o is t for o in slot[1:]):
+                        slot.append(t)
+
+
+def _accumulate(t, g):
+    """Add g into t.grad, as PyTorch does for leaves and for tensors that called retain_grad()."""
+    if t.grad_fn is not None and not t._retains_grad:
+        return
+    if t.grad is None:
+        # Own copy: one gradient object can reach several tensors (x + y sends g to both), and users
+        # and optimizers modify .grad in place.
+        t.grad = g.detach().clone()
+    else:
+        t.grad = t.grad + g
+
