@@ -185,19 +185,11 @@ class Backend:
     # ----------------------------------------------------------------- convolution and pooling
     # Geometry arguments are (height, width) pairs: kernel k, stride s, padding p, dilation d.
     # Images are contiguous NCHW float; OH = (H + 2p - d*(k-1) - 1) // s + 1 (likewise OW).
-    def im2col(self, out, x, kernel, stride, padding, dilation):
-        """Unfold patches. x: [N, C, H, W]; out: contiguous [N, C*kh*kw, OH*OW] where row
-        (c*kh + i)*kw + j holds x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the image)."""
-        raise NotImplementedError
-
-    def col2im(self, out, cols, kernel, stride, padding, dilation):
-        """The adjoint of im2col: out [N, C, H, W] (every element written) = sum of the column entries
-        that read each pixel. cols: contiguous [N, C*kh*kw, OH*OW]."""
-        raise NotImplementedError
-
     # conv2d and its gradients, PyTorch's conv2d with one group. x: contiguous [N, C, H, W]; weight:
     # contiguous [O, C, kh, kw]; grad (of the output): contiguous [N, O, OH, OW]. A backend may build
-    # them from im2col / col2im and matmul, or multiply without ever storing the unfolded image.
+    # them from im2col / col2im (unfolding patches) and matmul, or multiply without ever storing the
+    # unfolded image: how is its own business (cpu.py and webgpu/conv.py each keep im2col/col2im
+    # methods of the same signature, which the kernel tests compare).
     def conv2d(self, out, x, weight, bias, stride, padding, dilation, keep=False):
         """out [N, O, OH, OW] (contiguous): out[n, o, oh, ow] = bias[o] + sum over c, i, j of
         weight[o, c, i, j] * x[n, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (0 outside the image).
