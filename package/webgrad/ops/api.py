@@ -11,13 +11,13 @@ from . import conv, elementwise, inplace, loss, matmul, reduce, shape, table
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
     elementwise: "add sub mul div true_divide divide floor_divide remainder pow clamp clip affine where clone "
-                 "contiguous maximum minimum gelu eq ne lt le gt ge greater greater_equal less less_equal not_equal "
+                 "contiguous maximum minimum gelu nan_to_num eq ne lt le gt ge greater greater_equal less less_equal not_equal "
                  "logical_and logical_or logical_xor",
     reduce: "sum prod mean max min argmax argmin amax amin var std var_mean std_mean logsumexp softmax log_softmax",
     matmul: "matmul mm bmm dot linear",
     shape: "view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand expand_as "
            "broadcast_to squeeze unsqueeze narrow cat concat concatenate stack split chunk unbind select index_select "
-           "gather take_along_dim flip repeat",
+           "gather take_along_dim flip repeat tril triu diagonal diag",
     loss: "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
           "binary_cross_entropy_with_logits",
     conv: "conv2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
@@ -33,9 +33,9 @@ _METHODS = (
     "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax "
     "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
-    "flip repeat"
+    "flip repeat tril triu diagonal diag nan_to_num"
 ).split()
-_IN_PLACE = "add sub mul div pow clamp clip maximum minimum".split()
+_IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num".split()
 
 
 def _reflected(fn):

@@ -403,6 +403,19 @@ def where(condition, input, other):
     return record(out, "Where", (x, y), backward)
 
 
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN -> `nan`, +inf -> `posinf`, -inf -> `neginf` (default: the dtype's largest / lowest finite
+    value), as torch.nan_to_num; the gradient flows through the finite elements only."""
+    if not input.dtype.is_floating:
+        return clone(input)
+    big = 1.7976931348623157e308 if input.dtype is dtypes.float64 else 3.4028234663852886e38
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    out = where(function("isnan")(input), float(nan), input)
+    out = where(input == INF, float(posinf), out)
+    return where(input == -INF, float(neginf), out)
+
+
 def full_scalar_like_dtype(t, value, dtype):
     return full((), value, dtype=dtype, device=t.device)
 

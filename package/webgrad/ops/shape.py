@@ -7,7 +7,7 @@ from .._autograd import record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, tensor, zeros
 from .core import broadcast_shapes, cast, expanded_view, new, unbroadcast
-from .elementwise import contiguous
+from .elementwise import contiguous, where
 from .inplace import check_inplace
 
 
@@ -506,6 +506,65 @@ def flip(input, dims):
         d = _norm_dim(d, input.ndim)
         out = index_select(out, d, arange(input.shape[d] - 1, -1, -1, dtype=dtypes.int32, device=input.device))
     return out
+
+
+def _triangle(input, diagonal, keep_lower):
+    if input.ndim < 2:
+        raise RuntimeError(f"{'tril' if keep_lower else 'triu'}: input tensor must have at least 2 dimensions")
+    rows, cols = input.shape[-2:]
+    offset = arange(cols, device=input.device).unsqueeze(0) - arange(rows, device=input.device).unsqueeze(1)  # j - i
+    keep = (offset <= diagonal) if keep_lower else (offset >= diagonal)
+    return where(keep, input, zeros((), dtype=input.dtype, device=input.device))
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (j - i <= diagonal), the rest zero, as torch.tril."""
+    return _triangle(input, diagonal, True)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (j - i >= diagonal), the rest zero, as torch.triu."""
+    return _triangle(input, diagonal, False)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims (dim1, dim2) as a view, moved to the last dim, as torch.diagonal."""
+    d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    v = input._view
+    n1, n2 = v.shape[d1], v.shape[d2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    start = v.offset + (offset * v.strides[d2] if offset >= 0 else -offset * v.strides[d1]) if length else v.offset
+    keep = [d for d in range(input.ndim) if d not in (d1, d2)]
+    shape = [v.shape[d] for d in keep] + [length]
+    strides = [v.strides[d] for d in keep] + [v.strides[d1] + v.strides[d2]]
+    out = Tensor._make(View(v.storage, shape, strides, start, v.dtype), input.device)
+
+    def backward(g):
+        full = zeros(tuple(input.shape), dtype=g.dtype, device=g.device)
+        setitem(full.diagonal(offset, d1, d2), Ellipsis, g)
+        return full
+    return record(out, "Diagonal", (input,), lambda g: (backward(g),))
+
+
+_diagonal_view = diagonal  # diag's argument is named `diagonal`, as torch's
+
+
+def diag(input, diagonal=0):
+    """1-D input: a square matrix with it on the `diagonal`-th diagonal; 2-D input: that diagonal (a copy)."""
+    if input.ndim == 2:
+        return _diagonal_view(input, diagonal).clone()
+    if input.ndim != 1:
+        raise RuntimeError(f"diag(): expected a 1-D or 2-D tensor, got {input.ndim}-D")
+    n = input.shape[0] + abs(diagonal)
+    i = arange(n, device=input.device).unsqueeze(1)
+    j = arange(n, device=input.device).unsqueeze(0)
+    on = (j - i) == diagonal
+    # the element at (i, j) of the diagonal is input[min(i, j)]: gather it from an input padded to n
+    idx = (i if diagonal >= 0 else j).expand(n, n).clamp(max=input.shape[0] - 1)
+    values = index_select(input, 0, idx.reshape(-1)).reshape(n, n)
+    return where(on, values, zeros((), dtype=input.dtype, device=input.device))
 
 
 def repeat(input, *sizes):
