@@ -238,7 +238,7 @@ def test_unary_backward(gpu, op):
         run(gpu, "unary_backward", [op, out, grad, x, y, a, b], rtol=1e-5, atol=1e-5)
 
 
-BINARY_DOMAIN = {"div": ("any", "away"), "pow": ("pos", "any"), "hypot": ("away", "away"), "atan2": ("any", "away")}
+BINARY_DOMAIN = {"div": ("any", "away"), "floor_divide": ("any", "away"), "pow": ("pos", "any"), "hypot": ("away", "away"), "atan2": ("any", "away")}
 BOOL_BINARY = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
 INT_BINARY = ("add", "sub", "mul", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge")
 
@@ -274,7 +274,7 @@ def test_vec4_entry_points_integers_and_in_place(gpu, op):
     assert np.frombuffer(gpu.to_bytes(View(s, (16,), (1,), 0, F32)), np.float32).tolist() == want.tolist()
 
 
-@pytest.mark.parametrize("op", INT_BINARY + ("pow", "div"))
+@pytest.mark.parametrize("op", INT_BINARY + ("pow", "div", "floor_divide"))
 def test_binary_int(gpu, op):
     rng, picks = cases(7 + BINARY_OPS.index(op))
     for shape, layout, out_layout in picks[:2]:

@@ -13,11 +13,13 @@ class device:
     def __init__(self, spec):
         if isinstance(spec, device):
             spec = spec.type
-        name = str(spec).split(":")[0]
+        name, _, index = str(spec).partition(":")
         if name == "gpu":
             name = "webgpu"
         if name not in KNOWN:
             raise ValueError(f"unknown device {spec!r}: webgrad has devices {', '.join(repr(k) for k in KNOWN)}")
+        if index not in ("", "0"):  # one adapter per process: webgpu:0 is the only WebGPU device
+            raise ValueError(f"invalid device {spec!r}: webgrad has one {name} device, {name!r} (or '{name}:0')")
         self.type = name
 
     @property

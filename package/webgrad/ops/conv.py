@@ -46,6 +46,11 @@ def _image(input, op):
 
 def _geometry(op, shape, kernel, stride, padding, dilation):
     """Output (OH, OW), or an error naming every size involved."""
+    if any(k <= 0 for k in kernel):
+        raise ValueError(f"{op}(): kernel size must be positive, got {kernel}")
+    if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(p < 0 for p in padding):
+        raise ValueError(f"{op}(): stride and dilation must be positive and padding non-negative, got "
+                         f"stride={stride}, padding={padding}, dilation={dilation}")
     h, w = shape[-2], shape[-1]
     oh = _out_size(h, kernel[0], stride[0], padding[0], dilation[0])
     ow = _out_size(w, kernel[1], stride[1], padding[1], dilation[1])
@@ -53,9 +58,6 @@ def _geometry(op, shape, kernel, stride, padding, dilation):
         raise RuntimeError(f"{op}(): the input of shape {list(shape)} is too small: padded size "
                            f"({h + 2 * padding[0]}, {w + 2 * padding[1]}) < dilated kernel size "
                            f"({dilation[0] * (kernel[0] - 1) + 1}, {dilation[1] * (kernel[1] - 1) + 1})")
-    if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(p < 0 for p in padding):
-        raise ValueError(f"{op}(): stride and dilation must be positive and padding non-negative, got "
-                         f"stride={stride}, padding={padding}, dilation={dilation}")
     return oh, ow
 
 
@@ -143,6 +145,8 @@ def _pool_args(op, kernel_size, stride, padding, dilation=1):
     stride = kernel if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) \
         else _pair(stride, "stride", op)
     padding, dilation = _pair(padding, "padding", op), _pair(dilation, "dilation", op)
+    if any(k <= 0 for k in kernel) or any(s <= 0 for s in stride):
+        raise ValueError(f"{op}(): kernel_size and stride must be positive, got kernel_size={kernel}, stride={stride}")
     if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise RuntimeError(f"{op}(): pad should be at most half of effective kernel size, but got "
                            f"padding={padding} and kernel_size={kernel}")

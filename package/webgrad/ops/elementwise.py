@@ -288,7 +288,20 @@ true_divide = divide = div
 
 
 def floor_divide(input, other):
-    return div(input, other, rounding_mode="floor")
+    """input // other; exact on integers (not through float32, which loses |x| > 2**24)."""
+    ints = [t for t in (input, other) if isinstance(t, Tensor)]
+    if not ints or any(t.dtype.is_floating for t in ints) or isinstance(input, float) or isinstance(other, float):
+        return div(input, other, rounding_mode="floor")
+    if not isinstance(other, Tensor):
+        if other == 0:
+            raise ZeroDivisionError("floor_divide: integer division by zero")
+        other = full_scalar_like(input, other)
+    elif other.device.type == "cpu" and int((other == 0).sum().item()):
+        raise ZeroDivisionError("floor_divide: integer division by zero")
+    if not isinstance(input, Tensor):
+        input = full_scalar_like(other, input)
+    x, y, dtype = _promote_pair(input, other, "floor_divide")
+    return _binary_kernel("floor_divide", x, y, dtype)
 
 
 def remainder(input, other):

@@ -200,6 +200,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to the "
                          f"input size ({list(input.shape)}) is not allowed; please ensure they have the same size")
+    if input.device.type == "cpu" and input.numel():  # values known on the host are checked, as torch does
+        low, high = input.min().item(), input.max().item()
+        if not (0.0 <= low and high <= 1.0):
+            raise RuntimeError(f"binary_cross_entropy(): all elements of input should be between 0 and 1 "
+                               f"(found values in [{low}, {high}])")
     with no_grad():
         log_x = input.log().clamp(min=-100.0)
         log_1mx = (1.0 - input).log().clamp(min=-100.0)

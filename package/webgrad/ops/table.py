@@ -152,6 +152,14 @@ def _pow(x, y):
     return np.where(neg, np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0)), out)
 
 
+def _floor_divide(x, y):
+    """Floor division; integers exactly, and 0 where an integer divisor is 0 (as the WGSL form: the CPU
+    refuses host-known zero divisors before it gets here, as PyTorch)."""
+    if x.dtype.kind == "f" or y.dtype.kind == "f":
+        return np.floor(x / y)
+    return np.floor_divide(x, np.where(y == 0, 1, y)) * (y != 0)
+
+
 def _between(x, lo, hi):  # strict, as PyTorch's hardtanh/relu6 backward
     return ((x > lo) & (x < hi)).astype(np.float64)
 
@@ -321,6 +329,11 @@ BINARY = {op.name: op for op in (
     Binary("sub", "x - y", lambda x, y: x - y, int_wgsl="x - y", expose=()),
     Binary("mul", "x * y", lambda x, y: x * y, int_wgsl="x * y", expose=()),
     Binary("div", "x / y", lambda x, y: x / y, result=FLOAT, expose=()),
+    Binary("floor_divide", "floor(x / y)", lambda x, y: _floor_divide(x, y), int_wgsl="""
+            if (y == 0) { return 0; }
+            let q = x / y;
+            if (q * y != x && (x < 0) != (y < 0)) { return q - 1; }
+            return q;""", expose=()),
     Binary("pow", "pow_f32(x, y)", _pow, int_wgsl="pow_i32(x, y)", expose=()),
     Binary("minimum", "min_f32(x, y)", lambda x, y: np.minimum(x, y), int_wgsl="min(x, y)", expose=()),
     Binary("maximum", "max_f32(x, y)", lambda x, y: np.maximum(x, y), int_wgsl="max(x, y)", expose=()),

@@ -13,7 +13,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, fused=None, decoupled_weight_decay=False):
         # foreach / fused: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
-        if not 0.0 <= lr:
+        if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")

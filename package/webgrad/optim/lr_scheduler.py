@@ -101,6 +101,8 @@ class StepLR(LRScheduler):
     """Multiply the lr by gamma every step_size epochs."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        if not isinstance(step_size, int) or isinstance(step_size, bool) or step_size <= 0:
+            raise ValueError(f"StepLR: step_size must be a positive integer, got {step_size!r}")
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)

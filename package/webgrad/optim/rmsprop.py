@@ -11,7 +11,7 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
                  foreach=None, maximize=False):
         # foreach: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
-        if not 0.0 <= lr:
+        if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")

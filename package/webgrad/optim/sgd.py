@@ -12,7 +12,7 @@ class SGD(Optimizer):
                  maximize=False, foreach=None, fused=None):
         # foreach / fused select PyTorch implementations; webgrad always runs one fused kernel per
         # parameter, so they are accepted (scripts pass them) and change nothing.
-        if lr < 0.0:
+        if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
