@@ -548,3 +548,43 @@ class CPUBackend(Backend):
             self._write(param, self._f64(param) - hyper["lr"] * buf)
         else:
             self._write(param, self._f64(param) - hyper["lr"] * g / avg)
+
+    # ----------------------------------------------------------------- data augmentation (webgrad.transforms)
+    def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
+        v = self.array(x)
+        n, _, h, w = v.shape
+        oh, ow = out.shape[2:]
+        left, top, right, bottom = pad
+        k = _lowbias32(np.array([seed & 0xFFFFFFFF], np.uint32))[0]
+        c = (np.arange(3 * n, dtype=np.uint64) + offset).astype(np.uint32)
+        u = (_lowbias32(_lowbias32(c ^ k) + k) >> np.uint32(8)).astype(np.float64).reshape(n, 3) * 2.0 ** -24
+        i = np.floor(u[:, 0] * (h + top + bottom - oh + 1)).astype(np.int64)
+        j = np.floor(u[:, 1] * (w + left + right - ow + 1)).astype(np.int64)
+        flipped = u[:, 2] < np.float32(flip_p)
+        cols = np.where(flipped[:, None], np.arange(ow)[::-1], np.arange(ow))
+        # padded coordinates -> image coordinates (-1: outside, the fill value)
+        rows = _pad_index(i[:, None] + np.arange(oh) - top, h, mode)        # [N, OH]
+        cols = _pad_index(j[:, None] + cols - left, w, mode)                 # [N, OW]
+        res = v[np.arange(n)[:, None, None, None], np.arange(v.shape[1])[None, :, None, None],
+                np.maximum(rows, 0)[:, None, :, None], np.maximum(cols, 0)[:, None, None, :]]
+        outside = (rows < 0)[:, None, :, None] | (cols < 0)[:, None, None, :]
+        self._write(out, np.where(outside, np.asarray(fill).astype(v.dtype), res))
+
+    def augment_affine(self, out, x, scale, shift, channels_last=False):
+        v = self.array(x)
+        if channels_last:
+            v = v.transpose(0, 3, 1, 2)
+        a = np.asarray(scale, np.float32)[:, None, None]
+        b = np.asarray(shift, np.float32)[:, None, None]
+        self._write(out, v.astype(np.float32) * a + b)
+
+
+def _pad_index(idx, size, mode):
+    """Image row (or column) read at padded-relative coordinate idx (0..size-1 is the image), per mode."""
+    if mode == "constant":
+        return np.where((idx >= 0) & (idx < size), idx, -1)
+    if mode == "edge":
+        return np.clip(idx, 0, size - 1)
+    if mode == "reflect":
+        return np.where(idx < 0, -idx, np.where(idx >= size, 2 * size - 2 - idx, idx))
+    return np.where(idx < 0, -idx - 1, np.where(idx >= size, 2 * size - 1 - idx, idx))  # symmetric

@@ -270,3 +270,27 @@ class Backend:
         (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
         buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
         raise NotImplementedError
+
+    # ----------------------------------------------------------------- data augmentation (webgrad.transforms)
+    # Images are contiguous [N, C, H, W] batches. Random parameters are drawn per sample from the stream
+    # of `random` (u(c) = its uniform at counter c, with this seed), so every backend draws the same.
+    def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
+        """A random crop of the padded image, then a random horizontal flip, drawn per sample (torchvision's
+        RandomCrop and RandomHorizontalFlip). x: [N, C, H, W] float32 or uint8; out: [N, C, OH, OW], x's dtype.
+        pad = (left, top, right, bottom) gives the padded image [PH, PW]; mode in AUGMENT_PAD_MODES; fill is
+        the constant mode's value. Sample n: top row i = floor(u(offset + 3n) * (PH - OH + 1)), left column
+        j = floor(u(offset + 3n + 1) * (PW - OW + 1)), flipped when u(offset + 3n + 2) < flip_p (float32);
+        out[n, c, y, v] = padded[n, c, i + y, j + (OW - 1 - v if flipped else v)]. seed, offset as `random`."""
+        raise NotImplementedError
+
+    def augment_affine(self, out, x, scale, shift, channels_last=False):
+        """out[n, c, h, w] = x[n, c, h, w] * scale[c] + shift[c] in float32 (ToTensor and Normalize in one
+        kernel). x: [N, C, H, W], or [N, H, W, C] when channels_last, float32 or uint8; out: float32
+        [N, C, H, W]; scale, shift: C Python floats (at most AUGMENT_MAX_CHANNELS)."""
+        raise NotImplementedError
+
+
+# Padding modes of augment_crop_flip, as torchvision's RandomCrop: outside the image a pixel is `fill`, the
+# nearest edge pixel, the mirror without the edge (d c b | a b c d | c b a) or with it (b a | a b c d | d c).
+AUGMENT_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+AUGMENT_MAX_CHANNELS = 16

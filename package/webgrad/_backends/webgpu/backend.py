@@ -210,6 +210,15 @@ class WebGPUBackend(Backend):
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
 
+    # ----------------------------------------------------------------- data augmentation
+    def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
+        from . import augment
+        augment.crop_flip(self.runtime, out, x, seed, offset, pad, mode, fill, flip_p)
+
+    def augment_affine(self, out, x, scale, shift, channels_last=False):
+        from . import augment
+        augment.affine(self.runtime, out, x, scale, shift, channels_last)
+
 
 def _byte_view(data):
     """`data` as a flat memoryview of bytes (copied only if it is not contiguous)."""

@@ -1,0 +1,68 @@
+"""Data augmentation kernels (shaders/augment.wgsl): per-sample random crop and flip, and the per-channel
+affine that turns uint8 images into normalised floats. Semantics: backends/interface.py."""
+
+import struct
+
+from ...dtypes import float32, uint8
+from ..interface import AUGMENT_MAX_CHANNELS, AUGMENT_PAD_MODES
+from .runtime import Kernel, Shader, dtype_code
+from .views import check_view, f32, u32_fields
+
+SHADER = Shader("augment.wgsl", {})
+CROP_FLIP = Kernel(SHADER, "crop_flip", ((0, "write"), (1, "read"), (2, "read"), (3, "uniform")), ("X_DTYPE",))
+AFFINE = Kernel(SHADER, "affine", ((0, "write"), (1, "read"), (4, "uniform")), ("X_DTYPE",))
+
+_CROP = struct.Struct("<18I2f")
+_AFFINE = struct.Struct(f"<8I{4 * 8}f")
+WORKGROUP = 256
+
+
+def _groups(rt, n):
+    return (min(-(-n // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"]), 1, 1)
+
+
+def _check_images(out, x, out_dtype):
+    check_view(x, "x", contiguous=True, ndim=4)
+    check_view(out, "out", dtype=out_dtype, contiguous=True, ndim=4)
+    if x.dtype not in (float32, uint8):
+        raise TypeError(f"augmentation kernels read float32 or uint8 images, not {x.dtype}")
+
+
+def crop_flip(rt, out, x, seed, offset, pad, mode, fill, flip_p):
+    _check_images(out, x, x.dtype)
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2:]
+    left, top, right, bottom = pad
+    if out.shape[:2] != (n, c) or not (0 < oh <= h + top + bottom and 0 < ow <= w + left + right):
+        raise ValueError(f"crop_flip: out {out.shape} does not fit x {x.shape} padded by {pad}")
+    if x.dtype is uint8 and out.offset % 4:
+        raise ValueError("crop_flip: a uint8 out must start at a multiple of 4 elements")
+    if out.numel == 0:
+        return
+    seed_slot, seed_value = u32_fields(seed, "seed")
+    offset_slot, offset_value = u32_fields(offset, "offset")
+    words = -(-out.numel // 4) if x.dtype is uint8 else out.numel
+    params = _CROP.pack(out.numel, words, c, h, w, oh, ow, top, left, h + top + bottom - oh + 1,
+                        w + left + right - ow + 1, x.offset, out.offset, seed_value, offset_value, seed_slot,
+                        offset_slot, AUGMENT_PAD_MODES.index(mode), f32(fill), f32(flip_p))
+    slots = tuple(s for s in (seed_slot, offset_slot) if s != 0xFFFFFFFF)
+    constants = CROP_FLIP.constants({"X_DTYPE": dtype_code(x.dtype)})
+    rt.dispatch(CROP_FLIP, constants, (out.storage, x.storage, rt.scalars), params, _groups(rt, words), slots)
+
+
+def affine(rt, out, x, scale, shift, channels_last=False):
+    _check_images(out, x, float32)
+    n, c, h, w = out.shape
+    expected = (n, h, w, c) if channels_last else (n, c, h, w)
+    if x.shape != expected:
+        raise ValueError(f"affine: x has shape {x.shape}, expected {expected} for out {out.shape}")
+    if not (len(scale) == len(shift) == c) or c > AUGMENT_MAX_CHANNELS:
+        raise ValueError(f"affine: {len(scale)} scales and {len(shift)} shifts for {c} channels "
+                         f"(at most {AUGMENT_MAX_CHANNELS})")
+    if out.numel == 0:
+        return
+    pad = [0.0] * (AUGMENT_MAX_CHANNELS - c)
+    coef = [f32(v) for v in scale] + pad + [f32(v) for v in shift] + pad
+    params = _AFFINE.pack(out.numel, c, h * w, int(bool(channels_last)), x.offset, out.offset, 0, 0, *coef)
+    constants = AFFINE.constants({"X_DTYPE": dtype_code(x.dtype)})
+    rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, out.numel))

@@ -1,0 +1,103 @@
+"""webgrad.transforms: image transforms with torchvision's names and semantics, run batched on the device.
+
+    from webgrad import transforms as T
+    augment = T.Compose([T.RandomCrop(32, padding=4, padding_mode="reflect"), T.RandomHorizontalFlip(),
+                         T.ToTensor(), T.Normalize((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))])
+    train = webgrad.datasets.CIFAR10(root, train=True, transform=augment, device="webgpu")
+    for x, y in train.loader(batch_size=128, shuffle=True): ...   # gathered and augmented on the GPU
+
+Each transform takes an image [C, H, W] or a batch [..., C, H, W] (uint8 or float32) and, on a batch,
+draws its random parameters per image: one kernel for the whole batch (see functional.py). Datasets that
+gather batches on the device (webgrad.datasets) apply them to the gathered uint8 batch.
+"""
+
+from . import functional as F
+
+__all__ = ["Compose", "RandomCrop", "RandomHorizontalFlip", "ToTensor", "Normalize"]
+
+
+class Transform:
+    """Base of the batched transforms: `batched` tells a dataset it may apply the transform to a whole batch."""
+
+    batched = True
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._repr_args().items())
+        return f"{type(self).__name__}({args})"
+
+    def _repr_args(self):
+        return {}
+
+
+class Compose(Transform):
+    """Apply transforms in turn (any callables; batched when all of them are)."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+
+    @property
+    def batched(self):
+        return all(getattr(t, "batched", False) for t in self.transforms)
+
+    def __call__(self, img):
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self):
+        lines = "".join(f"\n    {t}" for t in self.transforms)
+        return f"Compose({lines}\n)"
+
+
+class RandomCrop(Transform):
+    """Crop a random `size` region (an int or (h, w)) after padding by `padding` (int, (lr, tb) or
+    (left, top, right, bottom)) with `fill` or padding_mode "edge", "reflect" or "symmetric"."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant", generator=None):
+        self.size = F._pair(size, "size")
+        if padding is not None:
+            F.padding_sides(padding)  # validate now, as torchvision does
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
+        self.padding, self.pad_if_needed, self.fill, self.padding_mode = padding, pad_if_needed, fill, padding_mode
+        self.generator = generator
+
+    def __call__(self, img):
+        return F.random_crop(img, self.size, self.padding, self.pad_if_needed, self.fill, self.padding_mode,
+                             self.generator)
+
+    def _repr_args(self):
+        return {"size": self.size, "padding": self.padding}
+
+
+class RandomHorizontalFlip(Transform):
+    """Flip each image left-right with probability p."""
+
+    def __init__(self, p=0.5, generator=None):
+        self.p, self.generator = p, generator
+
+    def __call__(self, img):
+        return F.random_horizontal_flip(img, self.p, self.generator)
+
+    def _repr_args(self):
+        return {"p": self.p}
+
+
+class ToTensor(Transform):
+    """uint8 images to float32 in [0, 1] (see functional.to_tensor for layouts)."""
+
+    def __call__(self, pic):
+        return F.to_tensor(pic)
+
+
+class Normalize(Transform):
+    """(image - mean) / std per channel, on float images."""
+
+    def __init__(self, mean, std, inplace=False):
+        self.mean, self.std, self.inplace = mean, std, inplace
+
+    def __call__(self, tensor):
+        return F.normalize(tensor, self.mean, self.std, self.inplace)
+
+    def _repr_args(self):
+        return {"mean": self.mean, "std": self.std}
