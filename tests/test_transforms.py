@@ -1,0 +1,189 @@
+"""webgrad.transforms: batched on the device, the same draws on every backend, torchvision's semantics."""
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+import webgrad.transforms as T
+from webgrad.transforms import functional as TF
+
+from helpers import DEVICES
+
+
+def _lowbias32(x):
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def _uniform(seed, counter):
+    """The stream of webgrad.rand at one counter, in plain Python integers (independent of the backends)."""
+    k = _lowbias32(seed & 0xFFFFFFFF)
+    return (_lowbias32((_lowbias32((counter & 0xFFFFFFFF) ^ k) + k) & 0xFFFFFFFF) >> 8) * 2.0 ** -24
+
+
+def _seed32(seed):
+    return (seed ^ (seed >> 32)) & 0xFFFFFFFF
+
+
+def _reference(images, size, pad, mode, fill, flip_p, seed, offset):
+    """torchvision's RandomCrop then RandomHorizontalFlip, image by image, on torch tensors: F.pad with the
+    mode (torch's own pad for constant/reflect/edge, NumPy's for symmetric, as torchvision's _pad_symmetric),
+    crop at (i, j) = randint(0, h - th + 1), randint(0, w - tw + 1), flip when rand < p."""
+    left, top, right, bottom = pad
+    th, tw = size
+    out = []
+    for n, img in enumerate(torch.from_numpy(images)):
+        if mode == "symmetric":
+            padded = torch.from_numpy(np.pad(img.numpy(), ((0, 0), (top, bottom), (left, right)), mode="symmetric"))
+        elif mode == "constant":
+            padded = torch.nn.functional.pad(img, (left, right, top, bottom), mode="constant", value=fill)
+        else:
+            torch_mode = {"edge": "replicate", "reflect": "reflect"}[mode]
+            padded = torch.nn.functional.pad(img[None].double(), (left, right, top, bottom), mode=torch_mode)[0].to(img.dtype)
+        h, w = padded.shape[-2:]
+        i = int(_uniform(seed, offset + 3 * n) * (h - th + 1))
+        j = int(_uniform(seed, offset + 3 * n + 1) * (w - tw + 1))
+        crop = padded[:, i:i + th, j:j + tw]
+        if _uniform(seed, offset + 3 * n + 2) < np.float32(flip_p):
+            crop = torch.flip(crop, dims=[-1])
+        out.append(crop.numpy())
+    return np.stack(out)
+
+
+CASES = [  # size, padding (torchvision's forms), padding_mode, fill
+    ((32, 32), 4, "constant", 0),
+    ((32, 32), 4, "reflect", 0),
+    ((28, 30), (3, 5), "edge", 0),
+    ((30, 32), (1, 2, 3, 4), "symmetric", 0),
+    ((36, 36), 2, "constant", 7),
+    ((16, 16), None, "constant", 0),
+]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("size, padding, mode, fill", CASES)
+def test_crop_and_flip_match_torchvision_semantics_on_every_device(size, padding, mode, fill, dtype):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (6, 3, 32, 32)).astype(dtype)
+    if dtype == "float32":
+        images = images / 255.0 - 0.3
+    pad = TF.padding_sides(padding) if padding is not None else (0, 0, 0, 0)
+    results = {}
+    for device in DEVICES:
+        gen = wg.Generator().manual_seed(123)
+        crop = T.RandomCrop(size, padding=padding, padding_mode=mode, fill=fill, generator=gen)
+        flip = T.RandomHorizontalFlip(p=0.5, generator=gen)
+        x = wg.tensor(images, device=device)
+        results[device] = (crop(x).to("cpu").numpy(), flip(x).to("cpu").numpy())
+        assert gen.offset == 2 * 3 * 6  # three counters per image and per transform
+    seed = _seed32(123)
+    want_crop = _reference(images, size, pad, mode, fill, 0.0, seed, 0)
+    want_flip = _reference(images, (32, 32), (0, 0, 0, 0), "constant", 0, 0.5, seed, 18)
+    for device, (got_crop, got_flip) in results.items():
+        assert got_crop.dtype == images.dtype, device
+        np.testing.assert_array_equal(got_crop, want_crop, err_msg=device)  # pure copies: exact
+        np.testing.assert_array_equal(got_flip, want_flip, err_msg=device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_draws_are_per_image_and_uniform(device):
+    # crop 1x1 out of a 9x9 image whose pixel values are their positions: the output is the draw
+    grid = np.arange(81, dtype=np.float32).reshape(1, 1, 9, 9)
+    gen = wg.Generator().manual_seed(5)
+    picks = T.RandomCrop(1, generator=gen)(wg.tensor(np.repeat(grid, 8100, 0), device=device))
+    counts = np.bincount(picks.to("cpu").numpy().astype(np.int64).ravel(), minlength=81)
+    assert counts.min() > 60 and counts.max() < 145  # 100 expected each
+    # flip with p = 0.3: image [0, 1] reads [1, 0] when flipped
+    two = wg.tensor(np.tile(np.array([0, 1], np.uint8), (4000, 1, 1, 1)), device=device)
+    flipped = T.RandomHorizontalFlip(0.3, generator=gen)(two).to("cpu").numpy()[:, 0, 0, 0]
+    assert 0.27 < flipped.mean() < 0.33
+    assert T.RandomHorizontalFlip(0.0)(two).tolist() == two.tolist()
+    np.testing.assert_array_equal(T.RandomHorizontalFlip(1.0)(two).to("cpu").numpy()[:, 0, 0], [[1, 0]] * 4000)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_seeded_repeatable_and_fresh_each_call(device):
+    x = wg.tensor(np.random.default_rng(1).integers(0, 256, (8, 3, 12, 12)).astype(np.uint8), device=device)
+    aug = T.Compose([T.RandomCrop(12, padding=3), T.RandomHorizontalFlip()])
+    wg.manual_seed(7)
+    a, b = aug(x).tolist(), aug(x).tolist()
+    wg.manual_seed(7)
+    assert aug(x).tolist() == a and a != b
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_any_leading_dims_and_single_images(device):
+    x = wg.tensor(np.random.default_rng(2).random((2, 3, 1, 5, 6)).astype(np.float32), device=device)
+    gen = wg.Generator().manual_seed(3)
+    y = T.RandomCrop((4, 5), padding=1, generator=gen)(x)
+    gen.manual_seed(3)
+    flat = T.RandomCrop((4, 5), padding=1, generator=gen)(x.reshape(6, 1, 5, 6))
+    assert y.shape == (2, 3, 1, 4, 5) and y.reshape(6, 1, 4, 5).tolist() == flat.tolist()
+    assert T.RandomHorizontalFlip(1.0)(x[0, 0]).tolist() == x[0, 0].flip(-1).tolist()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_tensor_and_normalize(device):
+    rng = np.random.default_rng(4)
+    u8 = rng.integers(0, 256, (5, 3, 4, 6)).astype(np.uint8)
+    x = T.ToTensor()(wg.tensor(u8, device=device))
+    assert x.dtype is wg.float32 and x.device.type == device
+    np.testing.assert_allclose(x.to("cpu").numpy(), u8 / 255.0, rtol=1e-6)
+    mean, std = (0.49, 0.48, 0.45), (0.25, 0.24, 0.26)
+    y = T.Normalize(mean, std)(x)
+    # torchvision's normalize: (x - mean) / std per channel
+    want = (torch.from_numpy(u8 / 255.0).float() - torch.tensor(mean)[:, None, None]) / torch.tensor(std)[:, None, None]
+    np.testing.assert_allclose(y.to("cpu").numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert T.ToTensor()(x) is x  # floats pass through, as torchvision leaves float arrays unscaled
+    # a NumPy image is HWC (torchvision's rule) and becomes CHW
+    hwc = u8[0].transpose(1, 2, 0)
+    np.testing.assert_allclose(T.ToTensor()(hwc).numpy(), u8[0] / 255.0, rtol=1e-6)
+    with pytest.raises(TypeError, match="Input tensor should be a float tensor. Got webgrad.uint8"):
+        T.Normalize(mean, std)(wg.tensor(u8, device=device))
+    with pytest.raises(ValueError, match="std evaluated to zero"):
+        T.Normalize(0.5, 0.0)(x)
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="needs WebGPU")
+def test_cpu_and_webgpu_affine_agree():
+    u8 = np.random.default_rng(5).integers(0, 256, (4, 3, 9, 7)).astype(np.uint8)
+    outs = [T.Normalize((0.1, 0.2, 0.3), (0.3, 0.2, 0.1))(T.ToTensor()(wg.tensor(u8, device=d))).to("cpu").numpy()
+            for d in ("cpu", "webgpu")]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6, atol=1e-6)
+
+
+def test_bad_arguments():
+    x = wg.zeros(2, 3, 8, 8)
+    with pytest.raises(ValueError, match=r"Required crop size \(20, 20\) is larger than input image size \(10, 10\)"):
+        T.RandomCrop(20, padding=1)(x)
+    assert T.RandomCrop(20, pad_if_needed=True)(x).shape == (2, 3, 20, 20)
+    with pytest.raises(ValueError, match="reflect padding .* needs a larger image"):
+        T.RandomCrop(8, padding=8, padding_mode="reflect")(x)
+    with pytest.raises(ValueError, match="Padding mode should be either constant, edge, reflect or symmetric"):
+        T.RandomCrop(8, padding_mode="wrap")
+    with pytest.raises(ValueError, match="Padding must be an int or a 1, 2, or 4 element tuple"):
+        T.RandomCrop(8, padding=(1, 2, 3))
+    with pytest.raises(ValueError, match="at least 3 dimensions"):
+        T.RandomHorizontalFlip()(wg.zeros(8, 8))
+    with pytest.raises(TypeError, match="must be uint8 or float32"):
+        T.RandomHorizontalFlip()(wg.zeros(1, 8, 8, dtype=wg.int32))
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="replay records WebGPU work")
+def test_replayed_step_draws_fresh_augmentations():
+    x = wg.tensor(np.random.default_rng(6).integers(0, 256, (4, 3, 10, 10)).astype(np.uint8), device="webgpu")
+    aug = T.Compose([T.RandomCrop(10, padding=2, padding_mode="reflect"), T.RandomHorizontalFlip(), T.ToTensor()])
+
+    def step(batch):
+        return aug(batch) * 1.0
+
+    results = []
+    for run in (step, wg.replayable(step)):
+        wg.manual_seed(11)
+        results.append([run(x).tolist() for _ in range(4)])
+    assert results[0] == results[1]              # replays draw what eager calls draw, in order
+    assert len({str(r) for r in results[1]}) == 4  # and every replay draws anew
