@@ -164,3 +164,133 @@ fn affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         out[ap.out_offset + q] = bitcast<u32>(v * coefficient(c) + coefficient(16u + c));
     }
 }
+
+// ------------------------------------------------------------------ color (ColorJitter without hue)
+// One workgroup per image. Contrast blends with the mean gray level of the image as the adjustments
+// before it left it: every thread replays those on its pixels, the workgroup sums the grays, then every
+// thread applies the whole chain. uint8 images (H * W a multiple of 4) take a word of 4 pixels per thread.
+struct ColorParams {
+    n: u32,           // images
+    c: u32,           // 1 or 3
+    hw: u32,
+    x_offset: u32,
+    out_offset: u32,
+    seed: u32,
+    offset: u32,
+    seed_slot: u32,
+    offset_slot: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+    lo: vec4<f32>,    // brightness, contrast, saturation lower factors
+    hi: vec4<f32>,
+}
+
+@group(0) @binding(5) var<uniform> cc: ColorParams;
+
+const COLOR_WORKGROUP: u32 = 64u;
+var<workgroup> partial: array<f32, 64>;
+
+fn color_bound() -> f32 { return select(1.0, 255.0, X_DTYPE == DT_U8); }
+
+// torchvision's _blend: clamp(f * a + (1 - f) * b) to the dtype's range, truncated for uint8.
+fn blend(a: f32, b: f32, f: f32) -> f32 {
+    let v = clamp(f * a + (1.0 - f) * b, 0.0, color_bound());
+    return select(v, floor(v), X_DTYPE == DT_U8);
+}
+
+fn gray(p: vec3<f32>) -> f32 {
+    if (cc.c == 1u) { return p.x; }
+    let g = 0.2989 * p.x + 0.587 * p.y + 0.114 * p.z;
+    return select(g, floor(g), X_DTYPE == DT_U8);
+}
+
+// Adjustment `op` (0 brightness, 1 contrast, 2 saturation) with factor f on one pixel.
+fn adjust(op: u32, p: vec3<f32>, f: f32, mean: f32) -> vec3<f32> {
+    switch op {
+        case 0u: { return vec3<f32>(blend(p.x, 0.0, f), blend(p.y, 0.0, f), blend(p.z, 0.0, f)); }
+        case 1u: { return vec3<f32>(blend(p.x, mean, f), blend(p.y, mean, f), blend(p.z, mean, f)); }
+        default: {
+            if (cc.c == 1u) { return p; }
+            let g = gray(p);
+            return vec3<f32>(blend(p.x, g, f), blend(p.y, g, f), blend(p.z, g, f));
+        }
+    }
+}
+
+// The order of the adjustments, AUGMENT_COLOR_ORDERS[k] (backends/interface.py), as three 2-bit fields.
+fn order_op(k: u32, s: u32) -> u32 {
+    var orders = array<u32, 6>(0x06u, 0x09u, 0x12u, 0x18u, 0x21u, 0x24u);  // op of step s at bits 4-2s
+    return (orders[k] >> (4u - 2u * s)) & 3u;
+}
+
+fn load_pixel(image: u32, p: u32) -> vec3<f32> {
+    var v = vec3<f32>(0.0);
+    for (var ch = 0u; ch < cc.c; ch++) {
+        let src = cc.x_offset + (image * cc.c + ch) * cc.hw + p;
+        v[ch] = decode_f32(x[word_index(src, X_DTYPE)], src, X_DTYPE);
+    }
+    return v;
+}
+
+@compute @workgroup_size(COLOR_WORKGROUP)
+fn color(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    let image = wid.x + wid.y * groups.x;
+    if (image >= cc.n) { return; }  // uniform for the whole workgroup: barriers below stay uniform
+    var seed = cc.seed;
+    if (cc.seed_slot != NO_SLOT) { seed = scalars[cc.seed_slot]; }
+    var offset = cc.offset;
+    if (cc.offset_slot != NO_SLOT) { offset = scalars[cc.offset_slot]; }
+    let k = lowbias32(seed);
+    let c0 = offset + 4u * image;
+    let order = scale24(bits(c0, k) >> 8u, 6u);
+    var factor = vec3<f32>(0.0);
+    for (var a = 0u; a < 3u; a++) {
+        let u = f32(bits(c0 + 1u + a, k) >> 8u) * TWO_POW_M24;
+        factor[a] = cc.lo[a] + (cc.hi[a] - cc.lo[a]) * u;
+    }
+    var before = 0u;  // adjustments applied before the contrast one
+    for (var s = 0u; s < 3u; s++) {
+        if (order_op(order, s) == 1u) { before = s; }
+    }
+    var sum = 0.0;
+    for (var p = lid; p < cc.hw; p += COLOR_WORKGROUP) {
+        var v = load_pixel(image, p);
+        for (var s = 0u; s < before; s++) {
+            let op = order_op(order, s);
+            v = adjust(op, v, factor[op], 0.0);
+        }
+        sum += gray(v);
+    }
+    partial[lid] = sum;
+    workgroupBarrier();
+    for (var width = COLOR_WORKGROUP / 2u; width > 0u; width >>= 1u) {
+        if (lid < width) { partial[lid] += partial[lid + width]; }
+        workgroupBarrier();
+    }
+    let mean = partial[0] / f32(cc.hw);
+    let per_thread = select(1u, 4u, X_DTYPE == DT_U8);
+    for (var q = lid; q * per_thread < cc.hw; q += COLOR_WORKGROUP) {
+        var words = array<u32, 3>(0u, 0u, 0u);
+        for (var b = 0u; b < per_thread; b++) {
+            let p = q * per_thread + b;
+            var v = load_pixel(image, p);
+            for (var s = 0u; s < 3u; s++) {
+                let op = order_op(order, s);
+                v = adjust(op, v, factor[op], mean);
+            }
+            for (var ch = 0u; ch < cc.c; ch++) {
+                if (X_DTYPE == DT_U8) {
+                    words[ch] |= (u32(v[ch]) & 0xffu) << (8u * b);
+                } else {
+                    words[ch] = encode_f32(v[ch], X_DTYPE);
+                }
+            }
+        }
+        for (var ch = 0u; ch < cc.c; ch++) {
+            let dst = cc.out_offset + (image * cc.c + ch) * cc.hw + q * per_thread;
+            out[select(dst, dst >> 2u, X_DTYPE == DT_U8)] = words[ch];
+        }
+    }
+}

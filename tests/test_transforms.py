@@ -187,3 +187,75 @@ def test_replayed_step_draws_fresh_augmentations():
         results.append([run(x).tolist() for _ in range(4)])
     assert results[0] == results[1]              # replays draw what eager calls draw, in order
     assert len({str(r) for r in results[1]}) == 4  # and every replay draws anew
+
+
+# ---------------------------------------------------------------------------------------------- ColorJitter
+def _tv_blend(img1, img2, ratio):  # torchvision.transforms._functional_tensor, verbatim
+    bound = 1.0 if img1.is_floating_point() else 255.0
+    return (ratio * img1 + (1.0 - ratio) * img2).clamp(0, bound).to(img1.dtype)
+
+
+def _tv_gray(img):
+    r, g, b = img.unbind(dim=-3)
+    return (0.2989 * r + 0.587 * g + 0.114 * b).to(img.dtype).unsqueeze(dim=-3)
+
+
+def _tv_adjust(op, img, f):
+    if op == 0:
+        return _tv_blend(img, torch.zeros_like(img), f)
+    if op == 1:
+        dtype = img.dtype if torch.is_floating_point(img) else torch.float32
+        return _tv_blend(img, torch.mean(_tv_gray(img).to(dtype), dim=(-3, -2, -1), keepdim=True), f)
+    return _tv_blend(img, _tv_gray(img), f)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_color_jitter_matches_torchvision_semantics(device, dtype):
+    from webgrad._backends.interface import AUGMENT_COLOR_ORDERS
+    rng = np.random.default_rng(8)
+    images = rng.integers(0, 256, (24, 3, 6, 8)).astype(dtype)
+    if dtype == "float32":
+        images = images / 255.0
+    ranges = [(0.6, 1.4), (0.5, 1.5), (0.0, 2.0)]
+    gen = wg.Generator().manual_seed(9)
+    got = T.ColorJitter(0.4, 0.5, (0.0, 2.0), generator=gen)(wg.tensor(images, device=device)).to("cpu").numpy()
+    assert got.dtype == images.dtype and gen.offset == 4 * 24
+    seed, orders = _seed32(9), set()
+    for n, img in enumerate(torch.from_numpy(images)):
+        order = AUGMENT_COLOR_ORDERS[int(_uniform(seed, 4 * n) * 6)]
+        orders.add(order)
+        for op in order:
+            lo, hi = (np.float32(v) for v in ranges[op])
+            img = _tv_adjust(op, img, float(lo + (hi - lo) * np.float32(_uniform(seed, 4 * n + 1 + op))))
+        want = img.numpy()
+        if dtype == "uint8":  # float32 rounding may move a value across an integer: at most 1, rarely
+            diff = np.abs(got[n].astype(np.int64) - want.astype(np.int64))
+            assert diff.max() <= 1 and (diff > 0).mean() < 0.02, (n, order)
+        else:
+            np.testing.assert_allclose(got[n], want, rtol=1e-5, atol=1e-6, err_msg=str((n, order)))
+    assert len(orders) == 6  # every order occurs among 24 images
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="needs WebGPU")
+def test_color_jitter_cpu_and_webgpu_agree():
+    rng = np.random.default_rng(10)
+    for dtype in ("uint8", "float32"):
+        images = rng.integers(0, 256, (16, 3, 32, 32)).astype(dtype)
+        outs = []
+        for device in ("cpu", "webgpu"):
+            gen = wg.Generator().manual_seed(1)
+            outs.append(T.ColorJitter(0.4, 0.4, 0.4, generator=gen)(wg.tensor(images / (1 if dtype == "uint8" else 255.0), dtype=getattr(wg, dtype), device=device)).to("cpu").numpy())
+        np.testing.assert_allclose(outs[0].astype(np.float64), outs[1].astype(np.float64), rtol=1e-6, atol=1e-6)
+    gray = wg.tensor(rng.random((4, 1, 4, 4)).astype(np.float32))
+    assert T.ColorJitter(saturation=0.9)(gray).tolist() == gray.tolist()  # saturation leaves one channel alone
+
+
+def test_color_jitter_arguments():
+    assert T.ColorJitter(0.4).brightness == (0.6, 1.4) and T.ColorJitter(contrast=2).contrast == (0.0, 3.0)
+    with pytest.raises(ValueError, match="If brightness is a single number, it must be non negative"):
+        T.ColorJitter(-0.1)
+    with pytest.raises(NotImplementedError, match="hue"):
+        T.ColorJitter(hue=0.1)
+    with pytest.raises(TypeError, match="permitted channel values are \\[1, 3\\], but found 2"):
+        T.ColorJitter(0.5)(wg.zeros(2, 4, 4))

@@ -578,6 +578,45 @@ class CPUBackend(Backend):
         b = np.asarray(shift, np.float32)[:, None, None]
         self._write(out, v.astype(np.float32) * a + b)
 
+    def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
+        from .interface import AUGMENT_COLOR_ORDERS
+        v = self.array(x)
+        n, c = v.shape[:2]
+        u8 = v.dtype == np.uint8
+        bound = np.float32(255.0 if u8 else 1.0)
+        k = _lowbias32(np.array([seed & 0xFFFFFFFF], np.uint32))[0]
+        counters = (np.arange(4 * n, dtype=np.uint64) + offset).astype(np.uint32)
+        bits = (_lowbias32(_lowbias32(counters ^ k) + k) >> np.uint32(8)).reshape(n, 4)
+        u = bits.astype(np.float32) * np.float32(2.0 ** -24)
+        lo = np.array([brightness[0], contrast[0], saturation[0]], np.float32)
+        hi = np.array([brightness[1], contrast[1], saturation[1]], np.float32)
+        factors = lo + (hi - lo) * u[:, 1:]
+        orders = np.floor(bits[:, 0].astype(np.float64) * 6 * 2.0 ** -24).astype(np.int64)
+
+        def blend(a, b, f):
+            r = np.clip(f * a + (np.float32(1.0) - f) * b, np.float32(0.0), bound)
+            return np.floor(r) if u8 else r
+
+        def gray(img):
+            if c == 1:
+                return img[0]
+            g = np.float32(0.2989) * img[0] + np.float32(0.587) * img[1] + np.float32(0.114) * img[2]
+            return np.floor(g) if u8 else g
+
+        res = np.empty(v.shape, np.float32)
+        for i in range(n):  # image by image: each has its own order
+            img = v[i].astype(np.float32)
+            for op in AUGMENT_COLOR_ORDERS[orders[i]]:
+                f = factors[i, op]
+                if op == 0:
+                    img = blend(img, np.float32(0.0), f)
+                elif op == 1:
+                    img = blend(img, np.float32(gray(img).mean(dtype=np.float64)), f)
+                elif c != 1:
+                    img = blend(img, gray(img), f)
+            res[i] = img
+        self._write(out, res)
+
 
 def _pad_index(idx, size, mode):
     """Image row (or column) read at padded-relative coordinate idx (0..size-1 is the image), per mode."""

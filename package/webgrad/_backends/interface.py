@@ -289,8 +289,21 @@ class Backend:
         [N, C, H, W]; scale, shift: C Python floats (at most AUGMENT_MAX_CHANNELS)."""
         raise NotImplementedError
 
+    def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
+        """ColorJitter drawn per image (torchvision's, without hue). x: [N, C, H, W] float32 or uint8, C 1 or
+        3; out like x. brightness, contrast, saturation: (low, high) factor ranges ((1, 1): no change). Image n
+        applies the three in the order AUGMENT_COLOR_ORDERS[floor(u(offset + 4n) * 6)] with factors
+        f = low + (high - low) * u(offset + 4n + 1, + 2, + 3) (float32). Each is torchvision's blend
+        clamp(f * a + (1 - f) * b) to [0, 1] (float) or [0, 255] (uint8, then truncated): brightness b = 0;
+        contrast b = the mean over the image of gray(a); saturation b = gray(a) per pixel, where
+        gray = 0.2989 r + 0.587 g + 0.114 b (truncated for uint8; a 1-channel image is its own gray, and
+        saturation leaves it unchanged)."""
+        raise NotImplementedError
+
 
 # Padding modes of augment_crop_flip, as torchvision's RandomCrop: outside the image a pixel is `fill`, the
 # nearest edge pixel, the mirror without the edge (d c b | a b c d | c b a) or with it (b a | a b c d | d c).
 AUGMENT_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
 AUGMENT_MAX_CHANNELS = 16
+# augment_color's orders of (0 brightness, 1 contrast, 2 saturation)
+AUGMENT_COLOR_ORDERS = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))

@@ -13,7 +13,7 @@ gather batches on the device (webgrad.datasets) apply them to the gathered uint8
 
 from . import functional as F
 
-__all__ = ["Compose", "RandomCrop", "RandomHorizontalFlip", "ToTensor", "Normalize"]
+__all__ = ["Compose", "RandomCrop", "RandomHorizontalFlip", "ColorJitter", "ToTensor", "Normalize"]
 
 
 class Transform:
@@ -81,6 +81,40 @@ class RandomHorizontalFlip(Transform):
 
     def _repr_args(self):
         return {"p": self.p}
+
+
+class ColorJitter(Transform):
+    """Random brightness, contrast and saturation, in a random order, per image (torchvision's ColorJitter;
+    hue is not supported yet). Each is a non-negative number v (factors in [max(0, 1 - v), 1 + v]) or a
+    (min, max) range."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0, generator=None):
+        self.brightness = self._check_input(brightness, "brightness")
+        self.contrast = self._check_input(contrast, "contrast")
+        self.saturation = self._check_input(saturation, "saturation")
+        if hue not in (0, None, (0, 0)):
+            raise NotImplementedError("ColorJitter(hue=...) is not supported yet; brightness, contrast and "
+                                      "saturation are")
+        self.generator = generator
+
+    @staticmethod
+    def _check_input(value, name):
+        if isinstance(value, (int, float)):
+            if value < 0:
+                raise ValueError(f"If {name} is a single number, it must be non negative.")
+            value = (max(0.0, 1.0 - value), 1.0 + value)
+        elif not (isinstance(value, (tuple, list)) and len(value) == 2):
+            raise TypeError(f"{name} should be a single number or a list/tuple with length 2.")
+        low, high = float(value[0]), float(value[1])
+        if not 0.0 <= low <= high:
+            raise ValueError(f"{name} values should be between (0, inf), but got {list(value)}.")
+        return low, high
+
+    def __call__(self, img):
+        return F.color_jitter(img, self.brightness, self.contrast, self.saturation, self.generator)
+
+    def _repr_args(self):
+        return {"brightness": self.brightness, "contrast": self.contrast, "saturation": self.saturation}
 
 
 class ToTensor(Transform):

@@ -129,6 +129,19 @@ def hflip(img):
     return _crop_flip(img, (h, w), (0, 0, 0, 0), "constant", 0, 1.0, None, "hflip")
 
 
+def color_jitter(img, brightness=(1.0, 1.0), contrast=(1.0, 1.0), saturation=(1.0, 1.0), generator=None):
+    """ColorJitter on each image of a batch (factor ranges (low, high); (1, 1) leaves that property alone):
+    the order of the adjustments and their factors are drawn per image."""
+    x, lead = _as_batch(img, "ColorJitter")
+    if x.shape[1] not in (1, 3):
+        raise TypeError(f"Input image tensor permitted channel values are [1, 3], but found {x.shape[1]}")
+    out = Tensor._empty(x.shape, x.dtype, x.device)
+    seed, offset = _draw(x.device, 4 * x.shape[0], generator)
+    ranges = [tuple(float(v) for v in r) for r in (brightness, contrast, saturation)]
+    x.device.backend.augment_color(out._view, x._view, seed, offset, *ranges)
+    return out.reshape(*lead, *x.shape[1:])
+
+
 def _affine(img, scale, shift, name, channels_last=False):
     x, lead = _as_batch(img, name)
     if channels_last:

@@ -11,9 +11,11 @@ from .views import check_view, f32, u32_fields
 SHADER = Shader("augment.wgsl", {})
 CROP_FLIP = Kernel(SHADER, "crop_flip", ((0, "write"), (1, "read"), (2, "read"), (3, "uniform")), ("X_DTYPE",))
 AFFINE = Kernel(SHADER, "affine", ((0, "write"), (1, "read"), (4, "uniform")), ("X_DTYPE",))
+COLOR = Kernel(SHADER, "color", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), ("X_DTYPE",))
 
 _CROP = struct.Struct("<18I2f")
 _AFFINE = struct.Struct(f"<8I{4 * 8}f")
+_COLOR = struct.Struct("<12I8f")
 WORKGROUP = 256
 
 
@@ -66,3 +68,26 @@ def affine(rt, out, x, scale, shift, channels_last=False):
     params = _AFFINE.pack(out.numel, c, h * w, int(bool(channels_last)), x.offset, out.offset, 0, 0, *coef)
     constants = AFFINE.constants({"X_DTYPE": dtype_code(x.dtype)})
     rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, out.numel))
+
+
+def color(rt, out, x, seed, offset, brightness, contrast, saturation):
+    _check_images(out, x, x.dtype)
+    n, c, h, w = x.shape
+    if out.shape != x.shape or c not in (1, 3):
+        raise ValueError(f"color: x {x.shape} and out {out.shape} must be one shape of 1 or 3 channels")
+    if x.dtype is uint8 and ((h * w) % 4 or x.offset % 4 or out.offset % 4):
+        raise ValueError(f"color: uint8 images on WebGPU need H * W ({h}x{w}) and offsets that are multiples of "
+                         "4 (whole words per plane); convert the images to float32 first")
+    if out.numel == 0:
+        return
+    seed_slot, seed_value = u32_fields(seed, "seed")
+    offset_slot, offset_value = u32_fields(offset, "offset")
+    lo = [f32(r[0]) for r in (brightness, contrast, saturation)]
+    hi = [f32(r[1]) for r in (brightness, contrast, saturation)]
+    params = _COLOR.pack(n, c, h * w, x.offset, out.offset, seed_value, offset_value, seed_slot, offset_slot, 0, 0, 0,
+                         *lo, 0.0, *hi, 0.0)
+    slots = tuple(s for s in (seed_slot, offset_slot) if s != 0xFFFFFFFF)
+    limit = rt.limits["max_compute_workgroups_per_dimension"]
+    groups = (min(n, limit), -(-n // limit), 1)  # one workgroup per image
+    rt.dispatch(COLOR, COLOR.constants({"X_DTYPE": dtype_code(x.dtype)}), (out.storage, x.storage, rt.scalars),
+                params, groups, slots)

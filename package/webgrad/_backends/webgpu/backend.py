@@ -219,6 +219,10 @@ class WebGPUBackend(Backend):
         from . import augment
         augment.affine(self.runtime, out, x, scale, shift, channels_last)
 
+    def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
+        from . import augment
+        augment.color(self.runtime, out, x, seed, offset, brightness, contrast, saturation)
+
 
 def _byte_view(data):
     """`data` as a flat memoryview of bytes (copied only if it is not contiguous)."""
