@@ -294,3 +294,94 @@ fn color(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         }
     }
 }
+
+// ------------------------------------------------------------------ erase (RandomErasing)
+struct EraseParams {
+    n: u32,          // elements
+    words: u32,      // output words (n, or ceil(n / 4) for uint8)
+    c: u32,
+    h: u32,
+    w: u32,
+    x_offset: u32,
+    out_offset: u32,
+    seed: u32,
+    offset: u32,
+    seed_slot: u32,
+    offset_slot: u32,
+    pad0: u32,
+    p: f32,
+    scale_lo: f32,
+    scale_hi: f32,
+    log_ratio_lo: f32,
+    log_ratio_hi: f32,
+    value: f32,
+}
+
+@group(0) @binding(6) var<uniform> ep: EraseParams;
+
+const ERASE_ATTEMPTS: u32 = 10u;
+const ERASE_DRAWS: u32 = 41u;  // 1 + 4 per attempt
+
+fn uniform01(c: u32, k: u32) -> f32 { return f32(bits(c, k) >> 8u) * TWO_POW_M24; }
+
+// Image `image`'s rectangle (top, left, height, width); height 0 when it is not erased.
+fn erase_box(image: u32, k: u32, offset: u32) -> vec4<u32> {
+    let c0 = offset + ERASE_DRAWS * image;
+    if (!(uniform01(c0, k) < ep.p)) { return vec4<u32>(0u); }
+    let area = f32(ep.h * ep.w);
+    for (var a = 0u; a < ERASE_ATTEMPTS; a++) {
+        let c = c0 + 1u + 4u * a;
+        let erase_area = area * (ep.scale_lo + (ep.scale_hi - ep.scale_lo) * uniform01(c, k));
+        let aspect = exp(ep.log_ratio_lo + (ep.log_ratio_hi - ep.log_ratio_lo) * uniform01(c + 1u, k));
+        let h = u32(round(sqrt(erase_area * aspect)));
+        let w = u32(round(sqrt(erase_area / aspect)));
+        if (h < ep.h && w < ep.w) {
+            let i = scale24(bits(c + 2u, k) >> 8u, ep.h - h + 1u);
+            let j = scale24(bits(c + 3u, k) >> 8u, ep.w - w + 1u);
+            return vec4<u32>(i, j, h, w);
+        }
+    }
+    return vec4<u32>(0u);
+}
+
+fn erase_value(e: u32, k: u32, offset: u32) -> u32 {
+    let col = e % ep.w;
+    let row = (e / ep.w) % ep.h;
+    let image = e / (ep.w * ep.h * ep.c);
+    let box = erase_box(image, k, offset);
+    let inside = row >= box.x && row < box.x + box.z && col >= box.y && col < box.y + box.w;
+    if (inside) {
+        if (X_DTYPE == DT_U8) { return u32(ep.value) & 0xffu; }
+        return encode_f32(ep.value, X_DTYPE);
+    }
+    let src = ep.x_offset + e;
+    let word = x[word_index(src, X_DTYPE)];
+    if (X_DTYPE == DT_U8) { return (word >> ((src & 3u) * 8u)) & 0xffu; }
+    return word;
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn erase(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    var seed = ep.seed;
+    if (ep.seed_slot != NO_SLOT) { seed = scalars[ep.seed_slot]; }
+    var offset = ep.offset;
+    if (ep.offset_slot != NO_SLOT) { offset = scalars[ep.offset_slot]; }
+    let k = lowbias32(seed);
+    for (var q = gid.x; q < ep.words; q += groups.x * WORKGROUP) {
+        if (X_DTYPE != DT_U8) {
+            out[ep.out_offset + q] = erase_value(q, k, offset);
+            continue;
+        }
+        let dst = (ep.out_offset >> 2u) + q;
+        var word = 0u;
+        for (var b = 0u; b < 4u; b++) {
+            let e = 4u * q + b;
+            if (e < ep.n) {
+                word |= erase_value(e, k, offset) << (8u * b);
+            } else {
+                word |= out[dst] & (0xffu << (8u * b));
+            }
+        }
+        out[dst] = word;
+    }
+}

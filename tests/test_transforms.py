@@ -259,3 +259,56 @@ def test_color_jitter_arguments():
         T.ColorJitter(hue=0.1)
     with pytest.raises(TypeError, match="permitted channel values are \\[1, 3\\], but found 2"):
         T.ColorJitter(0.5)(wg.zeros(2, 4, 4))
+
+
+# ---------------------------------------------------------------------------------------------- RandomErasing
+def _tv_erasing_params(h, w, scale, ratio, seed, base):
+    """torchvision's RandomErasing.get_params (10 attempts, then no erasing), with webgrad's draws."""
+    import math
+    if not _uniform(seed, base) < 0.5:
+        return None
+    area = h * w
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for a in range(10):
+        d = base + 1 + 4 * a
+        erase_area = area * (scale[0] + (scale[1] - scale[0]) * _uniform(seed, d))
+        aspect_ratio = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * _uniform(seed, d + 1))
+        eh = int(round(math.sqrt(erase_area * aspect_ratio)))
+        ew = int(round(math.sqrt(erase_area / aspect_ratio)))
+        if not (eh < h and ew < w):
+            continue
+        return int(_uniform(seed, d + 2) * (h - eh + 1)), int(_uniform(seed, d + 3) * (w - ew + 1)), eh, ew
+    return None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_random_erasing_matches_torchvision_semantics(device, dtype):
+    images = (np.random.default_rng(12).integers(1, 256, (40, 3, 12, 10))).astype(dtype)
+    gen = wg.Generator().manual_seed(13)
+    scale, ratio = (0.02, 0.6), (0.3, 3.3)
+    got = T.RandomErasing(p=0.5, scale=scale, ratio=ratio, value=0, generator=gen)(wg.tensor(images, device=device))
+    got = got.to("cpu").numpy()
+    assert gen.offset == 41 * 40
+    erased = 0
+    for n in range(40):
+        want = images[n].copy()
+        box = _tv_erasing_params(12, 10, scale, ratio, _seed32(13), 41 * n)
+        if box is not None:
+            i, j, h, w = box
+            want[:, i:i + h, j:j + w] = 0
+            erased += 1
+        np.testing.assert_array_equal(got[n], want, err_msg=f"image {n}, box {box}")
+    assert 10 < erased < 30
+
+
+def test_random_erasing_arguments():
+    with pytest.raises(ValueError, match="Random erasing probability should be between 0 and 1"):
+        T.RandomErasing(p=1.5)
+    with pytest.raises(ValueError, match="Scale should be between 0 and 1"):
+        T.RandomErasing(scale=(0.1, 1.5))
+    with pytest.raises(ValueError, match="If value is str, it should be 'random'"):
+        T.RandomErasing(value="noise")
+    x = wg.ones(3, 8, 8)
+    assert T.RandomErasing(p=0.0)(x).tolist() == x.tolist()
+    assert 5.0 in sum(sum(T.RandomErasing(p=1.0, value=5)(x).tolist(), []), [])

@@ -617,6 +617,30 @@ class CPUBackend(Backend):
             res[i] = img
         self._write(out, res)
 
+    def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
+        v = self.array(x)
+        n, c, h, w = v.shape
+        k = _lowbias32(np.array([seed & 0xFFFFFFFF], np.uint32))[0]
+        counters = (np.arange(41 * n, dtype=np.uint64) + offset).astype(np.uint32)
+        bits = (_lowbias32(_lowbias32(counters ^ k) + k) >> np.uint32(8)).reshape(n, 41)
+        u = bits.astype(np.float32) * np.float32(2.0 ** -24)
+        f = np.float32
+        res = v.copy()
+        for i in range(n):  # image by image: the attempts are a short sequential search
+            if not u[i, 0] < f(p):
+                continue
+            for a in range(10):
+                d = 1 + 4 * a
+                area = f(h * w) * (f(scale[0]) + (f(scale[1]) - f(scale[0])) * u[i, d])
+                ratio = np.exp(f(log_ratio[0]) + (f(log_ratio[1]) - f(log_ratio[0])) * u[i, d + 1])
+                eh, ew = int(np.round(np.sqrt(area * ratio))), int(np.round(np.sqrt(area / ratio)))
+                if eh < h and ew < w:
+                    top = int(bits[i, d + 2]) * (h - eh + 1) >> 24
+                    left = int(bits[i, d + 3]) * (w - ew + 1) >> 24
+                    res[i, :, top:top + eh, left:left + ew] = value
+                    break
+        self._write(out, res)
+
 
 def _pad_index(idx, size, mode):
     """Image row (or column) read at padded-relative coordinate idx (0..size-1 is the image), per mode."""

@@ -300,6 +300,15 @@ class Backend:
         saturation leaves it unchanged)."""
         raise NotImplementedError
 
+    def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
+        """RandomErasing drawn per image (torchvision's). x: [N, C, H, W] float32 or uint8; out like x. Image n is
+        erased when u(c) < p, c = offset + 41n; then for attempt a = 0..9, with d = c + 1 + 4a (float32 math):
+        area = H*W * (scale[0] + (scale[1] - scale[0]) * u(d)); r = exp(log_ratio[0] + (log_ratio[1] -
+        log_ratio[0]) * u(d + 1)); h = round(sqrt(area * r)), w = round(sqrt(area / r)) (half to even); the
+        first attempt with h < H and w < W sets rows i = floor(u(d + 2) * (H - h + 1)) .. i + h - 1 and columns
+        j = floor(u(d + 3) * (W - w + 1)) .. j + w - 1 of every channel to `value`; none: unchanged."""
+        raise NotImplementedError
+
 
 # Padding modes of augment_crop_flip, as torchvision's RandomCrop: outside the image a pixel is `fill`, the
 # nearest edge pixel, the mirror without the edge (d c b | a b c d | c b a) or with it (b a | a b c d | d c).

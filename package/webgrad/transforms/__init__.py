@@ -11,9 +11,13 @@ draws its random parameters per image: one kernel for the whole batch (see funct
 gather batches on the device (webgrad.datasets) apply them to the gathered uint8 batch.
 """
 
+import numbers
+import warnings
+
 from . import functional as F
 
-__all__ = ["Compose", "RandomCrop", "RandomHorizontalFlip", "ColorJitter", "ToTensor", "Normalize"]
+__all__ = ["Compose", "RandomCrop", "RandomHorizontalFlip", "ColorJitter", "ToTensor", "Normalize",
+           "RandomErasing"]
 
 
 class Transform:
@@ -135,3 +139,38 @@ class Normalize(Transform):
 
     def _repr_args(self):
         return {"mean": self.mean, "std": self.std}
+
+
+class RandomErasing(Transform):
+    """With probability p, erase a random rectangle of each image (area a `scale` fraction of the image,
+    aspect ratio in `ratio`) to `value`, as torchvision's RandomErasing (value="random" is not supported yet)."""
+
+    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False, generator=None):
+        if not isinstance(value, (numbers.Number, str, tuple, list)):
+            raise TypeError("Argument value should be either a number or str or a sequence")
+        if isinstance(value, str) and value != "random":
+            raise ValueError("If value is str, it should be 'random'")
+        if isinstance(value, str) or not isinstance(value, numbers.Number):
+            raise NotImplementedError("RandomErasing: only one number as value is supported yet")
+        if not isinstance(scale, (tuple, list)):
+            raise TypeError("Scale should be a sequence")
+        if not isinstance(ratio, (tuple, list)):
+            raise TypeError("Ratio should be a sequence")
+        if (scale[0] > scale[1]) or (ratio[0] > ratio[1]):
+            warnings.warn("Scale and ratio should be of kind (min, max)")
+        if scale[0] < 0 or scale[1] > 1:
+            raise ValueError("Scale should be between 0 and 1")
+        if p < 0 or p > 1:
+            raise ValueError("Random erasing probability should be between 0 and 1")
+        self.p, self.scale, self.ratio, self.value, self.inplace = p, scale, ratio, value, inplace
+        self.generator = generator
+
+    def __call__(self, img):
+        out = F.random_erasing(img, self.p, self.scale, self.ratio, self.value, self.generator)
+        if self.inplace:
+            img.copy_(out)
+            return img
+        return out
+
+    def _repr_args(self):
+        return {"p": self.p, "scale": self.scale, "ratio": self.ratio, "value": self.value}

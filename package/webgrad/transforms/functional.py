@@ -142,6 +142,19 @@ def color_jitter(img, brightness=(1.0, 1.0), contrast=(1.0, 1.0), saturation=(1.
     return out.reshape(*lead, *x.shape[1:])
 
 
+def random_erasing(img, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, generator=None):
+    """RandomErasing on each image of a batch: with probability p, a rectangle of random area (a `scale`
+    fraction) and aspect ratio (log-uniform in `ratio`) set to `value`, drawn per image (41 counters each)."""
+    import math
+    x, lead = _as_batch(img, "RandomErasing")
+    out = Tensor._empty(x.shape, x.dtype, x.device)
+    seed, offset = _draw(x.device, 41 * x.shape[0], generator)
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    x.device.backend.augment_erase(out._view, x._view, seed, offset, float(p), tuple(map(float, scale)), log_ratio,
+                                   float(value))
+    return out.reshape(*lead, *x.shape[1:])
+
+
 def _affine(img, scale, shift, name, channels_last=False):
     x, lead = _as_batch(img, name)
     if channels_last:

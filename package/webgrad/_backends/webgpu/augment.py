@@ -11,11 +11,13 @@ from .views import check_view, f32, u32_fields
 SHADER = Shader("augment.wgsl", {})
 CROP_FLIP = Kernel(SHADER, "crop_flip", ((0, "write"), (1, "read"), (2, "read"), (3, "uniform")), ("X_DTYPE",))
 AFFINE = Kernel(SHADER, "affine", ((0, "write"), (1, "read"), (4, "uniform")), ("X_DTYPE",))
+ERASE = Kernel(SHADER, "erase", ((0, "write"), (1, "read"), (2, "read"), (6, "uniform")), ("X_DTYPE",))
 COLOR = Kernel(SHADER, "color", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), ("X_DTYPE",))
 
 _CROP = struct.Struct("<18I2f")
 _AFFINE = struct.Struct(f"<8I{4 * 8}f")
 _COLOR = struct.Struct("<12I8f")
+_ERASE = struct.Struct("<12I6f")
 WORKGROUP = 256
 
 
@@ -91,3 +93,23 @@ def color(rt, out, x, seed, offset, brightness, contrast, saturation):
     groups = (min(n, limit), -(-n // limit), 1)  # one workgroup per image
     rt.dispatch(COLOR, COLOR.constants({"X_DTYPE": dtype_code(x.dtype)}), (out.storage, x.storage, rt.scalars),
                 params, groups, slots)
+
+
+def erase(rt, out, x, seed, offset, p, scale, log_ratio, value):
+    _check_images(out, x, x.dtype)
+    if out.shape != x.shape:
+        raise ValueError(f"erase: out {out.shape} must have x's shape {x.shape}")
+    if x.dtype is uint8 and out.offset % 4:
+        raise ValueError("erase: a uint8 out must start at a multiple of 4 elements")
+    if out.numel == 0:
+        return
+    n, c, h, w = x.shape
+    seed_slot, seed_value = u32_fields(seed, "seed")
+    offset_slot, offset_value = u32_fields(offset, "offset")
+    words = -(-out.numel // 4) if x.dtype is uint8 else out.numel
+    params = _ERASE.pack(out.numel, words, c, h, w, x.offset, out.offset, seed_value, offset_value, seed_slot,
+                         offset_slot, 0, f32(p), f32(scale[0]), f32(scale[1]), f32(log_ratio[0]), f32(log_ratio[1]),
+                         f32(value))
+    slots = tuple(s for s in (seed_slot, offset_slot) if s != 0xFFFFFFFF)
+    rt.dispatch(ERASE, ERASE.constants({"X_DTYPE": dtype_code(x.dtype)}), (out.storage, x.storage, rt.scalars),
+                params, _groups(rt, words), slots)

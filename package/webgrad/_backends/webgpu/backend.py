@@ -223,6 +223,10 @@ class WebGPUBackend(Backend):
         from . import augment
         augment.color(self.runtime, out, x, seed, offset, brightness, contrast, saturation)
 
+    def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
+        from . import augment
+        augment.erase(self.runtime, out, x, seed, offset, p, scale, log_ratio, value)
+
 
 def _byte_view(data):
     """`data` as a flat memoryview of bytes (copied only if it is not contiguous)."""
