@@ -1,9 +1,7 @@
 """CIFAR-10/100 and ImageFolder datasets (webgrad.datasets), on files the tests write themselves."""
 
-import io
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import tarfile

@@ -202,7 +202,7 @@ def normalize(tensor_, mean, std, inplace=False):
     mean = [float(m) for m in (mean if not isinstance(mean, numbers.Real) else [mean])]
     std = [float(s) for s in (std if not isinstance(std, numbers.Real) else [std])]
     if any(s == 0 for s in std):
-        raise ValueError(f"std evaluated to zero after conversion to float32, leading to division by zero.")
+        raise ValueError("std evaluated to zero after conversion to float32, leading to division by zero.")
     if len(mean) != len(std):
         raise ValueError(f"normalize: {len(mean)} means but {len(std)} stds")
     out = _affine(tensor_, [1.0 / s for s in std], [-m / s for m, s in zip(mean, std)], "Normalize")
