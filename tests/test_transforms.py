@@ -312,3 +312,12 @@ def test_random_erasing_arguments():
     x = wg.ones(3, 8, 8)
     assert T.RandomErasing(p=0.0)(x).tolist() == x.tolist()
     assert 5.0 in sum(sum(T.RandomErasing(p=1.0, value=5)(x).tolist(), []), [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compose_fuses_to_tensor_and_normalize(device):
+    u8 = wg.tensor(np.random.default_rng(14).integers(0, 256, (3, 3, 5, 5)).astype(np.uint8), device=device)
+    mean, std = (0.4, 0.5, 0.6), (0.2, 0.3, 0.4)
+    fused = T.Compose([T.ToTensor(), T.Normalize(mean, std)])(u8).to("cpu").numpy()
+    apart = T.Normalize(mean, std)(T.ToTensor()(u8)).to("cpu").numpy()
+    np.testing.assert_allclose(fused, apart, rtol=1e-6, atol=1e-6)

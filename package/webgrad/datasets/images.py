@@ -58,9 +58,7 @@ class DeviceImages(Dataset):
         if self.transform is not None:
             images = self.transform(images)
         else:
-            images = TF.to_tensor(images)
-            if self._mean != (0.0,) or self._std != (1.0,):
-                images = TF.normalize(images, self._mean, self._std)
+            images = TF.to_normalized(images, self._mean, self._std)  # one kernel: x / 255, then (x - mean) / std
         return [images, self.targets.index_select(0, index)]
 
     def loader(self, batch_size=1, shuffle=False, generator=None, drop_last=False, mean=0.0, std=1.0):

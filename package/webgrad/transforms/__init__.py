@@ -44,8 +44,17 @@ class Compose(Transform):
         return all(getattr(t, "batched", False) for t in self.transforms)
 
     def __call__(self, img):
-        for t in self.transforms:
+        steps = self.transforms
+        i = 0
+        while i < len(steps):
+            t = steps[i]
+            following = steps[i + 1] if i + 1 < len(steps) else None
+            if type(t) is ToTensor and type(following) is Normalize and F.is_uint8_tensor(img) and not following.inplace:
+                img = F.to_normalized(img, following.mean, following.std)  # one kernel instead of two
+                i += 2
+                continue
             img = t(img)
+            i += 1
         return img
 
     def __repr__(self):

@@ -194,17 +194,33 @@ def to_tensor(pic):
     return _affine(pic, [1.0 / 255.0], [0.0], "ToTensor")
 
 
-def normalize(tensor_, mean, std, inplace=False):
-    """(image - mean[c]) / std[c] for each channel c of float images [..., C, H, W], in one kernel."""
-    if not isinstance(tensor_, Tensor) or tensor_.dtype is not dtypes.float32:
-        got = tensor_.dtype if isinstance(tensor_, Tensor) else type(tensor_).__name__
-        raise TypeError(f"Input tensor should be a float tensor. Got {got}.")
+def _mean_std(mean, std):
     mean = [float(m) for m in (mean if not isinstance(mean, numbers.Real) else [mean])]
     std = [float(s) for s in (std if not isinstance(std, numbers.Real) else [std])]
     if any(s == 0 for s in std):
         raise ValueError("std evaluated to zero after conversion to float32, leading to division by zero.")
     if len(mean) != len(std):
         raise ValueError(f"normalize: {len(mean)} means but {len(std)} stds")
+    return mean, std
+
+
+def is_uint8_tensor(img):
+    return isinstance(img, Tensor) and img.dtype is dtypes.uint8
+
+
+def to_normalized(img, mean, std):
+    """normalize(to_tensor(img), mean, std) for uint8 tensors in one kernel: x * (1 / (255 std)) - mean / std
+    (equal up to float32 rounding)."""
+    mean, std = _mean_std(mean, std)
+    return _affine(img, [1.0 / (255.0 * s) for s in std], [-m / s for m, s in zip(mean, std)], "Normalize")
+
+
+def normalize(tensor_, mean, std, inplace=False):
+    """(image - mean[c]) / std[c] for each channel c of float images [..., C, H, W], in one kernel."""
+    if not isinstance(tensor_, Tensor) or tensor_.dtype is not dtypes.float32:
+        got = tensor_.dtype if isinstance(tensor_, Tensor) else type(tensor_).__name__
+        raise TypeError(f"Input tensor should be a float tensor. Got {got}.")
+    mean, std = _mean_std(mean, std)
     out = _affine(tensor_, [1.0 / s for s in std], [-m / s for m, s in zip(mean, std)], "Normalize")
     if inplace:
         tensor_.copy_(out)
