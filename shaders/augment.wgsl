@@ -84,29 +84,40 @@ fn pad_index(t: i32, size: i32) -> i32 {
     }
 }
 
-// Output element e: its value as a word of X_DTYPE (a uint8 value in the low byte).
-fn crop_value(e: u32, k: u32, offset: u32) -> u32 {
-    let v = e % cp.ow;
-    let y = (e / cp.ow) % cp.oh;
-    let plane = e / (cp.ow * cp.oh);   // n * C + c
-    let sample = plane / cp.c;
-    let c0 = offset + 3u * sample;
+// One output row's draw: which image row it reads (-1: fill), from which column, flipped or not.
+struct CropRow {
+    src_row: i32,
+    plane: u32,      // n * C + c
+    j: u32,
+    flipped: bool,
+}
+
+fn crop_row(row: u32, k: u32, offset: u32) -> CropRow {
+    let y = row % cp.oh;
+    let plane = row / cp.oh;
+    let c0 = offset + 3u * (plane / cp.c);
     let i = scale24(bits(c0, k) >> 8u, cp.span_i);
     let j = scale24(bits(c0 + 1u, k) >> 8u, cp.span_j);
     let flipped = f32(bits(c0 + 2u, k) >> 8u) * TWO_POW_M24 < cp.flip_p;
-    let col = select(v, cp.ow - 1u - v, flipped);
-    let r = pad_index(i32(i + y) - i32(cp.pad_top), i32(cp.h));
-    let s = pad_index(i32(j + col) - i32(cp.pad_left), i32(cp.w));
-    if (r < 0 || s < 0) {
+    return CropRow(pad_index(i32(i + y) - i32(cp.pad_top), i32(cp.h)), plane, j, flipped);
+}
+
+// Column v of a row: its value as a word of X_DTYPE (a uint8 value in the low byte).
+fn crop_pick(r: CropRow, v: u32) -> u32 {
+    let col = select(v, cp.ow - 1u - v, r.flipped);
+    let s = pad_index(i32(r.j + col) - i32(cp.pad_left), i32(cp.w));
+    if (r.src_row < 0 || s < 0) {
         if (X_DTYPE == DT_U8) { return u32(cp.fill) & 0xffu; }
         return encode_f32(cp.fill, X_DTYPE);
     }
-    let src = cp.x_offset + (plane * cp.h + u32(r)) * cp.w + u32(s);
+    let src = cp.x_offset + (r.plane * cp.h + u32(r.src_row)) * cp.w + u32(s);
     let word = x[word_index(src, X_DTYPE)];
     if (X_DTYPE == DT_U8) { return (word >> ((src & 3u) * 8u)) & 0xffu; }
     return word;
 }
 
+// A thread per output row: the draw is made once per row, not per element. A uint8 row writes the words
+// that start in it (a word reaching into the next row takes that row's draw for those bytes).
 @compute @workgroup_size(WORKGROUP)
 fn crop_flip(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     var seed = cp.seed;
@@ -114,23 +125,42 @@ fn crop_flip(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     var offset = cp.offset;
     if (cp.offset_slot != NO_SLOT) { offset = scalars[cp.offset_slot]; }
     let k = lowbias32(seed);
-    for (var q = gid.x; q < cp.words; q += groups.x * WORKGROUP) {
+    let rows = cp.n / cp.ow;
+    for (var row = gid.x; row < rows; row += groups.x * WORKGROUP) {
+        let r = crop_row(row, k, offset);
+        let start = row * cp.ow;
+        let end = start + cp.ow;
         if (X_DTYPE != DT_U8) {
-            out[cp.out_offset + q] = crop_value(q, k, offset);
+            for (var v = 0u; v < cp.ow; v++) {
+                out[cp.out_offset + start + v] = crop_pick(r, v);
+            }
             continue;
         }
-        // four bytes per word; in a last, partial word the bytes past the view keep their values
-        let dst = (cp.out_offset >> 2u) + q;
-        var word = 0u;
-        for (var b = 0u; b < 4u; b++) {
-            let e = 4u * q + b;
-            if (e < cp.n) {
-                word |= crop_value(e, k, offset) << (8u * b);
-            } else {
-                word |= out[dst] & (0xffu << (8u * b));
+        // the words wholly inside the row, then the one reaching past its end (none when OW % 4 == 0): two
+        // loops, so that a software adapter's SIMD lanes never evaluate the slow path of the second
+        for (var w = (start + 3u) / 4u; 4u * w + 3u < end; w++) {
+            var word = 0u;
+            for (var b = 0u; b < 4u; b++) {
+                word |= crop_pick(r, 4u * w + b - start) << (8u * b);
             }
+            out[(cp.out_offset >> 2u) + w] = word;
         }
-        out[dst] = word;
+        let last = end / 4u;
+        if (end % 4u != 0u && 4u * last >= start) {
+            let dst = (cp.out_offset >> 2u) + last;
+            var word = 0u;
+            for (var b = 0u; b < 4u; b++) {
+                let e = 4u * last + b;
+                if (e >= cp.n) {  // past the view: keep the byte
+                    word |= out[dst] & (0xffu << (8u * b));
+                } else if (e < end) {
+                    word |= crop_pick(r, e - start) << (8u * b);
+                } else {
+                    word |= crop_pick(crop_row(e / cp.ow, k, offset), e % cp.ow) << (8u * b);
+                }
+            }
+            out[dst] = word;
+        }
     }
 }
 
@@ -151,17 +181,27 @@ struct AffineParams {
 
 fn coefficient(i: u32) -> f32 { return ap.coef[i >> 2u][i & 3u]; }
 
+// Four elements per thread: the four bytes of a uint8 word are loaded once.
 @compute @workgroup_size(WORKGROUP)
 fn affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    for (var q = gid.x; q < ap.n; q += groups.x * WORKGROUP) {
-        let s = q % ap.hw;
-        let plane = q / ap.hw;
-        let c = plane % ap.c;
-        var src = q;
-        if (ap.channels_last != 0u) { src = ((plane - c) * ap.hw + s * ap.c) + c; }
-        src += ap.x_offset;
-        let v = decode_f32(x[word_index(src, X_DTYPE)], src, X_DTYPE);
-        out[ap.out_offset + q] = bitcast<u32>(v * coefficient(c) + coefficient(16u + c));
+    for (var q4 = gid.x; 4u * q4 < ap.n; q4 += groups.x * WORKGROUP) {
+        var loaded = 0xffffffffu;
+        var word = 0u;
+        for (var q = 4u * q4; q < min(4u * q4 + 4u, ap.n); q++) {
+            let s = q % ap.hw;
+            let plane = q / ap.hw;
+            let c = plane % ap.c;
+            var src = q;
+            if (ap.channels_last != 0u) { src = ((plane - c) * ap.hw + s * ap.c) + c; }
+            src += ap.x_offset;
+            let wi = word_index(src, X_DTYPE);
+            if (wi != loaded) {
+                word = x[wi];
+                loaded = wi;
+            }
+            let v = decode_f32(word, src, X_DTYPE);
+            out[ap.out_offset + q] = bitcast<u32>(v * coefficient(c) + coefficient(16u + c));
+        }
     }
 }
 
@@ -344,11 +384,7 @@ fn erase_box(image: u32, k: u32, offset: u32) -> vec4<u32> {
     return vec4<u32>(0u);
 }
 
-fn erase_value(e: u32, k: u32, offset: u32) -> u32 {
-    let col = e % ep.w;
-    let row = (e / ep.w) % ep.h;
-    let image = e / (ep.w * ep.h * ep.c);
-    let box = erase_box(image, k, offset);
+fn erase_pick(box: vec4<u32>, row: u32, col: u32, e: u32) -> u32 {
     let inside = row >= box.x && row < box.x + box.z && col >= box.y && col < box.y + box.w;
     if (inside) {
         if (X_DTYPE == DT_U8) { return u32(ep.value) & 0xffu; }
@@ -360,6 +396,7 @@ fn erase_value(e: u32, k: u32, offset: u32) -> u32 {
     return word;
 }
 
+// A thread per image row (the rectangle is searched once per row), uint8 words as in crop_flip.
 @compute @workgroup_size(WORKGROUP)
 fn erase(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     var seed = ep.seed;
@@ -367,21 +404,41 @@ fn erase(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     var offset = ep.offset;
     if (ep.offset_slot != NO_SLOT) { offset = scalars[ep.offset_slot]; }
     let k = lowbias32(seed);
-    for (var q = gid.x; q < ep.words; q += groups.x * WORKGROUP) {
+    let rows = ep.n / ep.w;
+    for (var row = gid.x; row < rows; row += groups.x * WORKGROUP) {
+        let box = erase_box(row / (ep.h * ep.c), k, offset);
+        let y = row % ep.h;
+        let start = row * ep.w;
+        let end = start + ep.w;
         if (X_DTYPE != DT_U8) {
-            out[ep.out_offset + q] = erase_value(q, k, offset);
+            for (var v = 0u; v < ep.w; v++) {
+                out[ep.out_offset + start + v] = erase_pick(box, y, v, start + v);
+            }
             continue;
         }
-        let dst = (ep.out_offset >> 2u) + q;
-        var word = 0u;
-        for (var b = 0u; b < 4u; b++) {
-            let e = 4u * q + b;
-            if (e < ep.n) {
-                word |= erase_value(e, k, offset) << (8u * b);
-            } else {
-                word |= out[dst] & (0xffu << (8u * b));
+        for (var w = (start + 3u) / 4u; 4u * w + 3u < end; w++) {
+            var word = 0u;
+            for (var b = 0u; b < 4u; b++) {
+                word |= erase_pick(box, y, 4u * w + b - start, 4u * w + b) << (8u * b);
             }
+            out[(ep.out_offset >> 2u) + w] = word;
         }
-        out[dst] = word;
+        let last = end / 4u;
+        if (end % 4u != 0u && 4u * last >= start) {
+            let dst = (ep.out_offset >> 2u) + last;
+            var word = 0u;
+            for (var b = 0u; b < 4u; b++) {
+                let e = 4u * last + b;
+                if (e >= ep.n) {
+                    word |= out[dst] & (0xffu << (8u * b));
+                } else if (e < end) {
+                    word |= erase_pick(box, y, e - start, e) << (8u * b);
+                } else {
+                    let next = e / ep.w;
+                    word |= erase_pick(erase_box(next / (ep.h * ep.c), k, offset), next % ep.h, e % ep.w, e) << (8u * b);
+                }
+            }
+            out[dst] = word;
+        }
     }
 }

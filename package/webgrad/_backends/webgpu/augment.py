@@ -51,7 +51,8 @@ def crop_flip(rt, out, x, seed, offset, pad, mode, fill, flip_p):
                         offset_slot, AUGMENT_PAD_MODES.index(mode), f32(fill), f32(flip_p))
     slots = tuple(s for s in (seed_slot, offset_slot) if s != 0xFFFFFFFF)
     constants = CROP_FLIP.constants({"X_DTYPE": dtype_code(x.dtype)})
-    rt.dispatch(CROP_FLIP, constants, (out.storage, x.storage, rt.scalars), params, _groups(rt, words), slots)
+    rows = out.numel // ow  # a thread per output row
+    rt.dispatch(CROP_FLIP, constants, (out.storage, x.storage, rt.scalars), params, _groups(rt, rows), slots)
 
 
 def affine(rt, out, x, scale, shift, channels_last=False):
@@ -69,7 +70,7 @@ def affine(rt, out, x, scale, shift, channels_last=False):
     coef = [f32(v) for v in scale] + pad + [f32(v) for v in shift] + pad
     params = _AFFINE.pack(out.numel, c, h * w, int(bool(channels_last)), x.offset, out.offset, 0, 0, *coef)
     constants = AFFINE.constants({"X_DTYPE": dtype_code(x.dtype)})
-    rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, out.numel))
+    rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, -(-out.numel // 4)))
 
 
 def color(rt, out, x, seed, offset, brightness, contrast, saturation):
@@ -112,4 +113,4 @@ def erase(rt, out, x, seed, offset, p, scale, log_ratio, value):
                          f32(value))
     slots = tuple(s for s in (seed_slot, offset_slot) if s != 0xFFFFFFFF)
     rt.dispatch(ERASE, ERASE.constants({"X_DTYPE": dtype_code(x.dtype)}), (out.storage, x.storage, rt.scalars),
-                params, _groups(rt, words), slots)
+                params, _groups(rt, out.numel // w), slots)  # a thread per image row
