@@ -240,22 +240,17 @@ fn blend(a: f32, b: f32, f: f32) -> f32 {
 }
 
 fn gray(p: vec3<f32>) -> f32 {
-    if (cc.c == 1u) { return p.x; }
     let g = 0.2989 * p.x + 0.587 * p.y + 0.114 * p.z;
-    return select(g, floor(g), X_DTYPE == DT_U8);
+    return select(select(g, floor(g), X_DTYPE == DT_U8), p.x, cc.c == 1u);
 }
 
-// Adjustment `op` (0 brightness, 1 contrast, 2 saturation) with factor f on one pixel.
+// Adjustment `op` (0 brightness, 1 contrast, 2 saturation) with factor f on one pixel: each is a blend with
+// 0, the mean or the pixel's gray, chosen with selects rather than branches (SIMD lanes of a software
+// adapter would run every branch). Saturation on one channel uses f = 1, which leaves the pixel as it is.
 fn adjust(op: u32, p: vec3<f32>, f: f32, mean: f32) -> vec3<f32> {
-    switch op {
-        case 0u: { return vec3<f32>(blend(p.x, 0.0, f), blend(p.y, 0.0, f), blend(p.z, 0.0, f)); }
-        case 1u: { return vec3<f32>(blend(p.x, mean, f), blend(p.y, mean, f), blend(p.z, mean, f)); }
-        default: {
-            if (cc.c == 1u) { return p; }
-            let g = gray(p);
-            return vec3<f32>(blend(p.x, g, f), blend(p.y, g, f), blend(p.z, g, f));
-        }
-    }
+    let other = select(select(gray(p), mean, op == 1u), 0.0, op == 0u);
+    let g = select(f, 1.0, op == 2u && cc.c == 1u);
+    return vec3<f32>(blend(p.x, other, g), blend(p.y, other, g), blend(p.z, other, g));
 }
 
 // The order of the adjustments, AUGMENT_COLOR_ORDERS[k] (backends/interface.py), as three 2-bit fields.
