@@ -205,6 +205,27 @@ fn affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     }
 }
 
+// The common case (channels first, H * W, offsets and size multiples of 4) four elements to a vec4: one
+// load of a uint8 word or of 4 floats, one 16-byte store, one channel's coefficients.
+@group(0) @binding(7) var<storage, read_write> out4: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read> x4: array<vec4<u32>>;
+
+@compute @workgroup_size(WORKGROUP)
+fn affine4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var q4 = gid.x; q4 < ap.n / 4u; q4 += groups.x * WORKGROUP) {
+        let q = 4u * q4;
+        let c = (q / ap.hw) % ap.c;
+        var v: vec4<f32>;
+        if (X_DTYPE == DT_U8) {
+            let w = x[(ap.x_offset + q) >> 2u];
+            v = vec4<f32>(f32(w & 0xffu), f32((w >> 8u) & 0xffu), f32((w >> 16u) & 0xffu), f32(w >> 24u));
+        } else {
+            v = bitcast<vec4<f32>>(x4[(ap.x_offset + q) >> 2u]);
+        }
+        out4[(ap.out_offset >> 2u) + q4] = bitcast<vec4<u32>>(v * coefficient(c) + coefficient(16u + c));
+    }
+}
+
 // ------------------------------------------------------------------ color (ColorJitter without hue)
 // One workgroup per image. Contrast blends with the mean gray level of the image as the adjustments
 // before it left it: every thread replays those on its pixels, the workgroup sums the grays, then every

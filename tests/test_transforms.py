@@ -321,3 +321,19 @@ def test_compose_fuses_to_tensor_and_normalize(device):
     fused = T.Compose([T.ToTensor(), T.Normalize(mean, std)])(u8).to("cpu").numpy()
     apart = T.Normalize(mean, std)(T.ToTensor()(u8)).to("cpu").numpy()
     np.testing.assert_allclose(fused, apart, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(2, 4, 6, 3), (3, 5, 3, 3)])  # H * W a multiple of 4 (vec4 path on WebGPU) or not
+def test_affine_kernel_layouts(device, shape):
+    rng = np.random.default_rng(15)
+    hwc = rng.integers(0, 256, shape).astype(np.uint8)
+    chw = np.ascontiguousarray(hwc.transpose(0, 3, 1, 2))
+    scale, shift = [0.5, 2.0, -1.0], [1.0, 0.0, 3.0]
+    want = chw * np.array(scale)[:, None, None] + np.array(shift)[:, None, None]
+    for image, last in ((hwc, True), (chw, False)):
+        for dtype in ("uint8", "float32"):
+            got = TF._affine(wg.tensor(image.astype(dtype), device=device), scale, shift, "t", channels_last=last)
+            np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=1e-6, err_msg=f"{dtype} channels_last={last}")
+    view = wg.tensor(np.concatenate([np.zeros((1,) + chw.shape[1:], np.uint8), chw]), device=device)[1:]  # offset
+    np.testing.assert_allclose(TF._affine(view, scale, shift, "t").to("cpu").numpy(), want, rtol=1e-6)

@@ -11,6 +11,7 @@ from .views import check_view, f32, u32_fields
 SHADER = Shader("augment.wgsl", {})
 CROP_FLIP = Kernel(SHADER, "crop_flip", ((0, "write"), (1, "read"), (2, "read"), (3, "uniform")), ("X_DTYPE",))
 AFFINE = Kernel(SHADER, "affine", ((0, "write"), (1, "read"), (4, "uniform")), ("X_DTYPE",))
+AFFINE4 = Kernel(SHADER, "affine4", ((7, "write"), (1, "read"), (8, "read"), (4, "uniform")), ("X_DTYPE",))
 ERASE = Kernel(SHADER, "erase", ((0, "write"), (1, "read"), (2, "read"), (6, "uniform")), ("X_DTYPE",))
 COLOR = Kernel(SHADER, "color", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), ("X_DTYPE",))
 
@@ -70,6 +71,9 @@ def affine(rt, out, x, scale, shift, channels_last=False):
     coef = [f32(v) for v in scale] + pad + [f32(v) for v in shift] + pad
     params = _AFFINE.pack(out.numel, c, h * w, int(bool(channels_last)), x.offset, out.offset, 0, 0, *coef)
     constants = AFFINE.constants({"X_DTYPE": dtype_code(x.dtype)})
+    if not channels_last and (h * w) % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0:  # whole vec4s
+        rt.dispatch(AFFINE4, constants, (out.storage, x.storage, x.storage), params, _groups(rt, out.numel // 4))
+        return
     rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, -(-out.numel // 4)))
 
 
