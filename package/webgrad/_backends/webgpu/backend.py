@@ -211,6 +211,8 @@ class WebGPUBackend(Backend):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
 
     # ----------------------------------------------------------------- data augmentation
+    # (augment is imported in each method only to keep this addition one block; it belongs with the
+    # kernel families imported at the top of the module)
     def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
         from . import augment
         augment.crop_flip(self.runtime, out, x, seed, offset, pad, mode, fill, flip_p)
