@@ -255,3 +255,49 @@ class Backend:
         (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
         buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
         raise NotImplementedError
+
+    # ----------------------------------------------------------------- data augmentation (webgrad.transforms)
+    # Images are contiguous [N, C, H, W] batches. Random parameters are drawn per sample from the stream
+    # of `random` (u(c) = its uniform at counter c, with this seed), so every backend draws the same.
+    def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
+        """A random crop of the padded image, then a random horizontal flip, drawn per sample (torchvision's
+        RandomCrop and RandomHorizontalFlip). x: [N, C, H, W] float32 or uint8; out: [N, C, OH, OW], x's dtype.
+        pad = (left, top, right, bottom) gives the padded image [PH, PW]; mode in AUGMENT_PAD_MODES; fill is
+        the constant mode's value. Sample n: top row i = floor(u(offset + 3n) * (PH - OH + 1)), left column
+        j = floor(u(offset + 3n + 1) * (PW - OW + 1)), flipped when u(offset + 3n + 2) < flip_p (float32);
+        out[n, c, y, v] = padded[n, c, i + y, j + (OW - 1 - v if flipped else v)]. seed, offset as `random`."""
+        raise NotImplementedError
+
+    def augment_affine(self, out, x, scale, shift, channels_last=False):
+        """out[n, c, h, w] = x[n, c, h, w] * scale[c] + shift[c] in float32 (ToTensor and Normalize in one
+        kernel). x: [N, C, H, W], or [N, H, W, C] when channels_last, float32 or uint8; out: float32
+        [N, C, H, W]; scale, shift: C Python floats (at most AUGMENT_MAX_CHANNELS)."""
+        raise NotImplementedError
+
+    def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
+        """ColorJitter drawn per image (torchvision's, without hue). x: [N, C, H, W] float32 or uint8, C 1 or
+        3; out like x. brightness, contrast, saturation: (low, high) factor ranges ((1, 1): no change). Image n
+        applies the three in the order AUGMENT_COLOR_ORDERS[floor(u(offset + 4n) * 6)] with factors
+        f = low + (high - low) * u(offset + 4n + 1, + 2, + 3) (float32). Each is torchvision's blend
+        clamp(f * a + (1 - f) * b) to [0, 1] (float) or [0, 255] (uint8, then truncated): brightness b = 0;
+        contrast b = the mean over the image of gray(a); saturation b = gray(a) per pixel, where
+        gray = 0.2989 r + 0.587 g + 0.114 b (truncated for uint8; a 1-channel image is its own gray, and
+        saturation leaves it unchanged)."""
+        raise NotImplementedError
+
+    def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
+        """RandomErasing drawn per image (torchvision's). x: [N, C, H, W] float32 or uint8; out like x. Image n is
+        erased when u(c) < p, c = offset + 41n; then for attempt a = 0..9, with d = c + 1 + 4a (float32 math):
+        area = H*W * (scale[0] + (scale[1] - scale[0]) * u(d)); r = exp(log_ratio[0] + (log_ratio[1] -
+        log_ratio[0]) * u(d + 1)); h = round(sqrt(area * r)), w = round(sqrt(area / r)) (half to even); the
+        first attempt with h < H and w < W sets rows i = floor(u(d + 2) * (H - h + 1)) .. i + h - 1 and columns
+        j = floor(u(d + 3) * (W - w + 1)) .. j + w - 1 of every channel to `value`; none: unchanged."""
+        raise NotImplementedError
+
+
+# Padding modes of augment_crop_flip, as torchvision's RandomCrop: outside the image a pixel is `fill`, the
+# nearest edge pixel, the mirror without the edge (d c b | a b c d | c b a) or with it (b a | a b c d | d c).
+AUGMENT_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+AUGMENT_MAX_CHANNELS = 16
+# augment_color's orders of (0 brightness, 1 contrast, 2 saturation)
+AUGMENT_COLOR_ORDERS = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))

@@ -20,6 +20,61 @@ def cnn():
     )
 
 
+class CifarBasicBlock(nn.Module):
+    """conv3x3-BN-ReLU-conv3x3-BN plus the shortcut (a 1x1 conv + BN where the shape changes), then ReLU."""
+
+    def __init__(self, inputs, outputs, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(outputs)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or inputs != outputs:
+            self.shortcut = nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(outputs))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+class CifarResNet(nn.Module):
+    """The CIFAR ResNets of He et al. (2016, section 4.2): a 3x3 conv, three stages of (depth - 2) / 6 basic
+    blocks at widths w, 2w, 4w (stride 2 entering the last two), global average pooling, one linear layer.
+    Shortcuts are projections (option B). Attribute names make the state_dict load into the same
+    architecture written in PyTorch."""
+
+    def __init__(self, depth=20, num_classes=10, width=16, in_channels=3):
+        super().__init__()
+        if depth < 8 or (depth - 2) % 6:
+            raise ValueError(f"a CIFAR ResNet has depth 6n + 2 (8, 14, 20, 32, 44, 56, 110), got {depth}")
+        blocks = (depth - 2) // 6
+        self.conv1 = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        stages, inputs = [], width
+        for k, stride in enumerate((1, 2, 2)):
+            outputs = width * 2 ** k
+            layers = []
+            for b in range(blocks):
+                layers.append(CifarBasicBlock(inputs, outputs, stride if b == 0 else 1))
+                inputs = outputs
+            stages.append(nn.Sequential(*layers))
+        self.layer1, self.layer2, self.layer3 = stages
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(inputs, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(self.pool(x).flatten(1))
+
+
+def resnet_cifar(depth=8, num_classes=10, width=16):
+    """A CIFAR ResNet: depth 8 (ResNet-8) by default, 20 for ResNet-20."""
+    return CifarResNet(depth, num_classes, width)
+
+
 MODELS = {"mlp": mlp, "cnn": cnn}
 
 

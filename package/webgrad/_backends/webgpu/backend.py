@@ -211,6 +211,25 @@ class WebGPUBackend(Backend):
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
 
+    # ----------------------------------------------------------------- data augmentation
+    # (augment is imported in each method only to keep this addition one block; it belongs with the
+    # kernel families imported at the top of the module)
+    def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
+        from . import augment
+        augment.crop_flip(self.runtime, out, x, seed, offset, pad, mode, fill, flip_p)
+
+    def augment_affine(self, out, x, scale, shift, channels_last=False):
+        from . import augment
+        augment.affine(self.runtime, out, x, scale, shift, channels_last)
+
+    def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
+        from . import augment
+        augment.color(self.runtime, out, x, seed, offset, brightness, contrast, saturation)
+
+    def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
+        from . import augment
+        augment.erase(self.runtime, out, x, seed, offset, p, scale, log_ratio, value)
+
 
 def _byte_view(data):
     """`data` as a flat memoryview of bytes (copied only if it is not contiguous)."""
