@@ -1,4 +1,5 @@
 //! include "common.wgsl"
+//! include "random_stream.wgsl"
 // Data augmentation on image batches [N, C, H, W] (the Python side is backends/webgpu/augment.py; the
 // semantics, and the CPU reference, are in backends/interface.py and backends/cpu.py):
 //   crop_flip   a random crop of the padded image, then a random horizontal flip, drawn per sample
@@ -20,32 +21,6 @@ const PAD_REFLECT: u32 = 2u;
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read> scalars: array<u32>;
-
-// ------------------------------------------------------------------ the random stream (as random.wgsl)
-fn lowbias32(v: u32) -> u32 {
-    var x = v;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    x ^= x >> 16u;
-    return x;
-}
-
-fn bits(j: u32, k: u32) -> u32 { return lowbias32(lowbias32(j ^ k) + k); }
-
-// floor(m * span / 2^24) exactly, for m < 2^24 (random.wgsl's scale24).
-fn scale24(m: u32, span: u32) -> u32 {
-    let m0 = m & 0xffffu;
-    let m1 = m >> 16u;
-    let s0 = span & 0xffffu;
-    let s1 = span >> 16u;
-    let low = m0 * s0;
-    let mid = (low >> 16u) + ((m0 * s1) & 0xffffu) + ((m1 * s0) & 0xffffu);
-    let hi = m1 * s1 + ((m0 * s1) >> 16u) + ((m1 * s0) >> 16u) + (mid >> 16u);
-    let lo = (low & 0xffffu) | (mid << 16u);
-    return (hi << 8u) | (lo >> 24u);
-}
 
 // ------------------------------------------------------------------ crop_flip
 struct CropParams {

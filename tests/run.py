@@ -32,7 +32,10 @@ def main(argv: list[str]) -> int:
     except (bootstrap.SetupError, OSError, subprocess.CalledProcessError) as e:
         print(f"tests/run.py: set-up failed: {e}", file=sys.stderr)
         return 2
-    return subprocess.call([str(python), "-m", "pytest", *argv], cwd=ROOT, env=os.environ.copy())
+    # One BLAS thread: the CPU reference shares 2 cores with lavapipe and Chromium, and a threaded
+    # OpenBLAS on an oversubscribed machine made CPU convolution tests ~4x slower.
+    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ}
+    return subprocess.call([str(python), "-m", "pytest", *argv], cwd=ROOT, env=env)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
 from .replay import replayable
-from . import autograd, data, datasets, utils, webgpu
+from . import autograd, data, datasets, transforms, utils, webgpu
 from . import nn
 from . import optim
 
@@ -37,6 +37,6 @@ __all__ = [
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
-    "load", "save", "replayable", "autograd", "data", "datasets", "utils", "webgpu", "nn", "optim",
+    "load", "save", "replayable", "autograd", "data", "datasets", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

@@ -8,7 +8,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
+from . import augment, conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -212,22 +212,16 @@ class WebGPUBackend(Backend):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
 
     # ----------------------------------------------------------------- data augmentation
-    # (augment is imported in each method only to keep this addition one block; it belongs with the
-    # kernel families imported at the top of the module)
     def augment_crop_flip(self, out, x, seed, offset, pad, mode, fill, flip_p):
-        from . import augment
         augment.crop_flip(self.runtime, out, x, seed, offset, pad, mode, fill, flip_p)
 
     def augment_affine(self, out, x, scale, shift, channels_last=False):
-        from . import augment
         augment.affine(self.runtime, out, x, scale, shift, channels_last)
 
     def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
-        from . import augment
         augment.color(self.runtime, out, x, seed, offset, brightness, contrast, saturation)
 
     def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
-        from . import augment
         augment.erase(self.runtime, out, x, seed, offset, p, scale, log_ratio, value)
 
 
