@@ -37,6 +37,46 @@ def adapter_info():
     return _runtime.default_runtime().binding.info()
 
 
+# ------------------------------------------------------------------ memory, with torch.cuda's meanings
+# Bytes of GPU buffers that hold tensors (pooled in size classes: 256 bytes, then steps of 1/8 of a power
+# of two); the runtime's own small buffers (parameters, read-back staging) are not counted. `device` is
+# accepted for PyTorch compatibility: there is one WebGPU device. Nothing is created to answer: before the
+# device exists, every figure is 0.
+
+
+def memory_allocated(device=None):
+    """Bytes of GPU memory held by live tensors (and by graphs' tensors while those live)."""
+    rt = _runtime._default_runtime
+    return rt.pool.allocated if rt is not None else 0
+
+
+def max_memory_allocated(device=None):
+    """The highest memory_allocated() since the device was created or reset_peak_memory_stats()."""
+    rt = _runtime._default_runtime
+    return rt.pool.peak if rt is not None else 0
+
+
+def reset_peak_memory_stats(device=None):
+    """Start max_memory_allocated() again from the current memory_allocated()."""
+    rt = _runtime._default_runtime
+    if rt is not None:
+        rt.pool.peak = rt.pool.allocated
+
+
+def memory_reserved(device=None):
+    """Bytes of GPU buffers the allocator holds: memory_allocated() plus its free, reusable buffers."""
+    rt = _runtime._default_runtime
+    return rt.pool.reserved if rt is not None else 0
+
+
+def empty_cache():
+    """Give the allocator's free buffers back to the GPU driver (memory_reserved() drops to about
+    memory_allocated()). Tensors are untouched; later allocations create buffers again."""
+    rt = _runtime._default_runtime
+    if rt is not None:
+        rt.empty_cache()
+
+
 def synchronize():
     """Submit all queued GPU work and wait until it has finished."""
     if _runtime._default_runtime is not None:
