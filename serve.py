@@ -52,14 +52,22 @@ GZIP_CACHE = ROOT / "build" / "gzip-cache"  # compressed once, reused across res
 
 MAX_PATH = 4096  # bytes of request path: longer ones get 414 (no file system path is that long)
 IDLE_TIMEOUT = 30  # seconds a connection may sit without sending a request (or reading a response)
-# Every response: cross-origin isolation (SharedArrayBuffer, precise timers; the page, its worker and
-# JupyterLite load only same-origin resources, so require-corp costs nothing), and no MIME sniffing.
+# Every response: no MIME sniffing, and resources for this origin only. The page and its worker are also
+# cross-origin isolated (SharedArrayBuffer, precise timers; they load only same-origin resources, so
+# require-corp costs nothing).
 SECURITY_HEADERS = {
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Cross-Origin-Embedder-Policy": "require-corp",
     "Cross-Origin-Resource-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
+ISOLATION_HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+}
+# JupyterLite is not isolated: when crossOriginIsolated is true its Pyodide kernel switches from the
+# service worker to a SharedArrayBuffer bridge (coincident, with contents sync), whose
+# `Atomics.waitAsync(...).value.then` throws when waitAsync answers synchronously: in Chromium 156 the
+# kernel then hangs in the first cell that reads a result (e2e/test_jupyterlite.py, seen 2026-11-24).
+NOT_ISOLATED = ("/lite/",)
 
 # Explicit types: the OS's mime.types differs between machines, and a module
 # script or WebAssembly.instantiateStreaming refuses the wrong one.
@@ -145,7 +153,10 @@ class Handler(SimpleHTTPRequestHandler):
     timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed, not kept forever
 
     def end_headers(self):
-        for name, value in SECURITY_HEADERS.items():
+        headers = dict(SECURITY_HEADERS)
+        if not getattr(self, "path", "").startswith(NOT_ISOLATED):  # no path: a request line too long
+            headers.update(ISOLATION_HEADERS)
+        for name, value in headers.items():
             self.send_header(name, value)
         super().end_headers()
 
