@@ -11,7 +11,6 @@ import time
 import pytest
 
 import webgrad as wg
-from webgrad.io import safetensors as st
 
 reference = pytest.importorskip("safetensors")
 

@@ -4,6 +4,9 @@ In the browser (Pyodide) the GPU is reached through ``navigator.gpu``; natively 
 Python cannot block on a JS promise (Pyodide without JSPI), call ``await webgrad.webgpu.init_async()``
 once before using the "webgpu" device, and read results with the async methods.
 
+``memory_allocated()``, ``max_memory_allocated()``, ``reset_peak_memory_stats()``, ``memory_reserved()``
+and ``empty_cache()`` report and release GPU memory as ``torch.cuda``'s functions of those names do.
+
 ``Kernel`` runs WGSL you write on webgrad tensors (backends/webgpu/custom.py); pair a forward and a
 backward kernel in a ``webgrad.autograd.Function`` to make it differentiable.
 """
