@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import ipaddress
 import json
 import os
 import shutil
+import socket
 import sys
 import threading
 from http import HTTPStatus
@@ -46,7 +48,26 @@ MOUNTS = [
     ("/", ROOT / "web"),
 ]
 GZIP_MOUNTS = ("/data/",)  # the MNIST IDX files: 55 MB raw, ~10 MB gzipped
-GZIP_CACHE = ROOT / "build" / "gzip-cache"  # compressed once, reused across restarts
+GZIP_CACHE = ROOT / "build" / "gzip-cache"  # compressed once, reused across restarts; under no mount
+
+MAX_PATH = 4096  # bytes of request path: longer ones get 414 (no file system path is that long)
+IDLE_TIMEOUT = 30  # seconds a connection may sit without sending a request (or reading a response)
+# Every response: no MIME sniffing, and resources for this origin only. The page and its worker are also
+# cross-origin isolated (SharedArrayBuffer, precise timers; they load only same-origin resources, so
+# require-corp costs nothing).
+SECURITY_HEADERS = {
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+}
+ISOLATION_HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+}
+# JupyterLite is not isolated: when crossOriginIsolated is true its Pyodide kernel switches from the
+# service worker to a SharedArrayBuffer bridge (coincident, with contents sync), whose
+# `Atomics.waitAsync(...).value.then` throws when waitAsync answers synchronously: in Chromium 156 the
+# kernel then hangs in the first cell that reads a result (e2e/test_jupyterlite.py, seen 2026-11-24).
+NOT_ISOLATED = ("/lite/",)
 
 # Explicit types: the OS's mime.types differs between machines, and a module
 # script or WebAssembly.instantiateStreaming refuses the wrong one.
@@ -91,13 +112,16 @@ def resolve(url: str, mounts=MOUNTS) -> tuple[str, Path] | None:
         parts = [p for p in path[len(prefix):].split("/") if p]
         if any(p in (".", "..") or "\\" in p or "\0" in p for p in parts):
             return None
-        root = root.resolve()
-        target = root.joinpath(*parts).resolve()
-        if not target.is_relative_to(root):
+        try:
+            root = root.resolve()
+            target = root.joinpath(*parts).resolve()
+            if not target.is_relative_to(root):
+                return None
+            if target.is_dir():
+                target = target / "index.html"
+            return (prefix, target) if target.is_file() else None
+        except (OSError, ValueError):  # a name too long for the file system, a surrogate it cannot encode
             return None
-        if target.is_dir():
-            target = target / "index.html"
-        return (prefix, target) if target.is_file() else None
     return None
 
 
@@ -125,8 +149,27 @@ class Handler(SimpleHTTPRequestHandler):
     mounts = MOUNTS
     quiet = False
     server_version = "webgrad-serve"
+    allowed_hosts = None  # None: any Host header; else the set of host names served (loopback binds)
+    timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed, not kept forever
+
+    def end_headers(self):
+        headers = dict(SECURITY_HEADERS)
+        if not getattr(self, "path", "").startswith(NOT_ISOLATED):  # no path: a request line too long
+            headers.update(ISOLATION_HEADERS)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        super().end_headers()
 
     def send_head(self):
+        if len(self.path.encode("utf-8", "surrogateescape")) > MAX_PATH:
+            self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG, "Request path too long")
+            return None
+        if self.allowed_hosts is not None and not host_allowed(self.headers.get("Host"), self.allowed_hosts):
+            # DNS rebinding: a page of another site, its name re-pointed at 127.0.0.1, reaches us with
+            # its own name in Host. A loopback server answers only to loopback names.
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Unknown host",
+                            f"This server answers to {', '.join(sorted(self.allowed_hosts))} only.")
+            return None
         found = resolve(self.path, self.mounts)
         if found is None:
             if self.path.startswith("/lite/") and not (lite.SITE / "index.html").is_file():
@@ -163,15 +206,55 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True  # a browser's open connections never block shutdown
 
     def handle_error(self, request, client_address):
-        # A page closed mid-download (common in tests) is not a server error.
-        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+        # A page closed mid-download (common in tests), or a client that went idle, is not a server error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, TimeoutError)):
             super().handle_error(request, client_address)
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]"}
+
+
+def host_allowed(header: str | None, allowed: set[str]) -> bool:
+    """Whether a Host header ("name" or "name:port") names one of `allowed`. No header (HTTP/1.0) passes:
+    a browser always sends one."""
+    if header is None:
+        return True
+    name = header.strip().lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[:name.find("]") + 1]
+    elif name.count(":") == 1:
+        name = name.split(":")[0]
+    return name in allowed
+
+
 def make_server(host: str = "127.0.0.1", port: int = 8000, mounts=MOUNTS, quiet=False) -> Server:
-    """A server for `mounts` (not started). port=0 picks a free port: read server.server_port."""
-    handler = type("BoundHandler", (Handler,), {"mounts": mounts, "quiet": quiet})
+    """A server for `mounts` (not started). port=0 picks a free port: read server.server_port.
+    Bound to a loopback address it answers only requests whose Host is a loopback name."""
+    allowed = LOOPBACK_NAMES | {host.lower()} if is_loopback(host) else None
+    handler = type("BoundHandler", (Handler,), {"mounts": mounts, "quiet": quiet, "allowed_hosts": allowed})
     return Server((host, port), handler)
+
+
+def public_url(host: str, port: int) -> str:
+    """The URL another machine would use for a server bound to `host` (0.0.0.0 and :: mean every
+    interface: this machine's address on its default route, else its host name)."""
+    if host in ("0.0.0.0", "::", ""):
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(("192.0.2.1", 9))  # TEST-NET-1: no packet is sent, the OS only picks a route
+                host = s.getsockname()[0]
+        except OSError:
+            host = socket.gethostname()
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
 def asset_status() -> dict[str, bool]:
@@ -251,13 +334,18 @@ def main(argv=None) -> int:
 
     server = make_server(args.host, args.port)
     host, port = server.server_address[:2]
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = public_url(host, port)
     for name, ok in status.items():
         print(f"  {'ready  ' if ok else 'MISSING'} {name}")
     print("assets ready" if all(status.values()) else "assets NOT ready (see MISSING above)")
+    if not is_loopback(args.host):
+        print(f"serve.py: WARNING: --host {args.host} exposes this server to other machines on the network; "
+              "it serves files only, without authentication or TLS. Browsers give navigator.gpu (WebGPU) only "
+              "to secure contexts: from another machine, reach it through an SSH tunnel to 127.0.0.1 instead.",
+              file=sys.stderr)
     if (lite.SITE / "index.html").is_file():
-        print(f"notebooks (JupyterLite) on http://{shown}:{port}/lite/")
-    print(f"serving webgrad on http://{shown}:{port}/", flush=True)
+        print(f"notebooks (JupyterLite) on {url}lite/")
+    print(f"serving webgrad on {url}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

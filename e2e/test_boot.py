@@ -21,6 +21,9 @@ def test_boot_shows_adapter_and_runs_python(booted_page, run_python, screenshot)
                                        f"document.getElementById('boot-{stage}').max]")
         assert value == maximum > 0, (stage, value, maximum)
     assert "MNIST are ready" in page.inner_text("#boot-summary")
+    # serve.py's COOP/COEP headers make the page and its worker cross-origin isolated, and nothing broke
+    assert page.evaluate("crossOriginIsolated") is True
+    assert run_python("import js\nbool(js.crossOriginIsolated)") is True
 
     version = run_python("import webgrad, sys; sys.version")
     assert re.match(r"3\.14\.\d+", version), version

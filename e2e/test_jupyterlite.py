@@ -139,6 +139,8 @@ def test_dashboard_links_to_the_notebooks(lite_site, page, server_url):
     names = page.eval_on_selector_all(".jp-DirListing-itemText", "els => els.map((e) => e.textContent.trim())")
     for name in ("01-quickstart.ipynb", "02-train-mnist.ipynb", "03-custom-kernel.ipynb"):
         assert name in names, names
+    # served without COOP/COEP (serve.NOT_ISOLATED says why): its kernel keeps its service-worker bridge
+    assert page.evaluate("crossOriginIsolated") is False
 
 
 @pytest.mark.parametrize("jspi", [True, False], ids=["jspi", "no-jspi"])

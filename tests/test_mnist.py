@@ -257,3 +257,40 @@ def test_example_trains_and_its_checkpoint_loads_in_torch(tmp_path, capsys):
         ours = model(x).numpy()
     np.testing.assert_allclose(reference(torch.tensor(x.numpy())).detach().numpy(), ours, rtol=1e-4, atol=1e-4)
     assert (ours.argmax(1) == y.numpy()).mean() > 0.5  # 10 steps already beat chance (0.1) by far
+
+
+def _gzip_bomb(path, header):
+    """About 1 MiB of gzip that inflates to about 1 GiB: `header`, then zeros (1,000 gzip members of
+    1 MiB of zeros each, which a gzip reader concatenates)."""
+    zeros = gzip.compress(bytes(1 << 20), compresslevel=9, mtime=0)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(header + bytes(1 << 20), compresslevel=9, mtime=0))
+        while f.tell() < (1 << 20):
+            f.write(zeros)
+
+
+@pytest.mark.parametrize("kind", ["labels", "images"])
+def test_gzip_bomb_is_refused_fast_and_small(tmp_path, kind):
+    import time
+    import tracemalloc
+
+    from webgrad.datasets.idx import read_idx
+
+    path = str(tmp_path / f"train-{kind}-idx{1 if kind == 'labels' else 3}-ubyte.gz")
+    dims = (10,) if kind == "labels" else (10, 28, 28)
+    _gzip_bomb(path, _idx(dims, b"")[:4 + 4 * len(dims)])
+    assert os.path.getsize(path) < (1 << 20) + 4096
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=r"found more than \d+ after decompression"):
+            read_idx(path, len(dims), kind)
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 1.0 and peak < 50 * 2**20, (elapsed, peak)
+    # a header that declares more than the file could inflate to is refused before decompressing at all
+    _gzip_bomb(path, _idx((2**31,) + dims[1:], b"")[:4 + 4 * len(dims)])
+    with pytest.raises(ValueError, match="bytes of gzip data can hold"):
+        read_idx(path, len(dims), kind)

@@ -1,4 +1,5 @@
-"""serve.py: URL map, path traversal, MIME types, gzip, the --port 0 CLI and the --build static site."""
+"""serve.py: URL map, path traversal, MIME types, gzip, the --port 0 CLI, the --build static site, and
+hardening: long paths, security headers, Host allowlist, idle timeout, public-host warning."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import gzip
 import http.client
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +181,103 @@ def test_build_static_site_works_with_a_plain_server(port, tmp_path):
         # Same bytes as the dev server gives.
         assert get(static, "/worker.js")[2] == get(port, "/worker.js")[2]
         assert get(static, "/pyodide/pyodide.mjs")[1]["content-type"].startswith("text/javascript")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# ----------------------------------------------------------------------------------------------- hardening
+@pytest.mark.parametrize("path,status", [
+    ("/" + "a" * 300, 404),                      # one segment over NAME_MAX (255 bytes): ENAMETOOLONG inside
+    ("/data/" + "b" * 1000, 404),
+    ("/pyodide/" + "%e2%82%ac" * 100, 404),      # 300 bytes once decoded
+    ("/" + "/".join(["c" * 200] * 20), 404),     # 4 KiB of path made of legal segments
+    ("/" + "d" * 5000, 414),
+    ("/x%00y", 404),
+    ("/%ff%fe%fd", 404),                         # not UTF-8
+    ("/%ed%a0%80", 404),                         # an encoded lone surrogate
+    ("/" + "%2f" * 2000, 414),
+])
+def test_long_or_odd_paths_get_an_answer(port, path, status):
+    got, headers, _ = get(port, path)
+    assert got == status
+    assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_request_line_over_the_stdlib_limit_gets_414(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET /" + b"e" * 70_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert s.recv(64).startswith(b"HTTP/1.0 414")
+
+
+def test_isolation_and_nosniff_headers_on_every_answer(port):
+    for path in ["/", "/worker.js", "/pyodide/pyodide.asm.wasm", "/data/t10k-labels-idx1-ubyte", "/missing",
+                 "/lite/index.html"]:
+        _, headers, _ = get(port, path, "HEAD")
+        assert headers["cross-origin-resource-policy"] == "same-origin", path
+        assert headers["x-content-type-options"] == "nosniff", path
+        isolated = not path.startswith("/lite/")  # see serve.NOT_ISOLATED
+        assert (headers.get("cross-origin-opener-policy") == "same-origin") == isolated, path
+        assert (headers.get("cross-origin-embedder-policy") == "require-corp") == isolated, path
+
+
+@pytest.mark.parametrize("host,status", [
+    ("127.0.0.1", 200), ("localhost", 200), ("LOCALHOST:8000", 200), ("[::1]:1234", 200),
+    ("evil.example", 421), ("evil.example:8000", 421), ("127.0.0.1.evil.example", 421), ("[::2]", 421),
+])
+def test_loopback_server_answers_loopback_host_names_only(port, host, status):
+    assert get(port, "/", headers={"Host": host})[0] == status
+
+
+def test_http10_request_without_host_is_served(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert s.recv(64).startswith(b"HTTP/1.0 200")
+
+
+def test_non_loopback_bind_takes_any_host():
+    server = serve.make_server("0.0.0.0", 0, quiet=True)
+    try:
+        assert server.RequestHandlerClass.allowed_hosts is None
+    finally:
+        server.server_close()
+    assert serve.host_allowed("localhost:1", serve.LOOPBACK_NAMES) and not serve.host_allowed("a.b", {"localhost"})
+
+
+def test_idle_connections_are_closed(monkeypatch):
+    monkeypatch.setattr(serve.Handler, "timeout", 0.5)
+    server = start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_port), timeout=10) as s:
+            t0 = time.monotonic()
+            assert s.recv(1) == b""  # the server hung up
+            assert time.monotonic() - t0 < 5
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert serve.IDLE_TIMEOUT <= 60
+
+
+def test_gzip_cache_is_not_served():
+    cache = serve.GZIP_CACHE.resolve() if serve.GZIP_CACHE.exists() else serve.GZIP_CACHE
+    for _, root in serve.MOUNTS:
+        assert not cache.is_relative_to(root.resolve())
+
+
+def test_cli_warns_and_prints_the_real_url_for_a_public_host(port):
+    proc = subprocess.Popen([sys.executable, "serve.py", "--no-setup", "--host", "0.0.0.0", "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "serving webgrad on" in line:
+                break
+        text = "".join(lines)
+        assert "WARNING: --host 0.0.0.0 exposes this server" in text
+        m = re.search(r"serving webgrad on http://([^/]+):(\d+)/", text)
+        assert m and m.group(1) not in ("0.0.0.0", "127.0.0.1"), text
+        assert get(int(m.group(2)), "/", headers={"Host": m.group(1)})[0] == 200
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -78,9 +78,11 @@ class MNIST(Dataset):
         prefix = "train" if train else "t10k"
         images_path = _find_file(root, prefix, "images", 3, download)
         labels_path = _find_file(root, prefix, "labels", 1, download)
-        (n, h, w), pixels = read_idx(images_path, 3, "images")
-        if (h, w) != (SIDE, SIDE):
-            raise ValueError(f"{images_path}: images are {h}x{w}, MNIST images are {SIDE}x{SIDE}")
+        def check(dims):  # before the pixels are read
+            if dims[1:] != (SIDE, SIDE):
+                raise ValueError(f"{images_path}: images are {dims[1]}x{dims[2]}, MNIST images are {SIDE}x{SIDE}")
+
+        (n, h, w), pixels = read_idx(images_path, 3, "images", check)
         (n_labels,), labels = read_idx(labels_path, 1, "labels")
         if n_labels != n:
             raise ValueError(f"{labels_path}: holds {n_labels} labels but {images_path} holds {n} images")

@@ -16,8 +16,11 @@ float32); any other dtype is an error naming the tensor.
 """
 
 import array
+import itertools
 import json
+import math
 import os
+import re
 import struct
 from collections.abc import Mapping
 
@@ -25,6 +28,11 @@ from .. import dtypes
 from .._tensor import Tensor, tensor
 
 MAX_HEADER = 100 * 1024 * 1024  # the reference reader's limit: a larger "length" means a corrupt file
+# The reference reader (Rust, serde_json) refuses JSON nested 128 levels deep; a valid header needs 3
+# ({name: {"shape": [...]}}), deeper levels can only sit in extra fields it ignores. Checked before
+# json.loads, whose recursion would otherwise end in a RecursionError.
+MAX_DEPTH = 127
+U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refused, as the reference does
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
 _TO_NAME = {dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32", dtypes.uint8: "U8",
@@ -50,6 +58,10 @@ def save(obj, f, metadata=None):
                             "only (nested dicts such as an optimizer's state_dict are not supported)")
     if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise TypeError("webgrad.save: metadata must be a dict of str -> str")
+    for text in itertools.chain(obj, *(metadata.items() if metadata else ())):
+        if not _encodable(text):
+            raise ValueError(f"webgrad.save: {_short(text)} cannot be stored: it is not valid Unicode "
+                             "(a lone surrogate), and safetensors headers are UTF-8")
 
     names = sorted(obj, key=lambda n: (_WRITE_ORDER[_TO_NAME[obj[n].dtype]], n))
     header, offset = {}, 0
@@ -112,16 +124,32 @@ def parse(raw):
         raise ValueError(f"safetensors: header length {n} is over the {MAX_HEADER}-byte limit (corrupt file?)")
     if 8 + n > len(raw):
         raise ValueError(f"safetensors: header length {n} runs past the end of the {len(raw)}-byte file (truncated?)")
+    text = bytes(raw[8:8 + n])
     try:
-        header = json.loads(bytes(raw[8:8 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+        decoded = text.decode("utf-8")  # a str: json.loads would guess UTF-16 or UTF-32 from bytes
+    except UnicodeDecodeError as e:
+        raise ValueError(f"safetensors: the header is not valid UTF-8 ({e})") from None
+    depth = _depth(text)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"safetensors: the header's JSON nests {depth} levels deep, more than the format's "
+                         f"reader allows ({MAX_DEPTH}); a valid header needs 3")
+    try:
+        header = json.loads(decoded, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+    except ValueError as e:  # JSONDecodeError, and our hooks' refusals
         raise ValueError(f"safetensors: the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
         raise ValueError(f"safetensors: the header must be a JSON object, got {type(header).__name__}")
 
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise ValueError("safetensors: __metadata__ must map strings to strings")
+    metadata = header.pop("__metadata__", None)  # null is the reference's "no metadata"
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise ValueError(f"safetensors: __metadata__ must be an object of strings, got {_short(metadata)}")
+    for k, v in metadata.items():
+        if not isinstance(v, str):
+            raise ValueError(f"safetensors: __metadata__[{_short(k)}] must be a string, got {_short(v)}")
+        if not (_encodable(k) and _encodable(v)):
+            raise ValueError(f"safetensors: __metadata__ entry {_short(k)} is not valid Unicode (a lone surrogate)")
 
     data = raw[8 + n:]
     entries = {}
@@ -148,25 +176,92 @@ def parse(raw):
 
 
 def _check_entry(name, info):
+    if not _encodable(name):
+        raise ValueError(f"safetensors: tensor name {_short(name)} is not valid Unicode (a lone surrogate)")
     if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
-        raise ValueError(f"safetensors: tensor {name!r}: header entry needs dtype, shape and data_offsets, "
-                         f"got {info!r}")
+        raise ValueError(f"safetensors: tensor {_short(name)}: header entry needs dtype, shape and data_offsets, "
+                         f"got {_short(info)}")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str):
+        raise ValueError(f"safetensors: tensor {_short(name)}: dtype must be a string, got {_short(dtype)}")
     if dtype not in _ITEMSIZE:
-        raise ValueError(f"safetensors: tensor {name!r}: unknown dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise ValueError(f"safetensors: tensor {name!r}: shape must be a list of non-negative ints, got {shape!r}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) and o >= 0 for o in offsets)
-            and offsets[0] <= offsets[1]):
-        raise ValueError(f"safetensors: tensor {name!r}: data_offsets must be [begin, end] with 0 <= begin <= end, "
-                         f"got {offsets!r}")
+        raise ValueError(f"safetensors: tensor {_short(name)}: unknown or unsupported dtype {_short(dtype)}")
+    if not isinstance(shape, list):
+        raise ValueError(f"safetensors: tensor {_short(name)}: shape must be a list of non-negative ints, "
+                         f"got {_short(shape)}")
+    # Each dim is checked, and the element count kept below 2**64 as the reference does (it refuses an
+    # overflowing product), one dim at a time: a shape such as [2**62] * 60000 fails at its second dim
+    # instead of building a 3.6-million-digit integer.
     count = 1
-    for s in shape:
+    for i, s in enumerate(shape):
+        if not _is_u64(s):
+            raise ValueError(f"safetensors: tensor {_short(name)}: dim {i} of its shape must be a non-negative int "
+                             f"below 2**64, got {_short(s)}")
         count *= s
-    if offsets[1] - offsets[0] != count * _ITEMSIZE[dtype]:
-        raise ValueError(f"safetensors: tensor {name!r}: shape {shape} of {dtype} needs {count * _ITEMSIZE[dtype]} "
+        if count >= U64:
+            raise ValueError(f"safetensors: tensor {_short(name)}: its shape's element count overflows 64 bits "
+                             f"at dim {i} (shape {_short(shape)})")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_u64(o) for o in offsets)
+            and offsets[0] <= offsets[1]):
+        raise ValueError(f"safetensors: tensor {_short(name)}: data_offsets must be [begin, end], integers with "
+                         f"0 <= begin <= end < 2**64, got {_short(offsets)}")
+    nbytes = count * _ITEMSIZE[dtype]  # both below 2**64: a small product
+    if offsets[1] - offsets[0] != nbytes:
+        raise ValueError(f"safetensors: tensor {_short(name)}: shape {_short(shape)} of {dtype} needs {nbytes} "
                          f"bytes, but data_offsets {offsets} span {offsets[1] - offsets[0]}")
     return dtype, tuple(shape), tuple(offsets)
+
+
+def _is_u64(x):
+    return type(x) is int and 0 <= x < U64  # bool is an int subclass: refused, as JSON true is no number
+
+
+def _encodable(text):
+    """False for a str holding a lone surrogate (JSON "\\ud800" decodes to one; UTF-8 cannot carry it)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _short(value, limit=80):
+    """repr(value), cut to `limit` characters: an error message about a hostile header stays small."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+# JSON strings (their brackets do not nest), and a step per byte for the bracket depth count
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def _depth(text):
+    """The deepest bracket nesting of a JSON text, at C speed (no Python loop over its bytes)."""
+    brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _parse_int(s):
+    # Python reads "-0" as 0 and any length of digits; the reference reads "-0" as a float and refuses
+    # floats where it needs an integer. Integers of more than 20 digits cannot be below 2**64 either.
+    if s == "-0" or len(s) > 21:
+        return _parse_float(s)
+    return int(s)
+
+
+def _parse_float(s):
+    value = float(s)
+    if math.isinf(value):
+        raise ValueError(f"number {s[:40]} is out of range")
+    return value
+
+
+def _parse_constant(s):
+    raise ValueError(f"{s} is not JSON (NaN and Infinity literals are a Python extension)")
 
 
 def _convert(name, dtype, data):

@@ -3,10 +3,28 @@
 Implements the binding interface described in runtime.py; everything else is shared with the browser.
 """
 
+import re
+
 _HOW_TO_ENABLE = (
     "install wgpu-py (`pip install wgpu`) and a Vulkan, Metal or DX12 driver; on Debian/Ubuntu without "
     "a GPU, `apt-get install mesa-vulkan-drivers` gives a software Vulkan device (lavapipe)"
 )
+
+# Mesa's lavapipe (the software Vulkan driver the README suggests where no GPU exists) "inlines uniforms":
+# when a pipeline's if/loop conditions read a uniform buffer at constant offsets (every kernel's Params:
+# `k < P.K`), each bind of that pipeline in a command buffer clones the shader, substitutes the current
+# uniform values, and JIT-compiles a new variant with LLVM. Mesa 22.3 (Debian 12) keeps no cache of those
+# variants and never frees them: every dispatch after a pipeline switch cost 20-40 ms of compilation and
+# ~1.8 MiB of process memory (RSS grew ~7 MiB per MNIST training step, eager or replayed; webgrad's own
+# counters stayed flat). The pass only looks at uniform-buffer loads (lvp_inline_uniforms.c), so on
+# lavapipe the Params binding becomes a read-only storage buffer: same WGSL layout rules for reading, no
+# inlining, one compiled shader per pipeline. Found by timing and RSS per op: only the kernels whose
+# loops are bounded by Params (matmul) grew, and only when their first run made inlining look worth it.
+_UNIFORM_VAR = re.compile(r"var\s*<\s*uniform\s*>")
+
+
+def _inlines_uniforms(info):
+    return "llvmpipe" in (info.get("device", "") + info.get("vendor", "")).lower()
 
 
 try:  # wgpu-py's cffi handle on wgpu-native: not public API, so submit() falls back to the public calls
@@ -31,8 +49,11 @@ class NativeBinding:
         if adapter is None:
             raise RuntimeError(f"WebGPU found no GPU adapter: {_HOW_TO_ENABLE}.")
         self._adapter = adapter
+        self._params_in_storage = _inlines_uniforms(adapter.info)
         # Ask for the adapter's own maxima where a bigger tensor or dataset would need them.
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size")
+        if self._params_in_storage:  # Params takes a storage binding of its own
+            wanted += ("max-storage-buffers-per-shader-stage",)
         # timestamp-query costs nothing unless used; webgrad.bench.profile times each dispatch with it.
         features = [f for f in ("timestamp-query",) if f in adapter.features]
         self._device = adapter.request_device_sync(
@@ -52,11 +73,12 @@ class NativeBinding:
         usage = wgpu.BufferUsage
         self._usages = {
             "storage": usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
-            "uniform": usage.UNIFORM | usage.COPY_DST,
+            "uniform": usage.UNIFORM | usage.COPY_DST | (usage.STORAGE if self._params_in_storage else 0),
             "readback": usage.MAP_READ | usage.COPY_DST,
             "upload": usage.COPY_SRC | usage.COPY_DST,
         }
-        self._binding_types = {"read": "read-only-storage", "write": "storage", "uniform": "uniform"}
+        self._binding_types = {"read": "read-only-storage", "write": "storage",
+                               "uniform": "read-only-storage" if self._params_in_storage else "uniform"}
         # wait(): a 4-byte copy submitted after everything else, then mapped (the queue runs in order).
         self._fence_src = self.create_buffer(4, "upload")
         self._fence_dst = self.create_buffer(4, "readback")
@@ -85,6 +107,8 @@ class NativeBinding:
         self._queue.write_buffer(buffer, offset, data)
 
     def create_module(self, code, label):
+        if self._params_in_storage:
+            code = _UNIFORM_VAR.sub("var<storage, read>", code)
         return self._device.create_shader_module(code=code, label=label)
 
     def create_layout(self, bindings):

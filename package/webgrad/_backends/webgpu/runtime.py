@@ -156,26 +156,47 @@ class PooledBuffer:
 
 
 class BufferPool:
-    """Free GPU buffers by size class. `create(size)` makes a new binding buffer."""
+    """Free GPU buffers by size class. `create(size)` makes a new binding buffer.
+
+    It counts bytes as PyTorch's caching allocator does (torch.cuda.memory_allocated and friends):
+    `allocated`, the size classes of the buffers live storages hold; `peak`, its maximum since the last
+    reset; `reserved`, every buffer this pool made and has not destroyed (in use or free).
+    """
 
     def __init__(self, create):
         self._create = create
         self._free = {}
+        self.allocated = self.peak = self.reserved = 0
 
     def acquire(self, nbytes):
         size = size_class(nbytes)
         free = self._free.get(size)
         if free:
-            return free.pop()
-        return PooledBuffer(self._create(size), size)
+            buffer = free.pop()
+        else:
+            buffer = PooledBuffer(self._create(size), size)
+            self.reserved += size
+        self._count(size)
+        return buffer
 
     def release(self, buffer):
+        self.allocated -= buffer.size
+        self._free.setdefault(buffer.size, []).append(buffer)
+
+    def _count(self, size):
+        self.allocated += size
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+
+    def _take_back(self, buffer):
+        """A free buffer a CapturePool held (already counted as not allocated)."""
         self._free.setdefault(buffer.size, []).append(buffer)
 
     def drain(self):
         """Remove and return every free buffer (to destroy them)."""
         buffers = [b for free in self._free.values() for b in free]
         self._free.clear()
+        self.reserved -= sum(b.size for b in buffers)
         return buffers
 
 
@@ -184,7 +205,8 @@ class CapturePool:
 
     Buffers taken during a capture belong to the graph until it is released: a replay writes into
     them again, so they must not be handed to anyone else meanwhile. Within the capture they are
-    reused (in recorded order, which is safe: the GPU runs the records in order).
+    reused (in recorded order, which is safe: the GPU runs the records in order). Its buffers count
+    in the parent pool's `reserved`, and in its `allocated` while a storage holds them.
     """
 
     def __init__(self, parent):
@@ -195,13 +217,16 @@ class CapturePool:
     def acquire(self, nbytes):
         free = self._free.get(size_class(nbytes))
         if free:
-            return free.pop()
+            buffer = free.pop()
+            self._parent._count(buffer.size)
+            return buffer
         return self._parent.acquire(nbytes)
 
     def release(self, buffer):
         if self.closed:
             self._parent.release(buffer)
         else:
+            self._parent.allocated -= buffer.size
             self._free.setdefault(buffer.size, []).append(buffer)
 
     def close(self):
@@ -209,7 +234,7 @@ class CapturePool:
         self.closed = True
         for free in self._free.values():
             for buffer in free:
-                self._parent.release(buffer)
+                self._parent._take_back(buffer)
         self._free.clear()
 
 
@@ -471,9 +496,14 @@ class Runtime:
         return staging
 
     def empty_cache(self):
-        """Destroy the free pooled buffers (like torch.cuda.empty_cache)."""
+        """Destroy the free pooled buffers (like torch.cuda.empty_cache); buffers of live tensors and of
+        graphs stay. Work already submitted keeps what it uses (WebGPU defers the destruction)."""
         self.flush()
-        for buffer in self.pool.drain() + self._readback_pool.drain():
+        drained = self.pool.drain() + self._readback_pool.drain()
+        if drained:
+            # cached bind groups would keep the destroyed buffers' objects alive for nothing
+            self._bind_groups.clear()
+        for buffer in drained:
             self.binding.destroy_buffer(buffer.handle)
 
     # ------------------------------------------------------------------ dynamic scalars
