@@ -285,8 +285,14 @@ def test_errors_name_the_problem(gpu):
 
 
 def test_shaders_load_from_the_source_tree():
-    src = shaders.source("elementwise.wgsl", {"OP_NEG": 2})
+    splices = {name: "" for name in ("unary_f", "unary_i", "backward_f", "binary_f", "binary_i")}
+    splices["unary_f"] = "        case OP_NEG: { return -x; }"
+    src = shaders.source("elementwise.wgsl", {"OP_NEG": 2}, splices)
     assert src.startswith("const OP_NEG: u32 = 2u;")
+    assert "case OP_NEG: { return -x; }" in src  # the op table's case, spliced in
+    assert not any(line.strip().startswith("//! splice") for line in src.splitlines())
+    with pytest.raises(ValueError, match="no text given for '//! splice unary_f'"):
+        shaders.source("elementwise.wgsl", {})
     assert "fn decode_f32" in src  # common.wgsl was included
     assert not any(line.startswith("//! include") for line in src.splitlines())
     assert any(os.path.isfile(os.path.join(d, "elementwise.wgsl")) for d in shaders.shader_dirs())
