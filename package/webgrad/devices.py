@@ -53,6 +53,11 @@ def _create_backend(name):
     return create_backend()
 
 
+def forget(name):
+    """Drop the backend instance of device `name`: the next use of the device creates a new one."""
+    _backends.pop(device(name).type, None)
+
+
 def get(spec=None):
     """The device for `spec` (None -> the default device)."""
     return device(_default[0] if spec is None else spec)

@@ -10,6 +10,7 @@ backward kernel in a ``webgrad.autograd.Function`` to make it differentiable.
 
 import sys
 
+from . import devices as _devices
 from ._backends.webgpu import runtime as _runtime
 from ._backends.webgpu.custom import Kernel  # noqa: F401  (your own WGSL on tensors; see its docstring)
 
@@ -41,3 +42,10 @@ def synchronize():
     """Submit all queued GPU work and wait until it has finished."""
     if _runtime._default_runtime is not None:
         _runtime._default_runtime.synchronize()
+
+
+def reset():
+    """Let go of the WebGPU device: the next "webgpu" tensor opens a new one. For recovering from a lost
+    device (a GPU reset, a driver update). Tensors made before live on the old device: make them again."""
+    _runtime.reset_default_runtime()
+    _devices.forget("webgpu")
