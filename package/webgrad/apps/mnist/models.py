@@ -18,7 +18,7 @@ def build(kind, device=None):
     """A freshly initialised model (PyTorch's default initialisation) on `device`."""
     if kind not in MODELS:
         raise ValueError(f"unknown model {kind!r}: choose one of {', '.join(NAMES)}")
-    return MODELS[kind]().to(device)
+    return MODELS[kind](device=device)
 
 
 def _layer_order(key):
