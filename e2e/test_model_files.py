@@ -11,14 +11,14 @@ import torch_models
 from dashboard import accuracy, fill_form, grid_predictions, import_file, pick, start_training, wait_eval, wait_run_end
 
 GRID = 48
-MLP_SHAPES = {"0.weight": (128, 784), "0.bias": (128,), "2.weight": (10, 128), "2.bias": (10,)}
+MLP_SHAPES = {"1.weight": (128, 784), "1.bias": (128,), "3.weight": (10, 128), "3.bias": (10,)}  # 0 is Flatten
 CNN_SHAPES = {"0.weight": (16, 1, 3, 3), "0.bias": (16,), "3.weight": (32, 16, 3, 3), "3.bias": (32,),
               "7.weight": (10, 1568), "7.bias": (10,)}
 
 
 def torch_predictions(model, kind, n):
     x, y = torch_models.test_images(n)
-    out = torch_models.logits(model, kind, x)
+    out = torch_models.logits(model, x)
     return out.argmax(1).tolist(), (out.argmax(1) == y).float().mean().item()
 
 

@@ -1,5 +1,6 @@
 """Reference models trained here with PyTorch (CPU, seconds), saved as safetensors: files to import into
-the page, and predictions to compare the page's with. The layers match web/app/mnist_app/models.py."""
+the page, and predictions to compare the page's with. The layers match webgrad.examples.models (the
+dashboard's models: the MLP starts with Flatten, so its layers are numbered 1 and 3)."""
 
 import struct
 
@@ -28,15 +29,15 @@ def test_images(n):
 def build(kind):
     nn = torch.nn
     if kind == "mlp":
-        return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
     return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
 
 
-def logits(model, kind, x):
+def logits(model, x):
     with torch.no_grad():
-        return model(x.reshape(len(x), -1) if kind == "mlp" else x)
+        return model(x)
 
 
 def train(kind, steps=150, batch=64, seed=0):
@@ -47,7 +48,7 @@ def train(kind, steps=150, batch=64, seed=0):
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     for i in range(steps):
         x, y = images[i * batch:(i + 1) * batch], labels[i * batch:(i + 1) * batch]
-        loss = torch.nn.functional.cross_entropy(model(x.reshape(batch, -1) if kind == "mlp" else x), y)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()

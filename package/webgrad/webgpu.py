@@ -41,14 +41,6 @@ def adapter_info():
     return _runtime.default_runtime().binding.info()
 
 
-def reset():
-    """Forget the WebGPU device: the next use creates a new one, compiling its shaders afresh (e.g. after
-    an op was added to the op table). Tensors already on the old device must not be used again."""
-    synchronize()
-    _runtime.reset_default_runtime()
-    _devices.forget("webgpu")
-
-
 # ------------------------------------------------------------------ memory, with torch.cuda's meanings
 # Bytes of GPU buffers that hold tensors (pooled in size classes: 256 bytes, then steps of 1/8 of a power
 # of two); the runtime's own small buffers (parameters, read-back staging) are not counted. `device` is
@@ -93,3 +85,11 @@ def synchronize():
     """Submit all queued GPU work and wait until it has finished."""
     if _runtime._default_runtime is not None:
         _runtime._default_runtime.synchronize()
+
+
+def reset():
+    """Let go of the WebGPU device: the next "webgpu" tensor opens a new one, compiling its shaders afresh.
+    For recovering from a lost device (a GPU reset, a driver update), or after an op was added to the op
+    table. Tensors made before live on the old device: make them again."""
+    _runtime.reset_default_runtime()
+    _devices.forget("webgpu")

@@ -1,5 +1,5 @@
 // The page: wires the worker's messages to the views and the controls to the worker. Python (Pyodide,
-// webgrad, the trainer in web/app/mnist_app) runs in web/worker.js; this thread only renders.
+// webgrad, the trainer webgrad.apps.mnist) runs in web/worker.js; this thread only renders.
 //
 // State for styling and tests lives on <body>: data-boot (loading|ready|error: Python and webgrad),
 // data-app (loading|ready|error: the trainer with MNIST on the GPU), data-train (idle|training|paused),

@@ -2,7 +2,7 @@
 // has novalidate so that its submit handler runs and can say everything that is wrong at once.
 // The HTML attributes (required, min, max, step) carry the per-field rules and the browser's own
 // messages; check() adds what attributes cannot say (batch size vs. training subset) and puts every
-// problem in one message next to the buttons. The worker checks again (mnist_app/train.py).
+// problem in one message next to the buttons. The worker checks again (webgrad/apps/mnist/train.py).
 
 export class TrainForm {
   constructor(form, errorEl) {

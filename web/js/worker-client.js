@@ -38,7 +38,7 @@ export class WorkerClient {
     for (const fn of this.handlers.get(type) || []) fn(msg);
   }
 
-  // A message for the trainer (web/app/mnist_app/app.py). `transfer`: ArrayBuffers to move, not copy.
+  // A message for the trainer (webgrad.apps.mnist, package/webgrad/apps/mnist/app.py). `transfer`: ArrayBuffers to move, not copy.
   send(msg, transfer = []) {
     this.worker.postMessage({ type: "app", msg }, transfer);
   }

@@ -5,7 +5,10 @@ Subcommands:
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
-  browser   MNIST training samples/s in headless Chromium (the demo page), host vs GPU time per step
+
+The browser benchmark (MNIST training samples/s of the demo page in headless Chromium, host vs GPU time
+per step) serves a source checkout's page, so it is not part of the package: from the repository's root,
+  python -m tools.bench_browser [--models mlp cnn] [--batches 128 1024] [--profile]
 """
 
 import importlib
@@ -16,13 +19,16 @@ SUBCOMMANDS = {
     "train": "webgrad.bench.train",
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
-    "browser": "webgrad.bench.browser",
 }
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        if argv and argv[0] == "browser":
+            print("webgrad.bench browser moved out of the package: run `python -m tools.bench_browser` "
+                  "from the repository's root", file=sys.stderr)
+            return 2
         print(__doc__.strip())
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])

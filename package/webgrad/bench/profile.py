@@ -47,34 +47,26 @@ def _config_name(constants):
     return ",".join(str(constants.get(k)) for k in keys)
 
 
-def labeller(rt):
-    """A function naming a dispatch record: kernel entry point, and for matmuls the product's shape."""
-    pipelines = {id(p): key for key, p in rt._pipelines.items()}
-    bind_groups = {id(bg): key for key, bg in rt._bind_groups.items()}
-    params = {id(u): p for p, u in rt._uniforms.items()}
-
-    def label(record):
-        kernel, constants = pipelines.get(id(record[1]), (None, ()))
-        if kernel is None:
-            return "?"
-        name = f"{kernel.shader.name.removesuffix('.wgsl')}:{kernel.entry}"
-        consts = dict(constants)
-        key = bind_groups.get(id(record[2]))
-        raw = params.get(id(key[2])) if key is not None and key[2] is not None else None
-        if kernel.entry.startswith("matmul_reduce") and raw is not None:
-            M, N = struct.unpack_from("<2I", raw)
-            splits, batch = struct.unpack_from("<2I", raw, 56)
-            return f"{name} {batch}x{M}x{N} splits={splits}"
-        if kernel.entry.startswith("matmul_") and raw is not None:
-            M, N, K = struct.unpack_from("<3I", raw)
-            items, _, splits, batch = struct.unpack_from("<4I", raw, 48)
-            t = ("T" if consts.get("TRANS_A") else "N") + ("T" if consts.get("TRANS_B") else "N")
-            extra = (f" items={items}" if items > 1 else "") + (f" splits={splits}" if splits > 1 else "")
-            gather = " gather" if consts.get("B_GATHER") else ""
-            return f"{name} {batch}x{M}x{N}x{K} {t}{gather} {_config_name(consts)}{extra}"
-        shown = ",".join(f"{k}={v}" for k, v in constants if not k.startswith("DT_"))
-        return f"{name}" + (f" [{shown}]" if shown else "") + f" groups={record[3]}x{record[4]}x{record[5]}"
-    return label
+def label(d):
+    """A dispatch's name (a Runtime.describe entry): kernel entry point, and for matmuls the product's shape."""
+    if d.kernel is None:
+        return "?"
+    name = f"{d.kernel.shader.name.removesuffix('.wgsl')}:{d.kernel.entry}"
+    consts = dict(d.constants)
+    raw = d.params
+    if d.kernel.entry.startswith("matmul_reduce") and raw is not None:
+        M, N = struct.unpack_from("<2I", raw)
+        splits, batch = struct.unpack_from("<2I", raw, 56)
+        return f"{name} {batch}x{M}x{N} splits={splits}"
+    if d.kernel.entry.startswith("matmul_") and raw is not None:
+        M, N, K = struct.unpack_from("<3I", raw)
+        items, _, splits, batch = struct.unpack_from("<4I", raw, 48)
+        t = ("T" if consts.get("TRANS_A") else "N") + ("T" if consts.get("TRANS_B") else "N")
+        extra = (f" items={items}" if items > 1 else "") + (f" splits={splits}" if splits > 1 else "")
+        gather = " gather" if consts.get("B_GATHER") else ""
+        return f"{name} {batch}x{M}x{N}x{K} {t}{gather} {_config_name(consts)}{extra}"
+    shown = ",".join(f"{k}={v}" for k, v in d.constants if not k.startswith("DT_"))
+    return f"{name}" + (f" [{shown}]" if shown else "") + " groups=" + "x".join(map(str, d.groups))
 
 
 def time_dispatches(rt, records, repeats):
@@ -131,17 +123,16 @@ def profile(model_name, batch, repeats, top):
     run, inputs = record_step(model_name, batch)
     replay_wall(run, inputs, 1.0)  # clocks up
     wall, host = replay_wall(run, inputs)
-    label = labeller(rt)
+    labels = [label(d) for d in rt.describe(run.graph.records)]
     dispatches, times = time_dispatches(rt, run.graph.records, repeats)
     total = sum(times)
     print(f"\n{model_name} batch {batch}: {len(dispatches)} dispatches, GPU sum {total * 1e6:.1f} us, "
           f"replay wall {wall * 1e6:.1f} us/step ({batch / wall:,.0f} samples/s), host {host * 1e6:.1f} us/step")
     print(f"{'#':>4} {'us':>8}  kernel")
-    for i, (r, t) in enumerate(zip(dispatches, times)):
-        print(f"{i:4d} {t * 1e6:8.1f}  {label(r)}")
+    for i, (name, t) in enumerate(zip(labels, times)):
+        print(f"{i:4d} {t * 1e6:8.1f}  {name}")
     by = {}
-    for r, t in zip(dispatches, times):
-        name = label(r)
+    for name, t in zip(labels, times):
         n, s = by.get(name, (0, 0.0))
         by[name] = (n + 1, s + t)
     print(f"\nby kernel (top {top}):\n{'us':>8} {'share':>6} {'n':>3}  kernel")

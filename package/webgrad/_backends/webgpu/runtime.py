@@ -35,6 +35,7 @@ is a record list or a prepared one; ``read(buffer, size)`` -> bytes (blocking; t
 "readback" one) and ``async read_async(buffer, size)``; ``wait()``; ``destroy_buffer(buffer)``.
 """
 
+import collections
 import contextlib
 import struct
 import sys
@@ -371,6 +372,11 @@ class Graph:
             pass
 
 
+Dispatch = collections.namedtuple("Dispatch", "record kernel constants params groups")
+Dispatch.__doc__ = """One recorded dispatch, described (Runtime.describe): the record, its Kernel, the override
+constants ((name, number), ...), the bytes of its uniform (or None) and its (x, y, z) workgroup counts."""
+
+
 # ---------------------------------------------------------------------------------------- runtime
 
 
@@ -625,6 +631,25 @@ class Runtime:
         self.flush()
         self.binding.wait()
 
+    # ------------------------------------------------------------------ profiling
+
+    def describe(self, records):
+        """What each dispatch of `records` (e.g. a captured :class:`Graph`'s ``.records``) runs, for
+        profilers: a :class:`Dispatch` per dispatch record, in order (copies are left out). Its kernel is
+        None where the pipeline is no longer in the caches; params is None where the uniform is not."""
+        pipelines = {id(p): key for key, p in self._pipelines.items()}
+        bind_groups = {id(bg): key for key, bg in self._bind_groups.items()}
+        params = {id(u): raw for raw, u in self._uniforms.items()}
+        out = []
+        for record in records:
+            if record[0] != 0:
+                continue
+            kernel, constants = pipelines.get(id(record[1]), (None, ()))
+            key = bind_groups.get(id(record[2]))
+            raw = params.get(id(key[2])) if key is not None and key[2] is not None else None
+            out.append(Dispatch(record, kernel, constants, raw, tuple(record[3:6])))
+        return out
+
     # ------------------------------------------------------------------ capture / replay
 
     @contextlib.contextmanager
@@ -680,7 +705,7 @@ def default_runtime():
 
 
 def reset_default_runtime():
-    """Drop the process-wide runtime; default_runtime() creates a new one."""
+    """Forget the process-wide runtime (its device was lost, say): the next use opens a new device."""
     global _default_runtime
     _default_runtime = None
 

@@ -1,9 +1,8 @@
 """Loading WGSL kernel files, and the one template step applied to them.
 
-Every kernel lives in a ``.wgsl`` file at the repository's top-level ``shaders/``; the wheel ships the
-same files as package data at ``webgrad/shaders/``. We look next to the installed package first and
-fall back to the source checkout (an editable install puts ``package/`` on ``sys.path``, so there is no
-``webgrad/shaders`` beside the code).
+Every kernel lives in a ``.wgsl`` file in the package's ``webgrad/shaders/`` folder. In a checkout that
+folder is a symlink to the repository's top-level ``shaders/`` (where the kernels are edited); the
+wheel stores the files themselves there. Nothing outside the package is searched.
 
 The template step, applied by :func:`source`, is deliberately tiny:
 
@@ -25,25 +24,19 @@ _SPLICE = re.compile(r'^[ \t]*//!\s*splice\s+([A-Za-z_][A-Za-z0-9_]*)[ \t]*$', r
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def shader_dirs():
-    """Folders searched for .wgsl files, in order."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    package_root = os.path.dirname(os.path.dirname(here))  # .../webgrad
-    repo_root = os.path.dirname(os.path.dirname(package_root))  # .../<repo>  (source checkout)
-    return [os.path.join(package_root, "shaders"), os.path.join(repo_root, "shaders")]
+# .../webgrad/_backends/webgpu/shaders.py -> .../webgrad/shaders
+FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shaders")
 
 
 def read(name):
     """The text of shader file `name` (e.g. "elementwise.wgsl")."""
-    for folder in shader_dirs():
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-    raise FileNotFoundError(
-        f"WGSL file {name!r} not found in {shader_dirs()}: the webgrad install is incomplete "
-        "(the wheel must carry webgrad/shaders/)"
-    )
+    path = os.path.join(FOLDER, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"WGSL file {name!r} not found in {FOLDER}: the webgrad install is incomplete (the wheel must "
+            "carry webgrad/shaders/; in a checkout, package/webgrad/shaders must link to ../../shaders)")
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def source(name, constants=None, splices=None):

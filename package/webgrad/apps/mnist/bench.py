@@ -1,5 +1,6 @@
-"""The in-page half of `python -m webgrad.bench browser`: MNIST training speed of one model at one batch
-size, on the data the App already holds on the GPU, measured where the page trains (Pyodide + WebGPU).
+"""The in-page half of the browser benchmark (`python -m tools.bench_browser`): MNIST training speed of one
+model at one batch size, on the data the App already holds on the GPU, measured where the page trains
+(Pyodide + WebGPU).
 
     samples_per_s   steady state, trained as the page trains (the loss read back every 10 steps; the
                     step replayed with webgrad.replayable, or run eagerly with replay=False)
@@ -12,10 +13,10 @@ size, on the data the App already holds on the GPU, measured where the page trai
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from webgrad import webgpu
+from webgrad.examples.models import training_step
 
-from . import models, train
+from . import models
 
 READ_EVERY = 10
 
@@ -24,20 +25,13 @@ class _Steps:
     """Training steps of a fresh model on shuffled batches of the whole training set."""
 
     def __init__(self, app, kind, batch_size, replay):
-        self.kind = kind
         self.model = models.build(kind, app.device)
         self.opt = wg.optim.Adam(self.model.parameters(), lr=1e-3)
         self.loader = app.data.train_loader(len(app.data.train), batch_size)
         self.batches = iter(self.loader)
         self.loss_sum = wg.zeros((), device=app.device)
-        self.train_step = wg.replayable(self._train_step) if replay else self._train_step
-
-    def _train_step(self, x, y):
-        loss = F.cross_entropy(train.forward(self.model, self.kind, x), y)
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return loss.detach()
+        step = training_step(self.model, self.opt)  # the example's step, as the page trains
+        self.train_step = wg.replayable(step) if replay else step
 
     def __call__(self):
         try:
@@ -45,7 +39,7 @@ class _Steps:
         except StopIteration:
             self.batches = iter(self.loader)
             x, y = next(self.batches)
-        self.loss_sum.add_(self.train_step(x, y))
+        self.loss_sum.add_(self.train_step(x, y).detach())
 
     async def read_loss(self):
         value = await self.loss_sum.item_async()
@@ -93,9 +87,8 @@ async def measure(app, kind, batch_size, steps=50, warmup=10, replays=20, replay
 
 def _profile(runtime, graph, repeats=3):
     """Each dispatch of a recorded step submitted alone (best of `repeats`), minus an empty submit's
-    time: [kernel, workgroups, ms], the slowest first. Kernel names come from the runtime's pipeline
-    cache; records and submit/wait are the binding interface (see backends/webgpu/runtime.py)."""
-    names = {id(p): f"{k.shader.name}:{k.entry}" for (k, _), p in getattr(runtime, "_pipelines", {}).items()}
+    time: [kernel, workgroups, ms], the slowest first. The runtime names each recorded dispatch
+    (Runtime.describe); submit and wait are the binding interface (see _backends/webgpu/runtime.py)."""
     binding = runtime.binding
     runtime.synchronize()
 
@@ -110,8 +103,8 @@ def _profile(runtime, graph, repeats=3):
 
     empty = best([])
     rows = {}
-    for r in graph.records:
-        if r[0] == 0:
-            key = (names.get(id(r[1]), "?"), f"{r[3]}x{r[4]}x{r[5]}")
-            rows[key] = rows.get(key, 0.0) + max(best([r]) - empty, 0.0)
+    for d in runtime.describe(graph.records):
+        name = f"{d.kernel.shader.name}:{d.kernel.entry}" if d.kernel is not None else "?"
+        key = (name, "x".join(map(str, d.groups)))
+        rows[key] = rows.get(key, 0.0) + max(best([d.record]) - empty, 0.0)
     return sorted(([k, g, 1000 * t] for (k, g), t in rows.items()), key=lambda row: -row[2])

@@ -22,6 +22,7 @@ import traceback
 
 import webgrad as wg
 import webgrad.nn.functional as F
+from webgrad import webgpu
 
 from . import models, train
 from .data import PIXELS, Data
@@ -165,9 +166,9 @@ class App:
         if self.lost:
             await self._recover()
 
-    async def report_eval(self, model, kind, epoch, source="train"):
+    async def report_eval(self, model, epoch, source="train"):
         """Evaluate on the test subset and send accuracy, confusion matrix and the grid's predictions."""
-        result = await train.evaluate(model, kind, self.data, self.test_size, self.test_labels)
+        result = await train.evaluate(model, self.data, self.test_size, self.test_labels)
         self.last_eval = result
         self.post({"type": "eval", "source": source, "epoch": epoch, "accuracy": result["accuracy"],
                    "confusion": result["confusion"], "grid_pred": result["pred"][:GRID], "test_size": self.test_size})
@@ -196,14 +197,12 @@ class App:
     async def _recover(self):
         """Open a new GPU device, upload the data again and put back the last host copy of the weights."""
         reason = self.lost
-        _forget_device()
+        webgpu.reset()  # the next GPU tensor opens a new device
         self.lost = None
         try:
             self.data = Data(self.root, self.device)
             if self.saved is not None:
-                model = models.build(self.saved["kind"], self.device)
-                model.load_state_dict(wg.load(io.BytesIO(self.saved["data"]), device=self.device))
-                self.model, self.kind = model, self.saved["kind"]
+                self.kind, self.model = models.load_model(self.saved["data"], self.device)
             else:
                 self.model = self.kind = None
         except Exception as e:
@@ -228,7 +227,7 @@ class App:
             raise ValueError(f"predict: expected {PIXELS} pixels, got {len(pixels)}")
         x = wg.frombuffer(pixels, dtype=wg.uint8, device=self.device) * (1.0 / 255)
         with wg.no_grad():
-            probs = F.softmax(train.forward(self.model, self.kind, x.view(1, 1, 28, 28)), dim=1)
+            probs = F.softmax(self.model(x.view(1, 1, 28, 28)), dim=1)
         self.post({"type": "probs", "id": msg.get("id"), "probs": await probs.view(10).tolist_async()})
 
     async def _export(self):
@@ -250,27 +249,12 @@ class App:
         if isinstance(test_size, int) and lo <= test_size <= hi:
             self.test_size = test_size
         try:
-            try:
-                state = wg.load(io.BytesIO(bytes(data)), device=self.device)
-            except ValueError as e:  # the file's own fault: say what is wrong with it
-                raise ValueError(f"{name} is not a valid .safetensors file: {e}") from None
-            kind = models.detect(state)
-            model = models.build(kind, self.device)
-            model.load_state_dict(state)
+            kind, model = models.load_model(data, self.device, name)
         except (ValueError, RuntimeError, KeyError, TypeError) as e:
             self.post({"type": "import-error", "message": str(e)})
             return
         self.model, self.kind = model, kind
         self.keep_weights(f"the import of {name}")
         self.post({"type": "imported", "kind": kind, "model": models.NAMES[kind], "name": name})
-        await self.report_eval(model, kind, None, source="import")
+        await self.report_eval(model, None, source="import")
 
-
-def _forget_device():
-    """Make the next GPU tensor open a new device. webgrad has no public call for this yet: clear the
-    two caches that hold the lost device (replace with a webgrad.webgpu function once there is one)."""
-    from webgrad import devices
-    from webgrad._backends.webgpu import runtime
-
-    runtime._default_runtime = None
-    devices._backends.pop("webgpu", None)

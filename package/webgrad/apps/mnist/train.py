@@ -14,8 +14,8 @@ import math
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from webgrad import optim
+from webgrad.examples.models import training_step
 
 from . import models
 
@@ -119,17 +119,12 @@ class Stopwatch:
         return self.elapsed + (time.perf_counter() - self._since if self._since is not None else 0.0)
 
 
-def forward(model, kind, x):
-    """The model's logits for a batch of images x [B, 1, 28, 28] (the MLP sees them flat)."""
-    return model(x.view(x.shape[0], *models.INPUT_SHAPE[kind]))
-
-
-async def evaluate(model, kind, data, n, labels):
+async def evaluate(model, data, n, labels):
     """Predicted classes of the first n test samples (a list), their accuracy and confusion matrix.
     labels: the test labels on the host."""
     model.eval()
     with wg.no_grad():
-        parts = [forward(model, kind, x).argmax(dim=1) for x, _ in data.test_loader(n, EVAL_BATCH)]
+        parts = [model(x).argmax(dim=1) for x, _ in data.test_loader(n, EVAL_BATCH)]
     pred = await (wg.cat(parts) if len(parts) > 1 else parts[0]).tolist_async()
     confusion = [[0] * 10 for _ in range(10)]
     for truth, guess in zip(labels[:n], pred):
@@ -153,20 +148,14 @@ class Run:
         self.opt = make_optimizer(cfg["optimizer"], self.model.parameters(), cfg["lr"])
         self.sched, self.sched_per_step = make_scheduler(cfg["scheduler"], self.opt, cfg["epochs"], self.steps_per_epoch)
         self.snapshots = Snapshots(self.model.parameters())
-        # The step's GPU work is recorded once and then replayed in one call (webgrad.replayable);
-        # the scheduler's lr reaches the replays through the optimizer.
-        self.train_step = wg.replayable(self._train_step)
+        # The step (the example's, webgrad.examples.models.training_step) is recorded once and then
+        # replayed in one call (webgrad.replayable); the scheduler's lr reaches the replays through the
+        # optimizer.
+        self.train_step = wg.replayable(training_step(self.model, self.opt))
         self.clock = Stopwatch()
         self.step = 0  # steps done in this run
         self.epoch = 0  # epochs finished
         self.rate = None  # samples/s over the last read interval
-
-    def _train_step(self, x, y):
-        loss = F.cross_entropy(forward(self.model, self.kind, x), y)
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return loss.detach()
 
     def _progress(self, epoch, step_in_epoch, loss=None):
         remaining = (self.total_steps - self.step) * self.cfg["batch_size"]
@@ -198,7 +187,7 @@ class Run:
                 loss = self.train_step(x, y)
                 if self.sched is not None and self.sched_per_step:
                     self.sched.step()
-                loss_sum.add_(loss)
+                loss_sum.add_(loss.detach())
                 pending += 1
                 self.step += 1
                 if pending >= read_every or s == self.steps_per_epoch - 1:
@@ -224,7 +213,7 @@ class Run:
                 self.sched.step()
             self.clock.stop()
             self.epoch = epoch + 1
-            await self.control.report_eval(self.model, self.kind, epoch + 1)
+            await self.control.report_eval(self.model, epoch + 1)
             self.control.keep_weights(f"epoch {epoch + 1}")
             self.clock.start()
         self.clock.stop()

@@ -1,9 +1,10 @@
-"""Browser benchmark: `python -m webgrad.bench browser [--models mlp cnn] [--batches 128 1024] [--steps N]
-[--profile]`.
+"""Browser benchmark: `python -m tools.bench_browser [--models mlp cnn] [--batches 128 1024] [--steps N]
+[--profile]`, from the repository's root.
 
 MNIST training speed where the page trains: the demo page (web/) in headless Chromium with WebGPU,
 Python in Pyodide in a Web Worker. It starts serve.py's server and Chromium, waits until the page has
-MNIST on the GPU, then runs web/app/mnist_app/bench.py in the page for each model and batch size:
+MNIST on the GPU, then runs webgrad.apps.mnist.bench (in the wheel the page installs) for each model and
+batch size:
 
     samples/s   steady-state training (Adam, loss read back every 10 steps, the step replayed with
                 webgrad.replayable: as the page trains; --eager runs every step through Python instead)
@@ -13,8 +14,9 @@ MNIST on the GPU, then runs web/app/mnist_app/bench.py in the page for each mode
 
 With --profile, the GPU time of one step is broken down by kernel (each dispatch timed alone).
 
-Needs a source checkout (serve.py, web/, node_modules/ from `python serve.py` or `python tests/run.py`)
-and Playwright with a Chromium: $WEBGRAD_CHROMIUM, Debian's /usr/bin/chromium, else Playwright's own.
+It lives in tools/, not in the package, because it serves the checkout's page (serve.py, web/,
+node_modules/ from `python serve.py` or `python tests/run.py`). Needs Playwright with a Chromium:
+$WEBGRAD_CHROMIUM, Debian's /usr/bin/chromium, else Playwright's own.
 """
 
 import argparse
@@ -24,23 +26,13 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]  # package/webgrad/bench/browser.py -> the checkout
-# Headless Chromium with WebGPU on SwiftShader; no background traffic (see shared/ENVIRONMENT.md).
+import serve
+from tools import bootstrap
+
+# Headless Chromium with WebGPU on SwiftShader; no background traffic (the recipe of e2e/conftest.py).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--enable-unsafe-webgpu", "--enable-features=Vulkan"]
 APP_TIMEOUT_MS = 300_000
-
-
-def _checkout():
-    if not (ROOT / "serve.py").is_file() or not (ROOT / "web" / "index.html").is_file():
-        raise SystemExit(f"webgrad.bench browser needs a source checkout with serve.py and web/ (looked in {ROOT})")
-    sys.path.insert(0, str(ROOT))
-    import serve
-    from tools import bootstrap
-
-    bootstrap.ensure_npm()
-    bootstrap.build_wheel(Path(sys.executable))
-    return serve, bootstrap
 
 
 def _run(page, code, timeout_s):
@@ -51,7 +43,7 @@ def _run(page, code, timeout_s):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m webgrad.bench browser", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.bench_browser", description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     ap.add_argument("--batches", nargs="+", type=int, default=[128, 1024])
     ap.add_argument("--steps", type=int, default=50, help="timed steps per configuration (default 50)")
@@ -62,7 +54,8 @@ def main(argv=None):
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = ap.parse_args(argv)
 
-    serve, bootstrap = _checkout()
+    bootstrap.ensure_npm()
+    bootstrap.build_wheel(Path(sys.executable))  # the page installs the wheel: it must hold this checkout's code
     from playwright.sync_api import sync_playwright
 
     server = serve.make_server("127.0.0.1", 0, quiet=True)
@@ -90,11 +83,10 @@ def main(argv=None):
                 for batch in args.batches:
                     steps = args.steps
                     # A first short run says how long a step takes; long configurations get fewer steps.
-                    probe = _run(page, f"from mnist_app import bench\nawait bench.measure(app, {kind!r}, {batch}, "
-                                 f"steps=3, warmup=2, replays=2, replay={not args.eager})", 1800)
+                    measure = f"from webgrad.apps.mnist import bench\nawait bench.measure(app, {kind!r}, {batch}, "
+                    probe = _run(page, measure + f"steps=3, warmup=2, replays=2, replay={not args.eager})", 1800)
                     steps = max(5, min(steps, int(args.max_seconds * 1000 / max(probe["step_ms"], 1))))
-                    r = _run(page, f"from mnist_app import bench\nawait bench.measure(app, {kind!r}, {batch}, "
-                             f"steps={steps}, warmup=3, replays={max(3, min(20, steps // 2))}, "
+                    r = _run(page, measure + f"steps={steps}, warmup=3, replays={max(3, min(20, steps // 2))}, "
                              f"replay={not args.eager}, profile={args.profile})", 3600)
                     results.append(r)
                     print(f"{kind:<5} {batch:>6} {steps:>6} {r['samples_per_s']:>10,.0f} {r['step_ms']:>9.1f} "

@@ -1,0 +1,34 @@
+"""webgrad's MNIST dashboard, the Python side of the page in the repository's web/ folder: the worker
+(web/worker.js) installs the webgrad wheel in Pyodide, imports this module and feeds the App that
+`start(js_post)` gives with the page's messages. See app.py for the messages, train.py for the training
+run, data.py for the data on the GPU, models.py for the models (webgrad.examples.models') and their
+files, bench.py for the in-page benchmark. In CPython, App(post, device="cpu") runs the same code.
+"""
+
+from .app import App  # noqa: F401
+
+
+def start(js_post):
+    """An App whose messages go to `js_post` (a JS function) as plain JS objects. (Pyodide's modules are
+    imported here, not at the top: the module imports in CPython too.)"""
+    from js import Object
+    from pyodide.ffi import to_js
+
+    def post(msg):
+        js_post(to_js(msg, dict_converter=Object.fromEntries))
+
+    return App(post)
+
+
+def from_js(msg):
+    """A page message (a JsProxy of a plain object) as a dict; typed arrays become bytes."""
+    from pyodide.ffi import JsBuffer, JsProxy
+
+    out = {}
+    for key, value in msg.to_py(depth=1).items():
+        if isinstance(value, JsBuffer):
+            value = value.to_bytes()
+        elif isinstance(value, JsProxy):
+            value = value.to_py()
+        out[key] = value
+    return out
