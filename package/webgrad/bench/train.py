@@ -87,7 +87,7 @@ def step_count(model, batch, steps):
     if model == "mlp":
         return max(20, steps * 128 // batch)
     if model in SCALE_MODELS:
-        return max(10, steps * 8 // batch)
+        return max(30, steps * 32 // batch)
     return max(10, steps * 32 // batch)
 
 
