@@ -6,16 +6,16 @@ namespace to build with (webgrad.nn by default): `resnet18(nn=torch.nn)` builds 
 PyTorch, so the benchmarks compare like with like and a checkpoint moves between the two by name.
 """
 
-import webgrad.nn as _wg_nn
+import webgrad.nn as nn
 import webgrad.nn.functional as F
 
 
-def mlp(nn=_wg_nn):
+def mlp(nn=nn):
     """784-128-ReLU-10."""
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def cnn(nn=_wg_nn):
+def cnn(nn=nn):
     """conv3x3(16)-ReLU-maxpool2-conv3x3(32)-ReLU-maxpool2-fc(1568 -> 10)."""
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -24,13 +24,13 @@ def cnn(nn=_wg_nn):
     )
 
 
-def widemlp(nn=_wg_nn):
+def widemlp(nn=nn):
     """3072-4096-ReLU-4096-ReLU-10 on 3x32x32 inputs: large matmuls at small batch (M = batch)."""
     return nn.Sequential(nn.Flatten(), nn.Linear(3072, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
                          nn.Linear(4096, 10))
 
 
-def resnet18(nn=_wg_nn, num_classes=10):
+def resnet18(nn=nn, num_classes=10):
     """ResNet-18, CIFAR variant: a 3x3 stride-1 stem with no max-pool, four stages of two BasicBlocks
     (64-128-256-512 channels, stride 2 from the second stage on), BatchNorm after every convolution,
     global average pooling and one linear layer; 3x32x32 inputs. Submodule names follow torchvision's
