@@ -1,6 +1,6 @@
 """Per-kernel GPU time of a training step: `python -m webgrad.bench profile [--models cnn] [--batch-sizes 128]`.
 
-Records one MNIST-shaped training step (the recipe of bench/train.py) with webgrad.replayable, then
+Records one training step (the models and recipes of bench/train.py) with webgrad.replayable, then
 re-encodes the recorded graph with every dispatch in a compute pass of its own, bracketed by timestamp
 queries, and submits it `--repeats` times. Per dispatch it prints the median GPU time, in graph order,
 then the same summed by kernel (matmuls by shape and tile configuration), and the step's total: the sum
@@ -20,17 +20,20 @@ import time
 import webgrad as wg
 from webgrad._backends.webgpu import matmul_plan
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.examples.models import MODELS, training_step
+from webgrad.examples.models import INPUT_SHAPES, MODELS, SCALE_MODELS, benchmark_optimizer, training_step
+
+ALL_MODELS = {**MODELS, **SCALE_MODELS}
 
 
 def record_step(model_name, batch):
     """The replayable training step after its recording, and its graph."""
     wg.manual_seed(0)
-    model = MODELS[model_name]().to("webgpu")
-    opt = wg.optim.Adam(model.parameters(), lr=1e-3)
+    model = ALL_MODELS[model_name]().to("webgpu")
+    opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
 
     run = wg.replayable(training_step(model, opt))
-    x, y = wg.rand(batch, 1, 28, 28, device="webgpu"), wg.randint(0, 10, (batch,), device="webgpu")
+    x = wg.rand(batch, *INPUT_SHAPES[model_name], device="webgpu")
+    y = wg.randint(0, 10, (batch,), device="webgpu")
     for _ in range(3):  # eager warm-up, recording, one replay
         run(x, y)
     wg.webgpu.synchronize()
@@ -143,7 +146,7 @@ def profile(model_name, batch, repeats, top):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m webgrad.bench profile", description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=["cnn"], choices=sorted(MODELS))
+    p.add_argument("--models", nargs="+", default=["cnn"], choices=sorted(ALL_MODELS))
     p.add_argument("--batch-sizes", nargs="+", type=int, default=[128])
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--top", type=int, default=25)

@@ -1,21 +1,27 @@
 """Training benchmark: `python -m webgrad.bench train [--models mlp cnn] [--batch-sizes 128 1024] [--steps N]`.
 
-MNIST-shaped training steps (the reference recipe of ENVIRONMENT.md: cross-entropy, Adam lr 1e-3, data
-resident on the device, loss read back every 10 steps) timed side by side in one run:
+Training steps timed side by side in one run: the MNIST models of the reference recipe (ENVIRONMENT.md:
+cross-entropy, Adam lr 1e-3, data resident on the device, loss read back every 10 steps), and with
+`--models widemlp resnet18` the CIFAR-shaped scale models (SGD lr 0.01, momentum 0.9; see
+webgrad.examples.models):
 
   webgrad replay   the step recorded once and replayed (webgrad.replayable), on WebGPU
   webgrad eager    every op issued from Python, on WebGPU
   torch eager      PyTorch on its best device here (CUDA if present, else the CPU), if installed
 
-Prints steady-state samples/s after warm-up and the ratios. Data are random tensors of MNIST's shapes:
-throughput does not depend on pixel values.
+Prints steady-state samples/s after warm-up and the ratios. Data are random tensors of the datasets'
+shapes: throughput does not depend on pixel values. `--no-eager` leaves the eager column out (slow models
+at large scale), `--no-torch` the PyTorch one. tools/bench_dawn.py prints the same table for the browser
+path (the wheel in Pyodide under Node with Dawn) using webgrad_rate and torch_rate from here.
 """
 
 import argparse
 import time
 
 import webgrad as wg
-from webgrad.examples.models import MODELS, training_step
+from webgrad.examples.models import INPUT_SHAPES, MODELS, SCALE_MODELS, benchmark_optimizer, training_step
+
+ALL_MODELS = {**MODELS, **SCALE_MODELS}
 
 
 WARMUP_SECONDS = 1.0
@@ -43,12 +49,13 @@ def _time_loop(step, batches, steps, sync):
 
 def webgrad_rate(model_name, batch, steps, replay, device):
     wg.manual_seed(0)
-    model = MODELS[model_name]().to(device)
-    opt = wg.optim.Adam(model.parameters(), lr=1e-3)
+    model = ALL_MODELS[model_name]().to(device)
+    opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
 
     step = training_step(model, opt)
     run = wg.replayable(step) if replay else step
-    batches = [(wg.rand(batch, 1, 28, 28, device=device), wg.randint(0, 10, (batch,), device=device))
+    shape = INPUT_SHAPES[model_name]
+    batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, 10, (batch,), device=device))
                for _ in range(4)]
     sync = wg.webgpu.synchronize if device == "webgpu" else (lambda: None)
     return batch * steps / _time_loop(run, batches, steps, sync)
@@ -58,15 +65,8 @@ def torch_rate(model_name, batch, steps):
     import torch
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
-    nn = torch.nn
-    if model_name == "mlp":
-        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-    else:
-        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Flatten(), nn.Linear(1568, 10))
-    model = model.to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model = ALL_MODELS[model_name](nn=torch.nn).to(dev)
+    opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
 
     def step(x, y):
         loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -74,38 +74,72 @@ def torch_rate(model_name, batch, steps):
         loss.backward()
         opt.step()
         return loss
-    batches = [(torch.rand(batch, 1, 28, 28, device=dev), torch.randint(0, 10, (batch,), device=dev))
+    shape = INPUT_SHAPES[model_name]
+    batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
                for _ in range(4)]
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     return batch * steps / _time_loop(step, batches, steps, sync), dev
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=sorted(MODELS))
+def step_count(model, batch, steps):
+    """Timed steps for one row: `steps` scaled so that every row takes a similar time (the MLP is the
+    cheapest per sample, the scale models the dearest)."""
+    if model == "mlp":
+        return max(20, steps * 128 // batch)
+    if model in SCALE_MODELS:
+        return max(30, steps * 32 // batch)
+    return max(10, steps * 32 // batch)
+
+
+def parser(description):
+    """The arguments this table and tools/bench_dawn.py share."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=sorted(ALL_MODELS))
     p.add_argument("--batch-sizes", nargs="+", type=int, default=[128, 1024])
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--no-eager", action="store_true", help="leave out webgrad's eager column")
+    p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's column")
+    return p
+
+
+def header():
+    return (f"{'model':8} {'batch':>5} {'webgrad replay':>15} {'webgrad eager':>14} {'torch eager':>18} "
+            f"{'replay/torch':>12}")
+
+
+def row(model, batch, replay, eager, torch_result):
+    """One line of the table; eager or torch_result (rate, device) may be None."""
+    eager_col = f"{eager:12,.0f}/s" if eager is not None else "-"
+    torch_col, ratio = "-", "-"
+    if torch_result is not None:
+        t, dev = torch_result
+        torch_col, ratio = f"{t:12,.0f} ({dev})", f"{replay / t:11.2f}x"
+    return f"{model:8} {batch:5d} {replay:13,.0f}/s {eager_col:>14} {torch_col:>18} {ratio:>12}"
+
+
+def try_torch_rate(model, batch, steps):
+    """torch_rate, or None where PyTorch is not installed."""
+    try:
+        return torch_rate(model, batch, steps)
+    except ImportError:
+        return None
+
+
+def main(argv=None):
+    p = parser(__doc__.splitlines()[0])
     p.add_argument("--device", default="webgpu", help="webgrad device (default webgpu)")
-    p.add_argument("--no-torch", action="store_true")
     args = p.parse_args(argv)
     if args.device == "webgpu":
         info = wg.webgpu.adapter_info()
         print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
-    print(f"{'model':5} {'batch':>5} {'webgrad replay':>15} {'webgrad eager':>14} {'torch eager':>18} "
-          f"{'replay/torch':>12}")
+    print(header())
     for model in args.models:
         for batch in args.batch_sizes:
-            steps = max(20, args.steps * 128 // batch) if model == "mlp" else max(10, args.steps * 32 // batch)
+            steps = step_count(model, batch, args.steps)
             replay = webgrad_rate(model, batch, steps, True, args.device)
-            eager = webgrad_rate(model, batch, steps, False, args.device)
-            torch_col, ratio = "-", "-"
-            if not args.no_torch:
-                try:
-                    t, dev = torch_rate(model, batch, steps)
-                    torch_col, ratio = f"{t:12,.0f} ({dev})", f"{replay / t:11.2f}x"
-                except ImportError:
-                    pass
-            print(f"{model:5} {batch:5d} {replay:13,.0f}/s {eager:12,.0f}/s {torch_col:>18} {ratio:>12}", flush=True)
+            eager = None if args.no_eager else webgrad_rate(model, batch, steps, False, args.device)
+            t = None if args.no_torch else try_torch_rate(model, batch, steps)
+            print(row(model, batch, replay, eager, t), flush=True)
     return 0
 
 

