@@ -27,3 +27,4 @@ from .replay import replayable  # noqa: E402,F401
 from . import data, datasets, utils, webgpu  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from . import accelerator, backends, cuda  # noqa: E402,F401  (device discovery with PyTorch's meaning)

@@ -17,7 +17,12 @@ class device:
         if name == "gpu":
             name = "webgpu"
         if name not in KNOWN:
-            raise ValueError(f"unknown device {spec!r}: webgrad has devices {', '.join(repr(k) for k in KNOWN)}")
+            hint = ""
+            if name in ("cuda", "mps", "xpu", "hip"):
+                hint = (f"; webgrad reaches GPUs through WebGPU: use device('webgpu'), or "
+                        f"webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
+            raise ValueError(f"unknown device {spec!r}: webgrad has devices "
+                             f"{', '.join(repr(k) for k in KNOWN)}{hint}")
         self.type = name
 
     @property
