@@ -94,3 +94,75 @@ def test_from_numpy_shares_memory_on_cpu():
     assert strided.tolist() == [[9, 2], [3, 42]] and strided.stride() == (3, 2)
     copied = wg.from_numpy(np.array([1, 2], dtype=np.int64))  # int64 becomes int32: a copy
     assert copied.dtype is wg.int32 and copied.tolist() == [1, 2]
+
+
+# ----------------------------------------------------------------- arguments PyTorch scripts pass
+def test_out_keyword():
+    a, b = wg.ones(2, 3), wg.full((3, 2), 2.0)
+    c = wg.zeros(2, 2)
+    assert wg.matmul(a, b, out=c) is c and c.tolist() == [[6.0, 6.0], [6.0, 6.0]]
+    d = wg.empty(0)
+    wg.add(a, 1, out=d)  # resized, as PyTorch resizes an empty out
+    assert d.tolist() == [[2.0] * 3] * 2
+    e = wg.zeros(2, 3, dtype=wg.float64)
+    wg.mul(a, 3, out=e)
+    assert e.dtype is wg.float64 and e.tolist() == [[3.0] * 3] * 2
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        wg.mul(wg.ones(2, requires_grad=True), 2, out=wg.zeros(2))
+
+
+def test_memory_formats_and_addcmul():
+    import torch
+    x = wg.randn(2, 3)
+    for fmt in (wg.preserve_format, wg.contiguous_format, wg.channels_last):
+        assert x.clone(memory_format=fmt).tolist() == x.tolist()
+    assert x.to(memory_format=wg.contiguous_format) is x
+    t = [torch.ones(3), torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 4.0, 8.0])]
+    w = [wg.ones(3), wg.tensor([1.0, 2.0, 3.0]), wg.tensor([2.0, 4.0, 8.0])]
+    assert w[0].addcmul(w[1], w[2], value=0.5).tolist() == t[0].addcmul(t[1], t[2], value=0.5).tolist()
+    assert w[0].addcdiv_(w[1], w[2], value=2).tolist() == t[0].addcdiv_(t[1], t[2], value=2).tolist()
+
+
+def test_dataloader_sampler_arguments_as_torch():
+    import torch
+    from torch.utils import data as tdata
+    from webgrad.utils import data as wdata
+    ds = wdata.TensorDataset(wg.arange(10))
+    batches = [b[0].tolist() for b in wdata.DataLoader(ds, batch_size=3, sampler=[9, 8, 7, 1, 0])]
+    assert batches == [[9, 8, 7], [1, 0]]
+    bs = wdata.BatchSampler(wdata.SequentialSampler(range(10)), 4, drop_last=True)
+    assert [b[0].tolist() for b in wdata.DataLoader(ds, batch_sampler=bs)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert len(wdata.DataLoader(ds, batch_sampler=bs)) == 2
+    sub = wdata.SubsetRandomSampler([2, 4, 6])
+    assert sorted(i for b in wdata.DataLoader(ds, batch_size=2, sampler=sub) for i in b[0].tolist()) == [2, 4, 6]
+    assert sorted(wdata.RandomSampler(range(5))) == [0, 1, 2, 3, 4]
+    assert all(w != 0 for w in (list(wdata.WeightedRandomSampler([0, 1, 1], 20))))
+    calls = []
+    loader = wdata.DataLoader(ds, batch_size=5, num_workers=2, persistent_workers=True, prefetch_factor=2,
+                              worker_init_fn=calls.append, pin_memory=True)
+    assert [b[0].tolist() for b in loader] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]] and calls == []
+    # the same argument checks as torch's, with its messages
+    tds = tdata.TensorDataset(torch.arange(10))
+    for kwargs in (dict(sampler=[1], shuffle=True), dict(persistent_workers=True), dict(prefetch_factor=2),
+                   dict(batch_sampler=bs, batch_size=2)):
+        with pytest.raises(ValueError) as expected:
+            tdata.DataLoader(tds, **kwargs)
+        with pytest.raises(ValueError) as got:
+            wdata.DataLoader(ds, **kwargs)
+        assert str(got.value) == str(expected.value)
+
+
+def test_default_seed_differs_per_process():
+    import subprocess
+    import sys
+    code = "import webgrad; print(webgrad.initial_seed(), webgrad.rand(2).tolist())"
+    import os
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] != runs[1]
+    assert wg.Generator().initial_seed() == 67280421310721  # a new Generator starts where torch's does
+    wg.manual_seed(5)
+    a = wg.rand(3).tolist()
+    wg.manual_seed(5)
+    assert wg.rand(3).tolist() == a

@@ -274,6 +274,7 @@ class Tensor:
         """to(device), to(dtype), to(device, dtype), to(other_tensor); returns self when nothing changes."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)  # accepted: webgrad's tensors are row-major (see memory_format.py)
         copy = kwargs.pop("copy", False)
         if kwargs:
             raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
