@@ -166,3 +166,29 @@ def test_default_seed_differs_per_process():
     a = wg.rand(3).tolist()
     wg.manual_seed(5)
     assert wg.rand(3).tolist() == a
+
+
+# ----------------------------------------------------------------- printing, as PyTorch prints
+def test_repr_matches_torch_and_summarises():
+    import numpy as np
+    import torch
+    rng = np.random.default_rng(0)
+    cases = [np.arange(2000, dtype=np.float32) / 7, np.arange(2000, dtype=np.float32).reshape(50, 40) / 7,
+             rng.standard_normal((4, 5, 60)).astype(np.float32), np.arange(1001, dtype=np.float32),
+             rng.standard_normal((3, 400)).astype(np.float32), rng.standard_normal((5, 30)).astype(np.float32),
+             np.array([1.0, 2000.0], np.float32), np.array([1e-5, 1.0], np.float32),
+             np.array([0.0, 1.5, np.nan, np.inf], np.float32), rng.standard_normal((40, 40)) > 0,
+             rng.standard_normal((2, 3, 4, 300)).astype(np.float32), np.zeros((100, 100), np.float32),
+             np.array(3.5, np.float32)]
+    for a in cases:
+        assert repr(wg.tensor(a)) == repr(torch.tensor(a)), a.shape
+
+
+def test_summarised_repr_reads_only_the_shown_entries(monkeypatch):
+    big = wg.zeros(50000, 784)
+    read = []
+    original = wg.Tensor._bytes
+    monkeypatch.setattr(wg.Tensor, "_bytes", lambda self: read.append(self.numel()) or original(self))
+    text = repr(big)
+    assert "..." in text and len(text) < 1000
+    assert max(read) == 36  # 6 x 6 entries, not 39 million

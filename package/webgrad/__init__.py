@@ -28,6 +28,7 @@ from . import data, datasets, utils, webgpu  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import accelerator, backends, cuda  # noqa: E402,F401  (device discovery with PyTorch's meaning)
+from ._printing import set_printoptions  # noqa: E402,F401
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format  # noqa: E402,F401
 from ._out import add_out_argument as _add_out_argument  # noqa: E402
 _add_out_argument(globals())  # out= on the functions PyTorch gives it

@@ -257,7 +257,8 @@ class Tensor:
         return (self[i] for i in range(self._view.shape[0]))
 
     def __repr__(self):
-        return _format(self)
+        from ._printing import format_tensor  # printing, summarised as PyTorch's, lives in _printing.py
+        return format_tensor(self)
 
     def __reduce__(self):
         # pickling (e.g. copy.deepcopy of a module) goes through the canonical bytes
@@ -625,52 +626,3 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
         flat[i * m + i] = 1
     t = tensor(bytes(flat), dtype=dtypes.uint8, device=device).reshape(n, m)
     return t.to(dtype=dtypes.to_dtype(dtype, dtypes.float32)).requires_grad_(requires_grad)
-
-
-# ===================================================================== printing
-def _format(t):
-    body = _format_values(t)
-    extras = []
-    if t.device.type != devices.get_default_device().type:
-        extras.append(f"device='{t.device}'")
-    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int32 and t.numel() > 0):
-        extras.append(f"dtype={t.dtype!r}")
-    if t.dtype is dtypes.int32 and t.numel() == 0:
-        extras.append(f"dtype={t.dtype!r}")
-    if t.grad_fn is not None:
-        extras.append(f"grad_fn={t.grad_fn!r}")
-    elif t.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
-
-
-def _format_values(t):
-    if t.numel() == 0:
-        return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
-    flat = t._decode(t._bytes())
-    if t.dtype.is_floating:
-        ints = all(v == int(v) for v in flat if v == v and abs(v) != float("inf"))
-        big = max((abs(v) for v in flat if v == v and abs(v) != float("inf")), default=0)
-        if ints and big < 1e8:
-            strs = [f"{v:.0f}." if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf")) for v in flat]
-        elif big >= 1e8 or (0 < big < 1e-4):
-            strs = [f"{v:.4e}" for v in flat]
-        else:
-            strs = [f"{v:.4f}" for v in flat]
-    elif t.dtype is dtypes.bool_:
-        strs = ["True" if v else "False" for v in flat]
-    else:
-        strs = [str(v) for v in flat]
-    width = max(len(s) for s in strs)
-    strs = [s.rjust(width) for s in strs]
-    nested = _nest(strs, t._view.shape)
-
-    def render(x, depth):
-        if not isinstance(x, list):
-            return x
-        if not x or not isinstance(x[0], list):
-            return "[" + ", ".join(x) + "]"
-        sep = "," + "\n" * (t.ndim - depth - 1) + " " * (8 + depth)
-        return "[" + sep.join(render(v, depth + 1) for v in x) + "]"
-
-    return render(nested, 0)
