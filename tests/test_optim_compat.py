@@ -37,6 +37,30 @@ def test_adadelta_float32_on_device(device):
         np.testing.assert_allclose(w, t, rtol=1e-4, atol=1e-6)
 
 
+COMPOSED = [("Adagrad", dict()), ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1,
+                                                 initial_accumulator_value=0.5, eps=1e-3)),
+            ("Adagrad", dict(lr=0.1, maximize=True)),
+            ("Adamax", dict()), ("Adamax", dict(lr=0.05, betas=(0.5, 0.8), eps=1e-3, weight_decay=0.1)),
+            ("Adamax", dict(lr=0.05, maximize=True)),
+            ("NAdam", dict()), ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.01)),
+            ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+            ("NAdam", dict(lr=0.05, betas=(0.5, 0.8), eps=1e-3, maximize=True))]
+
+
+@pytest.mark.parametrize("name,kwargs", COMPOSED,
+                         ids=[f"{n}-" + ("-".join(f"{k}={v}" for k, v in kw.items()) or "defaults") for n, kw in COMPOSED])
+def test_composed_optimizers_match_torch(name, kwargs):
+    results = []
+    for lib in (torch, wg):
+        params, loss = _problem(lib)
+        opt = getattr(lib.optim, name)(_groups(params, True), **kwargs)
+        _train(opt, loss, 12)
+        results.append([_numpy(p) for p in params])
+    for t, w in zip(*results):
+        np.testing.assert_allclose(w, t, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(results[1][0], W0)
+
+
 def _lbfgs_run(lib, steps, dtype_name="float64", **kwargs):
     params, loss = _problem(lib, dtype_name)
     opt = lib.optim.LBFGS(params, **kwargs)
