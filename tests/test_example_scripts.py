@@ -31,3 +31,20 @@ def test_mnist_main_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
     assert list(state) == ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias",
                            "fc2.weight", "fc2.bias"]
     assert tuple(state["fc1.weight"].shape) == (128, 9216)
+
+
+@pytest.mark.parametrize("accel", [False, True], ids=["cpu", "accelerator"])
+def test_quickstart_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
+    import quickstart
+    if accel and not wg.accelerator.is_available():
+        pytest.skip("no WebGPU adapter")
+    monkeypatch.chdir(tmp_path)
+    losses = quickstart.main(use_accelerator=accel)
+    out = capsys.readouterr().out
+    assert f"Using {'webgpu' if accel else 'cpu'} device" in out
+    assert "Shape of X [N, C, H, W]: webgrad.Size([8, 1, 28, 28])" in out and "Predicted: " in out
+    assert "loss: " in out and "[   24/   24]" in out and "Accuracy: " in out
+    assert losses[-1] < losses[0]  # it learns
+    assert list(torch.load(tmp_path / "model.pth", weights_only=True)) == [
+        "linear_relu_stack.0.weight", "linear_relu_stack.0.bias", "linear_relu_stack.2.weight",
+        "linear_relu_stack.2.bias", "linear_relu_stack.4.weight", "linear_relu_stack.4.bias"]
