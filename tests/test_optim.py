@@ -176,7 +176,7 @@ def _spy_backend(monkeypatch, device="cpu"):
     """Record every device-interface call made on `device`'s backend."""
     backend = wg.device(device).backend
     calls = []
-    for name, attr in vars(wg.backends.device.Backend).items():
+    for name, attr in vars(wg._backends.interface.Backend).items():
         if name.startswith("_") or not callable(attr):
             continue
         method = getattr(backend, name)
