@@ -192,3 +192,8 @@ def test_summarised_repr_reads_only_the_shown_entries(monkeypatch):
     text = repr(big)
     assert "..." in text and len(text) < 1000
     assert max(read) == 36  # 6 x 6 entries, not 39 million
+
+
+def test_half_is_a_clear_error():
+    with pytest.raises(TypeError, match="float16"):
+        wg.ones(2).half()

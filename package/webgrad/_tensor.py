@@ -323,6 +323,10 @@ class Tensor:
         """float64, on the CPU device; WebGPU has no 64-bit floats and says so."""
         return self.type(dtypes.float64)
 
+    def half(self):
+        raise TypeError("half(): webgrad has no float16 dtype (WebGPU's shader-f16 is an optional feature, absent "
+                        "on many adapters); keep float32 with float()")
+
     def __format__(self, spec):
         # f"{loss:.4f}" formats a 0-d tensor's value, as PyTorch; other tensors only take an empty spec
         if self.ndim == 0:
