@@ -85,16 +85,6 @@ uniform_ = _random_("uniform")
 normal_ = _random_("normal")
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2 (torch.addcmul), composed of mul and add."""
-    return input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 / tensor2 (torch.addcdiv), composed of div and add."""
-    return input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2
-
-
 def build_methods(namespace):
     """{name_: method} for every in-place variant of an out-of-place op in `namespace`."""
     methods = {}
@@ -102,10 +92,10 @@ def build_methods(namespace):
                  "sigmoid", "tanh", "abs", "floor", "ceil", "round", "maximum", "minimum", "lerp"):
         if name in namespace:
             methods[name + "_"] = _make(name + "_", namespace[name])
-    namespace = dict(namespace, addcmul=addcmul, addcdiv=addcdiv)  # composed ops, PyTorch's optimizers use them
+    from . import composed  # addcmul/addcdiv (PyTorch's optimizers use them): methods and in-place forms
     for name in ("addcmul", "addcdiv"):
-        methods[name] = namespace[name]
-        methods[name + "_"] = _make(name + "_", namespace[name])
+        methods[name] = getattr(composed, name)
+        methods[name + "_"] = _make(name + "_", methods[name])
     methods["clip_"] = methods["clamp_"]
     methods["__iadd__"] = methods["add_"]
     methods["__isub__"] = methods["sub_"]
