@@ -99,3 +99,26 @@ def test_lbfgs_errors():
         wg.optim.LBFGS([{"params": [params[0]]}, {"params": [params[1]]}])
     with pytest.raises(RuntimeError, match="closure"):
         wg.optim.LBFGS(params).step(None)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_lbfgs_float32_on_device(device):
+    # In float32, L-BFGS's flat directions amplify rounding (torch's scalars are float32 tensors, webgrad's
+    # Python floats), so the parameters agree only roughly; the objective reached is what must agree.
+    finals = []
+    for lib, kw in ((torch, {}), (wg, {"device": device})):
+        params, loss = _problem(lib, "float32", **kw)
+        opt = lib.optim.LBFGS(params, max_iter=5, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            value = loss()
+            value.backward()
+            return value
+
+        start = float(loss().detach())
+        for _ in range(2):
+            opt.step(closure)
+        finals.append(float(loss().detach()))
+        assert finals[-1] < 0.5 * start
+    np.testing.assert_allclose(finals[1], finals[0], rtol=1e-4)
