@@ -85,3 +85,9 @@ def test_errors():
         x[wg.tensor([True, False])]
     with pytest.raises(IndexError, match="too many"):
         x[[0], [0], [0], [0]]
+
+
+def test_numpy_integer_scalars_index_like_ints():
+    x = wg.tensor(A)
+    assert x[np.int64(2), np.int32(1)].tolist() == x[2, 1].tolist()
+    assert x[np.array([0, 2])].shape == (2, 5, 6)

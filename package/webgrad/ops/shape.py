@@ -244,7 +244,7 @@ def _normalize_index(x, index):
             out.extend([slice(None)] * (x.ndim - n_specified))
         else:
             out.append(i)
-    if Ellipsis not in index:
+    if not any(i is Ellipsis for i in index):  # identity: `in` would compare arrays/tensors with ==
         out.extend([slice(None)] * (x.ndim - n_specified))
     return out
 
@@ -264,6 +264,8 @@ def _basic_view(x, index):
             i = int(i.item())
         if isinstance(i, (bool, Tensor, list, tuple, range)) or type(i).__name__ == "ndarray":
             return None
+        if not isinstance(i, (int, slice)) and hasattr(i, "__index__"):
+            i = i.__index__()  # NumPy integers (np.int64 from np.random.choice ...) index like ints
         n, s = v.shape[d], v.strides[d]
         if isinstance(i, int):
             if not -n <= i < n:
@@ -354,13 +356,14 @@ def _advanced_plan(input, index):
             items[j] = _index_tensor(i, input.device)
     covers = [0 if i is None or i is Ellipsis else (i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool_
                                                     else 1) for i in items]
-    if items.count(Ellipsis) > 1:
+    ellipses = [j for j, i in enumerate(items) if i is Ellipsis]  # by identity: tensors compare elementwise
+    if len(ellipses) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if sum(covers) > input.ndim:
         raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
     fill = [slice(None)] * (input.ndim - sum(covers))
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if ellipses:
+        at = ellipses[0]
         items = items[:at] + fill + items[at + 1:]
     else:
         items = items + fill
