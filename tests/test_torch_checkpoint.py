@@ -164,3 +164,19 @@ def test_errors_name_the_format(tmp_path):
     torch.save({"x": torch.tensor([2**40])}, big)
     with pytest.raises(ValueError, match="beyond int32"):
         wg.load(big)
+
+
+def test_load_needs_no_torch(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "ck.pth"
+    torch.save({"w": torch.arange(6.0).reshape(2, 3), "epoch": 2}, path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    # torch made unimportable in the loading process
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import webgrad as wg\n"
+            "ck = wg.load(sys.argv[1])\n"
+            "print(ck['epoch'], ck['w'].tolist())\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2 [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]"
