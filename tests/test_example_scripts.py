@@ -48,3 +48,12 @@ def test_quickstart_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
     assert list(torch.load(tmp_path / "model.pth", weights_only=True)) == [
         "linear_relu_stack.0.weight", "linear_relu_stack.0.bias", "linear_relu_stack.2.weight",
         "linear_relu_stack.2.bias", "linear_relu_stack.4.weight", "linear_relu_stack.4.bias"]
+
+
+def test_time_sequence_prediction_runs_unchanged(capsys):
+    import time_sequence
+    test_losses, y = time_sequence.main()
+    out = capsys.readouterr().out
+    assert "STEP:  1" in out and "test loss:" in out
+    assert y.dtype == np.float64 and y.shape == (3, 23 + 10)
+    assert test_losses[-1] < test_losses[0]  # LBFGS through the unrolled LSTMCells learns
