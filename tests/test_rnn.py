@@ -9,6 +9,8 @@ import webgrad as wg
 from helpers import DEVICES
 
 L, N, H_IN, H = 5, 3, 4, 6
+# torch's own note that its oneDNN path lacks LSTM projections
+pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
 
 
 def _copy_weights(tmod, wmod, device):
@@ -37,6 +39,8 @@ MODULES = [
     ("LSTM", dict()),
     ("LSTM", dict(num_layers=2, batch_first=True)),
     ("LSTM", dict(bidirectional=True)),
+    ("LSTM", dict(proj_size=3, num_layers=2, bidirectional=True)),
+    ("LSTM", dict(proj_size=2, bias=False, batch_first=True)),
     ("GRU", dict()),
     ("GRU", dict(num_layers=2, bidirectional=True, bias=False)),
 ]
@@ -54,7 +58,8 @@ def test_recurrent_module_matches_torch(name, kwargs, with_state, device):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((N, L, H_IN) if kwargs.get("batch_first") else (L, N, H_IN)).astype(np.float32)
     layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
-    states = [rng.standard_normal((layers, N, H)).astype(np.float32) for _ in range(2 if name == "LSTM" else 1)]
+    sizes = [kwargs.get("proj_size") or H] + ([H] if name == "LSTM" else [])  # h (projected), then c
+    states = [rng.standard_normal((layers, N, n)).astype(np.float32) for n in sizes]
 
     def run(lib, mod, **kw):
         xs = lib.tensor(x, requires_grad=True, **kw)
@@ -116,8 +121,10 @@ def test_unbatched_input_and_init():
 
 
 def test_errors_and_dropout():
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        wg.nn.LSTM(4, 6, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size has to be smaller"):
+        wg.nn.LSTM(4, 6, proj_size=6)
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        wg.nn.GRU(4, 6, proj_size=2)
     with pytest.raises(RuntimeError, match="input_size"):
         wg.nn.GRU(4, 6)(wg.zeros(2, 3, 5))
     with pytest.raises(ValueError, match="nonlinearity"):

@@ -7,7 +7,8 @@ LSTM and (r, z, n) for GRU; every parameter starts as U(-1/sqrt(hidden), 1/sqrt(
 
 The input projection of a whole sequence is one matmul per layer and direction; only the recurrent
 projection runs per time step (one matmul plus a few elementwise ops per step). Gradients come from the
-ops. Not supported, with a clear error: proj_size (LSTM projections) and PackedSequence inputs.
+ops. LSTM's proj_size is supported (h is projected by weight_hr_l{k} [proj_size, hidden]); PackedSequence
+inputs are not (a clear error: pass a padded tensor).
 """
 
 import math
@@ -27,11 +28,12 @@ def _rnn_cell(x_proj, h, w_hh, b_hh, nonlinearity):
     return pre.tanh() if nonlinearity == "tanh" else pre.relu()
 
 
-def _lstm_cell(x_proj, state, w_hh, b_hh):
+def _lstm_cell(x_proj, state, w_hh, b_hh, w_hr=None):
     h, c = state
     i, f, g, o = (x_proj + F.linear(h, w_hh, b_hh)).chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else F.linear(h, w_hr)), c  # with proj_size, h is projected to proj_size
 
 
 def _gru_cell(x_proj, h, w_hh, b_hh):
@@ -43,9 +45,9 @@ def _gru_cell(x_proj, h, w_hh, b_hh):
     return n + z * (h - n)  # (1 - z) * n + z * h, with one op fewer
 
 
-def _step(mode, x_proj, state, w_hh, b_hh):
+def _step(mode, x_proj, state, w_hh, b_hh, w_hr=None):
     if mode == "LSTM":
-        return _lstm_cell(x_proj, state, w_hh, b_hh)
+        return _lstm_cell(x_proj, state, w_hh, b_hh, w_hr)
     if mode == "GRU":
         return _gru_cell(x_proj, state, w_hh, b_hh)
     return _rnn_cell(x_proj, state, w_hh, b_hh, "tanh" if mode == "RNN_TANH" else "relu")
@@ -68,23 +70,29 @@ class RNNBase(Module):
         if not (isinstance(dropout, (int, float)) and 0 <= dropout <= 1) or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
-        if proj_size:
-            raise NotImplementedError("LSTM(proj_size>0) is not supported by webgrad; use proj_size=0 and a "
-                                      "Linear layer on the output")
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         gate_size = _GATES[mode] * hidden_size
         directions = 2 if bidirectional else 1
+        real_hidden = proj_size or hidden_size  # the size of h (the cell state c keeps hidden_size)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(directions):
-                layer_input = input_size if layer == 0 else hidden_size * directions
+                layer_input = input_size if layer == 0 else real_hidden * directions
                 suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
-                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, hidden_size))]
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size:
+                    shapes += [("weight_hr", (proj_size, hidden_size))]
                 for name, shape in shapes:
                     setattr(self, name + suffix, Parameter(empty(shape, device=device, dtype=dtype)))
                     self._flat_weights_names.append(name + suffix)
@@ -100,7 +108,7 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         weights = [getattr(self, n) for n in self._flat_weights_names]
         return [weights[i:i + per] for i in range(0, len(weights), per)]
 
@@ -116,12 +124,14 @@ class RNNBase(Module):
             s += f", dropout={self.dropout}"
         if self.bidirectional is not False:
             s += f", bidirectional={self.bidirectional}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         return s
 
     def _layer_weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
         get = lambda name: getattr(self, name + suffix, None)  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def _run(self, input, hx):
         """input [L, N, H_in] (time first); hx: [layers*dirs, N, H] (an (h, c) pair for LSTM).
@@ -134,7 +144,7 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for direction in range(directions):
-                w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
                 k = layer * directions + direction
                 state = (h0[k], c0[k]) if lstm else h0[k]
                 # the input projection of every time step at once: one matmul
@@ -142,7 +152,7 @@ class RNNBase(Module):
                 steps = range(len(x_proj) - 1, -1, -1) if direction == 1 else range(len(x_proj))
                 hs = [None] * len(x_proj)
                 for t in steps:
-                    state = _step(self.mode, x_proj[t], state, w_hh, b_hh)
+                    state = _step(self.mode, x_proj[t], state, w_hh, b_hh, w_hr)
                     hs[t] = state[0] if lstm else state
                 outs.append(stack(hs, 0))
                 h_last.append(state[0] if lstm else state)
@@ -169,18 +179,19 @@ class RNNBase(Module):
                                f"got {input.shape[2]}")
         directions = 2 if self.bidirectional else 1
         shape = (self.num_layers * directions, input.shape[1], self.hidden_size)
+        h_shape = shape[:2] + (self.proj_size or self.hidden_size,)
         lstm = self.mode == "LSTM"
         if hx is None:
-            h = zeros(shape, dtype=input.dtype, device=input.device)
+            h = zeros(h_shape, dtype=input.dtype, device=input.device)
             hx = (h, zeros(shape, dtype=input.dtype, device=input.device)) if lstm else h
         else:
             parts = hx if lstm else (hx,)
             if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
             parts = tuple(p.unsqueeze(1) if not batched else p for p in parts)
-            for p in parts:
-                if tuple(p.shape) != shape:
-                    raise RuntimeError(f"Expected hidden size {tuple(shape)}, got {list(p.shape)}")
+            for p, expected in zip(parts, (h_shape, shape)):
+                if tuple(p.shape) != expected:
+                    raise RuntimeError(f"Expected hidden size {tuple(expected)}, got {list(p.shape)}")
             hx = parts if lstm else parts[0]
         output, state = self._run(input, hx)
         if not batched:
@@ -195,12 +206,12 @@ class RNN(RNNBase):
     """Elman RNN: h_t = tanh(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh) (or relu)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, proj_size=0):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
-                         num_layers, bias, batch_first, dropout, bidirectional, device=device, dtype=dtype)
+                         num_layers, bias, batch_first, dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
     def extra_repr(self):
         s = super().extra_repr()
@@ -220,9 +231,9 @@ class GRU(RNNBase):
     """Gated recurrent unit; forward returns (output, h_n)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, device=None, dtype=None):
+                 bidirectional=False, device=None, dtype=None, proj_size=0):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+                         proj_size, device=device, dtype=dtype)
 
 
 class RNNCellBase(Module):
