@@ -24,10 +24,15 @@ from .replay import replayable
 from . import autograd, data, datasets, transforms, utils, webgpu
 from . import nn
 from . import optim
+from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
+from ._printing import set_printoptions
+from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
+from ._out import add_out_argument as _add_out_argument
 
 # Every op function (webgrad.exp, webgrad.cat, ...): the hand-written ones by name and the op table's
-# records, both listed in ops/api.py.
+# records, both listed in ops/api.py; then out= on those PyTorch gives it.
 globals().update(_FUNCTIONS)
+_add_out_argument(globals())
 
 __all__ = [
     "bool", "float32", "float64", "int32", "uint8", "double", "dtype", "float", "int", "long",
@@ -37,6 +42,8 @@ __all__ = [
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
+    "accelerator", "backends", "cuda", "set_printoptions", "channels_last", "contiguous_format",
+    "memory_format", "preserve_format",
     "load", "save", "replayable", "autograd", "data", "datasets", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

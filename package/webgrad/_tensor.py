@@ -27,9 +27,16 @@ def _np():
 class Tensor:
     __slots__ = ("_view", "device", "requires_grad", "grad", "grad_fn", "_retains_grad", "__weakref__")
 
-    def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        """Tensor(data) is webgrad.tensor(data); prefer the function, as in PyTorch."""
-        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False, size=None):
+        """PyTorch's legacy constructor: Tensor(3, 4) (or Tensor(size=(3, 4)), Tensor(webgrad.Size([3, 4])))
+        is an uninitialised float32 tensor of that shape, Tensor() an empty one, and Tensor(data) is
+        webgrad.tensor(data) in float32. Prefer the creation functions, as in PyTorch."""
+        shape = _legacy_shape(args, size)
+        if shape is not None:
+            t = empty(shape, dtype=dtype or dtypes.float32, device=device)
+        else:
+            data = args[0]  # a tensor keeps its dtype (as PyTorch); other data becomes float32
+            t = tensor(data, dtype=dtype or (None if isinstance(data, Tensor) else dtypes.float32), device=device)
         self._init(t._view, t.device, requires_grad)
 
     def _init(self, view, device, requires_grad=False):
@@ -269,9 +276,6 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._view.shape[0]))
 
-    def __repr__(self):
-        return _format(self)
-
     def __reduce__(self):
         # pickling (e.g. copy.deepcopy of a module) goes through the canonical bytes
         return (_rebuild, (self._bytes(), self.dtype.name, tuple(self.shape), str(self.device), self.requires_grad))
@@ -287,6 +291,7 @@ class Tensor:
         """to(device), to(dtype), to(device, dtype), to(other_tensor); returns self when nothing changes."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)  # accepted: webgrad's tensors are row-major (see memory_format.py)
         copy = kwargs.pop("copy", False)
         if kwargs:
             raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
@@ -324,7 +329,24 @@ class Tensor:
         return self.type(dtypes.int32)
 
     def long(self):
+        """int32: webgrad's integers are 32-bit on every device (webgrad.long is webgrad.int32; WGSL has no
+        64-bit integers). Warns once per process, so a script written for int64 hears of it."""
+        dtypes.warn_int64_once("Tensor.long()")
         return self.type(dtypes.int32)
+
+    def double(self):
+        """float64, on the CPU device; WebGPU has no 64-bit floats and says so."""
+        return self.type(dtypes.float64)
+
+    def half(self):
+        raise TypeError("half(): webgrad has no float16 dtype (WebGPU's shader-f16 is an optional feature, absent "
+                        "on many adapters); keep float32 with float()")
+
+    def __format__(self, spec):
+        # f"{loss:.4f}" formats a 0-d tensor's value, as PyTorch; other tensors only take an empty spec
+        if self.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def bool(self):
         return self.type(dtypes.bool_)
@@ -502,7 +524,38 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(arr):
-    return tensor(arr)
+    """A CPU tensor that shares `arr`'s memory (writes show through both ways), as torch.from_numpy, for
+    float32/float64/int32/uint8/bool arrays with non-negative strides. Other integer arrays (int64 ...)
+    are copied into int32, webgrad's integer type, with a range check."""
+    np = _np()
+    if np is None or not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    name = {"float32": "float32", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}.get(
+        arr.dtype.name)
+    item = arr.dtype.itemsize
+    if name is None or not arr.dtype.isnative or any(s < 0 or s % item for s in arr.strides):
+        return tensor(arr, device="cpu")
+    dtype = dtypes.to_dtype(name)
+    span = 1 + sum((n - 1) * (s // item) for n, s in zip(arr.shape, arr.strides)) if arr.size else 0
+    storage = np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
+    strides = tuple(s // item for s in arr.strides)
+    return Tensor._make(View(storage, tuple(arr.shape), strides, 0, dtype), devices.get("cpu"))
+
+
+def _legacy_shape(args, size):
+    """The shape of a legacy Tensor(*sizes) call, or None when it is Tensor(data)."""
+    if size is not None:
+        return tuple(size)
+    if not args:
+        return (0,)
+    if isinstance(args[0], Size) and len(args) == 1:
+        return tuple(args[0])
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args) and (len(args) > 1 or not
+                                                                              isinstance(args[0], Tensor)):
+        return tuple(args)
+    if len(args) > 1:
+        raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got {len(args)} arguments")
+    return None
 
 
 def frombuffer(buffer, dtype=None, device=None, count=-1, offset=0):
@@ -603,52 +656,3 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
         flat[i * m + i] = 1
     t = tensor(bytes(flat), dtype=dtypes.uint8, device=device).reshape(n, m)
     return t.to(dtype=dtypes.to_dtype(dtype, dtypes.float32)).requires_grad_(requires_grad)
-
-
-# ===================================================================== printing
-def _format(t):
-    body = _format_values(t)
-    extras = []
-    if t.device.type != devices.get_default_device().type:
-        extras.append(f"device='{t.device}'")
-    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int32 and t.numel() > 0):
-        extras.append(f"dtype={t.dtype!r}")
-    if t.dtype is dtypes.int32 and t.numel() == 0:
-        extras.append(f"dtype={t.dtype!r}")
-    if t.grad_fn is not None:
-        extras.append(f"grad_fn={t.grad_fn!r}")
-    elif t.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
-
-
-def _format_values(t):
-    if t.numel() == 0:
-        return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
-    flat = t._decode(t._bytes())
-    if t.dtype.is_floating:
-        ints = all(v == int(v) for v in flat if v == v and abs(v) != float("inf"))
-        big = max((abs(v) for v in flat if v == v and abs(v) != float("inf")), default=0)
-        if ints and big < 1e8:
-            strs = [f"{v:.0f}." if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf")) for v in flat]
-        elif big >= 1e8 or (0 < big < 1e-4):
-            strs = [f"{v:.4e}" for v in flat]
-        else:
-            strs = [f"{v:.4f}" for v in flat]
-    elif t.dtype is dtypes.bool_:
-        strs = ["True" if v else "False" for v in flat]
-    else:
-        strs = [str(v) for v in flat]
-    width = max(len(s) for s in strs)
-    strs = [s.rjust(width) for s in strs]
-    nested = _nest(strs, t._view.shape)
-
-    def render(x, depth):
-        if not isinstance(x, list):
-            return x
-        if not x or not isinstance(x[0], list):
-            return "[" + ", ".join(x) + "]"
-        sep = "," + "\n" * (t.ndim - depth - 1) + " " * (8 + depth)
-        return "[" + sep.join(render(v, depth + 1) for v in x) + "]"
-
-    return render(nested, 0)

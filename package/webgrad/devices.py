@@ -17,7 +17,12 @@ class device:
         if name == "gpu":
             name = "webgpu"
         if name not in KNOWN:
-            raise ValueError(f"unknown device {spec!r}: webgrad has devices {', '.join(repr(k) for k in KNOWN)}")
+            hint = ""
+            if name in ("cuda", "mps", "xpu", "hip"):
+                hint = ("; webgrad reaches GPUs through WebGPU: use device('webgpu'), or "
+                        f"webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
+            raise ValueError(f"unknown device {spec!r}: webgrad has devices "
+                             f"{', '.join(repr(k) for k in KNOWN)}{hint}")
         if index not in ("", "0"):  # one adapter per process: webgpu:0 is the only WebGPU device
             raise ValueError(f"invalid device {spec!r}: webgrad has one {name} device, {name!r} (or '{name}:0')")
         self.type = name

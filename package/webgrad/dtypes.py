@@ -37,6 +37,19 @@ _NAMES = {d.name: d for d in ALL}
 _NAMES.update({"float": float32, "double": float64, "int": int32, "bool_": bool_, "int64": int32, "long": int32})
 
 
+_warned_int64 = []
+
+
+def warn_int64_once(where):
+    """One warning per process that a 64-bit integer request got int32 (webgrad's only integer type:
+    WGSL has no 64-bit integers, and one integer type keeps CPU and WebGPU results identical)."""
+    if not _warned_int64:
+        import warnings
+        _warned_int64.append(True)
+        warnings.warn(f"{where}: webgrad's integers are int32 on every device (webgrad.long is webgrad.int32); "
+                      "values beyond +-2**31 are refused when converted", stacklevel=3)
+
+
 def _by_name(name):
     return _NAMES[name]
 

@@ -7,7 +7,7 @@ import random as _pyrandom
 from . import devices, dtypes, replay
 from ._tensor import Tensor, _shape_args, tensor
 
-DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed: runs are reproducible out of the box
+DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator()
 
 
 class Generator:
@@ -50,7 +50,10 @@ class Generator:
         return _pyrandom.Random((seed << 32) | start)
 
 
+# As PyTorch, the default generator starts from a seed drawn per process: two runs differ unless the
+# script calls manual_seed (a fresh Generator() still starts from DEFAULT_SEED, as torch.Generator()).
 default_generator = Generator()
+default_generator.seed()
 
 
 def manual_seed(seed):

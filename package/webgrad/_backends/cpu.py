@@ -12,7 +12,7 @@ except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a su
 
 from .. import dtypes
 from ..ops import table
-from .interface import Backend
+from .interface import AUGMENT_COLOR_ORDERS, Backend
 
 if np is not None:
     NP_DTYPES = {dtypes.float32: np.float32, dtypes.float64: np.float64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
@@ -456,7 +456,6 @@ class CPUBackend(Backend):
         self._write(out, v.astype(np.float32) * a + b)
 
     def augment_color(self, out, x, seed, offset, brightness, contrast, saturation):
-        from .interface import AUGMENT_COLOR_ORDERS
         v = self.array(x)
         n, c = v.shape[:2]
         u8 = v.dtype == np.uint8

@@ -22,43 +22,87 @@ from .collate import default_collate
 
 
 class DataLoader:
-    def __init__(self, dataset, batch_size=1, shuffle=False, *, collate_fn=None, drop_last=False, generator=None,
-                 num_workers=0, pin_memory=False):
-        # num_workers and pin_memory are accepted so that PyTorch scripts run unchanged; loading always
-        # happens in the calling thread (a browser has no worker processes) and there is no pinned memory.
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True):
+        # Worker processes do not exist in a browser: loading always happens in the calling thread, as
+        # PyTorch's num_workers=0. num_workers, prefetch_factor, persistent_workers, timeout and
+        # multiprocessing_context are checked as PyTorch checks them and otherwise have no effect;
+        # worker_init_fn is never called (PyTorch calls it only in worker processes). There is no pinned memory.
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                             "multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                                 "and drop_last")
+            batch_size = None
+        elif batch_size is None:
+            raise ValueError("batch_size=None (no automatic batching) is not supported by webgrad's DataLoader")
+        elif not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size should be a positive integer, but got batch_size={batch_size!r}")
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn
         self.drop_last = bool(drop_last)
         self.generator = generator
         self.num_workers = num_workers
         self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
 
     def __len__(self):
-        n = len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _epoch_order(self):
+        if self.sampler is not None:
+            return list(self.sampler)
         order = list(range(len(self.dataset)))
         if self.shuffle:
             (self.generator or _random.default_generator).python_random().shuffle(order)
         return order
 
-    def __iter__(self):
+    def _batches(self):
+        """The epoch's batches of dataset indices."""
+        if self.batch_sampler is not None:
+            return [list(b) for b in self.batch_sampler]
         order = self._epoch_order()
         bs = self.batch_size
         stop = len(order) - len(order) % bs if self.drop_last else len(order)
-        if stop == 0:
+        return [order[start:start + bs] for start in range(0, stop, bs)]
+
+    def __iter__(self):
+        batches = self._batches()
+        if not batches:
             return
         device = getattr(self.dataset, "batch_device", None) if self.collate_fn is None else None
         if device is not None:
-            perm = tensor(array.array("i", order), dtype=dtypes.int32, device=device)  # the epoch's one upload
-            for start in range(0, stop, bs):
-                yield self.dataset.get_batch(perm[start:start + bs])
+            flat = [i for b in batches for i in b]
+            perm = tensor(array.array("i", flat), dtype=dtypes.int32, device=device)  # the epoch's one upload
+            start = 0
+            for b in batches:
+                yield self.dataset.get_batch(perm[start:start + len(b)])
+                start += len(b)
         else:
             collate = self.collate_fn or default_collate
-            for start in range(0, stop, bs):
-                yield collate([self.dataset[i] for i in order[start:start + bs]])
+            for b in batches:
+                yield collate([self.dataset[i] for i in b])

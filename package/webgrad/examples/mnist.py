@@ -51,7 +51,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eager", action="store_true", help="run every op from Python (no step replay)")
     p.add_argument("--normalize", action="store_true", help="standardise pixels with MNIST's mean and std")
-    p.add_argument("--save", default=None, help="write the trained weights here (safetensors)")
+    p.add_argument("--save", default=None,
+                   help="write the trained weights here (.safetensors names: safetensors; others: PyTorch's format)")
     args = p.parse_args(argv)
     device = args.device or ("webgpu" if webgrad.webgpu.is_available() else "cpu")
 

@@ -1,3 +1,3 @@
-"""webgrad.io: reading and writing tensors (checkpoints in the safetensors format)."""
+"""webgrad.io: reading and writing checkpoints (PyTorch's zip format and safetensors; see checkpoint.py)."""
 
-from .safetensors import load, save  # noqa: F401
+from .checkpoint import load, save  # noqa: F401

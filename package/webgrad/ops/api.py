@@ -5,8 +5,9 @@ below, and the op table's records (ops/table.py) by their ``expose`` field. ``we
 re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 """
 
+from .. import _printing
 from .._tensor import Tensor
-from . import conv, elementwise, inplace, loss, matmul, reduce, shape, table
+from . import composed, conv, elementwise, inplace, loss, matmul, reduce, shape, table
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -21,6 +22,7 @@ _HAND_WRITTEN = {
     loss: "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
           "binary_cross_entropy_with_logits",
     conv: "conv2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
+    composed: "addcmul addcdiv",
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
@@ -33,9 +35,9 @@ _METHODS = (
     "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax "
     "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
-    "flip repeat tril triu diagonal diag nan_to_num"
+    "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv"
 ).split()
-_IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num".split()
+_IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num addcmul addcdiv".split()
 
 
 def _reflected(fn):
@@ -61,6 +63,7 @@ _OPERATORS = {
     "__eq__": elementwise.eq, "__ne__": elementwise.ne, "__lt__": elementwise.lt, "__le__": elementwise.le,
     "__gt__": elementwise.gt, "__ge__": elementwise.ge,
     "__getitem__": shape.getitem, "__setitem__": shape.setitem,
+    "__repr__": _printing.format_tensor,  # summarised as PyTorch's (_printing.py)
     "where": _where_method,
     "view_as": lambda self, other: shape.view(self, *other.shape),
     "reshape_as": lambda self, other: shape.reshape(self, *other.shape),

@@ -5,7 +5,7 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 from .. import dtypes
 from .._autograd import record
 from .._view import View
-from .._tensor import Tensor, _norm_dim, arange, tensor, zeros
+from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
 from .core import broadcast_shapes, cast, expanded_view, new, unbroadcast
 from .elementwise import contiguous, where
 from .inplace import check_inplace
@@ -245,7 +245,7 @@ def _normalize_index(x, index):
             out.extend([slice(None)] * (x.ndim - n_specified))
         else:
             out.append(i)
-    if Ellipsis not in index:
+    if not any(i is Ellipsis for i in index):  # identity: `in` would compare arrays/tensors with ==
         out.extend([slice(None)] * (x.ndim - n_specified))
     return out
 
@@ -263,8 +263,10 @@ def _basic_view(x, index):
             continue
         if isinstance(i, Tensor) and i.ndim == 0 and not i.dtype.is_floating and i.dtype is not dtypes.bool_:
             i = int(i.item())
-        if isinstance(i, bool) or isinstance(i, (Tensor, list)):
+        if isinstance(i, (bool, Tensor, list, tuple, range)) or type(i).__name__ == "ndarray":
             return None
+        if not isinstance(i, (int, slice)) and hasattr(i, "__index__"):
+            i = i.__index__()  # NumPy integers (np.int64 from np.random.choice ...) index like ints
         n, s = v.shape[d], v.strides[d]
         if isinstance(i, int):
             if not -n <= i < n:
@@ -303,33 +305,185 @@ def _zeros_like(x, dtype):
     return zeros(tuple(x.shape), dtype=dtype, device=x.device)
 
 
+def _index_tensor(i, device):
+    """An advanced index item as a tensor on `device`: lists, ranges, tuples and NumPy arrays become
+    int32 (or bool) tensors; tensors move to the indexed tensor's device."""
+    if isinstance(i, range):
+        i = list(i)
+    if not isinstance(i, Tensor):
+        t = tensor(i, device=device)
+        if t.dtype.is_floating:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return t if t.dtype is dtypes.bool_ else cast(t, dtypes.int32)
+    if i.dtype.is_floating:
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return i if i.device == device else i.to(device)
+
+
+def _mask_indices(mask, shape, dim):
+    """The integer index tensors a boolean mask over dims dim.. of `shape` stands for (x[mask] keeps the
+    positions where the mask is True). Their number depends on the mask's values, so the mask is read on
+    the host: on WebGPU this waits for the GPU (a sync, as PyTorch's x[mask] syncs on CUDA)."""
+    k = mask.ndim
+    if tuple(mask.shape) != tuple(shape[dim:dim + k]):
+        raise IndexError(f"The shape of the mask {list(mask.shape)} at index {dim} does not match the shape of the "
+                         f"indexed tensor {list(shape)}")
+    flat = mask.reshape(-1).tolist() if k else [bool(mask.item())]
+    positions = [j for j, v in enumerate(flat) if v]
+    columns = []
+    for n in reversed(mask.shape):  # row-major unravel, last dim first
+        columns.append([p % n for p in positions])
+        positions = [p // n for p in positions]
+    return [tensor(c, dtype=dtypes.int32, device=mask.device) for c in reversed(columns)]
+
+
+def _advanced_plan(input, index):
+    """NumPy/PyTorch advanced indexing reduced to one index_select.
+
+    Returns (y, adv_dims, flat, bshape, front): y is a basic view of input (ints and slices applied, every
+    advanced dim kept), adv_dims the dims of y that the index tensors select in, flat the int32 linear
+    index into those dims (broadcast shape bshape), and front whether the result's index dims go first
+    (advanced indices separated by a slice) rather than where the first of them stood."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    # index tensors first: a boolean mask covers as many dims as it has, which the padding must know
+    for j, i in enumerate(items):
+        if isinstance(i, bool):
+            raise IndexError("indexing with a Python bool is not supported; use a boolean tensor")
+        if isinstance(i, (Tensor, list, tuple, range)) or type(i).__name__ == "ndarray":
+            items[j] = _index_tensor(i, input.device)
+    covers = [0 if i is None or i is Ellipsis else (i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool_
+                                                    else 1) for i in items]
+    ellipses = [j for j, i in enumerate(items) if i is Ellipsis]  # by identity: tensors compare elementwise
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if sum(covers) > input.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
+    fill = [slice(None)] * (input.ndim - sum(covers))
+    if ellipses:
+        at = ellipses[0]
+        items = items[:at] + fill + items[at + 1:]
+    else:
+        items = items + fill
+    converted, d = [], 0
+    for i in items:
+        if isinstance(i, Tensor) and i.dtype is dtypes.bool_:
+            if i.ndim == 0:
+                raise IndexError("indexing with a 0-d boolean tensor is not supported")
+            converted.extend(_mask_indices(i, input.shape, d))
+            d += i.ndim
+            continue
+        converted.append(i)
+        d += i is not None
+    # a basic view with each advanced item replaced by a full slice. Ints are applied here, as basic
+    # indices: PyTorch (unlike NumPy) removes their dims before placing the index dims (x[0, :, idx])
+    basic, adv_dims, tensors, y_dim = [], [], [], 0
+    for i in converted:
+        if isinstance(i, Tensor):
+            adv_dims.append(y_dim)
+            tensors.append(i)
+            basic.append(slice(None))
+        else:
+            basic.append(i)
+        if not isinstance(i, int):
+            y_dim += 1
+    y = getitem(input, tuple(basic)) if any(b is None or b != slice(None) for b in basic) else input
+    bshape = broadcast_shapes(*(tuple(t.shape) for t in tensors), op="index")
+    flat = None
+    for t, dim in zip(tensors, adv_dims):
+        n = y.shape[dim]
+        t = cast(t, dtypes.int32)
+        t = t + (t < 0).to(dtypes.int32) * n  # negative indices count from the end
+        flat = t if flat is None else flat * n + t
+    flat = flat.expand(*bshape) if tuple(flat.shape) != bshape else flat
+    front = adv_dims != list(range(adv_dims[0], adv_dims[0] + len(adv_dims)))
+    return y, adv_dims, flat, bshape, front
+
+
 def _advanced_getitem(input, index):
-    """One integer tensor/list index on one dim (x[idx], x[:, idx]) -> index_select."""
-    items = _normalize_index(input, index)
-    tensor_dims = [d for d, i in enumerate(items) if isinstance(i, (Tensor, list))]
-    if len(tensor_dims) != 1 or any(i is None or isinstance(i, int) for i in items) or \
-            any(isinstance(i, slice) and i != slice(None) for i in items):
-        raise IndexError("advanced indexing supports one integer tensor or list index on one dimension "
-                         "(x[idx] or x[:, idx]); use index_select or gather for more")
-    d = tensor_dims[0]
-    idx = items[d]
-    if isinstance(idx, list):
-        idx = tensor(idx, dtype=dtypes.int32, device=input.device)
-    if idx.dtype is dtypes.bool_:
-        raise IndexError("boolean mask indexing needs the mask's values on the host; use where() or "
-                         "multiply by the mask instead")
-    if idx.dtype.is_floating:
-        raise IndexError("tensors used as indices must be integer tensors")
-    shape = idx.shape
-    out = index_select(input, d, idx.reshape(-1))
-    return out.reshape(tuple(input.shape[:d]) + tuple(shape) + tuple(input.shape[d + 1:]))
+    """Advanced indexing (x[idx], x[range(n), target], x[i, j], x[:, idx], x[mask]) as PyTorch: the indexed
+    dims are moved to the front, merged, and read with one index_select; its gradient scatters back."""
+    y, adv_dims, flat, bshape, front = _advanced_plan(input, index)
+    rest = [d for d in range(y.ndim) if d not in adv_dims]
+    moved = y.permute(*adv_dims, *rest) if adv_dims != list(range(len(adv_dims))) else y
+    rest_shape = tuple(y.shape[d] for d in rest)
+    merged = moved.reshape((_numel(y.shape[d] for d in adv_dims),) + rest_shape)
+    out = index_select(merged, 0, flat.reshape(-1)).reshape(bshape + rest_shape)
+    if front or adv_dims[0] == 0:
+        return out
+    # the index dims stand where the first advanced index stood
+    at, k = adv_dims[0], len(bshape)
+    order = list(range(k, k + at)) + list(range(k)) + list(range(k + at, out.ndim))
+    return out.permute(*order)
+
+
+def _advanced_setitem(input, index, value):
+    """x[idx] = value for advanced indices. A boolean mask alone (x[mask] = v, the common case) is a
+    where(): no sync. Integer indices read their values on the host (a sync on WebGPU) so that repeated
+    positions keep the last value written, as PyTorch's CPU does; the positions are then
+    written with where(written, scattered values, x)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) == 1 and isinstance(items[0], Tensor) and items[0].dtype is dtypes.bool_ and \
+            tuple(items[0].shape) == tuple(input.shape):
+        v = value if isinstance(value, Tensor) else tensor(value, dtype=input.dtype, device=input.device)
+        if v.ndim and v.numel() != 1:
+            raise IndexError("x[mask] = value: value must be a scalar or a 1-element tensor for a full-shape mask "
+                             "(a tensor of the selected elements' count is not supported)")
+        return input.copy_(where(items[0], cast(v.reshape(()), input.dtype), input))
+    y, adv_dims, flat, bshape, front = _advanced_plan(input, index)
+    rest = [d for d in range(y.ndim) if d not in adv_dims]
+    rest_shape = tuple(y.shape[d] for d in rest)
+    target_shape = bshape + rest_shape
+    if not (front or adv_dims[0] == 0):  # the value comes in the result's dim order: put index dims first
+        at, k = adv_dims[0], len(bshape)
+        if isinstance(value, Tensor) and value.ndim:
+            value = value.expand(*broadcast_shapes(tuple(value.shape), _result_shape(bshape, rest_shape, at)))
+            order = list(range(at, at + k)) + list(range(at)) + list(range(at + k, value.ndim))
+            value = value.permute(*order)
+    v = value if isinstance(value, Tensor) else tensor(value, dtype=input.dtype, device=input.device)
+    v = cast(v, input.dtype).expand(*target_shape).reshape((-1,) + rest_shape)
+    # last write wins for repeated positions: keep each position's last occurrence
+    positions = flat.reshape(-1).tolist()
+    last = {p: j for j, p in enumerate(positions)}
+    keep = sorted(last.values())
+    size = _numel(y.shape[d] for d in adv_dims)
+    if any(not 0 <= p < size for p in last):
+        bad = next(p for p in last if not 0 <= p < size)
+        raise IndexError(f"index {bad} is out of bounds for the indexed dims of size {size}")
+    uniq = tensor([positions[j] for j in keep], dtype=dtypes.int32, device=input.device)
+    v = index_select(v, 0, tensor(keep, dtype=dtypes.int32, device=input.device)) if len(keep) != len(positions) else v
+    moved = y.permute(*adv_dims, *rest) if adv_dims != list(range(len(adv_dims))) else y
+    merged = moved.reshape((size,) + rest_shape)  # a view when y's advanced dims are contiguous, else a copy
+    writes_through = merged._view.storage is input._view.storage
+    target = merged if writes_through else merged.clone()
+    # unique positions: scattering onto zeros adds each value to 0 once, which is exact
+    written = index_select_backward_add(ones((len(keep), 1), device=input.device), uniq, size) > 0
+    values = index_select_backward_add(v, uniq, size)
+    target.copy_(where(written.reshape((size,) + (1,) * len(rest_shape)), cast(values, input.dtype), target))
+    if not writes_through:
+        inverse = [0] * y.ndim
+        for j, d in enumerate(adv_dims + rest):
+            inverse[d] = j
+        y.copy_(target.reshape(tuple(y.shape[d] for d in adv_dims) + rest_shape).permute(*inverse))
+
+
+def _result_shape(bshape, rest_shape, at):
+    return tuple(rest_shape[:at]) + tuple(bshape) + tuple(rest_shape[at:])
+
+
+def index_select_backward_add(src, index, size):
+    """zeros([size, ...]) with src's rows added at `index` (the scatter of index_select's gradient)."""
+    x = new((size,) + tuple(src.shape[1:]), src.dtype, src.device)
+    inner = _numel(src.shape[1:])
+    src.device.backend.index_select_backward(x._view.reshaped((1, size, inner)),
+                                             src.contiguous()._view.reshaped((1, src.shape[0], inner)), index._view)
+    return x
 
 
 def setitem(input, index, value):
     check_inplace(input, "__setitem__")
     basic = _basic_view(input, index)
     if basic is None:
-        raise IndexError("assignment supports basic indexing (ints, slices, None, ...) only")
+        return _advanced_setitem(input, index, value)
     shape, strides, offset = basic
     target = View(input._view.storage, shape, strides, offset, input.dtype)
     be = input.device.backend

@@ -1,0 +1,108 @@
+"""How tensors print (repr), as PyTorch prints them.
+
+A tensor of more than `threshold` elements (1000) is summarised: each dim longer than 2 * `edgeitems`
+(3) shows its first and last `edgeitems` entries around "...". Only those entries are read from the
+device (one gather per summarised dim), so printing a 50,000 x 784 tensor reads 36 numbers, not 157 MB.
+Number formatting (fixed or scientific, the column width) is chosen from the values shown, and rows
+wrap at 80 columns, as PyTorch's defaults.
+"""
+
+from . import devices, dtypes
+from ._tensor import _nest, tensor
+from .ops.shape import index_select
+
+_options = {"threshold": 1000, "edgeitems": 3}
+_LINEWIDTH = 80
+
+
+def set_printoptions(threshold=None, edgeitems=None, **ignored):
+    """torch.set_printoptions for summarising (threshold, edgeitems); precision and linewidth are accepted
+    and ignored (webgrad prints 4 decimals, as PyTorch's default)."""
+    if threshold is not None:
+        _options["threshold"] = threshold
+    if edgeitems is not None:
+        _options["edgeitems"] = edgeitems
+
+
+def format_tensor(t):
+    body = _format_values(t)
+    extras = []
+    if t.device.type != devices.get_default_device().type:
+        extras.append(f"device='{t.device}'")
+    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int32 and t.numel() > 0):
+        extras.append(f"dtype={t.dtype!r}")
+    if t.dtype is dtypes.int32 and t.numel() == 0:
+        extras.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn={t.grad_fn!r}")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _summarised(t, edge):
+    """(t restricted to the entries shown, per dim: is it summarised)."""
+    cut = [n > 2 * edge for n in t.shape]
+    shown = t.detach()
+    for d, n in enumerate(t.shape):
+        if cut[d]:
+            idx = list(range(edge)) + list(range(n - edge, n))
+            shown = index_select(shown, d, tensor(idx, dtype=dtypes.int32, device=t.device))
+    return shown, cut
+
+
+def _special(v):
+    return "nan" if v != v else ("inf" if v > 0 else "-inf")
+
+
+def _strings(t, flat):
+    """PyTorch's number formatting: integers as "3.", else 4 decimals, scientific when the nonzero finite
+    magnitudes span more than 1000x, exceed 1e8 or go below 1e-4."""
+    if t.dtype.is_floating:
+        finite = [abs(v) for v in flat if v == v and abs(v) != float("inf") and v != 0]
+        ints = all(v == int(v) for v in finite)
+        mx, mn = (max(finite), min(finite)) if finite else (0.0, 0.0)
+        wide = bool(finite) and (mx / mn > 1000.0 or mx > 1.0e8)
+        if ints:
+            fmt = "{:.4e}" if wide else "{:.0f}."
+        else:
+            fmt = "{:.4e}" if wide or (finite and mn < 1.0e-4) else "{:.4f}"
+        return [fmt.format(v) if v == v and abs(v) != float("inf") else _special(v) for v in flat]
+    if t.dtype is dtypes.bool_:
+        return ["True" if v else "False" for v in flat]
+    return [str(v) for v in flat]
+
+
+def _format_values(t):
+    if t.numel() == 0:
+        return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
+    edge = _options["edgeitems"]
+    if t.numel() > _options["threshold"]:
+        shown, cut = _summarised(t, edge)
+    else:
+        shown, cut = t, [False] * t.ndim
+    strs = _strings(t, shown._decode(shown._bytes()))
+    width = max(len(s) for s in strs)
+    strs = [s.rjust(width) for s in strs]
+    nested = _nest(strs, shown._view.shape)
+    ndim = t.ndim
+
+    def render(x, depth):
+        if not isinstance(x, list):
+            return x
+        if not x or not isinstance(x[0], list):
+            items = list(x)
+            if cut[depth]:
+                items = items[:edge] + [" ..."] + items[edge:]
+            # rows wrap at 80 columns, as PyTorch's linewidth
+            indent = 7 + depth
+            per_line = max(1, (_LINEWIDTH - indent) // (width + 2))
+            lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+            return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+        rows = [render(v, depth + 1) for v in x]
+        if cut[depth]:
+            rows = rows[:edge] + ["..."] + rows[edge:]
+        sep = "," + "\n" * (ndim - depth - 1) + " " * (8 + depth)
+        return "[" + sep.join(rows) + "]"
+
+    return render(nested, 0)

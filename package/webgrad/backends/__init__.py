@@ -1,0 +1,7 @@
+"""torch.backends: switches scripts set for PyTorch's native backends (cudnn, mps).
+
+webgrad's own device backends are internal (webgrad._backends); this package only answers the
+questions PyTorch scripts ask, with PyTorch's meaning on a machine without CUDA or MPS.
+"""
+
+from . import cudnn, mps  # noqa: F401

@@ -1,0 +1,124 @@
+"""Samplers (torch.utils.data.Sampler and friends): the order in which a DataLoader visits a dataset.
+
+A sampler is an iterable of dataset indices (a batch sampler: of lists of indices). Random samplers draw
+from a webgrad.Generator (the default one, seeded by webgrad.manual_seed, when none is given) on the
+host; their orders are reproducible within webgrad but are not PyTorch's random streams.
+"""
+
+from .. import random as _random
+
+
+class Sampler:
+    """Base class: subclasses define __iter__ (indices) and usually __len__."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A fresh permutation each epoch, or num_samples draws with replacement."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source, self.replacement, self.generator = data_source, replacement, generator
+        self._num_samples = num_samples
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        rng = (self.generator or _random.default_generator).python_random()
+        n = len(self.data_source)
+        if self.replacement:
+            return iter([rng.randrange(n) for _ in range(self.num_samples)])
+        out = []
+        while len(out) < self.num_samples:  # num_samples may exceed n: whole permutations, then a part
+            order = list(range(n))
+            rng.shuffle(order)
+            out.extend(order)
+        return iter(out[:self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices, in a fresh random order each epoch."""
+
+    def __init__(self, indices, generator=None):
+        self.indices, self.generator = indices, generator
+
+    def __iter__(self):
+        order = list(self.indices)
+        (self.generator or _random.default_generator).python_random().shuffle(order)
+        return iter(order)
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices drawn with probabilities proportional to `weights`."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        self.weights = [float(w) for w in (weights.tolist() if hasattr(weights, "tolist") else weights)]
+        self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
+        if not replacement and num_samples > sum(1 for w in self.weights if w > 0):
+            raise RuntimeError("WeightedRandomSampler: not enough non-zero weights to draw without replacement")
+
+    def __iter__(self):
+        rng = (self.generator or _random.default_generator).python_random()
+        if self.replacement:
+            return iter(rng.choices(range(len(self.weights)), weights=self.weights, k=self.num_samples))
+        weights, out = list(self.weights), []
+        for _ in range(self.num_samples):
+            j = rng.choices(range(len(weights)), weights=weights)[0]
+            out.append(j)
+            weights[j] = 0.0
+        return iter(out)
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Groups another sampler's indices into lists of batch_size."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        batch = []
+        for i in self.sampler:
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)

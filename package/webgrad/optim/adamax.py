@@ -1,0 +1,51 @@
+"""Adamax (torch.optim.Adamax), composed of tensor ops (as Adadelta: see adadelta.py's note on replay).
+
+    m = lerp(m, g, 1 - beta1);  u = max(beta2 * u, |g| + eps);  p -= lr / (1 - beta1^step) * m / u
+"""
+
+from .._autograd import no_grad
+from ._composed import lerp_
+from .optimizer import Optimizer
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if differentiable:
+            raise NotImplementedError("Adamax(differentiable=True): webgrad's optimizers step outside the graph")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p, grad in self._params_with_grad(group):
+                state = self._state_of(p)
+                state.setdefault("step", 0.0)
+                exp_avg = self._state_tensor(state, "exp_avg", p)
+                exp_inf = self._state_tensor(state, "exp_inf", p)
+                state["step"] += 1.0
+                if self._replaying:
+                    continue
+                with no_grad():
+                    if group["maximize"]:
+                        grad = -grad
+                    if group["weight_decay"] != 0:
+                        grad = grad.add(p, alpha=group["weight_decay"])
+                    lerp_(exp_avg, grad, 1 - beta1)
+                    exp_inf.copy_((exp_inf * beta2).maximum(grad.abs() + group["eps"]))
+                    clr = group["lr"] / (1 - beta1 ** state["step"])
+                    p.addcdiv_(exp_avg, exp_inf, value=-clr)
+        return loss

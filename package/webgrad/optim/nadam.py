@@ -1,0 +1,74 @@
+"""NAdam (torch.optim.NAdam), composed of tensor ops (as Adadelta: see adadelta.py's note on replay).
+
+Adam with Nesterov momentum and a momentum schedule mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay)).
+The running product of the mu_t is kept in float32, as PyTorch keeps it (a float32 0-d tensor), so the
+trajectories agree to the last bits.
+"""
+
+import struct
+
+from .._autograd import no_grad
+from ._composed import lerp_
+from .optimizer import Optimizer
+
+
+def _f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+class NAdam(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        if differentiable:
+            raise NotImplementedError("NAdam(differentiable=True): webgrad's optimizers step outside the graph")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, wd, eps, decay = group["lr"], group["weight_decay"], group["eps"], group["momentum_decay"]
+            for p, grad in self._params_with_grad(group):
+                state = self._state_of(p)
+                state.setdefault("step", 0.0)
+                state.setdefault("mu_product", 1.0)
+                exp_avg = self._state_tensor(state, "exp_avg", p)
+                exp_avg_sq = self._state_tensor(state, "exp_avg_sq", p)
+                state["step"] += 1.0
+                step = state["step"]
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
+                state["mu_product"] = _f32(state["mu_product"] * _f32(mu))  # float32 * float32, as torch
+                if self._replaying:
+                    continue
+                mu_product = state["mu_product"]
+                with no_grad():
+                    if group["maximize"]:
+                        grad = -grad
+                    if wd != 0:
+                        if group["decoupled_weight_decay"]:
+                            p.mul_(1 - lr * wd)
+                        else:
+                            grad = grad.add(p, alpha=wd)
+                    lerp_(exp_avg, grad, 1 - beta1)
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    denom = (exp_avg_sq / (1 - beta2 ** step)).sqrt() + eps
+                    p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+                    p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
+        return loss

@@ -1,0 +1,93 @@
+"""Advanced indexing against torch: several index tensors, ranges, lists, negative and repeated indices,
+boolean masks; reads with gradients, and writes; on every device."""
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+from helpers import DEVICES
+
+A = np.random.default_rng(0).standard_normal((4, 5, 6)).astype(np.float32)
+I1, I2 = np.array([0, 3, 3, -1]), np.array([1, 4, 0, 2])
+
+READS = {
+    "range-and-tensor": lambda m, T: m[range(4), T(I2)],
+    "two-tensors": lambda m, T: m[T(I1), T(I2)],
+    "slice-then-tensor": lambda m, T: m[:, T(I2)],
+    "two-adjacent-after-slice": lambda m, T: m[:, T(I2), T(I2)],
+    "separated-by-slice": lambda m, T: m[T(I1), :, T(I2)],
+    "int-is-basic": lambda m, T: m[0, :, T(I2)],
+    "mask-full": lambda m, T: m[m > 0],
+    "mask-leading-dims": lambda m, T: m[m[:, :, 0] > 0],
+    "mask-middle-dim-and-int": lambda m, T: m[:, m[0, :, 0] > 0, 1],
+    "ellipsis-list": lambda m, T: m[..., [1, 2]],
+    "2d-index": lambda m, T: m[T(np.array([[0, 1], [2, 3]]))],
+    "slice-list-none": lambda m, T: m[1:3, [0, 2], None],
+    "broadcast-indices": lambda m, T: m[T(I1)[:, None], T(I2)[None, :3]],
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(READS))
+def test_advanced_read_and_gradient_match_torch(name, device):
+    fn = READS[name]
+    tx = torch.tensor(A, requires_grad=True)
+    wx = wg.tensor(A, requires_grad=True, device=device)
+    to = fn(tx, torch.tensor)
+    wo = fn(wx, lambda v: wg.tensor(v, device=device))
+    assert tuple(wo.shape) == tuple(to.shape)
+    np.testing.assert_array_equal(wo.detach().to("cpu").numpy(), to.detach().numpy())
+    w = np.random.default_rng(1).standard_normal(tuple(to.shape)).astype(np.float32)
+    (to * torch.tensor(w)).sum().backward()
+    (wo * wg.tensor(w, device=device)).sum().backward()
+    # repeated indices (3, 3) accumulate their gradients
+    np.testing.assert_allclose(wx.grad.to("cpu").numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_cross_entropy_idiom():
+    logits = np.random.default_rng(2).standard_normal((8, 10)).astype(np.float32)
+    target = np.arange(8) % 10
+    t = torch.tensor(logits).log_softmax(1)[range(8), torch.tensor(target)].mean()
+    w = wg.tensor(logits).log_softmax(1)[range(8), wg.tensor(target)].mean()
+    assert abs(float(t) - float(w)) < 1e-6
+
+
+WRITES = {
+    "mask-scalar": lambda m, T: m.__setitem__(m > 0.5, 0.0),
+    "two-tensors-scalar": lambda m, T: m.__setitem__((T(I1), T(I2)), 7.0),
+    "repeated-last-wins": lambda m, T: m.__setitem__((T(np.array([1, 1])), T(np.array([2, 2]))),
+                                                      T(np.array([[1.0] * 6, [2.0] * 6], dtype=np.float32))),
+    "slice-then-list-tensor-value": lambda m, T: m.__setitem__((slice(None), [0, 2]),
+                                                                T(np.ones((4, 2, 6), dtype=np.float32))),
+    "int-slice-list": lambda m, T: m.__setitem__((1, slice(None), [0, 5]), T(np.arange(10, dtype=np.float32)
+                                                                           .reshape(5, 2))),
+    "separated-by-slice": lambda m, T: m.__setitem__((T(I1[:2]), slice(None), T(I2[:2])),
+                                                      T(np.arange(10, dtype=np.float32).reshape(2, 5))),
+    "range-row": lambda m, T: m.__setitem__(range(2), -1.0),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(WRITES))
+def test_advanced_write_matches_torch(name, device):
+    t, w = torch.tensor(A), wg.tensor(A, device=device)
+    WRITES[name](t, torch.tensor)
+    WRITES[name](w, lambda v: wg.tensor(v, device=device))
+    np.testing.assert_array_equal(w.to("cpu").numpy(), t.numpy())
+
+
+def test_errors():
+    x = wg.tensor(A)
+    with pytest.raises(IndexError, match="integer|long"):
+        x[wg.tensor([0.5])]
+    with pytest.raises(IndexError, match="mask"):
+        x[wg.tensor([True, False])]
+    with pytest.raises(IndexError, match="too many"):
+        x[[0], [0], [0], [0]]
+
+
+def test_numpy_integer_scalars_index_like_ints():
+    x = wg.tensor(A)
+    assert x[np.int64(2), np.int32(1)].tolist() == x[2, 1].tolist()
+    assert x[np.array([0, 2])].shape == (2, 5, 6)
