@@ -20,7 +20,7 @@ class device:
             hint = ""
             if name in ("cuda", "mps", "xpu", "hip"):
                 hint = ("; webgrad reaches GPUs through WebGPU: use device('webgpu'), or "
-                        f"webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
+                        "webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
             raise ValueError(f"unknown device {spec!r}: webgrad has devices "
                              f"{', '.join(repr(k) for k in KNOWN)}{hint}")
         if index not in ("", "0"):  # one adapter per process: webgpu:0 is the only WebGPU device
