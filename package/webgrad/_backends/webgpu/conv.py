@@ -96,7 +96,7 @@ def im2col(rt, out, x, kernel, stride, padding, dilation):
         raise ValueError(f"im2col: out has shape {out.shape}, expected {(N, C * kh * kw, OH * OW)}")
     if x.storage is out.storage:
         x = materialize(rt, x)
-    if rt.software:  # a thread per row (see conv_pool.wgsl's im2col_rows)
+    if rt.variant["conv_rows"]:  # a thread per row (see conv_pool.wgsl's im2col_rows)
         _launch(rt, IM2COL_ROWS, (out.storage, x.storage), N * C * kh * kw, C, H, W, OH, OW, geom, x.offset,
                 out.offset, workgroup=64)
         return
@@ -113,7 +113,7 @@ def col2im(rt, out, cols, kernel, stride, padding, dilation):
         raise ValueError(f"col2im: cols has shape {cols.shape}, expected {(N, C * kh * kw, OH * OW)}")
     if cols.storage is out.storage:
         cols = materialize(rt, cols)
-    if rt.software:
+    if rt.variant["conv_rows"]:
         _launch(rt, COL2IM_ROWS, (out.storage, cols.storage), N * C * H, C, H, W, OH, OW, geom, cols.offset,
                 out.offset, workgroup=64)
         return
@@ -130,7 +130,7 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
         raise ValueError(f"indices has shape {indices.shape}, expected {out.shape}")
     if x.storage in (out.storage, indices.storage):
         x = materialize(rt, x)
-    if rt.software:
+    if rt.variant["conv_rows"]:
         _launch(rt, MAX_POOL_ROWS, (out.storage, x.storage, indices.storage), N * C * OH, C, H, W, OH, OW, geom,
                 x.offset, out.offset, indices.offset, workgroup=64)
         return
@@ -149,7 +149,7 @@ def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, paddin
     if kernel is not None:
         geom = _geometry(kernel, stride, padding, dilation)
         (kh, kw), (sh, sw), _, (dh, dw) = geom
-        if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1 and rt.software:  # a thread per image row
+        if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1 and rt.variant["conv_rows"]:  # a thread per image row
             _launch(rt, MAX_POOL_BACKWARD_GATHER_ROWS, (out.storage, grad.storage, indices.storage), N * C * H, C, H,
                     W, OH, OW, geom, grad.offset, out.offset, indices.offset, workgroup=64)
             return
@@ -260,7 +260,7 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
         return
     x, weight, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (x, weight, bias))
     # out[n] [O, OH*OW] = weight [O, C*kh*kw] (one matrix for every image) @ cols(x[n]) + bias per row
-    if rt.software:
+    if rt.variant["conv_unfold"]:
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
         kp = cols.shape[1]
         w = _padded_weight(rt, weight, kp)
@@ -287,7 +287,7 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
     grad, x = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, x))
     # dW [O, C*kh*kw] = sum over images n of dY[n] [O, OH*OW] @ cols(x[n])ᵀ: a batch-reduce product
     # (items = N), whose K loop runs over every image's positions
-    if rt.software:
+    if rt.variant["conv_unfold"]:
         kp = _padded_rows(C, (kh, kw))
         cols = workspace  # conv2d's unfolded x, when the forward kept it
         if cols is None or cols.shape != (N, kp, OH * OW):
@@ -319,7 +319,7 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    if (sh, sw) != (1, 1) or rt.software:
+    if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:
         # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
         cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
         p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,

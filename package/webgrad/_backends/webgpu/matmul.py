@@ -39,8 +39,8 @@ def _operand(view, name, batch, rows, cols):
 
 
 def profile(rt):
-    """The matmul_plan profile of runtime rt's adapter: "cpu" for a software one (Runtime.software)."""
-    return "cpu" if rt.software else "gpu"
+    """The matmul_plan profile of runtime rt's adapter (runtime.KERNEL_VARIANTS)."""
+    return rt.variant["matmul_profile"]
 
 
 def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):

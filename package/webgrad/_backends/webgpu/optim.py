@@ -43,8 +43,7 @@ SMALL_WORKGROUP = 64  # for parameters that 64 threads cover
 # to share out), against 6.8 ms before (f32 kernel, an element per thread); the f32 kernel at 64
 # elements per thread takes ~1.6x the vec4 one.
 # On an H100 one vec4 per thread is best (2 and 4: 3-9% slower at 10M elements).
-VEC4_PER_THREAD_SOFTWARE = 16
-VEC4_PER_THREAD_GPU = 1
+# (runtime.KERNEL_VARIANTS["optim_vec4_per_thread"] holds these two choices.)
 
 _blocks = weakref.WeakKeyDictionary()  # param Storage -> [DynamicScalar per hyperparameter slot]
 
@@ -88,7 +87,7 @@ def _run(rt, kernels, flags, param, grad, states, values):
         return
     slots = tuple(_slots(rt, param, values))
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
-    per_thread = VEC4_PER_THREAD_SOFTWARE if rt.software else VEC4_PER_THREAD_GPU
+    per_thread = rt.variant["optim_vec4_per_thread"]
     aligned = param.offset % 4 == 0 and grad.offset % 4 == 0 and all(o % 4 == 0 for o in offsets)
     vec4 = per_thread > 0 and aligned
     kernel = kernels[vec4]

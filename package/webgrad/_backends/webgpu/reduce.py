@@ -85,7 +85,7 @@ def reduce(rt, op, out, x):
 def _reduce(rt, op, out, x, x_dtype, out_dtype):
     outer, size, inner = x.shape
     int_math = not x_dtype.is_floating
-    lanes, chunks, chunk = split(outer, size, inner, rt.software)
+    lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
     values = {"OP": RED_CODES[op], "INT_MATH": int_math, "OUT_DTYPE": dtype_code(out_dtype)}
     if chunks == 1:
         _dispatch(rt, values, 0, x.dtype, out.storage, x.storage, rt.dummy, rt.spare(0),
@@ -97,7 +97,7 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
     indices = rt.storage(outer * chunks * inner, int32)
     _dispatch(rt, values, 1, x.dtype, partials, x.storage, rt.dummy, indices,
               (outer, size, inner, lanes, chunk, chunks, x.offset, 0))
-    lanes2, _, _ = split(outer, chunks, inner, rt.software)
+    lanes2, _, _ = split(outer, chunks, inner, rt.variant["reduce_one_thread"])
     _dispatch(rt, values, 2, partial_dtype, out.storage, partials, indices, rt.spare(0),
               (outer, chunks, inner, lanes2, chunks, 1, 0, out.offset))
 

@@ -380,6 +380,25 @@ constants ((name, number), ...), the bytes of its uniform (or None) and its (x, 
 # ---------------------------------------------------------------------------------------- runtime
 
 
+# Kernel variants by kind of adapter, in one table: name -> (on a GPU, on a software adapter). A software
+# adapter (lavapipe, SwiftShader) runs each 4 invocations as SIMD lanes of one CPU thread: a workgroup
+# barrier costs a coroutine switch per 4 lanes and every load ~45 ns whether one word or four, while
+# arithmetic is nearly free. So there the families pick barrier-free kernels that keep data in registers
+# (measured in each family's comments); GPUs keep shared-memory tiles and tree reductions. The families
+# read their choice as rt.variant[name], never the adapter kind itself.
+KERNEL_VARIANTS = {
+    "matmul_profile": ("gpu", "cpu"),     # matmul_plan: workgroup tiles (matmul.wgsl) / 16x16 register blocks
+                                          # per invocation (matmul_cpu.wgsl)
+    "conv_unfold": (False, True),         # conv2d, its weight and input gradients: implicit gathers / an
+                                          # explicit im2col (K padded to 4) + matmul, col2im
+    "conv_rows": (False, True),           # im2col, col2im, max-pool and its backward: a thread per element /
+                                          # a thread per row (no index divisions per element)
+    "reduce_one_thread": (False, True),   # reductions: workgroup trees / one thread folds each output's row
+    "softmax_rows": (False, True),        # softmax, cross-entropy: a tree per row / a thread per row
+    "optim_vec4_per_thread": (1, 16),     # vec4s each thread of an optimizer update handles
+}
+
+
 class Runtime:
     FLUSH_AFTER = 1024  # dispatches recorded before an automatic submit
     CACHE_LIMIT = 8192  # bind groups / uniform buffers kept; the caches are cleared at a submit beyond it
@@ -572,6 +591,16 @@ class Runtime:
             self.stats["copies"] += 1
         if len(self._records) >= self.FLUSH_AFTER:
             self.flush()
+
+    @property
+    def software(self):
+        """Whether the adapter is a CPU (lavapipe, SwiftShader): it selects self.variant."""
+        return self._software
+
+    @software.setter
+    def software(self, value):  # tests set it to run a family's other variants on the adapter they have
+        self._software = bool(value)
+        self.variant = {name: choices[self._software] for name, choices in KERNEL_VARIANTS.items()}
 
     def _layout(self, kernel):
         layout = self._layouts.get(kernel.bindings)

@@ -48,7 +48,7 @@ def _thread_per_row(rt, rows, cols):
     ([128, 10] 14.2 us vs 15.2 us with a thread per row, [4096, 10] 14.0 vs 15.7 us, [4096, 32]
     16 vs 32 us) except for very many short rows ([65536, 10] 38 vs 24 us): GPUs keep the tree.
     """
-    if not rt.software:  # lavapipe, SwiftShader: see Runtime.software
+    if not rt.variant["softmax_rows"]:  # runtime.KERNEL_VARIANTS
         return False
     return cols <= LONG_ROW or rows >= 4
 
