@@ -1,0 +1,233 @@
+"""Run one ATen FX graph (a forward or a backward graph from AOTAutograd) on a webgrad device.
+
+Boundary: the graph's inputs and outputs are torch tensors on the CPU. Inputs are uploaded, except those
+found in the :class:`Resident` cache (parameters, buffers, and the activations the forward graph saved for
+the backward), which stay on the device between calls and steps. Outputs are read back into torch
+tensors, so gradients come back as ordinary CPU tensors (what torch optimizers, gloo and DDP expect).
+
+Fallback is per node: a node whose op has no entry in ``aten_table.ATEN`` (or whose arguments the entry
+does not cover) runs in eager PyTorch on the CPU: its inputs are read back, torch runs it, and its results
+are uploaded again. Why per node, not a graph break: Dynamo has already traced and AOTAutograd already
+differentiated the whole graph; splitting it again would need a partitioner and would re-enter Python
+between pieces anyway, while a per-node fallback keeps every mapped node on the device and is exactly
+eager PyTorch's result for the unmapped ones. One warning per op, naming it.
+
+Never a silent wrong result: each node's result is checked against the shape and dtype that tracing
+recorded for it (``node.meta["val"]``); a mismatch is an error that names the node.
+"""
+
+import operator
+import warnings
+import weakref
+
+import torch
+
+import webgrad as wg
+from webgrad import dtypes
+from webgrad._tensor import Tensor
+from webgrad._view import View
+
+from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
+
+_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int32: torch.int32,
+                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
+
+_warned = set()
+
+
+def _warn_once(op, why):
+    if op not in _warned:
+        _warned.add(op)
+        warnings.warn(f"webgrad torch backend: {op} is not mapped to webgrad ({why}); it runs in eager PyTorch "
+                      "on the CPU (per-node fallback)", stacklevel=2)
+
+
+def upload(t, device):
+    """A torch tensor as a webgrad Tensor on `device` (int64 becomes int32, webgrad's index dtype)."""
+    dtype = _DTYPES.get(t.dtype)
+    if dtype is None:
+        raise Unsupported(f"dtype {t.dtype} has no webgrad equivalent")
+    c = t.detach()
+    if c.device.type != "cpu":
+        c = c.cpu()
+    if t.dtype is torch.int64:
+        c = c.to(torch.int32)
+    c = c.contiguous()
+    be = device.backend
+    shape = tuple(c.shape)
+    data = c.reshape(-1).view(torch.uint8).numpy().tobytes() if c.numel() else b""
+    storage = be.from_bytes(data, dtype) if data else be.empty(0, dtype)
+    return Tensor._make(View(storage, shape, View.contiguous_strides(shape), 0, dtype), device)
+
+
+def download(x, like=None):
+    """A webgrad Tensor as a CPU torch tensor, cast to `like`'s dtype (int32 -> int64 where ATen had int64)."""
+    raw = x.device.backend.to_bytes(x._view)
+    out = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    dtype = _TORCH_DTYPES[x.dtype]
+    out = out.view(dtype).reshape(tuple(x.shape)) if raw else torch.empty(tuple(x.shape), dtype=dtype)
+    if like is not None and like.dtype != out.dtype:
+        out = out.to(like.dtype)
+    return out
+
+
+class Resident:
+    """Device copies of torch tensors, reused while the torch tensor is alive and unchanged.
+
+    Keyed by the torch tensor's identity; an entry is valid while the tensor lives (weak reference) and
+    its ``_version`` (bumped by every in-place write: ``optimizer.step()``, ``p.data.copy_``) is the one
+    uploaded. So parameters and buffers are uploaded once and again only after the optimizer changed them,
+    and activations the forward graph saved for the backward never leave the device.
+    """
+
+    def __init__(self, device):
+        self.device = device
+        self._entries = {}
+        self.uploads = 0
+        self.hits = 0
+
+    def get(self, t):
+        entry = self._entries.get(id(t))
+        if entry is not None:
+            ref, version, x = entry
+            if ref() is t and version == t._version:
+                self.hits += 1
+                return x
+        x = upload(t, self.device)
+        self.uploads += 1
+        self.put(t, x)
+        return x
+
+    def put(self, t, x):
+        key = id(t)
+        entries = self._entries
+        try:
+            ref = weakref.ref(t, lambda _, key=key: entries.pop(key, None))
+        except TypeError:
+            return
+        entries[key] = (ref, t._version, x)
+
+
+class GraphExecutor:
+    """Calls an ATen FX graph on webgrad: ``GraphExecutor(gm, device, resident)(*torch_inputs)``."""
+
+    def __init__(self, gm, device, resident, fallback="eager", stats=None):
+        if fallback not in ("eager", "error"):
+            raise ValueError(f"fallback must be 'eager' or 'error', got {fallback!r}")
+        self.gm = gm
+        self.device = device
+        self.resident = resident
+        self.fallback = fallback
+        self.stats = stats if stats is not None else {"fallback": {}, "time": {}}
+        self.nodes = list(gm.graph.nodes)
+
+    def __call__(self, *args):
+        if len(args) == 1 and isinstance(args[0], list) and self._boxed:
+            args = args[0]
+        env = {}
+        placeholders = iter(args)
+        with wg.no_grad():
+            for node in self.nodes:
+                if node.op == "placeholder":
+                    a = next(placeholders)
+                    env[node] = self.resident.get(a) if isinstance(a, torch.Tensor) else a
+                elif node.op == "call_function":
+                    env[node] = self._run(node, env)
+                elif node.op == "get_attr":
+                    env[node] = self.resident.get(getattr(self.gm, node.target))
+                elif node.op == "output":
+                    return self._outputs(node, env)
+                else:
+                    raise RuntimeError(f"webgrad torch backend: unexpected FX node kind {node.op!r} ({node.name})")
+
+    _boxed = False
+
+    def _outputs(self, node, env):
+        results = []
+        for value, arg in zip(_flat(_load(node.args[0], env)), _flat(node.args[0])):
+            if isinstance(value, Tensor):
+                t = download(value, arg.meta.get("val") if hasattr(arg, "meta") else None)
+                # the tensor stays valid on the device: a backward graph that receives `t` reuses it
+                self.resident.put(t, value)
+                results.append(t)
+            else:
+                results.append(value)
+        return tuple(results) if isinstance(node.args[0], (tuple, list)) else results[0]
+
+    def _run(self, node, env):
+        target = node.target
+        if target is operator.getitem:
+            seq, i = _load(node.args, env)
+            return seq[i]
+        args, kwargs = _load(node.args, env), _load(node.kwargs, env)
+        fn = ATEN.get(target)
+        name = str(target)
+        if fn is not None:
+            try:
+                if target in NEEDS_DEVICE:
+                    kwargs = dict(kwargs, target=self.device)
+                out = fn(*args, **kwargs)
+                _check(node, out)
+                return out
+            except Unsupported as e:
+                why = str(e)
+        else:
+            why = "no entry in webgrad.torch_backend.aten_table.ATEN"
+        if self.fallback == "error":
+            raise NotImplementedError(f"webgrad torch backend: {name} ({node.format_node()}): {why}")
+        _warn_once(name, why)
+        self.stats["fallback"][name] = self.stats["fallback"].get(name, 0) + 1
+        return self._eager(node, args, kwargs)
+
+    def _eager(self, node, args, kwargs):
+        """Run the node in eager PyTorch on CPU copies of its inputs, and upload its results."""
+        metas = {id(v): m for v, m in zip(_flat(args) + _flat(list(kwargs.values())),
+                                          _flat(_meta(node.args)) + _flat(_meta(list(node.kwargs.values()))))}
+        to_torch = lambda v: download(v, metas.get(id(v))) if isinstance(v, Tensor) else v  # noqa: E731
+        targs = _map(args, to_torch)
+        tkwargs = {k: _map(v, to_torch) for k, v in kwargs.items()}
+        out = node.target(*targs, **tkwargs)
+        return _map(out, lambda t: upload(t, self.device) if isinstance(t, torch.Tensor) else t)
+
+
+def _check(node, out):
+    """The result's shape and dtype must be the ones tracing recorded (never a silent wrong result)."""
+    val = node.meta.get("val")
+    for got, want in zip(_flat(out), _flat(val)):
+        if isinstance(want, torch.Tensor) and got is not None:
+            if not isinstance(got, Tensor) or tuple(got.shape) != tuple(want.shape) or \
+                    got.dtype is not _DTYPES.get(want.dtype):
+                raise RuntimeError(f"webgrad torch backend: {node.target} gave "
+                                   f"{tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__} "
+                                   f"{getattr(got, 'dtype', '')} where tracing expects {tuple(want.shape)} "
+                                   f"{want.dtype} (node {node.name}); this is a bug in its ATen mapping")
+
+
+def _load(a, env):
+    if isinstance(a, torch.fx.Node):
+        return env[a]
+    if isinstance(a, (tuple, list)):
+        return type(a)(_load(x, env) for x in a)
+    if isinstance(a, dict):
+        return {k: _load(v, env) for k, v in a.items()}
+    return a
+
+
+def _meta(a):
+    if isinstance(a, torch.fx.Node):
+        return a.meta.get("val")
+    if isinstance(a, (tuple, list)):
+        return [_meta(x) for x in a]
+    return None
+
+
+def _flat(a):
+    if isinstance(a, (tuple, list)):
+        return [y for x in a for y in _flat(x)]
+    return [a]
+
+
+def _map(a, fn):
+    if isinstance(a, (tuple, list)):
+        return type(a)(_map(x, fn) for x in a)
+    return fn(a)
