@@ -17,6 +17,7 @@ recorded for it (``node.meta["val"]``); a mismatch is an error that names the no
 """
 
 import operator
+import time
 import warnings
 import weakref
 
@@ -118,8 +119,10 @@ class GraphExecutor:
         self.device = device
         self.resident = resident
         self.fallback = fallback
-        self.stats = stats if stats is not None else {"fallback": {}, "time": {}}
+        self.stats = stats if stats is not None else {"fallback": {}}
         self.nodes = list(gm.graph.nodes)
+        self._timed = "time" in self.stats
+        self._checked = "error" in self.stats
 
     def __call__(self, *args):
         if len(args) == 1 and isinstance(args[0], list) and self._boxed:
@@ -132,7 +135,13 @@ class GraphExecutor:
                     a = next(placeholders)
                     env[node] = self.resident.get(a) if isinstance(a, torch.Tensor) else a
                 elif node.op == "call_function":
-                    env[node] = self._run(node, env)
+                    if self._timed:  # host time per op (the device may still be working: see parity.py)
+                        start = time.perf_counter()
+                        env[node] = self._run(node, env)
+                        times = self.stats["time"]
+                        times[str(node.target)] = times.get(str(node.target), 0.0) + time.perf_counter() - start
+                    else:
+                        env[node] = self._run(node, env)
                 elif node.op == "get_attr":
                     env[node] = self.resident.get(getattr(self.gm, node.target))
                 elif node.op == "output":
@@ -168,6 +177,8 @@ class GraphExecutor:
                     kwargs = dict(kwargs, target=self.device)
                 out = fn(*args, **kwargs)
                 _check(node, out)
+                if self._checked:
+                    self._compare(node, args, kwargs, out)
                 return out
             except Unsupported as e:
                 why = str(e)
@@ -179,15 +190,52 @@ class GraphExecutor:
         self.stats["fallback"][name] = self.stats["fallback"].get(name, 0) + 1
         return self._eager(node, args, kwargs)
 
-    def _eager(self, node, args, kwargs):
+    def _compare(self, node, args, kwargs, out):
+        """Debugging aid (stats with an "error" key): run the node in eager PyTorch as well and record the
+        largest absolute difference per op: where a model's mismatch comes from."""
+        kwargs = {k: v for k, v in kwargs.items() if k != "target"}
+        want = self._eager(node, args, kwargs, upload_results=False)
+        worst = 0.0
+        for got, ref in zip(_flat(out), _flat(want)):
+            if isinstance(got, Tensor) and isinstance(ref, torch.Tensor) and ref.numel():
+                diff = (download(got, ref).double() - ref.double()).abs().max().item()
+                worst = max(worst, diff)
+        name = str(node.target)
+        errors = self.stats["error"]
+        if worst >= errors.get(name, (0.0, ""))[0]:
+            errors[name] = (worst, node.name)
+
+    def _eager(self, node, args, kwargs, upload_results=True):
         """Run the node in eager PyTorch on CPU copies of its inputs, and upload its results."""
         metas = {id(v): m for v, m in zip(_flat(args) + _flat(list(kwargs.values())),
                                           _flat(_meta(node.args)) + _flat(_meta(list(node.kwargs.values()))))}
-        to_torch = lambda v: download(v, metas.get(id(v))) if isinstance(v, Tensor) else v  # noqa: E731
+
+        def to_torch(v):
+            if not isinstance(v, Tensor):
+                return v
+            meta = metas.get(id(v))
+            t = download(v, meta)
+            # give it the strides tracing saw: some kernels (flash attention's backward) rely on them
+            if isinstance(meta, torch.Tensor) and t.stride() != meta.stride() and t.numel() and \
+                    _dense(meta):
+                t = torch.empty_strided(t.shape, meta.stride(), dtype=t.dtype).copy_(t)
+            return t
         targs = _map(args, to_torch)
         tkwargs = {k: _map(v, to_torch) for k, v in kwargs.items()}
         out = node.target(*targs, **tkwargs)
+        if not upload_results:
+            return out
         return _map(out, lambda t: upload(t, self.device) if isinstance(t, torch.Tensor) else t)
+
+
+def _dense(meta):
+    """Whether `meta`'s strides are a permutation of contiguous ones (no overlap, no gap)."""
+    expected = 1
+    for size, stride in sorted((d for d in zip(meta.shape, meta.stride()) if d[0] != 1), key=lambda d: d[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _check(node, out):
