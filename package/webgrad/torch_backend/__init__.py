@@ -74,17 +74,14 @@ def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
         raise ValueError(f"webgrad backend: unknown option(s) {sorted(unknown)}; known: {list(OPTIONS)}")
     device = _device(options.get("device"))
     fallback = options.get("fallback", "eager")
-    resident = Resident(device)  # shared by the forward and backward graph: saved activations stay there
     stats = options.get("stats")
     if stats is None:
         stats = {}
     stats.setdefault("fallback", {})
-    compiled = []
+    resident = Resident(device, stats)  # shared by the forward and backward graph: saved activations stay there
 
     def compiler(graph, inputs):
-        ex = GraphExecutor(graph, device, resident, fallback, stats)
-        compiled.append(ex)
-        return make_boxed_func(ex)
+        return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats))
 
     backend = aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=_decompositions())
     return backend(gm, example_inputs)
@@ -97,7 +94,7 @@ def compile(model, device="webgpu", fallback="eager", stats=None, dynamic=None, 
     fallback: "eager" (an unmapped ATen op runs in eager PyTorch, one warning per op) or "error"
     (raise NotImplementedError naming the op: for checking that a model runs wholly on webgrad).
     stats: a dict the backend fills: "fallback" {op: nodes run in eager}; with a "time" key present,
-    also {op: host seconds}.
+    also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there.
     dynamic and the other keywords go to torch.compile.
     """
     torch = _require_torch()

@@ -81,21 +81,22 @@ class Resident:
     and activations the forward graph saved for the backward never leave the device.
     """
 
-    def __init__(self, device):
+    def __init__(self, device, stats=None):
         self.device = device
         self._entries = {}
-        self.uploads = 0
-        self.hits = 0
+        self.stats = stats if stats is not None else {}
+        self.stats.setdefault("uploads", 0)
+        self.stats.setdefault("hits", 0)
 
     def get(self, t):
         entry = self._entries.get(id(t))
         if entry is not None:
             ref, version, x = entry
             if ref() is t and version == t._version:
-                self.hits += 1
+                self.stats["hits"] += 1
                 return x
         x = upload(t, self.device)
-        self.uploads += 1
+        self.stats["uploads"] += 1
         self.put(t, x)
         return x
 

@@ -1,0 +1,130 @@
+"""torch.compile(model, backend="webgrad"): registration, parity with eager PyTorch, fallback, training."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn, F = torch.nn, torch.nn.functional
+
+from helpers import DEVICES  # noqa: E402
+from webgrad import torch_backend  # noqa: E402
+from webgrad.torch_backend import parity  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_entry_point_registers_backend_without_import(tmp_path):
+    """Dynamo resolves backend="webgrad" from installed metadata alone: a dist-info holding exactly the
+    entry point that pyproject.toml declares, and no `import webgrad` in the script."""
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        eps = tomllib.load(f)["project"]["entry-points"]["torch_dynamo_backends"]
+    meta = tmp_path / "webgrad_ep-0.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: webgrad-ep\nVersion: 0.0\n")
+    (meta / "entry_points.txt").write_text("[torch_dynamo_backends]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    script = textwrap.dedent("""
+        import sys, torch
+        assert "webgrad" in torch._dynamo.list_backends(), torch._dynamo.list_backends()
+        f = torch.compile(lambda x: torch.relu(x) * 2, backend="webgrad", options={"device": "cpu"})
+        x = torch.randn(5)
+        assert torch.equal(f(x), torch.relu(x) * 2)
+        print("ok", "webgrad.torch_backend" in sys.modules)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.join(ROOT, "package")]))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["ok", "True"]
+
+
+def test_unknown_option_is_an_error():
+    f = torch.compile(lambda x: x + 1, backend=torch_backend.webgrad_backend, options={"devcie": "cpu"})
+    with pytest.raises(Exception, match="unknown option"):
+        f(torch.ones(2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_parity_forward_gradients_step(model, device):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # these models must run wholly on webgrad: no fallback warning
+        row = parity.run_model(model, device)
+    assert row["fallback"] == {}
+    bad = {k: v for k, v in row["compared"].items() if not v["ok"]}
+    assert row["ok"], bad
+    assert len(row["compared"]) == 2 + 2 * len(dict(parity.SUITE[model][0]().named_parameters()))
+
+
+def test_parity_batchnorm_model_with_fallback():
+    row = parity.run_model("resbn", "cpu")
+    assert row["ok"], {k: v for k, v in row["compared"].items() if not v["ok"]}
+
+
+def test_unmapped_op_falls_back_once_with_a_warning():
+    def fn(x):
+        return torch.special.erfcx(x) + x.cumsum(0)  # neither is in the ATen table
+    f = torch_backend.compile(fn, device="cpu")
+    x = torch.randn(6)
+    with pytest.warns(UserWarning, match="aten.special_erfcx.default is not mapped") as record:
+        out = f(x)
+        f(x + 1)
+    names = [str(w.message).split(" is not mapped")[0].split(": ")[-1] for w in record
+             if "webgrad torch backend" in str(w.message)]
+    assert len(names) == len(set(names))  # one warning per op, not per call
+    torch.testing.assert_close(out, fn(x))
+
+
+def test_fallback_error_policy_names_the_op():
+    f = torch_backend.compile(lambda x: x.cumsum(0), device="cpu", fallback="error")
+    with pytest.raises(Exception, match="aten.cumsum"):
+        f(torch.randn(4))
+
+
+def test_parameters_stay_resident_until_the_optimizer_changes_them():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    stats = {}
+    f = torch_backend.compile(model, device="cpu", stats=stats)
+    x = torch.randn(2, 4)
+    f(x).sum().backward()
+    before = stats["uploads"]
+    f(x.clone())
+    assert stats["uploads"] == before + 1  # only the new input: the weight and bias are reused
+    with torch.no_grad():
+        model.weight.add_(1.0)  # bumps _version: the next call must see the new weight
+    torch.testing.assert_close(f(x.clone()), model(x))
+    assert stats["uploads"] == before + 3  # a new input again, and the changed weight
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cnn_trains_like_eager_with_adam(device):
+    """M2: a few Adam steps of the MNIST-shaped CNN through the backend follow eager's losses."""
+    torch.manual_seed(0)
+    eager = parity._WithLoss(parity.CNN(16))
+    compiled_model = parity._WithLoss(parity.CNN(16))
+    compiled_model.load_state_dict(eager.state_dict())
+    step = torch_backend.compile(compiled_model, device=device, fallback="error")
+    opts = [torch.optim.Adam(m.parameters(), lr=1e-2) for m in (eager, compiled_model)]
+    x, y = torch.rand(16, 1, 16, 16), torch.randint(0, 10, (16,))
+    losses = ([], [])
+    for _ in range(6):  # one batch, learnt by heart: the loss must fall
+        for i, fn in enumerate((eager, step)):
+            opts[i].zero_grad()
+            loss, _ = fn(x, y)
+            loss.backward()
+            opts[i].step()
+            losses[i].append(loss.item())
+    assert losses[0][-1] < losses[0][0]
+    torch.testing.assert_close(torch.tensor(losses[1]), torch.tensor(losses[0]), atol=1e-4, rtol=1e-4)
