@@ -67,8 +67,10 @@ def test_parity_forward_gradients_step(model, device):
     assert len(row["compared"]) == 2 + 2 * len(dict(parity.SUITE[model][0]().named_parameters()))
 
 
-def test_parity_batchnorm_model_with_fallback():
+def test_parity_batchnorm_model():
     row = parity.run_model("resbn", "cpu")
+    assert row["fallback"] == {}
+    assert "step:model.b1.running_var" in row["compared"]
     assert row["ok"], {k: v for k, v in row["compared"].items() if not v["ok"]}
 
 

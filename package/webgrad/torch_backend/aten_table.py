@@ -181,6 +181,12 @@ def _scalar_tensor(value, dtype=None, layout=None, device=None, pin_memory=None,
     return wg.tensor(value, dtype=_dtype(dtype or torch.float32), device=target)
 
 
+def _arange(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    if dtype is None:
+        dtype = torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.get_default_dtype()
+    return wg.arange(start, end, step, dtype=_dtype(dtype), device=target)
+
+
 def _full(size, value, dtype=None, layout=None, device=None, pin_memory=None, *, target):
     return wg.full(tuple(size), value, dtype=_dtype(dtype or torch.get_default_dtype()), device=target)
 
@@ -292,6 +298,30 @@ def _scatter_value(x, dim, index, value):
     return wg.where(mask, value, x) if mask is not None else x.clone()
 
 
+def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """ATen's functional batch norm: (out, save_mean, save_rstd, new running mean, new running var)."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        mean = x.mean(dims)
+        var = ((x - mean.reshape(shape)) ** 2).mean(dims)  # biased, as the normalisation uses
+    else:
+        mean, var = running_mean, running_var
+    rstd = (var + eps).rsqrt()
+    out = (x - mean.reshape(shape)) * rstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    if training and running_mean is not None:
+        n = x.numel() // x.shape[1]
+        running_mean = running_mean * (1 - momentum) + mean * momentum
+        running_var = running_var * (1 - momentum) + var * (momentum * n / max(n - 1, 1))
+    if not training:  # eval saves no statistics (ATen returns empty tensors)
+        mean = rstd = wg.empty(0, dtype=x.dtype, device=x.device)
+    return out, mean, rstd, running_mean, running_var
+
+
 def _binary(fn):
     """An ATen binary op with an optional `alpha` (add/sub) and python-number operands."""
     def op(a, b, *, alpha=1):
@@ -324,6 +354,9 @@ ATEN = {
     aten.nll_loss_forward.default: _nll_loss_forward,
     aten.nll_loss_backward.default: _nll_loss_backward,
     aten.native_layer_norm.default: _native_layer_norm,
+    aten._native_batch_norm_legit_functional.default: _batch_norm,
+    aten._native_batch_norm_legit_no_training.default:
+        lambda x, w, b, rm, rv, momentum, eps: _batch_norm(x, w, b, rm, rv, False, momentum, eps)[:3],
     # activations and their gradients
     aten.relu.default: wg.relu,
     aten.threshold_backward.default: _threshold_backward,
@@ -362,6 +395,8 @@ ATEN = {
     aten.amax.default: lambda x, dim=(), keepdim=False: x.amax(tuple(dim) or tuple(range(x.ndim)), keepdim=keepdim),
     # creation and dtype
     aten.scalar_tensor.default: _scalar_tensor,
+    aten.arange.start_step: _arange,
+    aten.arange.default: lambda end, **kw: _arange(0, end, **kw),
     aten.full.default: _full,
     aten.zeros_like.default: _like(0), aten.ones_like.default: _like(1), aten.full_like.default: _like(None),
     aten.empty_like.default: _like(0),
@@ -389,4 +424,4 @@ ATEN = {
 }
 
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)
-NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default}
+NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}

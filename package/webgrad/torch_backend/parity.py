@@ -106,6 +106,7 @@ def _step(fn, model, x, y):
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     opt.step()
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    params.update({n: b.detach().clone() for n, b in model.named_buffers()})  # BatchNorm's running stats
     return {"loss": loss.detach(), "logits": logits.detach()}, grads, params
 
 
