@@ -36,7 +36,7 @@ import webgrad as wg  # noqa: E402
 
 from .executor import GraphExecutor, Resident  # noqa: E402
 
-OPTIONS = ("device", "fallback", "stats")
+OPTIONS = ("device", "fallback", "stats", "replay")
 
 
 def _device(name):
@@ -81,23 +81,26 @@ def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     resident = Resident(device, stats)  # shared by the forward and backward graph: saved activations stay there
 
     def compiler(graph, inputs):
-        return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats))
+        return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats, options.get("replay", True)))
 
     backend = aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=_decompositions())
     return backend(gm, example_inputs)
 
 
-def compile(model, device="webgpu", fallback="eager", stats=None, dynamic=None, **torch_compile_kwargs):
+def compile(model, device="webgpu", fallback="eager", stats=None, replay=True, dynamic=None, **torch_compile_kwargs):
     """``torch.compile(model, backend="webgrad")`` with webgrad's options spelled out.
 
     device: "webgpu" (wgpu-py natively) or "cpu" (webgrad's NumPy backend).
     fallback: "eager" (an unmapped ATen op runs in eager PyTorch, one warning per op) or "error"
     (raise NotImplementedError naming the op: for checking that a model runs wholly on webgrad).
     stats: a dict the backend fills: "fallback" {op: nodes run in eager}; with a "time" key present,
-    also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there.
+    also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there,
+    "replays" the graph calls replayed.
+    replay: on WebGPU, record each graph's device work at its second call and replay it from the third on
+    (webgrad's capture/replay: no Python per node); graphs with a fallback node always run node by node.
     dynamic and the other keywords go to torch.compile.
     """
     torch = _require_torch()
     _device(device)  # the errors for a missing wgpu come now, not at the first call
     return torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
-                         options={"device": device, "fallback": fallback, "stats": stats}, **torch_compile_kwargs)
+                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay}, **torch_compile_kwargs)

@@ -19,7 +19,6 @@ recorded for it (``node.meta["val"]``); a mismatch is an error that names the no
 import operator
 import time
 import warnings
-import weakref
 
 import torch
 
@@ -73,26 +72,38 @@ def download(x, like=None):
 
 
 class Resident:
-    """Device copies of torch tensors, reused while the torch tensor is alive and unchanged.
+    """Device copies of torch tensors, reused while the torch memory is alive and unchanged.
 
-    Keyed by the torch tensor's identity; an entry is valid while the tensor lives (weak reference) and
-    its ``_version`` (bumped by every in-place write: ``optimizer.step()``, ``p.data.copy_``) is the one
-    uploaded. So parameters and buffers are uploaded once and again only after the optimizer changed them,
-    and activations the forward graph saved for the backward never leave the device.
+    An entry is keyed by the tensor's address (data pointer, shape, strides, dtype) and holds a weak
+    reference to its storage and the tensor's ``_version`` (bumped by every in-place write:
+    ``optimizer.step()``, ``p.data.copy_``; aliases share it). While the storage lives its memory cannot
+    be reused, so a live entry with the same address and version is the same data, whichever tensor
+    object over it comes back (AOTAutograd hands saved activations and parameters back as fresh
+    aliases). So parameters and buffers are uploaded once and again only after the optimizer changed
+    them, and the activations the forward graph saved for the backward stay on the device.
     """
 
     def __init__(self, device, stats=None):
+        from torch.multiprocessing.reductions import StorageWeakRef
+        self._weak = StorageWeakRef
         self.device = device
-        self._entries = {}
+        self._entries = {}  # address -> (storage weak reference, version, webgrad tensor)
+        self._sweep_at = 64
         self.stats = stats if stats is not None else {}
         self.stats.setdefault("uploads", 0)
         self.stats.setdefault("hits", 0)
 
+    @staticmethod
+    def _address(t):
+        return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype) if t.numel() and t.device.type == "cpu" \
+            else None
+
     def get(self, t):
-        entry = self._entries.get(id(t))
+        address = self._address(t)
+        entry = self._entries.get(address) if address is not None else None
         if entry is not None:
             ref, version, x = entry
-            if ref() is t and version == t._version:
+            if not ref.expired() and version == t._version:
                 self.stats["hits"] += 1
                 return x
         x = upload(t, self.device)
@@ -100,20 +111,24 @@ class Resident:
         self.put(t, x)
         return x
 
+    def drop(self, t):
+        self._entries.pop(self._address(t), None)
+
     def put(self, t, x):
-        key = id(t)
-        entries = self._entries
-        try:
-            ref = weakref.ref(t, lambda _, key=key: entries.pop(key, None))
-        except TypeError:
+        address = self._address(t)
+        if address is None:
             return
-        entries[key] = (ref, t._version, x)
+        self._entries[address] = (self._weak(t.untyped_storage()), t._version, x)
+        if len(self._entries) >= self._sweep_at:  # forget the device copies of freed torch memory
+            for key in [k for k, e in self._entries.items() if e[0].expired()]:
+                del self._entries[key]
+            self._sweep_at = max(64, 2 * len(self._entries))
 
 
 class GraphExecutor:
     """Calls an ATen FX graph on webgrad: ``GraphExecutor(gm, device, resident)(*torch_inputs)``."""
 
-    def __init__(self, gm, device, resident, fallback="eager", stats=None):
+    def __init__(self, gm, device, resident, fallback="eager", stats=None, replay=True):
         if fallback not in ("eager", "error"):
             raise ValueError(f"fallback must be 'eager' or 'error', got {fallback!r}")
         self.gm = gm
@@ -123,42 +138,73 @@ class GraphExecutor:
         self.stats = stats if stats is not None else {"fallback": {}}
         self.nodes = list(gm.graph.nodes)
         self._timed = "time" in self.stats
+        self.replay = replay
+        self.calls = 0
+        self._replay = None
+        self._first_call_clean = False
         self._checked = "error" in self.stats
 
     def __call__(self, *args):
-        if len(args) == 1 and isinstance(args[0], list) and self._boxed:
-            args = args[0]
-        env = {}
-        placeholders = iter(args)
         with wg.no_grad():
-            for node in self.nodes:
-                if node.op == "placeholder":
-                    a = next(placeholders)
-                    env[node] = self.resident.get(a) if isinstance(a, torch.Tensor) else a
-                elif node.op == "call_function":
-                    if self._timed:  # host time per op (the device may still be working: see parity.py)
-                        start = time.perf_counter()
-                        env[node] = self._run(node, env)
-                        times = self.stats["time"]
-                        times[str(node.target)] = times.get(str(node.target), 0.0) + time.perf_counter() - start
-                    else:
-                        env[node] = self._run(node, env)
-                elif node.op == "get_attr":
-                    env[node] = self.resident.get(getattr(self.gm, node.target))
-                elif node.op == "output":
-                    return self._outputs(node, env)
+            inputs = [self.resident.get(a) if isinstance(a, torch.Tensor) else a for a in args]
+            if self._replay is not None and self._replay.matches(inputs):
+                values = self._replay.run(inputs, self.resident)
+            else:
+                self.calls += 1
+                if self.calls == 2 and self.replay and self._capturable(inputs):
+                    self._replay = _Replay.record(self, inputs)
+                    values = self._replay.outputs
                 else:
-                    raise RuntimeError(f"webgrad torch backend: unexpected FX node kind {node.op!r} ({node.name})")
+                    values = self._compute(inputs)
+            # an output that is an input unchanged (AOTAutograd saves parameters for the backward this way)
+            # goes back as that very torch tensor: no read-back, and its device copy stays found
+            passthrough = {id(x): a for x, a in zip(inputs, args) if isinstance(a, torch.Tensor)}
+            if self._replay is not None:
+                passthrough.update({id(x): a for x, a in zip(self._replay.static, args) if isinstance(a, torch.Tensor)})
+            return self._outputs(values, passthrough)
 
-    _boxed = False
+    def _capturable(self, inputs):
+        """Replay needs a backend that records, tensors only as inputs, and a first call without fallback."""
+        return hasattr(self.device.backend, "capture") and all(isinstance(x, Tensor) for x in inputs) and \
+            self._first_call_clean
 
-    def _outputs(self, node, env):
+    def _compute(self, inputs):
+        """Run every node on the device; the output node's values (webgrad Tensors or Python values)."""
+        env = {}
+        placeholders = iter(inputs)
+        before = sum(self.stats["fallback"].values())
+        for node in self.nodes:
+            if node.op == "placeholder":
+                env[node] = next(placeholders)
+            elif node.op == "call_function":
+                if self._timed:  # host time per op (the device may still be working: see parity.py)
+                    start = time.perf_counter()
+                    env[node] = self._run(node, env)
+                    times = self.stats["time"]
+                    times[str(node.target)] = times.get(str(node.target), 0.0) + time.perf_counter() - start
+                else:
+                    env[node] = self._run(node, env)
+            elif node.op == "get_attr":
+                env[node] = self.resident.get(getattr(self.gm, node.target))
+            elif node.op == "output":
+                if self.calls == 1:
+                    self._first_call_clean = sum(self.stats["fallback"].values()) == before
+                return _flat(_load(node.args[0], env))
+            else:
+                raise RuntimeError(f"webgrad torch backend: unexpected FX node kind {node.op!r} ({node.name})")
+
+    def _outputs(self, values, passthrough):
+        node = self.nodes[-1]
         results = []
-        for value, arg in zip(_flat(_load(node.args[0], env)), _flat(node.args[0])):
-            if isinstance(value, Tensor):
+        for value, arg in zip(values, _flat(node.args[0])):
+            if id(value) in passthrough:
+                results.append(passthrough[id(value)])
+            elif isinstance(value, Tensor):
                 t = download(value, arg.meta.get("val") if hasattr(arg, "meta") else None)
                 # the tensor stays valid on the device: a backward graph that receives `t` reuses it
                 self.resident.put(t, value)
+                if self._replay is not None:
+                    self._replay.handed_out.append(t)
                 results.append(t)
             else:
                 results.append(value)
@@ -227,6 +273,49 @@ class GraphExecutor:
         if not upload_results:
             return out
         return _map(out, lambda t: upload(t, self.device) if isinstance(t, torch.Tensor) else t)
+
+
+class _Replay:
+    """A graph's device work recorded once (the executor's second call) and re-issued per call.
+
+    Inputs are copied into the recording's static input tensors (one small copy per input) and the
+    whole graph is replayed with one call into the binding: no Python per node. The outputs live in the
+    same storages at every replay, so the resident entries of the previous call's outputs are dropped
+    before the next replay overwrites them (a torch tensor handed out earlier is then uploaded again if
+    it comes back, never read stale).
+    """
+
+    def __init__(self, graph, static, outputs):
+        self.graph, self.static, self.outputs = graph, static, outputs
+        self.signature = _signature(static)
+        self.handed_out = []
+
+    @classmethod
+    def record(cls, executor, inputs):
+        backend = executor.device.backend
+        static = [x.clone() for x in inputs]  # made before the capture: inputs of the graph, not its buffers
+        with backend.capture() as graph:
+            outputs = executor._compute(static)
+        return cls(graph, static, outputs)
+
+    def matches(self, inputs):
+        return _signature(inputs) == self.signature
+
+    def run(self, inputs, resident):
+        for t in self.handed_out:
+            resident.drop(t)
+        self.handed_out = []
+        backend = self.static[0].device.backend if self.static else None
+        for static, x in zip(self.static, inputs):
+            if x is not static:
+                backend.copy(static._view, x._view)
+        self.graph.replay()
+        resident.stats["replays"] = resident.stats.get("replays", 0) + 1
+        return self.outputs
+
+
+def _signature(inputs):
+    return [(tuple(x.shape), x.dtype) if isinstance(x, Tensor) else ("value", x) for x in inputs]
 
 
 def _dense(meta):
