@@ -157,3 +157,20 @@ def test_two_forwards_before_one_backward_after_replay_starts(device):
     for (name, p), q in zip(compiled_model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)
     assert stats.get("replays", 0) == (4 if device == "webgpu" else 0)  # 2 forwards, 2 backwards
+
+
+def test_clear_errors_for_old_torch_and_missing_wgpu(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.0.1")
+    with pytest.raises(ImportError, match="needs torch >= 2.2"):
+        torch_backend._require_torch()
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "wgpu", None)  # `import wgpu` now fails as when it is not installed
+    with pytest.raises(RuntimeError, match=r"needs wgpu-py \(pip install 'webgrad\[native\]'\)"):
+        torch_backend.compile(nn.Linear(2, 2), device="webgpu")
+
+
+def test_webgrad_alone_does_not_import_torch():
+    script = "import sys, webgrad; assert 'torch' not in sys.modules, 'webgrad imported torch'; print('ok')"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "package"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
