@@ -34,7 +34,8 @@ def test_entry_point_registers_backend_without_import(tmp_path):
     meta = tmp_path / "webgrad_ep-0.0.dist-info"
     meta.mkdir()
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: webgrad-ep\nVersion: 0.0\n")
-    (meta / "entry_points.txt").write_text("[torch_dynamo_backends]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    lines = "".join(f"{k} = {v}\n" for k, v in eps.items())
+    (meta / "entry_points.txt").write_text("[torch_dynamo_backends]\n" + lines)
     script = textwrap.dedent("""
         import sys, torch
         assert "webgrad" in torch._dynamo.list_backends(), torch._dynamo.list_backends()

@@ -103,4 +103,5 @@ def compile(model, device="webgpu", fallback="eager", stats=None, replay=True, d
     torch = _require_torch()
     _device(device)  # the errors for a missing wgpu come now, not at the first call
     return torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
-                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay}, **torch_compile_kwargs)
+                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay},
+                         **torch_compile_kwargs)

@@ -329,11 +329,6 @@ def _binary(fn):
     return op
 
 
-def _scalar_first(fn):
-    # ATen binary ops always have a Tensor first; webgrad's accept a number on either side
-    return lambda a, b: fn(a, b)
-
-
 ATEN = {
     # linear algebra
     aten.mm.default: lambda a, b: a @ b,

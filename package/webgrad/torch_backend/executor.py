@@ -12,6 +12,11 @@ differentiated the whole graph; splitting it again would need a partitioner and 
 between pieces anyway, while a per-node fallback keeps every mapped node on the device and is exactly
 eager PyTorch's result for the unmapped ones. One warning per op, naming it.
 
+On WebGPU a graph's second call is recorded with webgrad's capture (``backend.capture()``, as
+``webgrad.replayable`` does) and later calls with the same input shapes replay it: the inputs are copied
+into the recording's static tensors and the whole graph is issued in one call, with no Python per node.
+A graph that needed a fallback node at its first call is never recorded (a read-back cannot be replayed).
+
 Never a silent wrong result: each node's result is checked against the shape and dtype that tracing
 recorded for it (``node.meta["val"]``); a mismatch is an error that names the node.
 """

@@ -145,8 +145,8 @@ def run_model(name, device, seed=0):
 
 
 def report(rows, out=sys.stdout):
-    print(f"{'model':8} {'device':7} {'result':6} {'max abs':>9} {'max rel':>9} {'worst tensor':28} fallback ops; slowest ops (ms)",
-          file=out)
+    print(f"{'model':8} {'device':7} {'result':6} {'max abs':>9} {'max rel':>9} {'worst tensor':28} "
+          "fallback ops; slowest ops (ms)", file=out)
     for r in rows:
         worst = max(r["compared"].items(), key=lambda kv: kv[1]["abs"])
         mabs = max(c["abs"] for c in r["compared"].values())
