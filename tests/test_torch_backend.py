@@ -175,3 +175,18 @@ def test_webgrad_alone_does_not_import_torch():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "package"))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_and_erf_run_on_webgrad(causal):
+    """Attention's fused CPU op and its backward, and erf, are mapped (no fallback) and match eager."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4, requires_grad=True) for _ in range(3))
+
+    def fn(q, k, v):
+        return torch.erf(F.scaled_dot_product_attention(q, k, v, is_causal=causal)).sum()
+    loss = torch_backend.compile(fn, device="cpu", fallback="error")(q, k, v)
+    grads = torch.autograd.grad(loss, (q, k, v))
+    want = torch.autograd.grad(fn(q, k, v), (q, k, v))
+    for g, w in zip(grads, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)

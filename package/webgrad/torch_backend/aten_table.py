@@ -322,6 +322,47 @@ def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, 
     return out, mean, rstd, running_mean, running_var
 
 
+def _erf(x):
+    """erf composed from webgrad ops (webgrad has no erf kernel): Abramowitz & Stegun 7.1.26,
+    absolute error below 1.5e-7, i.e. float32 rounding."""
+    a = x.abs()
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return x.sign() * (1.0 - poly * (-(a * a)).exp())
+
+
+def _attention_scores(q, k, is_causal, attn_mask, scale):
+    if attn_mask is not None:
+        raise Unsupported("attention masks are not mapped (is_causal is)")
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = (q @ k.transpose(-2, -1)) * scale
+    if is_causal:
+        lq, lk = s.shape[-2], s.shape[-1]
+        keep = wg.arange(lq, device=q.device).unsqueeze(1) >= wg.arange(lk, device=q.device).unsqueeze(0)
+        s = wg.where(keep, s, float("-inf"))
+    return s, scale
+
+
+def _flash_attention(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """softmax(q kᵀ * scale) v and the rows' logsumexp, which the backward uses to rebuild the softmax."""
+    if dropout_p:
+        raise Unsupported("attention dropout is not mapped")
+    s, _ = _attention_scores(q, k, is_causal, attn_mask, scale)
+    lse = s.logsumexp(-1)
+    return (s - lse.unsqueeze(-1)).exp() @ v, lse
+
+
+def _flash_attention_backward(grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    if dropout_p:
+        raise Unsupported("attention dropout is not mapped")
+    s, scale = _attention_scores(q, k, is_causal, attn_mask, scale)
+    p = (s - lse.unsqueeze(-1)).exp()
+    dv = p.transpose(-2, -1) @ grad
+    dp = grad @ v.transpose(-2, -1)
+    ds = p * (dp - (grad * out).sum(-1, keepdim=True))
+    return (ds @ k) * scale, (ds.transpose(-2, -1) @ q) * scale, dv
+
+
 def _binary(fn):
     """An ATen binary op with an optional `alpha` (add/sub) and python-number operands."""
     def op(a, b, *, alpha=1):
@@ -349,6 +390,8 @@ ATEN = {
     aten.nll_loss_forward.default: _nll_loss_forward,
     aten.nll_loss_backward.default: _nll_loss_backward,
     aten.native_layer_norm.default: _native_layer_norm,
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_attention_backward,
     aten._native_batch_norm_legit_functional.default: _batch_norm,
     aten._native_batch_norm_legit_no_training.default:
         lambda x, w, b, rm, rv, momentum, eps: _batch_norm(x, w, b, rm, rv, False, momentum, eps)[:3],
@@ -362,6 +405,7 @@ ATEN = {
     aten.sigmoid.default: wg.sigmoid,
     aten.sigmoid_backward.default: _unary_backward("sigmoid"),
     aten.exp.default: wg.exp,
+    aten.erf.default: _erf,
     aten.log.default: wg.log,
     aten.sqrt.default: wg.sqrt,
     aten.rsqrt.default: wg.rsqrt,
