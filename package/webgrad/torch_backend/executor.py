@@ -156,10 +156,16 @@ class GraphExecutor:
                 values = self._replay.run(inputs, self.resident)
             else:
                 self.calls += 1
+                values = None
                 if self.calls == 2 and self.replay and self._capturable(inputs):
-                    self._replay = _Replay.record(self, inputs)
-                    values = self._replay.outputs
-                else:
+                    try:
+                        self._replay = _Replay.record(self, inputs)
+                        values = self._replay.outputs
+                    except Exception as e:  # something in the graph cannot be recorded: run it node by node
+                        self.replay = False
+                        warnings.warn(f"webgrad torch backend: a graph could not be recorded for replay ({e}); "
+                                      "it runs node by node", stacklevel=2)
+                if values is None:
                     values = self._compute(inputs)
             # an output that is an input unchanged (AOTAutograd saves parameters for the backward this way)
             # goes back as that very torch tensor: no read-back, and its device copy stays found
