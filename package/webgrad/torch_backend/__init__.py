@@ -1,0 +1,107 @@
+"""PyTorch models on webgrad's devices: ``torch.compile(model, backend="webgrad")``.
+
+    import torch
+    model = torch.compile(model, backend="webgrad")                               # WebGPU (wgpu-py)
+    model = torch.compile(model, backend="webgrad", options={"device": "cpu"})    # webgrad's NumPy backend
+    model = webgrad.torch_backend.compile(model, device="cpu", fallback="error")  # the same, with options
+
+Dynamo traces the model; AOTAutograd splits each traced graph into a forward and a backward graph in
+ATen IR after PyTorch's core decompositions; :class:`executor.GraphExecutor` runs each on webgrad's
+device ops through the one table ``aten_table.ATEN``. Registration needs no webgrad import: the package's
+``torch_dynamo_backends`` entry point (pyproject.toml) names :func:`webgrad_backend`.
+
+torch is optional for webgrad: only this subpackage imports it.
+"""
+
+import os
+
+_MIN_TORCH = (2, 2)
+
+
+def _require_torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("webgrad.torch_backend needs PyTorch: pip install 'torch>=2.2'") from None
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version < _MIN_TORCH:
+        raise ImportError(f"webgrad.torch_backend needs torch >= {'.'.join(map(str, _MIN_TORCH))} "
+                          f"(torch.compile with AOTAutograd and core ATen decompositions), found {torch.__version__}")
+    return torch
+
+
+_require_torch()
+
+import webgrad as wg  # noqa: E402
+
+from .executor import GraphExecutor, Resident  # noqa: E402
+
+OPTIONS = ("device", "fallback", "stats", "replay")
+
+
+def _device(name):
+    name = name or os.environ.get("WEBGRAD_TORCH_DEVICE") or "webgpu"
+    dev = wg.device(name)
+    if dev.type == "webgpu":
+        try:
+            import wgpu  # noqa: F401
+        except ImportError:
+            raise RuntimeError("the webgrad torch backend on device 'webgpu' needs wgpu-py (pip install "
+                               "'webgrad[native]'); or run on webgrad's CPU backend: options={'device': 'cpu'}") \
+                from None
+    return dev
+
+
+def _decompositions():
+    """PyTorch's core ATen decompositions, less the one of CPU flash attention: in torch 2.13 its decomposed
+    forward does not match the fused backward that AOTAutograd still pairs with it (gradients of a
+    TransformerEncoderLayer come out wrong even with every node run in eager PyTorch)."""
+    from torch._decomp import core_aten_decompositions
+    import torch
+    table = dict(core_aten_decompositions())
+    table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    return table
+
+
+def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
+    """The Dynamo backend (what ``backend="webgrad"`` resolves to). options: see :func:`compile`."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    options = dict(options or {}, **kwargs)
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ValueError(f"webgrad backend: unknown option(s) {sorted(unknown)}; known: {list(OPTIONS)}")
+    device = _device(options.get("device"))
+    fallback = options.get("fallback", "eager")
+    stats = options.get("stats")
+    if stats is None:
+        stats = {}
+    stats.setdefault("fallback", {})
+    resident = Resident(device, stats)  # shared by the forward and backward graph: saved activations stay there
+
+    def compiler(graph, inputs):
+        return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats, options.get("replay", True)))
+
+    backend = aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=_decompositions())
+    return backend(gm, example_inputs)
+
+
+def compile(model, device="webgpu", fallback="eager", stats=None, replay=True, dynamic=None, **torch_compile_kwargs):
+    """``torch.compile(model, backend="webgrad")`` with webgrad's options spelled out.
+
+    device: "webgpu" (wgpu-py natively) or "cpu" (webgrad's NumPy backend).
+    fallback: "eager" (an unmapped ATen op runs in eager PyTorch, one warning per op) or "error"
+    (raise NotImplementedError naming the op: for checking that a model runs wholly on webgrad).
+    stats: a dict the backend fills: "fallback" {op: nodes run in eager}; with a "time" key present,
+    also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there,
+    "replays" the graph calls replayed.
+    replay: on WebGPU, record each graph's device work at its second call and replay it from the third on
+    (webgrad's capture/replay: no Python per node); graphs with a fallback node always run node by node.
+    dynamic and the other keywords go to torch.compile.
+    """
+    torch = _require_torch()
+    _device(device)  # the errors for a missing wgpu come now, not at the first call
+    return torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
+                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay},
+                         **torch_compile_kwargs)

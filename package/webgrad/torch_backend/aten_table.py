@@ -1,0 +1,466 @@
+"""The one table from ATen ops to webgrad: ``ATEN[torch.ops.aten.mm.default] = fn``. A new mapping is one entry.
+
+Each function takes the FX node's arguments with every tensor already a webgrad Tensor on the target device
+(int64 arrives as int32, webgrad's index dtype) and returns webgrad Tensors (or a tuple of them, as the ATen
+op does). Functions run under ``webgrad.no_grad()``: AOTAutograd has already written the backward graph in
+ATen ops, so webgrad's own autograd is not involved. A function raises :class:`Unsupported` for argument
+combinations it does not cover; the executor then runs that node in eager PyTorch (see executor.py).
+"""
+
+import webgrad as wg
+from webgrad import dtypes
+from webgrad.ops.elementwise import new
+
+import torch
+
+aten = torch.ops.aten
+
+
+class Unsupported(Exception):
+    """This mapping does not cover these arguments (the node falls back to eager PyTorch)."""
+
+
+def _dtype(torch_dtype):
+    """webgrad's dtype for a torch dtype (int64 -> int32: webgrad's only integer index dtype)."""
+    try:
+        return _DTYPES[torch_dtype]
+    except KeyError:
+        raise Unsupported(f"dtype {torch_dtype} has no webgrad equivalent") from None
+
+
+_DTYPES = {torch.float32: dtypes.float32, torch.float64: dtypes.float64, torch.int64: dtypes.int32,
+           torch.int32: dtypes.int32, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
+
+
+def _pair(v):
+    v = list(v)
+    return tuple(v * 2 if len(v) == 1 else v)
+
+
+# ------------------------------------------------------------------ linear algebra
+def _addmm(bias, a, b, beta=1, alpha=1):
+    out = a @ b
+    if alpha != 1:
+        out = out * alpha
+    return out + (bias if beta == 1 else bias * beta)
+
+
+# ------------------------------------------------------------------ convolution
+def _convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed or x.ndim != 4:
+        raise Unsupported("only 2-D, non-transposed convolutions are mapped")
+    return wg.nn.functional.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+def _convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                          output_mask):
+    """(grad_input, grad_weight, grad_bias) from the backend's two conv-gradient kernels and a sum."""
+    if transposed or groups != 1 or x.ndim != 4:
+        raise Unsupported("only 2-D, non-transposed, groups=1 convolution gradients are mapped")
+    geometry = (_pair(stride), _pair(padding), _pair(dilation))
+    g, x, w = grad.contiguous(), x.contiguous(), w.contiguous()
+    be = g.device.backend
+    gx = gw = gb = None
+    if output_mask[0]:
+        gx = new(tuple(x.shape), g.dtype, g.device)
+        be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
+    if output_mask[1]:
+        gw = new(tuple(w.shape), g.dtype, g.device)
+        be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry)
+    if output_mask[2]:
+        gb = g.sum((0, 2, 3))
+    return gx, gw, gb
+
+
+# ------------------------------------------------------------------ pooling
+def _max_pool2d(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    if ceil_mode or x.ndim != 4:
+        raise Unsupported("ceil_mode and unbatched inputs are not mapped")
+    return wg.nn.functional.max_pool2d(x, tuple(kernel), tuple(stride) or None, _pair(padding) if not isinstance(
+        padding, int) else padding, _pair(dilation) if not isinstance(dilation, int) else dilation,
+        return_indices=True)
+
+
+def _max_pool2d_backward(grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    if ceil_mode or x.ndim != 4:
+        raise Unsupported("ceil_mode and unbatched inputs are not mapped")
+    gx = new(tuple(x.shape), grad.dtype, grad.device)
+    kernel = _pair(kernel)
+    stride = _pair(stride) if len(stride) else kernel
+    grad.device.backend.max_pool2d_backward(gx._view, grad.contiguous()._view, indices.contiguous()._view,
+                                            kernel, stride, _pair(padding), _pair(dilation))
+    return gx
+
+
+def _avg_pool2d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    if ceil_mode or x.ndim != 4:
+        raise Unsupported("ceil_mode and unbatched inputs are not mapped")
+    return wg.nn.functional.avg_pool2d(x, tuple(kernel), tuple(stride) or None, tuple(padding) if not isinstance(
+        padding, int) else padding, False, count_include_pad, divisor_override)
+
+
+def _avg_pool2d_backward(grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if ceil_mode or divisor_override is not None or x.ndim != 4:
+        raise Unsupported("ceil_mode, divisor_override and unbatched inputs are not mapped")
+    gx = new(tuple(x.shape), grad.dtype, grad.device)
+    kernel = _pair(kernel)
+    stride = _pair(stride) if len(stride) else kernel
+    grad.device.backend.avg_pool2d_backward(gx._view, grad.contiguous()._view, kernel, stride, _pair(padding),
+                                            bool(count_include_pad))
+    return gx
+
+
+# ------------------------------------------------------------------ softmax and losses
+def _rows(x, dim):
+    """x with `dim` moved last and flattened to [rows, cols] (contiguous), and the function undoing it."""
+    dim = dim % x.ndim
+    moved = x.movedim(dim, -1).contiguous()
+    shape = tuple(moved.shape)
+    return moved.reshape(-1, shape[-1]), lambda y: y.reshape(shape).movedim(-1, dim).contiguous()
+
+
+def _softmax(x, dim, half_to_float=False, log=False):
+    rows, back = _rows(x, dim)
+    out = new(tuple(rows.shape), rows.dtype, rows.device)
+    rows.device.backend.softmax(out._view, rows._view, log=log)
+    return back(out)
+
+
+def _softmax_backward(grad, y, dim, input_dtype, log=False):
+    g, back = _rows(grad, dim)
+    yr, _ = _rows(y, dim)
+    out = new(tuple(g.shape), g.dtype, g.device)
+    g.device.backend.softmax_backward(out._view, g._view, yr._view, log=log)
+    return back(out)
+
+
+def _nll_loss_forward(logp, target, weight, reduction, ignore_index):
+    if logp.ndim > 2:
+        raise Unsupported("only [N, C] and [C] inputs are mapped")
+    if logp.ndim == 1:
+        logp, target = logp.unsqueeze(0), target.reshape(1)
+    t = target.int()
+    valid = t != ignore_index
+    safe = wg.where(valid, t, 0)
+    w = valid.to(dtype=logp.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe)
+    loss = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w
+    total = w.sum()
+    # reduction: 0 none, 1 mean, 2 sum (ATen's enum); total_weight is returned as ATen does
+    if reduction == 0:
+        return loss, total
+    return (loss.sum() / total if reduction == 1 else loss.sum()), total
+
+
+def _nll_loss_backward(grad, logp, target, weight, reduction, ignore_index, total_weight):
+    if logp.ndim > 2:
+        raise Unsupported("only [N, C] and [C] inputs are mapped")
+    shape = tuple(logp.shape)
+    if logp.ndim == 1:
+        logp, target = logp.unsqueeze(0), target.reshape(1)
+    t = target.int()
+    valid = t != ignore_index
+    safe = wg.where(valid, t, 0)
+    w = valid.to(dtype=logp.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe)
+    if reduction == 1:
+        w = w / total_weight
+    coef = -(w * grad if reduction == 0 else w * grad.reshape(()))
+    onehot = (wg.arange(logp.shape[1], device=logp.device).unsqueeze(0) == safe.unsqueeze(1)).to(dtype=logp.dtype)
+    return (onehot * coef.unsqueeze(1)).reshape(shape)
+
+
+# ------------------------------------------------------------------ elementwise helpers
+def _threshold_backward(grad, x, threshold):
+    return wg.where(x <= threshold, 0.0, grad)
+
+
+def _scalar_tensor(value, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    return wg.tensor(value, dtype=_dtype(dtype or torch.float32), device=target)
+
+
+def _arange(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    if dtype is None:
+        dtype = torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.get_default_dtype()
+    return wg.arange(start, end, step, dtype=_dtype(dtype), device=target)
+
+
+def _full(size, value, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    return wg.full(tuple(size), value, dtype=_dtype(dtype or torch.get_default_dtype()), device=target)
+
+
+def _like(fill):
+    def like(x, *args, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+        value = fill if fill is not None else args[0]
+        return wg.full(tuple(x.shape), value, dtype=_dtype(dtype) if dtype is not None else x.dtype, device=x.device)
+    return like
+
+
+def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    return x.to(dtype=_dtype(dtype)) if dtype is not None else x.clone()
+
+
+def _sum(x, dim=None, keepdim=False, dtype=None):
+    if dim is None or len(dim) == 0:
+        return x.sum() if not keepdim else x.sum(tuple(range(x.ndim)), keepdim=True)
+    return x.sum(tuple(dim), keepdim=keepdim)
+
+
+def _mean(x, dim=None, keepdim=False, dtype=None):
+    if dim is None or len(dim) == 0:
+        return x.mean()
+    return x.mean(tuple(dim), keepdim=keepdim)
+
+
+def _var_mean(x, dim=None, correction=1, keepdim=False):
+    dims = tuple(range(x.ndim)) if dim is None else tuple(dim)
+    mean = x.mean(dims, keepdim=True)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    var = ((x - mean) ** 2).sum(dims, keepdim=keepdim) / max(count - (1 if correction is None else correction), 0)
+    return var, (mean if keepdim else mean.squeeze(dims))
+
+
+def _view(x, size):
+    return x.reshape(*size)  # reshape copies only where ATen's view would have needed a contiguous input
+
+
+def _expand(x, size, implicit=False):
+    size = [x.shape[i - (len(size) - x.ndim)] if s == -1 else s for i, s in enumerate(size)]
+    return x.expand(*size)
+
+
+def _squeeze(x, dim=None):
+    if dim is None:
+        return x.squeeze()
+    for d in sorted((d % x.ndim for d in ([dim] if isinstance(dim, int) else dim)), reverse=True):
+        x = x.squeeze(d)
+    return x
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    n = x.shape[dim]
+    start = 0 if start is None else max(min(start if start >= 0 else start + n, n), 0)
+    end = n if end is None else max(min(end if end >= 0 else end + n, n), 0)
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, end, step)
+    return x[tuple(index)]
+
+
+def _clone(x, memory_format=None):
+    return x.clone()
+
+
+def _gelu(x, approximate="none"):
+    return wg.nn.functional.gelu(x, approximate=approximate)
+
+
+def _unary_backward(op):
+    """dL/dx for an op of webgrad's UNARY_BACKWARD_OPS table, given grad and the op's output (y) or input (x)."""
+    def backward(grad, z, approximate="none"):
+        g, z = grad.contiguous(), z.contiguous()
+        name = "gelu_tanh" if op == "gelu" and approximate == "tanh" else op
+        out = new(tuple(g.shape), g.dtype, g.device)
+        x, y = (z, z)  # each kernel reads the one it needs: tanh/sigmoid read y, gelu reads x
+        g.device.backend.unary_backward(name, out._view, g._view, x._view, y._view)
+        return out
+    return backward
+
+
+def _native_layer_norm(x, shape, weight, bias, eps):
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    mean = x.mean(dims, keepdim=True)
+    var = ((x - mean) ** 2).mean(dims, keepdim=True)
+    rstd = (var + eps).rsqrt()
+    out = (x - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def _scatter_value(x, dim, index, value):
+    """x with `value` written at `index` along `dim` (index covers x in every other dim: the nll_loss case)."""
+    dim = dim % x.ndim
+    if any(index.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise Unsupported("index must match self in every dim but `dim`")
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    positions = wg.arange(x.shape[dim], device=x.device).reshape(*shape)
+    mask = None
+    for j in range(index.shape[dim]):
+        hit = positions == index.narrow(dim, j, 1)
+        mask = hit if mask is None else mask | hit
+    return wg.where(mask, value, x) if mask is not None else x.clone()
+
+
+def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """ATen's functional batch norm: (out, save_mean, save_rstd, new running mean, new running var)."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        mean = x.mean(dims)
+        var = ((x - mean.reshape(shape)) ** 2).mean(dims)  # biased, as the normalisation uses
+    else:
+        mean, var = running_mean, running_var
+    rstd = (var + eps).rsqrt()
+    out = (x - mean.reshape(shape)) * rstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    if training and running_mean is not None:
+        n = x.numel() // x.shape[1]
+        running_mean = running_mean * (1 - momentum) + mean * momentum
+        running_var = running_var * (1 - momentum) + var * (momentum * n / max(n - 1, 1))
+    if not training:  # eval saves no statistics (ATen returns empty tensors)
+        mean = rstd = wg.empty(0, dtype=x.dtype, device=x.device)
+    return out, mean, rstd, running_mean, running_var
+
+
+def _erf(x):
+    """erf composed from webgrad ops (webgrad has no erf kernel): Abramowitz & Stegun 7.1.26,
+    absolute error below 1.5e-7, i.e. float32 rounding."""
+    a = x.abs()
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return x.sign() * (1.0 - poly * (-(a * a)).exp())
+
+
+def _attention_scores(q, k, is_causal, attn_mask, scale):
+    if attn_mask is not None:
+        raise Unsupported("attention masks are not mapped (is_causal is)")
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = (q @ k.transpose(-2, -1)) * scale
+    if is_causal:
+        lq, lk = s.shape[-2], s.shape[-1]
+        keep = wg.arange(lq, device=q.device).unsqueeze(1) >= wg.arange(lk, device=q.device).unsqueeze(0)
+        s = wg.where(keep, s, float("-inf"))
+    return s, scale
+
+
+def _flash_attention(q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """softmax(q kᵀ * scale) v and the rows' logsumexp, which the backward uses to rebuild the softmax."""
+    if dropout_p:
+        raise Unsupported("attention dropout is not mapped")
+    s, _ = _attention_scores(q, k, is_causal, attn_mask, scale)
+    lse = s.logsumexp(-1)
+    return (s - lse.unsqueeze(-1)).exp() @ v, lse
+
+
+def _flash_attention_backward(grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    if dropout_p:
+        raise Unsupported("attention dropout is not mapped")
+    s, scale = _attention_scores(q, k, is_causal, attn_mask, scale)
+    p = (s - lse.unsqueeze(-1)).exp()
+    dv = p.transpose(-2, -1) @ grad
+    dp = grad @ v.transpose(-2, -1)
+    ds = p * (dp - (grad * out).sum(-1, keepdim=True))
+    return (ds @ k) * scale, (ds.transpose(-2, -1) @ q) * scale, dv
+
+
+def _binary(fn):
+    """An ATen binary op with an optional `alpha` (add/sub) and python-number operands."""
+    def op(a, b, *, alpha=1):
+        return fn(a, b * alpha if alpha != 1 else b)
+    return op
+
+
+ATEN = {
+    # linear algebra
+    aten.mm.default: lambda a, b: a @ b,
+    aten.bmm.default: lambda a, b: a @ b,
+    aten.addmm.default: _addmm,
+    # convolution and pooling
+    aten.convolution.default: _convolution,
+    aten.convolution_backward.default: _convolution_backward,
+    aten.max_pool2d_with_indices.default: _max_pool2d,
+    aten.max_pool2d_with_indices_backward.default: _max_pool2d_backward,
+    aten.avg_pool2d.default: _avg_pool2d,
+    aten.avg_pool2d_backward.default: _avg_pool2d_backward,
+    # softmax and losses
+    aten._softmax.default: lambda x, dim, half: _softmax(x, dim),
+    aten._log_softmax.default: lambda x, dim, half: _softmax(x, dim, log=True),
+    aten._softmax_backward_data.default: lambda g, y, dim, dt: _softmax_backward(g, y, dim, dt),
+    aten._log_softmax_backward_data.default: lambda g, y, dim, dt: _softmax_backward(g, y, dim, dt, log=True),
+    aten.nll_loss_forward.default: _nll_loss_forward,
+    aten.nll_loss_backward.default: _nll_loss_backward,
+    aten.native_layer_norm.default: _native_layer_norm,
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_attention_backward,
+    aten._native_batch_norm_legit_functional.default: _batch_norm,
+    aten._native_batch_norm_legit_no_training.default:
+        lambda x, w, b, rm, rv, momentum, eps: _batch_norm(x, w, b, rm, rv, False, momentum, eps)[:3],
+    # activations and their gradients
+    aten.relu.default: wg.relu,
+    aten.threshold_backward.default: _threshold_backward,
+    aten.gelu.default: _gelu,
+    aten.gelu_backward.default: _unary_backward("gelu"),
+    aten.tanh.default: wg.tanh,
+    aten.tanh_backward.default: _unary_backward("tanh"),
+    aten.sigmoid.default: wg.sigmoid,
+    aten.sigmoid_backward.default: _unary_backward("sigmoid"),
+    aten.exp.default: wg.exp,
+    aten.erf.default: _erf,
+    aten.log.default: wg.log,
+    aten.sqrt.default: wg.sqrt,
+    aten.rsqrt.default: wg.rsqrt,
+    aten.neg.default: wg.neg,
+    aten.abs.default: wg.abs,
+    aten.reciprocal.default: wg.reciprocal,
+    aten.pow.Tensor_Scalar: wg.pow,
+    aten.pow.Tensor_Tensor: wg.pow,
+    aten.clamp.default: lambda x, lo=None, hi=None: x.clamp(lo, hi),
+    # binary arithmetic and comparisons (Tensor and Scalar overloads alike)
+    aten.add.Tensor: _binary(wg.add), aten.add.Scalar: _binary(wg.add),
+    aten.sub.Tensor: _binary(wg.sub), aten.sub.Scalar: _binary(wg.sub),
+    aten.mul.Tensor: wg.mul, aten.mul.Scalar: wg.mul,
+    aten.div.Tensor: wg.div, aten.div.Scalar: wg.div,
+    aten.maximum.default: wg.maximum, aten.minimum.default: wg.minimum,
+    aten.eq.Scalar: wg.eq, aten.eq.Tensor: wg.eq, aten.ne.Scalar: wg.ne, aten.ne.Tensor: wg.ne,
+    aten.lt.Scalar: wg.lt, aten.lt.Tensor: wg.lt, aten.le.Scalar: wg.le, aten.le.Tensor: wg.le,
+    aten.gt.Scalar: wg.gt, aten.gt.Tensor: wg.gt, aten.ge.Scalar: wg.ge, aten.ge.Tensor: wg.ge,
+    aten.where.self: wg.where,
+    # reductions
+    aten.sum.dim_IntList: _sum,
+    aten.sum.default: _sum,
+    aten.mean.dim: _mean,
+    aten.mean.default: _mean,
+    aten.var_mean.correction: _var_mean,
+    aten.amax.default: lambda x, dim=(), keepdim=False: x.amax(tuple(dim) or tuple(range(x.ndim)), keepdim=keepdim),
+    # creation and dtype
+    aten.scalar_tensor.default: _scalar_tensor,
+    aten.arange.start_step: _arange,
+    aten.arange.default: lambda end, **kw: _arange(0, end, **kw),
+    aten.full.default: _full,
+    aten.zeros_like.default: _like(0), aten.ones_like.default: _like(1), aten.full_like.default: _like(None),
+    aten.empty_like.default: _like(0),
+    aten._to_copy.default: _to_copy,
+    aten.clone.default: _clone,
+    aten.lift_fresh_copy.default: _clone,
+    # views and shape
+    aten.view.default: _view,
+    aten._unsafe_view.default: _view,
+    aten.reshape.default: _view,
+    aten.alias.default: lambda x: x,
+    aten.detach.default: lambda x: x,
+    aten.t.default: lambda x: x.t(),
+    aten.permute.default: lambda x, dims: x.permute(*dims),
+    aten.transpose.int: lambda x, a, b: x.transpose(a, b),
+    aten.expand.default: _expand,
+    aten.unsqueeze.default: lambda x, d: x.unsqueeze(d),
+    aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.squeeze.default: _squeeze,
+    aten.slice.Tensor: _slice,
+    aten.select.int: lambda x, dim, i: x.select(dim, i),
+    aten.cat.default: lambda xs, dim=0: wg.cat(list(xs), dim),
+    aten.index_select.default: lambda x, dim, i: x.index_select(dim, i),
+    aten.scatter.value: _scatter_value,
+    aten.gather.default: lambda x, dim, i, sparse_grad=False: x.gather(dim, i),
+}
+
+# ops that create tensors from nothing need the target device (passed as the keyword `target`)
+NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}

@@ -1,0 +1,177 @@
+"""Parity harness: a small model suite run in eager PyTorch and through ``backend="webgrad"``.
+
+    python -m webgrad.torch_backend.parity                       # cpu and webgpu, every model
+    python -m webgrad.torch_backend.parity --device cpu --models mlp cnn --json parity.json
+
+For each model and device: the same weights and inputs go through eager PyTorch and the compiled model;
+the loss, the logits, every parameter gradient and the parameters after one SGD step are compared
+with the model's tolerances. The report lists per model pass/fail, the largest absolute and relative error
+of each compared tensor, the ATen ops that fell back to eager PyTorch, and the slowest ops (host time:
+on WebGPU the kernels run asynchronously, so an op's figure is its dispatch plus any read-back it forces).
+Exit status 1 on any mismatch.
+"""
+
+import argparse
+import copy
+import json
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(64, 32), nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+class CNN(nn.Module):
+    """The MNIST CNN's shape, smaller: conv-relu-pool-conv-relu-pool-linear."""
+
+    def __init__(self, size=16):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 4, 3, padding=1), nn.Conv2d(4, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * (size // 4) ** 2, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+class ResBN(nn.Module):
+    """A residual block with BatchNorm (training mode: batch statistics, running stats updated)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=1)
+        self.c1, self.b1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.c2, self.b2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))
+        y = F.relu(self.b1(self.c1(x)))
+        x = F.relu(x + self.b2(self.c2(y)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class Encoder(nn.Module):
+    """A small transformer encoder layer (attention, layer norm, GELU) over a sequence of 8 tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(self.layer(self.embed(x.reshape(x.shape[0], 8, 8))).mean(1))
+
+
+# name: (constructor, input shape, atol, rtol)
+SUITE = {
+    "mlp": (MLP, (8, 1, 8, 8), 1e-5, 1e-4),
+    "cnn": (CNN, (8, 1, 16, 16), 1e-5, 1e-4),
+    "resbn": (ResBN, (8, 1, 8, 8), 1e-4, 1e-3),
+    "encoder": (Encoder, (4, 64), 1e-4, 1e-3),
+}
+
+
+class _WithLoss(nn.Module):
+    """model(x) and its cross-entropy in one module, so the loss's graph goes through the backend too."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, y):
+        logits = self.model(x)
+        return F.cross_entropy(logits, y), logits
+
+
+def _step(fn, model, x, y):
+    """One training step of `model` called through `fn` (itself or its compiled wrapper)."""
+    # SGD with momentum, not Adam: Adam divides by |grad|, so on gradients that are rounding noise (a bias
+    # before a normalisation) it turns 1e-9 differences into full lr-sized steps
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss, logits = fn(x, y)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    opt.step()
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    params.update({n: b.detach().clone() for n, b in model.named_buffers()})  # BatchNorm's running stats
+    return {"loss": loss.detach(), "logits": logits.detach()}, grads, params
+
+
+def _errors(a, b):
+    diff = (a.double() - b.double()).abs()
+    return diff.max().item() if diff.numel() else 0.0, \
+        (diff / b.double().abs().clamp_min(1e-6)).max().item() if diff.numel() else 0.0
+
+
+def run_model(name, device, seed=0):
+    """Compare one model on one device; returns its report row (a dict)."""
+    from . import compile as wg_compile
+    make, shape, atol, rtol = SUITE[name]
+    torch.manual_seed(seed)
+    eager = _WithLoss(make())
+    compiled_model = copy.deepcopy(eager)
+    x, y = torch.randn(*shape), torch.randint(0, 10, (shape[0],))
+    stats = {"fallback": {}, "time": {}}
+    compiled = wg_compile(compiled_model, device=device, stats=stats)
+    torch._dynamo.reset()
+    start = time.perf_counter()
+    outs_c, grads_c, params_c = _step(compiled, compiled_model, x, y)
+    seconds = time.perf_counter() - start
+    outs_e, grads_e, params_e = _step(eager, eager, x, y)
+    compared, ok = {}, True
+    for group, got, want in (("out", outs_c, outs_e), ("grad", grads_c, grads_e), ("step", params_c, params_e)):
+        for key in want:
+            abs_err, rel_err = _errors(got[key], want[key])
+            close = torch.allclose(got[key].double(), want[key].double(), atol=atol, rtol=rtol)
+            ok = ok and close
+            compared[f"{group}:{key}"] = {"abs": abs_err, "rel": rel_err, "ok": close}
+    slowest = sorted(stats["time"].items(), key=lambda kv: -kv[1])[:3]
+    return {"model": name, "device": device, "ok": ok, "atol": atol, "rtol": rtol, "compared": compared,
+            "fallback": stats["fallback"], "slowest": [[op, round(s * 1e3, 3)] for op, s in slowest],
+            "seconds": round(seconds, 2)}
+
+
+def report(rows, out=sys.stdout):
+    print(f"{'model':8} {'device':7} {'result':6} {'max abs':>9} {'max rel':>9} {'worst tensor':28} "
+          "fallback ops; slowest ops (ms)", file=out)
+    for r in rows:
+        worst = max(r["compared"].items(), key=lambda kv: kv[1]["abs"])
+        mabs = max(c["abs"] for c in r["compared"].values())
+        mrel = max(c["rel"] for c in r["compared"].values())
+        fb = ", ".join(f"{op}×{n}" for op, n in r["fallback"].items()) or "none"
+        slow = ", ".join(f"{op.replace('aten.', '')} {ms}" for op, ms in r["slowest"])
+        print(f"{r['model']:8} {r['device']:7} {'PASS' if r['ok'] else 'FAIL':6} {mabs:9.2e} {mrel:9.2e} "
+              f"{worst[0]:28} {fb}; {slow}", file=out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", nargs="+", default=["cpu", "webgpu"])
+    parser.add_argument("--models", nargs="+", default=list(SUITE), choices=list(SUITE))
+    parser.add_argument("--json", help="also write the report as JSON to this file")
+    args = parser.parse_args(argv)
+    import warnings
+    warnings.filterwarnings("ignore", message="webgrad torch backend")  # the report lists them instead
+    rows = [run_model(m, d) for d in args.device for m in args.models]
+    report(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

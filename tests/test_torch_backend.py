@@ -1,0 +1,192 @@
+"""torch.compile(model, backend="webgrad"): registration, parity with eager PyTorch, fallback, training."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn, F = torch.nn, torch.nn.functional
+
+from helpers import DEVICES  # noqa: E402
+from webgrad import torch_backend  # noqa: E402
+from webgrad.torch_backend import parity  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_entry_point_registers_backend_without_import(tmp_path):
+    """Dynamo resolves backend="webgrad" from installed metadata alone: a dist-info holding exactly the
+    entry point that pyproject.toml declares, and no `import webgrad` in the script."""
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        eps = tomllib.load(f)["project"]["entry-points"]["torch_dynamo_backends"]
+    meta = tmp_path / "webgrad_ep-0.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: webgrad-ep\nVersion: 0.0\n")
+    lines = "".join(f"{k} = {v}\n" for k, v in eps.items())
+    (meta / "entry_points.txt").write_text("[torch_dynamo_backends]\n" + lines)
+    script = textwrap.dedent("""
+        import sys, torch
+        assert "webgrad" in torch._dynamo.list_backends(), torch._dynamo.list_backends()
+        f = torch.compile(lambda x: torch.relu(x) * 2, backend="webgrad", options={"device": "cpu"})
+        x = torch.randn(5)
+        assert torch.equal(f(x), torch.relu(x) * 2)
+        print("ok", "webgrad.torch_backend" in sys.modules)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.join(ROOT, "package")]))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["ok", "True"]
+
+
+def test_unknown_option_is_an_error():
+    f = torch.compile(lambda x: x + 1, backend=torch_backend.webgrad_backend, options={"devcie": "cpu"})
+    with pytest.raises(Exception, match="unknown option"):
+        f(torch.ones(2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_parity_forward_gradients_step(model, device):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # these models must run wholly on webgrad: no fallback warning
+        row = parity.run_model(model, device)
+    assert row["fallback"] == {}
+    bad = {k: v for k, v in row["compared"].items() if not v["ok"]}
+    assert row["ok"], bad
+    assert len(row["compared"]) == 2 + 2 * len(dict(parity.SUITE[model][0]().named_parameters()))
+
+
+def test_parity_batchnorm_model():
+    row = parity.run_model("resbn", "cpu")
+    assert row["fallback"] == {}
+    assert "step:model.b1.running_var" in row["compared"]
+    assert row["ok"], {k: v for k, v in row["compared"].items() if not v["ok"]}
+
+
+def test_unmapped_op_falls_back_once_with_a_warning():
+    def fn(x):
+        return torch.special.erfcx(x) + x.cumsum(0)  # neither is in the ATen table
+    f = torch_backend.compile(fn, device="cpu")
+    x = torch.randn(6)
+    with pytest.warns(UserWarning, match="aten.special_erfcx.default is not mapped") as record:
+        out = f(x)
+        f(x + 1)
+    names = [str(w.message).split(" is not mapped")[0].split(": ")[-1] for w in record
+             if "webgrad torch backend" in str(w.message)]
+    assert len(names) == len(set(names))  # one warning per op, not per call
+    torch.testing.assert_close(out, fn(x))
+
+
+def test_fallback_error_policy_names_the_op():
+    f = torch_backend.compile(lambda x: x.cumsum(0), device="cpu", fallback="error")
+    with pytest.raises(Exception, match="aten.cumsum"):
+        f(torch.randn(4))
+
+
+def test_parameters_stay_resident_until_the_optimizer_changes_them():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    stats = {}
+    f = torch_backend.compile(model, device="cpu", stats=stats)
+    x = torch.randn(2, 4)
+    f(x).sum().backward()
+    before = stats["uploads"]
+    f(x.clone())
+    assert stats["uploads"] == before + 1  # only the new input: the weight and bias are reused
+    with torch.no_grad():
+        model.weight.add_(1.0)  # bumps _version: the next call must see the new weight
+    torch.testing.assert_close(f(x.clone()), model(x))
+    assert stats["uploads"] == before + 3  # a new input again, and the changed weight
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cnn_trains_like_eager_with_adam(device):
+    """M2: a few Adam steps of the MNIST-shaped CNN through the backend follow eager's losses."""
+    torch.manual_seed(0)
+    eager = parity._WithLoss(parity.CNN(16))
+    compiled_model = parity._WithLoss(parity.CNN(16))
+    compiled_model.load_state_dict(eager.state_dict())
+    stats = {}
+    step = torch_backend.compile(compiled_model, device=device, fallback="error", stats=stats)
+    opts = [torch.optim.Adam(m.parameters(), lr=1e-2) for m in (eager, compiled_model)]
+    x, y = torch.rand(16, 1, 16, 16), torch.randint(0, 10, (16,))
+    losses = ([], [])
+    for _ in range(6):  # one batch, learnt by heart: the loss must fall
+        for i, fn in enumerate((eager, step)):
+            opts[i].zero_grad()
+            loss, _ = fn(x, y)
+            loss.backward()
+            opts[i].step()
+            losses[i].append(loss.item())
+    assert losses[0][-1] < losses[0][0]
+    # saved activations and unchanged tensors are found on the device: per step only the 6 parameters
+    # Adam changed, the two inputs and the loss's incoming gradient are uploaded
+    assert stats["uploads"] <= 6 * 9 + 8, stats
+    if device == "webgpu":  # each graph's 2nd call is recorded, later calls replay it
+        assert stats["replays"] == 2 * (6 - 2), stats
+    torch.testing.assert_close(torch.tensor(losses[1]), torch.tensor(losses[0]), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_forwards_before_one_backward_after_replay_starts(device):
+    """Gradient accumulation over two calls: a replay must not hand the first call's backward the
+    second call's activations (the replayed outputs share storages)."""
+    torch.manual_seed(0)
+    eager = parity.MLP()
+    compiled_model = parity.MLP()
+    compiled_model.load_state_dict(eager.state_dict())
+    stats = {}
+    f = torch_backend.compile(compiled_model, device=device, fallback="error", stats=stats)
+    for _ in range(2):  # warm-up and recording calls
+        f(torch.randn(4, 64)).sum().backward()
+    compiled_model.zero_grad()
+    x1, x2 = torch.randn(4, 64), torch.randn(4, 64)
+    (f(x1).square().sum() + f(x2).sum()).backward()
+    (eager(x1).square().sum() + eager(x2).sum()).backward()
+    for (name, p), q in zip(compiled_model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)
+    assert stats.get("replays", 0) == (4 if device == "webgpu" else 0)  # 2 forwards, 2 backwards
+
+
+def test_clear_errors_for_old_torch_and_missing_wgpu(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.0.1")
+    with pytest.raises(ImportError, match="needs torch >= 2.2"):
+        torch_backend._require_torch()
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "wgpu", None)  # `import wgpu` now fails as when it is not installed
+    with pytest.raises(RuntimeError, match=r"needs wgpu-py \(pip install 'webgrad\[native\]'\)"):
+        torch_backend.compile(nn.Linear(2, 2), device="webgpu")
+
+
+def test_webgrad_alone_does_not_import_torch():
+    script = "import sys, webgrad; assert 'torch' not in sys.modules, 'webgrad imported torch'; print('ok')"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "package"))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_and_erf_run_on_webgrad(causal):
+    """Attention's fused CPU op and its backward, and erf, are mapped (no fallback) and match eager."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4, requires_grad=True) for _ in range(3))
+
+    def fn(q, k, v):
+        return torch.erf(F.scaled_dot_product_attention(q, k, v, is_causal=causal)).sum()
+    loss = torch_backend.compile(fn, device="cpu", fallback="error")(q, k, v)
+    grads = torch.autograd.grad(loss, (q, k, v))
+    want = torch.autograd.grad(fn(q, k, v), (q, k, v))
+    for g, w in zip(grads, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)
