@@ -7,7 +7,7 @@ binary_cross_entropy has its own backward to match PyTorch's clamped gradient at
 
 import warnings
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from ..autograd import no_grad, record
 from .._tensor import Tensor
 from .elementwise import check_same_device, new, softplus, where
@@ -27,7 +27,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     """Softmax cross-entropy with class-index targets, as torch.nn.functional.cross_entropy.
 
     input: [N, C] or [N, C, d1, ...] logits (or [C] for a single sample); target: int [N] / [N, d1, ...].
+    A target outside [0, C) other than ignore_index raises IndexError: at once on the CPU, at the next
+    read-back on WebGPU (see webgrad/_bounds.py).
     """
+    with _bounds.reporting(_bounds.CROSS_ENTROPY):
+        return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     if not isinstance(target, Tensor) or target.dtype.is_floating:
@@ -64,8 +71,9 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
                                                 ignore_index, float(label_smoothing))
         return (out,)
     record(per_row, "CrossEntropy", (logits,), backward)
-    # PyTorch's mean divides by the number of non-ignored targets; only an index inside [0, C) can be ignored
-    count = (tgt != ignore_index).sum().float() if 0 <= ignore_index < c else n
+    # PyTorch's mean divides by the number of non-ignored targets (ignore_index may lie outside [0, C): the
+    # default -100 marks padding), so the count is taken on the device: no read-back
+    count = (tgt != ignore_index).sum().float() if reduction == "mean" else n
     return _reduce_rows(per_row, reduction, count)
 
 
@@ -128,12 +136,17 @@ def _check_pair(input, target, op):
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices. input: log-probabilities [N, C], [N, C, d1, ...] or [C];
-    target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets.
+    A target outside [0, C) other than ignore_index raises IndexError, as in cross_entropy."""
+    with _bounds.reporting("nll_loss: target {value} is out of bounds for {size} classes"):
+        return _nll_loss(input, target, weight, _legacy_reduction(size_average, reduce, reduction), ignore_index)
+
+
+def _nll_loss(input, target, weight, reduction, ignore_index):
     if not isinstance(target, Tensor) or target.dtype.is_floating:
         raise TypeError("nll_loss(): target must be an integer tensor of class indices")
     if input.ndim == 1:
-        out = nll_loss(input.unsqueeze(0), target.reshape(1), weight, None, ignore_index, None, reduction)
+        out = _nll_loss(input.unsqueeze(0), target.reshape(1), weight, reduction, ignore_index)
         return out.reshape(()) if reduction == "none" else out
     n, c = input.shape[0], input.shape[1]
     expected = (n,) + tuple(input.shape[2:])

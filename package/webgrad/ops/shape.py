@@ -2,11 +2,11 @@
 rewrite shape/strides/offset and run no kernel; their backward undoes the movement.
 """
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from ..autograd import record
 from .._view import View
 from .._tensor import Tensor, _norm_dim
-from .elementwise import cast, contiguous, new
+from .elementwise import cast, check_same_device, contiguous, new, where
 
 
 def _view_of(x, shape, strides, offset, name, backward):
@@ -313,17 +313,50 @@ def _advanced_getitem(input, index):
                          "(x[idx] or x[:, idx]); use index_select or gather for more")
     d = tensor_dims[0]
     idx = items[d]
-    if isinstance(idx, list):
+    n = input.shape[d]
+    message = f"index {{value}} is out of bounds for dimension {d} with size {{size}}"
+    if isinstance(idx, list):  # on the host: checked, and negatives wrapped, before the upload
         from .._tensor import tensor
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in _flatten(idx)):
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors; a list index "
+                             "must hold ints")
+        idx = _wrap_list(idx, n, message)
         idx = tensor(idx, dtype=dtypes.int32, device=input.device)
-    if idx.dtype is dtypes.bool_:
+    elif idx.dtype is dtypes.bool_:
         raise IndexError("boolean mask indexing needs the mask's values on the host; use where() or "
                          "multiply by the mask instead")
-    if idx.dtype.is_floating:
+    elif idx.dtype.is_floating:
         raise IndexError("tensors used as indices must be integer tensors")
+    else:
+        # Negative indices count from the end, as in PyTorch; ones below -n stay as they are, so the
+        # error names the index the user wrote (index_select reports indices outside [0, n)).
+        idx = idx.int()
+        idx = where((idx < 0) & (idx >= -n), idx + n, idx)
     shape = idx.shape
-    out = index_select(input, d, idx.reshape(-1))
+    with _bounds.reporting(message):
+        out = index_select(input, d, idx.reshape(-1))
     return out.reshape(tuple(input.shape[:d]) + tuple(shape) + tuple(input.shape[d + 1:]))
+
+
+def _flatten(items):
+    for i in items:
+        if isinstance(i, (list, tuple)):
+            yield from _flatten(i)
+        else:
+            yield i
+
+
+def _wrap_list(items, n, message):
+    """A nested list of ints with negatives counted from the end; IndexError for any outside [-n, n)."""
+    out = []
+    for i in items:
+        if isinstance(i, (list, tuple)):
+            out.append(_wrap_list(i, n, message))
+        elif -n <= i < n:
+            out.append(i + n if i < 0 else i)
+        else:
+            raise IndexError(_bounds.template(message).format(value=i, size=n))
+    return out
 
 
 def setitem(input, index, value):
@@ -453,9 +486,12 @@ def _check_index(index, op):
 
 
 def index_select(input, dim, index):
+    """out = input[..., index, ...] along `dim`. Indices outside [0, size) raise IndexError (negative
+    ones too, as in PyTorch): at once on the CPU, at the next read-back on WebGPU (see _bounds.py)."""
     index = _check_index(index, "index_select")
     if index.ndim > 1:
         raise IndexError(f"index_select(): index must be 0-D or 1-D, got shape {list(index.shape)}")
+    check_same_device("index_select", input, index)
     index = index.reshape(-1)
     d = _norm_dim(dim, input.ndim)
     x = input.contiguous()
@@ -463,7 +499,9 @@ def index_select(input, dim, index):
     k = index.shape[0]
     shape = tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:])
     out = new(shape, x.dtype, x.device)
-    x.device.backend.index_select(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)), index._view)
+    with _bounds.reporting(f"index_select(): index {{value}} is out of range for dimension {d} with size {{size}}"):
+        x.device.backend.index_select(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+                                      index._view)
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
@@ -474,7 +512,10 @@ def index_select(input, dim, index):
 
 
 def gather(input, dim, index):
+    """out[..., k, ...] = input[..., index[..., k, ...], ...] along `dim`; indices outside [0, size) raise
+    IndexError, as in index_select."""
     index = _check_index(index, "gather")
+    check_same_device("gather", input, index)
     d = _norm_dim(dim, input.ndim)
     if index.ndim != input.ndim or any(index.shape[i] > input.shape[i] for i in range(input.ndim) if i != d):
         raise RuntimeError(f"gather(): index {list(index.shape)} must have the same number of dimensions as input "
@@ -486,8 +527,9 @@ def gather(input, dim, index):
     outer, size, inner = _three_d(x.shape, d)
     k = index.shape[d]
     out = new(tuple(index.shape), x.dtype, x.device)
-    x.device.backend.gather(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
-                            index._view.reshaped((outer, k, inner)))
+    with _bounds.reporting(f"gather(): index {{value}} is out of bounds for dimension {d} with size {{size}}"):
+        x.device.backend.gather(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+                                index._view.reshaped((outer, k, inner)))
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
