@@ -270,3 +270,10 @@ class Backend:
         (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
         buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
         raise NotImplementedError
+
+    def clip_grad_norm(self, out, grads, max_norm, norm_type, nonfinite_message=None):
+        """Optional, fused clip_grad_norm_: out (float32 [1]) = the norm_type-norm of all `grads` (views)
+        together; every gradient scaled in place by min(max_norm / (norm + 1e-6), 1); a non-finite norm
+        raises RuntimeError(nonfinite_message) when one is given (possibly at the next read-back). A
+        backend without it raises NotImplementedError and nn.utils composes the same from ops."""
+        raise NotImplementedError

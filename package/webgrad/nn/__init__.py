@@ -1,6 +1,6 @@
 """Neural-network building blocks (webgrad.nn), as torch.nn."""
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh  # noqa: F401
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv2d  # noqa: F401

@@ -8,7 +8,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
+from . import check, conv, elementwise, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -115,6 +115,13 @@ class WebGPUBackend(Backend):
         """``with backend.capture() as graph:`` records the work issued inside; ``graph.replay()``."""
         return self.runtime.capture()
 
+    def check_finite(self, view, nan_message, inf_message, error=FloatingPointError):
+        """Report a NaN (inf) in the contiguous float32 `view` at the next read-back: raise
+        error(nan_message), or, when `error` is a plain callable, call error(message) there. Not part of the
+        device interface: no sync of its own (webgrad.replayable's check_finite)."""
+        check.check_finite(self.runtime, view, self.runtime.error_code(nan_message, error),
+                           self.runtime.error_code(inf_message, error))
+
     # ----------------------------------------------------------------- elementwise
     def fill(self, out, value):
         elementwise.fill(self.runtime, out, value)
@@ -209,6 +216,12 @@ class WebGPUBackend(Backend):
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
+
+    def clip_grad_norm(self, out, grads, max_norm, norm_type, nonfinite_message=None):
+        if any(g.dtype is not dtypes.float32 or not g.is_contiguous() for g in grads):
+            raise NotImplementedError("the fused kernel takes contiguous float32 gradients")
+        code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
+        grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
 
 
 def _byte_view(data):

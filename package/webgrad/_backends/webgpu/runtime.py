@@ -492,7 +492,8 @@ class Runtime:
 
     def error_code(self, template, exception=IndexError):
         """The code a kernel writes into the error word to report `exception(template.format(value=v,
-        size=s))`, v and s being the two words it writes beside the code. Arms the next read-back
+        size=s))`, v and s being the two words it writes beside the code (`exception` may also be a plain
+        callable, called with the message instead, the read then going on). Arms the next read-back
         to check the word: call it for every dispatch that may set it (the capture records that too)."""
         key = (exception, template)
         code = self._error_codes.get(key)
@@ -515,8 +516,11 @@ class Runtime:
         code, value, size, _ = struct.unpack_from("<IiII", data, nbytes)
         if code:
             self.clear_errors()
-            exception, template = self._error_kinds[code - 1]
-            raise exception(template.format(value=value, size=size))
+            kind, template = self._error_kinds[code - 1]
+            message = template.format(value=value, size=size)
+            if isinstance(kind, type) and issubclass(kind, BaseException):
+                raise kind(message)
+            kind(message)  # a handler (replayable's check_finite callback): called, and the read goes on
         return data[:nbytes]
 
     def clear_errors(self):
