@@ -37,6 +37,7 @@ struct Params {
     ignore_index: i32,
     smoothing: f32,
     error_code: u32,     // what cross_entropy reports for a target out of range (Runtime.error_code)
+    out_stride: u32,     // cross_entropy: 1, or 2 to write (loss, counted) pairs (see write_loss)
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
@@ -146,6 +147,14 @@ fn softmax_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
 fn target_of(r: u32) -> i32 { return targets[p.target_offset + r * p.target_stride]; }
 
+// Row r's loss; with out_stride 2 also 1.0 beside it when the row counts (its target is not
+// ignore_index), else 0.0: one reduction over rows then gives the loss sum and PyTorch's mean divisor.
+fn write_loss(r: u32, loss: f32, ignored: bool) {
+    let at = p.out_offset + r * p.out_stride;
+    out[at] = loss;
+    if (p.out_stride == 2u) { out[at + 1u] = select(1.0, 0.0, ignored); }
+}
+
 // loss = -(1 - ls) * logp[t] - ls / C * sum(logp), 0 where t == ignore_index. A target outside
 // [0, C) that is not ignore_index gives NaN and is reported in the error word (errors.wgsl: the host
 // raises at its next read-back). The backward kernels read no target's logit, so they need no check.
@@ -182,7 +191,7 @@ fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
             }
         }
     }
-    out[p.out_offset + row.index] = loss;
+    write_loss(row.index, loss, tgt == p.ignore_index);
 }
 
 // out = grad[row] * (softmax(logits) - ((1 - ls) * onehot(t) + ls / C)); zero rows where ignored.
@@ -309,7 +318,7 @@ fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     loss = select(nan_f32(), loss, valid);
     let ignored = tgt == p.ignore_index;
     if (!valid && !ignored) { report_error(p.error_code, tgt, cols); }
-    out[p.out_offset + r] = select(loss, 0.0, ignored);
+    write_loss(r, select(loss, 0.0, ignored), ignored);
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)

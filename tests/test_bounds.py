@@ -47,10 +47,11 @@ def test_loss_targets_out_of_range(device, t):
 def test_ignore_index_is_not_an_error(device):
     logits = wg.randn(3, 4, device=device, requires_grad=True)
     tl = torch.tensor(logits.tolist(), requires_grad=True)
-    for ignore, t in ((7, [1, 7, 2]), (-100, [1, -100, 3])):  # ignored targets may lie outside [0, C)
-        loss = F.cross_entropy(logits, wg.tensor(t, device=device), ignore_index=ignore)
+    # ignored targets may lie outside [0, C); the mean divides by the rows not ignored
+    for ignore, t, ls in ((7, [1, 7, 2], 0.0), (-100, [1, -100, 3], 0.0), (-100, [-100, 0, -100], 0.2)):
+        loss = F.cross_entropy(logits, wg.tensor(t, device=device), ignore_index=ignore, label_smoothing=ls)
         loss.backward()
-        ref = torch.nn.functional.cross_entropy(tl, torch.tensor(t), ignore_index=ignore)
+        ref = torch.nn.functional.cross_entropy(tl, torch.tensor(t), ignore_index=ignore, label_smoothing=ls)
         ref.backward()
         assert loss.item() == pytest.approx(ref.item(), abs=1e-5)
         assert F.nll_loss(logits, wg.tensor(t, device=device), ignore_index=ignore).item() == \

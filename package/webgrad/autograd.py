@@ -5,9 +5,10 @@ closure that maps the output's gradient to one gradient per input (see ``webgrad
 ordinary tensor ops, so every backward runs on whatever device the forward ran on.
 """
 
-import math
 import threading
-import traceback
+
+from ._anomaly import check_anomaly, detect_anomaly, forward_trace  # noqa: F401
+from ._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 
 _state = threading.local()
 
@@ -70,84 +71,6 @@ class set_grad_enabled(_GradMode):
         return super().__call__(fn)
 
 
-# ===================================================================== anomaly detection
-_anomaly = {"enabled": False, "check_nan": True}
-
-
-def is_anomaly_enabled():
-    return _anomaly["enabled"]
-
-
-def is_anomaly_check_nan_enabled():
-    return _anomaly["check_nan"]
-
-
-class set_detect_anomaly:
-    """Like torch.autograd.set_detect_anomaly(mode, check_nan=True): takes effect at once; as a `with`
-    block, restores the previous setting at its end. While on, ops remember where they were called
-    (forward tracebacks) and backward() checks every gradient an op returns: the first that holds NaN
-    or infinity raises RuntimeError naming the op, as PyTorch's "Function 'LogBackward0' returned nan
-    values in its 0th output." The check reads each gradient back: a sync per op, for debugging only."""
-
-    def __init__(self, mode, check_nan=True):
-        self.prev = dict(_anomaly)
-        _anomaly["enabled"], _anomaly["check_nan"] = bool(mode), bool(check_nan)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _anomaly.update(self.prev)
-
-
-class detect_anomaly(set_detect_anomaly):
-    """``with webgrad.autograd.detect_anomaly():`` anomaly detection inside the block (see set_detect_anomaly)."""
-
-    def __init__(self, check_nan=True):
-        self.check_nan = check_nan
-
-    def __enter__(self):
-        super().__init__(True, self.check_nan)
-        return self
-
-
-def _non_finite(g):
-    """"nan", "inf" or None: what of NaN / infinity the gradient `g` holds (read back to the host)."""
-    if not g.dtype.is_floating or g.numel() == 0:
-        return None
-    import array
-    data = g.device.backend.to_bytes(g.contiguous()._view)
-    values = array.array("d" if g.dtype.itemsize == 8 else "f", data)
-    # The sum of finite values is finite (a float32 sum in double precision always is; a float64 one
-    # may overflow, hence the scan): one C-level pass clears the common case.
-    if math.isfinite(sum(values)):
-        return None
-    if any(v != v for v in values):
-        return "nan"
-    return "inf" if any(math.isinf(v) for v in values) else None
-
-
-_PACKAGE_DIR = __file__.rsplit("autograd.py", 1)[0]
-
-
-def _user_stack():
-    """The calling stack, formatted, without webgrad's own frames (the op's internals)."""
-    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE_DIR)]
-    return traceback.format_list(frames)
-
-
-def _check_anomaly(node, input_grads):
-    for i, g in enumerate(input_grads):
-        if g is None:
-            continue
-        bad = _non_finite(g)
-        if bad is not None:
-            where = ""
-            if node.trace:
-                where = "\n\nTraceback of the forward call that caused the error:\n" + "".join(node.trace)
-            raise RuntimeError(f"Function '{node.name_()}' returned {bad} values in its {i}th output.{where}")
-
-
 class Node:
     """One recorded op: the tensors it read and how to send a gradient back to them.
 
@@ -162,7 +85,7 @@ class Node:
         self.name = name
         self.inputs = inputs
         self.backward_fn = backward_fn
-        self.trace = _user_stack() if _anomaly["enabled"] else None
+        self.trace = forward_trace()
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -259,9 +182,8 @@ def backward(tensor, gradient=None, retain_graph=False):
                 if o._retains_grad:
                     _accumulate(o, grad_out)
             input_grads = node.backward_fn(grad_out)
-            if _anomaly["enabled"] and _anomaly["check_nan"]:
-                input_grads = tuple(input_grads)
-                _check_anomaly(node, input_grads)
+            if is_anomaly_enabled():
+                input_grads = check_anomaly(node, input_grads)
             if not retain_graph:
                 node.backward_fn = None
             for t, g in zip(node.inputs, input_grads):

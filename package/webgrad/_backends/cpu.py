@@ -370,8 +370,8 @@ class CPUBackend(Backend):
         valid = t != ignore_index
         picked = np.take_along_axis(logp, np.where(valid, t, 0)[:, None], axis=1)[:, 0]
         c = z.shape[1]
-        loss = -(1.0 - label_smoothing) * picked - label_smoothing / c * logp.sum(axis=1)
-        self._write(out, np.where(valid, loss, 0.0))
+        loss = np.where(valid, -(1.0 - label_smoothing) * picked - label_smoothing / c * logp.sum(axis=1), 0.0)
+        self._write(out, np.stack([loss, valid], axis=1) if len(out.shape) == 2 else loss)
 
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
         z = self.array(logits).astype(np.float64)

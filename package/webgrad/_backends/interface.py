@@ -181,7 +181,9 @@ class Backend:
     # ----------------------------------------------------------------- fused loss
     def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
         """Per-row softmax cross-entropy. logits: contiguous float32 [rows, C]; target: int32 [rows];
-        out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index."""
+        out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index. out may be
+        [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the mean's divisor).
+        A target outside [0, C) other than ignore_index raises IndexError (see webgrad/_bounds.py)."""
         raise NotImplementedError
 
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
@@ -269,11 +271,4 @@ class Backend:
         g = grad (negated if maximize) + wd*param; sq = alpha*sq + (1-alpha)*g*g; centered: ga = alpha*ga +
         (1-alpha)*g and avg = sqrt(sq - ga*ga) + eps, else avg = sqrt(sq) + eps; momentum > 0:
         buf = momentum*buf + g/avg, param -= lr*buf; else param -= lr*g/avg."""
-        raise NotImplementedError
-
-    def clip_grad_norm(self, out, grads, max_norm, norm_type, nonfinite_message=None):
-        """Optional, fused clip_grad_norm_: out (float32 [1]) = the norm_type-norm of all `grads` (views)
-        together; every gradient scaled in place by min(max_norm / (norm + 1e-6), 1); a non-finite norm
-        raises RuntimeError(nonfinite_message) when one is given (possibly at the next read-back). A
-        backend without it raises NotImplementedError and nn.utils composes the same from ops."""
         raise NotImplementedError

@@ -62,19 +62,28 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
         raise RuntimeError(f"cross_entropy(): input is on {input.device} but target is on {target.device}")
     logits = (input if input.dtype.is_floating else input.float()).contiguous()
     tgt = target.int().contiguous()
-    per_row = new((n,), logits.dtype, logits.device)
-    logits.device.backend.cross_entropy(per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    backend = logits.device.backend
 
-    def backward(g):
-        out = new((n, c), logits.dtype, g.device)
-        g.device.backend.cross_entropy_backward(out._view, logits._view, tgt._view, g.contiguous()._view,
-                                                ignore_index, float(label_smoothing))
-        return (out,)
-    record(per_row, "CrossEntropy", (logits,), backward)
-    # PyTorch's mean divides by the number of non-ignored targets (ignore_index may lie outside [0, C): the
-    # default -100 marks padding), so the count is taken on the device: no read-back
-    count = (tgt != ignore_index).sum().float() if reduction == "mean" else n
-    return _reduce_rows(per_row, reduction, count)
+    def backward_rows(g_rows):  # the gradient for upstream per-row gradients g_rows ([n], any stride >= 0)
+        out = new((n, c), logits.dtype, logits.device)
+        backend.cross_entropy_backward(out._view, logits._view, tgt._view, g_rows._view, ignore_index,
+                                       float(label_smoothing))
+        return out
+
+    if reduction != "mean":
+        per_row = new((n,), logits.dtype, logits.device)
+        backend.cross_entropy(per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+        record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
+        return _reduce_rows(per_row, reduction, n)
+    # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
+    # padding). The kernel writes (loss, counted) pairs, so one reduction gives the sum and the divisor, on
+    # the device: no read-back, and no more dispatches than a plain mean.
+    pairs = new((n, 2), logits.dtype, logits.device)
+    backend.cross_entropy(pairs._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    sums = pairs.sum(0)
+    loss = sums[0] / sums[1]
+    # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
+    return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / sums[1]).reshape(1).expand(n)),))
 
 
 def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):

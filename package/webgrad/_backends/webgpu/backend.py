@@ -218,8 +218,10 @@ class WebGPUBackend(Backend):
         optim.rmsprop_step(self.runtime, param, grad, square_avg, momentum_buffer, grad_avg, hyper)
 
     def clip_grad_norm(self, out, grads, max_norm, norm_type, nonfinite_message=None):
-        if any(g.dtype is not dtypes.float32 or not g.is_contiguous() for g in grads):
-            raise NotImplementedError("the fused kernel takes contiguous float32 gradients")
+        """Fused clip_grad_norm_ (not part of the device interface: nn.utils composes ops elsewhere): out
+        (float32 [1]) = the norm_type-norm of all `grads` (contiguous float32 views) together, each scaled
+        in place by min(max_norm / (norm + 1e-6), 1); a non-finite norm raises
+        RuntimeError(nonfinite_message) at the next read-back when a message is given."""
         code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
         grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
 

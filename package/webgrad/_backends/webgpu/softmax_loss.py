@@ -31,8 +31,8 @@ ROW_WORKGROUP = 64  # softmax_loss.wgsl's ROW_WORKGROUP
 LONG_ROW = 1024
 
 # rows, cols, lanes, groups, x_off, y_off, out_off, target_off, target_stride, grad_off, grad_stride | ignore | ls
-# | error_code
-_PARAMS = struct.Struct("<11IifI")
+# | error_code, out_stride
+_PARAMS = struct.Struct("<11IifII")
 
 
 def _lanes(cols):
@@ -56,7 +56,7 @@ def _thread_per_row(rt, rows, cols):
 
 
 def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0, out_offset=0,
-         target=None, grad=None, ignore_index=-100, smoothing=0.0, error_code=0):
+         target=None, grad=None, ignore_index=-100, smoothing=0.0, error_code=0, out_stride=1):
     if rows == 0:
         return
     tree, per_row = kernel
@@ -68,7 +68,7 @@ def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0,
     t_off, t_stride = (target.offset, target.strides[0]) if target is not None else (0, 0)
     g_off, g_stride = (grad.offset, grad.strides[0]) if grad is not None else (0, 0)
     params = _PARAMS.pack(rows, cols, lanes, groups, x_offset, y_offset, out_offset, t_off, t_stride,
-                          g_off, g_stride, int(ignore_index), float(smoothing), error_code)
+                          g_off, g_stride, int(ignore_index), float(smoothing), error_code, out_stride)
     rt.dispatch(kernel, constants, storages, params, grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
@@ -111,14 +111,14 @@ def softmax_backward(rt, out, grad, y, log=False):
 def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
     rows, cols = _rows(logits, "logits")
     _vector(target, "target", int32, rows)
-    check_view(out, "out", dtype=float32, contiguous=True, ndim=1)
-    if out.shape != (rows,):
-        raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},)")
+    check_view(out, "out", dtype=float32, contiguous=True)
+    if out.shape not in ((rows,), (rows, 2)):
+        raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},) or ({rows}, 2)")
     logits, target = _distinct(rt, out, logits, target)
     code = rt.error_code(_bounds.template(_bounds.CROSS_ENTROPY)) if rows else 0
     _run(rt, CROSS_ENTROPY, rows, cols, (out.storage, logits.storage, target.storage, rt.errors),
          x_offset=logits.offset, out_offset=out.offset, target=target, ignore_index=ignore_index,
-         smoothing=label_smoothing, error_code=code)
+         smoothing=label_smoothing, error_code=code, out_stride=len(out.shape))
 
 
 def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):

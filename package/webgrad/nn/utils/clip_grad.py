@@ -7,6 +7,7 @@ step. Elsewhere (the CPU, float64) the same is composed from ops, as PyTorch doe
 
 import math
 
+from ... import dtypes
 from ...autograd import no_grad
 from ..._tensor import Tensor, tensor
 
@@ -36,12 +37,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         raise RuntimeError(f"clip_grad_norm_: all gradients must be on one device, got {sorted(map(str, devices))}")
     device = grads[0].device
     message = _NONFINITE.format(p=norm_type) if error_if_nonfinite else None
-    total = tensor([0.0], device=device)
-    try:
-        device.backend.clip_grad_norm(total._view, [g._view for g in grads], max_norm, norm_type, message)
+    fused = getattr(device.backend, "clip_grad_norm", None)  # WebGPU's fused kernels (not a device-interface method)
+    if fused is not None and all(g.dtype is dtypes.float32 and g.is_contiguous() for g in grads):
+        total = tensor([0.0], device=device)
+        fused(total._view, [g._view for g in grads], max_norm, norm_type, message)
         return total.reshape(())
-    except NotImplementedError:
-        pass
     if norm_type == math.inf:
         norms = [g.abs().max() for g in grads]
         total = norms[0] if len(norms) == 1 else _stack(norms).max()
