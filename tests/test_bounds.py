@@ -90,6 +90,11 @@ def test_advanced_indexing_wraps_negatives_and_refuses_the_rest(device):
         x[[0, 3]]
     with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with size 3"):
         x[[-4]]
+    # a CPU index tensor for a device tensor is checked on the host too
+    assert x[wg.tensor([[2], [-1]])].tolist() == [[[8, 9, 10, 11]], [[8, 9, 10, 11]]]
+    assert x[wg.tensor(1)].tolist() == [4, 5, 6, 7]
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 3"):
+        x[wg.tensor([7])]
     # a tensor index is checked on the device; below -size it is reported as written
     _raises(device, "index 3 is out of bounds for dimension 0 with size 3", lambda: x[wg.tensor([3], device=device)])
     _raises(device, "index -5 is out of bounds for dimension 1 with size 4",

@@ -315,6 +315,12 @@ def _advanced_getitem(input, index):
     idx = items[d]
     n = input.shape[d]
     message = f"index {{value}} is out of bounds for dimension {d} with size {{size}}"
+    host_shape = None
+    if isinstance(idx, Tensor) and idx.device != input.device and idx.device.type == "cpu" \
+            and not idx.dtype.is_floating and idx.dtype is not dtypes.bool_:
+        # a CPU index for a device tensor (as PyTorch allows): checked on the host, then uploaded
+        host_shape = tuple(idx.shape)
+        idx = idx.reshape(-1).tolist()
     if isinstance(idx, list):  # on the host: checked, and negatives wrapped, before the upload
         from .._tensor import tensor
         if any(isinstance(i, bool) or not isinstance(i, int) for i in _flatten(idx)):
@@ -332,7 +338,7 @@ def _advanced_getitem(input, index):
         # error names the index the user wrote (index_select reports indices outside [0, n)).
         idx = idx.int()
         idx = where((idx < 0) & (idx >= -n), idx + n, idx)
-    shape = idx.shape
+    shape = idx.shape if host_shape is None else host_shape
     with _bounds.reporting(message):
         out = index_select(input, d, idx.reshape(-1))
     return out.reshape(tuple(input.shape[:d]) + tuple(shape) + tuple(input.shape[d + 1:]))
