@@ -488,6 +488,12 @@ class Runtime:
         self.flush()
         return staging, total
 
+    def empty_cache(self):
+        """Destroy the free pooled buffers (like torch.cuda.empty_cache)."""
+        self.flush()
+        for buffer in self.pool.drain() + self._readback_pool.drain():
+            self.binding.destroy_buffer(buffer.handle)
+
     # ------------------------------------------------------------------ device-side errors
 
     def error_code(self, template, exception=IndexError):
