@@ -499,8 +499,8 @@ class Runtime:
     def error_code(self, template, exception=IndexError):
         """The code a kernel writes into the error word to report `exception(template.format(value=v,
         size=s))`, v and s being the two words it writes beside the code (`exception` may also be a plain
-        callable, called with the message instead, the read then going on). Arms the next read-back
-        to check the word: call it for every dispatch that may set it (the capture records that too)."""
+        callable, called with the message instead, the read then going on). A dispatch that binds
+        :attr:`errors` arms the next read-back to check the word (see run)."""
         key = (exception, template)
         code = self._error_codes.get(key)
         if code is None:
@@ -510,9 +510,6 @@ class Runtime:
             if code is None:
                 self._error_kinds.append(key)
                 code = self._error_codes[key] = len(self._error_kinds)
-        self._errors_armed = True
-        if self._graph is not None:
-            self._graph.checks_errors = True
         return code
 
     def _check_errors(self, data, nbytes):
@@ -579,6 +576,12 @@ class Runtime:
         if bind_group is None:
             bind_group = self._create_bind_group(launch.kernel, buffers, launch.uniform, key)
         self.stats["dispatches"] += 1
+        if self.errors in storages:
+            # Armed here, when the dispatch is recorded, not when its code was made: a read-back in between
+            # (the browser binding reads on a pipeline's first use) must not consume the flag early.
+            self._errors_armed = True
+            if self._graph is not None:
+                self._graph.checks_errors = True
         groups = launch.groups
         self._append((0, launch.pipeline, bind_group, groups[0], groups[1], groups[2]), storages, launch.slots)
 
