@@ -161,13 +161,21 @@ class BufferPool:
     def __init__(self, create):
         self._create = create
         self._free = {}
+        # Every buffer made, in use or free. A storage dropped inside a reference cycle (a traceback that
+        # holds tensors, say) is collected together with everything only it references, its binding
+        # buffer included: the cycle collector would run the binding buffer's finalizer (releasing the
+        # GPU buffer) even though Storage.__del__ hands it back to the pool, and a later bind group would
+        # use a dead buffer (wgpu-native: "invalid bind group entry"). Held here, it is never unreachable.
+        self._owned = set()
 
     def acquire(self, nbytes):
         size = size_class(nbytes)
         free = self._free.get(size)
         if free:
             return free.pop()
-        return PooledBuffer(self._create(size), size)
+        buffer = PooledBuffer(self._create(size), size)
+        self._owned.add(buffer)
+        return buffer
 
     def release(self, buffer):
         self._free.setdefault(buffer.size, []).append(buffer)
@@ -176,6 +184,7 @@ class BufferPool:
         """Remove and return every free buffer (to destroy them)."""
         buffers = [b for free in self._free.values() for b in free]
         self._free.clear()
+        self._owned.difference_update(buffers)
         return buffers
 
 
