@@ -1,4 +1,5 @@
 //! include "common.wgsl"
+//! include "errors.wgsl"
 // Indexing along the middle axis of [outer, size, inner] (the Python side is backends/webgpu/index.py):
 //   index_select           out[o, k, i] = x[o, index[k], i]
 //   gather                 out[o, k, i] = x[o, index[o, k, i], i]
@@ -6,8 +7,10 @@
 //   gather_add             out[o, index[o, k, i], i] += grad[o, k, i]  (backward of gather)
 // The *_add kernels scatter with atomics into an `out` the host zeroed first (float adds by
 // compare-and-swap: WGSL has no float atomics), so the order of additions, and the last bits of a
-// sum, can vary between runs. Negative indices count from the end; indices still outside [0, size)
-// read 0 and add nowhere (a GPU kernel cannot raise).
+// sum, can vary between runs. An index outside [0, size) (negative ones too, as PyTorch's index_select
+// and gather) reads nothing: the output element is 0, and the forward kernels report the index in the
+// error word (errors.wgsl; the host raises at its next read-back). The scatter-adds add nowhere and
+// report nothing: their forward kernel has reported the same index already.
 
 override X_DTYPE: u32 = DT_F32;   // uint8 sources are unpacked to int32; 32-bit dtypes copy words as-is
 override INT_MATH: bool = false;  // scatter-add in i32 (exact) rather than f32
@@ -20,6 +23,7 @@ struct Params {
     x_offset: u32,   // x, or grad for the scatter-adds
     index_offset: u32,
     out_offset: u32,
+    error_code: u32, // what report_error records for a bad index (Runtime.error_code)
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
@@ -27,6 +31,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> index: array<i32>;
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<storage, read_write> out_atomic: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> errors: array<atomic<u32>>;
 
 const WORKGROUP: u32 = 256u;
 
@@ -39,8 +44,14 @@ fn split_q(q: u32) -> vec3<u32> {
 
 // The row an index names, or -1 when it is out of range.
 fn row(j: i32) -> i32 {
-    let r = select(j, j + i32(p.size), j < 0);
-    return select(-1, r, r >= 0 && r < i32(p.size));
+    return select(-1, j, j >= 0 && j < i32(p.size));
+}
+
+// row(j), reporting an index out of range.
+fn checked_row(j: i32) -> i32 {
+    let r = row(j);
+    if (r < 0) { report_error(p.error_code, j, p.size); }
+    return r;
 }
 
 fn copy_word(q: u32, j: i32, c: vec3<u32>) {
@@ -79,14 +90,14 @@ fn scatter(q: u32, j: i32, c: vec3<u32>) {
 fn index_select(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
         let c = split_q(q);
-        copy_word(q, row(index[p.index_offset + c.y]), c);
+        copy_word(q, checked_row(index[p.index_offset + c.y]), c);
     }
 }
 
 @compute @workgroup_size(WORKGROUP)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
-        copy_word(q, row(index[p.index_offset + q]), split_q(q));
+        copy_word(q, checked_row(index[p.index_offset + q]), split_q(q));
     }
 }
 

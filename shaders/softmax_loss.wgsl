@@ -1,4 +1,5 @@
 //! include "common.wgsl"
+//! include "errors.wgsl"
 // Row kernels over contiguous float32 [rows, cols]: softmax, log-softmax, their backward, and fused
 // softmax cross-entropy forward and backward. The Python side is backends/webgpu/softmax_loss.py.
 //
@@ -35,6 +36,8 @@ struct Params {
     grad_stride: u32,
     ignore_index: i32,
     smoothing: f32,
+    error_code: u32,     // what cross_entropy reports for a target out of range (Runtime.error_code)
+    out_stride: u32,     // cross_entropy: 1, or 2 to write (loss, counted) pairs (see write_loss)
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
@@ -43,6 +46,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> targets: array<i32>;
 @group(0) @binding(4) var<storage, read> row_grad: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> errors: array<atomic<u32>>;  // errors.wgsl
 
 var<workgroup> tree: array<f32, 256>;
 
@@ -143,8 +147,17 @@ fn softmax_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 
 fn target_of(r: u32) -> i32 { return targets[p.target_offset + r * p.target_stride]; }
 
-// loss = -(1 - ls) * logp[t] - ls / C * sum(logp), 0 where t == ignore_index, NaN for a target
-// outside [0, C) (the GPU cannot raise; the host checks nothing it would have to read back).
+// Row r's loss; with out_stride 2 also 1.0 beside it when the row counts (its target is not
+// ignore_index), else 0.0: one reduction over rows then gives the loss sum and PyTorch's mean divisor.
+fn write_loss(r: u32, loss: f32, ignored: bool) {
+    let at = p.out_offset + r * p.out_stride;
+    out[at] = loss;
+    if (p.out_stride == 2u) { out[at + 1u] = select(1.0, 0.0, ignored); }
+}
+
+// loss = -(1 - ls) * logp[t] - ls / C * sum(logp), 0 where t == ignore_index. A target outside
+// [0, C) that is not ignore_index gives NaN and is reported in the error word (errors.wgsl: the host
+// raises at its next read-back). The backward kernels read no target's logit, so they need no check.
 @compute @workgroup_size(256)
 fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -170,6 +183,7 @@ fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if (tgt != p.ignore_index) {
         if (tgt < 0 || tgt >= i32(p.cols)) {
             loss = nan_f32();
+            report_error(p.error_code, tgt, p.cols);
         } else {
             loss = -(1.0 - p.smoothing) * ((picked - lse.x) - lse.y);
             if (p.smoothing != 0.0) {
@@ -177,7 +191,7 @@ fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
             }
         }
     }
-    out[p.out_offset + row.index] = loss;
+    write_loss(row.index, loss, tgt == p.ignore_index);
 }
 
 // out = grad[row] * (softmax(logits) - ((1 - ls) * onehot(t) + ls / C)); zero rows where ignored.
@@ -302,7 +316,9 @@ fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
         loss -= p.smoothing / f32(cols) * ((total - f32(cols) * m) - f32(cols) * l);
     }
     loss = select(nan_f32(), loss, valid);
-    out[p.out_offset + r] = select(loss, 0.0, tgt == p.ignore_index);
+    let ignored = tgt == p.ignore_index;
+    if (!valid && !ignored) { report_error(p.error_code, tgt, cols); }
+    write_loss(r, select(loss, 0.0, ignored), ignored);
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)

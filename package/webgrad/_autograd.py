@@ -11,6 +11,8 @@ ordinary tensor ops, so every backward runs on whatever device the forward ran o
 
 import threading
 
+from ._anomaly import check_anomaly, forward_trace, is_anomaly_enabled
+
 _state = threading.local()
 
 
@@ -76,15 +78,17 @@ class Node:
     """One recorded op: the tensors it read and how to send a gradient back to them.
 
     `backward_fn(grad)` returns one gradient (or None) per entry of `inputs`. After a backward pass
-    without retain_graph the closure is dropped, freeing the tensors it saved.
+    without retain_graph the closure is dropped, freeing the tensors it saved. `trace`: where the op was
+    called, kept only in anomaly mode.
     """
 
-    __slots__ = ("name", "inputs", "backward_fn", "__weakref__")
+    __slots__ = ("name", "inputs", "backward_fn", "trace", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
         self.name = name
         self.inputs = inputs
         self.backward_fn = backward_fn
+        self.trace = forward_trace()
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -161,6 +165,8 @@ def backward(tensor, gradient, retain_graph=False):
                 if o._retains_grad:
                     _accumulate(o, grad_out)
             input_grads = node.backward_fn(grad_out)
+            if is_anomaly_enabled():
+                input_grads = check_anomaly(node, input_grads)
             if not retain_graph:
                 node.backward_fn = None
             for t, g in zip(node.inputs, input_grads):

@@ -18,8 +18,15 @@ Rules, as with CUDA graphs: shapes stay the same (a call with other shapes, e.g.
 batch, simply runs eagerly); Python control flow that depends on tensor values is frozen as recorded;
 `fn` must not read values back (no .item() inside). On a backend without capture (the CPU) the wrapper
 just calls `fn`.
+
+Divergence: ``replayable(step, check_finite=True)`` checks the loss `fn` returns (the output, or its first
+tensor) on every call: on WebGPU one tiny recorded kernel sets the runtime's error word when the loss is
+NaN or infinite, and the next read-back (``loss.item()``) raises FloatingPointError; no sync is added.
+``check_finite=callable`` calls it with the message instead, and the read-back returns the value. On the
+CPU the check runs at once.
 """
 
+import math
 import threading
 
 from ._tensor import Tensor
@@ -54,11 +61,23 @@ def _signature(args):
                  for a in args)
 
 
+def _loss(out):
+    """The output's loss: the output if it is a tensor, else its first tensor (None if there is none)."""
+    if isinstance(out, Tensor):
+        return out
+    if isinstance(out, (tuple, list)):
+        return next((o for o in out if isinstance(o, Tensor)), None)
+    return None
+
+
 class Replayable:
     """The callable `replayable(fn)` returns; `.graph` is the recording, `.replays` counts replays."""
 
-    def __init__(self, fn, warmup=1):
+    def __init__(self, fn, warmup=1, check_finite=False):
+        if not (isinstance(check_finite, bool) or callable(check_finite)):
+            raise TypeError(f"replayable(check_finite=...) takes a bool or a callable, got {type(check_finite).__name__}")
         self.fn = fn
+        self.check_finite = check_finite
         self.warmup = warmup
         self.calls = 0
         self.replays = 0
@@ -71,11 +90,11 @@ class Replayable:
         backend = tensors[0].device.backend if tensors else None
         self.calls += 1
         if backend is None or not backend.supports_capture or self.calls <= self.warmup:
-            return self.fn(*args)
+            return self._checked(self.fn(*args))
         if self.graph is None:
             return self._record(backend, args)
         if _signature(args) != self._signature:
-            return self.fn(*args)
+            return self._checked(self.fn(*args))
         for static, a in zip(self._static, args):
             if isinstance(a, Tensor):
                 backend.copy(static._view, a._view)
@@ -93,12 +112,32 @@ class Replayable:
         _active.hooks = hooks
         try:
             with backend.capture() as graph:
-                out = self.fn(*self._static)
+                out = self._checked(self.fn(*self._static))  # the check is recorded: every replay runs it
         finally:
             _active.hooks = None
         self.graph, self._hooks = graph, hooks
         self._outputs = _detach(out)
         return self._outputs
+
+    def _checked(self, out):
+        """Check `out`'s loss for NaN / infinity when check_finite is set (see the module doc)."""
+        loss = _loss(out) if self.check_finite else None
+        if loss is None or not loss.dtype.is_floating:
+            return out
+        handler = self.check_finite if callable(self.check_finite) else FloatingPointError
+        what = "replayable(check_finite): the step's loss is {}"
+        backend = loss.device.backend
+        if hasattr(backend, "check_finite"):  # on the device, read with the next read-back
+            backend.check_finite(loss.detach().contiguous()._view, what.format("NaN"), what.format("infinite"), handler)
+            return out
+        values = loss.detach().reshape(-1).tolist()
+        bad = next((v for v in values if not math.isfinite(v)), None)
+        if bad is not None:
+            message = what.format("NaN" if bad != bad else "infinite")
+            if handler is FloatingPointError:
+                raise FloatingPointError(message)
+            handler(message)
+        return out
 
     def release(self):
         """Free the recording's buffers; the next call records again."""
@@ -108,9 +147,10 @@ class Replayable:
         self._static = self._outputs = None
 
 
-def replayable(fn=None, *, warmup=1):
+def replayable(fn=None, *, warmup=1, check_finite=False):
     """Wrap a training step so that its GPU work is recorded once and replayed (see the module doc).
-    Usable as `replayable(fn)` or as a decorator `@replayable` / `@replayable(warmup=2)`."""
+    Usable as `replayable(fn)` or as a decorator `@replayable` / `@replayable(warmup=2)`.
+    check_finite: True or a callback, to check each step's loss for NaN / infinity (module doc)."""
     if fn is None:
-        return lambda f: Replayable(f, warmup)
-    return Replayable(fn, warmup)
+        return lambda f: Replayable(f, warmup, check_finite)
+    return Replayable(fn, warmup, check_finite)

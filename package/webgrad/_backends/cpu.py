@@ -10,7 +10,7 @@ try:
 except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a subprocess
     np = None
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from ..ops import table
 from .interface import AUGMENT_COLOR_ORDERS, Backend
 
@@ -187,20 +187,33 @@ class CPUBackend(Backend):
         self.array(out)[...] = res
 
     # ----------------------------------------------------------------- indexing
+    # Indices outside [0, size) raise (negative ones too: NumPy would wrap them), with the message of the
+    # op that called (see webgrad/_bounds.py); the WebGPU kernels report the same at the next read-back.
+    @staticmethod
+    def _checked(index, size, default):
+        idx = np.asarray(index, np.intp)
+        bad = (idx < 0) | (idx >= size)
+        if bad.any():
+            raise IndexError(_bounds.template(default).format(value=int(idx[bad].flat[0]), size=size))
+        return idx
+
     def index_select(self, out, x, index):
-        self._write(out, self.array(x)[:, self.array(index), :])
+        idx = self._checked(self.array(index), x.shape[1], _bounds.INDEX_SELECT)
+        self._write(out, self.array(x)[:, idx, :])
 
     def index_select_backward(self, out, grad, index):
         res = np.zeros(out.shape, np.float64)
-        np.add.at(res, (slice(None), self.array(index), slice(None)), self.array(grad))
+        idx = self._checked(self.array(index), out.shape[1], _bounds.INDEX_SELECT)
+        np.add.at(res, (slice(None), idx, slice(None)), self.array(grad))
         self._write(out, res)
 
     def gather(self, out, x, index):
-        self._write(out, np.take_along_axis(self.array(x), self.array(index).astype(np.intp), axis=1))
+        idx = self._checked(self.array(index), x.shape[1], _bounds.GATHER)
+        self._write(out, np.take_along_axis(self.array(x), idx, axis=1))
 
     def gather_backward(self, out, grad, index):
         res = np.zeros(out.shape, np.float64)
-        idx = self.array(index).astype(np.intp)
+        idx = self._checked(self.array(index), out.shape[1], _bounds.GATHER)
         o, k, i = np.indices(idx.shape)
         np.add.at(res, (o, idx, i), self.array(grad))
         self._write(out, res)
@@ -228,13 +241,14 @@ class CPUBackend(Backend):
     def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
         z = self.array(logits).astype(np.float64)
         t = self.array(target).astype(np.int64)
+        self._checked(np.where(t == ignore_index, 0, t), z.shape[1], _bounds.CROSS_ENTROPY)
         logp = z - z.max(axis=1, keepdims=True)
         logp = logp - np.log(np.exp(logp).sum(axis=1, keepdims=True))
         valid = t != ignore_index
         picked = np.take_along_axis(logp, np.where(valid, t, 0)[:, None], axis=1)[:, 0]
         c = z.shape[1]
-        loss = -(1.0 - label_smoothing) * picked - label_smoothing / c * logp.sum(axis=1)
-        self._write(out, np.where(valid, loss, 0.0))
+        loss = np.where(valid, -(1.0 - label_smoothing) * picked - label_smoothing / c * logp.sum(axis=1), 0.0)
+        self._write(out, np.stack([loss, valid], axis=1) if len(out.shape) == 2 else loss)
 
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
         z = self.array(logits).astype(np.float64)

@@ -174,7 +174,9 @@ class Backend:
     # ----------------------------------------------------------------- fused loss
     def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
         """Per-row softmax cross-entropy. logits: contiguous float32 [rows, C]; target: int32 [rows];
-        out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index."""
+        out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index. out may be
+        [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the mean's divisor).
+        A target outside [0, C) other than ignore_index raises IndexError (see webgrad/_bounds.py)."""
         raise NotImplementedError
 
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):

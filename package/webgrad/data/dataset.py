@@ -12,7 +12,7 @@ is one index_select per tensor. TensorDataset, Subset (of such a dataset) and da
 
 import array
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from .. import random as _random
 from .._tensor import Tensor, tensor
 
@@ -59,7 +59,11 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of `dataset` at `indices`, in that order."""
+    """The samples of `dataset` at `indices`, in that order.
+
+    An index past the dataset's end raises IndexError when it is used (as in PyTorch, where the dataset
+    raises): here the Subset checks it on the host, before any gather on the device could read past the
+    end (get_batch checks all its indices once, before their upload)."""
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
@@ -69,8 +73,18 @@ class Subset(Dataset):
     def __len__(self):
         return len(self.indices)
 
+    def _message(self):
+        return (f"Subset: index {{value}} is out of range for a {type(self.dataset).__name__} of {{size}} "
+                "samples")
+
     def __getitem__(self, index):
-        return self.dataset[self.indices[index]]
+        i = self.indices[index]
+        if hasattr(self.dataset, "__len__"):
+            n = len(self.dataset)
+            if -n <= i < 0:  # a negative index counts from the end, as the dataset's own indexing would
+                i += n
+            _bounds.check_host((i,), n, self._message())
+        return self.dataset[i]
 
     @property
     def batch_device(self):
@@ -81,7 +95,10 @@ class Subset(Dataset):
         device = index.device
         mapping = self._index_tensors.get(device)
         if mapping is None:
-            mapping = self._index_tensors[device] = tensor(array.array("i", self.indices), dtype=dtypes.int32,
+            n = len(self.dataset)
+            indices = [i + n if -n <= i < 0 else i for i in self.indices]
+            _bounds.check_host(indices, n, self._message())
+            mapping = self._index_tensors[device] = tensor(array.array("i", indices), dtype=dtypes.int32,
                                                            device=device)
         return self.dataset.get_batch(mapping.index_select(0, index))
 

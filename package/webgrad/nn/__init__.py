@@ -1,6 +1,6 @@
 """Neural-network building blocks (webgrad.nn), as torch.nn."""
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401

@@ -7,7 +7,7 @@ come from the ops they are built from.
 
 import warnings
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from .._autograd import no_grad
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, pad  # noqa: F401
 from ..ops import elementwise as _elementwise
@@ -112,7 +112,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if weight.ndim != 2:
         raise RuntimeError(f"embedding(): weight must be 2-D [num_embeddings, embedding_dim], got {list(weight.shape)}")
     _check_same_device("embedding", input, weight)
-    out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
+    # an index outside [0, num_embeddings) raises IndexError (on WebGPU at the next read-back: _bounds.py)
+    with _bounds.reporting("embedding(): index {value} is out of range for {size} embeddings"):
+        out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += weight.shape[0]

@@ -7,7 +7,7 @@ binary_cross_entropy has its own backward to match PyTorch's clamped gradient at
 
 import warnings
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from .._autograd import no_grad, record
 from .._tensor import Tensor
 from .elementwise import check_same_device, function, new, where
@@ -30,7 +30,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     """Softmax cross-entropy with class-index targets, as torch.nn.functional.cross_entropy.
 
     input: [N, C] or [N, C, d1, ...] logits (or [C] for a single sample); target: int [N] / [N, d1, ...].
+    A target outside [0, C) other than ignore_index raises IndexError: at once on the CPU, at the next
+    read-back on WebGPU (see webgrad/_bounds.py).
     """
+    with _bounds.reporting(_bounds.CROSS_ENTROPY):
+        return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     if not isinstance(target, Tensor) or target.dtype.is_floating:
@@ -58,18 +65,28 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise RuntimeError(f"cross_entropy(): input is on {input.device} but target is on {target.device}")
     logits = (input if input.dtype.is_floating else input.float()).contiguous()
     tgt = target.int().contiguous()
-    per_row = new((n,), logits.dtype, logits.device)
-    logits.device.backend.cross_entropy(per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    backend = logits.device.backend
 
-    def backward(g):
-        out = new((n, c), logits.dtype, g.device)
-        g.device.backend.cross_entropy_backward(out._view, logits._view, tgt._view, g.contiguous()._view,
-                                                ignore_index, float(label_smoothing))
-        return (out,)
-    record(per_row, "CrossEntropy", (logits,), backward)
-    # PyTorch's mean divides by the number of non-ignored targets; only an index inside [0, C) can be ignored
-    count = (tgt != ignore_index).sum().float() if 0 <= ignore_index < c else n
-    return _reduce_rows(per_row, reduction, count)
+    def backward_rows(g_rows):  # the gradient for upstream per-row gradients g_rows ([n], any stride >= 0)
+        out = new((n, c), logits.dtype, logits.device)
+        backend.cross_entropy_backward(out._view, logits._view, tgt._view, g_rows._view, ignore_index,
+                                       float(label_smoothing))
+        return out
+
+    if reduction != "mean":
+        per_row = new((n,), logits.dtype, logits.device)
+        backend.cross_entropy(per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+        record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
+        return _reduce_rows(per_row, reduction, n)
+    # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
+    # padding). The kernel writes (loss, counted) pairs, so one reduction gives the sum and the divisor, on
+    # the device: no read-back, and no more dispatches than a plain mean.
+    pairs = new((n, 2), logits.dtype, logits.device)
+    backend.cross_entropy(pairs._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    sums = pairs.sum(0)
+    loss = sums[0] / sums[1]
+    # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
+    return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / sums[1]).reshape(1).expand(n)),))
 
 
 def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
@@ -130,12 +147,17 @@ def _check_pair(input, target, op):
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices. input: log-probabilities [N, C], [N, C, d1, ...] or [C];
-    target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets.
+    A target outside [0, C) other than ignore_index raises IndexError, as in cross_entropy."""
+    with _bounds.reporting("nll_loss: target {value} is out of bounds for {size} classes"):
+        return _nll_loss(input, target, weight, _legacy_reduction(size_average, reduce, reduction), ignore_index)
+
+
+def _nll_loss(input, target, weight, reduction, ignore_index):
     if not isinstance(target, Tensor) or target.dtype.is_floating:
         raise TypeError("nll_loss(): target must be an integer tensor of class indices")
     if input.ndim == 1:
-        out = nll_loss(input.unsqueeze(0), target.reshape(1), weight, None, ignore_index, None, reduction)
+        out = _nll_loss(input.unsqueeze(0), target.reshape(1), weight, reduction, ignore_index)
         return out.reshape(()) if reduction == "none" else out
     n, c = input.shape[0], input.shape[1]
     expected = (n,) + tuple(input.shape[2:])

@@ -2,11 +2,11 @@
 rewrite shape/strides/offset and run no kernel; their backward undoes the movement.
 """
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from .._autograd import record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
-from .core import broadcast_shapes, cast, expanded_view, new, unbroadcast
+from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
 from .elementwise import contiguous, where
 from .inplace import check_inplace
 
@@ -479,6 +479,27 @@ def index_select_backward_add(src, index, size):
     return x
 
 
+def _flatten(items):
+    for i in items:
+        if isinstance(i, (list, tuple)):
+            yield from _flatten(i)
+        else:
+            yield i
+
+
+def _wrap_list(items, n, message):
+    """A nested list of ints with negatives counted from the end; IndexError for any outside [-n, n)."""
+    out = []
+    for i in items:
+        if isinstance(i, (list, tuple)):
+            out.append(_wrap_list(i, n, message))
+        elif -n <= i < n:
+            out.append(i + n if i < 0 else i)
+        else:
+            raise IndexError(_bounds.template(message).format(value=i, size=n))
+    return out
+
+
 def setitem(input, index, value):
     check_inplace(input, "__setitem__")
     basic = _basic_view(input, index)
@@ -604,9 +625,12 @@ def _check_index(index, op):
 
 
 def index_select(input, dim, index):
+    """out = input[..., index, ...] along `dim`. Indices outside [0, size) raise IndexError (negative
+    ones too, as in PyTorch): at once on the CPU, at the next read-back on WebGPU (see _bounds.py)."""
     index = _check_index(index, "index_select")
     if index.ndim > 1:
         raise IndexError(f"index_select(): index must be 0-D or 1-D, got shape {list(index.shape)}")
+    check_same_device("index_select", input, index)
     index = index.reshape(-1)
     d = _norm_dim(dim, input.ndim)
     x = input.contiguous()
@@ -614,7 +638,9 @@ def index_select(input, dim, index):
     k = index.shape[0]
     shape = tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:])
     out = new(shape, x.dtype, x.device)
-    x.device.backend.index_select(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)), index._view)
+    with _bounds.reporting(f"index_select(): index {{value}} is out of range for dimension {d} with size {{size}}"):
+        x.device.backend.index_select(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+                                      index._view)
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
@@ -625,7 +651,10 @@ def index_select(input, dim, index):
 
 
 def gather(input, dim, index):
+    """out[..., k, ...] = input[..., index[..., k, ...], ...] along `dim`; indices outside [0, size) raise
+    IndexError, as in index_select."""
     index = _check_index(index, "gather")
+    check_same_device("gather", input, index)
     d = _norm_dim(dim, input.ndim)
     if index.ndim != input.ndim or any(index.shape[i] > input.shape[i] for i in range(input.ndim) if i != d):
         raise RuntimeError(f"gather(): index {list(index.shape)} must have the same number of dimensions as input "
@@ -637,8 +666,9 @@ def gather(input, dim, index):
     outer, size, inner = _three_d(x.shape, d)
     k = index.shape[d]
     out = new(tuple(index.shape), x.dtype, x.device)
-    x.device.backend.gather(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
-                            index._view.reshaped((outer, k, inner)))
+    with _bounds.reporting(f"gather(): index {{value}} is out of bounds for dimension {d} with size {{size}}"):
+        x.device.backend.gather(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+                                index._view.reshaped((outer, k, inner)))
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)

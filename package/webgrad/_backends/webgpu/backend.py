@@ -8,7 +8,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import augment, conv, elementwise, index, matmul, optim, reduce, rng, softmax_loss
+from . import augment, check, conv, elementwise, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -115,6 +115,13 @@ class WebGPUBackend(Backend):
     def capture(self):
         """``with backend.capture() as graph:`` records the work issued inside; ``graph.replay()``."""
         return self.runtime.capture()
+
+    def check_finite(self, view, nan_message, inf_message, error=FloatingPointError):
+        """Report a NaN (inf) in the contiguous float32 `view` at the next read-back: raise
+        error(nan_message), or, when `error` is a plain callable, call error(message) there. Not part of the
+        device interface: no sync of its own (webgrad.replayable's check_finite)."""
+        check.check_finite(self.runtime, view, self.runtime.error_code(nan_message, error),
+                           self.runtime.error_code(inf_message, error))
 
     # ----------------------------------------------------------------- elementwise
     def fill(self, out, value):
@@ -223,6 +230,14 @@ class WebGPUBackend(Backend):
 
     def augment_erase(self, out, x, seed, offset, p, scale, log_ratio, value):
         augment.erase(self.runtime, out, x, seed, offset, p, scale, log_ratio, value)
+
+    def clip_grad_norm(self, out, grads, max_norm, norm_type, nonfinite_message=None):
+        """Fused clip_grad_norm_ (not part of the device interface: nn.utils composes ops elsewhere): out
+        (float32 [1]) = the norm_type-norm of all `grads` (contiguous float32 views) together, each scaled
+        in place by min(max_norm / (norm + 1e-6), 1); a non-finite norm raises
+        RuntimeError(nonfinite_message) at the next read-back when a message is given."""
+        code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
+        grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
 
 
 def _byte_view(data):

@@ -2,20 +2,21 @@
 
 import struct
 
+from ... import _bounds
 from ...dtypes import float32, int32, uint8
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch, materialize
 from .runtime import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view
 
 SHADER = Shader("index.wgsl", {})
-_COPY = ((0, "write"), (1, "read"), (2, "read"), (3, "uniform"))
+_COPY = ((0, "write"), (1, "read"), (2, "read"), (3, "uniform"), (5, "write"))  # 5: the error word
 _ADD = ((1, "read"), (2, "read"), (3, "uniform"), (4, "write"))  # out bound as atomics
 INDEX_SELECT = Kernel(SHADER, "index_select", _COPY, ("X_DTYPE",))
 GATHER = Kernel(SHADER, "gather", _COPY, ("X_DTYPE",))
 INDEX_SELECT_ADD = Kernel(SHADER, "index_select_add", _ADD, ("INT_MATH",))
 GATHER_ADD = Kernel(SHADER, "gather_add", _ADD, ("INT_MATH",))
 
-_PARAMS = struct.Struct("<7I")  # n, size, inner, k, x_offset, index_offset, out_offset
+_PARAMS = struct.Struct("<8I")  # n, size, inner, k, x_offset, index_offset, out_offset, error_code
 WORKGROUP = 256
 
 
@@ -39,6 +40,8 @@ def _select(rt, kernel, out, x, index, gather):
     _check(out, x, index, gather)
     if out.numel == 0:
         return
+    # a bad index reads nothing and is reported through the error word (index.wgsl)
+    code = rt.error_code(_bounds.template(_bounds.GATHER if gather else _bounds.INDEX_SELECT))
     x, index = (materialize(rt, v) if v.storage is out.storage else v for v in (x, index))
     outer, size, inner = x.shape
     k = out.shape[1]
@@ -46,18 +49,19 @@ def _select(rt, kernel, out, x, index, gather):
         if inner % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0 and not gather:
             # Whole words per row (MNIST's 784-byte images): copy them as int32 words, no unpacking.
             _copy(rt, kernel, out.storage, x.storage, index, out.numel // 4, size, inner // 4, k,
-                  x.offset // 4, out.offset // 4, int32)
+                  x.offset // 4, out.offset // 4, int32, code)
             return
         tmp = contiguous_view(rt.storage(out.numel, int32), out.shape, int32)
-        _copy(rt, kernel, tmp.storage, x.storage, index, out.numel, size, inner, k, x.offset, 0, uint8)
+        _copy(rt, kernel, tmp.storage, x.storage, index, out.numel, size, inner, k, x.offset, 0, uint8, code)
         launch(rt, UNARY_TO_U8, IDENTITY, out, [tmp], int_math=True)
         return
-    _copy(rt, kernel, out.storage, x.storage, index, out.numel, size, inner, k, x.offset, out.offset, x.dtype)
+    _copy(rt, kernel, out.storage, x.storage, index, out.numel, size, inner, k, x.offset, out.offset, x.dtype, code)
 
 
-def _copy(rt, kernel, out, x, index, n, size, inner, k, x_offset, out_offset, x_dtype):
-    params = _PARAMS.pack(n, size, inner, k, x_offset, index.offset, out_offset)
-    rt.dispatch(kernel, kernel.constants({"X_DTYPE": dtype_code(x_dtype)}), (out, x, index.storage), params, _groups(rt, n))
+def _copy(rt, kernel, out, x, index, n, size, inner, k, x_offset, out_offset, x_dtype, code):
+    params = _PARAMS.pack(n, size, inner, k, x_offset, index.offset, out_offset, code)
+    rt.dispatch(kernel, kernel.constants({"X_DTYPE": dtype_code(x_dtype)}), (out, x, index.storage, rt.errors),
+                params, _groups(rt, n))
 
 
 def _scatter_add(rt, kernel, out, grad, index, gather):
@@ -75,7 +79,7 @@ def _scatter_add(rt, kernel, out, grad, index, gather):
     if n == 0:
         return
     outer, size, inner = out.shape
-    params = _PARAMS.pack(n, size, inner, grad.shape[1], grad.offset, index.offset, out.offset)
+    params = _PARAMS.pack(n, size, inner, grad.shape[1], grad.offset, index.offset, out.offset, 0)
     constants = kernel.constants({"INT_MATH": out.dtype is int32})
     rt.dispatch(kernel, constants, (grad.storage, index.storage, out.storage), params, _groups(rt, n))
 

@@ -18,6 +18,11 @@ What it does
 * **Graph capture.** Inside ``with runtime.capture() as graph:`` every record is also kept by the
   graph; ``graph.replay()`` re-issues the whole sequence with one call into the binding (in the
   browser: one FFI call with a prebuilt JS array). See :class:`Graph`.
+* **Device-side errors.** A kernel cannot raise. Kernels that read through an index (index.wgsl,
+  softmax_loss.wgsl) or check a value (grad_norm.wgsl) never read out of bounds and, on a bad value, set
+  the runtime's *error word* (:meth:`Runtime.error_code`): the first error wins. The word is copied out
+  with the data of the next read-back (no extra sync), or read at :meth:`Runtime.synchronize`, and the
+  error raised there, naming the op and the value, as CUDA reports a device-side assert at the next sync.
 * **Dynamic scalars.** A value that changes every step (learning rate, step count, random offset)
   cannot live in a cached uniform, or a replay would reuse the old one. :meth:`Runtime.scalar` gives
   a :class:`DynamicScalar`: a slot in a GPU buffer that kernels read at run time and ``set()`` writes.
@@ -143,6 +148,10 @@ def grid(groups, max_per_dim=65535):
     return (max_per_dim, -(-groups // max_per_dim), 1)
 
 
+ERROR_WORD_BYTES = 16  # the error word as read back: code, value (i32), size, unused
+ERROR_CODES_MAX = 1 << 20  # distinct error messages kept; beyond it one generic code
+
+
 # ---------------------------------------------------------------------------------------- memory
 
 
@@ -168,6 +177,12 @@ class BufferPool:
         self._create = create
         self._free = {}
         self.allocated = self.peak = self.reserved = 0
+        # Every buffer made, in use or free. A storage dropped inside a reference cycle (a traceback that
+        # holds tensors, say) is collected together with everything only it references, its binding
+        # buffer included: the cycle collector would run the binding buffer's finalizer (releasing the
+        # GPU buffer) even though Storage.__del__ hands it back to the pool, and a later bind group would
+        # use a dead buffer (wgpu-native: "invalid bind group entry"). Held here, it is never unreachable.
+        self._owned = set()
 
     def acquire(self, nbytes):
         size = size_class(nbytes)
@@ -176,6 +191,7 @@ class BufferPool:
             buffer = free.pop()
         else:
             buffer = PooledBuffer(self._create(size), size)
+            self._owned.add(buffer)
             self.reserved += size
         self._count(size)
         return buffer
@@ -198,6 +214,7 @@ class BufferPool:
         buffers = [b for free in self._free.values() for b in free]
         self._free.clear()
         self.reserved -= sum(b.size for b in buffers)
+        self._owned.difference_update(buffers)
         return buffers
 
 
@@ -329,6 +346,7 @@ class Graph:
         self._uploads = []  # buffers holding data written during the capture
         self._prepared = None
         self._failed = False
+        self.checks_errors = False  # whether a recorded kernel may set the error word (see error_code)
 
     def _add(self, record, storages, slots):
         self.records.append(record)
@@ -437,6 +455,12 @@ class Runtime:
         self._spares = []  # the same for unused writable bindings (see spare)
         self.scalars = self._permanent(4 * self.SCALAR_SLOTS)  # dynamic scalars, one word each
         self._free_scalar_slots = list(range(self.SCALAR_SLOTS - 1, -1, -1))
+        # The error word: [code, value, size, 0] (see error_code); written through atomics by kernels.
+        self.errors = self._permanent(256)
+        self.binding.write_buffer(self.errors.buffer.handle, 0, bytes(ERROR_WORD_BYTES))
+        self._error_codes = {}  # (exception class, message template) -> code (1-based)
+        self._error_kinds = []
+        self._errors_armed = False  # whether work that may set the error word ran since it was last read
 
     def _permanent(self, nbytes):
         """A storage outside the pools (never released)."""
@@ -496,29 +520,40 @@ class Runtime:
         self._append((1, src.buffer.handle, src_offset, dst.buffer.handle, dst_offset, nbytes), (src, dst), ())
 
     def read(self, storage, byte_offset, nbytes):
-        """The bytes [byte_offset, byte_offset + nbytes) of a storage, after all queued work."""
-        staging = self._stage_read(storage, byte_offset, nbytes)
+        """The bytes [byte_offset, byte_offset + nbytes) of a storage, after all queued work.
+
+        Raises the error a kernel recorded in the error word (see error_code) instead, if any."""
+        staging, total = self._stage_read(storage, byte_offset, nbytes)
         try:
-            return self.binding.read(staging.handle, nbytes)
+            data = self.binding.read(staging.handle, total)
         finally:
             self._readback_pool.release(staging)
+        return self._check_errors(data, nbytes)
 
     async def read_async(self, storage, byte_offset, nbytes):
-        staging = self._stage_read(storage, byte_offset, nbytes)
+        staging, total = self._stage_read(storage, byte_offset, nbytes)
         try:
-            return await self.binding.read_async(staging.handle, nbytes)
+            data = await self.binding.read_async(staging.handle, total)
         finally:
             self._readback_pool.release(staging)
+        return self._check_errors(data, nbytes)
 
     def _stage_read(self, storage, byte_offset, nbytes):
         if nbytes % 4 or byte_offset % 4:
             raise ValueError("GPU reads must cover whole 4-byte words")
-        staging = self._readback_pool.acquire(nbytes)
+        # The error word rides along behind the data when work that may set it ran since the last read:
+        # one more small copy into the same staging buffer, no extra map or sync.
+        total = nbytes + (ERROR_WORD_BYTES if self._errors_armed else 0)
+        staging = self._readback_pool.acquire(total)
         # Not part of any capture: the staging buffer is reused for other reads.
-        self._records.append((1, storage.buffer.handle, byte_offset, staging.handle, 0, nbytes))
+        if nbytes:
+            self._records.append((1, storage.buffer.handle, byte_offset, staging.handle, 0, nbytes))
+        if total > nbytes:
+            self._records.append((1, self.errors.buffer.handle, 0, staging.handle, nbytes, ERROR_WORD_BYTES))
+            self._errors_armed = False  # everything that may set it so far is in this submit
         self.stats["reads"] += 1
         self.flush()
-        return staging
+        return staging, total
 
     def empty_cache(self):
         """Destroy the free pooled buffers (like torch.cuda.empty_cache); buffers of live tensors and of
@@ -530,6 +565,43 @@ class Runtime:
             self._bind_groups.clear()
         for buffer in drained:
             self.binding.destroy_buffer(buffer.handle)
+
+    # ------------------------------------------------------------------ device-side errors
+
+    def error_code(self, template, exception=IndexError):
+        """The code a kernel writes into the error word to report `exception(template.format(value=v,
+        size=s))`, v and s being the two words it writes beside the code (`exception` may also be a plain
+        callable, called with the message instead, the read then going on). A dispatch that binds
+        :attr:`errors` arms the next read-back to check the word (see run)."""
+        key = (exception, template)
+        code = self._error_codes.get(key)
+        if code is None:
+            if len(self._error_kinds) >= ERROR_CODES_MAX:
+                key = (exception, "a kernel reported an out-of-range value {value} (size {size})")
+                code = self._error_codes.get(key)
+            if code is None:
+                self._error_kinds.append(key)
+                code = self._error_codes[key] = len(self._error_kinds)
+        return code
+
+    def _check_errors(self, data, nbytes):
+        """`data`'s first nbytes; raise the error in its trailing error word, if one is there and set."""
+        if len(data) == nbytes:
+            return data
+        code, value, size, _ = struct.unpack_from("<IiII", data, nbytes)
+        if code:
+            self.clear_errors()
+            kind, template = self._error_kinds[code - 1]
+            message = template.format(value=value, size=size)
+            if isinstance(kind, type) and issubclass(kind, BaseException):
+                raise kind(message)
+            kind(message)  # a handler (replayable's check_finite callback): called, and the read goes on
+        return data[:nbytes]
+
+    def clear_errors(self):
+        """Reset the error word (once an error has been raised, or to drop one)."""
+        self.flush()  # recorded work keeps the word it sees; later work starts from zero
+        self.binding.write_buffer(self.errors.buffer.handle, 0, bytes(ERROR_WORD_BYTES))
 
     # ------------------------------------------------------------------ dynamic scalars
 
@@ -576,6 +648,12 @@ class Runtime:
         if bind_group is None:
             bind_group = self._create_bind_group(launch.kernel, buffers, launch.uniform, key)
         self.stats["dispatches"] += 1
+        if self.errors in storages:
+            # Armed here, when the dispatch is recorded, not when its code was made: a read-back in between
+            # (the browser binding reads on a pipeline's first use) must not consume the flag early.
+            self._errors_armed = True
+            if self._graph is not None:
+                self._graph.checks_errors = True
         groups = launch.groups
         self._append((0, launch.pipeline, bind_group, groups[0], groups[1], groups[2]), storages, launch.slots)
 
@@ -656,7 +734,11 @@ class Runtime:
             self.memo.clear()
 
     def synchronize(self):
-        """Submit all recorded work and wait until the GPU has finished it."""
+        """Submit all recorded work and wait until the GPU has finished it. Raises the error a kernel
+        recorded (see error_code): the error word is read instead of a plain wait."""
+        if self._errors_armed:
+            self.read(self.errors, 0, 0)
+            return
         self.flush()
         self.binding.wait()
 
@@ -705,6 +787,8 @@ class Runtime:
         self._segments.append(graph._prepared)
         self._pending.update(graph.buffers)
         self._pending_slots.update(graph.slots)
+        if graph.checks_errors:
+            self._errors_armed = True
         self.stats["replays"] += 1
         self.stats["dispatches"] += graph.dispatches
         if len(self._segments) >= 64:

@@ -2,6 +2,7 @@
 
 import struct
 
+from ... import _bounds
 from ...dtypes import float32, int32
 from .elementwise import materialize
 from .runtime import Kernel, Shader, grid
@@ -16,10 +17,10 @@ def _pair(entry, bindings, overrides=()):
     return Kernel(SHADER, entry, bindings, overrides), Kernel(SHADER, entry + "_rows", bindings, overrides)
 
 
-# Bindings: 0 out, 1 x (logits / grad), 2 y, 3 target, 4 per-row grad, 5 params.
+# Bindings: 0 out, 1 x (logits / grad), 2 y, 3 target, 4 per-row grad, 5 params, 6 the error word.
 SOFTMAX = _pair("softmax", ((0, "write"), (1, "read"), (5, "uniform")), _OVERRIDES)
 SOFTMAX_BACKWARD = _pair("softmax_backward", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), _OVERRIDES)
-CROSS_ENTROPY = _pair("cross_entropy", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform")))
+CROSS_ENTROPY = _pair("cross_entropy", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform"), (6, "write")))
 CROSS_ENTROPY_BACKWARD = _pair(
     "cross_entropy_backward", ((0, "write"), (1, "read"), (3, "read"), (4, "read"), (5, "uniform")),
 )
@@ -30,7 +31,8 @@ ROW_WORKGROUP = 64  # softmax_loss.wgsl's ROW_WORKGROUP
 LONG_ROW = 1024
 
 # rows, cols, lanes, groups, x_off, y_off, out_off, target_off, target_stride, grad_off, grad_stride | ignore | ls
-_PARAMS = struct.Struct("<11Iif")
+# | error_code, out_stride
+_PARAMS = struct.Struct("<11IifII")
 
 
 def _lanes(cols):
@@ -54,7 +56,7 @@ def _thread_per_row(rt, rows, cols):
 
 
 def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0, out_offset=0,
-         target=None, grad=None, ignore_index=-100, smoothing=0.0):
+         target=None, grad=None, ignore_index=-100, smoothing=0.0, error_code=0, out_stride=1):
     if rows == 0:
         return
     tree, per_row = kernel
@@ -66,7 +68,7 @@ def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0,
     t_off, t_stride = (target.offset, target.strides[0]) if target is not None else (0, 0)
     g_off, g_stride = (grad.offset, grad.strides[0]) if grad is not None else (0, 0)
     params = _PARAMS.pack(rows, cols, lanes, groups, x_offset, y_offset, out_offset, t_off, t_stride,
-                          g_off, g_stride, int(ignore_index), float(smoothing))
+                          g_off, g_stride, int(ignore_index), float(smoothing), error_code, out_stride)
     rt.dispatch(kernel, constants, storages, params, grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
@@ -109,13 +111,14 @@ def softmax_backward(rt, out, grad, y, log=False):
 def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
     rows, cols = _rows(logits, "logits")
     _vector(target, "target", int32, rows)
-    check_view(out, "out", dtype=float32, contiguous=True, ndim=1)
-    if out.shape != (rows,):
-        raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},)")
+    check_view(out, "out", dtype=float32, contiguous=True)
+    if out.shape not in ((rows,), (rows, 2)):
+        raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},) or ({rows}, 2)")
     logits, target = _distinct(rt, out, logits, target)
-    _run(rt, CROSS_ENTROPY, rows, cols, (out.storage, logits.storage, target.storage),
+    code = rt.error_code(_bounds.template(_bounds.CROSS_ENTROPY)) if rows else 0
+    _run(rt, CROSS_ENTROPY, rows, cols, (out.storage, logits.storage, target.storage, rt.errors),
          x_offset=logits.offset, out_offset=out.offset, target=target, ignore_index=ignore_index,
-         smoothing=label_smoothing)
+         smoothing=label_smoothing, error_code=code, out_stride=len(out.shape))
 
 
 def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):

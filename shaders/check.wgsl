@@ -1,0 +1,25 @@
+//! include "common.wgsl"
+//! include "errors.wgsl"
+// check_finite: report a NaN or an infinity among n float32 values in the error word (errors.wgsl), so
+// the host learns it at its next read-back, with no sync of its own. The Python side is
+// backends/webgpu/check.py; webgrad.replayable(check_finite=...) checks each step's loss with it.
+
+struct Params {
+    n: u32,
+    offset: u32,
+    nan_code: u32,   // reported for a NaN (Runtime.error_code)
+    inf_code: u32,   // reported for an infinity
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> errors: array<atomic<u32>>;  // errors.wgsl
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn check_finite(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += nwg.x * 64u) {
+        let v = x[p.offset + i];
+        if (is_nan(v)) { report_error(p.nan_code, i32(i), p.n); }
+        if (is_inf(v)) { report_error(p.inf_code, i32(i), p.n); }
+    }
+}
