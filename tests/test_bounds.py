@@ -175,3 +175,15 @@ def test_error_inside_a_replayed_step_raises_at_the_loss_read_back(device):
     assert step(x, good).item() < before  # training goes on
     if device == "webgpu":
         assert step.replays == 4
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_several_index_tensors_check_each_dimension(device):
+    # Flattened into one linear index, x[0, 5] of a [3, 4] tensor would silently read x[1, 1]: each index
+    # is checked against its own dimension.
+    x = wg.arange(12, device=device).reshape(3, 4)
+    assert x[[0, 2], [3, -1]].tolist() == torch.arange(12).reshape(3, 4)[[0, 2], [3, -1]].tolist()
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 4"):
+        x[[0], [5]]
+    rows, cols = wg.tensor([0], device=device), wg.tensor([5], device=device)
+    _raises(device, "index 5 is out of bounds for dimension 1 with size 4", lambda: x[rows, cols])

@@ -305,19 +305,29 @@ def _zeros_like(x, dtype):
     return zeros(tuple(x.shape), dtype=dtype, device=x.device)
 
 
+class _HostIndex(Tensor):
+    """An integer index tensor whose values the host also holds (it came from a list, a range, a NumPy
+    array or a CPU tensor): they are checked on the host, at once, on every device."""
+
+    __slots__ = ("host_values",)
+
+
 def _index_tensor(i, device):
     """An advanced index item as a tensor on `device`: lists, ranges, tuples and NumPy arrays become
     int32 (or bool) tensors; tensors move to the indexed tensor's device."""
     if isinstance(i, range):
         i = list(i)
-    if not isinstance(i, Tensor):
-        t = tensor(i, device=device)
-        if t.dtype.is_floating:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        return t if t.dtype is dtypes.bool_ else cast(t, dtypes.int32)
-    if i.dtype.is_floating:
+    if isinstance(i, Tensor) and i.dtype.is_floating or not isinstance(i, Tensor) and tensor(i).dtype.is_floating:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return i if i.device == device else i.to(device)
+    on_host = not isinstance(i, Tensor) or (i.device.type == "cpu" and i.device != device)
+    t = tensor(i, device=device) if not isinstance(i, Tensor) else (i if i.device == device else i.to(device))
+    if t.dtype is dtypes.bool_ or not on_host:
+        return t
+    t = cast(t, dtypes.int32)
+    host = _HostIndex._make(t._view, t.device)
+    host.host_values = i.reshape(-1).tolist() if isinstance(i, Tensor) else \
+        list(_flatten([i.tolist() if hasattr(i, "tolist") else i]))
+    return host
 
 
 def _mask_indices(mask, shape, dim):
@@ -391,8 +401,20 @@ def _advanced_plan(input, index):
     flat = None
     for t, dim in zip(tensors, adv_dims):
         n = y.shape[dim]
+        message = f"index {{value}} is out of bounds for dimension {dim} with size {n}"
+        checked = isinstance(t, _HostIndex)
+        if checked:  # values the host holds: checked now, on every device
+            bad = next((v for v in t.host_values if not -n <= v < n), None)
+            if bad is not None:
+                raise IndexError(message.format(value=bad))
         t = cast(t, dtypes.int32)
-        t = t + (t < 0).to(dtypes.int32) * n  # negative indices count from the end
+        t = where((t < 0) & (t >= -n), t + n, t)  # negative indices count from the end
+        if not checked:
+            # Flattened with the other indices, an out-of-range one would land on another element: pass
+            # it through index_select of 0..n-1, which reports it (the CPU at once, WebGPU at the next
+            # read-back) and returns the same values.
+            with _bounds.reporting(message.replace(f"size {n}", "size {size}")):
+                t = index_select(arange(n, dtype=dtypes.int32, device=t.device), 0, t.reshape(-1)).reshape(t.shape)
         flat = t if flat is None else flat * n + t
     flat = flat.expand(*bshape) if tuple(flat.shape) != bshape else flat
     front = adv_dims != list(range(adv_dims[0], adv_dims[0] + len(adv_dims)))
