@@ -1,8 +1,12 @@
-"""PyTorch-style training scripts run unchanged on webgrad (issue 13): the structure of pytorch/examples
-mnist/main.py, on tiny synthetic data, through device discovery (CPU or the WebGPU accelerator), and its
-saved mnist_cnn.pt loads in the real torch."""
+"""PyTorch training scripts run unchanged on webgrad (issue 13): scripts with the structure of
+pytorch/examples mnist/main.py, the quickstart tutorial and time_sequence_prediction (tests/scripts/, with
+PyTorch's own import lines: `import torch`, `import torch.nn as nn`, ...) run after `webgrad.as_torch()`
+in a fresh interpreter, on tiny synthetic data, through device discovery (CPU or the WebGPU accelerator);
+their saved checkpoints load in the real torch here."""
 
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -11,18 +15,50 @@ import torch
 
 import webgrad as wg
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scripts"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+
+
+class _Run:
+    """What a script printed and returned, run in a fresh interpreter after webgrad.as_torch()."""
+
+    def __init__(self, call, cwd):
+        code = (
+            "import json, sys\n"
+            "import webgrad\n"
+            "torch = webgrad.as_torch()\n"
+            f"sys.path[:0] = [{SCRIPTS!r}, {HERE!r}]\n"
+            "import torch as imported\n"
+            "assert imported is webgrad, imported\n"
+            f"result = {call}\n"
+            "def plain(v):\n"
+            "    if isinstance(v, (list, tuple)): return [plain(x) for x in v]\n"
+            "    if hasattr(v, 'tolist'): return {'array': v.tolist(), 'dtype': str(v.dtype)}\n"
+            "    return v\n"
+            "print('@@RESULT@@' + json.dumps(plain(result)))\n"
+        )
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "package"))
+        proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        self.out, _, result = proc.stdout.partition("@@RESULT@@")
+        self.result = json.loads(result)
+
+
+def test_as_torch_refuses_where_the_real_torch_is_imported():
+    assert sys.modules["torch"] is torch  # the real one, imported by this test module
+    with pytest.raises(RuntimeError, match="the real torch is already imported"):
+        wg.as_torch()
+    assert sys.modules["torch"] is torch
 
 
 @pytest.mark.parametrize("accel", [False, True], ids=["cpu", "accelerator"])
-def test_mnist_main_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
-    import mnist_main
+def test_mnist_main_runs_unchanged(accel, tmp_path):
     if accel and not wg.accelerator.is_available():
         pytest.skip("no WebGPU adapter")
-    monkeypatch.chdir(tmp_path)
     argv = ["--save-model", "--epochs", "2"] + ([] if accel else ["--no-accel"])
-    losses = mnist_main.main(argv)
-    out = capsys.readouterr().out
+    run = _Run(f"__import__('mnist_main').main({argv!r})", tmp_path)
+    out, losses = run.out, run.result
     assert f"Using device: {'webgpu' if accel else 'cpu'}" in out
     assert "Train Epoch: 2 [16/24 (67%)]\tLoss: " in out and "Test set: Average loss: " in out
     assert all(np.isfinite(losses)) and losses[-1] < 2.3  # below chance level (ln 10 = 2.30) after 2 epochs
@@ -34,13 +70,11 @@ def test_mnist_main_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("accel", [False, True], ids=["cpu", "accelerator"])
-def test_quickstart_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
-    import quickstart
+def test_quickstart_runs_unchanged(accel, tmp_path):
     if accel and not wg.accelerator.is_available():
         pytest.skip("no WebGPU adapter")
-    monkeypatch.chdir(tmp_path)
-    losses = quickstart.main(use_accelerator=accel)
-    out = capsys.readouterr().out
+    run = _Run(f"__import__('quickstart').main(use_accelerator={accel})", tmp_path)
+    out, losses = run.out, run.result
     assert f"Using {'webgpu' if accel else 'cpu'} device" in out
     assert "Shape of X [N, C, H, W]: webgrad.Size([8, 1, 28, 28])" in out and "Predicted: " in out
     assert "loss: " in out and "[   24/   24]" in out and "Accuracy: " in out
@@ -50,10 +84,9 @@ def test_quickstart_runs_unchanged(accel, tmp_path, monkeypatch, capsys):
         "linear_relu_stack.2.bias", "linear_relu_stack.4.weight", "linear_relu_stack.4.bias"]
 
 
-def test_time_sequence_prediction_runs_unchanged(capsys):
-    import time_sequence
-    test_losses, y = time_sequence.main()
-    out = capsys.readouterr().out
+def test_time_sequence_prediction_runs_unchanged(tmp_path):
+    run = _Run("__import__('time_sequence').main()", tmp_path)
+    out, (test_losses, y) = run.out, run.result
     assert "STEP:  1" in out and "test loss:" in out
-    assert y.dtype == np.float64 and y.shape == (3, 23 + 10)
+    assert y["dtype"] == "float64" and np.asarray(y["array"]).shape == (3, 23 + 10)
     assert test_losses[-1] < test_losses[0]  # LBFGS through the unrolled LSTMCells learns

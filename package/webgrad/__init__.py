@@ -25,6 +25,7 @@ from . import autograd, data, datasets, transforms, utils, webgpu
 from . import nn
 from . import optim
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
+from ._as_torch import as_torch
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from ._out import add_out_argument as _add_out_argument
@@ -42,7 +43,7 @@ __all__ = [
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
-    "accelerator", "backends", "cuda", "set_printoptions", "channels_last", "contiguous_format",
+    "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format",
     "load", "save", "replayable", "autograd", "data", "datasets", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),

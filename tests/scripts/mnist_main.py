@@ -1,16 +1,16 @@
 """The structure of pytorch/examples mnist/main.py (device discovery through torch.accelerator,
 Adadelta, StepLR, nll_loss, the test loop's argmax/eq/view_as, saving mnist_cnn.pt), written with
 PyTorch's API and run by tests/test_example_scripts.py with webgrad standing in for torch and a tiny
-synthetic MNIST. Nothing in it knows about webgrad except the import lines."""
+synthetic MNIST, after webgrad.as_torch(): nothing in it knows about webgrad."""
 
 import argparse
 
-import webgrad as torch
-import webgrad.nn as nn
-import webgrad.nn.functional as F
-import webgrad.optim as optim
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
 from torchvision_standin import datasets, transforms
-from webgrad.optim.lr_scheduler import StepLR
+from torch.optim.lr_scheduler import StepLR
 
 
 class Net(nn.Module):

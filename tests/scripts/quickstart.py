@@ -3,10 +3,10 @@ discovery by device type, DataLoader, CrossEntropyLoss, SGD, the train/test loop
 formats, saving model.pth and loading it back with weights_only=True, one prediction), written with
 PyTorch's API and run by tests/test_example_scripts.py with webgrad standing in for torch."""
 
-import webgrad as torch
+import torch
 from torchvision_standin import ToTensor, datasets
-from webgrad import nn
-from webgrad.utils.data import DataLoader
+from torch import nn
+from torch.utils.data import DataLoader
 
 
 class NeuralNetwork(nn.Module):

@@ -5,9 +5,9 @@ webgrad standing in for torch. The data are made here (the example reads a pickl
 
 import numpy as np
 
-import webgrad as torch
-import webgrad.nn as nn
-import webgrad.optim as optim
+import torch
+import torch.nn as nn
+import torch.optim as optim
 
 
 class Sequence(nn.Module):
