@@ -85,6 +85,8 @@ def test_a_run_reports_progress_eval_and_end(app):
     assert [e["epoch"] for e in evals] == [1, 2]
     assert sum(map(sum, evals[-1]["confusion"])) == 100 and len(evals[-1]["grid_pred"]) == 48
     assert app.saved["label"] == "step 20"
+    progress = [m for m in msgs if m["type"] == "progress"]
+    assert all(m["peak_memory"] >= m["memory"] >= 0 for m in progress)  # 0 on the CPU, bytes of tensors on WebGPU
 
 
 @pytest.mark.parametrize("scheduler,check", [

@@ -13,11 +13,18 @@ export function formatDuration(s) {
 
 const number = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
+export function formatBytes(n) {
+  if (n == null) return "–";
+  if (n < 2 ** 20) return `${(n / 1024).toFixed(0)} KiB`;
+  if (n < 2 ** 30) return `${(n / 2 ** 20).toFixed(1)} MiB`;
+  return `${(n / 2 ** 30).toFixed(2)} GiB`;
+}
+
 export class RunView {
   constructor(root) {
     this.root = root;
     this.bar = $(root, "#train-progress");
-    this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr"].map(
+    this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr", "memory"].map(
       (k) => [k, $(root, `#stat-${k}`)]));
     this.message = $(root, "#run-message");
   }
@@ -42,6 +49,7 @@ export class RunView {
     this.set("eta", formatDuration(msg.eta_s));
     this.set("lr", msg.lr.toPrecision(3));
     if (msg.loss !== undefined) this.set("loss", msg.loss.toFixed(4));
+    if (msg.memory !== undefined) this.set("memory", `${formatBytes(msg.memory)} / ${formatBytes(msg.peak_memory)}`);
   }
 
   accuracy(acc, testSize) {

@@ -165,6 +165,8 @@ class Run:
             "global_step": self.step, "total_steps": self.total_steps,
             "samples_per_s": self.rate, "eta_s": remaining / self.rate if self.rate else None,
             "lr": self.opt.param_groups[0]["lr"],
+            # GPU memory held by tensors, now and at its peak (webgrad.webgpu's counters: no GPU query)
+            "memory": wg.webgpu.memory_allocated(), "peak_memory": wg.webgpu.max_memory_allocated(),
         }
         if loss is not None:
             msg["loss"] = loss
