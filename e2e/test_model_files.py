@@ -106,3 +106,52 @@ def test_bad_files_keep_the_current_model(app_page, torch_files, tmp_path):
         pick(page, 1)  # another digit first, so that the next answer is a new one
         np.testing.assert_allclose(pick(page, 0), before, rtol=1e-6, atol=1e-7)  # the same model answers
     assert grid_predictions(page) == grid
+
+
+def _load_url(page, url):
+    """Load a model through the page's "Load from URL" form; the status line once it has answered."""
+    page.evaluate("document.getElementById('file-status').textContent = ''")
+    page.fill("#model-url", url)
+    page.click("#load-url")
+    page.wait_for_function("/Imported|Import failed/.test(document.getElementById('file-status').textContent)",
+                           timeout=60_000)
+    return page.inner_text("#file-status")
+
+
+def test_load_from_url(app_page, server_url, torch_files, tmp_path):
+    """A good file from this server's URL, then a 404, a corrupt file and a wrong architecture: each refusal
+    says why and the model loaded first keeps answering."""
+    page = app_page
+    good, model = torch_files["mlp"]
+    wrong = tmp_path / "wrong.safetensors"
+    torch_models.save(torch.nn.Sequential(torch.nn.Linear(784, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)), wrong)
+    served = {"/models/good.safetensors": good.read_bytes(), "/models/wrong.safetensors": wrong.read_bytes(),
+              "/models/corrupt.safetensors": bytes(range(256)) * 20}
+
+    def serve(route):
+        path = "/" + route.request.url.split("/", 3)[3]
+        body = served.get(path)
+        if body is None:
+            route.fulfill(status=404, body="not found")
+        else:
+            route.fulfill(status=200, body=body, headers={"Content-Type": "application/octet-stream",
+                                                          "Cross-Origin-Resource-Policy": "same-origin"})
+    page.route("**/models/**", serve)
+
+    fill_form(page, test_size=100)
+    text = _load_url(page, server_url + "/models/good.safetensors")
+    assert "Imported good.safetensors" in text, text
+    wait_eval(page)
+    assert page.evaluate("document.body.dataset.model") == "mlp"
+    preds, _ = torch_predictions(model, "mlp", 100)
+    assert grid_predictions(page) == preds[:GRID]
+    before = pick(page, 0)
+
+    for path, why in (("/models/missing.safetensors", "answered 404"),
+                      ("/models/corrupt.safetensors", "not a valid .safetensors file"),
+                      ("/models/wrong.safetensors", "fit neither model")):
+        text = _load_url(page, server_url + path)
+        assert "Import failed" in text and why in text, text
+        assert page.evaluate("document.body.dataset.model") == "mlp"
+        pick(page, 1)
+        np.testing.assert_allclose(pick(page, 0), before, rtol=1e-6, atol=1e-7)  # the same model answers

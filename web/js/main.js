@@ -10,7 +10,7 @@ import { BootView } from "./boot-view.js";
 import { Charts } from "./charts.js";
 import { showAdapter } from "./gpu-info.js";
 import { mnistify } from "./mnistify.js";
-import { download, watchImport } from "./model-files.js";
+import { download, fetchModel, watchImport } from "./model-files.js";
 import { drawDigit, Results } from "./results.js";
 import { RunView } from "./run-view.js";
 import { Sketch } from "./sketch.js";
@@ -224,12 +224,26 @@ client.on("app:exported", ({ data, filename }) => {
   download(data, filename);
   fileStatus(`Exported ${filename} (${(data.length / 1024).toFixed(0)} KiB).`, "ok");
 });
-watchImport($("import"), (bytes, name) => {
+function importBytes(bytes, name) {
   fileStatus(`Importing ${name}…`);
   // The imported model is evaluated on as many test digits as the form asks for (when valid).
   const testSize = form.field("test_size");
   const test_size = testSize.validity.valid ? Number(testSize.value) : null;
   client.send({ type: "import", data: bytes, name, test_size }, [bytes.buffer]);
+}
+watchImport($("import"), importBytes);
+// Load from URL: the page fetches the file, the worker imports it as a picked file (same checks, and the
+// current model stays on any error).
+$("url-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const url = $("model-url").value.trim();
+  fileStatus(`Fetching ${url}…`);
+  try {
+    const { bytes, name } = await fetchModel(url);
+    importBytes(bytes, name);
+  } catch (err) {
+    fileStatus(`Import failed, the current model is unchanged: ${err.message}`, "error");
+  }
 });
 let importedLabel = "";
 client.on("app:imported", ({ kind, model, name }) => {
