@@ -46,14 +46,19 @@ def test_allocated_follows_live_tensors_and_the_peak_is_kept():
 
 
 def test_empty_cache_returns_free_buffers_and_keeps_tensors():
+    # Graphs other tests left alive hold free buffers that empty_cache() must keep (a replay writes into
+    # them): measure that slack first, so the test holds whatever ran before it.
+    _settled()
+    webgpu.empty_cache()
+    slack = webgpu.memory_reserved() - webgpu.memory_allocated()
     keep = wg.arange(5000, device="webgpu").float()
     scratch = [wg.ones(3000 + i, device="webgpu") for i in range(8)]
     del scratch
     allocated = _settled()
-    assert webgpu.memory_reserved() > allocated
+    assert webgpu.memory_reserved() > allocated + slack
     webgpu.empty_cache()
     assert webgpu.memory_allocated() == allocated
-    assert webgpu.memory_reserved() == allocated  # no graph is alive here: every reserved byte is a tensor's
+    assert webgpu.memory_reserved() == allocated + slack  # every other reserved byte is a live tensor's
     assert keep[4999].item() == 4999.0  # tensors survive, and new ones allocate again
     assert (wg.ones(3000, device="webgpu") * 2).sum().item() == 6000.0
 
