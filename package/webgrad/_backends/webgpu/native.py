@@ -41,10 +41,12 @@ def _chosen_adapter(wgpu):
         return None
     adapters = wgpu.gpu.enumerate_adapters_sync()
     choice = choose_adapter([a.info for a in adapters], os.environ)
+    import logging
     if choice is None:
+        logging.getLogger("webgrad.webgpu").info("LOCAL_RANK=%s: one adapter of the preferred kind, shared by "
+                                                 "the ranks (wgpu's choice)", os.environ.get("LOCAL_RANK"))
         return None
     index, reason = choice
-    import logging
     info = adapters[index].info
     logging.getLogger("webgrad.webgpu").info("WebGPU adapter %d (%s, %s) chosen by %s", index, info.get("device", ""),
                                              info.get("backend_type", ""), reason)
