@@ -39,13 +39,15 @@ def data(args):
 
 def train(rank, world, args):
     from webgrad.torch_backend import webgrad_backend
+    logging.basicConfig(level=logging.INFO, format=f"rank {rank} %(name)s: %(message)s")  # the adapter choice
     torch.manual_seed(0)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
     x, y = data(args)
     model = CNN()
     stats = {}
     ddp = nn.parallel.DistributedDataParallel(model)
-    step = torch.compile(ddp, backend=webgrad_backend, options={"device": args.device, "stats": stats,
-                                                                     "replay": args.device == "webgpu"})
+    # replay records WebGPU work; webgrad's CPU backend has nothing to record
+    options = {"device": args.device, "stats": stats, "replay": args.device == "webgpu"}
+    step = torch.compile(ddp, backend=webgrad_backend, options=options)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     if args.device == "webgpu":
         import webgrad.webgpu
@@ -90,7 +92,6 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--train-limit", type=int, default=None)
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(processName)s %(name)s: %(message)s")
     if args.spawn:
         import torch.multiprocessing as mp
         init = "file://" + os.path.join(tempfile.mkdtemp(), "init")
