@@ -22,8 +22,9 @@ TOL = 1e-5  # float32 all-reduce averages in another order than one big batch: ~
 
 
 class ConvNet(nn.Module):
-    """A model class of the user's own, as in real code: Dynamo starts no frame in torch.nn's own
-    modules, so DDP(nn.Sequential(...)) compiled this way would run wholly in eager PyTorch, unnoticed."""
+    """A model class of the user's own, as in real code: under DDP, Dynamo compiles the wrapped module's
+    forward as a frame of its own and starts none in torch.nn's files, so DDP(nn.Sequential(...)) compiled
+    this way would run wholly in eager PyTorch, unnoticed (test_ddp_graphs_ran_on_webgrad would fail)."""
 
     def __init__(self):
         super().__init__()

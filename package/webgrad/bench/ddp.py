@@ -26,8 +26,8 @@ def _net(name):
     from webgrad.examples import models
 
     class WithLoss(nn.Module):
-        """The loss inside the compiled graph; also a model class of our own, which Dynamo compiles (it
-        starts no frame in torch.nn's built-in containers such as the Sequential models.cnn returns)."""
+        """The loss inside the compiled graph; also a model class of our own: under DDP, Dynamo starts no
+        frame in torch.nn's files, so the Sequential models.cnn returns would run in eager PyTorch."""
 
         def __init__(self, net):
             super().__init__()

@@ -7,8 +7,9 @@
 Each rank trains on its slice of every global batch (--batch-size per rank); DDP averages the gradients
 through gloo (the compiled graphs hand back CPU torch tensors). With several GPUs each rank takes its own
 WebGPU adapter by LOCAL_RANK (or WEBGRAD_ADAPTER_INDEX); with one, the ranks share it. The model class is
-the user's own on purpose: Dynamo compiles no frame of torch.nn's built-in containers, so
-DDP(nn.Sequential(...)) would train, correctly but in eager PyTorch; the script checks that graphs ran.
+the user's own on purpose: under DDP, Dynamo compiles the wrapped module's forward as a frame of its own
+and starts none in torch.nn's files, so DDP(nn.Sequential(...)) would train, correctly but in eager
+PyTorch; the script checks that graphs ran.
 """
 
 import argparse
