@@ -35,21 +35,22 @@ except Exception:  # pragma: no cover - another wgpu-py layout
 
 def _chosen_adapter(wgpu):
     """The adapter WEBGRAD_ADAPTER_INDEX or LOCAL_RANK picks (adapters.py), or None: wgpu's own choice."""
+    import logging
     import os
     from .adapters import choose_adapter, wants_choice
+    log = logging.getLogger("webgrad.webgpu")
     if not wants_choice(os.environ):
         return None
     adapters = wgpu.gpu.enumerate_adapters_sync()
     choice = choose_adapter([a.info for a in adapters], os.environ)
-    import logging
     if choice is None:
-        logging.getLogger("webgrad.webgpu").info("LOCAL_RANK=%s: one adapter of the preferred kind, shared by "
-                                                 "the ranks (wgpu's choice)", os.environ.get("LOCAL_RANK"))
+        log.info("LOCAL_RANK=%s: one adapter of the preferred kind, shared by the ranks (wgpu's choice)",
+                 os.environ.get("LOCAL_RANK"))
         return None
     index, reason = choice
     info = adapters[index].info
-    logging.getLogger("webgrad.webgpu").info("WebGPU adapter %d (%s, %s) chosen by %s", index, info.get("device", ""),
-                                             info.get("backend_type", ""), reason)
+    log.info("WebGPU adapter %d (%s, %s) chosen by %s", index, info.get("device", ""), info.get("backend_type", ""),
+             reason)
     return adapters[index]
 
 
