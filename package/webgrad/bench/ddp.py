@@ -8,8 +8,12 @@ there are several, else they share one). Prints samples/s for each, the scaling 
 How the split is measured: a DDP comm hook runs the default all-reduce of each gradient bucket and waits
 for it, timing the wait. Waiting in the hook serialises communication with the rest of the backward (no
 overlap), so compute + all-reduce is the whole step, and the samples/s are those of this serialised step
-(on the 1-rank run the all-reduce is a no-op of the process group). Data are random tensors of the
-datasets' shapes; --batch-size is per rank (weak scaling: the global batch grows with the ranks).
+(on the 1-rank run the all-reduce is a no-op of the process group). "copy" is the part of compute spent
+moving tensors between torch and the webgrad device at the graphs' boundaries (inputs and changed
+parameters up; outputs, gradients included, down): the executor's upload and download timed, a download
+only after the device finished its queued work (that wait counts as compute, not copy). Data are random
+tensors of the datasets' shapes; --batch-size is per rank (weak scaling: the global batch grows with the
+ranks).
 """
 
 import argparse
@@ -39,6 +43,27 @@ def _net(name):
     return WithLoss(getattr(models, MODELS[name][0])(nn=nn))
 
 
+def _time_copies(device, copies):
+    """Wrap the torch backend's upload and download so their time adds up in copies[0]."""
+    from webgrad.torch_backend import executor
+    import webgrad.webgpu
+    upload, download = executor.upload, executor.download
+    settle = webgrad.webgpu.synchronize if device == "webgpu" else (lambda: None)
+
+    def timed(fn, before):
+        def wrapper(*a, **k):
+            before()
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                copies[0] += time.perf_counter() - start
+        return wrapper
+
+    executor.upload = timed(upload, lambda: None)
+    executor.download = timed(download, settle)
+
+
 def _rank(rank, world, init, args, name, queue):
     os.environ["LOCAL_RANK"] = str(rank)
     import torch
@@ -60,6 +85,8 @@ def _rank(rank, world, init, args, name, queue):
         return fut
 
     ddp.register_comm_hook(None, timed_allreduce)
+    copies = [0.0]
+    _time_copies(args.device, copies)
     stats = {}
     step = torch.compile(ddp, backend=webgrad_backend,
                          options={"device": args.device, "stats": stats, "replay": args.device == "webgpu"})
@@ -79,17 +106,18 @@ def _rank(rank, world, init, args, name, queue):
         raise RuntimeError("no graph was compiled by webgrad: the model ran in eager PyTorch")
     dist.barrier()
     waits.clear()
+    copies[0] = 0.0
     start = time.perf_counter()
     for _ in range(args.steps):
         one()
     dist.barrier()  # the slowest rank sets the pace
     elapsed = time.perf_counter() - start
-    queue.put((rank, elapsed, sum(waits), dict(stats["fallback"])))
+    queue.put((rank, elapsed, sum(waits), copies[0], dict(stats["fallback"])))
     dist.destroy_process_group()
 
 
 def run(world, args, name):
-    """(samples/s, seconds per step, all-reduce seconds per step, fallback ops) of `world` local ranks."""
+    """(samples/s, seconds per step, all-reduce and copy seconds per step, fallback ops) of `world` ranks."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
@@ -103,8 +131,9 @@ def run(world, args, name):
         raise RuntimeError(f"a rank failed (exit codes {[p.exitcode for p in procs]})")
     results = sorted(queue.get() for _ in range(world))
     elapsed = max(r[1] for r in results)
-    allreduce = sum(r[2] for r in results) / world / args.steps  # mean over ranks
-    return world * args.batch_size * args.steps / elapsed, elapsed / args.steps, allreduce, results[0][3]
+    allreduce = sum(r[2] for r in results) / world / args.steps  # means over ranks
+    copy = sum(r[3] for r in results) / world / args.steps
+    return world * args.batch_size * args.steps / elapsed, elapsed / args.steps, allreduce, copy, results[0][4]
 
 
 def main(argv=None):
@@ -118,14 +147,15 @@ def main(argv=None):
     args = p.parse_args(argv)
     print(f"DDP (gloo) around torch.compile(backend=webgrad) on {args.device}; batch {args.batch_size} per rank, "
           f"{args.steps} timed steps after {args.warmup}")
-    print(f"{'model':10} {'ranks':>5} {'samples/s':>10} {'step ms':>8} {'compute ms':>10} {'all-reduce ms':>13}")
+    print(f"{'model':10} {'ranks':>5} {'samples/s':>10} {'step ms':>8} {'compute ms':>10} {'(copy ms)':>9} "
+          f"{'all-reduce ms':>13}")
     for name in args.models:
         rates = {}
         for world in sorted({1, args.ranks}):
-            rate, step, allreduce, fallback = run(world, args, name)
+            rate, step, allreduce, copy, fallback = run(world, args, name)
             rates[world] = rate
             print(f"{name:10} {world:5d} {rate:10.1f} {1e3 * step:8.1f} {1e3 * (step - allreduce):10.1f} "
-                  f"{1e3 * allreduce:13.1f}" + (f"  eager fallback: {fallback}" if fallback else ""), flush=True)
+                  f"{1e3 * copy:9.1f} {1e3 * allreduce:13.1f}" + (f"  eager fallback: {fallback}" if fallback else ""), flush=True)
         if args.ranks > 1:
             print(f"{name:10} scaling efficiency {args.ranks} ranks: "
                   f"{rates[args.ranks] / (args.ranks * rates[1]):.2f}", flush=True)
