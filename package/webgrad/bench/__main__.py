@@ -5,6 +5,7 @@ Subcommands:
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
+  ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
 
 The browser benchmark (MNIST training samples/s of the demo page in headless Chromium, host vs GPU time
 per step) serves a source checkout's page, so it is not part of the package: from the repository's root,
@@ -19,6 +20,7 @@ SUBCOMMANDS = {
     "train": "webgrad.bench.train",
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
+    "ddp": "webgrad.bench.ddp",
 }
 
 

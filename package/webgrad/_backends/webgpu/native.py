@@ -33,6 +33,27 @@ except Exception:  # pragma: no cover - another wgpu-py layout
     _ffi = _lib = None
 
 
+def _chosen_adapter(wgpu):
+    """The adapter WEBGRAD_ADAPTER_INDEX or LOCAL_RANK picks (adapters.py), or None: wgpu's own choice."""
+    import logging
+    import os
+    from .adapters import choose_adapter, wants_choice
+    log = logging.getLogger("webgrad.webgpu")
+    if not wants_choice(os.environ):
+        return None
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    choice = choose_adapter([a.info for a in adapters], os.environ)
+    if choice is None:
+        log.info("LOCAL_RANK=%s: one adapter of the preferred kind, shared by the ranks (wgpu's choice)",
+                 os.environ.get("LOCAL_RANK"))
+        return None
+    index, reason = choice
+    info = adapters[index].info
+    log.info("WebGPU adapter %d (%s, %s) chosen by %s", index, info.get("device", ""), info.get("backend_type", ""),
+             reason)
+    return adapters[index]
+
+
 class NativeBinding:
     name = "native"
 
@@ -43,7 +64,9 @@ class NativeBinding:
             raise RuntimeError(f"WebGPU is not available natively: {_HOW_TO_ENABLE}.") from e
         self._wgpu = wgpu
         try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+            adapter = _chosen_adapter(wgpu) or wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        except ValueError:  # a bad WEBGRAD_ADAPTER_INDEX or LOCAL_RANK: its own message
+            raise
         except Exception as e:  # wgpu-py raises when no backend has an adapter
             raise RuntimeError(f"WebGPU found no GPU adapter ({e}): {_HOW_TO_ENABLE}.") from None
         if adapter is None:
