@@ -20,7 +20,10 @@ out.append(str(F.cross_entropy(logits, wg.tensor([0, 2], device="webgpu")).item(
 """
 
 
-def test_index_errors_reach_python_in_the_browser(run_python):
+def test_index_errors_reach_python_in_the_browser(app_page, run_python):
+    # app_page: the dashboard has finished loading its data first. The error word is the device's, so an
+    # error surfaces at the next read-back of any task: the app's own reads, interleaved with this code's
+    # while it loads, would otherwise take it (as a CUDA device-side assert surfaces at any next sync).
     lines = run_python(CODE).split("\n")
     assert lines == [
         "cross_entropy: target 3 is out of bounds for 3 classes",

@@ -479,16 +479,21 @@ def test_cross_entropy_ignore_index_is_a_class(gpu, adapter_kind):
         run(gpu, "cross_entropy_backward", [make(rng, F32, (rows, classes), "contiguous", out=True), logits, target, grad], kw, atol=1e-6)
 
 
-def test_cross_entropy_bad_target_is_nan(gpu, adapter_kind):
-    """A target outside [0, C) (other than ignore_index) gives a NaN loss: the GPU cannot raise."""
+def test_cross_entropy_bad_target_raises_at_the_read_back(gpu, adapter_kind):
+    """A target outside [0, C) (other than ignore_index) is reported through the runtime's error word at
+    the next read-back (the GPU cannot raise), naming the first bad value; ignored rows give 0."""
     rows, classes = 4, 10
     rng = np.random.default_rng(16)
     logits = View(gpu.from_bytes(values(rng, F32, rows * classes).tobytes(), F32), (rows, classes), (classes, 1), 0, F32)
     target = View(gpu.from_bytes(np.array([-5, classes, 3, -100], np.int32).tobytes(), I32), (rows,), (1,), 0, I32)
     out = View(gpu.empty(rows, F32), (rows,), (1,), 0, F32)
     gpu.cross_entropy(out, logits, target, ignore_index=-100, label_smoothing=0.1)
+    with pytest.raises(IndexError, match=r"cross_entropy: target (-5|10) is out of bounds for 10 classes"):
+        gpu.to_bytes(out)
+    good = View(gpu.from_bytes(np.array([0, 9, 3, -100], np.int32).tobytes(), I32), (rows,), (1,), 0, I32)
+    gpu.cross_entropy(out, logits, good, ignore_index=-100, label_smoothing=0.1)
     loss = np.frombuffer(gpu.to_bytes(out), np.float32)
-    assert np.isnan(loss[:2]).all() and np.isfinite(loss[2]) and loss[3] == 0.0
+    assert np.isfinite(loss[:3]).all() and loss[3] == 0.0
 
 
 # ------------------------------------------------------------------ indexing
@@ -499,7 +504,7 @@ def test_index_select_and_gather(gpu, dtype):
     rng = np.random.default_rng(15)
     for (outer, size, inner), k in (((1, 10, 1), 4), ((3, 7, 5), 9), ((2, 5, 784), 3), ((1, 1000, 8), 130)):
         x = make(rng, dtype, (outer, size, inner), "offset" if inner % 4 else "contiguous")
-        idx = Arg(rng.integers(-size, size, k + 2).astype(np.int32), I32, (k,), (1,), 2)
+        idx = Arg(rng.integers(0, size, k + 2).astype(np.int32), I32, (k,), (1,), 2)  # negatives: test_bounds.py
         run(gpu, "index_select", [make(rng, dtype, (outer, k, inner), "contiguous", out=True), x, idx])
         gidx = Arg(rng.integers(0, size, outer * k * inner).astype(np.int32), I32, (outer, k, inner), View.contiguous_strides((outer, k, inner)), 0)
         run(gpu, "gather", [make(rng, dtype, (outer, k, inner), "contiguous", out=True), x, gidx])
