@@ -227,4 +227,13 @@ CASES = table_cases() + [
     ("layer_norm", lambda m, F, x, w, b: F.layer_norm(x, (4,), w, b), [(2, 3, 4), (4,), (4,)]),
     ("layer_norm_2d_no_affine", lambda m, F, x: F.layer_norm(x, (3, 4)), [(2, 3, 4)]),
     ("embedding", lambda m, F, i, w: F.embedding(i, w), [("int", (2, 3), 5), (5, 4)]),
+    # transposed convolution (ops/conv.py)
+    ("conv_transpose2d", lambda m, F, x, w, b: F.conv_transpose2d(x, w, b), [(2, 3, 3, 4), (3, 2, 3, 3), (2,)]),
+    ("conv_transpose2d_stride_pad_outpad", lambda m, F, x, w, b: F.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1), [(2, 2, 3, 3), (2, 3, 3, 3), (3,)]),
+    ("conv_transpose2d_dilation_rect", lambda m, F, x, w: F.conv_transpose2d(
+        x, w, stride=(2, 1), padding=(0, 1), output_padding=(1, 0), dilation=(1, 2)), [(1, 2, 3, 4), (2, 3, 2, 3)]),
+    ("conv_transpose2d_groups", lambda m, F, x, w, b: F.conv_transpose2d(x, w, b, stride=2, groups=2),
+     [(1, 4, 2, 3), (4, 3, 2, 2), (6,)]),
+    ("conv_transpose2d_unbatched", lambda m, F, x, w: F.conv_transpose2d(x, w, stride=3), [(2, 2, 3), (2, 1, 2, 2)]),
 ]

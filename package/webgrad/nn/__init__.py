@@ -4,7 +4,7 @@ from . import functional, init, utils  # noqa: F401
 from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
-from .conv import Conv2d  # noqa: F401
+from .conv import Conv2d, ConvTranspose2d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .linear import Identity, Linear  # noqa: F401
