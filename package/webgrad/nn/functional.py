@@ -16,6 +16,8 @@ from ..ops.elementwise import check_same_device as _check_same_device, where as 
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
+from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
+                        upsample_nearest)
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
 from ..random import rand
 from .._tensor import Tensor, arange
