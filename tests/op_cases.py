@@ -252,4 +252,12 @@ CASES = table_cases() + [
     ("pixel_shuffle", lambda m, F, x: F.pixel_shuffle(x, 2), [(2, 8, 2, 3)]),
     ("pixel_shuffle_unbatched", lambda m, F, x: F.pixel_shuffle(x, 3), [(9, 2, 1)]),
     ("pixel_unshuffle", lambda m, F, x: F.pixel_unshuffle(x, 2), [(1, 2, 4, 6)]),
+    # per-sample normalization and PReLU (nn/functional.py compositions)
+    ("group_norm", lambda m, F, x, w, b: F.group_norm(x, 2, w, b), [(2, 4, 3, 2), (4,), (4,)]),
+    ("group_norm_no_affine_1d", lambda m, F, x: F.group_norm(x, 3, eps=1e-3), [(2, 6, 2)]),
+    ("instance_norm", lambda m, F, x, w, b: F.instance_norm(x, weight=w, bias=b), [(2, 3, 2, 3), (3,), (3,)]),
+    ("instance_norm_running_stats", lambda m, F, x: F.instance_norm(
+        x, const(m, x, [0.1, -0.2, 0.3]), const(m, x, [0.5, 1.5, 2.0]), use_input_stats=False), [(2, 3, 4)]),
+    ("prelu", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 3, 2, 2)), (3,)]),
+    ("prelu_one_weight", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 5)), (1,)]),
 ]

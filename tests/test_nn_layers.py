@@ -1,5 +1,6 @@
 """The layers the pytorch/examples scan asked for (issue 13) against torch.nn: ConvTranspose2d, Upsample,
-PixelShuffle, the padding layers, and their reprs, errors and state_dicts. The functional forms and their
+PixelShuffle, the padding layers, GroupNorm, InstanceNorm, channel-wise Dropout, PReLU, ParameterList and
+ParameterDict: outputs, gradients, running statistics, reprs and errors. The functional forms and their
 gradients are rows of tests/op_cases.py."""
 
 import math
@@ -25,6 +26,11 @@ REPR_CASES = [
     ("ZeroPad2d", (2,), {}), ("ZeroPad2d", ((1, 2, 3, 4),), {}), ("ConstantPad2d", (1, 0.5), {}),
     ("ConstantPad1d", ((1, 2), 3), {}), ("ReflectionPad2d", (1,), {}), ("ReflectionPad1d", ((2, 1),), {}),
     ("ReplicationPad2d", ((0, 1, 2, 3),), {}), ("ReplicationPad3d", (1,), {}), ("CircularPad2d", (1,), {}),
+    ("GroupNorm", (2, 4), {}), ("GroupNorm", (3, 6), {"eps": 1e-3, "affine": False}),
+    ("InstanceNorm2d", (3,), {}), ("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True}),
+    ("InstanceNorm3d", (2,), {"momentum": None}),
+    ("Dropout2d", (), {}), ("Dropout1d", (0.2,), {}), ("Dropout3d", (0.3, True), {}),
+    ("PReLU", (), {}), ("PReLU", (3, 0.1), {}),
 ]
 
 
@@ -45,6 +51,11 @@ LAYER_CASES = [
     ("ZeroPad2d", ((1, 0, 2, 1),), {}, (1, 2, 3, 3)), ("ConstantPad2d", (2, -1.5), {}, (2, 2, 2)),
     ("ReflectionPad2d", (2,), {}, (1, 2, 3, 4)), ("ReplicationPad2d", ((1, 2, 0, 3),), {}, (1, 1, 3, 3)),
     ("ReflectionPad1d", (2,), {}, (2, 3, 4)), ("CircularPad2d", (1,), {}, (1, 1, 3, 3)),
+    ("GroupNorm", (2, 4), {}, (2, 4, 3, 2)), ("GroupNorm", (3, 3), {"affine": False}, (2, 3, 4)),
+    ("InstanceNorm2d", (3,), {"affine": True}, (2, 3, 2, 3)), ("InstanceNorm2d", (2,), {}, (2, 3, 3)),
+    ("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4)),
+    ("PReLU", (), {}, (2, 3, 2)), ("PReLU", (3, 0.1), {}, (2, 3, 2, 2)),
+    ("Dropout2d", (), {}, (2, 3, 2, 2)),  # eval mode below: the identity
 ]
 
 
@@ -54,6 +65,8 @@ def test_layer_matches_torch(name, args, kwargs, shape, device):
     torch.manual_seed(0)
     ref = getattr(torch.nn, name)(*args, **kwargs)
     ours = getattr(nn, name)(*args, **kwargs).to(device)
+    if name.startswith("Dropout"):
+        ref.eval(), ours.eval()
     ours.load_state_dict({k: wg.tensor(v.numpy()) for k, v in ref.state_dict().items()})
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     xt = torch.tensor(x, requires_grad=True)
@@ -127,3 +140,82 @@ def test_nearest_picks_torchs_source_rows_for_awkward_scales(mode):
                 want = torch.nn.functional.interpolate(torch.tensor(x), scale_factor=scales, mode=mode).numpy()
                 got = F.interpolate(wg.tensor(x), scale_factor=scales, mode=mode).numpy()
                 np.testing.assert_array_equal(got, want, err_msg=f"shape={x.shape}, scale={scale}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,shape", [("InstanceNorm2d", (2, 3, 2, 3)), ("InstanceNorm1d", (3, 4))])
+def test_instance_norm_running_stats_match_torch_over_steps(name, shape, device):
+    ref = getattr(torch.nn, name)(3, momentum=0.3, affine=True, track_running_stats=True)
+    ours = getattr(nn, name)(3, momentum=0.3, affine=True, track_running_stats=True).to(device)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+        ref(torch.tensor(x)), ours(wg.tensor(x, device=device))
+    for key in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(ours, key).numpy(), getattr(ref, key).numpy(), rtol=1e-5, atol=1e-6)
+    ref.eval(), ours.eval()  # now the running statistics normalise
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(ours(wg.tensor(x, device=device)).detach().numpy(), ref(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout2d_zeroes_whole_channels(device):
+    wg.manual_seed(0)
+    x = wg.ones(40, 50, 3, 2, device=device, requires_grad=True)
+    y = F.dropout2d(x, 0.3)
+    planes = y.detach().numpy().reshape(40, 50, 6)
+    assert np.all((planes == 0) | np.isclose(planes, 1 / 0.7))
+    assert np.all(planes.min(2) == planes.max(2))  # one draw per channel of each sample
+    assert abs((planes[:, :, 0] == 0).mean() - 0.3) < 0.05
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy().reshape(40, 50, 6), planes, rtol=1e-6)  # the gradient passes the same mask
+    layer = nn.Dropout2d(0.3).to(device).eval()
+    assert layer(x) is x
+    u = F.dropout1d(wg.ones(30, 4, device=device), 0.5).numpy()  # unbatched [C, L]: one draw per channel
+    assert np.all(u.min(1) == u.max(1))
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"):
+        F.dropout1d(x, 0.5)
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        F.dropout2d(wg.ones(2, 3, 4), 0.5)
+
+
+def test_norm_and_prelu_errors_name_the_problem():
+    with pytest.raises(RuntimeError, match=r"divisible by num_groups, but got input of shape \[2, 3, 4\] and "
+                                           r"num_groups=2"):
+        F.group_norm(wg.randn(2, 3, 4), 2)
+    with pytest.raises(ValueError, match=r"num_channels \(3\) must be divisible by num_groups \(2\)"):
+        nn.GroupNorm(2, 3)
+    with pytest.raises(ValueError, match="Expected more than 1 spatial element when training"):
+        F.instance_norm(wg.randn(2, 3, 1))
+    with pytest.raises(RuntimeError, match="Expected running_mean and running_var to be defined"):
+        F.instance_norm(wg.randn(2, 3, 4), use_input_stats=False)
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
+        nn.InstanceNorm2d(3)(wg.randn(3, 4))
+    with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match num_features \(3\)"):
+        nn.InstanceNorm2d(3, affine=True)(wg.randn(2, 4, 3, 3))
+    with pytest.raises(RuntimeError, match="Found parameter numbers = 3 and channel size = 4"):
+        F.prelu(wg.randn(2, 4, 3), wg.randn(3))
+
+
+def test_parameter_list_and_dict_register_like_torch():
+    def build(m, mnn):
+        net = mnn.Module()
+        net.plist = mnn.ParameterList([mnn.Parameter(m.zeros(2, 3)), m.zeros(4)])  # a plain tensor is wrapped
+        net.pdict = mnn.ParameterDict({"w": m.zeros(3), "b": mnn.Parameter(m.zeros(1))})
+        return net
+
+    ours, ref = build(wg, nn), build(torch, torch.nn)
+    assert list(ours.state_dict()) == list(ref.state_dict()) == ["plist.0", "plist.1", "pdict.b", "pdict.w"]
+    assert all(isinstance(p, nn.Parameter) for p in ours.plist) and len(list(ours.parameters())) == 4
+    assert repr(ours).replace("webgrad.", "torch.") == repr(ref).replace("torch.FloatTensor", "torch.float32")
+    ours.plist.append(wg.ones(1))
+    ours.plist[0] = wg.ones(2)
+    assert len(ours.plist) == 3 and tuple(ours.plist[0].shape) == (2,) and len(ours.plist[1:]) == 2
+    ours.pdict.update([("z", wg.ones(2))])
+    assert list(ours.pdict) == ["b", "w", "z"] and "z" in ours.pdict and ours.pdict.get("q") is None
+    assert tuple(ours.pdict.pop("w").shape) == (3,) and "pdict.w" not in ours.state_dict()
+    with pytest.raises(IndexError, match="index 5 is out of range"):
+        ours.plist[5]
+    with pytest.raises(TypeError, match="not a string"):
+        ours.pdict[0] = wg.ones(1)
