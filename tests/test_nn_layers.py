@@ -125,6 +125,17 @@ def test_errors_name_the_problem():
         nn.ReflectionPad2d((1, 2))
 
 
+def test_deprecated_upsample_names_warn_and_match_torch():
+    x = np.random.default_rng(0).standard_normal((1, 2, 2, 3)).astype(np.float32)
+    for name, kwargs in (("upsample", {"scale_factor": 2, "mode": "bilinear"}), ("upsample_nearest", {"size": 5}),
+                         ("upsample_bilinear", {"scale_factor": 2})):
+        with pytest.warns(UserWarning, match=f"nn.functional.{name} is deprecated"):
+            got = getattr(F, name)(wg.tensor(x), **kwargs).numpy()
+        with pytest.warns(UserWarning):
+            want = getattr(torch.nn.functional, name)(torch.tensor(x), **kwargs).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
 def test_nearest_picks_torchs_source_rows_for_awkward_scales(mode):
     # PyTorch computes the source index in float32: floor(i * float(1/scale)); a float64 formula picks

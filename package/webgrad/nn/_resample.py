@@ -10,6 +10,7 @@ modes as PyTorch does, so the same rows are picked.
 
 import math
 import struct
+import warnings
 
 from .. import dtypes
 from .._tensor import Tensor, tensor
@@ -124,16 +125,22 @@ def _linear(x, axis, n_in, n_out, scale, align_corners):
     return a * (1.0 - lam) + b * lam
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """The deprecated name of interpolate."""
-    return interpolate(input, size, scale_factor, mode, align_corners)
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+    """The deprecated name of interpolate (it warns, as PyTorch's)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='nearest')."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='bilinear', align_corners=True)."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
