@@ -230,3 +230,25 @@ def test_parameter_list_and_dict_register_like_torch():
         ours.plist[5]
     with pytest.raises(TypeError, match="not a string"):
         ours.pdict[0] = wg.ones(1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_small_autoencoder_with_the_new_layers_learns(device):
+    # the pytorch/examples shapes in one model: a strided encoder, then ConvTranspose2d, Upsample and
+    # PixelShuffle back up, with GroupNorm, InstanceNorm2d, PReLU, Dropout2d and reflection padding between
+    wg.manual_seed(0)
+    model = nn.Sequential(
+        nn.ReflectionPad2d(1), nn.Conv2d(1, 4, 3, stride=2), nn.GroupNorm(2, 4), nn.PReLU(4), nn.Dropout2d(0.1),
+        nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1), nn.InstanceNorm2d(4, affine=True),
+        nn.PReLU(), nn.Conv2d(4, 4, 1), nn.PixelShuffle(2), nn.Upsample(scale_factor=0.5, mode="bilinear"),
+    ).to(device)
+    x = wg.tensor(np.random.default_rng(0).standard_normal((4, 1, 8, 8)).astype(np.float32), device=device)
+    opt = wg.optim.Adam(model.parameters(), lr=0.02)
+    losses = []
+    for _ in range(30):
+        loss = F.mse_loss(model(x), x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.6 * losses[0], losses
