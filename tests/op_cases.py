@@ -227,4 +227,37 @@ CASES = table_cases() + [
     ("layer_norm", lambda m, F, x, w, b: F.layer_norm(x, (4,), w, b), [(2, 3, 4), (4,), (4,)]),
     ("layer_norm_2d_no_affine", lambda m, F, x: F.layer_norm(x, (3, 4)), [(2, 3, 4)]),
     ("embedding", lambda m, F, i, w: F.embedding(i, w), [("int", (2, 3), 5), (5, 4)]),
+    # transposed convolution (ops/conv.py)
+    ("conv_transpose2d", lambda m, F, x, w, b: F.conv_transpose2d(x, w, b), [(2, 3, 3, 4), (3, 2, 3, 3), (2,)]),
+    ("conv_transpose2d_stride_pad_outpad", lambda m, F, x, w, b: F.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1), [(2, 2, 3, 3), (2, 3, 3, 3), (3,)]),
+    ("conv_transpose2d_dilation_rect", lambda m, F, x, w: F.conv_transpose2d(
+        x, w, stride=(2, 1), padding=(0, 1), output_padding=(1, 0), dilation=(1, 2)), [(1, 2, 3, 4), (2, 3, 2, 3)]),
+    ("conv_transpose2d_groups", lambda m, F, x, w, b: F.conv_transpose2d(x, w, b, stride=2, groups=2),
+     [(1, 4, 2, 3), (4, 3, 2, 2), (6,)]),
+    ("conv_transpose2d_unbatched", lambda m, F, x, w: F.conv_transpose2d(x, w, stride=3), [(2, 2, 3), (2, 1, 2, 2)]),
+    # resampling and padding layers (nn/_resample.py, nn/padding.py)
+    ("interpolate_nearest_scale", lambda m, F, x: F.interpolate(x, scale_factor=2), [(1, 2, 2, 3)]),
+    ("interpolate_nearest_size", lambda m, F, x: F.interpolate(x, size=(5, 2)), [(2, 1, 3, 4)]),
+    ("interpolate_nearest_frac_scale", lambda m, F, x: F.interpolate(x, scale_factor=(1.7, 0.6)), [(1, 2, 3, 5)]),
+    ("interpolate_nearest_exact", lambda m, F, x: F.interpolate(x, size=(4, 3), mode="nearest-exact"), [(1, 2, 3, 5)]),
+    ("interpolate_nearest_1d", lambda m, F, x: F.interpolate(x, size=7), [(2, 2, 3)]),
+    ("interpolate_bilinear", lambda m, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"), [(1, 2, 3, 3)]),
+    ("interpolate_bilinear_size_down", lambda m, F, x: F.interpolate(x, size=(2, 5), mode="bilinear"), [(2, 1, 5, 3)]),
+    ("interpolate_bilinear_align_corners", lambda m, F, x: F.interpolate(
+        x, size=(4, 5), mode="bilinear", align_corners=True), [(1, 2, 3, 2)]),
+    ("interpolate_bilinear_frac_scale", lambda m, F, x: F.interpolate(
+        x, scale_factor=(1.5, 2.5), mode="bilinear"), [(1, 1, 2, 3)]),
+    ("interpolate_linear", lambda m, F, x: F.interpolate(x, size=5, mode="linear"), [(2, 2, 3)]),
+    ("pixel_shuffle", lambda m, F, x: F.pixel_shuffle(x, 2), [(2, 8, 2, 3)]),
+    ("pixel_shuffle_unbatched", lambda m, F, x: F.pixel_shuffle(x, 3), [(9, 2, 1)]),
+    ("pixel_unshuffle", lambda m, F, x: F.pixel_unshuffle(x, 2), [(1, 2, 4, 6)]),
+    # per-sample normalization and PReLU (nn/functional.py compositions)
+    ("group_norm", lambda m, F, x, w, b: F.group_norm(x, 2, w, b), [(2, 4, 3, 2), (4,), (4,)]),
+    ("group_norm_no_affine_1d", lambda m, F, x: F.group_norm(x, 3, eps=1e-3), [(2, 6, 2)]),
+    ("instance_norm", lambda m, F, x, w, b: F.instance_norm(x, weight=w, bias=b), [(2, 3, 2, 3), (3,), (3,)]),
+    ("instance_norm_running_stats", lambda m, F, x: F.instance_norm(
+        x, const(m, x, [0.1, -0.2, 0.3]), const(m, x, [0.5, 1.5, 2.0]), use_input_stats=False), [(2, 3, 4)]),
+    ("prelu", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 3, 2, 2)), (3,)]),
+    ("prelu_one_weight", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 5)), (1,)]),
 ]

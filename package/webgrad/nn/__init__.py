@@ -4,18 +4,27 @@ from . import functional, init, utils  # noqa: F401
 from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
-from .conv import Conv2d  # noqa: F401
+from .conv import Conv2d, ConvTranspose2d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
+from .feature_dropout import Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
+from .instancenorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .linear import Identity, Linear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,  # noqa: F401
                    SmoothL1Loss)
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: F401
+                      ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
+                      ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from .parameter import Parameter  # noqa: F401
+from .parameter_containers import ParameterDict, ParameterList  # noqa: F401
+from .prelu import PReLU  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+from .upsampling import (PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,  # noqa: F401
+                         UpsamplingNearest2d)
 
 # ReLU, Sigmoid, Tanh, SiLU, ELU, Hardswish, ...: one Module per op-table record (nn/activation.py).
 globals().update(_TABLE_MODULES)

@@ -9,13 +9,15 @@ import warnings
 
 from .. import _bounds, dtypes
 from .._autograd import no_grad
-from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, pad  # noqa: F401
+from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad  # noqa: F401
 from ..ops import elementwise as _elementwise
 from ..ops.elementwise import gelu  # noqa: F401
 from ..ops.elementwise import check_same_device as _check_same_device, where as _where
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
+from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
+                        upsample_nearest)
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
 from ..random import rand
 from .._tensor import Tensor, arange
@@ -40,6 +42,63 @@ def dropout(input, p=0.5, training=True, inplace=False):
         keep = rand(*input.shape, device=input.device) >= p  # P(keep) = 1 - p
         out = _where(keep, input * (1.0 / (1.0 - p)), 0.0)
     return _elementwise._maybe_inplace(input, out, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched=True):
+    """Zero whole channels: one keep/drop draw per (sample, channel), made on the input's device."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        lead = 2 if batched else 1  # the dims that index a channel: [N, C] or, unbatched, [C]
+        keep = rand(*input.shape[:lead], *([1] * (input.ndim - lead)), device=input.device) >= p  # P(keep) = 1 - p
+        out = _where(keep, input * (1.0 / (1.0 - p)), 0.0)
+    return _elementwise._maybe_inplace(input, out, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of [N, C, L] or unbatched [C, L] inputs."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 3)  # [C, L]: unbatched
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout: each channel of each sample is zeroed with probability p (the rest scaled by
+    1/(1-p)). As PyTorch, a 3-D input is read as [N, C, L], with a warning."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout2d: feature dropout requires at least 2 dimensions in the input, got {input.ndim}")
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of [N, C, D, H, W] or unbatched [C, D, H, W] inputs."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", stacklevel=2)
+    if input.ndim < 2:
+        raise RuntimeError(f"dropout3d: feature dropout requires at least 2 dimensions in the input, got {input.ndim}")
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim != 4)  # [C, D, H, W]: unbatched
 
 
 # ===================================================================== normalization
@@ -98,6 +157,88 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each sample over groups of num_groups consecutive channels (and all spatial positions),
+    biased variance, then scale and shift per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"group_norm(): expected {name} to be a vector of size equal to the number of channels "
+                               f"in input ({c}), but got {name} of shape {list(t.shape)}")
+    x = input.reshape(n, num_groups, -1)
+    if n * c // num_groups * (input.numel() // (n * c) if n * c else 0) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
+    diff = x - x.mean(2, keepdim=True)
+    out = (diff * ((diff * diff).mean(2, keepdim=True) + eps).rsqrt()).reshape(tuple(input.shape))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its spatial positions (biased variance).
+
+    With use_input_stats and running_mean/var given, these are updated in place with the instance
+    statistics averaged over the batch (the unbiased variance), as PyTorch; without use_input_stats the
+    running statistics normalise instead."""
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm(): expected an input with at least 3 dims [N, C, ...], got shape "
+                         f"{list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"instance_norm(): {name} must have shape [{c}] (one entry per channel of input "
+                               f"{list(input.shape)}), got {list(t.shape)}")
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        n = input.numel() // (input.shape[0] * c) if input.numel() else 0
+        if n == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+        dims = tuple(range(2, input.ndim))
+        mean = input.mean(dims, keepdim=True)
+        diff = input - mean
+        var = (diff * diff).mean(dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.copy_(running_mean * (1.0 - momentum) + mean.mean(0).reshape(c) * momentum)
+                running_var.copy_(running_var * (1.0 - momentum) + var.mean(0).reshape(c) * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        diff = input - running_mean.reshape(shape)
+        var = running_var.reshape(shape)
+    out = diff * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+# ===================================================================== activations with a weight
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1). Where x is exactly 0 the
+    input gradient is weight's, as PyTorch."""
+    _check_same_device("prelu", input, weight)
+    k = weight.numel()
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if k != 1 and (weight.ndim != 1 or k != channels):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {k} "
+                           f"and channel size = {channels}.")
+    w = weight.reshape(()) if k == 1 else weight.reshape((1, k) + (1,) * (input.ndim - 2))
+    return _where(input > 0, input, input * w)
 
 
 # ===================================================================== sparse

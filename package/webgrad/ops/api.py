@@ -21,7 +21,7 @@ _HAND_WRITTEN = {
            "gather take_along_dim flip repeat tril triu diagonal diag",
     loss: "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
           "binary_cross_entropy_with_logits",
-    conv: "conv2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
+    conv: "conv2d conv_transpose2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
     composed: "addcmul addcdiv",
 }
 

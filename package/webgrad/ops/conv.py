@@ -289,3 +289,75 @@ def _index_pad(x, d, before, after, mode):
     else:
         idx = [i % n for i in positions]
     return index_select(x, d, tensor(idx, dtype=dtypes.int32, device=x.device))
+
+
+# ===================================================================== transposed convolution
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-D transposed convolution, as torch.nn.functional.conv_transpose2d. weight: [C_in, C_out/groups, kh, kw].
+
+    It is the adjoint of conv2d: conv2d's input gradient (backend.conv2d_backward_input) with this weight
+    read as a conv2d weight [O=C_in, C=C_out, kh, kw], so every backend already has its kernel. Its input
+    gradient is conv2d itself and its weight gradient conv2d's weight gradient with input and grad swapped.
+    """
+    op = "conv_transpose2d"
+    x, unbatched = _image(input, op)
+    if not isinstance(weight, Tensor) or weight.ndim != 4:
+        raise RuntimeError(f"{op}(): weight must be a 4-D tensor [in_channels, out_channels/groups, kh, kw], got "
+                           f"{list(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__}")
+    check_same_device(op, x, weight, bias)
+    if weight.dtype is not x.dtype or (bias is not None and bias.dtype is not x.dtype):
+        raise RuntimeError(f"{op}(): input ({x.dtype.name}), weight ({weight.dtype.name}) and bias must share a dtype")
+    stride, padding = _pair(stride, "stride", op), _pair(padding, "padding", op)
+    dilation, output_padding = _pair(dilation, "dilation", op), _pair(output_padding, "output_padding", op)
+    if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(p < 0 for p in padding + output_padding):
+        raise ValueError(f"{op}(): stride and dilation must be positive and padding, output_padding non-negative, "
+                         f"got stride={stride}, padding={padding}, output_padding={output_padding}, dilation={dilation}")
+    if any(op_ >= s and op_ >= d for op_, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding_height: {output_padding[0]} output_padding_width: {output_padding[1]} "
+                           f"stride_height: {stride[0]} stride_width: {stride[1]} "
+                           f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+    c = x.shape[1]
+    ci, og = weight.shape[0], weight.shape[1]
+    if not isinstance(groups, int) or groups < 1 or ci % groups:
+        raise RuntimeError(f"{op}(): groups must be a positive integer dividing the weight's in_channels {ci}, "
+                           f"got groups={groups}")
+    if c != ci:
+        raise RuntimeError(f"{op}(): input of shape {list(input.shape)} has {c} channels, but the weight of shape "
+                           f"{list(weight.shape)} expects {ci} (weight: [in_channels, out_channels/groups, kh, kw])")
+    if bias is not None and tuple(bias.shape) != (og * groups,):
+        raise RuntimeError(f"{op}(): bias must have shape [{og * groups}], got {list(bias.shape)}")
+    kernel = tuple(weight.shape[2:])
+    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + q + 1
+                 for n, s, p, d, k, q in zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
+    if any(v <= 0 for v in size):
+        raise RuntimeError(f"{op}(): the input of shape {list(input.shape)} gives an output of size {list(size)}: "
+                           f"padding={padding} is too large")
+    geometry = (stride, padding, dilation)
+    if groups > 1:  # one transposed convolution per group of channels, joined along the channel dim
+        out = cat([_conv_transpose2d(xi, wi, size, geometry)
+                   for xi, wi in zip(x.chunk(groups, 1), weight.chunk(groups, 0))], 1)
+    else:
+        out = _conv_transpose2d(x, weight, size, geometry)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_transpose2d(input, weight, size, geometry):
+    x, w = input.contiguous(), weight.contiguous()
+    be = x.device.backend
+    out = new((x.shape[0], w.shape[1]) + size, x.dtype, x.device)
+    be.conv2d_backward_input(out._view, x._view, w._view, *geometry)
+
+    def backward(g):
+        g = g.contiguous()
+        gx = gw = None
+        if x.requires_grad:  # the adjoint of the adjoint: conv2d of the output gradient
+            gx = new(tuple(x.shape), g.dtype, g.device)
+            be.conv2d(gx._view, g._view, w._view, None, *geometry)
+        if w.requires_grad:  # d<g, T_w x>/dw: conv2d's weight gradient, x playing conv2d's output gradient
+            gw = new(tuple(w.shape), g.dtype, g.device)
+            be.conv2d_backward_weight(gw._view, x._view, g._view, *geometry)
+        return gx, gw
+    return record(out, "Convolution", (x, w), backward)

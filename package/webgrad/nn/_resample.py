@@ -1,0 +1,183 @@
+"""Resampling, as torch.nn.functional: interpolate (nearest, nearest-exact, linear, bilinear, trilinear),
+pixel_shuffle and pixel_unshuffle.
+
+Each is composed of existing ops, so its gradient comes from them: interpolation picks source rows of one
+spatial dim at a time with index_select (the nearest one, or the two neighbours blended with constant
+weight tensors), and pixel (un)shuffle is a reshape and a permute. Source positions are computed on the
+host with PyTorch's formulas (CPU kernels: aten/src/ATen/native/UpSample.h), in float32 for the nearest
+modes as PyTorch does, so the same rows are picked.
+"""
+
+import math
+import struct
+import warnings
+
+from .. import dtypes
+from .._tensor import Tensor, tensor
+
+_LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
+
+
+def _f32(v):
+    """v rounded to float32, as PyTorch computes nearest-neighbour source positions."""
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resize the spatial dims (all dims after [N, C]) of a 3-D, 4-D or 5-D input."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"interpolate(): expected a Tensor, got {type(input).__name__}")
+    if mode not in _MODES:
+        raise NotImplementedError(f"interpolate(): mode must be one of {list(_MODES)} (bicubic and area are not "
+                                  f"supported yet), got {mode!r}")
+    if mode in ("nearest", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    if antialias:
+        raise NotImplementedError("interpolate(): antialias=True is not supported yet")
+    if input.ndim not in (3, 4, 5):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                                  f"(got {mode})")
+    if mode in _LINEAR and input.ndim != _LINEAR[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR[mode]}D input")
+    if not input.dtype.is_floating:
+        raise RuntimeError(f"interpolate(): expected a floating point input, got {input.dtype.name}")
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = [int(s) for s in size] if isinstance(size, (list, tuple)) else [int(size)] * dim
+        if len(sizes) != dim:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(input.shape[2:])} and output size of {list(size)}. Please "
+                             f"provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                             f"format.")
+        scales = [None] * dim
+    elif scale_factor is not None:
+        scales = [float(s) for s in scale_factor] if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * dim
+        if len(scales) != dim:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                             f"{list(scale_factor)}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             f"scale_factor in (s1, s2, ...,sK) format.")
+        sizes = [math.floor(n * s) for n, s in zip(input.shape[2:], scales)]
+        if recompute_scale_factor:  # the kernel then derives its scale from the sizes alone
+            scales = [None] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if any(s <= 0 for s in sizes):
+        raise RuntimeError(f"interpolate(): output size must be positive, got {sizes} for input of shape "
+                           f"{list(input.shape)}")
+    out = input
+    for d, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
+        axis = d + 2
+        if mode in ("nearest", "nearest-exact"):
+            # PyTorch's 2-D nearest kernel copies a dim of unchanged size and halves indices for a doubled
+            # one whatever the scale; its 1-D and 3-D kernels and nearest-exact always use the formula
+            shortcut = mode == "nearest" and input.ndim == 4
+            if shortcut and n_out == n_in:
+                continue
+            out = out.index_select(axis, _index(_nearest(n_in, n_out, scale, mode == "nearest-exact", shortcut), out))
+        elif n_out == n_in:
+            continue  # the linear kernels copy a dim of unchanged size, whatever the scale
+        else:
+            out = _linear(out, axis, n_in, n_out, scale, align_corners)
+    return out
+
+
+def _index(values, like):
+    return tensor(values, dtype=dtypes.int32, device=like.device)
+
+
+def _nearest(n_in, n_out, scale, exact, shortcut):
+    """Source index of each output position (PyTorch's nearest_idx / nearest_neighbor_exact_compute_source_index)."""
+    if shortcut and n_out == 2 * n_in:
+        return [i >> 1 for i in range(n_out)]
+    s = _f32(1.0 / scale) if scale is not None and scale > 0 else _f32(_f32(n_in) / _f32(n_out))
+    if exact:
+        return [min(math.floor(_f32(_f32(i + 0.5) * s)), n_in - 1) for i in range(n_out)]
+    return [min(math.floor(_f32(i * s)), n_in - 1) for i in range(n_out)]
+
+
+def _linear(x, axis, n_in, n_out, scale, align_corners):
+    """Blend the two neighbouring source rows of dim `axis` (PyTorch's area_pixel_compute_source_index)."""
+    if align_corners:
+        s = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+    low, high, w_high = [], [], []
+    for i in range(n_out):
+        src = i * s if align_corners else max(s * (i + 0.5) - 0.5, 0.0)
+        i0 = min(math.floor(src), n_in - 1)
+        low.append(i0)
+        high.append(i0 + 1 if i0 < n_in - 1 else i0)
+        w_high.append(min(max(src - i0, 0.0), 1.0))
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    lam = tensor(w_high, dtype=x.dtype, device=x.device).reshape(shape)
+    a, b = x.index_select(axis, _index(low, x)), x.index_select(axis, _index(high, x))
+    return a * (1.0 - lam) + b * lam
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+    """The deprecated name of interpolate (it warns, as PyTorch's)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='nearest')."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='bilinear', align_corners=True)."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """[*, C*r*r, H, W] -> [*, C, H*r, W*r]: channel c*r*r + i*r + j goes to pixel (h*r + i, w*r + j)."""
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    b = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    x = x.permute(*range(b), b, b + 3, b + 1, b + 4, b + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """The inverse of pixel_shuffle: [*, C, H*r, W*r] -> [*, C*r*r, H, W]."""
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {r}")
+    b = len(batch)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    x = x.permute(*range(b), b, b + 2, b + 4, b + 1, b + 3)
+    return x.reshape(*batch, c * r * r, h // r, w // r)
