@@ -170,6 +170,47 @@ def test_quickstart(lite_site, page, server_url, jspi):
         assert run_cell(page, n + 1).strip() == "[2.0, 2.0, 2.0]"
 
 
+# A PyTorch-style training loop, as a user pastes it from a tutorial: only the first two lines are webgrad's.
+AS_TORCH_CELL = """\
+import webgrad
+webgrad.as_torch()
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"
+print(f"Using {device} device")
+torch.manual_seed(0)
+X = torch.randn(256, 2)
+y = ((X[:, 0] * X[:, 1]) > 0).long()  # the quadrant's sign: not linearly separable
+loader = DataLoader(TensorDataset(X, y), batch_size=32, shuffle=True)
+model = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 2)).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+for epoch in range(20):
+    for xb, yb in loader:
+        xb, yb = xb.to(device), yb.to(device)
+        loss = F.cross_entropy(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+with torch.no_grad():
+    accuracy = (model(X.to(device)).argmax(1) == y.to(device)).float().mean().item()
+print(f"loss {loss.item():.4f}, accuracy {accuracy:.3f}")"""
+
+
+def test_a_pytorch_cell_runs_under_as_torch(lite_site, page, server_url):
+    """issue 13: after webgrad.as_torch(), a cell written for PyTorch trains on WebGPU in the notebook."""
+    open_notebook(page, server_url, "01-quickstart.ipynb")
+    run_cell(page, 1)  # %pip install webgrad
+    n = len(cells(page))
+    insert_cell(page, n, AS_TORCH_CELL)
+    text = run_cell(page, n, timeout_s=600)
+    assert "Using webgpu device" in text, text
+    accuracy = float(re.search(r"accuracy ([\d.]+)", text).group(1))
+    assert accuracy > 0.9, text
+
+
 def test_custom_kernel(lite_site, page, server_url):
     open_notebook(page, server_url, "03-custom-kernel.ipynb")
     text = "\n".join(run_all(page).values())

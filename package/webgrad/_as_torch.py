@@ -6,6 +6,10 @@ optim``, ``from torch.optim.lr_scheduler import StepLR`` and the like give webgr
 pasted into a notebook cell trains on WebGPU (in Pyodide, where no real torch exists) or on webgrad's CPU
 backend. It works by registering module aliases in ``sys.modules``; nothing is patched.
 
+Where webgrad has no CPU device (Pyodide without NumPy), tensors a script makes "on the CPU" are made on
+WebGPU instead: as_torch() sets the default device to "webgpu" there, so ``torch.randn(...)`` then
+``.to(device)`` work as written.
+
 Not covered: torchvision, torchaudio and torchtext are separate libraries (use ``webgrad.datasets`` and
 ``webgrad.transforms``: MNIST, CIFAR-10/100, ImageFolder, GPU augmentation); CUDA-only calls answer as on
 a machine without CUDA (``torch.cuda.is_available()`` is False; ``torch.accelerator`` is WebGPU).
@@ -39,6 +43,7 @@ def as_torch():
     Refuses where the real torch is already imported: two libraries under one name would mix tensors
     silently. Calling it again is harmless."""
     import importlib
+    import importlib.util
 
     current = sys.modules.get("torch")
     webgrad = importlib.import_module("webgrad")
@@ -52,4 +57,6 @@ def as_torch():
             sys.modules[name] = importlib.import_module(target)
         except ImportError:  # a part webgrad does not have (yet): `import torch.X` then fails as it should
             continue
+    if importlib.util.find_spec("numpy") is None and webgrad.get_default_device().type == "cpu":
+        webgrad.set_default_device("webgpu")  # no CPU device without NumPy: "CPU" tensors live on the GPU
     return webgrad
