@@ -6,6 +6,7 @@ Subcommands:
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
   ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
+  compile   torch.compile(backend="webgrad") training steps vs eager PyTorch, and the boundary's cost per call
 
 The browser benchmark (MNIST training samples/s of the demo page in headless Chromium, host vs GPU time
 per step) serves a source checkout's page, so it is not part of the package: from the repository's root,
@@ -21,6 +22,7 @@ SUBCOMMANDS = {
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
     "ddp": "webgrad.bench.ddp",
+    "compile": "webgrad.bench.compile",
 }
 
 
