@@ -60,7 +60,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     bias = None
     if is_causal:
         if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
         causal = ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
         bias = _additive(causal, query, attend_when_true=True)
     elif attn_mask is not None:
