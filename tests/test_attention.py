@@ -223,3 +223,23 @@ def test_encoder_layer_activation_errors_and_callable():
     layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=4, activation=F.silu).eval()
     assert layer.activation is F.silu
     assert tuple(layer(wg.randn(3, 1, 8)).shape) == (3, 1, 8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_encoder_layer_trains_with_dropout(device):
+    """In training mode dropout is on (outputs differ from eval) and an SGD step lowers a simple loss."""
+    wg.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.2, batch_first=True).to(device)
+    x = wg.randn(2, 5, 8, device=device)
+    target = wg.randn(2, 5, 8, device=device)
+    layer.eval()
+    assert not np.allclose(layer(x).detach().to("cpu").numpy(), layer.train()(x).detach().to("cpu").numpy())
+    layer.eval()  # the step itself without dropout, so the loss comparison is deterministic
+    opt = wg.optim.SGD(layer.parameters(), lr=0.05)
+    before = float(F.mse_loss(layer(x), target))
+    for _ in range(3):
+        opt.zero_grad()
+        F.mse_loss(layer(x), target).backward()
+        opt.step()
+    assert all(p.grad is not None for p in layer.parameters())
+    assert float(F.mse_loss(layer(x), target)) < before
