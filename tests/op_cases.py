@@ -260,4 +260,12 @@ CASES = table_cases() + [
         x, const(m, x, [0.1, -0.2, 0.3]), const(m, x, [0.5, 1.5, 2.0]), use_input_stats=False), [(2, 3, 4)]),
     ("prelu", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 3, 2, 2)), (3,)]),
     ("prelu_one_weight", lambda m, F, x, w: F.prelu(x, w), [("away", (2, 5)), (1,)]),
+    # scaled dot-product attention (nn/attention.py: a composition of matmul, softmax and where)
+    ("sdpa", lambda m, F, q, k, v: F.scaled_dot_product_attention(q, k, v), [(2, 3, 2), (2, 4, 2), (2, 4, 3)]),
+    ("sdpa_causal_scale", lambda m, F, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
+     [(1, 2, 3, 2), (1, 2, 3, 2), (1, 2, 3, 2)]),
+    ("sdpa_bool_mask", lambda m, F, q, k, v: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=const(m, q, [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]) > 0.5), [(2, 2, 2), (2, 3, 2), (2, 3, 2)]),
+    ("sdpa_float_mask", lambda m, F, q, k, v, a: F.scaled_dot_product_attention(q, k, v, attn_mask=a),
+     [(2, 2, 2), (2, 3, 2), (2, 3, 1), (2, 3)]),
 ]

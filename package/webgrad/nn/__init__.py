@@ -3,6 +3,7 @@
 from . import functional, init, utils  # noqa: F401
 from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
+from .attention import MultiheadAttention  # noqa: F401
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv2d, ConvTranspose2d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
@@ -23,6 +24,7 @@ from .prelu import PReLU  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
 from .upsampling import (PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,  # noqa: F401
                          UpsamplingNearest2d)
 

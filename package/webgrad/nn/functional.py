@@ -19,6 +19,7 @@ from ..ops.matmul import linear  # noqa: F401
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
+from .attention import scaled_dot_product_attention  # noqa: F401
 from ..random import rand
 from .._tensor import Tensor, arange
 
