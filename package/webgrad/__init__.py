@@ -21,7 +21,7 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
 from .replay import replayable
-from . import autograd, data, datasets, transforms, utils, webgpu
+from . import autograd, data, datasets, distributions, transforms, utils, webgpu
 from . import nn
 from . import optim
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
@@ -45,6 +45,6 @@ __all__ = [
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format",
-    "load", "save", "replayable", "autograd", "data", "datasets", "transforms", "utils", "webgpu", "nn", "optim",
+    "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

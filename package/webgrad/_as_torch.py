@@ -34,6 +34,7 @@ ALIASES = {
     "torch.backends.mps": "webgrad.backends.mps",
     "torch.backends.cudnn": "webgrad.backends.cudnn",
     "torch.accelerator": "webgrad.accelerator",
+    "torch.distributions": "webgrad.distributions",
 }
 
 

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention (F.scaled_dot_product_attention) and nn.MultiheadAttention, as PyTorch.
+"""nn.MultiheadAttention, as PyTorch, on F.scaled_dot_product_attention's pieces (nn/functional.py).
 
 Both are compositions of existing ops (matmul, softmax, where, reshape/transpose, dropout, linear), so their
 gradients come from those ops' backwards; there is no attention kernel of its own.
@@ -6,68 +6,12 @@ gradients come from those ops' backwards; there is no attention kernel of its ow
 
 import math
 
-from .. import dtypes
-from .._tensor import ones, zeros
-from ..ops.elementwise import where
+from .._tensor import zeros
 from . import functional as F, init
+from .functional import _additive, _attention
 from .linear import Linear
 from .module import Module
 from .parameter import Parameter
-
-_NEG_INF = float("-inf")
-
-
-def _additive(mask, like, attend_when_true):
-    """A mask as a float bias added to the scores: a bool mask becomes 0 / -inf (attend_when_true says which
-    value of the bool means "attend": True for SDPA, False for MultiheadAttention's masks), a float mask is
-    returned as it is (PyTorch adds it)."""
-    if mask.dtype == dtypes.bool_:
-        zero = zeros(1, dtype=like.dtype, device=like.device)
-        return where(mask, zero, _NEG_INF) if attend_when_true else where(mask, _NEG_INF, zero)
-    return mask
-
-
-def _attention(query, key, value, bias, dropout_p, scale):
-    """softmax(q kᵀ · scale + bias) v, with dropout on the weights; returns (output, weights)."""
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1)) * scale
-    if bias is not None:
-        scores = scores + bias
-    weights = scores.softmax(-1)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, dropout_p, training=True)
-    return weights @ value, weights
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
-    """softmax(Q Kᵀ / sqrt(E) + mask) V over the last two dims, as torch.nn.functional.scaled_dot_product_attention.
-
-    A bool attn_mask says where to attend (True = attend, False = -inf); a float one is added to the scores.
-    is_causal masks the upper triangle (query i attends keys j <= i). dropout_p applies dropout to the weights
-    (always, as PyTorch: pass 0.0 in eval)."""
-    if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not supported by webgrad")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must have at least 2 dimensions")
-    if query.shape[-1] != key.shape[-1]:
-        raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding dimension, "
-                           f"got {query.shape[-1]} and {key.shape[-1]}")
-    if key.shape[-2] != value.shape[-2]:
-        raise RuntimeError(f"scaled_dot_product_attention: key and value must have the same sequence length, "
-                           f"got {key.shape[-2]} and {value.shape[-2]}")
-    L, S = query.shape[-2], key.shape[-2]
-    bias = None
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
-        causal = ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
-        bias = _additive(causal, query, attend_when_true=True)
-    elif attn_mask is not None:
-        bias = _additive(attn_mask, query, attend_when_true=True)
-    return _attention(query, key, value, bias, dropout_p, scale)[0]
-
 
 class MultiheadAttention(Module):
     """Attention over num_heads heads of embed_dim // num_heads features each, as torch.nn.MultiheadAttention.
