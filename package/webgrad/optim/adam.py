@@ -6,23 +6,14 @@ step instead of weight_decay*param being added to the gradient. As in PyTorch, b
 ``backends/device.py`` (``adam_step``); each parameter's update is one call of that fused kernel.
 """
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_hyperparameters
 
 
 class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, fused=None, decoupled_weight_decay=False):
         # foreach / fused: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
-        if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_hyperparameters(lr, eps, betas, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)

@@ -41,6 +41,24 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+def check_hyperparameters(lr, eps=None, betas=None, weight_decay=None, **non_negative):
+    """PyTorch's argument checks, shared by the optimizers (same messages). lr must be finite: a NaN or
+    infinite learning rate would silently turn every weight into NaN."""
+    if not 0.0 <= lr < float("inf"):
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps is not None and not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if betas is not None:
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    if weight_decay is not None and not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    for name, value in non_negative.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {name} value: {value}")
+
+
 class Optimizer:
     """Base class of all optimizers, as torch.optim.Optimizer.
 
