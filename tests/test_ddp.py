@@ -127,6 +127,7 @@ def run_rank(rank, init, device, queue):
     out["unused_grad_is_none"] = model.extra.weight.grad is None
 
     queue.put((rank, out))  # NumPy arrays, not torch tensors: their shared memory dies with this process
+    dist.barrier()  # no rank tears gloo down while a peer still talks to it
     dist.destroy_process_group()
 
 

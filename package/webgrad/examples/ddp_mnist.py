@@ -78,6 +78,7 @@ def worker(rank, world, init, args):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         train(rank, world, args)
+        dist.barrier()  # no rank tears gloo down while a peer still talks to it (that aborted a rank at exit)
     finally:
         dist.destroy_process_group()
 
@@ -102,6 +103,7 @@ def main(argv=None):
         dist.init_process_group("gloo", init_method="env://")
         try:
             train(*worker_env, args)
+            dist.barrier()
         finally:
             dist.destroy_process_group()
     else:
