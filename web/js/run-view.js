@@ -49,7 +49,10 @@ export class RunView {
     this.set("eta", formatDuration(msg.eta_s));
     this.set("lr", msg.lr.toPrecision(3));
     if (msg.loss !== undefined) this.set("loss", msg.loss.toFixed(4));
-    if (msg.memory !== undefined) this.set("memory", `${formatBytes(msg.memory)} / ${formatBytes(msg.peak_memory)}`);
+    if (msg.memory !== undefined) {
+      this.set("memory", formatBytes(msg.memory));
+      this.fields.memory.title = `held by tensors now; at its peak ${formatBytes(msg.peak_memory)}`;
+    }
   }
 
   accuracy(acc, testSize) {
