@@ -103,6 +103,16 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 
 # ===================================================================== normalization
+def _normalized(diff, var, eps, weight, bias, shape):
+    """(x - mean) / sqrt(var + eps), then the per-channel affine (weight and bias reshaped to `shape`)."""
+    out = diff * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims.
 
@@ -135,12 +145,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError("batch_norm(): running_mean and running_var are required when training=False")
         diff = input - running_mean.reshape(shape)
         var = running_var.reshape(shape)
-    out = diff * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _normalized(diff, var, eps, weight, bias, shape)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -220,12 +225,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         diff = input - running_mean.reshape(shape)
         var = running_var.reshape(shape)
-    out = diff * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _normalized(diff, var, eps, weight, bias, shape)
 
 
 # ===================================================================== activations with a weight

@@ -11,7 +11,7 @@ Update, as PyTorch:
 """
 
 from .._autograd import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, coupled_grad
 
 
 class Adadelta(Optimizer):
@@ -45,10 +45,7 @@ class Adadelta(Optimizer):
                 if self._replaying:  # the recorded ops run on replay; only the host count moves
                     continue
                 with no_grad():
-                    if group["maximize"]:
-                        grad = -grad
-                    if wd != 0:
-                        grad = grad.add(p, alpha=wd)
+                    grad = coupled_grad(grad, p, group["maximize"], wd)
                     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                     delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
                     acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)

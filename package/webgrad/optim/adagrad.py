@@ -4,7 +4,7 @@
 """
 
 from .._autograd import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, coupled_grad
 
 
 class Adagrad(Optimizer):
@@ -39,10 +39,7 @@ class Adagrad(Optimizer):
                 if self._replaying:
                     continue
                 with no_grad():
-                    if group["maximize"]:
-                        grad = -grad
-                    if group["weight_decay"] != 0:
-                        grad = grad.add(p, alpha=group["weight_decay"])
+                    grad = coupled_grad(grad, p, group["maximize"], group["weight_decay"])
                     clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
                     state["sum"].addcmul_(grad, grad, value=1)
                     p.addcdiv_(grad, state["sum"].sqrt() + group["eps"], value=-clr)

@@ -5,7 +5,7 @@
 
 from .._autograd import no_grad
 from ._composed import lerp_
-from .optimizer import Optimizer, check_hyperparameters
+from .optimizer import Optimizer, check_hyperparameters, coupled_grad
 
 
 class Adamax(Optimizer):
@@ -31,10 +31,7 @@ class Adamax(Optimizer):
                 if self._replaying:
                     continue
                 with no_grad():
-                    if group["maximize"]:
-                        grad = -grad
-                    if group["weight_decay"] != 0:
-                        grad = grad.add(p, alpha=group["weight_decay"])
+                    grad = coupled_grad(grad, p, group["maximize"], group["weight_decay"])
                     lerp_(exp_avg, grad, 1 - beta1)
                     exp_inf.copy_((exp_inf * beta2).maximum(grad.abs() + group["eps"]))
                     clr = group["lr"] / (1 - beta1 ** state["step"])

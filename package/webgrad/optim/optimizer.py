@@ -41,6 +41,14 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+def coupled_grad(grad, p, maximize, weight_decay):
+    """The gradient the composed optimizers step with, as PyTorch's: negated to maximize, plus L2 weight decay
+    (weight_decay * p). Call under no_grad."""
+    if maximize:
+        grad = -grad
+    return grad.add(p, alpha=weight_decay) if weight_decay != 0 else grad
+
+
 def check_hyperparameters(lr, eps=None, betas=None, weight_decay=None, **non_negative):
     """PyTorch's argument checks, shared by the optimizers (same messages). lr must be finite: a NaN or
     infinite learning rate would silently turn every weight into NaN."""
