@@ -359,6 +359,11 @@ BINARY = {op.name: op for op in (
 )}
 
 
+# Bumped by register/unregister: the WebGPU backend renumbers its op codes only when it changed (a version
+# check per launch instead of comparing the tables' keys on the hot path).
+VERSION = [0]
+
+
 def register(op):
     """Add a record at run time (tests do this to prove a new op needs nothing else). Returns it.
 
@@ -366,9 +371,11 @@ def register(op):
     (``webgrad.webgpu.reset()`` drops the current one); ops/elementwise.py builds the function on demand."""
     table = UNARY if op.kind == "unary" else BINARY
     table[op.name] = op
+    VERSION[0] += 1
     return op
 
 
 def unregister(name):
     UNARY.pop(name, None)
     BINARY.pop(name, None)
+    VERSION[0] += 1

@@ -25,7 +25,7 @@ class _OpCodes:
 
     def __init__(self):
         unary, binary = dict(table.UNARY), dict(table.BINARY)
-        self.key = (tuple(unary), tuple(binary))
+        self.version = table.VERSION[0]
         # "identity" and "fill" are the unary codes behind copy() and fill() (hand-written cases).
         self.unary = {name: code for code, name in enumerate(("identity", "fill", *unary))}
         self.backward = {name: code for code, name in enumerate(n for n, op in unary.items() if op.grad)}
@@ -62,9 +62,9 @@ _codes = [None]
 
 
 def ops():
-    """The current numbering of the op table (cheap: rebuilt only when the table changed)."""
+    """The current numbering of the op table (rebuilt only after table.register/unregister)."""
     current = _codes[0]
-    if current is None or current.key != (tuple(table.UNARY), tuple(table.BINARY)):
+    if current is None or current.version != table.VERSION[0]:
         current = _codes[0] = _OpCodes()
     return current
 
