@@ -15,6 +15,13 @@ REDUCE = Kernel(
     ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (4, "uniform")),
     ("OP", "INT_MATH", "X_DTYPE", "OUT_DTYPE", "STAGE"),
 )
+# float32 rows read as vec4s (reduce.wgsl's reduce_rows4): rows of at least ROWS4_MIN floats; chunks of at
+# least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (about 8 resident per
+# SM of an H200's 132: one wave).
+ROWS4 = Kernel(SHADER, "reduce_rows4", REDUCE.bindings, ("OP", "STAGE"))
+ROWS4_MIN = 4096
+ROWS4_PER_THREAD = 16
+ROWS4_GROUPS = 1024
 _PARAMS = struct.Struct("<9I")
 
 THREADS = 256
@@ -82,9 +89,22 @@ def reduce(rt, op, out, x):
         _reduce(rt, op, out, x, x.dtype, out.dtype)
 
 
+def rows4_split(outer, size):
+    """(chunks, chunk) of reduce_rows4 for `outer` rows of `size` floats: chunk a multiple of 4."""
+    size4 = size // 4
+    per_group = THREADS * ROWS4_PER_THREAD
+    chunks = max(1, min(-(-size4 // per_group), -(-ROWS4_GROUPS // outer)))
+    chunk4 = -(-size4 // chunks)
+    return -(-size4 // chunk4), 4 * chunk4
+
+
 def _reduce(rt, op, out, x, x_dtype, out_dtype):
     outer, size, inner = x.shape
     int_math = not x_dtype.is_floating
+    if (inner == 1 and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
+            and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
+        _reduce_rows4(rt, op, out, x)
+        return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
     values = {"OP": RED_CODES[op], "INT_MATH": int_math, "OUT_DTYPE": dtype_code(out_dtype)}
     if chunks == 1:
@@ -109,3 +129,21 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
     constants = REDUCE.constants(dict(values, STAGE=stage, X_DTYPE=dtype_code(x_dtype)))
     rt.dispatch(REDUCE, constants, (out, x, idx_in, idx_out), params,
                 grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
+
+
+def _reduce_rows4(rt, op, out, x):
+    """Long float32 rows: reduce_rows4 (vec4 loads), in one pass, or per chunk then the general kernel
+    over the partials."""
+    outer, size, _ = x.shape
+    chunks, chunk = rows4_split(outer, size)
+    groups = outer * chunks
+    values = {"OP": RED_CODES[op], "STAGE": 1 if chunks > 1 else 0}
+    dest = rt.storage(outer * chunks, float32) if chunks > 1 else out.storage
+    params = _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x.offset, 0 if chunks > 1 else out.offset)
+    rt.dispatch(ROWS4, ROWS4.constants(values), (dest, x.storage, rt.dummy, rt.spare(0)), params,
+                grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
+    if chunks > 1:
+        lanes, _, _ = split(outer, chunks, 1)
+        values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32)}
+        _dispatch(rt, values, 2, float32, out.storage, dest, rt.dummy, rt.spare(0),
+                  (outer, chunks, 1, lanes, chunks, 1, 0, out.offset))
