@@ -1,5 +1,6 @@
 """Reductions over the middle axis of [outer, size, inner] (shaders/reduce.wgsl)."""
 
+import functools
 import struct
 
 from ...dtypes import float32, int32, uint8
@@ -21,7 +22,7 @@ REDUCE = Kernel(
 ROWS4 = Kernel(SHADER, "reduce_rows4", REDUCE.bindings, ("OP", "STAGE"))
 ROWS4_MIN = 4096
 ROWS4_PER_THREAD = 16
-ROWS4_GROUPS = 1024
+ROWS4_GROUPS = 512
 _PARAMS = struct.Struct("<9I")
 
 THREADS = 256
@@ -133,17 +134,34 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
 
 def _reduce_rows4(rt, op, out, x):
     """Long float32 rows: reduce_rows4 (vec4 loads), in one pass, or per chunk then the general kernel
-    over the partials."""
+    over the partials. The launch arguments are cached per shape: a whole-tensor sum is a hot op (a
+    loss, a benchmark), and its host cost adds to a ~40 us GPU pass."""
     outer, size, _ = x.shape
+    first, second, partials = _rows4_launches(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
+                                              x.offset, out.offset)
+    if second is None:
+        rt.dispatch(ROWS4, first[0], (out.storage, x.storage, rt.dummy, rt.spare(0)), first[1], first[2])
+        return
+    dest = rt.storage(partials, float32)
+    rt.dispatch(ROWS4, first[0], (dest, x.storage, rt.dummy, rt.spare(0)), first[1], first[2])
+    rt.dispatch(REDUCE, second[0], (out.storage, dest, rt.dummy, rt.spare(0)), second[1], second[2])
+
+
+@functools.lru_cache(maxsize=256)
+def _rows4_launches(max_per_dim, op, outer, size, x_offset, out_offset):
+    """((constants, params, grid) of reduce_rows4, the same of the second pass or None, partial floats)."""
     chunks, chunk = rows4_split(outer, size)
     groups = outer * chunks
-    values = {"OP": RED_CODES[op], "STAGE": 1 if chunks > 1 else 0}
-    dest = rt.storage(outer * chunks, float32) if chunks > 1 else out.storage
-    params = _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x.offset, 0 if chunks > 1 else out.offset)
-    rt.dispatch(ROWS4, ROWS4.constants(values), (dest, x.storage, rt.dummy, rt.spare(0)), params,
-                grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
-    if chunks > 1:
-        lanes, _, _ = split(outer, chunks, 1)
-        values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32)}
-        _dispatch(rt, values, 2, float32, out.storage, dest, rt.dummy, rt.spare(0),
-                  (outer, chunks, 1, lanes, chunks, 1, 0, out.offset))
+    split_k = chunks > 1
+    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1 if split_k else 0}),
+             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0 if split_k else out_offset),
+             grid(groups, max_per_dim))
+    if not split_k:
+        return first, None, 0
+    lanes, _, _ = split(outer, chunks, 1)
+    values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32),
+              "X_DTYPE": dtype_code(float32), "STAGE": 2}
+    groups2 = -(-outer // lanes)
+    second = (REDUCE.constants(values), _PARAMS.pack(outer, chunks, 1, lanes, chunks, 1, groups2, 0, out_offset),
+              grid(groups2, max_per_dim))
+    return first, second, outer * chunks
