@@ -448,6 +448,18 @@ CNN_SHAPES = [
     ((1, 25088, 144, 32), False, False),  # conv2 dcols = dy @ W2
 ]
 
+# The products of a wide MLP 3072-4096-4096-10 training step at batch 128 (bench profile --models widemlp),
+# timed with --big (or on a discrete GPU) unless --shapes replaces the defaults: Linear's forward x @ W^T,
+# the input gradient dY @ W and the weight gradient dY^T @ X (K = the batch).
+WIDE_SHAPES = [
+    ((1, 128, 4096, 3072), False, True),   # layer 1 forward
+    ((1, 4096, 3072, 128), True, False),   # layer 1 dW
+    ((1, 128, 4096, 4096), False, True),   # layer 2 forward
+    ((1, 128, 4096, 4096), False, False),  # layer 2 dX
+    ((1, 4096, 4096, 128), True, False),   # layer 2 dW
+    ((1, 128, 10, 4096), False, True),     # layer 3 forward
+]
+
 
 def _parse_shape(spec):
     v = [int(x) for x in spec.split(",")]
@@ -456,13 +468,14 @@ def _parse_shape(spec):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m webgrad.bench kernels", description=__doc__.split("\n")[0])
-    ap.add_argument("--big", action="store_true", help="also 4096^3 (default on a discrete GPU)")
+    ap.add_argument("--big", action="store_true", help="also 4096^3 and the wide MLP's products (default on a "
+                    "discrete GPU)")
     ap.add_argument("--sizes", type=int, nargs="*", help="square matmul sizes (default 256 512 1024 2048; none: --sizes alone)")
     ap.add_argument("--configs", nargs="*", help="tile configs to sweep: names from matmul_plan.CONFIGS or "
                     "WG_X,WG_Y,TM,TN,BK (default: the plan's choice)")
     ap.add_argument("--trans", action="store_true", help="also time the three transposed variants")
     ap.add_argument("--shapes", nargs="*", help="extra shapes batch,M,N,K[,trans_a,trans_b] instead of the "
-                    "MNIST/CNN ones")
+                    "MNIST/CNN/wide MLP ones")
     ap.add_argument("--splits", type=int, nargs="*", help="K splits across workgroups to sweep (default: the plan's)")
     ap.add_argument("--no-numpy", action="store_true")
     ap.add_argument("--mem-n", type=int, default=None, help="elements for the memory-bound ops")
@@ -493,7 +506,8 @@ def main(argv=None):
             jobs.append(((1, n, n, n), False, False, cfg, None))
             if args.trans:
                 jobs += [((1, n, n, n), ta, tb, cfg, None) for ta, tb in ((True, False), (False, True), (True, True))]
-    extra = [_parse_shape(x) for x in args.shapes] if args.shapes is not None else MNIST_SHAPES + CNN_SHAPES
+    extra = [_parse_shape(x) for x in args.shapes] if args.shapes is not None else (
+        MNIST_SHAPES + CNN_SHAPES + (WIDE_SHAPES if args.big or discrete else []))
     jobs += [(shape, ta, tb, cfg, sp) for shape, ta, tb in extra for cfg in configs for sp in splits]
 
     # All GPU work first, NumPy afterwards: an idle gap (NumPy running) lets the GPU clock down, which
