@@ -42,3 +42,31 @@ def test_wide_split_plan_parity(runner, trans_a, trans_b):  # noqa: F811
     # batched, one operand broadcast, offsets
     check(runner, 2, 96, 136, 520, trans_a, trans_b, bcast_b=True, config="128x128", splits=8, seed=33,
           a_off=4, b_off=8)
+
+
+def test_wide_layer_training_step_matches_cpu(monkeypatch):
+    # Linear(1024, 2048) at batch 128 on WebGPU planned for a GPU (lavapipe runs the GPU-shaped kernels):
+    # its forward takes the wide plan (split-K, bias in the reduction), the bias gradients the column reduction;
+    # outputs and every gradient against the CPU backend.
+    np = pytest.importorskip("numpy")
+    import webgrad as wg
+    from webgrad._backends.webgpu import runtime
+
+    from helpers import DEVICES
+
+    if "webgpu" not in DEVICES:
+        pytest.skip("no WebGPU adapter")
+    monkeypatch.setattr(runtime.default_runtime(), "software", False)
+    assert _plan(128, 2048, 1024, False, True).config == "128x128"
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    y = rng.integers(0, 10, 128)
+    grads = {}
+    for device in ("cpu", "webgpu"):
+        wg.manual_seed(0)
+        model = wg.nn.Sequential(wg.nn.Linear(1024, 2048), wg.nn.ReLU(), wg.nn.Linear(2048, 10)).to(device)
+        loss = wg.nn.functional.cross_entropy(model(wg.tensor(x, device=device)), wg.tensor(y, device=device))
+        loss.backward()
+        grads[device] = [loss.item()] + [p.grad.numpy() for p in model.parameters()]
+    for got, want in zip(grads["webgpu"], grads["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5)
