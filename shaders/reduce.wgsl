@@ -112,8 +112,9 @@ fn combine_i(a: AccI, b: AccI) -> AccI {
 }
 
 // The index an element carries: its position on the size axis, or (STAGE 2) the one its partial holds.
+// Only argmax/argmin read idx_in: the other ops' second pass may bind a dummy (reduce_rows4's partials).
 fn index_of(k: u32, s: u32) -> u32 {
-    if (STAGE == 2u) { return idx_in[k]; }
+    if (STAGE == 2u && is_arg()) { return idx_in[k]; }
     return s;
 }
 

@@ -152,11 +152,11 @@ def _rows4_launches(max_per_dim, op, outer, size, x_offset, out_offset):
     """((constants, params, grid) of reduce_rows4, the same of the second pass or None, partial floats)."""
     chunks, chunk = rows4_split(outer, size)
     groups = outer * chunks
-    split_k = chunks > 1
-    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1 if split_k else 0}),
-             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0 if split_k else out_offset),
+    two_pass = chunks > 1
+    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1 if two_pass else 0}),
+             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0 if two_pass else out_offset),
              grid(groups, max_per_dim))
-    if not split_k:
+    if not two_pass:
         return first, None, 0
     lanes, _, _ = split(outer, chunks, 1)
     values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32),
