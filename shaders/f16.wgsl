@@ -84,9 +84,10 @@ fn h_from_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
 }
 
 // ------------------------------------------------------------------ matmul
-// A workgroup of 16 x 16 threads computes a 64 x 64 tile of out, each thread 4 x 4 outputs; K is staged
-// through workgroup memory BK = 16 at a time, converted to f32 on the way in (global traffic is half of
-// the f32 kernel's; the arithmetic is the same f32 FMA).
+// A workgroup of 16 x 16 threads computes a 128 x 128 tile of out, each thread 8 x 8 outputs (rows
+// ly + 16 i, columns lx + 16 j: neighbouring threads read neighbouring words of workgroup memory and store
+// neighbouring outputs). K is staged through workgroup memory BK = 8 at a time, converted to f32 on the
+// way in: global traffic is half of the f32 kernel's, the arithmetic the same f32 FMA.
 
 override TRANS_A: bool = false;   // a stored [K, M] (else [M, K]), row-major
 override TRANS_B: bool = false;   // b stored [N, K] (else [K, N])
@@ -114,10 +115,10 @@ struct MatmulParams {
 @group(0) @binding(3) var<storage, read> mat_bias: array<f16>;
 @group(0) @binding(4) var<uniform> mp: MatmulParams;
 
-const TILE: u32 = 64u;
-const BK: u32 = 16u;
-var<workgroup> tile_a: array<array<f32, 64>, 16>;  // [k][m]
-var<workgroup> tile_b: array<array<f32, 64>, 16>;  // [k][n]
+const TILE: u32 = 128u;
+const BK: u32 = 8u;
+var<workgroup> tile_a: array<array<f32, 128>, 8>;  // [k][m]
+var<workgroup> tile_b: array<array<f32, 128>, 8>;  // [k][n]
 
 fn load_a(base: u32, m: u32, k: u32) -> f32 {
     if (m >= mp.M || k >= mp.K) { return 0.0; }
@@ -139,11 +140,13 @@ fn matmul_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
     let a_base = mp.a_offset + z * mp.a_batch_stride;
     let b_base = mp.b_offset + z * mp.b_batch_stride;
     let t = lid.y * 16u + lid.x;  // 0..255: each thread stages 4 of the 1024 values of each tile
-    var acc: array<vec4<f32>, 4>;
+    var acc: array<array<f32, 8>, 8>;
+    var av: array<f32, 8>;
+    var bv: array<f32, 8>;
     for (var k0 = 0u; k0 < mp.K; k0 += BK) {
         for (var r = 0u; r < 4u; r++) {
             let e = t + r * 256u;
-            // a's tile: consecutive threads walk m when a is stored [K, M], else k (coalesced either way)
+            // consecutive threads walk the stored rows' contiguous dim (coalesced loads)
             var am: u32; var ak: u32;
             if (TRANS_A) { am = e % TILE; ak = e / TILE; } else { ak = e % BK; am = e / BK; }
             tile_a[ak][am] = load_a(a_base, row0 + am, k0 + ak);
@@ -153,24 +156,25 @@ fn matmul_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BK; kk++) {
-            let av = vec4<f32>(tile_a[kk][lid.y * 4u], tile_a[kk][lid.y * 4u + 1u],
-                               tile_a[kk][lid.y * 4u + 2u], tile_a[kk][lid.y * 4u + 3u]);
-            let bv = vec4<f32>(tile_b[kk][lid.x * 4u], tile_b[kk][lid.x * 4u + 1u],
-                               tile_b[kk][lid.x * 4u + 2u], tile_b[kk][lid.x * 4u + 3u]);
-            acc[0] = fma(vec4<f32>(av.x), bv, acc[0]);
-            acc[1] = fma(vec4<f32>(av.y), bv, acc[1]);
-            acc[2] = fma(vec4<f32>(av.z), bv, acc[2]);
-            acc[3] = fma(vec4<f32>(av.w), bv, acc[3]);
+            for (var i = 0u; i < 8u; i++) {
+                av[i] = tile_a[kk][lid.y + 16u * i];
+                bv[i] = tile_b[kk][lid.x + 16u * i];
+            }
+            for (var i = 0u; i < 8u; i++) {
+                for (var j = 0u; j < 8u; j++) {
+                    acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+                }
+            }
         }
         workgroupBarrier();
     }
     let out_base = mp.out_offset + z * mp.M * mp.N;
-    for (var i = 0u; i < 4u; i++) {
-        let m = row0 + lid.y * 4u + i;
+    for (var i = 0u; i < 8u; i++) {
+        let m = row0 + lid.y + 16u * i;
         if (m >= mp.M) { break; }
-        for (var j = 0u; j < 4u; j++) {
-            let n = col0 + lid.x * 4u + j;
-            if (n >= mp.N) { break; }
+        for (var j = 0u; j < 8u; j++) {
+            let n = col0 + lid.x + 16u * j;
+            if (n >= mp.N) { continue; }
             var v = acc[i][j];
             if (HAS_BIAS) { v += f32(mat_bias[mp.bias_offset + n]); }
             if (RELU) { v = max(v, 0.0); }

@@ -41,7 +41,7 @@ MATMUL = Kernel(SHADER, "matmul_h", ((0, "read"), (1, "read"), (2, "write"), (3,
                 ("TRANS_A", "TRANS_B", "HAS_BIAS", "RELU"))
 _CAST_PARAMS = struct.Struct("<2I2i8I8i8i")
 _MATMUL_PARAMS = struct.Struct("<12I")
-TILE = 64
+TILE = 128  # outputs per workgroup side of matmul_h
 
 
 def missing_feature_error(rt):
