@@ -4,7 +4,8 @@
 //
 // Entry points:
 //   h_from_f, f_from_h, h_from_h   out = in over strided views of one shape (casts and copies)
-//   matmul_h                       out[z] = op(a[z]) @ op(b[z]) (+ bias) (then relu), f16 in and out,
+//   matmul_h                       (not used by default: f16.py NATIVE_MATMUL says why)
+//                                  out[z] = op(a[z]) @ op(b[z]) (+ bias) (then relu), f16 in and out,
 //                                  products and sums in f32 (the product of two halves is exact in f32),
 //                                  rounded once at the store, as cuBLAS does for half GEMMs
 

@@ -105,8 +105,16 @@ def test_strided_views_casts_and_copies(f16_device):
 # ===================================================================== kernels
 
 
+@pytest.fixture(params=["float32 kernel", "matmul_h"])
+def half_matmul(request, monkeypatch):
+    """Both WebGPU paths of a half product (f16.NATIVE_MATMUL); the CPU has one."""
+    from webgrad._backends.webgpu import f16
+    monkeypatch.setattr(f16, "NATIVE_MATMUL", request.param == "matmul_h")
+    return request.param
+
+
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 33, 65), (64, 64, 64), (65, 130, 3), (128, 300, 70)])
-def test_matmul_matches_torch_half(f16_device, m, k, n):
+def test_matmul_matches_torch_half(f16_device, half_matmul, m, k, n):
     rng = np.random.default_rng(m * k * n)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     ta, tb = torch.from_numpy(a).half(), torch.from_numpy(b).half()
@@ -117,7 +125,7 @@ def test_matmul_matches_torch_half(f16_device, m, k, n):
         _close_half(_np(ours), ref.numpy(), k)
 
 
-def test_batched_matmul_and_linear_match_torch(f16_device):
+def test_batched_matmul_and_linear_match_torch(f16_device, half_matmul):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((3, 17, 40)).astype(np.float32), rng.standard_normal((40, 9)).astype(np.float32)
     c = rng.standard_normal((3, 40, 9)).astype(np.float32)
@@ -129,7 +137,7 @@ def test_batched_matmul_and_linear_match_torch(f16_device):
     _close_half(_np(F.linear(W(a), W(w), W(bias))), torch.nn.functional.linear(T(a), T(w), T(bias)).numpy(), 40)
 
 
-def test_matmul_backward_in_half(f16_device):
+def test_matmul_backward_in_half(f16_device, half_matmul):
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((20, 30)).astype(np.float32), rng.standard_normal((30, 10)).astype(np.float32)
     x = wg.tensor(a, device=f16_device).half().requires_grad_()

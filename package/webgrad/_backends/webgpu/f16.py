@@ -4,8 +4,9 @@ float16 needs the adapter's optional `shader-f16` feature (WGSL `enable f16;`): 
 the adapter offers it and says so in ``rt.has_f16``. Without it (SwiftShader, many mobile adapters) the
 first float16 storage raises an error that names the feature.
 
-What runs in half precision natively: casts and copies (any strides), and matmul with f16 operands and
-output (f32 products and sums, rounded once, cuBLAS's semantics; linear's fused bias too). Every other
+What runs in half precision natively: casts and copies (any strides); a half matmul kernel (f32 products and
+sums, rounded once, cuBLAS's semantics; linear's fused bias too) exists but is not yet fast (NATIVE_MATMUL
+below), so products take the float32 kernel like the rest. Every other
 kernel of the backend (elementwise, reductions, softmax, convolutions, pooling, ...) runs on float16
 operands by converting them to float32 scratch views, running its float32 kernel and rounding the
 result into the float16 output: the numerics PyTorch has on CUDA, where half elementwise ops and
@@ -178,11 +179,21 @@ def _materialized(rt, v):
     return tmp
 
 
+# Whether half products use matmul_h (below) or the tuned float32 kernel on float32 copies of the operands.
+# Both have the same numerics (a half is exact in f32, products and sums in f32, one rounding), so this
+# is about speed alone. Measured on an H200 (tools/bench_f16.py, 4096^3): matmul_h 0.71 TFLOP/s, the
+# float32 kernel 29.85. matmul_h keeps its 8 x 8 accumulators in an array indexed by loop counters, which
+# the driver keeps in local memory (matmul.wgsl's header measured the same for its loop version: 1.8
+# TFLOP/s against 34 with named accumulators); until it is rewritten that way and measured, half products
+# take the float32 kernel, at the cost of one conversion pass over each operand and the output.
+NATIVE_MATMUL = False
+
+
 def _matmul_method(backend, routed):
     rt = backend.runtime
 
     def matmul_(out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
-        if out.dtype is a.dtype is b.dtype is float16 and (bias is None or bias.dtype is float16):
+        if NATIVE_MATMUL and out.dtype is a.dtype is b.dtype is float16 and (bias is None or bias.dtype is float16):
             matmul(rt, out, a, b, trans_a, trans_b, bias, relu)
         else:
             routed(out, a, b, trans_a, trans_b, bias=bias, relu=relu)
