@@ -458,3 +458,18 @@ def test_safetensors_round_trip_float16(f16_device, tmp_path):
     buf = io.BytesIO()
     wg.save({"h": h}, buf)
     assert wg.load(io.BytesIO(buf.getvalue()))["h"].tolist() == h.tolist()
+
+
+def test_torch_names_under_as_torch():
+    """A PyTorch AMP script's names, in a fresh interpreter (as_torch refuses where torch is imported)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import webgrad; webgrad.as_torch(); import torch, torch.amp\n"
+            "assert torch.float16 is torch.half is webgrad.float16 and torch.amp.GradScaler is webgrad.amp.GradScaler\n"
+            "assert torch.autocast is torch.amp.autocast is webgrad.autocast\n"
+            "print(torch.amp.GradScaler('cuda').get_scale())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "65536.0"
