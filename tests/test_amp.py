@@ -253,6 +253,11 @@ def test_autocast_context_decorator_nesting_and_cache():
         with wg.autocast("cpu", enabled=False):
             assert (x @ w).dtype is wg.float32
         assert (x @ w).dtype is wg.float16
+    with wg.autocast("cpu"):  # two forward/backward passes in one region: the second casts w again
+        (x @ w).sum().backward()
+        (x @ w).sum().backward()
+    assert w.grad.dtype is wg.float32
+    np.testing.assert_allclose(_np(w.grad), 2 * np.outer(_np(x).astype(np.float16).sum(0), np.ones(4)), rtol=1e-3)
     with pytest.warns(UserWarning, match="Disabling autocast"):
         ctx = wg.autocast("cpu", dtype=torch.bfloat16)
     with ctx:

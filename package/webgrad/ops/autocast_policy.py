@@ -65,7 +65,9 @@ def _cast(v, dtype):
         return v
     if v.requires_grad and v.grad_fn is None and STATE.cache_enabled:  # a parameter: cast once per region
         hit = STATE.cache.get(id(v))
-        if hit is not None and hit[0] is v and hit[1].dtype is dtype:
+        # a cast whose graph node a backward already consumed cannot carry another gradient: cast anew
+        if hit is not None and hit[0] is v and hit[1].dtype is dtype and \
+                (hit[1].grad_fn is None or hit[1].grad_fn.backward_fn is not None):
             return hit[1]
         out = cast(v, dtype)
         STATE.cache[id(v)] = (v, out)
