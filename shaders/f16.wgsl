@@ -4,7 +4,7 @@
 //
 // Entry points:
 //   h_from_f, f_from_h, h_from_h   out = in over strided views of one shape (casts and copies)
-//   matmul_h                       (not used by default: f16.py NATIVE_MATMUL says why)
+//   matmul_h                       (off by default until measured: f16.py NATIVE_MATMUL)
 //                                  out[z] = op(a[z]) @ op(b[z]) (+ bias) (then relu), f16 in and out,
 //                                  products and sums in f32 (the product of two halves is exact in f32),
 //                                  rounded once at the store, as cuBLAS does for half GEMMs
@@ -85,10 +85,13 @@ fn h_from_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
 }
 
 // ------------------------------------------------------------------ matmul
-// A workgroup of 16 x 16 threads computes a 128 x 128 tile of out, each thread 8 x 8 outputs (rows
-// ly + 16 i, columns lx + 16 j: neighbouring threads read neighbouring words of workgroup memory and store
-// neighbouring outputs). K is staged through workgroup memory BK = 8 at a time, converted to f32 on the
-// way in: global traffic is half of the f32 kernel's, the arithmetic the same f32 FMA.
+// A workgroup of 16 x 16 threads computes a 128 x 128 tile of out; thread (x, y) owns rows 4y..4y+3 and
+// 64+4y..64+4y+3 and columns 4x..4x+3 and 64+4x..64+4x+3 of it, sixteen vec4 accumulators. K is staged
+// through workgroup memory BK = 8 at a time, converted to f32 on the way in (global traffic is half of
+// the f32 kernel's, the arithmetic the same f32 FMA). As in matmul.wgsl the register code is written out
+// (named accumulators, no loop over them): naga guards loops with counters that drivers do not unroll,
+// and an accumulator array indexed by a loop counter lives in local memory (this kernel's first, loop
+// version ran 0.71 TFLOP/s on an H200 at 4096^3).
 
 override TRANS_A: bool = false;   // a stored [K, M] (else [M, K]), row-major
 override TRANS_B: bool = false;   // b stored [N, K] (else [K, N])
@@ -118,68 +121,128 @@ struct MatmulParams {
 
 const TILE: u32 = 128u;
 const BK: u32 = 8u;
-var<workgroup> tile_a: array<array<f32, 128>, 8>;  // [k][m]
-var<workgroup> tile_b: array<array<f32, 128>, 8>;  // [k][n]
+var<workgroup> tile_a: array<vec4<f32>, 256>;  // [k][m / 4]: 8 x 32
+var<workgroup> tile_b: array<vec4<f32>, 256>;  // [k][n / 4]: 8 x 32
+var<private> c00: vec4<f32>;
+var<private> c01: vec4<f32>;
+var<private> c10: vec4<f32>;
+var<private> c11: vec4<f32>;
+var<private> c20: vec4<f32>;
+var<private> c21: vec4<f32>;
+var<private> c30: vec4<f32>;
+var<private> c31: vec4<f32>;
+var<private> c40: vec4<f32>;
+var<private> c41: vec4<f32>;
+var<private> c50: vec4<f32>;
+var<private> c51: vec4<f32>;
+var<private> c60: vec4<f32>;
+var<private> c61: vec4<f32>;
+var<private> c70: vec4<f32>;
+var<private> c71: vec4<f32>;
+var<private> row0: u32;
+var<private> col0: u32;
+var<private> out_base: u32;
 
-fn load_a(base: u32, m: u32, k: u32) -> f32 {
+fn a_at(base: u32, m: u32, k: u32) -> f32 {
     if (m >= mp.M || k >= mp.K) { return 0.0; }
     if (TRANS_A) { return f32(mat_a[base + k * mp.M + m]); }
     return f32(mat_a[base + m * mp.K + k]);
 }
 
-fn load_b(base: u32, k: u32, n: u32) -> f32 {
+fn b_at(base: u32, k: u32, n: u32) -> f32 {
     if (k >= mp.K || n >= mp.N) { return 0.0; }
     if (TRANS_B) { return f32(mat_b[base + n * mp.K + k]); }
     return f32(mat_b[base + k * mp.N + n]);
 }
 
+// one k of the outer product: a column of A's tile (two vec4 of rows) times a row of B's (two vec4 of columns)
+fn kstep(ai: u32, bi: u32) {
+    let a0 = tile_a[ai];
+    let a1 = tile_a[ai + 16u];
+    let b0 = tile_b[bi];
+    let b1 = tile_b[bi + 16u];
+    c00 = fma(vec4<f32>(a0.x), b0, c00);
+    c01 = fma(vec4<f32>(a0.x), b1, c01);
+    c10 = fma(vec4<f32>(a0.y), b0, c10);
+    c11 = fma(vec4<f32>(a0.y), b1, c11);
+    c20 = fma(vec4<f32>(a0.z), b0, c20);
+    c21 = fma(vec4<f32>(a0.z), b1, c21);
+    c30 = fma(vec4<f32>(a0.w), b0, c30);
+    c31 = fma(vec4<f32>(a0.w), b1, c31);
+    c40 = fma(vec4<f32>(a1.x), b0, c40);
+    c41 = fma(vec4<f32>(a1.x), b1, c41);
+    c50 = fma(vec4<f32>(a1.y), b0, c50);
+    c51 = fma(vec4<f32>(a1.y), b1, c51);
+    c60 = fma(vec4<f32>(a1.z), b0, c60);
+    c61 = fma(vec4<f32>(a1.z), b1, c61);
+    c70 = fma(vec4<f32>(a1.w), b0, c70);
+    c71 = fma(vec4<f32>(a1.w), b1, c71);
+}
+
+fn finish(v: f32, n: u32) -> f16 {
+    var x = v;
+    if (HAS_BIAS) { x += f32(mat_bias[mp.bias_offset + n]); }
+    if (RELU) { x = max(x, 0.0); }
+    return to_f16(x);
+}
+
+// columns n .. n+3 of tile row r (bounds-checked)
+fn store4(r: u32, c: u32, v: vec4<f32>) {
+    let m = row0 + r;
+    let n = col0 + c;
+    if (m >= mp.M) { return; }
+    let o = out_base + m * mp.N + n;
+    if (n < mp.N) { mat_out[o] = finish(v.x, n); }
+    if (n + 1u < mp.N) { mat_out[o + 1u] = finish(v.y, n + 1u); }
+    if (n + 2u < mp.N) { mat_out[o + 2u] = finish(v.z, n + 2u); }
+    if (n + 3u < mp.N) { mat_out[o + 3u] = finish(v.w, n + 3u); }
+}
+
 @compute @workgroup_size(16, 16)
 fn matmul_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let z = wid.z;
-    let row0 = wid.y * TILE;
-    let col0 = wid.x * TILE;
+    row0 = wid.y * TILE;
+    col0 = wid.x * TILE;
+    out_base = mp.out_offset + z * mp.M * mp.N;
     let a_base = mp.a_offset + z * mp.a_batch_stride;
     let b_base = mp.b_offset + z * mp.b_batch_stride;
-    let t = lid.y * 16u + lid.x;  // 0..255: each thread stages 4 of the 1024 values of each tile
-    var acc: array<array<f32, 8>, 8>;
-    var av: array<f32, 8>;
-    var bv: array<f32, 8>;
+    let t = lid.y * 16u + lid.x;  // 0..255: each thread stages one vec4 of each tile
+    // which vec4 this thread stages: consecutive threads walk the stored rows' contiguous dim
+    var ak: u32; var am4: u32; var bk: u32; var bn4: u32;
+    if (TRANS_A) { am4 = t % 32u; ak = t / 32u; } else { ak = t % BK; am4 = t / BK; }
+    if (TRANS_B) { bk = t % BK; bn4 = t / BK; } else { bn4 = t % 32u; bk = t / 32u; }
     for (var k0 = 0u; k0 < mp.K; k0 += BK) {
-        for (var r = 0u; r < 4u; r++) {
-            let e = t + r * 256u;
-            // consecutive threads walk the stored rows' contiguous dim (coalesced loads)
-            var am: u32; var ak: u32;
-            if (TRANS_A) { am = e % TILE; ak = e / TILE; } else { ak = e % BK; am = e / BK; }
-            tile_a[ak][am] = load_a(a_base, row0 + am, k0 + ak);
-            var bn: u32; var bk: u32;
-            if (TRANS_B) { bk = e % BK; bn = e / BK; } else { bn = e % TILE; bk = e / TILE; }
-            tile_b[bk][bn] = load_b(b_base, k0 + bk, col0 + bn);
-        }
+        let m = row0 + am4 * 4u;
+        tile_a[ak * 32u + am4] = vec4<f32>(a_at(a_base, m, k0 + ak), a_at(a_base, m + 1u, k0 + ak),
+                                           a_at(a_base, m + 2u, k0 + ak), a_at(a_base, m + 3u, k0 + ak));
+        let n = col0 + bn4 * 4u;
+        tile_b[bk * 32u + bn4] = vec4<f32>(b_at(b_base, k0 + bk, n), b_at(b_base, k0 + bk, n + 1u),
+                                           b_at(b_base, k0 + bk, n + 2u), b_at(b_base, k0 + bk, n + 3u));
         workgroupBarrier();
-        for (var kk = 0u; kk < BK; kk++) {
-            for (var i = 0u; i < 8u; i++) {
-                av[i] = tile_a[kk][lid.y + 16u * i];
-                bv[i] = tile_b[kk][lid.x + 16u * i];
-            }
-            for (var i = 0u; i < 8u; i++) {
-                for (var j = 0u; j < 8u; j++) {
-                    acc[i][j] = fma(av[i], bv[j], acc[i][j]);
-                }
-            }
-        }
+        kstep(lid.y, lid.x);
+        kstep(32u + lid.y, 32u + lid.x);
+        kstep(64u + lid.y, 64u + lid.x);
+        kstep(96u + lid.y, 96u + lid.x);
+        kstep(128u + lid.y, 128u + lid.x);
+        kstep(160u + lid.y, 160u + lid.x);
+        kstep(192u + lid.y, 192u + lid.x);
+        kstep(224u + lid.y, 224u + lid.x);
         workgroupBarrier();
     }
-    let out_base = mp.out_offset + z * mp.M * mp.N;
-    for (var i = 0u; i < 8u; i++) {
-        let m = row0 + lid.y + 16u * i;
-        if (m >= mp.M) { break; }
-        for (var j = 0u; j < 8u; j++) {
-            let n = col0 + lid.x + 16u * j;
-            if (n >= mp.N) { continue; }
-            var v = acc[i][j];
-            if (HAS_BIAS) { v += f32(mat_bias[mp.bias_offset + n]); }
-            if (RELU) { v = max(v, 0.0); }
-            mat_out[out_base + m * mp.N + n] = to_f16(v);
-        }
-    }
+    store4(0u + lid.y * 4u + 0u, 0u + lid.x * 4u, c00);
+    store4(0u + lid.y * 4u + 0u, 64u + lid.x * 4u, c01);
+    store4(0u + lid.y * 4u + 1u, 0u + lid.x * 4u, c10);
+    store4(0u + lid.y * 4u + 1u, 64u + lid.x * 4u, c11);
+    store4(0u + lid.y * 4u + 2u, 0u + lid.x * 4u, c20);
+    store4(0u + lid.y * 4u + 2u, 64u + lid.x * 4u, c21);
+    store4(0u + lid.y * 4u + 3u, 0u + lid.x * 4u, c30);
+    store4(0u + lid.y * 4u + 3u, 64u + lid.x * 4u, c31);
+    store4(64u + lid.y * 4u + 0u, 0u + lid.x * 4u, c40);
+    store4(64u + lid.y * 4u + 0u, 64u + lid.x * 4u, c41);
+    store4(64u + lid.y * 4u + 1u, 0u + lid.x * 4u, c50);
+    store4(64u + lid.y * 4u + 1u, 64u + lid.x * 4u, c51);
+    store4(64u + lid.y * 4u + 2u, 0u + lid.x * 4u, c60);
+    store4(64u + lid.y * 4u + 2u, 64u + lid.x * 4u, c61);
+    store4(64u + lid.y * 4u + 3u, 0u + lid.x * 4u, c70);
+    store4(64u + lid.y * 4u + 3u, 64u + lid.x * 4u, c71);
 }

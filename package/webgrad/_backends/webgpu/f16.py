@@ -179,13 +179,14 @@ def _materialized(rt, v):
     return tmp
 
 
-# Whether half products use matmul_h (below) or the tuned float32 kernel on float32 copies of the operands.
-# Both have the same numerics (a half is exact in f32, products and sums in f32, one rounding), so this
-# is about speed alone. Measured on an H200 (tools/bench_f16.py, 4096^3): matmul_h 0.71 TFLOP/s, the
-# float32 kernel 29.85. matmul_h keeps its 8 x 8 accumulators in an array indexed by loop counters, which
-# the driver keeps in local memory (matmul.wgsl's header measured the same for its loop version: 1.8
-# TFLOP/s against 34 with named accumulators); until it is rewritten that way and measured, half products
-# take the float32 kernel, at the cost of one conversion pass over each operand and the output.
+# Whether half products use matmul_h (shaders/f16.wgsl) or the tuned float32 kernel on float32 copies of the
+# operands. Both have the same numerics (a half is exact in f32, products and sums in f32, one rounding), so
+# this is about speed alone. Measured on an H200 (tools/bench_f16.py, 4096^3): matmul_h's first version,
+# with its 8 x 8 accumulators in an array indexed by loop counters (kept in local memory by the driver, as
+# matmul.wgsl's header found for its own loop version), ran 0.71 TFLOP/s against the float32 kernel's
+# 29.85. It now has named accumulators as matmul.wgsl does; until that version is measured
+# (`tools/bench_f16.py --native`), half products take the float32 kernel, at the cost of one conversion
+# pass over each operand and the output.
 NATIVE_MATMUL = False
 
 
