@@ -5,8 +5,9 @@ backward, the gradients divided by it before the optimizer step, and a step whos
 NaN is skipped while the scale backs off. After `growth_interval` clean steps in a row the scale grows.
 
 Everything lives on the device, as in PyTorch: the scale and the growth tracker are 0-d float32 tensors,
-the inf/NaN check is a device reduction (no per-parameter read-back), and update() computes the new scale
-with tensor ops (PyTorch's _amp_update_scale_). Eager, step() reads one flag to decide whether to run
+the inf/NaN check runs on the device (on WebGPU fused with the unscale, one kernel per gradient; no
+per-parameter read-back), and update() computes the new scale with tensor ops (PyTorch's
+_amp_update_scale_). Eager, step() reads one flag to decide whether to run
 the optimizer. Inside a recording of webgrad.replayable no value can be read, so there the optimizer
 step always runs and is then undone on the device where the flag is set: parameters and optimizer state
 tensors are restored from copies taken before the step (zero read-backs per replayed step; an
@@ -95,9 +96,10 @@ class GradScaler:
 
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16):
         """Multiply every gradient by inv_scale in place; return {device: 0-d float32 flag}, 1.0 where a
-        gradient (before unscaling, as PyTorch checks) holds inf or NaN. inf * 0 and NaN * 0 are NaN, so one
-        sum of zeros per gradient, and one over those, carry the verdict without reading anything back."""
-        checks = defaultdict(list)
+        gradient (before unscaling, as PyTorch checks) holds inf or NaN. Without a read-back: on WebGPU one
+        fused kernel per gradient (backend.amp_unscale_check) sets the flag; elsewhere inf * 0 and NaN * 0
+        are NaN, so one sum of zeros per gradient, and one over those, carry the verdict."""
+        fused, sums = {}, defaultdict(list)
         with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -106,9 +108,19 @@ class GradScaler:
                         continue
                     if not allow_fp16 and g.dtype is dtypes.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    checks[g.device.type].append((g * 0.0).sum())
-                    g.mul_(inv_scale.to(g.device))
-            return {dev: stack(sums).sum().isnan().float() for dev, sums in checks.items()}
+                    dev, backend = g.device.type, g.device.backend
+                    inv = inv_scale.to(g.device)
+                    if hasattr(backend, "amp_unscale_check") and g.dtype is dtypes.float32 and g.is_contiguous():
+                        if dev not in fused:
+                            fused[dev] = zeros((), device=g.device)
+                        backend.amp_unscale_check(g._view, inv._view, fused[dev]._view)
+                        continue
+                    sums[dev].append((g * 0.0).sum())
+                    g.mul_(inv)
+            flags = {dev: stack(s).sum().isnan().float() for dev, s in sums.items()}
+            for dev, flag in fused.items():
+                flags[dev] = flag if dev not in flags else flags[dev].maximum(flag)
+            return flags
 
     def unscale_(self, optimizer):
         """Divide optimizer's gradients by the scale (in place), once per step, before clipping them."""

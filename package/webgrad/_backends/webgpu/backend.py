@@ -8,7 +8,7 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import augment, check, conv, elementwise, f16, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
+from . import amp, augment, check, conv, elementwise, f16, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -241,6 +241,11 @@ class WebGPUBackend(Backend):
         RuntimeError(nonfinite_message) at the next read-back when a message is given."""
         code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
         grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
+
+    def amp_unscale_check(self, grad, inv_scale, found_inf):
+        """GradScaler's fused unscale (not part of the device interface): grad *= inv_scale in place, and
+        found_inf (float32, one element) set to 1.0 where grad held inf/NaN; see amp.py."""
+        amp.unscale_check(self.runtime, grad, inv_scale, found_inf)
 
 
 def _byte_view(data):
