@@ -99,7 +99,8 @@ def test_strided_views_casts_and_copies(f16_device):
     y.copy_(x[0].t())
     assert np.array_equal(_np(y), ref[0].t().numpy())
     assert wg.ones(3, dtype=wg.float16, device=f16_device).tolist() == [1.0, 1.0, 1.0]
-    assert x.int().tolist() == ref.int().tolist() and wg.tensor([True, False], device=f16_device).half().tolist() == [1.0, 0.0]
+    assert x.int().tolist() == ref.int().tolist()
+    assert wg.tensor([True, False], device=f16_device).half().tolist() == [1.0, 0.0]
 
 
 # ===================================================================== kernels
@@ -305,7 +306,8 @@ def test_grad_scaler_matches_torch(device):
 def test_grad_scaler_defaults_state_dict_and_errors():
     s, t = wg.amp.GradScaler("cpu"), torch.amp.GradScaler("cpu")
     assert (s.get_scale(), s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()) == \
-           (t.get_scale(), t.get_growth_factor(), t.get_backoff_factor(), t.get_growth_interval()) == (65536.0, 2.0, 0.5, 2000)
+           (t.get_scale(), t.get_growth_factor(), t.get_backoff_factor(), t.get_growth_interval()) == \
+           (65536.0, 2.0, 0.5, 2000)
     t.scale(torch.ones(()))
     s.scale(wg.ones(()))
     assert s.state_dict() == t.state_dict()

@@ -34,7 +34,8 @@ def main(argv=None):
     from webgrad._backends.webgpu import f16
     info = wg.webgpu.adapter_info()
     rt = wg.device("webgpu").backend.runtime
-    print(f"webgrad on {info.get('device') or info.get('description')} ({info.get('backend')}), shader-f16: {rt.has_f16}")
+    name = info.get("device") or info.get("description")
+    print(f"webgrad on {name} ({info.get('backend')}), shader-f16: {rt.has_f16}")
     try:
         import torch
         cuda = torch.cuda.is_available()
@@ -44,7 +45,8 @@ def main(argv=None):
     for size in args.sizes:
         m, n, k = (int(v) for v in size.split(","))
         flops = 2.0 * m * n * k
-        for dtype, native in ((wg.float32, False), (wg.float16, False)) + (((wg.float16, True),) if args.native else ()):
+        paths = ((wg.float32, False), (wg.float16, False)) + (((wg.float16, True),) if args.native else ())
+        for dtype, native in paths:
             f16.NATIVE_MATMUL = native
             a = wg.randn(m, k, device="webgpu").to(dtype)
             b = wg.randn(k, n, device="webgpu").to(dtype)

@@ -49,8 +49,8 @@ class autocast:
         self._enabled = bool(enabled)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         if self._enabled and self.fast_dtype is not dtypes.float16:
-            warnings.warn(f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not supported: webgrad "
-                          "autocasts to float16 only. Disabling autocast.", stacklevel=2)
+            warnings.warn(f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not supported: "
+                          "webgrad autocasts to float16 only. Disabling autocast.", stacklevel=2)
             self._enabled = False
 
     def __enter__(self):

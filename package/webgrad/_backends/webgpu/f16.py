@@ -142,7 +142,8 @@ def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     batch, M, N = out.shape
     K = a.shape[1] if trans_a else a.shape[2]
     strides = []
-    for view, name, rows, cols in ((a, "a", *((K, M) if trans_a else (M, K))), (b, "b", *((N, K) if trans_b else (K, N)))):
+    operands = ((a, "a", *((K, M) if trans_a else (M, K))), (b, "b", *((N, K) if trans_b else (K, N))))
+    for view, name, rows, cols in operands:
         check_view(view, name, dtype=float16, ndim=3)
         if view.shape != (batch, rows, cols) or (rows * cols and (view.strides[2] != 1 and cols > 1 or
                                                                  view.strides[1] != cols and rows > 1)):
