@@ -30,7 +30,9 @@ NAMESPACES = [
 
 # What differs where webgrad has the name: shown as "partial".
 PARTIAL = {
-    "torch.Tensor": "float32, int32, uint8, bool everywhere; float64 on the CPU; no float16/bfloat16/complex",
+    "torch.Tensor": "float32, int32, uint8, bool everywhere; float64 on the CPU; float16 on the CPU and on WebGPU "
+                    "with shader-f16; no bfloat16/complex",
+    "torch.autocast": "float16 only (no bfloat16); batch_norm computes and returns float32",
     "torch.tensor": "int64 data becomes int32 (range-checked)",
     "torch.from_numpy": "int64 arrays become int32",
     "torch.save": "torch's zip format for .pt/.pth names, safetensors for .safetensors",

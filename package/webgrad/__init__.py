@@ -7,8 +7,8 @@
 
 __version__ = "0.1.0"
 
-from .dtypes import bool_ as bool, float32, float64, int32, uint8  # torch-style dtype names
-from .dtypes import float64 as double
+from .dtypes import bool_ as bool, float16, float32, float64, int32, uint8  # torch-style dtype names
+from .dtypes import float64 as double, float16 as half
 from .dtypes import DType as dtype
 from .dtypes import float32 as float
 from .dtypes import int32 as int, int32 as long
@@ -21,6 +21,8 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
 from .replay import replayable
+from . import amp
+from .amp import autocast
 from . import autograd, data, datasets, distributions, transforms, utils, webgpu
 from . import nn
 from . import optim
@@ -36,7 +38,7 @@ globals().update(_FUNCTIONS)
 _add_out_argument(globals())
 
 __all__ = [
-    "bool", "float32", "float64", "int32", "uint8", "double", "dtype", "float", "int", "long",
+    "bool", "float16", "float32", "float64", "int32", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
     "device", "get_default_device", "set_default_device",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "Size", "Tensor", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "frombuffer",

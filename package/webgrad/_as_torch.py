@@ -29,6 +29,7 @@ ALIASES = {
     "torch.utils": "webgrad.utils",
     "torch.utils.data": "webgrad.utils.data",
     "torch.autograd": "webgrad.autograd",
+    "torch.amp": "webgrad.amp",
     "torch.cuda": "webgrad.cuda",
     "torch.backends": "webgrad.backends",
     "torch.backends.mps": "webgrad.backends.mps",

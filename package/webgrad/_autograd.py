@@ -175,6 +175,8 @@ def backward(tensor, gradient, retain_graph=False):
                 if tuple(g.shape) != tuple(t.shape):  # a backward rule must match its input's shape
                     raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
+                if g.dtype is not t.dtype and t.dtype.is_floating:  # as PyTorch's engine (autocast's casts)
+                    g = g.to(t.dtype)
                 if t.grad_fn is None:
                     _accumulate(t, g)
                     continue

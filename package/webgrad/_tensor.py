@@ -13,7 +13,7 @@ from ._autograd import record
 from ._view import View
 
 
-_NP_NAMES = {"float32": "float32", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}
+_NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}
 
 
 def _np():
@@ -205,6 +205,8 @@ class Tensor:
         return await self.device.backend.to_bytes_async(self._view)
 
     def _decode(self, raw):
+        if self.dtype.fmt == "e":  # array.array has no half floats; struct does
+            return list(struct.unpack(f"<{len(raw) // 2}e", raw))
         flat = array.array(self.dtype.fmt)
         flat.frombytes(raw)
         if self.dtype is dtypes.bool_:
@@ -339,8 +341,8 @@ class Tensor:
         return self.type(dtypes.float64)
 
     def half(self):
-        raise TypeError("half(): webgrad has no float16 dtype (WebGPU's shader-f16 is an optional feature, absent "
-                        "on many adapters); keep float32 with float()")
+        """float16 (on WebGPU where the adapter has shader-f16; webgrad.autocast casts per op instead)."""
+        return self.type(dtypes.float16)
 
     def __format__(self, spec):
         # f"{loss:.4f}" formats a 0-d tensor's value, as PyTorch; other tensors only take an empty spec
@@ -381,7 +383,8 @@ def cast(x, dtype):
     out = Tensor._empty(x.shape, dtype, x.device)
     x.device.backend.copy(out._view, x._view)
     if dtype.is_floating and x.dtype.is_floating:
-        record(out, "ToCopy", (x,), lambda g: (g,))
+        # the gradient goes back in the input's dtype (autocast's float16 copies feed float32 parameters)
+        record(out, "ToCopy", (x,), lambda g: (cast(g, x.dtype),))
     return out
 
 
@@ -442,6 +445,8 @@ def _infer_dtype(flat):
 def _pack(flat, dtype):
     """Python numbers -> canonical bytes of `dtype`."""
     try:
+        if dtype.fmt == "e":  # struct rounds to nearest even and gives inf beyond the range, as a cast does
+            return b"".join(_pack_half(float(v)) for v in flat)
         if dtype.is_floating:
             return array.array(dtype.fmt, [float(v) for v in flat]).tobytes()
         if dtype is dtypes.bool_:
@@ -456,10 +461,19 @@ def _pack(flat, dtype):
         raise TypeError(f"tensor() expects numbers, got an element of type {type(bad).__name__}: {bad!r}") from None
 
 
+_HALF_MAX = 65519.99999999999  # below this a float rounds to a finite half (65504); at or above it to inf
+
+
+def _pack_half(v):
+    if v != v or abs(v) < _HALF_MAX:
+        return struct.pack("<e", v)
+    return b"\x00\x7c" if v > 0 else b"\x00\xfc"  # struct refuses values beyond the range
+
+
 def _from_numpy(arr, dtype):
     np = _np()
     if arr.dtype.kind == "f":
-        src = dtypes.float64 if arr.dtype.itemsize == 8 else dtypes.float32
+        src = {8: dtypes.float64, 2: dtypes.float16}.get(arr.dtype.itemsize, dtypes.float32)
     else:
         src = dtypes.to_dtype("int32" if arr.dtype.kind in "iu" and arr.dtype.name != "uint8" else arr.dtype.name) \
             if arr.dtype.kind in "iub" else None

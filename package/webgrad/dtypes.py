@@ -1,10 +1,11 @@
-"""Data types. Four, as webgrad needs for training in a browser:
+"""Data types, as webgrad needs for training in a browser:
 
-float32 (the default for everything floating), float64 (CPU only: precise gradient checks), int32 (indices, labels, counts), uint8 (raw bytes such as
+float32 (the default for everything floating), float16 (mixed precision: webgrad.autocast; on WebGPU where the
+adapter has the optional `shader-f16` feature), float64 (CPU only: precise gradient checks), int32 (indices, labels, counts), uint8 (raw bytes such as
 image data, converted to float on the device) and bool (comparison results, masks).
 
 Every backend exchanges data in one *canonical* byte layout per dtype (little-endian, packed):
-float32 -> 4 bytes 'f', float64 -> 8 bytes 'd', int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1).
+float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), float64 -> 8 bytes 'd', int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1).
 How a backend stores a dtype internally is its own business (WebGPU keeps bools in 32-bit words).
 """
 
@@ -17,7 +18,7 @@ class DType:
         self.itemsize = itemsize  # bytes per element in the canonical layout
         self.fmt = fmt  # struct / array.array format character of the canonical layout
         self.is_floating = is_floating
-        self.rank = rank  # order for type promotion: bool < uint8 < int32 < float32 < float64
+        self.rank = rank  # order for type promotion: bool < uint8 < int32 < float16 < float32 < float64
 
     def __repr__(self):
         return f"webgrad.{self.name}"
@@ -29,12 +30,13 @@ class DType:
 bool_ = DType("bool", 1, "B", False, 0)
 uint8 = DType("uint8", 1, "B", False, 1)
 int32 = DType("int32", 4, "i", False, 2)
-float32 = DType("float32", 4, "f", True, 3)
-float64 = DType("float64", 8, "d", True, 4)
+float16 = DType("float16", 2, "e", True, 3)
+float32 = DType("float32", 4, "f", True, 4)
+float64 = DType("float64", 8, "d", True, 5)
 
-ALL = (bool_, uint8, int32, float32, float64)
+ALL = (bool_, uint8, int32, float16, float32, float64)
 _NAMES = {d.name: d for d in ALL}
-_NAMES.update({"float": float32, "double": float64, "int": int32, "bool_": bool_, "int64": int32, "long": int32})
+_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "bool_": bool_, "int64": int32, "long": int32})
 
 
 _warned_int64 = []
@@ -70,11 +72,11 @@ def to_dtype(d, default=None):
     name = name.replace("torch.", "")
     if name in _NAMES:
         return _NAMES[name]
-    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float64 (CPU), int32, uint8 and bool")
+    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, float64 (CPU), int32, uint8 and bool")
 
 
 def promote(a, b):
-    """Result dtype of a binary op between two tensor dtypes (PyTorch's order, restricted to our four)."""
+    """Result dtype of a binary op between two tensor dtypes (PyTorch's order, restricted to our dtypes)."""
     if a is b:
         return a
     return a if a.rank > b.rank else b

@@ -15,7 +15,7 @@ from ..ops import table
 from .interface import AUGMENT_COLOR_ORDERS, Backend
 
 if np is not None:
-    NP_DTYPES = {dtypes.float32: np.float32, dtypes.float64: np.float64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
+    NP_DTYPES = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
 
 
 def require_numpy():
@@ -43,6 +43,11 @@ def _lowbias32(x):
     x *= np.uint32(0x846CA68B)
     x ^= x >> np.uint32(16)
     return x
+
+
+def _wide(a):
+    """float16 operands of a product as float32: half convolutions accumulate in float32 and round once."""
+    return a.astype(np.float32) if a.dtype == np.float16 else a
 
 
 def _record(records, op, kind):
@@ -89,7 +94,8 @@ class CPUBackend(Backend):
         src = self.array(x)
         if out.dtype is dtypes.int32 and src.dtype.kind == "f":
             src = np.trunc(src)
-        self.array(out)[...] = src.astype(NP_DTYPES[out.dtype], copy=True)
+        with np.errstate(over="ignore"):  # float32 -> float16 beyond 65504 is inf, silently (as PyTorch)
+            self.array(out)[...] = src.astype(NP_DTYPES[out.dtype], copy=True)
 
     # unary and binary ops come from the op table (webgrad/ops/table.py): each record's `cpu` function
     # is the reference, computed in float64 (int64 for ops with an exact integer form) and rounded once.
@@ -178,10 +184,12 @@ class CPUBackend(Backend):
             av = av[:1]
         if bv.shape[0] == 1 or b.strides[0] == 0:
             bv = bv[:1]
+        if av.dtype == np.float16:  # half products accumulate in float32 and round once (PyTorch, cuBLAS)
+            av, bv = av.astype(np.float32), bv.astype(np.float32)
         # NumPy only reaches BLAS for 2-D operands; a 3-D matmul of strided views is ~10x slower
         res = (av[0] @ bv[0])[None] if av.shape[0] == 1 and bv.shape[0] == 1 else np.matmul(av, bv)
         if bias is not None:
-            res += self.array(bias)
+            res += self.array(bias).astype(res.dtype)
         if relu:
             np.maximum(res, 0, out=res)
         self.array(out)[...] = res
@@ -312,7 +320,7 @@ class CPUBackend(Backend):
     # conv2d: im2col + one BLAS product in the tensors' own dtype (as matmul above).
     def conv2d(self, out, x, weight, bias, stride, padding, dilation, keep=False):
         n, o, oh, ow = out.shape
-        w = self.array(weight)
+        w = _wide(self.array(weight))
         cols = self._unfold(x, w.shape[2:], stride, padding, dilation, (oh, ow), w.dtype)
         res = np.matmul(w.reshape(o, -1), cols)  # [N, O, OH*OW]
         if bias is not None:
@@ -320,14 +328,14 @@ class CPUBackend(Backend):
         self._write(out, res.reshape(out.shape))
 
     def conv2d_backward_input(self, out, grad, weight, stride, padding, dilation):
-        w = self.array(weight)
-        g = self.array(grad)
+        w = _wide(self.array(weight))
+        g = _wide(self.array(grad))
         n, o = g.shape[:2]
         dcols = np.matmul(w.reshape(o, -1).T, g.reshape(n, o, -1))  # [N, C*kh*kw, OH*OW]
         self._fold(out, dcols, w.shape[2:], stride, padding, dilation)
 
     def conv2d_backward_weight(self, out, grad, x, stride, padding, dilation, workspace=None):
-        g = self.array(grad)
+        g = _wide(self.array(grad))
         n, o, oh, ow = g.shape
         cols = self._unfold(x, out.shape[2:], stride, padding, dilation, (oh, ow), g.dtype)
         # one product over images and positions together: [O, N*L] @ [N*L, C*kh*kw]

@@ -11,8 +11,9 @@ webgrad.examples.models):
 
 Prints steady-state samples/s after warm-up and the ratios. Data are random tensors of the datasets'
 shapes: throughput does not depend on pixel values. `--no-eager` leaves the eager column out (slow models
-at large scale), `--no-torch` the PyTorch one. tools/bench_dawn.py prints the same table for the browser
-path (the wheel in Pyodide under Node with Dawn) using webgrad_rate and torch_rate from here.
+at large scale), `--no-torch` the PyTorch one; `--amp` runs both sides under autocast (float16) with a
+GradScaler. tools/bench_dawn.py prints the same table for the browser path (the wheel in Pyodide under
+Node with Dawn) using webgrad_rate and torch_rate from here.
 """
 
 import argparse
@@ -47,12 +48,27 @@ def _time_loop(step, batches, steps, sync):
     return time.perf_counter() - start
 
 
-def webgrad_rate(model_name, batch, steps, replay, device):
+def amp_step(lib, model, optimizer, device_type):
+    """training_step under autocast (float16) with a GradScaler, in webgrad or torch (`lib`): --amp."""
+    scaler = lib.amp.GradScaler(device_type)
+
+    def step(x, y):
+        with lib.autocast(device_type=device_type, dtype=lib.float16):
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+    return step
+
+
+def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     wg.manual_seed(0)
     model = ALL_MODELS[model_name]().to(device)
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
 
-    step = training_step(model, opt)
+    step = amp_step(wg, model, opt, device) if amp else training_step(model, opt)
     run = wg.replayable(step) if replay else step
     shape = INPUT_SHAPES[model_name]
     batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, 10, (batch,), device=device))
@@ -61,7 +77,7 @@ def webgrad_rate(model_name, batch, steps, replay, device):
     return batch * steps / _time_loop(run, batches, steps, sync)
 
 
-def torch_rate(model_name, batch, steps):
+def torch_rate(model_name, batch, steps, amp=False):
     import torch
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
@@ -78,6 +94,8 @@ def torch_rate(model_name, batch, steps):
     batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
                for _ in range(4)]
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    if amp:
+        step = amp_step(torch, model, opt, dev)
     return batch * steps / _time_loop(step, batches, steps, sync), dev
 
 
@@ -117,10 +135,10 @@ def row(model, batch, replay, eager, torch_result):
     return f"{model:8} {batch:5d} {replay:13,.0f}/s {eager_col:>14} {torch_col:>18} {ratio:>12}"
 
 
-def try_torch_rate(model, batch, steps):
+def try_torch_rate(model, batch, steps, amp=False):
     """torch_rate, or None where PyTorch is not installed."""
     try:
-        return torch_rate(model, batch, steps)
+        return torch_rate(model, batch, steps, amp)
     except ImportError:
         return None
 
@@ -128,17 +146,21 @@ def try_torch_rate(model, batch, steps):
 def main(argv=None):
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--device", default="webgpu", help="webgrad device (default webgpu)")
+    p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
+                   "GradScaler (webgrad needs an adapter with shader-f16)")
     args = p.parse_args(argv)
     if args.device == "webgpu":
         info = wg.webgpu.adapter_info()
         print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
+    if args.amp:
+        print("mixed precision: autocast(float16) + GradScaler on both sides")
     print(header())
     for model in args.models:
         for batch in args.batch_sizes:
             steps = step_count(model, batch, args.steps)
-            replay = webgrad_rate(model, batch, steps, True, args.device)
-            eager = None if args.no_eager else webgrad_rate(model, batch, steps, False, args.device)
-            t = None if args.no_torch else try_torch_rate(model, batch, steps)
+            replay = webgrad_rate(model, batch, steps, True, args.device, args.amp)
+            eager = None if args.no_eager else webgrad_rate(model, batch, steps, False, args.device, args.amp)
+            t = None if args.no_torch else try_torch_rate(model, batch, steps, args.amp)
             print(row(model, batch, replay, eager, t), flush=True)
     return 0
 

@@ -11,8 +11,8 @@ each one is aligned) then by name, compact JSON, the header padded with spaces t
 
 Loading checks the whole file before it creates any tensor: a truncated or corrupt file raises a
 ValueError that says what is wrong, and never yields part of a checkpoint. Dtypes webgrad lacks are
-converted where no information is lost in practice (I64 -> int32 when every value fits, F16/BF16 ->
-float32); any other dtype is an error naming the tensor.
+converted where no information is lost in practice (I64 -> int32 when every value fits, BF16 -> float32;
+F16 loads as float16); any other dtype is an error naming the tensor.
 """
 
 import array
@@ -35,9 +35,9 @@ MAX_DEPTH = 127
 U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refused, as the reference does
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
-_TO_NAME = {dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32", dtypes.uint8: "U8",
-            dtypes.bool_: "BOOL"}
-_WRITE_ORDER = {"F64": 0, "F32": 1, "I32": 2, "U8": 3, "BOOL": 4}
+_TO_NAME = {dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32", dtypes.float16: "F16",
+            dtypes.uint8: "U8", dtypes.bool_: "BOOL"}
+_WRITE_ORDER = {"F64": 0, "F32": 1, "I32": 2, "F16": 3, "U8": 4, "BOOL": 5}
 _NATIVE = {name: dt for dt, name in _TO_NAME.items()}
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
              "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
@@ -283,7 +283,5 @@ def _convert(name, dtype, data):
         out = bytearray(2 * len(data))
         out[2::4], out[3::4] = data[0::2], data[1::2]
         return dtypes.float32, out
-    if dtype == "F16":
-        return dtypes.float32, array.array("f", struct.unpack(f"<{len(data) // 2}e", data)).tobytes()
     raise ValueError(f"safetensors: tensor {name!r} has dtype {dtype}, which webgrad cannot load "
-                     "(supported: F32, F64, I32, U8, BOOL, and I64/F16/BF16 converted)")
+                     "(supported: F32, F16, F64, I32, U8, BOOL, and I64/BF16 converted)")

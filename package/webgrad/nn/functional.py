@@ -17,6 +17,7 @@ from ..ops.elementwise import check_same_device as _check_same_device, where as 
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
+from ..ops.autocast_policy import full_precision
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
@@ -113,6 +114,7 @@ def _normalized(diff, var, eps, weight, bias, shape):
     return out
 
 
+@full_precision("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims.
 
@@ -148,6 +150,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return _normalized(diff, var, eps, weight, bias, shape)
 
 
+@full_precision("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing dims `normalized_shape` (biased variance), then scale and shift."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -165,6 +168,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+@full_precision("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each sample over groups of num_groups consecutive channels (and all spatial positions),
     biased variance, then scale and shift per channel."""

@@ -16,6 +16,7 @@ from .._view import View
 from .._tensor import Tensor, full, tensor
 from .elementwise import check_same_device, new
 from .shape import cat, index_select
+from .autocast_policy import full_precision, lower_precision  # noqa: F401
 
 
 def _pair(value, name, op):
@@ -74,6 +75,7 @@ def _same_padding(input, kernel, stride, dilation):
     return input, half
 
 
+@lower_precision("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation), as torch.nn.functional.conv2d. weight: [O, C/groups, kh, kw]."""
     x, unbatched = _image(input, "conv2d")
@@ -292,6 +294,7 @@ def _index_pad(x, d, before, after, mode):
 
 
 # ===================================================================== transposed convolution
+@lower_precision("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution, as torch.nn.functional.conv_transpose2d. weight: [C_in, C_out/groups, kh, kw].
 

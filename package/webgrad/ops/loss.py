@@ -11,6 +11,7 @@ from .. import _bounds, dtypes
 from .._autograd import no_grad, record
 from .._tensor import Tensor
 from .elementwise import check_same_device, function, new, where
+from .autocast_policy import full_precision
 from .reduce import log_softmax
 
 softplus = function("softplus")
@@ -26,6 +27,7 @@ def _reduce_rows(per_row, reduction, count):
     raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
+@full_precision("cross_entropy")
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy with class-index targets, as torch.nn.functional.cross_entropy.
 
@@ -145,6 +147,7 @@ def _check_pair(input, target, op):
                       "Please ensure they have the same size.", stacklevel=3)
 
 
+@full_precision("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices. input: log-probabilities [N, C], [N, C, d1, ...] or [C];
     target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets.
@@ -184,17 +187,20 @@ def _nll_loss(input, target, weight, reduction, ignore_index):
     raise ValueError(f"nll_loss(): reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
+@full_precision("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_pair(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, _legacy_reduction(size_average, reduce, reduction), "mse_loss", weight)
 
 
+@full_precision("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_pair(input, target, "l1_loss")
     return _reduce((input - target).abs(), _legacy_reduction(size_average, reduce, reduction), "l1_loss", weight)
 
 
+@full_precision("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (plain L1 when beta == 0)."""
     _check_pair(input, target, "smooth_l1_loss")
@@ -205,6 +211,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction), "smooth_l1_loss")
 
 
+@full_precision("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
     _check_pair(input, target, "huber_loss")
@@ -214,6 +221,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss", weight)
 
 
+@full_precision("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch (so x = 0 or 1 stays finite).
     The gradient is PyTorch's w (x - y) / max(x (1 - x), 1e-12): finite at 0 and 1, where the composed
@@ -240,6 +248,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
 
 
+@full_precision("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """BCE of sigmoid(input), computed stably as (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x)."""

@@ -10,6 +10,7 @@ from .._autograd import record
 from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
 from .._tensor import Tensor
+from .autocast_policy import full_precision, lower_precision  # noqa: F401
 
 
 def _prod(shape):
@@ -68,6 +69,7 @@ def _check(a, b, op):
         raise RuntimeError(f"{op}(): both arguments need at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}")
 
 
+@lower_precision("matmul")
 def matmul(input, other):
     a, b = input, other
     _check(a, b, "matmul")
@@ -116,6 +118,7 @@ def dot(input, other):
     return matmul(input, other)
 
 
+@lower_precision("linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one kernel (the bias is added in the matmul's epilogue)."""
     _check(input, weight, "linear")

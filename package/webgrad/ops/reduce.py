@@ -14,6 +14,7 @@ from .._view import View
 from .._tensor import Tensor, _norm_dim, ones
 from .core import cast, new
 from .elementwise import maximum, minimum, where
+from .autocast_policy import full_precision
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 
@@ -98,6 +99,7 @@ def _expand_back(g, x, dims, keepdim):
     return g.expand(*x.shape)
 
 
+@full_precision("sum")
 def sum(input, dim=None, keepdim=False, dtype=None):
     dims = _dims(input, dim)
     x = input
@@ -109,6 +111,7 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     return record(out, "Sum", (x,), lambda g: (_expand_back(g, x, dims, keepdim),))
 
 
+@full_precision("prod")
 def prod(input, dim=None, keepdim=False, dtype=None):
     """Product over `dim` (all elements when None), as torch.prod; its gradient is exact with zeros."""
     x = input
@@ -235,6 +238,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
     return std(input, dim, unbiased, keepdim, correction), mean(input, dim, keepdim)
 
 
+@full_precision("logsumexp")
 def logsumexp(input, dim, keepdim=False):
     dims = _dims(input, dim)
     m = amax(input.detach(), dims, keepdim=True)
@@ -282,5 +286,5 @@ def _softmax(log):
     return fn
 
 
-softmax = _softmax(False)
-log_softmax = _softmax(True)
+softmax = full_precision("softmax")(_softmax(False))
+log_softmax = full_precision("log_softmax")(_softmax(True))

@@ -8,19 +8,21 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import augment, check, conv, elementwise, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
+from . import amp, augment, check, conv, elementwise, f16, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
-_SUPPORTED = (dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bool_)
+_SUPPORTED = (dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bool_, dtypes.float16)
 
 
-def _check_dtype(dtype):
+def _check_dtype(dtype, backend):
     if dtype not in _SUPPORTED:
         raise TypeError(
             f"the WebGPU backend has no {dtype} (WebGPU has no 64-bit floats); it stores "
-            "float32, int32, uint8 and bool"
+            "float32, float16 (with the adapter feature shader-f16), int32, uint8 and bool"
         )
+    if dtype is dtypes.float16:
+        f16.enable(backend)  # or a clear error naming the missing feature
 
 
 class WebGPUBackend(Backend):
@@ -32,11 +34,11 @@ class WebGPUBackend(Backend):
 
     # ----------------------------------------------------------------- memory
     def empty(self, numel, dtype):
-        _check_dtype(dtype)
+        _check_dtype(dtype, self)
         return self.runtime.storage(numel, dtype)
 
     def from_bytes(self, data, dtype):
-        _check_dtype(dtype)
+        _check_dtype(dtype, self)
         data = _byte_view(data)
         if len(data) % dtype.itemsize:
             raise ValueError(f"{len(data)} bytes is not a whole number of {dtype} elements ({dtype.itemsize} bytes each)")
@@ -65,9 +67,9 @@ class WebGPUBackend(Backend):
         if len(data) % dtype.itemsize or offset < 0 or end > storage.numel:
             raise ValueError(f"{len(data)} bytes at element {offset} do not fit a storage of {storage.numel} {dtype}")
         start = offset * dtype.itemsize
-        if start % 4 or len(data) % 4:  # uint8 that does not cover whole words
+        if start % 4 or len(data) % 4:  # uint8 or float16 that does not cover whole words
             if start % 4 or end != storage.numel:
-                raise ValueError("uint8 writes must start at a multiple of 4 elements and end on a word or at the end")
+                raise ValueError(f"{dtype} writes must start and end on a 4-byte word (or at the storage's end)")
             data = bytes(data) + bytes(-len(data) % 4)
         self.runtime.write(storage, data, start)
 
@@ -94,14 +96,15 @@ class WebGPUBackend(Backend):
             return None
         if dtype in (dtypes.float32, dtypes.int32) and view.is_contiguous():
             return view.storage, 4 * view.offset, 4 * n, 0, 4 * n
-        if dtype is dtypes.uint8 and view.is_contiguous():
-            start = view.offset & ~3
-            end = -(-(view.offset + n) // 4) * 4
-            return view.storage, start, end - start, view.offset - start, n
+        if dtype.itemsize < 4 and dtype is not dtypes.bool_ and view.is_contiguous():  # uint8, float16
+            size = dtype.itemsize
+            start = (view.offset * size) & ~3
+            end = -(-(view.offset + n) * size // 4) * 4
+            return view.storage, start, end - start, view.offset * size - start, n * size
         # Strided, or bool (words on the GPU, bytes canonically): gather into a packed copy first.
         target = dtypes.uint8 if dtype is dtypes.bool_ else dtype
         tmp = contiguous_view(self.runtime.storage(n, target), view.shape, target)
-        elementwise.copy(self.runtime, tmp, view)
+        (f16.copy if dtype is dtypes.float16 else elementwise.copy)(self.runtime, tmp, view)
         return self._read_plan(tmp)
 
     def synchronize(self):
@@ -238,6 +241,11 @@ class WebGPUBackend(Backend):
         RuntimeError(nonfinite_message) at the next read-back when a message is given."""
         code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
         grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
+
+    def amp_unscale_check(self, grad, inv_scale, found_inf):
+        """GradScaler's fused unscale (not part of the device interface): grad *= inv_scale in place, and
+        found_inf (float32, one element) set to 1.0 where grad held inf/NaN; see amp.py."""
+        amp.unscale_check(self.runtime, grad, inv_scale, found_inf)
 
 
 def _byte_view(data):

@@ -68,7 +68,10 @@ def _helper():
 
 def _device_request(adapter):
     limits = adapter.limits
-    return _js_object({"requiredLimits": {name: getattr(limits, name) for name in _WANTED_LIMITS}})
+    request = {"requiredLimits": {name: getattr(limits, name) for name in _WANTED_LIMITS}}
+    if adapter.features.has("shader-f16"):  # float16 storages (f16.py)
+        request["requiredFeatures"] = ["shader-f16"]
+    return _js_object(request)
 
 
 class BrowserBinding:
@@ -82,6 +85,7 @@ class BrowserBinding:
         self._adapter = adapter
         self._device = device
         self._queue = device.queue
+        self.features = frozenset(str(f) for f in device.features)
         self._helper = _helper()
         self._errors = self._helper.watch(device)
         limits = device.limits

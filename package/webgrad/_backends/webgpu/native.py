@@ -57,7 +57,7 @@ def _chosen_adapter(wgpu):
 class NativeBinding:
     name = "native"
 
-    def __init__(self, power_preference="high-performance"):
+    def __init__(self, power_preference="high-performance", without_features=()):
         try:
             import wgpu
         except ImportError as e:
@@ -78,12 +78,15 @@ class NativeBinding:
         if self._params_in_storage:  # Params takes a storage binding of its own
             wanted += ("max-storage-buffers-per-shader-stage",)
         # timestamp-query costs nothing unless used; webgrad.bench.profile times each dispatch with it.
-        features = [f for f in ("timestamp-query",) if f in adapter.features]
+        # shader-f16 (float16 storages, f16.py) where the adapter has it; without_features leaves features out
+        # (tests open a device without shader-f16 on an adapter that has it).
+        features = [f for f in ("timestamp-query", "shader-f16") if f in adapter.features and f not in without_features]
         self._device = adapter.request_device_sync(
             required_features=features,
             required_limits={k: adapter.limits[k] for k in wanted if k in adapter.limits},
         )
         self._queue = self._device.queue
+        self.features = frozenset(str(f) for f in self._device.features)
         limits = self._device.limits
         self.limits = {
             "max_storage_buffer_binding_size": limits["max-storage-buffer-binding-size"],

@@ -45,11 +45,11 @@ import contextlib
 import struct
 import sys
 
-from ...dtypes import uint8
+from ...dtypes import float16, uint8
 from . import shaders
 
 # Dtype codes, the same in every shader (injected as DT_* constants by shaders.source).
-DTYPE_CODES = {"float32": 0, "int32": 1, "uint8": 2, "bool": 3}
+DTYPE_CODES = {"float32": 0, "int32": 1, "uint8": 2, "bool": 3, "float16": 4}  # float16: f16.py's kernels
 DTYPE_CONSTANTS = {"DT_F32": 0, "DT_I32": 1, "DT_U8": 2, "DT_BOOL": 3}
 
 
@@ -58,8 +58,8 @@ def dtype_code(dtype):
 
 
 def storage_nbytes(numel, dtype):
-    """Bytes a storage of `numel` elements takes on the GPU (uint8 packs four to a word)."""
-    words = (numel + 3) // 4 if dtype is uint8 else numel
+    """Bytes a storage of `numel` elements takes on the GPU (uint8 packs four to a word, float16 two)."""
+    words = (numel + 3) // 4 if dtype is uint8 else (numel + 1) // 2 if dtype is float16 else numel
     return 4 * max(words, 1)
 
 
@@ -430,6 +430,9 @@ class Runtime:
         # kernel families choose barrier-free, register-heavy variants there (matmul.profile,
         # reduce.split). Workgroup barriers and loads are what cost (see shaders/matmul_cpu.wgsl).
         self.software = info.get("adapter_type") == "CPU" or info.get("architecture") == "swiftshader"
+        # Optional WebGPU features the device was given: float16 storages need shader-f16 (f16.py).
+        self.features = frozenset(getattr(binding, "features", ()))
+        self.has_f16 = "shader-f16" in self.features
         self.stats = dict.fromkeys(
             (
                 "buffers_created", "pipelines_created", "bind_groups_created", "uniforms_created",

@@ -1,0 +1,88 @@
+"""webgrad.autocast: a region where ops run in the precision PyTorch's autocast gives them.
+
+The op lists and the per-op casts live in ops/autocast_policy.py (the ops carry its decorators); this
+module is the user-facing switch: a context manager and a decorator with torch.autocast's arguments.
+"""
+
+import functools
+import warnings
+
+from .. import devices, dtypes
+from ..ops.autocast_policy import STATE
+
+_TYPES = ("webgpu", "cpu")
+
+
+def _device_type(device_type):
+    if not isinstance(device_type, str):
+        raise ValueError(f"autocast: expected `device_type` of type `str`, got: `{type(device_type)}`")
+    return "webgpu" if device_type == "cuda" else devices.device(device_type).type  # "cuda": WebGPU here
+
+
+def is_autocast_available(device_type):
+    try:
+        return _device_type(device_type) in _TYPES
+    except ValueError:
+        return False
+
+
+def is_autocast_enabled(device_type=None):
+    """Whether autocast is on for `device_type` (PyTorch's default, None, asks about the GPU: WebGPU)."""
+    return STATE.enabled[_device_type(device_type or "webgpu")]
+
+
+def get_autocast_dtype(device_type):
+    return STATE.dtype[_device_type(device_type)]
+
+
+class autocast:
+    """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None) for webgrad's devices.
+
+    device_type: "webgpu" (also "cuda") or "cpu"; dtype: float16, the default on both (webgrad has no
+    bfloat16, PyTorch's CPU default: a dtype other than float16 warns and disables autocast, as PyTorch
+    does for a dtype a device does not support). On WebGPU the adapter must have shader-f16: entering the
+    region raises an error naming the feature otherwise. Usable as a context manager and a decorator."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        self.device = _device_type(device_type)
+        self.fast_dtype = dtypes.float16 if dtype is None else _to_dtype(dtype)
+        self._enabled = bool(enabled)
+        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        if self._enabled and self.fast_dtype is not dtypes.float16:
+            warnings.warn(f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not supported: "
+                          "webgrad autocasts to float16 only. Disabling autocast.", stacklevel=2)
+            self._enabled = False
+
+    def __enter__(self):
+        if self._enabled and self.device == "webgpu":
+            rt = devices.device("webgpu").backend.runtime
+            if not rt.has_f16:
+                from .._backends.webgpu.f16 import missing_feature_error
+                raise missing_feature_error(rt)
+        self._saved = (STATE.enabled[self.device], STATE.dtype[self.device], STATE.cache_enabled)
+        STATE.enabled[self.device] = self._enabled
+        STATE.dtype[self.device] = self.fast_dtype if isinstance(self.fast_dtype, dtypes.DType) else dtypes.float16
+        STATE.cache_enabled = self._cache_enabled
+        STATE.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled[self.device], STATE.dtype[self.device], STATE.cache_enabled = self._saved
+        STATE.depth -= 1
+        if STATE.depth == 0:
+            STATE.cache.clear()  # casts of parameters live for the outermost region only, as in PyTorch
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
+                return fn(*args, **kwargs)
+        return run
+
+
+def _to_dtype(dtype):
+    try:
+        return dtypes.to_dtype(dtype)
+    except TypeError:  # torch.bfloat16 and other dtypes webgrad lacks: PyTorch warns and disables
+        return dtype

@@ -1,0 +1,109 @@
+"""Autocast's op policy: which ops run in float16 and which in float32 inside ``webgrad.autocast`` (amp/).
+
+An op function takes part by a decorator at its definition: ``@lower_precision("linear")`` casts its
+floating tensor arguments to the autocast dtype, ``@full_precision("softmax")`` casts float16 ones to
+float32. Both are no-ops (one list lookup) outside an autocast region. The lists follow PyTorch's
+(torch/csrc/autocast_mode.cpp): "webgpu" takes CUDA's lists, "cpu" the CPU's, restricted to the ops
+webgrad has; ops on neither list run in the dtype of their inputs, and binary ops between float16 and
+float32 promote to float32 as usual.
+
+Casts of leaf tensors that require grad (parameters) are cached for the autocast region, as PyTorch does:
+a weight used by several ops is cast once per step, and its gradient still flows back to the float32
+parameter through the cast's backward.
+"""
+
+import functools
+import threading
+
+from .. import dtypes
+from .._tensor import Tensor, cast
+
+# Ops whose float32 forms autocast keeps on each device type (PyTorch's fp32 lists, restricted to ours).
+# Convolutions, matmul and linear are float16 on both (PyTorch's lower_precision_fp lists).
+# One divergence: batch_norm is on neither of PyTorch's lists (cuDNN takes a half input with float32
+# weights and returns half); webgrad's batch norm computes in float32 and returns float32, which the next
+# convolution casts back, so a ResNet block pays one cast where a half output would pay two for its ReLU.
+FP32_OPS = {
+    "webgpu": frozenset((
+        "softmax", "log_softmax", "sum", "prod", "logsumexp", "layer_norm", "group_norm", "cross_entropy",
+        "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits",
+        "batch_norm",
+    )),
+    "cpu": frozenset((
+        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "prod",
+        "binary_cross_entropy", "binary_cross_entropy_with_logits", "batch_norm",
+    )),
+}
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.enabled = {"cpu": False, "webgpu": False}
+        self.dtype = {"cpu": dtypes.float16, "webgpu": dtypes.float16}
+        self.cache = {}  # id(leaf) -> (leaf, its cast); cleared when the outermost region exits
+        self.cache_enabled = True
+        self.depth = 0
+
+
+STATE = _State()
+
+
+def _active(args, kwargs):
+    """The device type whose autocast is on for these arguments' tensors, or None."""
+    enabled = STATE.enabled
+    if not (enabled["webgpu"] or enabled["cpu"]):
+        return None
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, Tensor):
+            kind = v.device.type
+            return kind if enabled[kind] else None
+    return None
+
+
+def _cast(v, dtype):
+    if not isinstance(v, Tensor) or not v.dtype.is_floating or v.dtype is dtype or v.dtype is dtypes.float64:
+        return v
+    if v.requires_grad and v.grad_fn is None and STATE.cache_enabled:  # a parameter: cast once per region
+        hit = STATE.cache.get(id(v))
+        # a cast whose graph node a backward already consumed cannot carry another gradient: cast anew
+        if hit is not None and hit[0] is v and hit[1].dtype is dtype and \
+                (hit[1].grad_fn is None or hit[1].grad_fn.backward_fn is not None):
+            return hit[1]
+        out = cast(v, dtype)
+        STATE.cache[id(v)] = (v, out)
+        return out
+    return cast(v, dtype)
+
+
+def lower_precision(name):
+    """Decorator: inside autocast, the op's floating tensor arguments are cast to the autocast dtype."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            kind = _active(args, kwargs)
+            if kind is not None:
+                dtype = STATE.dtype[kind]
+                args = tuple(_cast(v, dtype) for v in args)
+                kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
+            return fn(*args, **kwargs)
+        op.__autocast__ = ("lower_precision", name)
+        return op
+    return wrap
+
+
+def full_precision(name):
+    """Decorator: inside autocast (where `name` is on the device's fp32 list), float16 tensor arguments
+    are cast to float32, so the op computes and returns float32."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            kind = _active(args, kwargs)
+            if kind is not None and name in FP32_OPS[kind]:
+                args = tuple(_cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v
+                             for v in args)
+                kwargs = {k: _cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v
+                          for k, v in kwargs.items()}
+            return fn(*args, **kwargs)
+        op.__autocast__ = ("fp32", name)
+        return op
+    return wrap

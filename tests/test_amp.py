@@ -1,0 +1,482 @@
+"""Mixed precision: float16 tensors and kernels, webgrad.autocast and webgrad.amp.GradScaler, against PyTorch.
+
+Tolerances (float16 has an 11-bit significand: one unit in the last place is 2**-10 relative):
+- casts are exact: the same bits as torch's float32 -> float16 conversion (round to nearest even, inf
+  beyond 65504, NaN kept);
+- matmul / linear / conv2d in float16 accumulate in float32 and round once, as torch's CPU half kernels and
+  cuBLAS: they match torch's float16 result within one half ulp of the result plus the float32 summation
+  order's effect, |ours - torch| <= 2**-10 |torch| + 2**-12 * sqrt(K) * max|term|; most elements are equal;
+- ops that WebGPU runs through float32 (elementwise, reductions, softmax) match the CPU backend's float16
+  result (computed in float64, rounded once) within one half ulp.
+"""
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+import webgrad.nn as nn
+import webgrad.nn.functional as F
+from helpers import DEVICES, webgpu_available
+
+needs_webgpu = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
+
+
+def _has_f16():
+    return webgpu_available() and wg.device("webgpu").backend.runtime.has_f16
+
+
+# the devices float16 runs on here: the CPU, and WebGPU where the adapter has shader-f16 (lavapipe has it)
+F16_DEVICES = ["cpu"] + (["webgpu"] if _has_f16() else [])
+
+
+@pytest.fixture(params=F16_DEVICES)
+def f16_device(request):
+    return request.param
+
+
+def _np(t):
+    return t.detach().to("cpu").numpy()
+
+
+def _close_half(ours, ref, k=1, scale=None):
+    """ours vs ref (float16 arrays): within one half ulp plus float32 summation-order noise over k terms."""
+    ours, ref = ours.astype(np.float64), ref.astype(np.float64)
+    scale = np.abs(ref).max() if scale is None else scale
+    tol = 2.0**-10 * np.abs(ref) + 2.0**-12 * math.sqrt(k) * scale + 1e-7
+    bad = np.abs(ours - ref) > tol
+    assert not bad.any(), f"{bad.sum()} of {bad.size} elements differ; worst {np.abs(ours - ref).max()}"
+
+
+# ===================================================================== the dtype
+
+
+def test_names_reprs_and_conversions(f16_device):
+    assert wg.half is wg.float16 and repr(wg.float16) == "webgrad.float16"
+    assert wg.dtypes.to_dtype(torch.float16) is wg.float16 and wg.dtypes.to_dtype(torch.half) is wg.float16
+    assert wg.dtypes.to_dtype(np.dtype(np.float16)) is wg.float16 and wg.dtypes.to_dtype("half") is wg.float16
+    x = wg.tensor([[1.0, -2.5], [3.0, 0.1]], device=f16_device)
+    h = x.half()
+    assert h.dtype is wg.float16 and h.element_size() == 2 and h.is_floating_point()
+    assert x.to(wg.float16).dtype is wg.float16 and x.to(torch.float16).dtype is wg.float16
+    assert x.to(dtype=wg.half).float().dtype is wg.float32
+    ref = torch.tensor([[1.0, -2.5], [3.0, 0.1]]).half()
+    assert repr(h).replace(", device='webgpu'", "").replace("webgrad.", "torch.") == repr(ref)
+    assert h.tolist() == ref.tolist() and h[1, 1].item() == ref[1, 1].item() == 0.0999755859375
+    assert h.numpy().dtype == np.float16
+    assert wg.tensor(np.array([1.5, 2.0], np.float16), device=f16_device).dtype is wg.float16
+    assert (h + x).dtype is wg.float32 and (h * 2).dtype is wg.float16 and (h + 1).dtype is wg.float16
+    assert (h + wg.tensor([1, 2], device=f16_device)).dtype is wg.float16  # int32 promotes to the float
+
+
+def test_cast_is_bit_exact_with_torch(f16_device):
+    specials = [0.0, -0.0, 1.0, 65504.0, 65519.9, 65520.0, -70000.0, 1e9, float("inf"), float("-inf"), float("nan"),
+                2.0**-14, 1.0 + 2.0**-11, 1.0 + 3 * 2.0**-11, 0.1, 1 / 3, -2.0**-10, 12345.678]
+    rng = np.random.default_rng(0)
+    values = np.concatenate([np.array(specials, np.float32), rng.standard_normal(1000).astype(np.float32) * 100])
+    ours = wg.tensor(values, device=f16_device).half()
+    ref = torch.from_numpy(values).half()
+    assert np.array_equal(_np(ours).view(np.uint16)[:-1000][[i for i, v in enumerate(specials) if v == v]],
+                          ref.numpy().view(np.uint16)[:-1000][[i for i, v in enumerate(specials) if v == v]])
+    assert np.isnan(_np(ours)[10])
+    assert np.array_equal(_np(ours)[-1000:], ref.numpy()[-1000:])
+    back = ours.float()
+    assert back.dtype is wg.float32 and np.array_equal(_np(back)[-1000:], ref.float().numpy()[-1000:])
+
+
+def test_strided_views_casts_and_copies(f16_device):
+    a = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5) / 7
+    x = wg.tensor(a, device=f16_device).half()
+    ref = torch.from_numpy(a).half()
+    assert np.array_equal(_np(x.permute(2, 0, 1).contiguous()), ref.permute(2, 0, 1).contiguous().numpy())
+    assert np.array_equal(_np(x[:, 1:, ::2]), ref[:, 1:, ::2].numpy())
+    assert np.array_equal(_np(x[1, 2]), ref[1, 2].numpy())  # an odd offset: half a word
+    assert np.array_equal(_np(x.transpose(0, 2).float()), ref.transpose(0, 2).float().numpy())
+    y = wg.zeros(5, 3, dtype=wg.float16, device=f16_device)
+    y.copy_(x[0].t())
+    assert np.array_equal(_np(y), ref[0].t().numpy())
+    assert wg.ones(3, dtype=wg.float16, device=f16_device).tolist() == [1.0, 1.0, 1.0]
+    assert x.int().tolist() == ref.int().tolist()
+    assert wg.tensor([True, False], device=f16_device).half().tolist() == [1.0, 0.0]
+
+
+# ===================================================================== kernels
+
+
+@pytest.fixture(params=["float32 kernel", "matmul_h"])
+def half_matmul(request, monkeypatch):
+    """Both WebGPU paths of a half product (f16.NATIVE_MATMUL); the CPU has one."""
+    from webgrad._backends.webgpu import f16
+    monkeypatch.setattr(f16, "NATIVE_MATMUL", request.param == "matmul_h")
+    return request.param
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 33, 65), (64, 64, 64), (65, 130, 3), (128, 300, 70)])
+def test_matmul_matches_torch_half(f16_device, half_matmul, m, k, n):
+    rng = np.random.default_rng(m * k * n)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    ta, tb = torch.from_numpy(a).half(), torch.from_numpy(b).half()
+    ha, hb = wg.tensor(a, device=f16_device).half(), wg.tensor(b, device=f16_device).half()
+    for ours, ref in (((ha @ hb), ta @ tb), (ha.t().contiguous().t() @ hb, ta @ tb),
+                      (ha @ hb.t().contiguous().t(), ta @ tb), (hb.t() @ ha.t(), tb.t() @ ta.t())):
+        assert ours.dtype is wg.float16
+        _close_half(_np(ours), ref.numpy(), k)
+
+
+def test_batched_matmul_and_linear_match_torch(f16_device, half_matmul):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 17, 40)).astype(np.float32), rng.standard_normal((40, 9)).astype(np.float32)
+    c = rng.standard_normal((3, 40, 9)).astype(np.float32)
+    w, bias = rng.standard_normal((9, 40)).astype(np.float32), rng.standard_normal(9).astype(np.float32)
+    T = lambda v: torch.from_numpy(v).half()  # noqa: E731
+    W = lambda v: wg.tensor(v, device=f16_device).half()  # noqa: E731
+    _close_half(_np(W(a) @ W(b)), (T(a) @ T(b)).numpy(), 40)
+    _close_half(_np(wg.bmm(W(a), W(c))), torch.bmm(T(a), T(c)).numpy(), 40)
+    _close_half(_np(F.linear(W(a), W(w), W(bias))), torch.nn.functional.linear(T(a), T(w), T(bias)).numpy(), 40)
+
+
+def test_matmul_backward_in_half(f16_device, half_matmul):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((20, 30)).astype(np.float32), rng.standard_normal((30, 10)).astype(np.float32)
+    x = wg.tensor(a, device=f16_device).half().requires_grad_()
+    y = wg.tensor(b, device=f16_device).half().requires_grad_()
+    tx, ty = torch.from_numpy(a).half().requires_grad_(), torch.from_numpy(b).half().requires_grad_()
+    (x @ y).sum().backward()
+    (tx @ ty).sum().backward()
+    assert x.grad.dtype is wg.float16 and y.grad.dtype is wg.float16
+    _close_half(_np(x.grad), tx.grad.numpy(), 10)
+    _close_half(_np(y.grad), ty.grad.numpy(), 20)
+
+
+def test_conv2d_in_half_accumulates_in_float32(f16_device):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    xh, wh, bh = (torch.from_numpy(v).half() for v in (x, w, b))
+    # the reference: float16 operands, float32 products and sums, one rounding (what cuDNN's half conv does)
+    ref = torch.nn.functional.conv2d(xh.float(), wh.float(), bh.float(), stride=2, padding=1).half()
+    ours = F.conv2d(*(wg.tensor(v, device=f16_device).half() for v in (x, w, b)), stride=2, padding=1)
+    assert ours.dtype is wg.float16
+    _close_half(_np(ours), ref.numpy(), 27)
+
+
+def test_ops_through_float32_round_once(f16_device):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((6, 50)).astype(np.float32)
+    h = wg.tensor(a, device=f16_device).half()
+    c = wg.tensor(a).half()  # the CPU reference: float64 inside, rounded once into float16
+    for name, fn in (("relu", F.relu), ("exp", wg.exp), ("mul", lambda t: t * t), ("sum", lambda t: t.sum(1)),
+                     ("mean", lambda t: t.mean()), ("softmax", lambda t: t.softmax(-1)), ("max", lambda t: t.amax(0))):
+        ours, ref = fn(h), fn(c)
+        assert ours.dtype is wg.float16, name
+        _close_half(_np(ours), _np(ref), 1, scale=0.0)
+
+
+# ===================================================================== autocast
+
+
+def _autocast_dtypes(lib, F_, ctx, T):
+    """The dtype each op gives inside `ctx` on float32 inputs (lib: torch or webgrad)."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 3, 8, 8)).astype(np.float32), rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    lw = rng.standard_normal((6, 320)).astype(np.float32)
+    out = {}
+    with ctx:
+        c = F_.conv2d(T(x), T(w, True), padding=1)
+        flat = F_.relu(c).reshape(4, -1)
+        lin = F_.linear(flat, T(lw, True))
+        out.update(conv2d=c, relu=F_.relu(c), linear=lin, matmul=flat @ T(lw).t(), bmm=lib.bmm(c.reshape(4, 5, 64),
+                   c.reshape(4, 64, 5)), softmax=F_.softmax(lin, -1), log_softmax=F_.log_softmax(lin, -1),
+                   cross_entropy=F_.cross_entropy(lin, T(np.array([1, 2, 0, 5]))),
+                   mse_loss=F_.mse_loss(lin, T(np.zeros((4, 6), np.float32))), sum=lin.sum(),
+                   add_float32=lin + T(np.ones(6, np.float32)), layer_norm=F_.layer_norm(lin, (6,)),
+                   group_norm=F_.group_norm(c, 5), logsumexp=lib.logsumexp(lin, 1), prod=lin.prod())
+    return {k: str(v.dtype).rsplit(".", 1)[-1] for k, v in out.items()}
+
+
+def test_autocast_cpu_op_dtypes_match_torch_autocast():
+    def wt(a, grad=False):
+        return wg.tensor(a.astype(np.int32) if a.dtype.kind == "i" else a, requires_grad=grad)
+
+    def tt(a, grad=False):
+        return torch.tensor(a, requires_grad=grad)
+    ours = _autocast_dtypes(wg, F, wg.autocast("cpu", dtype=wg.float16), wt)
+    ref = _autocast_dtypes(torch, torch.nn.functional, torch.autocast("cpu", dtype=torch.float16), tt)
+    assert ours == ref
+
+
+@pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
+def test_autocast_webgpu_follows_cudas_lists():
+    def wt(a, grad=False):
+        return wg.tensor(a.astype(np.int32) if a.dtype.kind == "i" else a, requires_grad=grad, device="webgpu")
+    ours = _autocast_dtypes(wg, F, wg.autocast(device_type="webgpu", dtype=wg.float16), wt)
+    # torch.autocast("cuda") on these ops (torch/csrc/autocast_mode.cpp: lower_precision_fp and fp32 lists)
+    half = {"conv2d", "relu", "linear", "matmul", "bmm"}
+    assert ours == {k: "float16" if k in half else "float32" for k in ours}
+
+
+def test_autocast_gradients_reach_float32_parameters(f16_device):
+    wg.manual_seed(0)
+    lin = nn.Linear(16, 8).to(f16_device)
+    x = wg.randn(5, 16, device=f16_device)
+    with wg.autocast(device_type=f16_device):
+        y = lin(x)
+        loss = y.float().pow(2).sum()
+    assert y.dtype is wg.float16 and lin.weight.dtype is wg.float32
+    loss.backward()
+    assert lin.weight.grad.dtype is wg.float32 and lin.bias.grad.dtype is wg.float32
+    # torch, the same computation by hand in float16 with float32 accumulation
+    tw = torch.from_numpy(_np(lin.weight)).requires_grad_()
+    tb = torch.from_numpy(_np(lin.bias)).requires_grad_()
+    ty = torch.nn.functional.linear(torch.from_numpy(_np(x)).half(), tw.half(), tb.half())
+    ty.float().pow(2).sum().backward()
+    np.testing.assert_allclose(_np(lin.weight.grad), tw.grad.numpy(), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(_np(lin.bias.grad), tb.grad.numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_autocast_context_decorator_nesting_and_cache():
+    w = wg.randn(4, 4, requires_grad=True)
+    x = wg.randn(2, 4)
+
+    @wg.autocast("cpu")
+    def f():
+        return x @ w, x @ w
+
+    a, b = f()
+    assert a.dtype is wg.float16 and a.grad_fn.inputs[1].grad_fn is b.grad_fn.inputs[1].grad_fn  # one cast of w
+    assert not wg.amp.is_autocast_enabled("cpu")
+    with wg.amp.autocast("cpu"):
+        assert wg.amp.is_autocast_enabled("cpu") and wg.amp.get_autocast_dtype("cpu") is wg.float16
+        with wg.autocast("cpu", enabled=False):
+            assert (x @ w).dtype is wg.float32
+        assert (x @ w).dtype is wg.float16
+    with wg.autocast("cpu"):  # two forward/backward passes in one region: the second casts w again
+        (x @ w).sum().backward()
+        (x @ w).sum().backward()
+    assert w.grad.dtype is wg.float32
+    np.testing.assert_allclose(_np(w.grad), 2 * np.outer(_np(x).astype(np.float16).sum(0), np.ones(4)), rtol=1e-3)
+    with pytest.warns(UserWarning, match="Disabling autocast"):
+        ctx = wg.autocast("cpu", dtype=torch.bfloat16)
+    with ctx:
+        assert (x @ w).dtype is wg.float32
+
+
+# ===================================================================== GradScaler
+
+
+def _scaler_run(lib, Scaler, device, grads, **kwargs):
+    kwargs["device"] = device
+    """Steps of SGD (momentum) through a GradScaler, each with a given gradient (inf/NaN in some):
+    loss = sum(p * g) so that p.grad is exactly g * scale. Returns per-step (scale, params, tracker)."""
+    p = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    if lib is wg:
+        p = wg.tensor([1.0, -2.0, 3.0], device=device, requires_grad=True)
+    opt = lib.optim.SGD([p], lr=0.1, momentum=0.9)
+    scaler = Scaler(**kwargs)
+    out = []
+    for g in grads:
+        opt.zero_grad()
+        loss = (p * lib.tensor(g, device=device) if lib is wg else p * lib.tensor(g)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        out.append((scaler.get_scale(), p.detach().to("cpu").tolist() if lib is wg else p.detach().tolist(),
+                    scaler._get_growth_tracker()))
+    return out, scaler
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_scaler_matches_torch(device):
+    inf, nan = float("inf"), float("nan")
+    grads = [[1.0, 2.0, 3.0], [0.5, inf, 1.0], [1.0, 1.0, 1.0], [nan, 0.0, 0.0], [2.0, -1.0, 0.5],
+             [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [-inf, 1.0, 1.0], [3.0, 3.0, 3.0], [1.0, 2.0, 3.0]]
+    kwargs = dict(init_scale=2.0**10, growth_interval=3, growth_factor=2.0, backoff_factor=0.5)
+    ours, scaler = _scaler_run(wg, wg.amp.GradScaler, device, grads, **kwargs)
+    ref, tscaler = _scaler_run(torch, torch.amp.GradScaler, "cpu", grads, **kwargs)
+    for step, ((s, p, t), (rs, rp, rt)) in enumerate(zip(ours, ref)):
+        assert s == rs and t == rt, step
+        np.testing.assert_allclose(p, rp, rtol=1e-6, err_msg=f"step {step}")
+    assert scaler.state_dict() == tscaler.state_dict()
+
+
+def test_grad_scaler_defaults_state_dict_and_errors():
+    s, t = wg.amp.GradScaler("cpu"), torch.amp.GradScaler("cpu")
+    assert (s.get_scale(), s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()) == \
+           (t.get_scale(), t.get_growth_factor(), t.get_backoff_factor(), t.get_growth_interval()) == \
+           (65536.0, 2.0, 0.5, 2000)
+    t.scale(torch.ones(()))
+    s.scale(wg.ones(()))
+    assert s.state_dict() == t.state_dict()
+    s2 = wg.amp.GradScaler("cpu")
+    s2.load_state_dict({"scale": 8.0, "growth_factor": 4.0, "backoff_factor": 0.25, "growth_interval": 7,
+                        "_growth_tracker": 3})
+    assert s2.get_scale() == 8.0 and s2.state_dict()["_growth_tracker"] == 3
+    assert wg.amp.GradScaler(enabled=False).state_dict() == {} and wg.amp.GradScaler(enabled=False).get_scale() == 1.0
+    with pytest.raises(RuntimeError, match="source state dict is empty"):
+        s2.load_state_dict({})
+    p = wg.ones(2, requires_grad=True)
+    opt = wg.optim.SGD([p], lr=0.1)
+    s.scale((p * 2).sum()).backward()
+    s.unscale_(opt)
+    with pytest.raises(RuntimeError, match="already been called on this optimizer"):
+        s.unscale_(opt)
+    s.step(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        s.step(opt)
+    assert p.grad.tolist() == [2.0, 2.0]  # unscaled in place
+    s.update()
+    assert wg.as_torch is not None and wg.amp.GradScaler is wg.amp.grad_scaler.GradScaler
+
+
+# ===================================================================== training and replay
+
+
+def _blobs(n, seed, device):
+    """4 classes of 8x8 images: each class lights one quadrant, on noise."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    x = rng.standard_normal((n, 1, 8, 8)).astype(np.float32) * 0.8
+    for i, c in enumerate(y):
+        x[i, 0, (c // 2) * 4:(c // 2) * 4 + 4, (c % 2) * 4:(c % 2) * 4 + 4] += 1.0
+    return wg.tensor(x, device=device), wg.tensor(y.astype(np.int32), device=device)
+
+
+def _cnn():
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 16, 4))
+
+
+def _train_cnn(device, amp, steps=40, replay=False):
+    wg.manual_seed(0)
+    model = _cnn().to(device)
+    opt = wg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scaler = wg.amp.GradScaler(device, enabled=amp)
+
+    def step(x, y):
+        with wg.autocast(device_type=device, enabled=amp):
+            loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    run = wg.replayable(step) if replay else step
+    x, y = _blobs(512, 0, device)
+    for i in range(steps):
+        lo = (i * 64) % 512
+        run(x[lo:lo + 64].contiguous(), y[lo:lo + 64].contiguous())
+    tx, ty = _blobs(256, 1, device)
+    model.eval()
+    with wg.no_grad(), wg.autocast(device_type=device, enabled=amp):
+        acc = (model(tx).argmax(1) == ty).float().mean().item()
+    return acc, model, scaler, run
+
+
+@pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
+def test_cnn_trains_under_autocast_as_well_as_float32():
+    acc32, *_ = _train_cnn("webgpu", amp=False)
+    acc16, model, scaler, _ = _train_cnn("webgpu", amp=True)
+    assert acc32 > 0.9 and abs(acc16 - acc32) < 0.04, (acc16, acc32)
+    assert all(p.dtype is wg.float32 for p in model.parameters()) and scaler.get_scale() == 65536.0
+
+
+@pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
+def test_autocast_step_with_grad_scaler_replays_as_eager():
+    """A recorded autocast + GradScaler step replays with no read-back, skipping (on the device) a step
+    whose gradients overflow, and ends where eager training ends."""
+    def train(replay):
+        wg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
+        opt = wg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scaler = wg.amp.GradScaler("webgpu", init_scale=2.0**12, growth_interval=2)
+
+        def step(x, y):
+            with wg.autocast("webgpu"):
+                loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        run = wg.replayable(step) if replay else step
+        gen = np.random.default_rng(0)
+        stats = wg.device("webgpu").backend.runtime.stats
+        for i in range(8):
+            if i == 2:
+                reads = stats["reads"]
+            x = gen.standard_normal((10, 12)).astype(np.float32)
+            if i == 5:
+                x[3, 4] = 1e6  # float16 overflows: inf in the forward, NaN gradients: the step is skipped
+            run(wg.tensor(x, device="webgpu"), wg.tensor(gen.integers(0, 3, 10).astype(np.int32), device="webgpu"))
+        reads = stats["reads"] - reads  # read-backs of steps 2..7: one per eager step, none replayed
+        return [_np(p) for p in model.parameters()], scaler.get_scale(), run, reads
+
+    eager, eager_scale, _, eager_reads = train(False)
+    replayed, replay_scale, run, replay_reads = train(True)
+    assert eager_reads == 6 and replay_reads == 0
+    assert run.replays == 6 and eager_scale == replay_scale == 2.0**14  # grew x2 three times, backed off once
+    for a, b in zip(eager, replayed):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+# ===================================================================== without shader-f16 and files
+
+
+@needs_webgpu
+def test_clear_error_on_a_device_without_shader_f16(monkeypatch):
+    """A real device opened without the feature (as SwiftShader's), not a mock of the kernel path."""
+    from webgrad._backends.webgpu.backend import WebGPUBackend
+    from webgrad._backends.webgpu.native import NativeBinding
+    from webgrad._backends.webgpu.runtime import Runtime
+    from webgrad import devices
+
+    rt = Runtime(NativeBinding(without_features=("shader-f16",)))
+    assert not rt.has_f16 and "shader-f16" not in rt.features
+    backend = WebGPUBackend(rt)
+    with pytest.raises(TypeError, match="needs the adapter feature 'shader-f16'"):
+        backend.empty(4, wg.float16)
+    monkeypatch.setitem(devices._backends, "webgpu", backend)
+    x = wg.ones(3, device="webgpu")
+    assert (x * 2).tolist() == [2.0, 2.0, 2.0]  # float32 unaffected
+    with pytest.raises(TypeError, match="shader-f16"):
+        x.half()
+    with pytest.raises(TypeError, match="shader-f16"):
+        with wg.autocast(device_type="webgpu"):
+            pass
+    with wg.autocast(device_type="webgpu", enabled=False):
+        assert (x @ x).dtype is wg.float32
+
+
+def test_safetensors_round_trip_float16(f16_device, tmp_path):
+    import safetensors.torch
+    h = wg.tensor([0.1, -65504.0, float("inf"), 3.0], device=f16_device).half()
+    path = str(tmp_path / "h.safetensors")
+    wg.save({"h": h, "f": wg.ones(2, device=f16_device)}, path)
+    loaded = safetensors.torch.load_file(path)
+    assert loaded["h"].dtype is torch.float16 and loaded["h"].tolist() == h.tolist()
+    back = wg.load(path, device=f16_device)
+    assert back["h"].dtype is wg.float16 and back["h"].tolist() == h.tolist()
+    buf = io.BytesIO()
+    wg.save({"h": h}, buf)
+    assert wg.load(io.BytesIO(buf.getvalue()))["h"].tolist() == h.tolist()
+
+
+def test_torch_names_under_as_torch():
+    """A PyTorch AMP script's names, in a fresh interpreter (as_torch refuses where torch is imported)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import webgrad; webgrad.as_torch(); import torch, torch.amp\n"
+            "assert torch.float16 is torch.half is webgrad.float16 and torch.amp.GradScaler is webgrad.amp.GradScaler\n"
+            "assert torch.autocast is torch.amp.autocast is webgrad.autocast\n"
+            "print(torch.amp.GradScaler('cuda').get_scale())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "65536.0"
