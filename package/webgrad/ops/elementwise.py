@@ -223,7 +223,8 @@ def add(input, other, alpha=1):
         other = mul(other, alpha)
     x, y, dtype = _promote_pair(input, other, "add")
     out = _binary_kernel("add", x, y, dtype)
-    return record(out, "Add", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(g, y.shape)))
+    xs, ys = x.shape, y.shape  # the backward needs the shapes only: holding x and y would keep their buffers
+    return record(out, "Add", (x, y), lambda g: (unbroadcast(g, xs), unbroadcast(g, ys)))
 
 
 def _affine_scalar(x, scale, shift, dtype, name):
@@ -244,7 +245,8 @@ def sub(input, other, alpha=1):
         other = mul(other, alpha)
     x, y, dtype = _promote_pair(input, other, "sub")
     out = _binary_kernel("sub", x, y, dtype)
-    return record(out, "Sub", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(neg(g), y.shape)))
+    xs, ys = x.shape, y.shape  # shapes only, as in add
+    return record(out, "Sub", (x, y), lambda g: (unbroadcast(g, xs), unbroadcast(neg(g), ys)))
 
 
 def mul(input, other):
