@@ -112,6 +112,6 @@ def test_resnet18_replay_holds_near_what_its_tensors_need():
         step(x, y).item()
     gc.collect()
     held = peak_bytes(step) - base
-    print(f"\nresnet18 b2 16x16: a replay holds {held / MIB:.1f} MiB, {held / state:.2f}x parameters + grads + momentum")
+    print(f"\nresnet18 b2 16x16: a replay holds {held / MIB:.1f} MiB, {held / state:.2f}x the training state")
     assert held < 1.34 * state, f"a replay holds {held / state:.2f}x the training state, was 1.30x"
     step.release()
