@@ -105,16 +105,17 @@ class Node:
 
 
 class Edge:
-    """A non-leaf input as a Node keeps it: the node that made it (the graph), its shape (to check the
-    gradient sent to it) and a weak reference to the tensor (whose .grad is filled if it retains grad).
+    """A non-leaf input as a Node keeps it: the node that made it (the graph), its shape and dtype (to check
+    and cast the gradient sent to it) and a weak reference to the tensor (whose .grad is filled if it retains grad).
     Holding the tensor itself would keep its GPU buffer from the forward until this node's backward (and,
     through a returned loss, past it), even where no backward closure needs its values."""
 
-    __slots__ = ("grad_fn", "shape", "_tensor")
+    __slots__ = ("grad_fn", "shape", "dtype", "_tensor")
 
     def __init__(self, tensor):
         self.grad_fn = tensor.grad_fn
         self.shape = tuple(tensor.shape)
+        self.dtype = tensor.dtype  # the engine casts the gradient to it (autocast)
         self._tensor = weakref.ref(tensor)
 
     def tensor(self):
