@@ -107,8 +107,8 @@ class Node:
 class Edge:
     """A non-leaf input as a Node keeps it: the node that made it (the graph), its shape and dtype (to check
     and cast the gradient sent to it) and a weak reference to the tensor (whose .grad is filled if it
-    retains grad). Holding the tensor itself would keep its GPU buffer from the forward until this node's backward (and,
-    through a returned loss, past it), even where no backward closure needs its values."""
+    retains grad). Holding the tensor itself would keep its GPU buffer from the forward until this node's
+    backward (and, through a returned loss, past it), even where no backward closure needs its values."""
 
     __slots__ = ("grad_fn", "shape", "dtype", "_tensor")
 
