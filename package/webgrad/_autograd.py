@@ -10,6 +10,7 @@ ordinary tensor ops, so every backward runs on whatever device the forward ran o
 """
 
 import threading
+import weakref
 
 from ._anomaly import check_anomaly, forward_trace, is_anomaly_enabled
 
@@ -79,7 +80,8 @@ class Node:
 
     `backward_fn(grad)` returns one gradient (or None) per entry of `inputs`. After a backward pass
     without retain_graph the closure is dropped, freeing the tensors it saved. `trace`: where the op was
-    called, kept only in anomaly mode.
+    called, kept only in anomaly mode. `inputs` holds leaves themselves (their .grad is filled) and, for
+    the others, an :class:`Edge`: as in PyTorch, the graph holds only what backward closures saved.
     """
 
     __slots__ = ("name", "inputs", "backward_fn", "trace", "__weakref__")
@@ -102,6 +104,25 @@ class Node:
         return tuple((t.grad_fn, 0) if t is not None else (None, 0) for t in self.inputs)
 
 
+class Edge:
+    """A non-leaf input as a Node keeps it: the node that made it (the graph), its shape and dtype (to check
+    and cast the gradient sent to it) and a weak reference to the tensor (whose .grad is filled if it
+    retains grad). Holding the tensor itself would keep its GPU buffer from the forward until this node's
+    backward (and, through a returned loss, past it), even where no backward closure needs its values."""
+
+    __slots__ = ("grad_fn", "shape", "dtype", "_tensor")
+
+    def __init__(self, tensor):
+        self.grad_fn = tensor.grad_fn
+        self.shape = tuple(tensor.shape)
+        self.dtype = tensor.dtype  # the engine casts the gradient to it (autocast)
+        self._tensor = weakref.ref(tensor)
+
+    def tensor(self):
+        """The tensor, or None once no one else holds it (then no one can read its .grad either)."""
+        return self._tensor()
+
+
 def record(out, name, inputs, backward_fn):
     """Attach `out` to the graph if grad is enabled and any input requires grad. Returns `out`.
 
@@ -109,7 +130,8 @@ def record(out, name, inputs, backward_fn):
     """
     if not is_grad_enabled():
         return out
-    tracked = tuple(t if getattr(t, "requires_grad", False) else None for t in inputs)
+    tracked = tuple((t if t.grad_fn is None else Edge(t)) if getattr(t, "requires_grad", False) else None
+                    for t in inputs)
     if not any(t is not None for t in tracked):
         return out
     outs = out if isinstance(out, tuple) else (out,)
@@ -150,7 +172,7 @@ def backward(tensor, gradient, retain_graph=False):
         if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
             _accumulate(tensor, gradient)
             return
-        grads = {id(tensor.grad_fn): [gradient, tensor]}
+        grads = {id(tensor.grad_fn): [gradient] + ([tensor] if tensor._retains_grad else [])}
         for node in _topological_order(tensor.grad_fn):
             entry = grads.pop(id(node), None)
             if entry is None:
@@ -161,9 +183,8 @@ def backward(tensor, gradient, retain_graph=False):
                     f"Trying to backward through the graph a second time (through {node!r}); its saved tensors "
                     "were freed after the first backward. Pass retain_graph=True to the first backward() call."
                 )
-            for o in entry[1:]:
-                if o._retains_grad:
-                    _accumulate(o, grad_out)
+            for o in entry[1:]:  # the tensors this node made that retain their grad
+                _accumulate(o, grad_out)
             input_grads = node.backward_fn(grad_out)
             if is_anomaly_enabled():
                 input_grads = check_anomaly(node, input_grads)
@@ -182,11 +203,12 @@ def backward(tensor, gradient, retain_graph=False):
                     continue
                 slot = grads.get(id(t.grad_fn))
                 if slot is None:
-                    grads[id(t.grad_fn)] = [g, t]
+                    slot = grads[id(t.grad_fn)] = [g]
                 else:
                     slot[0] = slot[0] + g
-                    if not any(o is t for o in slot[1:]):
-                        slot.append(t)
+                tensor = t.tensor()
+                if tensor is not None and tensor._retains_grad and not any(o is tensor for o in slot[1:]):
+                    slot.append(tensor)
 
 
 def _accumulate(t, g):

@@ -4,6 +4,7 @@ Subcommands:
   kernels   GPU kernel throughput: matmul GFLOP/s, elementwise and reduction GB/s (vs NumPy)
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
+  scale     ResNet-18, wide MLP and a transformer block: samples/s, ms/step and peak GPU memory vs PyTorch eager
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
   ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
   compile   torch.compile(backend="webgrad") training steps vs eager PyTorch, and the boundary's cost per call
@@ -21,6 +22,7 @@ SUBCOMMANDS = {
     "train": "webgrad.bench.train",
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
+    "scale": "webgrad.bench.scale",
     "ddp": "webgrad.bench.ddp",
     "compile": "webgrad.bench.compile",
 }

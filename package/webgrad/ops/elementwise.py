@@ -47,8 +47,15 @@ def apply_unary(op, input, a=0.0, b=0.0):
         x = cast(x, dtypes.float32)
     out = _unary(x, op.name, a, b, dtype=dtypes.bool_ if op.result == table.BOOL else x.dtype)
     if op.grad is not None and x.dtype.is_floating:
-        record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, x, out, a, b),))
+        saved = out if op.name in _GRAD_FROM_OUTPUT else x
+        record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, saved, out, a, b),))
     return out
+
+
+# Ops whose derivative, written in x, gives the same value on y = f(x): their backward keeps the output only
+# (as PyTorch's does), so the input's buffer is freed once nothing else needs it. relu: x > 0 iff y > 0
+# (NaN and -0 included); relu6: 0 < x < 6 iff 0 < y < 6; sigmoid and tanh: written in y alone.
+_GRAD_FROM_OUTPUT = frozenset(("relu", "relu6", "sigmoid", "tanh"))
 
 
 def _bind(op, args, kwargs, with_inplace):
@@ -223,7 +230,8 @@ def add(input, other, alpha=1):
         other = mul(other, alpha)
     x, y, dtype = _promote_pair(input, other, "add")
     out = _binary_kernel("add", x, y, dtype)
-    return record(out, "Add", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(g, y.shape)))
+    xs, ys = x.shape, y.shape  # the backward needs the shapes only: holding x and y would keep their buffers
+    return record(out, "Add", (x, y), lambda g: (unbroadcast(g, xs), unbroadcast(g, ys)))
 
 
 def _affine_scalar(x, scale, shift, dtype, name):
@@ -244,7 +252,8 @@ def sub(input, other, alpha=1):
         other = mul(other, alpha)
     x, y, dtype = _promote_pair(input, other, "sub")
     out = _binary_kernel("sub", x, y, dtype)
-    return record(out, "Sub", (x, y), lambda g: (unbroadcast(g, x.shape), unbroadcast(neg(g), y.shape)))
+    xs, ys = x.shape, y.shape  # shapes only, as in add
+    return record(out, "Sub", (x, y), lambda g: (unbroadcast(g, xs), unbroadcast(neg(g), ys)))
 
 
 def mul(input, other):

@@ -92,11 +92,11 @@ def _reduce(op, x, dims, keepdim, dtype):
     return out
 
 
-def _expand_back(g, x, dims, keepdim):
-    """A reduced gradient broadcast back to x's shape (a stride-0 view, no copy)."""
+def _expand_back(g, shape, dims, keepdim):
+    """A reduced gradient broadcast back to the input's `shape` (a stride-0 view, no copy)."""
     if not keepdim:
-        g = g.reshape(_out_shape(x.shape, dims, True))
-    return g.expand(*x.shape)
+        g = g.reshape(_out_shape(shape, dims, True))
+    return g.expand(*shape)
 
 
 @full_precision("sum")
@@ -108,7 +108,8 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     elif x.dtype in (dtypes.bool_, dtypes.uint8):
         x = cast(x, dtypes.int32)
     out = _reduce("sum", x, dims, keepdim, x.dtype)
-    return record(out, "Sum", (x,), lambda g: (_expand_back(g, x, dims, keepdim),))
+    shape = x.shape  # the backward needs the shape only: holding x would keep its buffer until then
+    return record(out, "Sum", (x,), lambda g: (_expand_back(g, shape, dims, keepdim),))
 
 
 @full_precision("prod")
@@ -130,8 +131,8 @@ def prod(input, dim=None, keepdim=False, dtype=None):
         zero = x == 0
         nonzero_prod = prod(where(zero, 1.0, x), dims, keepdim=True)
         zeros = sum(cast(zero, dtypes.int32), dims, keepdim=True)
-        others = where(zero, where(zeros == 1, nonzero_prod, 0.0), _expand_back(out, x, dims, keepdim) / where(zero, 1.0, x))
-        return (_expand_back(g, x, dims, keepdim) * others,)
+        others = where(zero, where(zeros == 1, nonzero_prod, 0.0), _expand_back(out, x.shape, dims, keepdim) / where(zero, 1.0, x))
+        return (_expand_back(g, x.shape, dims, keepdim) * others,)
     return record(out, "Prod", (x,), backward)
 
 
@@ -203,9 +204,9 @@ def _amax_amin(op):
 
         def backward(g):
             # ties share the gradient evenly, as torch.amax
-            hit = cast(input == _expand_back(out, input, dims, keepdim), g.dtype)
+            hit = cast(input == _expand_back(out, input.shape, dims, keepdim), g.dtype)
             count = sum(hit, dims, keepdim=True)
-            return _expand_back(g, input, dims, keepdim) * hit / count
+            return _expand_back(g, input.shape, dims, keepdim) * hit / count
         return record(out, "A" + op, (input,), lambda g: (backward(g),))
     fn.__name__ = "a" + op
     return fn

@@ -200,6 +200,13 @@ class BufferPool:
         self.allocated -= buffer.size
         self._free.setdefault(buffer.size, []).append(buffer)
 
+    def take_fitting(self, nbytes):
+        """A free buffer of `nbytes` or more, the smallest there is (counted as allocated), or None."""
+        buffer = _best_fit(self._free, nbytes)
+        if buffer is not None:
+            self._count(buffer.size)
+        return buffer
+
     def _count(self, size):
         self.allocated += size
         if self.allocated > self.peak:
@@ -218,6 +225,12 @@ class BufferPool:
         return buffers
 
 
+def _best_fit(free, nbytes):
+    """Pop the smallest buffer of at least `nbytes` from `free` (size -> buffers), or None."""
+    sizes = [size for size, buffers in free.items() if size >= nbytes and buffers]
+    return free[min(sizes)].pop() if sizes else None
+
+
 class CapturePool:
     """The pool new storages use during a capture.
 
@@ -225,6 +238,12 @@ class CapturePool:
     them again, so they must not be handed to anyone else meanwhile. Within the capture they are
     reused (in recorded order, which is safe: the GPU runs the records in order). Its buffers count
     in the parent pool's `reserved`, and in its `allocated` while a storage holds them.
+
+    Memory planning: a recorded step's intermediates live in the graph's buffers for good, so each buffer
+    the capture adds is held by every replay. A request therefore takes the smallest free buffer that
+    fits, of any size class: first among those freed earlier in the capture, then among the pool's free
+    ones (the eager warm-up step's), and only then makes a buffer. A fitting buffer of a larger class costs
+    nothing here, where a new one of the exact class would be held for as long as the graph lives.
     """
 
     def __init__(self, parent):
@@ -233,12 +252,11 @@ class CapturePool:
         self.closed = False
 
     def acquire(self, nbytes):
-        free = self._free.get(size_class(nbytes))
-        if free:
-            buffer = free.pop()
+        buffer = _best_fit(self._free, nbytes)
+        if buffer is not None:
             self._parent._count(buffer.size)
             return buffer
-        return self._parent.acquire(nbytes)
+        return self._parent.take_fitting(nbytes) or self._parent.acquire(nbytes)
 
     def release(self, buffer):
         if self.closed:
@@ -364,6 +382,12 @@ class Graph:
     @property
     def dispatches(self):
         return sum(1 for r in self.records if r[0] == 0)
+
+    @property
+    def idle_bytes(self):
+        """Bytes of the buffers the graph owns that no live storage holds (its intermediates): not in
+        the pool's `allocated`, yet a replay writes into them, so no one else may use them meanwhile."""
+        return sum(b.size for free in self.pool._free.values() for b in free)
 
     def replay(self):
         """Queue the recorded work again (it runs at the next sync point, like any other work)."""
