@@ -22,7 +22,10 @@
 //     vec4 loads.
 //   * Workgroup memory is double-buffered with a register prefetch: the next K step is loaded from
 //     global memory into registers before the current step's FMAs, then stored into the other buffer;
-//     one barrier per K step.
+//     one barrier per K step. NBUF = 1: one buffer of a deeper BK in the same memory, two barriers.
+//   * WARP_TILED and SWIZZLE (the big "w" configurations) change only where things sit: threads in
+//     8 x 4 blocks per subgroup of 32 (fewer shared-memory wavefronts per fragment read) and the vec4
+//     columns of each tile row XORed with swz(k) (conflict-free scalar stores of a transposed piece).
 //   * The K steps of a tile are numbered g = r * ntiles + kt over the reduce items r (ntiles K steps
 //     each, the last one zero-padded), so a batch-reduce product is one long K loop.
 //   * KS > 1 splits K inside the workgroup: KS slices of WG_X x WG_Y threads (workgroup size
@@ -50,7 +53,9 @@
 //
 // Limits the plan respects (matmul_plan.check_config): TM, TN in {4, 8}; BK a multiple of 4; tile
 // loads (BK*BM/4 and BK*BN/4 vec4s) a multiple of WG_X*WG_Y, at most 4 per thread; KS*WG_X*WG_Y <= 256;
-// workgroup memory KS*2*BK*(BM+BN)*4 bytes <= 16 KiB; with KS > 1, As must hold a tile of partial sums.
+// workgroup memory KS*NBUF*BK*(BM+BN)*4 bytes <= 16 KiB (a browser's default limit: the kernel declares
+// no other workgroup variable); with KS > 1, As must hold a tile of partial sums; WARP_TILED and SWIZZLE
+// need WG_X, WG_Y multiples of 8 (WARP_TILED: WG_Y of 4).
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;

@@ -55,7 +55,23 @@ def test_big_tiles_split_k(runner, trans_a, trans_b):  # noqa: F811
     assert p.splits == 3 and p.reduce is not None
 
 
-def test_planner_takes_big_tiles():
+@pytest.fixture
+def warp_tiled(monkeypatch):
+    """matmul_plan as under WEBGRAD_MATMUL_WARP_TILED=1 (plans are cached: cleared before and after)."""
+    matmul_plan._plan.cache_clear()
+    monkeypatch.setattr(matmul_plan, "_WARP_TILED_ON", True)
+    yield
+    matmul_plan._plan.cache_clear()
+
+
+def test_planner_keeps_plain_tiles_by_default():
+    if matmul_plan._WARP_TILED_ON:
+        pytest.skip("WEBGRAD_MATMUL_WARP_TILED is set")
+    assert _plan(4096, 4096, 4096, False, True).config == "64x128"
+    assert _plan(128, 4096, 4096, False, True).config == "128x128"
+
+
+def test_planner_takes_big_tiles(warp_tiled):
     # square products of every transpose: the warp-tiled twin of the tile choose_config picks
     for ta, tb in TRANS:
         assert _plan(4096, 4096, 4096, ta, tb).config == "64x128w"
@@ -65,7 +81,14 @@ def test_planner_takes_big_tiles():
     assert (p.config, p.splits) == ("128x128w", 8)
     # a convolution's gathered operand keeps the plain tiles; so does a forced configuration
     g = (16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1)
-    assert _plan(256, 256 * 4, 64 * 9 * 16, items=1, gather=g).config in matmul_plan.WARP_TILED
+    assert _plan(256, 256 * 4, 64 * 9 * 16, gather=g).config in matmul_plan.WARP_TILED
     assert _plan(4096, 4096, 4096, config="64x128").config == "64x128"
     # small products are not affected
     assert not _plan(256, 256, 256).config.endswith("w")
+
+
+def test_planned_big_tiles_run(runner, warp_tiled):  # noqa: F811
+    # a product the planner gives a warp-tiled tile, run as planned: 16 ragged tiles of 64x128, K split
+    # across workgroups (the last split short), bias and ReLU in the reduction
+    p = check(runner, 1, 250, 510, 1032, False, True, bias=True, relu=True, seed=9)
+    assert p.config == "64x128w" and p.splits > 1, p

@@ -20,16 +20,16 @@ def test_wide_layer_plans():
     # forward x @ W^T and input gradient dY @ W of a 4096-wide layer at batch 128
     for K, ta, tb in ((4096, False, True), (4096, False, False), (3072, False, True)):
         p = _plan(128, 4096, K, ta, tb)
-        assert (p.config, p.splits, p.entry_point) == ("128x128w", 8, "matmul_vv4"), p
+        assert (p.config, p.splits, p.entry_point) == ("128x128", 8, "matmul_vv4"), p
         assert p.workgroups == (32, 1, 8) and p.reduce.entry_point == "matmul_reduce4"
     # the weight gradient X^T @ dY (K = 128) fills the GPU unsplit
     assert _plan(4096, 4096, 128, True, False).splits == 1
     # the tall-and-narrow mirror image takes the same tile
-    assert _plan(4096, 128, 4096).config == "128x128w"
+    assert _plan(4096, 128, 4096).config == "128x128"
     # products the rule leaves alone: square, small on both sides, and ResNet-18's weight gradients
-    assert _plan(4096, 4096, 4096).config == "64x128w"
-    assert _plan(128, 1152, 128 * 256).config == "64x128w"
-    assert _plan(256, 2304, 128 * 64).config == "64x128w"
+    assert _plan(4096, 4096, 4096).config == "64x128"
+    assert _plan(128, 1152, 128 * 256).config == "64x128"
+    assert _plan(256, 2304, 128 * 64).config == "64x128"
 
 
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
@@ -57,7 +57,7 @@ def test_wide_layer_training_step_matches_cpu(monkeypatch):
     if "webgpu" not in DEVICES:
         pytest.skip("no WebGPU adapter")
     monkeypatch.setattr(runtime.default_runtime(), "software", False)
-    assert _plan(128, 2048, 1024, False, True).config == "128x128w"
+    assert _plan(128, 2048, 1024, False, True).config == "128x128"
     rng = np.random.default_rng(3)
     x = rng.standard_normal((128, 1024)).astype(np.float32)
     y = rng.integers(0, 10, 128)

@@ -63,10 +63,14 @@ CONFIGS = {
 
 MAX_WORKGROUPS_PER_DIM = 65535
 
-# _plan runs the big tiles choose_config picks as their warp-tiled, swizzled twins (the same tiles, split
-# and entry points; only the thread mapping and the workgroup layout differ), except for a gathered
-# (convolution) operand, whose products keep the plain ones.
+# With WEBGRAD_MATMUL_WARP_TILED=1, _plan runs the big tiles choose_config picks as their warp-tiled,
+# swizzled twins (the same tiles, split and entry points; only the thread mapping and the workgroup layout
+# differ), except for a gathered (convolution) operand, whose products keep the plain ones. Off by
+# default until an H200 measurement shows the twins faster (`python -m webgrad.bench kernels --configs
+# 64x128 64x128w 128x128w ...` compares them; the one device run of their change measured nothing:
+# gpu.sh kept a previous wheel installed on a warm machine).
 WARP_TILED = {"64x128": "64x128w", "128x64": "128x64w", "128x128": "128x128w"}
+_WARP_TILED_ON = os.environ.get("WEBGRAD_MATMUL_WARP_TILED", "") not in ("", "0")
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
 # 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
@@ -283,7 +287,7 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         return _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
                          bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
-    if not config and not _FORCED and gather is None:
+    if _WARP_TILED_ON and not config and not _FORCED and gather is None:
         cfg = WARP_TILED.get(cfg, cfg)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
