@@ -30,6 +30,22 @@ def test_big_configs_fit_default_workgroup_memory():
         matmul_plan.check_config(c, 16384)
 
 
+def test_products_declare_only_the_tiles():
+    # check_config bounds As and Bs by 16,384 bytes; that is the whole use only while the product entry
+    # points touch no other workgroup variable (a 4-byte one, padded to 16, once put five configurations
+    # at 16,400 bytes, which Chromium refuses under default limits; wgpu-native does not check). The
+    # reduction's lanes belong to matmul_reduce / matmul_reduce4 only.
+    import re
+
+    from webgrad._backends.webgpu import shaders
+
+    src = shaders.source("matmul.wgsl")
+    names = re.findall(r"var<workgroup>\s+(\w+)", src)
+    assert sorted(names) == ["As", "Bs", "lanes1", "lanes4"], names
+    body = src[:src.index("fn matmul_reduce(")]
+    assert not re.search(r"\blanes[14]\[", body), "a product entry point uses the reduction's workgroup memory"
+
+
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 @pytest.mark.parametrize("config", ["128x128w", "128x128w16"])
 def test_big_tiles_every_transpose(runner, config, trans_a, trans_b):  # noqa: F811
