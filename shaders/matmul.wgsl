@@ -22,7 +22,10 @@
 //     vec4 loads.
 //   * Workgroup memory is double-buffered with a register prefetch: the next K step is loaded from
 //     global memory into registers before the current step's FMAs, then stored into the other buffer;
-//     one barrier per K step.
+//     one barrier per K step. NBUF = 1: one buffer of a deeper BK in the same memory, two barriers.
+//   * WARP_TILED and SWIZZLE (the big "w" configurations) change only where things sit: threads in
+//     8 x 4 blocks per subgroup of 32 (fewer shared-memory wavefronts per fragment read) and the vec4
+//     columns of each tile row XORed with swz(k) (conflict-free scalar stores of a transposed piece).
 //   * The K steps of a tile are numbered g = r * ntiles + kt over the reduce items r (ntiles K steps
 //     each, the last one zero-padded), so a batch-reduce product is one long K loop.
 //   * KS > 1 splits K inside the workgroup: KS slices of WG_X x WG_Y threads (workgroup size
@@ -50,7 +53,9 @@
 //
 // Limits the plan respects (matmul_plan.check_config): TM, TN in {4, 8}; BK a multiple of 4; tile
 // loads (BK*BM/4 and BK*BN/4 vec4s) a multiple of WG_X*WG_Y, at most 4 per thread; KS*WG_X*WG_Y <= 256;
-// workgroup memory KS*2*BK*(BM+BN)*4 bytes <= 16 KiB; with KS > 1, As must hold a tile of partial sums.
+// workgroup memory KS*NBUF*BK*(BM+BN)*4 bytes <= 16 KiB (a browser's default limit: the kernel declares
+// no other workgroup variable); with KS > 1, As must hold a tile of partial sums; WARP_TILED and SWIZZLE
+// need WG_X, WG_Y multiples of 8 (WARP_TILED: WG_Y of 4).
 
 override TRANS_A: bool = false;
 override TRANS_B: bool = false;
@@ -73,6 +78,20 @@ override TM: u32 = 8u;
 override TN: u32 = 8u;
 override BK: u32 = 8u;
 override KS: u32 = 1u;   // K split inside the workgroup: KS slices of WG_X x WG_Y threads
+// Workgroup buffers per slice: 2 (double-buffered: one barrier per K step) or 1 (a deeper BK in the same
+// memory, two barriers per step: the multiply must finish before the prefetch overwrites the buffer).
+override NBUF: u32 = 2u;
+// WARP_TILED: threads map to (tx, ty) in 8 x 4 blocks of 32 (a subgroup on NVIDIA) instead of rows of
+// WG_X, so one subgroup's fragment reads in the multiply are 8 vec4s of B (128 bytes: one shared-memory
+// wavefront) and 4 of A, where a row of 16 threads read 16 + 2 (three wavefronts per k pair, not two).
+// Only the speed depends on the subgroup size; any mapping is correct (needs WG_X % 8 == 0, WG_Y % 4 == 0).
+override WARP_TILED: bool = false;
+// SWIZZLE: the vec4 column of row k of a workgroup tile is XORed with swz(k), so that the four scalar
+// stores of a K-contiguous piece (an operand transposed into the k-major tile: a in NN/NT, b in NT/TT)
+// from the threads of one subgroup land in distinct banks (without it, k and k + 4 collide: two-way
+// conflicts) while costing no memory (padding the rows would push 128x128 over 16 KiB). Needs tile rows
+// of a multiple of 8 vec4s (BM4, BN4) and WG_X, WG_Y multiples of 8 with TM4/TN4 > 1.
+override SWIZZLE: bool = false;
 
 override NT: u32 = WG_X * WG_Y;      // threads per slice
 override BM4: u32 = WG_Y * TM / 4u;  // tile rows, in vec4s
@@ -85,8 +104,8 @@ override LB: u32 = BK * BN4 / NT;
 
 //! include "matmul_io.wgsl"
 
-var<workgroup> As: array<vec4<f32>, KS * 2u * BK * BM4>;  // [KS slices][2 buffers][BK][BM/4]
-var<workgroup> Bs: array<vec4<f32>, KS * 2u * BK * BN4>;  // [KS slices][2 buffers][BK][BN/4]
+var<workgroup> As: array<vec4<f32>, KS * NBUF * BK * BM4>;  // [KS slices][NBUF buffers][BK][BM/4]
+var<workgroup> Bs: array<vec4<f32>, KS * NBUF * BK * BN4>;  // [KS slices][NBUF buffers][BK][BN/4]
 
 // Accumulators: c<r><h> holds row r (0..7) of this thread's block, columns 4h..4h+3 (h = 0, 1).
 // Row r is tile row ((r / 4) * WG_Y + ty) * 4 + r % 4; column group h is tile columns (h * WG_X + tx) * 4 + 0..3.
@@ -119,9 +138,16 @@ var<private> b_base: u32;
 fn setup(li: u32, wid: vec3<u32>) {
     tid = li % NT;
     slice = li / NT;
-    stage0 = slice * 2u;
+    stage0 = slice * NBUF;
     tx = tid % WG_X;
     ty = tid / WG_X;
+    if (WARP_TILED) {  // subgroup w of 32 threads covers an 8 x 4 block; the blocks tile WG_X x WG_Y row-major
+        let lane = tid % 32u;
+        let w = tid / 32u;
+        let across = max(WG_X / 8u, 1u);  // blocks per row (max: Tint folds the division where WG_X < 8 too)
+        tx = (w % across) * 8u + lane % 8u;
+        ty = (w / across) * 4u + lane / 8u;
+    }
     col0 = wid.x * BN4 * 4u;
     row0 = wid.y * BM4 * 4u;
     batch = wid.z;
@@ -296,13 +322,23 @@ fn fetch_b_scalar(kt: u32) {
 }
 
 // ---- registers -> workgroup buffer `stage`, k-major
+// The XOR applied to the vec4 columns of row k (0 <= k < BK) of a tile (see SWIZZLE): rows k and k + 4
+// (BK = 8) get 0 and 4, so the 16 columns of one subgroup's piece stores fall in bank halves 0-15 and
+// 16-31; with BK = 16 the four row groups get 0, 2, 4, 6. Constant over each group of 4 rows.
+fn swz(k: u32) -> u32 {
+    if (!SWIZZLE) { return 0u; }
+    return ((k / 4u) * (8u / BK4)) % 8u;
+}
+
 fn put_a(l: u32, stage: u32, v: vec4<f32>) {
     let idx = tid + l * NT;
     if (TRANS_A) {  // the piece runs along m: one vec4 store
-        As[(stage * BK + idx / BM4) * BM4 + idx % BM4] = v;
+        let k = idx / BM4;
+        As[(stage * BK + k) * BM4 + ((idx % BM4) ^ swz(k))] = v;
     } else {        // the piece runs along k: four scalar stores, one per k row
         let m = idx / BK4;
-        let i = (stage * BK + (idx % BK4) * 4u) * BM4 + m / 4u;
+        let k = (idx % BK4) * 4u;
+        let i = (stage * BK + k) * BM4 + ((m / 4u) ^ swz(k));
         let c = m % 4u;
         As[i][c] = v.x;
         As[i + BM4][c] = v.y;
@@ -315,14 +351,16 @@ fn put_b(l: u32, stage: u32, v: vec4<f32>) {
     let idx = tid + l * NT;
     if (TRANS_B) {  // the piece runs along k
         let n = idx / BK4;
-        let i = (stage * BK + (idx % BK4) * 4u) * BN4 + n / 4u;
+        let k = (idx % BK4) * 4u;
+        let i = (stage * BK + k) * BN4 + ((n / 4u) ^ swz(k));
         let c = n % 4u;
         Bs[i][c] = v.x;
         Bs[i + BN4][c] = v.y;
         Bs[i + 2u * BN4][c] = v.z;
         Bs[i + 3u * BN4][c] = v.w;
     } else {        // the piece runs along n
-        Bs[(stage * BK + idx / BN4) * BN4 + idx % BN4] = v;
+        let k = idx / BN4;
+        Bs[(stage * BK + k) * BN4 + ((idx % BN4) ^ swz(k))] = v;
     }
 }
 
@@ -338,13 +376,14 @@ fn stash(stage: u32) {
 }
 
 // ---- the multiply: one k of the outer product, a column of A's tile times a row of B's tile
-fn kstep(ai: u32, bi: u32) {
+// ai, bi: the thread's first A and B fragments; ai2, bi2: the second ones (TM = 8, TN = 8)
+fn kstep(ai: u32, ai2: u32, bi: u32, bi2: u32) {
     let a0 = As[ai];
     let b0 = Bs[bi];
     var a1 = vec4<f32>(0.0);
     var b1 = vec4<f32>(0.0);
-    if (TM4 > 1u) { a1 = As[ai + WG_Y]; }
-    if (TN4 > 1u) { b1 = Bs[bi + WG_X]; }
+    if (TM4 > 1u) { a1 = As[ai2]; }
+    if (TN4 > 1u) { b1 = Bs[bi2]; }
     c00 = fma(vec4<f32>(a0.x), b0, c00);
     c10 = fma(vec4<f32>(a0.y), b0, c10);
     c20 = fma(vec4<f32>(a0.z), b0, c20);
@@ -371,13 +410,18 @@ fn kstep(ai: u32, bi: u32) {
 
 // acc += As[stage] @ Bs[stage], four k at a time (BK is a multiple of 4).
 fn compute(stage: u32) {
-    var ai = stage * BK * BM4 + ty;
-    var bi = stage * BK * BN4 + tx;
+    var ai = stage * BK * BM4;
+    var bi = stage * BK * BN4;
     for (var k = 0u; k < BK; k += 4u) {
-        kstep(ai, bi);
-        kstep(ai + BM4, bi + BN4);
-        kstep(ai + 2u * BM4, bi + 2u * BN4);
-        kstep(ai + 3u * BM4, bi + 3u * BN4);
+        let s = swz(k);  // the same for these 4 rows
+        let a0 = ai + (ty ^ s);
+        let a1 = ai + ((ty + WG_Y) ^ s);
+        let b0 = bi + (tx ^ s);
+        let b1 = bi + ((tx + WG_X) ^ s);
+        kstep(a0, a1, b0, b1);
+        kstep(a0 + BM4, a1 + BM4, b0 + BN4, b1 + BN4);
+        kstep(a0 + 2u * BM4, a1 + 2u * BM4, b0 + 2u * BN4, b1 + 2u * BN4);
+        kstep(a0 + 3u * BM4, a1 + 3u * BM4, b0 + 3u * BN4, b1 + 3u * BN4);
         ai += 4u * BM4;
         bi += 4u * BN4;
     }
@@ -489,108 +533,121 @@ fn combine_slices() {
 
 // Main loops, one per fetch variant (vec4 or scalar, for a then b): per slice, prefetch the slice's
 // next K step into registers, multiply the current one out of workgroup memory, then store the
-// prefetch into the slice's other buffer; one barrier per step. Slice s takes the workgroup's K steps
-// step0 + s, step0 + s + KS, ...; steps past step1 load as zeros, so every slice runs the same number
-// of iterations (barriers stay uniform: step0 and step1 are the same for the whole workgroup).
-var<workgroup> uniform_iterations: u32;
-fn iterations() -> u32 {
-    // step0 and step1 are equal across the workgroup, but they sit in private variables, which a
-    // browser's uniformity analysis (Tint) cannot prove uniform; the barriers in the loops would be
-    // rejected. One thread publishes the count and workgroupUniformLoad hands it to all as uniform.
-    if (tid == 0u && slice == 0u) { uniform_iterations = (max(step1, step0) - step0 + KS - 1u) / KS; }
-    return workgroupUniformLoad(&uniform_iterations);
+// prefetch into the slice's other buffer; one barrier per step (two with NBUF = 1: the multiply reads
+// the buffer the prefetch goes to). Slice s takes the workgroup's K steps step0 + s, step0 + s + KS,
+// ...; steps past step1 load as zeros, so every slice runs the same number of iterations.
+//
+// That count must be workgroup-uniform for the barriers (a browser's uniformity analysis, Tint, rejects
+// a loop bound read from a private variable such as step0), so it is computed again here from the
+// workgroup id and the uniform Params, which the analysis knows to be uniform. (Publishing it through a
+// workgroup variable, as before, cost 16 bytes of workgroup memory: 128x128 tiles then needed 16,400
+// bytes, over the 16,384 a browser grants by default.)
+fn iterations(wid: vec3<u32>) -> u32 {
+    var first = 0u;
+    var last = P.ntiles;
+    if (SPLIT_K) {
+        first = (wid.z % P.splits) * P.split_steps;
+        last = min(P.items * P.ntiles, first + P.split_steps);
+    }
+    return (max(last, first) - first + KS - 1u) / KS;
 }
 
-fn loop_vv() {
-    let n = iterations();
+fn buffer(s: u32) -> u32 { return stage0 + s % NBUF; }  // the workgroup buffer of this slice's s-th step
+
+fn loop_vv(wid: vec3<u32>) {
+    let n = iterations(wid);
     if (n > 0u) { let kt = locate(step0 + slice); fetch_a_vec4(kt); fetch_b_vec4(kt); stash(stage0); }
     workgroupBarrier();
     for (var s = 0u; s < n; s++) {
         let more = s + 1u < n;
         if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_vec4(kt); fetch_b_vec4(kt); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        compute(buffer(s));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash(buffer(s + 1u)); }
         workgroupBarrier();
     }
 }
 
-fn loop_vs() {
-    let n = iterations();
+fn loop_vs(wid: vec3<u32>) {
+    let n = iterations(wid);
     if (n > 0u) { let kt = locate(step0 + slice); fetch_a_vec4(kt); fetch_b_scalar(kt); stash(stage0); }
     workgroupBarrier();
     for (var s = 0u; s < n; s++) {
         let more = s + 1u < n;
         if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_vec4(kt); fetch_b_scalar(kt); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        compute(buffer(s));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash(buffer(s + 1u)); }
         workgroupBarrier();
     }
 }
 
-fn loop_sv() {
-    let n = iterations();
+fn loop_sv(wid: vec3<u32>) {
+    let n = iterations(wid);
     if (n > 0u) { let kt = locate(step0 + slice); fetch_a_scalar(kt); fetch_b_vec4(kt); stash(stage0); }
     workgroupBarrier();
     for (var s = 0u; s < n; s++) {
         let more = s + 1u < n;
         if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_scalar(kt); fetch_b_vec4(kt); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        compute(buffer(s));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash(buffer(s + 1u)); }
         workgroupBarrier();
     }
 }
 
-fn loop_ss() {
-    let n = iterations();
+fn loop_ss(wid: vec3<u32>) {
+    let n = iterations(wid);
     if (n > 0u) { let kt = locate(step0 + slice); fetch_a_scalar(kt); fetch_b_scalar(kt); stash(stage0); }
     workgroupBarrier();
     for (var s = 0u; s < n; s++) {
         let more = s + 1u < n;
         if (more) { let kt = locate(step0 + (s + 1u) * KS + slice); fetch_a_scalar(kt); fetch_b_scalar(kt); }
-        compute(stage0 + (s & 1u));
-        if (more) { stash(stage0 + ((s + 1u) & 1u)); }
+        compute(buffer(s));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash(buffer(s + 1u)); }
         workgroupBarrier();
     }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_vv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_vv(); combine_slices(); if (slice == 0u) { epilogue(); }
+    setup(li, wid); loop_vv(wid); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_vs(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_vs(); combine_slices(); if (slice == 0u) { epilogue(); }
+    setup(li, wid); loop_vs(wid); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_sv(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_sv(); combine_slices(); if (slice == 0u) { epilogue(); }
+    setup(li, wid); loop_sv(wid); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_ss(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_ss(); combine_slices(); if (slice == 0u) { epilogue(); }
+    setup(li, wid); loop_ss(wid); combine_slices(); if (slice == 0u) { epilogue(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_vv4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_vv(); combine_slices(); if (slice == 0u) { epilogue4(); }
+    setup(li, wid); loop_vv(wid); combine_slices(); if (slice == 0u) { epilogue4(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_vs4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_vs(); combine_slices(); if (slice == 0u) { epilogue4(); }
+    setup(li, wid); loop_vs(wid); combine_slices(); if (slice == 0u) { epilogue4(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_sv4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_sv(); combine_slices(); if (slice == 0u) { epilogue4(); }
+    setup(li, wid); loop_sv(wid); combine_slices(); if (slice == 0u) { epilogue4(); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, KS)
 fn matmul_ss4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    setup(li, wid); loop_ss(); combine_slices(); if (slice == 0u) { epilogue4(); }
+    setup(li, wid); loop_ss(wid); combine_slices(); if (slice == 0u) { epilogue4(); }
 }
 
 // ---- split-K reduction, the second dispatch: out = finish(sum of the splits' partial products).

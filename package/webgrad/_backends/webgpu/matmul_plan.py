@@ -49,9 +49,28 @@ CONFIGS = {
     "64x16": dict(WG_X=4, WG_Y=16, TM=4, TN=4, BK=16, KS=1),     # 64 threads, 10 KiB
     "16x64": dict(WG_X=16, WG_Y=4, TM=4, TN=4, BK=16, KS=1),     # 64 threads, 10 KiB
     "64x32k2": dict(WG_X=8, WG_Y=8, TM=8, TN=4, BK=8, KS=2),     # 128 threads, 12 KiB
+    # Large products ("w": threads in 8 x 4 subgroup blocks, WARP_TILED; tiles XOR-swizzled, SWIZZLE; see
+    # matmul.wgsl): the same 8x8 register blocks, fewer shared-memory wavefronts per k and no bank
+    # conflicts on the scalar stores of a K-contiguous operand (NN's a, NT's and TT's b).
+    "128x128w": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, KS=1, WARP_TILED=1, SWIZZLE=1),           # 16 KiB
+    "64x128w": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8, KS=1, WARP_TILED=1, SWIZZLE=1),             # 12 KiB
+    "128x64w": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8, KS=1, WARP_TILED=1, SWIZZLE=1),             # 12 KiB
+    # BK = 16 in one buffer (two barriers per step): a K-contiguous operand's rows are read 64 bytes at a
+    # time instead of 32, half the cache lines per loaded vec4
+    "128x128w16": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=16, KS=1, NBUF=1, WARP_TILED=1, SWIZZLE=1),  # 16 KiB
+    "64x128w16": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=16, KS=1, NBUF=1, WARP_TILED=1, SWIZZLE=1),    # 12 KiB
 }
 
 MAX_WORKGROUPS_PER_DIM = 65535
+
+# With WEBGRAD_MATMUL_WARP_TILED=1, _plan runs the big tiles choose_config picks as their warp-tiled,
+# swizzled twins (the same tiles, split and entry points; only the thread mapping and the workgroup layout
+# differ), except for a gathered (convolution) operand, whose products keep the plain ones. Off by
+# default until an H200 measurement shows the twins faster (`python -m webgrad.bench kernels --configs
+# 64x128 64x128w 128x128w ...` compares them; the one device run of their change measured nothing:
+# gpu.sh kept a previous wheel installed on a warm machine).
+WARP_TILED = {"64x128": "64x128w", "128x64": "128x64w", "128x128": "128x128w"}
+_WARP_TILED_ON = os.environ.get("WEBGRAD_MATMUL_WARP_TILED", "") not in ("", "0")
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
 # 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
@@ -100,17 +119,22 @@ def config_shape(cfg):
 def check_config(c, max_workgroup_bytes=16384):
     """Raise ValueError unless the configuration satisfies the shader's limits."""
     c.setdefault("KS", 1)
+    nbuf = c.get("NBUF", 2)
     nt = c["WG_X"] * c["WG_Y"]
     bm, bn = c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
-    if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or nt * c["KS"] > 256:
+    if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or nt * c["KS"] > 256 or nbuf not in (1, 2):
         raise ValueError(f"bad matmul config {c}")
+    if c.get("WARP_TILED") and (c["WG_X"] % 8 or c["WG_Y"] % 4):
+        raise ValueError(f"bad matmul config {c}: WARP_TILED needs WG_X % 8 == 0 and WG_Y % 4 == 0")
+    if c.get("SWIZZLE") and (c["WG_X"] % 8 or c["WG_Y"] % 8 or 8 % (c["BK"] // 4)):
+        raise ValueError(f"bad matmul config {c}: SWIZZLE needs WG_X, WG_Y multiples of 8 and BK in 4, 8, 16, 32")
     for rows in (bm, bn):
         vec4s = c["BK"] * rows // 4
         if vec4s % nt or not 1 <= vec4s // nt <= 4:
             raise ValueError(f"bad matmul config {c}: tile loads do not split evenly over threads")
-    if c["KS"] > 1 and c["KS"] * 2 * c["BK"] * bm < bm * bn:
+    if c["KS"] > 1 and c["KS"] * nbuf * c["BK"] * bm < bm * bn:
         raise ValueError(f"bad matmul config {c}: As cannot hold a slice's partial sums")
-    if c["KS"] * 2 * c["BK"] * (bm + bn) * 4 > max_workgroup_bytes:
+    if c["KS"] * nbuf * c["BK"] * (bm + bn) * 4 > max_workgroup_bytes:
         raise ValueError(f"bad matmul config {c}: over {max_workgroup_bytes} bytes of workgroup memory")
 
 
@@ -263,6 +287,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         return _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
                          bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
+    if _WARP_TILED_ON and not config and not _FORCED and gather is None:
+        cfg = WARP_TILED.get(cfg, cfg)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
     bk = c["BK"]

@@ -1,0 +1,110 @@
+"""The large-product tiles of matmul.wgsl (matmul_plan's "w" configurations: threads mapped in 8 x 4
+subgroup blocks, XOR-swizzled workgroup tiles, and the single-buffered BK = 16 variant) against NumPy
+on lavapipe, through test_matmul_kernel's harness (poisoned output, junk around every operand): every
+transpose, ragged edges (M, N not multiples of the tile, K not of BK), scalar and vec4 loads and stores,
+split-K, bias and ReLU; and the planner's choice of them. Sizes are small so that lavapipe runs each
+case in about a second (pipeline compiles dominate)."""
+
+import pytest
+
+pytest.importorskip("wgpu")
+
+from webgrad._backends.webgpu import matmul_plan  # noqa: E402
+
+from test_matmul_kernel import TRANS, check, runner  # noqa: E402,F401  (runner: the module's fixture)
+
+BIG = ["128x128w", "64x128w", "128x64w", "128x128w16", "64x128w16"]
+
+
+def _plan(M, N, K, ta=False, tb=False, **kw):
+    return matmul_plan.plan(1, M, N, K, ta, tb, False, False, 0, 0, 0, 0, 0, 0, **kw)
+
+
+def test_big_configs_fit_default_workgroup_memory():
+    # a browser grants 16,384 bytes of workgroup memory by default; the kernel declares nothing but the
+    # two tiles (matmul_reduce's lanes belong to other entry points)
+    for name in BIG:
+        c = dict(matmul_plan.CONFIGS[name])
+        bm, bn = matmul_plan.config_shape(name)
+        assert c.get("NBUF", 2) * c["BK"] * (bm + bn) * 4 <= 16384, name
+        matmul_plan.check_config(c, 16384)
+
+
+def test_products_declare_only_the_tiles():
+    # check_config bounds As and Bs by 16,384 bytes; that is the whole use only while the product entry
+    # points touch no other workgroup variable (a 4-byte one, padded to 16, once put five configurations
+    # at 16,400 bytes, which Chromium refuses under default limits; wgpu-native does not check). The
+    # reduction's lanes belong to matmul_reduce / matmul_reduce4 only.
+    import re
+
+    from webgrad._backends.webgpu import shaders
+
+    src = shaders.source("matmul.wgsl")
+    names = re.findall(r"var<workgroup>\s+(\w+)", src)
+    assert sorted(names) == ["As", "Bs", "lanes1", "lanes4"], names
+    body = src[:src.index("fn matmul_reduce(")]
+    assert not re.search(r"\blanes[14]\[", body), "a product entry point uses the reduction's workgroup memory"
+
+
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+@pytest.mark.parametrize("config", ["128x128w", "128x128w16"])
+def test_big_tiles_every_transpose(runner, config, trans_a, trans_b):  # noqa: F811
+    # two tiles down and three across, the last ones ragged; K = 76: a partial last step of BK 8 and 16, vec4 loads
+    p = check(runner, 1, 200, 260, 76, trans_a, trans_b, bias=True, relu=True, config=config, splits=1, seed=3)
+    assert p.entry_point == "matmul_vv4"
+
+
+@pytest.mark.parametrize("config,trans_a,trans_b", [("64x128w", False, True), ("128x64w", True, False),
+                                                    ("64x128w16", True, True)])
+def test_big_tiles_scalar_loads_and_stores(runner, config, trans_a, trans_b):  # noqa: F811
+    # odd offsets and K: scalar loads of a (a_off = 1) and scalar, bounds-checked stores (N = 203); batched
+    check(runner, 2, 131, 203, 45, trans_a, trans_b, bias=True, config=config, splits=1, seed=5, a_off=1,
+          b_off=3, o_off=2)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, True), (True, False)])
+def test_big_tiles_split_k(runner, trans_a, trans_b):  # noqa: F811
+    # the wide plan's tile (choose_config's 128x128, run as 128x128w) split across workgroups, a ragged
+    # last split; bias and ReLU move to the reduction
+    p = check(runner, 1, 130, 136, 300, trans_a, trans_b, bias=True, relu=True, config="128x128w", splits=3,
+              seed=7)
+    assert p.splits == 3 and p.reduce is not None
+
+
+@pytest.fixture
+def warp_tiled(monkeypatch):
+    """matmul_plan as under WEBGRAD_MATMUL_WARP_TILED=1 (plans are cached: cleared before and after)."""
+    matmul_plan._plan.cache_clear()
+    monkeypatch.setattr(matmul_plan, "_WARP_TILED_ON", True)
+    yield
+    matmul_plan._plan.cache_clear()
+
+
+def test_planner_keeps_plain_tiles_by_default():
+    if matmul_plan._WARP_TILED_ON:
+        pytest.skip("WEBGRAD_MATMUL_WARP_TILED is set")
+    assert _plan(4096, 4096, 4096, False, True).config == "64x128"
+    assert _plan(128, 4096, 4096, False, True).config == "128x128"
+
+
+def test_planner_takes_big_tiles(warp_tiled):
+    # square products of every transpose: the warp-tiled twin of the tile choose_config picks
+    for ta, tb in TRANS:
+        assert _plan(4096, 4096, 4096, ta, tb).config == "64x128w"
+        assert _plan(2048, 1024, 2048, ta, tb).config == "128x64w"
+    # the wide layer at batch 128 (split 8 ways)
+    p = _plan(128, 4096, 4096, False, True)
+    assert (p.config, p.splits) == ("128x128w", 8)
+    # a convolution's gathered operand keeps the plain tiles; so does a forced configuration
+    g = (16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1)
+    assert _plan(256, 256 * 4, 64 * 9 * 16, gather=g).config in matmul_plan.WARP_TILED
+    assert _plan(4096, 4096, 4096, config="64x128").config == "64x128"
+    # small products are not affected
+    assert not _plan(256, 256, 256).config.endswith("w")
+
+
+def test_planned_big_tiles_run(runner, warp_tiled):  # noqa: F811
+    # a product the planner gives a warp-tiled tile, run as planned: 16 ragged tiles of 64x128, K split
+    # across workgroups (the last split short), bias and ReLU in the reduction
+    p = check(runner, 1, 250, 510, 1032, False, True, bias=True, relu=True, seed=9)
+    assert p.config == "64x128w" and p.splits > 1, p
