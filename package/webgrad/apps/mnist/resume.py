@@ -12,7 +12,8 @@ request or after a lost GPU device.
 
 Messages from the page: {type: "resume-checkpoint"} | {type: "discard-checkpoint"}
 Messages to the page:   checkpoint-offer {summary, where, warning}, checkpoint-saved {summary, where},
-                        checkpoint-error {message}, checkpoint-discarded; and a resumed run's
+                        checkpoint-error {message, context: offer | resume | save | discard},
+                        checkpoint-discarded; and a resumed run's
                         state message carries {resumed: {...summary, message}, history}.
 """
 
@@ -72,7 +73,7 @@ class Checkpoints:
         try:
             checkpoint.restore(run, state)
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "message": f"The checkpoint could not be resumed: {e}. "
+            self.post({"type": "checkpoint-error", "context": "resume", "message": f"The checkpoint could not be resumed: {e}. "
                        "It was kept; nothing changed."})
             return None
         history = state.get("history") or {}
@@ -82,11 +83,12 @@ class Checkpoints:
         epoch, step = checkpoint.position(run)
         where = f"epoch {min(epoch + 1, run.cfg['epochs'])}, step {step} of {run.steps_per_epoch}"
         text = f"Resumed from the checkpoint of {where} (global step {run.step} of {run.total_steps})."
-        if self.lost:
+        lost = bool(self.lost)
+        if lost:
             text = (f"The GPU device was lost ({self.lost}). webgrad opened a new one and resumed training from the "
                     f"checkpoint of {where}.")
             self.lost = None
-        return {"resumed": dict(summary, message=text), "history": copy.deepcopy(self.history)}
+        return {"resumed": dict(summary, message=text, lost=lost), "history": copy.deepcopy(self.history)}
 
     async def end(self, run, outcome):
         """Called by App._train before it reports the run's end."""
@@ -106,7 +108,7 @@ class Checkpoints:
         except Exception as e:
             if self.app.lost:
                 return  # the device is gone; the run stops at its next step and resumes from the last one
-            self.post({"type": "checkpoint-error", "message": f"The checkpoint could not be made: "
+            self.post({"type": "checkpoint-error", "context": "save", "message": f"The checkpoint could not be made: "
                        f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
             return
         self.latest = data
@@ -114,7 +116,7 @@ class Checkpoints:
             try:
                 await self.store.save(data)
             except Exception as e:
-                self.post({"type": "checkpoint-error", "message": f"The checkpoint could not be written to "
+                self.post({"type": "checkpoint-error", "context": "save", "message": f"The checkpoint could not be written to "
                            f"{self.where} ({e}); it is kept in memory only, so it will not survive a reload."})
                 return
         self.post({"type": "checkpoint-saved", "summary": summary, "where": self.where, "bytes": len(data)})
@@ -135,7 +137,7 @@ class Checkpoints:
         try:
             items = await self._stored()
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
+            self.post({"type": "checkpoint-error", "context": "offer", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
             return
         problems = []
         for data in items:
@@ -149,7 +151,7 @@ class Checkpoints:
             self.post({"type": "checkpoint-offer", "summary": summary, "where": self.where, "warning": warning})
             return
         if problems:
-            self.post({"type": "checkpoint-error", "message": f"A saved checkpoint was found in {self.where} but "
+            self.post({"type": "checkpoint-error", "context": "offer", "message": f"A saved checkpoint was found in {self.where} but "
                        f"cannot be used: {problems[0]}. Nothing was loaded; Discard removes it."})
 
     async def handle(self, msg):
@@ -172,20 +174,20 @@ class Checkpoints:
             dataset = state["config"].get("dataset", "mnist")
             loaded = getattr(self.app, "dataset_id", "mnist")  # the page has MNIST only, until its dataset picker
             if dataset != loaded:
-                self.post({"type": "checkpoint-error", "message": f"This checkpoint trained on "
+                self.post({"type": "checkpoint-error", "context": "resume", "message": f"This checkpoint trained on "
                            f"{DATASETS.get(dataset, dataset)}: load that dataset first, then Resume."})
                 return
             await self.app._train(state["config"], resume=(state, summary))
             return
         self.lost = None
-        self.post({"type": "checkpoint-error", "message": "There is no checkpoint to resume" +
+        self.post({"type": "checkpoint-error", "context": "resume", "message": "There is no checkpoint to resume" +
                    (f": {problems[0]}. Nothing was loaded." if problems else ".")})
 
     async def _candidates(self):
         try:
             return await self._stored()
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
+            self.post({"type": "checkpoint-error", "context": "resume", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
             return None
 
     async def discard(self, quiet=False):
@@ -197,7 +199,7 @@ class Checkpoints:
                 await self.store.discard()
                 had = True
             except Exception as e:
-                self.post({"type": "checkpoint-error", "message": f"The checkpoint could not be removed from "
+                self.post({"type": "checkpoint-error", "context": "discard", "message": f"The checkpoint could not be removed from "
                            f"{self.where} ({e})."})
                 return
         if had and not quiet:
