@@ -56,8 +56,8 @@ def test_pause_reload_resume_continues_the_run(app_page, run_python, screenshot)
     reload(page)
     page.wait_for_function("document.body.dataset.checkpoint === 'offered'", timeout=60_000)
     offer = page.inner_text("#checkpoint")
-    for text in ("Resume training?", "MLP 784-128-10", "MNIST", f"epoch 1 of 2, step {step} of {STEPS}", "on Pause",
-                 "OPFS"):
+    for text in ("Resume training?", "MLP 784-128-10", "MNIST", "Adam, lr 0.002, batch 16, cosine annealing",
+                 f"epoch 1 of 2, step {step} of {STEPS}", "on Pause", "OPFS"):
         assert text in offer, (text, offer)
     assert page.is_enabled("#checkpoint-resume") and page.is_enabled("#checkpoint-discard")
     # What OPFS holds is what the run had: the page's Python reads it back
@@ -84,6 +84,7 @@ def test_pause_reload_resume_continues_the_run(app_page, run_python, screenshot)
     page.wait_for_function(f"Number(document.getElementById('loss-chart').dataset.points) > {curve}", timeout=300_000)
     assert progress_value(page) > step
     assert int(stat(page, "step").split(" / ")[0]) > step  # the step counter continued, not restarted
+    screenshot(page, "checkpoint-resumed")
     page.click("#stop")
     assert wait_run_end(page, 120_000) == "stopped"
 

@@ -27,6 +27,20 @@ function position(s) {
 
 const REASONS = { pause: "on Pause", epoch: "at the end of an epoch" };
 
+// "Adam, lr 0.002, batch 16, cosine annealing": a run's settings, in the words of the form's options
+function describeSettings(form, config) {
+  const label = (name) => {
+    const option = [...(form.field(name)?.options || [])].find((o) => o.value === String(config[name]));
+    return option ? option.textContent.trim() : String(config[name]);
+  };
+  const parts = [];
+  if (config.optimizer) parts.push(label("optimizer"));
+  if (config.lr != null) parts.push(`lr ${config.lr}`);
+  if (config.batch_size != null) parts.push(`batch ${config.batch_size}`);
+  if (config.scheduler && config.scheduler !== "none") parts.push(label("scheduler"));
+  return parts.join(", ");
+}
+
 export class CheckpointView {
   // client: the WorkerClient; charts, run, form: the page's views (a resumed run refills them).
   constructor({ client, charts, run, form }) {
@@ -94,6 +108,7 @@ export class CheckpointView {
       ["Model", s.model], ["Dataset", s.dataset], ["Progress", position(s)],
       ["Saved", `${formatWhen(s.saved_at)}, ${REASONS[s.reason] || s.reason}`],
     ];
+    if (s.config) facts.splice(2, 0, ["Settings", describeSettings(this.form, s.config)]);
     if (s.loss != null) facts.push(["Loss", s.loss.toFixed(4)]);
     if (s.accuracy != null) facts.push(["Test accuracy", `${(100 * s.accuracy).toFixed(2)}%`]);
     $("checkpoint-facts").replaceChildren(...facts.map(([term, value]) => {

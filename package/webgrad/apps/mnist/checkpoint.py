@@ -212,6 +212,7 @@ def capture(run, history, reason, names=None):
         "steps_per_epoch": run.steps_per_epoch, "step": run.step, "total_steps": run.total_steps,
         "epochs_done": run.epoch, "reason": reason, "saved_at": time.time(),
         "loss": loss if loss is None or math.isfinite(loss) else None, "accuracy": accuracy,
+        "config": dict(cfg),
     }
     return state, summary
 
