@@ -106,7 +106,7 @@ def test_a_lost_device_resumes_from_the_last_checkpoint(app_page, run_python):
     assert page.evaluate("Number(document.getElementById('acc-chart').dataset.points)") == 1
 
 
-def test_a_damaged_checkpoint_is_refused_and_the_page_still_trains(app_page, run_python, screenshot):
+def test_a_damaged_checkpoint_is_refused_kept_until_discarded_and_the_page_still_trains(app_page, run_python, screenshot):
     page = app_page
     start_training(page, **RUN)
     page.wait_for_function("Number(document.getElementById('loss-chart').dataset.points) >= 1", timeout=300_000)
@@ -129,10 +129,12 @@ def test_a_damaged_checkpoint_is_refused_and_the_page_still_trains(app_page, run
     screenshot(page, "checkpoint-damaged")
     assert run_python("len(await app.checkpoints.store.load())") == 1  # kept until the user says otherwise
 
+    page.click("#checkpoint-discard")
+    page.wait_for_function("document.body.dataset.checkpoint === 'none'", timeout=60_000)
+    assert page.is_hidden("#checkpoint") and "removed" in page.inner_text("#checkpoint-status")
+    assert run_python("len(await app.checkpoints.store.load())") == 0
     start_training(page, **dict(RUN, epochs=1, train_size=320))  # the page trains as before
     assert wait_run_end(page, 300_000) == "done"
-    assert page.is_hidden("#checkpoint")
-    assert run_python("len(await app.checkpoints.store.load())") == 0  # a new run replaces it; a done one leaves none
 
 
 def test_indexeddb_keeps_checkpoints_where_opfs_is_missing(page, server_url):
