@@ -13,7 +13,7 @@ Checkpoints (resume.py): "resume-checkpoint" | "discard-checkpoint" from the pag
 
 A lost GPU device (reported by the worker through device_lost) ends a run; the App then opens a new
 device, uploads the data again and puts back the weights it last copied to the host (at the start of
-each run, after each epoch and when a run ends).
+each run, after each epoch and when a run ends); a run that had saved a checkpoint then resumes from it.
 """
 
 import asyncio

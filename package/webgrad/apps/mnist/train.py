@@ -134,7 +134,8 @@ async def evaluate(model, data, n, labels):
 
 
 class Run:
-    """One training run of a fresh model. `control` is the App: checkpoint(), post(), report_eval()."""
+    """One training run of a fresh model. `control` is the App: checkpoint(), post(), report_eval(),
+    checkpoints.save()."""
 
     def __init__(self, cfg, data, device, control):
         self.cfg = cfg
