@@ -91,9 +91,11 @@ def test_pause_reload_resume_continues_the_run(app_page, run_python, screenshot)
 
 def test_a_lost_device_resumes_from_the_last_checkpoint(app_page, run_python):
     page = app_page
-    start_training(page, **dict(RUN, epochs=1, train_size=1600))  # 100 steps
+    start_training(page, **RUN)
     page.wait_for_function("Number(document.getElementById('loss-chart').dataset.points) >= 2", timeout=300_000)
     step = pause_and_wait_for_checkpoint(page)
+    weights = run_python(SHA + "sha(app.model.state_dict())")
+    curve = points(page)
 
     run_python("import js\njs.webgradDevices.at(-1).destroy()")  # what a GPU reset or driver crash does
     page.wait_for_function("document.body.dataset.checkpoint === 'resumed'", timeout=180_000)
@@ -101,9 +103,14 @@ def test_a_lost_device_resumes_from_the_last_checkpoint(app_page, run_python):
     assert "The GPU device was lost" in message and f"resumed training from the checkpoint of epoch 1, step {step}" \
         in message, message
     assert int(page.evaluate("document.body.dataset.checkpointStep")) == step
-    assert wait_run_end(page, 300_000) == "done", page.inner_text("#run-message")
-    assert progress_value(page) == 100 and page.evaluate("document.body.dataset.gpu") == "ok"
-    assert page.evaluate("Number(document.getElementById('acc-chart').dataset.points)") == 1
+    assert page.evaluate("document.body.dataset.gpu") == "ok" and page.evaluate("document.body.dataset.train") == "training"
+    # On the new device, the model holds the checkpoint's weights (the App's copy, taken right after the restore)
+    assert run_python("app.saved['label']") == "the checkpoint"
+    assert run_python(SHA + "hashlib.sha256(app.saved['data']).hexdigest()") == weights
+    page.wait_for_function(f"Number(document.getElementById('loss-chart').dataset.points) > {curve}", timeout=300_000)
+    assert progress_value(page) > step
+    page.click("#stop")
+    assert wait_run_end(page, 120_000) == "stopped"
 
 
 def test_a_damaged_checkpoint_is_refused_kept_until_discarded_and_the_page_still_trains(app_page, run_python, screenshot):
