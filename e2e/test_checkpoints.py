@@ -103,7 +103,7 @@ def test_a_lost_device_resumes_from_the_last_checkpoint(app_page, run_python):
     assert "The GPU device was lost" in message and f"resumed training from the checkpoint of epoch 1, step {step}" \
         in message, message
     assert int(page.evaluate("document.body.dataset.checkpointStep")) == step
-    assert page.evaluate("document.body.dataset.gpu") == "ok" and page.evaluate("document.body.dataset.train") == "training"
+    assert page.evaluate("[document.body.dataset.gpu, document.body.dataset.train]") == ["ok", "training"]
     # On the new device, the model holds the checkpoint's weights (the App's copy, taken right after the restore)
     assert run_python("app.saved['label']") == "the checkpoint"
     assert run_python(SHA + "hashlib.sha256(app.saved['data']).hexdigest()") == weights
@@ -113,7 +113,7 @@ def test_a_lost_device_resumes_from_the_last_checkpoint(app_page, run_python):
     assert wait_run_end(page, 120_000) == "stopped"
 
 
-def test_a_damaged_checkpoint_is_refused_kept_until_discarded_and_the_page_still_trains(app_page, run_python, screenshot):
+def test_a_damaged_checkpoint_is_refused_and_kept_until_discarded(app_page, run_python, screenshot):
     page = app_page
     start_training(page, **RUN)
     page.wait_for_function("Number(document.getElementById('loss-chart').dataset.points) >= 1", timeout=300_000)
@@ -144,15 +144,21 @@ def test_a_damaged_checkpoint_is_refused_kept_until_discarded_and_the_page_still
     assert wait_run_end(page, 300_000) == "done"
 
 
-def test_indexeddb_keeps_checkpoints_where_opfs_is_missing(page, server_url):
+def test_both_stores_keep_the_two_newest_generations(page, server_url):
+    # The worker's OPFS store is tested above; here, in the page's thread (createWritable, no sync access
+    # handle), OPFS and the IndexedDB fallback, in folders of their own.
     page.goto(server_url + "/")
     result = page.evaluate("""async () => {
-        const { openCheckpointStore } = await import("./js/checkpoint-store.js");
-        const store = openCheckpointStore("indexeddb");
-        const kinds = [];
-        for (const n of [1, 2, 3]) kinds.push(await store.save(new Uint8Array([n, n, n])));
-        const { kind, items } = await store.load();
-        await store.discard();
-        return { kinds, kind, items: items.map((a) => Array.from(a)), after: (await store.load()).items.length };
+        const { openOpfs, openIndexedDb } = await import("./js/checkpoint-store.js");
+        const out = {};
+        for (const store of [await openOpfs("test-opfs"), await openIndexedDb("test-idb")]) {
+            const kinds = [];
+            for (const n of [1, 2, 3]) kinds.push(await store.save(new Uint8Array([n, n, n])));
+            const { kind, items } = await store.load();
+            await store.discard();
+            out[kind] = { kinds, items: items.map((a) => Array.from(a)), after: (await store.load()).items.length };
+        }
+        return out;
     }""")
-    assert result == {"kinds": ["IndexedDB"] * 3, "kind": "IndexedDB", "items": [[3, 3, 3], [2, 2, 2]], "after": 0}
+    for kind in ("OPFS", "IndexedDB"):
+        assert result[kind] == {"kinds": [kind] * 3, "items": [[3, 3, 3], [2, 2, 2]], "after": 0}, result

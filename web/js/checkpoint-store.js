@@ -154,7 +154,7 @@ export function openCheckpointStore(prefer = "opfs") {
         console.warn(`OPFS is not available (${err.message || err}); checkpoints go to IndexedDB`);
       }
     }
-    if (!self.indexedDB) throw new Error("this browser offers this page neither OPFS nor IndexedDB to keep checkpoints in");
+    if (!self.indexedDB) throw new Error("this browser offers neither OPFS nor IndexedDB to keep checkpoints in");
     return openIndexedDb();
   })();
   return {

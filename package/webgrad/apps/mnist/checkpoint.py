@@ -225,7 +225,8 @@ def restore(run, state):
         raise CheckpointError(f"the checkpoint's run had {progress.get('steps_per_epoch')} steps per epoch and "
                               f"{progress.get('total_steps')} in all, this one {run.steps_per_epoch} and "
                               f"{run.total_steps}: the data or the settings differ")
-    if not 0 <= progress["step"] <= run.total_steps or progress["epochs_done"] != progress["step"] // run.steps_per_epoch:
+    step = progress["step"]
+    if not 0 <= step <= run.total_steps or progress["epochs_done"] != step // run.steps_per_epoch:
         raise CheckpointError(f"the checkpoint's progress is inconsistent (step {progress['step']}, "
                               f"{progress['epochs_done']} epochs done)")
     try:

@@ -27,6 +27,11 @@ MESSAGES = ("resume-checkpoint", "discard-checkpoint")
 DATASETS = {"mnist": "MNIST"}  # dataset id in a run's settings -> its name on the page
 
 
+def _sentence(error):
+    text = str(error)
+    return f"{text[:1].upper()}{text[1:]}."
+
+
 def _names(cfg):
     dataset = cfg.get("dataset", "mnist")
     return {"model": models.NAMES.get(cfg.get("model"), cfg.get("model")), "dataset": DATASETS.get(dataset, dataset)}
@@ -43,6 +48,13 @@ class Checkpoints:
 
     def post(self, msg):
         self.app.post(msg)
+
+    def error(self, context, message, trace=None):
+        """context: what failed, "offer" | "resume" | "save" | "discard" (the page shows a failed save apart)."""
+        msg = {"type": "checkpoint-error", "context": context, "message": message}
+        if trace:
+            msg["trace"] = trace
+        self.post(msg)
 
     @property
     def where(self):
@@ -73,8 +85,7 @@ class Checkpoints:
         try:
             checkpoint.restore(run, state)
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "context": "resume", "message": f"The checkpoint could not be resumed: {e}. "
-                       "It was kept; nothing changed."})
+            self.error("resume", f"The checkpoint could not be resumed: {e}. It was kept; nothing changed.")
             return None
         history = state.get("history") or {}
         self.history = {"loss": [list(p) for p in history.get("loss", [])],
@@ -108,16 +119,15 @@ class Checkpoints:
         except Exception as e:
             if self.app.lost:
                 return  # the device is gone; the run stops at its next step and resumes from the last one
-            self.post({"type": "checkpoint-error", "context": "save", "message": f"The checkpoint could not be made: "
-                       f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
+            self.error("save", f"The checkpoint could not be made: {type(e).__name__}: {e}", traceback.format_exc())
             return
         self.latest = data
         if self.store is not None:
             try:
                 await self.store.save(data)
             except Exception as e:
-                self.post({"type": "checkpoint-error", "context": "save", "message": f"The checkpoint could not be written to "
-                           f"{self.where} ({e}); it is kept in memory only, so it will not survive a reload."})
+                self.error("save", f"The checkpoint could not be written to {self.where} ({e}); it is kept in memory "
+                           "only, so it will not survive a reload.")
                 return
         self.post({"type": "checkpoint-saved", "summary": summary, "where": self.where, "bytes": len(data)})
 
@@ -137,7 +147,7 @@ class Checkpoints:
         try:
             items = await self._stored()
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "context": "offer", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
+            self.error("offer", _sentence(e))
             return
         problems = []
         for data in items:
@@ -151,8 +161,8 @@ class Checkpoints:
             self.post({"type": "checkpoint-offer", "summary": summary, "where": self.where, "warning": warning})
             return
         if problems:
-            self.post({"type": "checkpoint-error", "context": "offer", "message": f"A saved checkpoint was found in {self.where} but "
-                       f"cannot be used: {problems[0]}. Nothing was loaded; Discard removes it."})
+            self.error("offer", f"A saved checkpoint was found in {self.where} but cannot be used: {problems[0]}. "
+                       "Nothing was loaded; Discard removes it.")
 
     async def handle(self, msg):
         if msg["type"] == "discard-checkpoint":
@@ -174,20 +184,20 @@ class Checkpoints:
             dataset = state["config"].get("dataset", "mnist")
             loaded = getattr(self.app, "dataset_id", "mnist")  # the page has MNIST only, until its dataset picker
             if dataset != loaded:
-                self.post({"type": "checkpoint-error", "context": "resume", "message": f"This checkpoint trained on "
-                           f"{DATASETS.get(dataset, dataset)}: load that dataset first, then Resume."})
+                self.error("resume", f"This checkpoint trained on {DATASETS.get(dataset, dataset)}: load that dataset "
+                           "first, then Resume.")
                 return
             await self.app._train(state["config"], resume=(state, summary))
             return
         self.lost = None
-        self.post({"type": "checkpoint-error", "context": "resume", "message": "There is no checkpoint to resume" +
-                   (f": {problems[0]}. Nothing was loaded." if problems else ".")})
+        self.error("resume", "There is no checkpoint to resume" +
+                   (f": {problems[0]}. Nothing was loaded." if problems else "."))
 
     async def _candidates(self):
         try:
             return await self._stored()
         except CheckpointError as e:
-            self.post({"type": "checkpoint-error", "context": "resume", "message": f"{str(e)[0].upper()}{str(e)[1:]}."})
+            self.error("resume", _sentence(e))
             return None
 
     async def discard(self, quiet=False):
@@ -199,8 +209,7 @@ class Checkpoints:
                 await self.store.discard()
                 had = True
             except Exception as e:
-                self.post({"type": "checkpoint-error", "context": "discard", "message": f"The checkpoint could not be removed from "
-                           f"{self.where} ({e})."})
+                self.error("discard", f"The checkpoint could not be removed from {self.where} ({e}).")
                 return
         if had and not quiet:
             self.post({"type": "checkpoint-discarded"})
