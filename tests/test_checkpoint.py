@@ -278,6 +278,14 @@ def test_a_checkpoint_of_other_settings_is_refused(mnist_root, tmp_path):
     assert "does not fit the cnn model" in app.messages[-1]["message"] and "kept" in app.messages[-1]["message"]
     assert app.model is model and app.run is None
 
+    state["config"]["epochs"] = 0  # settings the page refuses
+    wait(store.discard())
+    wait(store.save(checkpoint.pack(state, summary)))
+    wait(app.checkpoints.resume())
+    assert app.messages[-1]["type"] == "checkpoint-error" and app.messages[-1]["context"] == "resume"
+    assert "its settings are not valid on this page (epochs: 0" in app.messages[-1]["message"]
+    assert app.model is model and app.run is None
+
 
 # ===================================================================== any model, any optimizer
 OPTIMIZERS = [

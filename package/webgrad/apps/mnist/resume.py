@@ -20,7 +20,7 @@ Messages to the page:   checkpoint-offer {summary, where, warning}, checkpoint-s
 import copy
 import traceback
 
-from . import checkpoint, models
+from . import checkpoint, models, train
 from .checkpoint import CheckpointError
 
 MESSAGES = ("resume-checkpoint", "discard-checkpoint")
@@ -85,6 +85,7 @@ class Checkpoints:
         try:
             checkpoint.restore(run, state)
         except CheckpointError as e:
+            self.lost = None
             self.error("resume", f"The checkpoint could not be resumed: {e}. It was kept; nothing changed.")
             return None
         history = state.get("history") or {}
@@ -133,7 +134,7 @@ class Checkpoints:
 
     # ------------------------------------------------------------------ the page's requests
     async def _stored(self):
-        """[(bytes, problem or None)] of the stored checkpoints, newest first; CheckpointError if unreadable."""
+        """The stored checkpoints' bytes, newest first; CheckpointError if the store cannot be read."""
         if self.store is None:
             return []
         try:
@@ -171,27 +172,35 @@ class Checkpoints:
             await self.resume(after_loss=msg.get("after") == "device-lost")
 
     async def resume(self, after_loss=False):
-        candidates = [self.latest] if after_loss else await self._candidates()
-        if candidates is None:
-            return
+        if after_loss and self.latest is not None:
+            candidates = [self.latest]
+        else:
+            candidates = await self._candidates()
         problems = []
-        for data in candidates:
+        for data in candidates or ():
             try:
                 state, summary = checkpoint.unpack(data, self.app.device, checkpoint.RUN_KEYS)
+                train.check_config(state["config"])
             except CheckpointError as e:
                 problems.append(str(e))
+                continue
+            except ValueError as e:  # settings this page no longer accepts
+                problems.append(f"its settings are not valid on this page ({e})")
                 continue
             dataset = state["config"].get("dataset", "mnist")
             loaded = getattr(self.app, "dataset_id", "mnist")  # the page has MNIST only, until its dataset picker
             if dataset != loaded:
+                self.lost = None
                 self.error("resume", f"This checkpoint trained on {DATASETS.get(dataset, dataset)}: load that dataset "
                            "first, then Resume.")
                 return
-            await self.app._train(state["config"], resume=(state, summary))
+            self.latest = data  # until the resumed run saves its own: a lost device goes back to this one
+            await self.app._train(state["config"], resume=(state, summary))  # begin() uses self.lost and clears it
             return
         self.lost = None
-        self.error("resume", "There is no checkpoint to resume" +
-                   (f": {problems[0]}. Nothing was loaded." if problems else "."))
+        if candidates is not None:
+            self.error("resume", "There is no checkpoint to resume" +
+                       (f": {problems[0]}. Nothing was loaded." if problems else "."))
 
     async def _candidates(self):
         try:
