@@ -64,15 +64,17 @@ export class CheckpointView {
     client.on("app:checkpoint-offer", (m) => this.offer(m));
     client.on("app:checkpoint-saved", (m) => this.saved(m));
     client.on("app:checkpoint-error", (m) => this.error(m));
-    client.on("app:checkpoint-discarded", () => {
+    client.on("app:checkpoint-discarded", ({ why }) => {
       this.hide();
-      this.setStatus("The checkpoint was removed.");
+      this.setStatus(why === "done" ? "The run is complete, so its checkpoint was removed." :
+        "The checkpoint was removed.");
       this.setNews("none");
     });
     // Registered after main.js's own handler: the run view and the charts have been reset for the run.
     client.on("app:state", (m) => {
       if (!m.config) return;
       this.hide();
+      this.setStatus(""); // the last run's news
       if (m.resumed) this.resumed(m);
     });
   }
@@ -166,7 +168,6 @@ export class CheckpointView {
       if (field) field.value = String(value);
     }
     this.run.setMessage(s.message, s.lost ? "error" : "ok");
-    this.setStatus("");
     this.setNews("resumed", s.step);
   }
 }

@@ -13,7 +13,7 @@ request or after a lost GPU device.
 Messages from the page: {type: "resume-checkpoint"} | {type: "discard-checkpoint"}
 Messages to the page:   checkpoint-offer {summary, where, warning}, checkpoint-saved {summary, where},
                         checkpoint-error {message, context: offer | resume | save | discard},
-                        checkpoint-discarded; and a resumed run's
+                        checkpoint-discarded {why: asked | done}; and a resumed run's
                         state message carries {resumed: {...summary, message}, history}.
 """
 
@@ -106,7 +106,7 @@ class Checkpoints:
         """Called by App._train before it reports the run's end."""
         self.recording = False
         if outcome == "done":
-            await self.discard()  # nothing is left to resume
+            await self.discard(why="done")  # nothing is left to resume
         elif outcome == "device-lost" and self.latest is not None:
             self.lost = self.app.lost
             self.app.receive({"type": "resume-checkpoint", "after": "device-lost"})  # once the device is back
@@ -209,8 +209,8 @@ class Checkpoints:
             self.error("resume", _sentence(e))
             return None
 
-    async def discard(self, quiet=False):
-        """Remove the stored checkpoints and the memory copy."""
+    async def discard(self, quiet=False, why="asked"):
+        """Remove the stored checkpoints and the memory copy. why: "asked" (the page's Discard) | "done"."""
         had = self.latest is not None
         self.latest = None
         if self.store is not None:
@@ -221,4 +221,4 @@ class Checkpoints:
                 self.error("discard", f"The checkpoint could not be removed from {self.where} ({e}).")
                 return
         if had and not quiet:
-            self.post({"type": "checkpoint-discarded"})
+            self.post({"type": "checkpoint-discarded", "why": why})
