@@ -46,7 +46,7 @@ def test_pause_reload_resume_continues_the_run(app_page, run_python, screenshot)
     start_training(page, **RUN)
     page.wait_for_function("Number(document.getElementById('loss-chart').dataset.points) >= 3", timeout=300_000)
     step = pause_and_wait_for_checkpoint(page)
-    assert step > 0 and progress_value(page) == step
+    assert 0 < progress_value(page) <= step  # the bar shows the last progress message, the checkpoint the last step
     assert "Checkpoint saved in OPFS on Pause" in page.inner_text("#checkpoint-status")
     curve = points(page)
     weights = run_python(SHA + "sha(app.model.state_dict())")
