@@ -16,6 +16,7 @@
 //   {type: "run", id, code}                run `code` with runPythonAsync (tests, the console)
 //   {type: "app", msg}                     a message for the trainer
 
+import { openCheckpointStore } from "./js/checkpoint-store.js";
 import { countingFetch, readBody } from "./js/fetch-progress.js";
 
 const here = (path) => new URL(path, import.meta.url).href;
@@ -48,6 +49,10 @@ if (self.GPUAdapter) {
     return device;
   };
 }
+
+// Checkpoints: the trainer keeps them in this origin's private file system (OPFS), or IndexedDB, through this
+// store (webgrad/apps/mnist/storage.py calls it); see js/checkpoint-store.js.
+self.webgradCheckpoints = openCheckpointStore();
 
 // MNIST, fetched from the start (in parallel with Pyodide's boot). The server sends it gzipped, so the
 // Content-Length is not what the stream yields: each IDX file's header says how big it will be.

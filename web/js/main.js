@@ -8,6 +8,7 @@
 
 import { BootView } from "./boot-view.js";
 import { Charts } from "./charts.js";
+import { CheckpointView } from "./checkpoint.js";
 import { showAdapter } from "./gpu-info.js";
 import { mnistify } from "./mnistify.js";
 import { download, fetchModel, watchImport } from "./model-files.js";
@@ -253,5 +254,9 @@ client.on("app:imported", ({ kind, model, name }) => {
   setModel(kind);
 });
 client.on("app:import-error", ({ message }) => fileStatus(`Import failed, the current model is unchanged: ${message}`, "error"));
+
+// Checkpoints: the Resume offer after a reload, the "saved" line, a resumed run's figures and curves. Made
+// last: its handlers run after the ones above, on views they have already reset.
+new CheckpointView({ client, charts, run, form });
 
 setState("idle");

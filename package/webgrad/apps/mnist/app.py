@@ -9,10 +9,11 @@ Messages from the page:  {type: "train", config} | "pause" | "resume" | "stop" |
                          {type: "predict", id, pixels: 784 bytes} | "export" | {type: "import", data, name}
 Messages to the page:    data, state, progress, eval, run-end, probs, exported, imported, import-error,
                          recovered, error (see the `post` calls; each has a "type").
+Checkpoints (resume.py): "resume-checkpoint" | "discard-checkpoint" from the page, checkpoint-* to it.
 
 A lost GPU device (reported by the worker through device_lost) ends a run; the App then opens a new
 device, uploads the data again and puts back the weights it last copied to the host (at the start of
-each run, after each epoch and when a run ends).
+each run, after each epoch and when a run ends); a run that had saved a checkpoint then resumes from it.
 """
 
 import asyncio
@@ -24,14 +25,14 @@ import webgrad as wg
 import webgrad.nn.functional as F
 from webgrad import webgpu
 
-from . import models, train
+from . import models, resume, storage, train
 from .data import PIXELS, Data
 
 GRID = 48  # test digits shown with their predictions (the first ones of the test set)
 
 
 class App:
-    def __init__(self, post, device="webgpu"):
+    def __init__(self, post, device="webgpu", store=None):
         self._post = post
         self.device = device
         self.inbox = collections.deque()
@@ -45,10 +46,13 @@ class App:
         self.lost = None  # why the GPU device was lost, until a new one is open
         self.saved = None  # {"data": safetensors bytes, "kind", "label"}: the weights' last host copy
         self.last_eval = None
+        # checkpoints (issue 12): every epoch and on Pause, to `store` (the page's OPFS/IndexedDB by default)
+        self.checkpoints = resume.Checkpoints(self, store if store is not None else storage.default_store())
 
     # ------------------------------------------------------------------ messages
 
     def post(self, msg):
+        self.checkpoints.observe(msg)  # the charts' curves, kept for the checkpoints
         self._post(msg)
 
     def receive(self, msg):
@@ -63,6 +67,7 @@ class App:
 
     async def serve(self):
         """Handle messages forever (the worker starts this once the data is on the GPU)."""
+        await self.checkpoints.offer()  # a checkpoint left by an earlier page: offer to resume it
         while True:
             await self._wait_for_message()
             msg = self.inbox.popleft()
@@ -83,6 +88,8 @@ class App:
             await self._export()
         elif kind == "import":
             await self._import(msg["data"], msg.get("name", "file"), msg.get("test_size"))
+        elif kind in resume.MESSAGES:
+            await self.checkpoints.handle(msg)
         # pause/resume/stop outside a run, device-lost once recovered: nothing more to do
 
     def _latest_predict(self, msg):
@@ -103,6 +110,7 @@ class App:
                 if kind == "pause" and not self.paused:
                     self.paused = True
                     self.post({"type": "state", "state": "paused"})
+                    await self.checkpoints.save(self.run, "pause")
                 elif kind == "resume" and self.paused:
                     self.paused = False
                     self.post({"type": "state", "state": "training"})
@@ -134,7 +142,8 @@ class App:
 
     # ------------------------------------------------------------------ training
 
-    async def _train(self, raw_config):
+    async def _train(self, raw_config, resume=None):
+        """A new run, or with resume=(state, summary) of a checkpoint, the run it holds, continued."""
         try:
             cfg = train.check_config(raw_config)
         except ValueError as e:
@@ -143,11 +152,15 @@ class App:
         self.test_size = cfg["test_size"]
         self.paused = self.stop_requested = False
         self.run = run = train.Run(cfg, self.data, self.device, self)
+        resumed = await self.checkpoints.begin(run, resume)  # a resumed run gets the checkpoint's state
+        if resumed is None:
+            self.run = None
+            return
         # The new model answers predictions from its first step on.
         self.model, self.kind = run.model, run.kind
-        self.keep_weights("initialisation")
+        self.keep_weights("initialisation" if resume is None else "the checkpoint")
         self.post({"type": "state", "state": "training", "config": cfg, "steps_per_epoch": run.steps_per_epoch,
-                   "total_steps": run.total_steps, "model": models.NAMES[run.kind]})
+                   "total_steps": run.total_steps, "model": models.NAMES[run.kind], **resumed})
         try:
             outcome, message = await run.run()
         except Exception:
@@ -161,6 +174,7 @@ class App:
             outcome, message = "device-lost", f"the GPU device was lost ({self.lost}) after {run.step} steps"
         if outcome in ("done", "stopped", "diverged"):
             self.keep_weights(f"step {run.step}")
+        await self.checkpoints.end(run, outcome)  # done: removed; device lost: resumed once a new one is open
         self.post({"type": "run-end", "outcome": outcome, "message": message, "steps": run.step,
                    "epochs_done": run.epoch})
         if self.lost:

@@ -17,7 +17,7 @@ import webgrad as wg
 from webgrad import optim
 from webgrad.examples.models import training_step
 
-from . import models
+from . import checkpoint, models
 
 READ_EVERY = 10  # steps between loss read-backs
 MAX_READ_INTERVAL_S = 1.0  # ... unless that many steps take longer than this
@@ -134,7 +134,8 @@ async def evaluate(model, data, n, labels):
 
 
 class Run:
-    """One training run of a fresh model. `control` is the App: checkpoint(), post(), report_eval()."""
+    """One training run of a fresh model. `control` is the App: checkpoint(), post(), report_eval(),
+    checkpoints.save()."""
 
     def __init__(self, cfg, data, device, control):
         self.cfg = cfg
@@ -176,12 +177,13 @@ class Run:
         """Train; returns ("done" | "stopped" | "diverged", message)."""
         cfg, B = self.cfg, self.cfg["batch_size"]
         loss_sum = wg.zeros((), device=self.device)
-        pending, mark_step, mark_time, last_post = 0, 0, 0.0, 0.0
+        pending, mark_step, mark_time, last_post = 0, self.step, self.clock.now(), 0.0
         read_every = READ_EVERY
         self.clock.start()
-        for epoch in range(cfg["epochs"]):
+        # A run restored from a checkpoint (checkpoint.restore) starts at its epoch and step.
+        for epoch in range(self.epoch, cfg["epochs"]):
             self.model.train()
-            for s, (x, y) in enumerate(self.loader):  # the epoch's order: one upload of a permutation
+            for s, (x, y) in checkpoint.batches(self, epoch):  # the epoch's order: one upload of a permutation
                 self.clock.stop()
                 if await self.control.checkpoint() == "stop":
                     return "stopped", f"stopped after {self.step} steps (epoch {epoch + 1}, step {s})"
@@ -217,6 +219,7 @@ class Run:
             self.epoch = epoch + 1
             await self.control.report_eval(self.model, epoch + 1)
             self.control.keep_weights(f"epoch {epoch + 1}")
+            await self.control.checkpoints.save(self, "epoch")
             self.clock.start()
         self.clock.stop()
         return "done", f"trained {cfg['epochs']} epoch(s), {self.step} steps in {self.clock.elapsed:.1f} s"

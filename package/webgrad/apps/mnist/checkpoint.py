@@ -1,0 +1,268 @@
+"""What a checkpoint of the dashboard's training run holds, and its file format.
+
+A checkpoint is one safetensors file (it opens in any safetensors reader):
+- the tensors: the model's state_dict under "model/<name>", the optimizer's state tensors (momentum and
+  Adam buffers) under "optimizer/state/<index>/<name>", any other tensor under its path;
+- the header's metadata, strings only, as the format wants:
+    format   "webgrad-checkpoint"        version   "1"
+    state    JSON of everything that is not a tensor: the run's settings (model, dataset, optimizer ...),
+             the optimizer's param_groups and step counts, the LR scheduler, the progress (epoch, step),
+             the learning curves shown on the charts, the random generator's state; tensors appear in it as
+             {"$t": name}
+    summary  JSON the page shows before Python has read the rest (model, dataset, epoch, step, when)
+    sha256   of every other metadata entry and of the tensor data: a bit flipped anywhere is detected.
+Nothing in the format knows about MNIST, the MLP or Adam: `pack` stores any nested state of dicts, lists,
+tuples, numbers, strings and tensors, so it keeps working for every model and optimizer the page trains.
+
+`unpack` checks the whole file (structure, format, version, digest, JSON) before it creates any tensor and
+raises CheckpointError with a message for the user; `peek` does the checks without creating tensors.
+
+`capture(run, ...)` takes a train.Run's state between two steps; `restore(run, state)` puts it into a
+freshly built Run of the same settings; `batches(run, epoch)` is the run's loop over one epoch, which
+continues a restored epoch where it stopped, with the same order of samples.
+"""
+
+import hashlib
+import io
+import json
+import math
+import time
+
+import webgrad as wg
+from webgrad.io import safetensors
+
+FORMAT = "webgrad-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: the message says why, in words for the page."""
+
+
+# ===================================================================== the file format
+def pack(state, summary):
+    """The bytes of a checkpoint holding `state` (nested dicts/lists/tuples of numbers, strings, None,
+    bools and tensors) and `summary` (a JSON-able dict for the page)."""
+    tensors = {}
+    meta = {
+        "format": FORMAT, "version": str(VERSION),
+        "state": json.dumps(_encode(state, "", tensors), separators=(",", ":"), allow_nan=False),
+        "summary": json.dumps(summary, separators=(",", ":"), allow_nan=False),
+    }
+    buf = io.BytesIO()
+    try:
+        wg.save(tensors, buf, metadata=meta)
+    except KeyError as e:  # safetensors has no name for the dtype
+        raise CheckpointError(f"cannot store a tensor of dtype {e} in a checkpoint") from None
+    raw = buf.getvalue()
+    # The digest goes into the header after the fact: the header is rewritten with one more metadata entry,
+    # and the tensor data (whose offsets count from the header's end) is appended unchanged.
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    data = raw[8 + n:]
+    header["__metadata__"]["sha256"] = _digest(meta, data)
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data
+
+
+def peek(data):
+    """(summary, metadata) of a checkpoint after checking all of it; creates no tensor."""
+    return _check(data)[1:]
+
+
+RUN_KEYS = ("config", "model", "optimizer", "progress")  # what the state of a training run must hold
+
+
+def unpack(data, device=None, required=()):
+    """(state, summary) of a checkpoint, its tensors on `device`; CheckpointError if it cannot be used
+    (or if its state lacks one of the `required` keys)."""
+    raw, summary, meta = _check(data)
+    try:
+        tensors = safetensors.load(io.BytesIO(raw), device=device)
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"the checkpoint's tensors cannot be loaded: {e}") from None
+    try:
+        tree = json.loads(meta["state"])
+    except ValueError as e:
+        raise CheckpointError(f"the checkpoint's state is not valid JSON ({e})") from None
+    state = _decode(tree, tensors)
+    for key in required:
+        if not isinstance(state, dict) or key not in state:
+            raise CheckpointError(f"the checkpoint has no {key!r} entry: it was not written by this page")
+    return state, summary
+
+
+def _check(data):
+    raw = bytes(data)
+    try:
+        _, meta = safetensors.parse(raw)
+    except ValueError as e:
+        raise CheckpointError(f"the checkpoint file is damaged ({len(raw)} bytes): {e}") from None
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"this file is not a webgrad checkpoint (its format is {meta.get('format')!r})")
+    version = meta.get("version", "")
+    if version != str(VERSION):
+        newer = version.isdigit() and int(version) > VERSION
+        raise CheckpointError(f"the checkpoint has format version {version!r}, and this page reads version {VERSION}"
+                              f"{': it was written by a newer webgrad' if newer else ''}")
+    n = int.from_bytes(raw[:8], "little")
+    given = meta.pop("sha256", None)
+    if given != _digest(meta, memoryview(raw)[8 + n:]):
+        raise CheckpointError("the checkpoint is damaged: its contents do not match the checksum written with it "
+                              "(a write that did not finish, or a changed file)")
+    try:
+        summary = json.loads(meta["summary"])
+    except (KeyError, ValueError) as e:
+        raise CheckpointError(f"the checkpoint's summary is missing or not JSON ({e})") from None
+    return raw, summary, meta
+
+
+def _digest(meta, data):
+    h = hashlib.sha256()
+    for key in sorted(meta):
+        h.update(key.encode("utf-8") + b"\0" + meta[key].encode("utf-8") + b"\0")
+    h.update(data)
+    return h.hexdigest()
+
+
+# JSON holds dicts with string keys, lists, strings, finite numbers, booleans and null. The rest is tagged:
+#   {"$t": name}        a tensor, stored in the file under `name`
+#   {"$tuple": [...]}   a tuple (Adam's betas)
+#   {"$items": [[k, v], ...]}   a dict whose keys are not all strings (the optimizer's state by index), or
+#                       whose keys start with "$" (so that no tag is ever read from a plain dict)
+#   {"$float": "nan" | "inf" | "-inf"}
+def _encode(value, path, tensors):
+    if isinstance(value, wg.Tensor):
+        name = path.strip("/") or "tensor"
+        while name in tensors:  # {0: ..., "0": ...} would give two tensors one path
+            name += "'"
+        tensors[name] = value.detach()
+        return {"$t": name}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": str(value)}
+    if isinstance(value, (list, tuple)):
+        items = [_encode(v, f"{path}/{i}", tensors) for i, v in enumerate(value)]
+        return {"$tuple": items} if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: _encode(v, f"{path}/{k}", tensors) for k, v in value.items()}
+        for k in value:
+            if not (k is None or isinstance(k, (bool, int, float, str))):
+                raise CheckpointError(f"cannot store {path or 'the state'}: a key of type {type(k).__name__}")
+        return {"$items": [[k, _encode(v, f"{path}/{k}", tensors)] for k, v in value.items()]}
+    raise CheckpointError(f"cannot store {path or 'the state'} in a checkpoint: a {type(value).__name__} "
+                          "(checkpoints hold numbers, strings, lists, dicts and tensors)")
+
+
+def _decode(value, tensors):
+    if isinstance(value, list):
+        return [_decode(v, tensors) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (tag, inner), = value.items()
+        if tag == "$t":
+            if inner not in tensors:
+                raise CheckpointError(f"the checkpoint's state names a tensor {inner!r} that the file does not hold")
+            return tensors[inner]
+        if tag == "$tuple":
+            return tuple(_decode(v, tensors) for v in inner)
+        if tag == "$items":
+            return {k: _decode(v, tensors) for k, v in inner}
+        if tag == "$float":
+            return float(inner)
+    if any(k.startswith("$") for k in value):
+        raise CheckpointError(f"the checkpoint's state has an unknown entry {sorted(value)!r}")
+    return {k: _decode(v, tensors) for k, v in value.items()}
+
+
+# ===================================================================== a training run's checkpoint
+def position(run):
+    """(epoch, step within it) where `run` goes on: between steps every finished epoch had all its steps."""
+    return run.step // run.steps_per_epoch, run.step % run.steps_per_epoch
+
+
+def capture(run, history, reason, names=None):
+    """(state, summary) of a train.Run between two steps. history: the charts' curves
+    {"loss": [[global step, loss], ...], "accuracy": [[epoch, accuracy], ...]}; reason: "pause" | "epoch";
+    names: {"model": ..., "dataset": ...} as the page shows them."""
+    epoch, step = position(run)
+    cfg = run.cfg
+    state = {
+        "config": dict(cfg),
+        "model": run.model.state_dict(),
+        "optimizer": run.opt.state_dict(),
+        "scheduler": run.sched.state_dict() if run.sched is not None else None,
+        "progress": {"step": run.step, "epochs_done": run.epoch, "steps_per_epoch": run.steps_per_epoch,
+                     "total_steps": run.total_steps, "elapsed_s": run.clock.now()},
+        # The generator now, and where the current epoch drew its order of samples (see batches()).
+        "rng": {"now": list(wg.get_rng_state()), "epoch": getattr(run, "epoch_rng", None)},
+        "history": history,
+    }
+    names = names or {}
+    loss = history["loss"][-1][1] if history.get("loss") else None
+    accuracy = history["accuracy"][-1][1] if history.get("accuracy") else None
+    summary = {
+        "model": names.get("model", cfg.get("model")), "dataset": names.get("dataset", cfg.get("dataset", "mnist")),
+        "epoch": min(epoch + 1, cfg["epochs"]), "epochs": cfg["epochs"], "step_in_epoch": step,
+        "steps_per_epoch": run.steps_per_epoch, "step": run.step, "total_steps": run.total_steps,
+        "epochs_done": run.epoch, "reason": reason, "saved_at": time.time(),
+        "loss": loss if loss is None or math.isfinite(loss) else None, "accuracy": accuracy,
+        "config": dict(cfg),
+    }
+    return state, summary
+
+
+def restore(run, state):
+    """Put a checkpoint's state into `run`, a train.Run freshly built from the same settings (state["config"]).
+    Everything is checked before the run is changed; CheckpointError says what does not fit."""
+    progress = state["progress"]
+    if progress.get("steps_per_epoch") != run.steps_per_epoch or progress.get("total_steps") != run.total_steps:
+        raise CheckpointError(f"the checkpoint's run had {progress.get('steps_per_epoch')} steps per epoch and "
+                              f"{progress.get('total_steps')} in all, this one {run.steps_per_epoch} and "
+                              f"{run.total_steps}: the data or the settings differ")
+    step = progress["step"]
+    if not 0 <= step <= run.total_steps or progress["epochs_done"] != step // run.steps_per_epoch:
+        raise CheckpointError(f"the checkpoint's progress is inconsistent (step {progress['step']}, "
+                              f"{progress['epochs_done']} epochs done)")
+    try:
+        run.model.load_state_dict(state["model"])  # checks every name and shape before it copies
+        run.opt.load_state_dict(state["optimizer"])
+        if (run.sched is None) != (state.get("scheduler") is None):
+            raise ValueError("the learning-rate schedule differs")
+        if run.sched is not None:
+            run.sched.load_state_dict(state["scheduler"])
+    except (ValueError, RuntimeError, KeyError, TypeError) as e:
+        raise CheckpointError(f"the checkpoint does not fit the {run.cfg.get('model')} model and its optimizer: "
+                              f"{e}") from None
+    run.step, run.epoch = progress["step"], progress["epochs_done"]
+    run.clock.elapsed = float(progress.get("elapsed_s", 0.0))
+    run.resume_rng = state.get("rng")
+    # the NaN guard's copies of the weights: of the restored ones, not of the fresh model's
+    run.snapshots = type(run.snapshots)(run.model.parameters())
+
+
+def batches(run, epoch):
+    """(step in epoch, batch) over one epoch of run.loader. The epoch's order of samples is drawn from the
+    default generator when the loader starts: its state then is kept (run.epoch_rng), so a checkpoint
+    taken mid-epoch can draw the same order again, skip the batches already trained on, and set the
+    generator back to where it was at the checkpoint."""
+    saved = getattr(run, "resume_rng", None)
+    run.resume_rng = None
+    skip = run.step - epoch * run.steps_per_epoch
+    if saved is not None and skip > 0 and saved.get("epoch") and saved["epoch"][0] == epoch:
+        wg.set_rng_state(tuple(saved["epoch"][1]))
+    elif saved is not None:
+        wg.set_rng_state(tuple(saved["now"]))
+    run.epoch_rng = [epoch, list(wg.get_rng_state())]
+    loader = iter(run.loader)
+    for _ in range(max(skip, 0)):
+        next(loader)  # the order is drawn at the first batch; skipped batches are gathered, not trained on
+    if saved is not None and skip > 0:
+        wg.set_rng_state(tuple(saved["now"]))
+    for s, batch in enumerate(loader, start=max(skip, 0)):
+        yield s, batch
