@@ -143,6 +143,7 @@ class App:
             "channels": c, "height": h, "width": w, "notes": data.notes,
             "train_size": len(data.train), "test_size": len(data.test),
             "grid_pixels": await data.test_pixels(GRID), "grid_labels": self.test_labels[:GRID],
+            "model": self.kind or "none",  # the model kept (same inputs and classes), or none
         })
 
     async def _dataset(self, msg):
@@ -163,10 +164,10 @@ class App:
             return
         fits = (self.model is not None and self.data is not None and data.shape == self.data.shape
                 and len(data.classes) == len(self.data.classes))
-        await self._use(data)
         if not fits:  # the model was made for other inputs or classes
             self.model = self.kind = self.saved = None
             self.last_eval = None
+        await self._use(data)
 
     # ------------------------------------------------------------------ training
 

@@ -47,3 +47,8 @@ class GpuTimer:
         if step > before[1] and ns > before[0]:
             self.ms_per_step = (ns - before[0]) / 1e6 / (step - before[1])
             self._mark = ns, step
+
+    def rebase(self, step):
+        """Start the next interval here (after work that is not training steps, e.g. an evaluation)."""
+        if self.unavailable is None:
+            self._mark = self._read(), step

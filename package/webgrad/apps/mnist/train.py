@@ -298,6 +298,7 @@ class Run:
             self.clock.stop()
             self.epoch = epoch + 1
             await self.control.report_eval(self.model, epoch + 1)
+            self.gpu_timer.rebase(self.step)  # the evaluation's GPU time is not a step's
             self.control.keep_weights(f"epoch {epoch + 1}")
             self.clock.start()
         self.clock.stop()
