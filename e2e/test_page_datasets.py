@@ -77,6 +77,8 @@ def test_cifar10_files_train_resnet8_with_augmentation(dash, cifar, screenshot):
     assert text.startswith("CIFAR-10: 500 training and 200 test images (3×32×32) on the GPU, 10 classes: airplane"), text
     assert page.evaluate("document.body.dataset.dataset") == "cifar10"
     assert page.locator("#draw").is_hidden()  # drawing digits is MNIST's
+    # SwiftShader has no shader-f16: mixed precision is greyed out, with the reason
+    assert page.is_disabled("#f-amp") and "no shader-f16" in page.inner_text("#amp-why")
     assert page.locator("#grid li").count() == 48 and page.locator("#per-class li").count() == 10
     run_python(page, "import webgrad; webgrad.manual_seed(0)")
     start_training(page, **CIFAR_RUN)  # 30 steps of 16, augmented on the GPU

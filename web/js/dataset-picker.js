@@ -12,8 +12,13 @@ export class DatasetPicker {
     this.current = "mnist";
     this.busy = false;
     for (const radio of this.radios()) radio.addEventListener("change", () => this.choose(radio.value));
-    $("cifar-files").addEventListener("change", (e) => this.sendFiles("cifar10", e.target.files));
-    $("image-folder").addEventListener("change", (e) => this.sendFiles("images", e.target.files));
+    // The input is emptied once its files are sent, so that choosing the same (mended) files again counts.
+    for (const [id, source] of [["cifar-files", "cifar10"], ["image-folder", "images"]]) {
+      $(id).addEventListener("change", (e) => {
+        this.sendFiles(source, e.target.files);
+        e.target.value = "";
+      });
+    }
     const drop = $("cifar-pick");
     drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
     drop.addEventListener("dragleave", () => drop.classList.remove("over"));
