@@ -212,9 +212,10 @@ function toPlain(pyodide, value) {
 // CIFAR-10: the files go into Pyodide's file system as webgrad.datasets.CIFAR10 expects them (the
 // tarball as downloaded, or the cifar-10-batches-bin files), then the trainer reads them. Your images:
 // decoded here (js/image-folder.js) and handed over as one uint8 buffer. Problems found here go to the
-// page as the trainer's "data-error" message; the current data stays.
+// page as the trainer's "data-error" message (the current data stays); "data-progress" says what is under way.
 let datasetCount = 0;
 const dataError = (message) => post({ type: "app", msg: { type: "data-error", message } });
+const dataProgress = (text) => post({ type: "app", msg: { type: "data-progress", text } });
 
 async function writeCifar(pyodide, files) {
   const root = `/home/pyodide/cifar-${++datasetCount}`;
@@ -236,14 +237,14 @@ async function datasetFiles(data) {
   const files = [...data.files];
   if (data.source === "cifar10") {
     if (!files.length) return dataError("CIFAR-10: no file chosen");
-    status(`reading ${files.length} CIFAR-10 file(s)`);
+    dataProgress(`Reading ${files.length} CIFAR-10 file${files.length === 1 ? "" : "s"}…`);
     const root = await writeCifar(pyodide, files);
     return sendToApp({ type: "dataset", source: "cifar10", root });
   }
   const limits = self.webgradDevices.at(-1)?.limits;
   const limit = limits && Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  const folder = await decodeFolder(files, data.size, limit, (n, total) => status(`decoding images: ${n} / ${total}`));
-  status(`uploading ${folder.labels.length} images to the GPU`);
+  const folder = await decodeFolder(files, data.size, limit, (n, total) => dataProgress(`Decoding images: ${n} / ${total}…`));
+  dataProgress(`Uploading ${folder.labels.length} images to the GPU…`);
   sendToApp({ type: "dataset", source: "images", size: data.size, ...folder });
 }
 

@@ -29,6 +29,7 @@ export class DatasetPicker {
     });
     client.on("app:data", (m) => this.loaded(m));
     client.on("app:data-error", ({ message }) => this.failed(message));
+    client.on("app:data-progress", ({ text }) => this.status(text));
   }
 
   radios() {
