@@ -104,7 +104,7 @@ def test_cifar10_files_train_resnet8_with_augmentation(dash, cifar, screenshot):
     screenshot(page, "cifar-trained")
 
 
-def test_image_folder_trains(dash, tmp_path):
+def test_image_folder_trains(dash, tmp_path, screenshot):
     page = dash
     folder = png_folder(tmp_path / "shapes")
     pick(page, "images")
@@ -119,13 +119,14 @@ def test_image_folder_trains(dash, tmp_path):
     assert accuracy(page) > 0.8, stat(page, "accuracy")  # three colours; chance is a third
     assert page.locator("#confusion tbody tr").count() == 3
     assert page.eval_on_selector_all("#grid li", "els => els.length") == 12
+    screenshot(page, "images-trained")
 
 
-def test_bad_input_keeps_data_and_model(dash, tmp_path, cifar):
+def test_bad_input_keeps_data_and_model(dash, tmp_path, cifar, screenshot):
     """Each bad input: a message, and the images folder's data and model of the test before stay."""
     page = dash
     if page.evaluate("document.body.dataset.dataset") != "images":
-        test_image_folder_trains(page, tmp_path / "first")
+        test_image_folder_trains(page, tmp_path / "first", screenshot)
     model = page.evaluate("document.body.dataset.model")
     assert model == "cnn"
 
@@ -164,4 +165,5 @@ def test_bad_input_keeps_data_and_model(dash, tmp_path, cifar):
             Image.new("RGB", (4, 4), (i, 0, 0)).save(big / name / f"{i}.png")
     page.fill("#image-size", "2048")
     refused("images", str(big), "too large for this GPU", "need 1.05 GiB", "at most 1.00 GiB per buffer")
+    screenshot(page, "data-too-large")
     page.fill("#image-size", "32")

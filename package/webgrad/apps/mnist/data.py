@@ -137,12 +137,12 @@ class Data:
         if empty:
             raise DataError(f"{name}: no image in the class folder(s) {', '.join(empty)}")
         check_fits(len(pixels), device, name)
-        # every TEST_EVERY-th image of each class is held out (at least one per class of 2 or more)
+        # every TEST_EVERY-th image of each class is held out; a class of 2 to TEST_EVERY - 1 images gives its last
         seen, train_idx, test_idx = [0] * len(classes), [], []
         for i, label in enumerate(labels):
-            (test_idx if seen[label] % TEST_EVERY == TEST_EVERY - 1 or
-             (counts[label] >= 2 and seen[label] == counts[label] - 1 and counts[label] < TEST_EVERY)
-             else train_idx).append(i)
+            k, total = seen[label], counts[label]
+            held_out = k % TEST_EVERY == TEST_EVERY - 1 or (2 <= total < TEST_EVERY and k == total - 1)
+            (test_idx if held_out else train_idx).append(i)
             seen[label] += 1
         if not test_idx:
             test_idx = train_idx[-1:]
