@@ -54,15 +54,15 @@ def cifar(tmp_path_factory):
 
 
 def png_folder(root, per_class=20, odd_sizes=3):
-    """root/{red,green,blue}/*.png: a class colour plus noise, 16x16 except `odd_sizes` images of 24x20;
-    and a notes.txt that is not an image."""
+    """root/{blue,cyan,red}/*.png: the class colour of tests/cifar_files.py's palette (3: blue, 6: cyan, 0: red)
+    with stripes and noise, 16x16 except `odd_sizes` blue images of 24x20; and a notes.txt, not an image."""
     rng = np.random.default_rng(0)
-    for k, name in enumerate(("blue", "green", "red")):  # sorted: class index = k
+    for name, colour in (("blue", 3), ("cyan", 6), ("red", 0)):
         (root / name).mkdir(parents=True)
-        x = synthetic_images(np.full(per_class, k * 3), rng, noise=20.0)
+        x = synthetic_images(np.full(per_class, colour), rng, noise=20.0)
         for i in range(per_class):
             img = Image.fromarray(x[i].transpose(1, 2, 0)[:16, :16])
-            if i < odd_sizes and k == 0:
+            if i < odd_sizes and name == "blue":
                 img = img.resize((24, 20))
             img.save(root / name / f"{i:03d}.png")
     (root / "red" / "notes.txt").write_text("not an image")
@@ -110,7 +110,7 @@ def test_image_folder_trains(dash, tmp_path, screenshot):
     pick(page, "images")
     page.fill("#image-size", "16")
     text = data_answer(page, lambda: page.set_input_files("#image-folder", str(folder)))
-    assert text.startswith("shapes: 48 training and 12 test images (3×16×16) on the GPU, 3 classes: blue, green, red."), text
+    assert text.startswith("shapes: 48 training and 12 test images (3×16×16) on the GPU, 3 classes: blue, cyan, red."), text
     assert "1 file skipped (not images)" in text and "3 images of another size resized to 16x16" in text
     assert page.evaluate("document.body.dataset.model") == "none"  # the CIFAR model does not fit 3 classes
     start_training(page, model="cnn", optimizer="adam", lr=0.003, batch_size=8, epochs=5, scheduler="none",
@@ -167,3 +167,6 @@ def test_bad_input_keeps_data_and_model(dash, tmp_path, cifar, screenshot):
     refused("images", str(big), "too large for this GPU", "need 1.05 GiB", "at most 1.00 GiB per buffer")
     screenshot(page, "data-too-large")
     page.fill("#image-size", "32")
+    page.set_viewport_size({"width": 420, "height": 900})  # a narrow window: the data card stacks above the form
+    page.wait_for_timeout(1000)  # headless Chromium repaints the re-laid-out page lazily
+    screenshot(page, "datasets-narrow")
