@@ -115,6 +115,9 @@ client.on("app:data", (m) => {
     const el = form.field(name);
     el.value = Math.max(Number(el.min), Math.min(Number(el.max), size));
   }
+  // The MLP's layer sizes follow the dataset's image size and class count.
+  const mlp = form.field("model").querySelector('option[value="mlp"]');
+  mlp.textContent = `MLP ${m.channels * m.height * m.width}-128-${m.classes.length}`;
   if (m.model === "none" && body.dataset.model !== "none") setModel("none");
   if (m.name !== "mnist" && form.field("model").value === "mlp") form.field("model").value = "resnet8";
 });
