@@ -98,7 +98,7 @@ def test_bad_files_keep_the_current_model(app_page, torch_files, tmp_path):
     torch_models.save(torch.nn.Sequential(torch.nn.Linear(784, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)), wrong)
 
     for path, why in ((corrupt, "not a valid .safetensors file"), (truncated, "not a valid .safetensors file"),
-                      (wrong, "fit neither model")):
+                      (wrong, "fit no model")):
         text = import_file(page, path)
         assert "Import failed" in text and why in text, text
         assert "error" in page.get_attribute("#file-status", "class")
@@ -149,7 +149,7 @@ def test_load_from_url(app_page, server_url, torch_files, tmp_path):
 
     for path, why in (("/models/missing.safetensors", "answered 404"),
                       ("/models/corrupt.safetensors", "not a valid .safetensors file"),
-                      ("/models/wrong.safetensors", "fit neither model")):
+                      ("/models/wrong.safetensors", "fit no model")):
         text = _load_url(page, server_url + path)
         assert "Import failed" in text and why in text, text
         assert page.evaluate("document.body.dataset.model") == "mlp"

@@ -141,7 +141,7 @@ def test_weights_of_another_model_are_refused(app):
     wg.save({"0.weight": wg.zeros(64, 784), "0.bias": wg.zeros(64)}, buf)
     app.messages.clear()
     wait(app._import(buf.getvalue(), "small.safetensors"))
-    assert "fit neither model" in app.messages[-1]["message"]
+    assert "fit no model" in app.messages[-1]["message"]
 
 
 def test_cnn_state_is_detected():

@@ -15,9 +15,13 @@
 // page -> worker:
 //   {type: "run", id, code}                run `code` with runPythonAsync (tests, the console)
 //   {type: "app", msg}                     a message for the trainer
+//   {type: "dataset-files", source: "cifar10", files} | {type: "dataset-files", source: "images", files, size}
+//                                          the user's files (see "Datasets from the user's files" below)
 
 import { openCheckpointStore } from "./js/checkpoint-store.js";
 import { countingFetch, readBody } from "./js/fetch-progress.js";
+import { installGpuTimer } from "./js/gpu-timer.js";
+import { decodeFolder } from "./js/image-folder.js";
 
 const here = (path) => new URL(path, import.meta.url).href;
 const post = (msg) => self.postMessage(msg);
@@ -40,7 +44,14 @@ self.webgradDevices = [];
 if (self.GPUAdapter) {
   const requestDevice = GPUAdapter.prototype.requestDevice;
   GPUAdapter.prototype.requestDevice = async function (...args) {
+    // Timestamp queries (GPU ms per step) and 16-bit floats (mixed precision) where the adapter has them.
+    const wanted = ["timestamp-query", "shader-f16"].filter((f) => this.features.has(f));
+    const descriptor = { ...(args[0] || {}) };
+    descriptor.requiredFeatures = [...new Set([...(descriptor.requiredFeatures || []), ...wanted])];
+    args[0] = descriptor;
+    self.webgradAdapterFeatures = [...this.features];
     const device = await requestDevice.apply(this, args);
+    installGpuTimer(device);
     self.webgradDevices.push(device);
     device.lost.then((info) => {
       post({ type: "gpu-lost", reason: info.reason, message: info.message });
@@ -202,7 +213,62 @@ function toPlain(pyodide, value) {
   return value;
 }
 
+// ------------------------------------------------------------------ datasets from the user's files
+// CIFAR-10: the files go into Pyodide's file system as webgrad.datasets.CIFAR10 expects them (the
+// tarball as downloaded, or the cifar-10-batches-bin files), then the trainer reads them. Your images:
+// decoded here (js/image-folder.js) and handed over as one uint8 buffer. Problems found here go to the
+// page as the trainer's "data-error" message (the current data stays); "data-progress" says what is under way.
+let datasetCount = 0;
+const dataError = (message) => post({ type: "app", msg: { type: "data-error", message } });
+const dataProgress = (text) => post({ type: "app", msg: { type: "data-progress", text } });
+
+async function writeCifar(pyodide, files) {
+  const root = `/home/pyodide/cifar-${++datasetCount}`;
+  pyodide.FS.mkdirTree(root);
+  for (const file of files) {
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    if (/\.(tar\.gz|tgz|tar)$/i.test(file.name)) {
+      pyodide.FS.writeFile(`${root}/${/python/i.test(file.name) ? "cifar-10-python.tar.gz" : "cifar-10-binary.tar.gz"}`, bytes);
+    } else {
+      pyodide.FS.mkdirTree(`${root}/cifar-10-batches-bin`);
+      pyodide.FS.writeFile(`${root}/cifar-10-batches-bin/${file.name}`, bytes);
+    }
+  }
+  return root;
+}
+
+async function datasetFiles(data) {
+  const pyodide = await pythonReady;
+  const files = [...data.files];
+  if (data.source === "cifar10") {
+    if (!files.length) return dataError("CIFAR-10: no file chosen");
+    dataProgress(`Reading ${files.length} CIFAR-10 file${files.length === 1 ? "" : "s"}…`);
+    const root = await writeCifar(pyodide, files);
+    return sendToApp({ type: "dataset", source: "cifar10", root });
+  }
+  const limits = self.webgradDevices.at(-1)?.limits;
+  const limit = limits && Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const folder = await decodeFolder(files, data.size, limit, (n, total) => dataProgress(`Decoding images: ${n} / ${total}…`));
+  dataProgress(`Uploading ${folder.labels.length} images to the GPU…`);
+  sendToApp({ type: "dataset", source: "images", size: data.size, ...folder });
+}
+
+function sendToApp(msg) {
+  const py = fromJs(msg);
+  app.receive(py);
+  py.destroy();
+}
+
 self.onmessage = async ({ data }) => {
+  if (data.type === "dataset-files") {
+    if (!app) return dataError("the trainer is not ready yet");
+    try {
+      await datasetFiles(data);
+    } catch (err) {
+      dataError(String(err && err.message || err));
+    }
+    return;
+  }
   if (data.type === "app") {
     if (!app) return; // the page enables its controls only after "app-ready"
     const msg = fromJs(data.msg);

@@ -54,7 +54,7 @@ export class Charts {
     this.loss = makeChart(lossEl, { label: "loss", xLabel: "step", color: "#2563eb", points: false,
       fmt: (v) => v.toFixed(v < 1 ? 2 : 1) });
     this.accuracy = makeChart(accEl, { label: "test accuracy", xLabel: "epoch", color: "#16a34a", points: true, xWhole: true,
-      yRange: (u, min, max) => [Math.min(min ?? 90, 90), 100], fmt: (v) => `${v.toFixed(v % 1 ? 1 : 0)}%` });
+      yRange: (u, min, max) => [Math.min(Math.floor((min ?? 90) / 10) * 10, 90), 100], fmt: (v) => `${v.toFixed(v % 1 ? 1 : 0)}%` });
   }
 
   reset() {

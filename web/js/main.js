@@ -9,6 +9,7 @@
 import { BootView } from "./boot-view.js";
 import { Charts } from "./charts.js";
 import { CheckpointView } from "./checkpoint.js";
+import { DatasetPicker } from "./dataset-picker.js";
 import { showAdapter } from "./gpu-info.js";
 import { mnistify } from "./mnistify.js";
 import { download, fetchModel, watchImport } from "./model-files.js";
@@ -26,7 +27,10 @@ const boot = new BootView($("boot"));
 const form = new TrainForm($("train-form"), $("form-error"));
 const run = new RunView($("run"));
 const charts = new Charts($("loss-chart"), $("acc-chart"));
-const results = new Results($("grid"), $("confusion"), (i) => sketch.showDigit(results.digit(i)));
+const results = new Results($("grid"), $("confusion"), $("per-class"), (i) => {
+  if (body.dataset.dataset === "mnist") sketch.showDigit(results.digit(i));
+});
+const picker = new DatasetPicker(client);
 const gpuOk = showAdapter($("gpu"));
 
 const log = (text) => {
@@ -85,6 +89,7 @@ function setState(state) {
   $("resume").disabled = state !== "paused";
   $("stop").disabled = state === "idle";
   form.setEnabled(state === "idle");
+  picker.setEnabled(ready && state === "idle");
   // A button that just got disabled drops the keyboard focus: hand it to the one that undoes it.
   if (focused?.disabled) {
     const next = { pause: "resume", resume: "pause", stop: "train", train: "pause" }[focused.id];
@@ -103,7 +108,41 @@ $("pause").addEventListener("click", () => client.send({ type: "pause" }));
 $("resume").addEventListener("click", () => client.send({ type: "resume" }));
 $("stop").addEventListener("click", () => client.send({ type: "stop" }));
 
-client.on("app:data", ({ grid_pixels, grid_labels }) => results.setDigits(grid_pixels, grid_labels));
+// ------------------------------------------------------------------ datasets (web/js/dataset-picker.js)
+client.on("app:data", (m) => {
+  results.setData(m);
+  // The form's subsets: as many as the dataset has, within the form's bounds (the run takes at most all).
+  for (const [name, size] of [["train_size", m.train_size], ["test_size", m.test_size]]) {
+    const el = form.field(name);
+    el.value = Math.max(Number(el.min), Math.min(Number(el.max), size));
+  }
+  // The MLP's layer sizes follow the dataset's image size and class count.
+  const mlp = form.field("model").querySelector('option[value="mlp"]');
+  mlp.textContent = `MLP ${m.channels * m.height * m.width}-128-${m.classes.length}`;
+  if (m.model === "none" && body.dataset.model !== "none") setModel("none");
+  if (m.name !== "mnist" && form.field("model").value === "mlp") form.field("model").value = "resnet8";
+});
+
+// Mixed precision: offered where the adapter has shader-f16 and this webgrad has autocast + GradScaler.
+async function offerMixedPrecision() {
+  const box = form.field("amp"), why = $("amp-why");
+  let reason = null;
+  const adapter = await navigator.gpu?.requestAdapter().catch(() => null);
+  if (!adapter) reason = "not available: no WebGPU adapter";
+  else if (!adapter.features.has("shader-f16")) {
+    reason = "not available: this GPU adapter has no shader-f16 (16-bit floats in shaders)";
+  } else {
+    await window.webgradReady;
+    const ok = await window.webgradRunPython(
+      "import importlib.util, webgrad\nhasattr(webgrad, 'autocast') and importlib.util.find_spec('webgrad.amp') is not None");
+    if (!ok) reason = "not available: this build of webgrad has no webgrad.autocast / webgrad.amp yet";
+  }
+  box.disabled = reason !== null;
+  if (reason) box.checked = false;
+  why.textContent = reason || "float16 forward pass (webgrad.autocast) with loss scaling (webgrad.amp.GradScaler)";
+  box.closest("label").title = why.textContent;
+}
+offerMixedPrecision().catch((err) => { $("amp-why").textContent = `not available: ${err.message || err}`; });
 client.on("app:state", (m) => {
   if (m.state === "training" && m.config) { // a new run
     delete body.dataset.outcome;
@@ -125,7 +164,7 @@ client.on("app:eval", (m) => {
   run.accuracy(m.accuracy, m.test_size);
   if (m.source === "train") charts.accuracy.add(m.epoch, 100 * m.accuracy);
   if (m.source === "import") {
-    fileStatus(`${importedLabel}: ${(100 * m.accuracy).toFixed(2)}% on ${m.test_size} test digits.`, "ok");
+    fileStatus(`${importedLabel}: ${(100 * m.accuracy).toFixed(2)}% on ${m.test_size} test images.`, "ok");
   }
   classifyNow(); // the drawing's probabilities under the updated model
 });

@@ -1,29 +1,36 @@
-// After each epoch: the test digits with their predicted classes (mistakes highlighted) and the
-// confusion matrix of the evaluated test subset. A test digit is a button: onPick(i) shows it in the
-// drawing area, to see the model's probabilities for it.
+// After each epoch: the test images with their predicted classes (mistakes highlighted), the accuracy of
+// each class and the confusion matrix of the evaluated test subset, for any number of classes, with the
+// class names of the dataset. A test image is a button: onPick(i) shows it in the drawing area (MNIST).
+
+const MAX_MATRIX = 20; // classes up to which the confusion matrix is drawn (the per-class list always is)
 
 export class Results {
-  constructor(gridEl, confusionEl, onPick) {
+  constructor(gridEl, confusionEl, perClassEl, onPick) {
     this.gridEl = gridEl;
     this.onPick = onPick;
     this.confusionEl = confusionEl;
+    this.perClassEl = perClassEl;
     this.labels = [];
     this.pixels = null;
-    this.buildConfusion();
+    this.classes = [];
+    this.shape = [1, 28, 28];
   }
 
-  // The test digits' pixels (uint8, 784 per digit) and true labels, sent once by the trainer.
-  setDigits(pixels, labels) {
+  // The dataset's test images (uint8, C x H x W each, planar), their true labels and the class names,
+  // sent by the trainer whenever the dataset changes.
+  setData({ grid_pixels: pixels, grid_labels: labels, classes, channels = 1, height = 28, width = 28 }) {
     this.pixels = pixels;
     this.labels = labels;
+    this.classes = classes || Array.from({ length: 10 }, (_, i) => String(i));
+    this.shape = [channels, height, width];
+    const size = channels * height * width;
     this.gridEl.replaceChildren(...labels.map((label, i) => {
       const li = document.createElement("li");
       const button = document.createElement("button");
       button.type = "button";
       button.addEventListener("click", () => this.onPick(i));
       const canvas = document.createElement("canvas");
-      canvas.width = canvas.height = 28;
-      drawDigit(canvas, pixels.subarray(i * 784, (i + 1) * 784));
+      drawImage(canvas, pixels.subarray(i * size, (i + 1) * size), channels, height, width);
       const caption = document.createElement("span");
       caption.className = "pred";
       caption.textContent = "?";
@@ -32,11 +39,19 @@ export class Results {
       button.append(canvas, caption, truth);
       li.append(button);
       li.dataset.label = label;
-      button.setAttribute("aria-label", `test digit ${label}, not predicted yet; show it in the drawing area`);
+      button.setAttribute("aria-label", `test image of ${this.name(label)}, not predicted yet`);
       return li;
     }));
+    delete this.gridEl.dataset.wrong;
+    this.buildConfusion();
+    this.buildPerClass();
   }
 
+  name(k) {
+    return this.classes[k] ?? String(k);
+  }
+
+  // An MNIST digit's 784 pixels (the drawing area shows it).
   digit(i) {
     return this.pixels.subarray(i * 784, (i + 1) * 784);
   }
@@ -49,36 +64,72 @@ export class Results {
       wrong += !ok;
       li.classList.toggle("wrong", !ok);
       li.dataset.pred = pred;
-      li.querySelector(".pred").textContent = String(pred);
-      li.querySelector(".truth").textContent = ok ? "" : `is ${label}`;
+      li.querySelector(".pred").textContent = this.name(pred);
+      li.querySelector(".truth").textContent = ok ? "" : `is ${this.name(label)}`;
+      li.firstChild.title = `${this.name(label)}, predicted ${this.name(pred)}`;
       li.firstChild.setAttribute("aria-label",
-        `test digit ${label}, predicted ${pred}${ok ? "" : ", wrong"}; show it in the drawing area`);
+        `test image of ${this.name(label)}, predicted ${this.name(pred)}${ok ? "" : ", wrong"}`);
     });
     this.gridEl.dataset.wrong = wrong;
   }
 
+  buildPerClass() {
+    this.perClassEl.replaceChildren(...this.classes.map((name) => {
+      const li = document.createElement("li");
+      li.innerHTML = '<span class="name"></span><span class="bar"><span></span></span><span class="pct">–</span>';
+      li.querySelector(".name").textContent = name;
+      li.querySelector(".name").title = name;
+      return li;
+    }));
+  }
+
   buildConfusion() {
-    const t = this.confusionEl;
+    const t = this.confusionEl, k = this.classes.length;
+    t.hidden = k > MAX_MATRIX;
+    t.tHead?.remove();
+    for (const b of [...t.tBodies]) b.remove();
+    if (t.hidden) return;
     const head = t.createTHead().insertRow();
     head.append(document.createElement("td"));
-    for (let j = 0; j < 10; j++) {
+    for (let j = 0; j < k; j++) {
       const th = document.createElement("th");
       th.scope = "col";
-      th.textContent = j;
+      th.textContent = this.short(j);
+      th.title = this.name(j);
       head.append(th);
     }
     const body = t.createTBody();
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < k; i++) {
       const row = body.insertRow();
       const th = document.createElement("th");
       th.scope = "row";
-      th.textContent = i;
+      th.textContent = this.short(i);
+      th.title = this.name(i);
       row.append(th);
-      for (let j = 0; j < 10; j++) row.insertCell().textContent = "";
+      for (let j = 0; j < k; j++) row.insertCell().textContent = "";
     }
   }
 
+  // A class's name cut to fit a matrix header ("airplane" -> "airp").
+  short(k) {
+    const name = this.name(k);
+    return name.length <= 4 ? name : name.slice(0, 4);
+  }
+
   showConfusion(matrix) {
+    const items = this.perClassEl.children;
+    matrix.forEach((counts, i) => {
+      const total = counts.reduce((a, b) => a + b, 0);
+      const li = items[i];
+      if (li) {
+        const acc = total ? counts[i] / total : null;
+        li.querySelector(".bar span").style.width = `${100 * (acc || 0)}%`;
+        li.querySelector(".pct").textContent = acc === null ? "–" : `${(100 * acc).toFixed(0)}%`;
+        li.dataset.accuracy = acc === null ? "" : acc;
+        li.title = `${this.name(i)}: ${counts[i]} of ${total} test images right`;
+      }
+    });
+    if (this.confusionEl.hidden) return;
     const rows = this.confusionEl.tBodies[0].rows;
     matrix.forEach((counts, i) => {
       const total = counts.reduce((a, b) => a + b, 0) || 1;
@@ -89,19 +140,30 @@ export class Results {
         const share = n / total;
         cell.style.background = n === 0 ? "" : i === j ?
           `rgba(22, 163, 74, ${0.15 + 0.6 * share})` : `rgba(220, 38, 38, ${Math.min(0.1 + 3 * share, 0.8)})`;
-        cell.title = `true ${i}, predicted ${j}: ${n} (${(100 * share).toFixed(1)}%)`;
+        cell.title = `true ${this.name(i)}, predicted ${this.name(j)}: ${n} (${(100 * share).toFixed(1)}%)`;
       });
     });
   }
 }
 
-// Grey-level pixels (0 = background) to a canvas, white on black like MNIST.
-export function drawDigit(canvas, pixels) {
+// uint8 planar pixels (1 channel: grey, white on black like MNIST; 3: RGB) to a canvas of their size.
+export function drawImage(canvas, pixels, channels, height, width) {
+  canvas.width = width;
+  canvas.height = height;
   const ctx = canvas.getContext("2d");
-  const img = ctx.createImageData(28, 28);
-  for (let k = 0; k < 784; k++) {
-    img.data[4 * k] = img.data[4 * k + 1] = img.data[4 * k + 2] = pixels[k];
+  const img = ctx.createImageData(width, height);
+  const plane = width * height;
+  for (let k = 0; k < plane; k++) {
+    const r = pixels[k], g = channels === 3 ? pixels[plane + k] : r, b = channels === 3 ? pixels[2 * plane + k] : r;
+    img.data[4 * k] = r;
+    img.data[4 * k + 1] = g;
+    img.data[4 * k + 2] = b;
     img.data[4 * k + 3] = 255;
   }
   ctx.putImageData(img, 0, 0);
+}
+
+// Grey-level pixels (0 = background) to a 28x28 canvas, white on black like MNIST.
+export function drawDigit(canvas, pixels) {
+  drawImage(canvas, pixels, 1, 28, 28);
 }

@@ -24,7 +24,7 @@ export class RunView {
   constructor(root) {
     this.root = root;
     this.bar = $(root, "#train-progress");
-    this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr", "memory"].map(
+    this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr", "memory", "gpu"].map(
       (k) => [k, $(root, `#stat-${k}`)]));
     this.message = $(root, "#run-message");
   }
@@ -53,11 +53,19 @@ export class RunView {
       this.set("memory", formatBytes(msg.memory));
       this.fields.memory.title = `held by tensors now; at its peak ${formatBytes(msg.peak_memory)}`;
     }
+    // GPU time per step from timestamp queries; where the adapter has none, say so
+    if (msg.gpu_ms != null) {
+      this.set("gpu", msg.gpu_ms.toFixed(msg.gpu_ms < 10 ? 2 : 1));
+      this.fields.gpu.title = "GPU time per training step, from WebGPU timestamp queries";
+    } else if (msg.gpu_timer) {
+      this.set("gpu", "n/a");
+      this.fields.gpu.title = `GPU time per step: ${msg.gpu_timer}`;
+    }
   }
 
   accuracy(acc, testSize) {
     this.set("accuracy", `${(acc * 100).toFixed(2)}%`);
-    this.fields.accuracy.title = `on ${testSize} test digits`;
+    this.fields.accuracy.title = `on ${testSize} test images`;
   }
 
   // kind: "" (neutral), "ok", "error"

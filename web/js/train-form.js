@@ -35,6 +35,13 @@ export class TrainForm {
       epochs: num("epochs"),
       train_size: num("train_size"),
       test_size: num("test_size"),
+      // augmentation on the GPU (0 = off) and mixed precision
+      crop_padding: num("crop_padding"),
+      flip_p: num("flip_p"),
+      brightness: num("brightness"),
+      contrast: num("contrast"),
+      erasing_p: num("erasing_p"),
+      amp: this.field("amp").checked && !this.field("amp").disabled,
     };
   }
 
@@ -59,7 +66,7 @@ export class TrainForm {
   }
 
   setEnabled(enabled) {
-    this.form.querySelector("fieldset").disabled = !enabled;
+    for (const fieldset of this.form.querySelectorAll("fieldset")) fieldset.disabled = !enabled;
   }
 
   showError(text) {

@@ -4,13 +4,16 @@
 MODELS are the two MNIST models of the reference recipe (an MLP 784-128-10 and a small CNN); SCALE_MODELS
 are the CIFAR-shaped models of the scale benchmarks (a wide MLP and ResNet-18), TRANSFORMER_MODELS its
 sequence model (one transformer encoder block with a classification head); CifarResNet is the
-ResNet-8/20 family of the CIFAR datasets' tests. The MNIST and scale builders take the `nn` namespace to
+ResNet-8/20 family of the CIFAR datasets' tests (the ResNets live in webgrad.models; their names stay
+here for the scripts that use them). The MNIST and scale builders take the `nn` namespace to
 build with (webgrad.nn by default): `resnet18(nn=torch.nn)` builds the same layout in PyTorch, so the
 benchmarks compare like with like and a checkpoint moves between the two by name.
 """
 
+import webgrad.models as _models
 import webgrad.nn as nn
 import webgrad.nn.functional as F
+from webgrad.models import CifarBasicBlock, CifarResNet  # noqa: F401  (their home is webgrad.models)
 
 
 def mlp(device=None, nn=nn):
@@ -29,58 +32,8 @@ def cnn(device=None, nn=nn):
     )
 
 
-class CifarBasicBlock(nn.Module):
-    """conv3x3-BN-ReLU-conv3x3-BN plus the shortcut (a 1x1 conv + BN where the shape changes), then ReLU."""
-
-    def __init__(self, inputs, outputs, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(outputs)
-        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(outputs)
-        self.shortcut = nn.Sequential()
-        if stride != 1 or inputs != outputs:
-            self.shortcut = nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False),
-                                          nn.BatchNorm2d(outputs))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
-
-
-class CifarResNet(nn.Module):
-    """The CIFAR ResNets of He et al. (2016, section 4.2): a 3x3 conv, three stages of (depth - 2) / 6 basic
-    blocks at widths w, 2w, 4w (stride 2 entering the last two), global average pooling, one linear layer.
-    Shortcuts are projections (option B). Attribute names make the state_dict load into the same
-    architecture written in PyTorch."""
-
-    def __init__(self, depth=20, num_classes=10, width=16, in_channels=3):
-        super().__init__()
-        if depth < 8 or (depth - 2) % 6:
-            raise ValueError(f"a CIFAR ResNet has depth 6n + 2 (8, 14, 20, 32, 44, 56, 110), got {depth}")
-        blocks = (depth - 2) // 6
-        self.conv1 = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        stages, inputs = [], width
-        for k, stride in enumerate((1, 2, 2)):
-            outputs = width * 2 ** k
-            layers = []
-            for b in range(blocks):
-                layers.append(CifarBasicBlock(inputs, outputs, stride if b == 0 else 1))
-                inputs = outputs
-            stages.append(nn.Sequential(*layers))
-        self.layer1, self.layer2, self.layer3 = stages
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(inputs, num_classes)
-
-    def forward(self, x):
-        x = F.relu(self.bn1(self.conv1(x)))
-        x = self.layer3(self.layer2(self.layer1(x)))
-        return self.fc(self.pool(x).flatten(1))
-
-
 def resnet_cifar(depth=8, num_classes=10, width=16):
-    """A CIFAR ResNet: depth 8 (ResNet-8) by default, 20 for ResNet-20."""
+    """A CIFAR ResNet (webgrad.models.CifarResNet): depth 8 (ResNet-8) by default, 20 for ResNet-20."""
     return CifarResNet(depth, num_classes, width)
 
 
@@ -91,52 +44,8 @@ def widemlp(nn=nn):
 
 
 def resnet18(nn=nn, num_classes=10):
-    """ResNet-18, CIFAR variant: a 3x3 stride-1 stem with no max-pool, four stages of two BasicBlocks
-    (64-128-256-512 channels, stride 2 from the second stage on), BatchNorm after every convolution,
-    global average pooling and one linear layer; 3x32x32 inputs. Submodule names follow torchvision's
-    ResNet (conv1, bn1, layer1..layer4, fc; a block's downsample is a Sequential of conv and bn)."""
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU()
-            self.conv2 = nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.downsample = None
-            if stride != 1 or cin != cout:
-                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
-                                                nn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            out = self.relu(self.bn1(self.conv1(x)))
-            out = self.bn2(self.conv2(out))
-            identity = x if self.downsample is None else self.downsample(x)
-            return self.relu(out + identity)
-
-    class ResNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(64)
-            self.relu = nn.ReLU()
-            cin, stages = 64, []
-            for i, cout in enumerate((64, 128, 256, 512)):
-                stride = 1 if i == 0 else 2
-                stages.append(nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
-                cin = cout
-            self.layer1, self.layer2, self.layer3, self.layer4 = stages
-            self.avgpool = nn.AdaptiveAvgPool2d(1)
-            self.flatten = nn.Flatten()
-            self.fc = nn.Linear(512, num_classes)
-
-        def forward(self, x):
-            x = self.relu(self.bn1(self.conv1(x)))
-            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-            return self.fc(self.flatten(self.avgpool(x)))
-
-    return ResNet()
+    """ResNet-18, CIFAR variant (webgrad.models.resnet18), built with `nn` (webgrad.nn or torch.nn)."""
+    return _models.resnet18(num_classes, nn=nn)
 
 
 def transformer(nn=nn, d_model=256, nhead=4, dim_feedforward=1024, num_classes=10):

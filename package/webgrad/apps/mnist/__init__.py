@@ -1,8 +1,9 @@
-"""webgrad's MNIST dashboard, the Python side of the page in the repository's web/ folder: the worker
-(web/worker.js) installs the webgrad wheel in Pyodide, imports this module and feeds the App that
-`start(js_post)` gives with the page's messages. See app.py for the messages, train.py for the training
-run, data.py for the data on the GPU, models.py for the models (webgrad.examples.models') and their
-files, bench.py for the in-page benchmark. In CPython, App(post, device="cpu") runs the same code.
+"""webgrad's dashboard (MNIST first, and CIFAR-10 or the user's own images), the Python side of the page in
+the repository's web/ folder: the worker (web/worker.js) installs the webgrad wheel in Pyodide, imports
+this module and feeds the App that `start(js_post)` gives with the page's messages. See app.py for the
+messages, train.py for the training run, data.py for the datasets on the GPU, models.py for the models
+(webgrad.examples.models' and webgrad.models') and their files, gputimer.py for GPU time per step,
+bench.py for the in-page benchmark. In CPython, App(post, device="cpu") runs the same code.
 """
 
 from .app import App  # noqa: F401

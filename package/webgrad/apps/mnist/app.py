@@ -6,9 +6,11 @@ One coroutine, `serve()`, handles the messages in order. While a run trains, the
 a digit to classify, an export), so the GPU is only ever used by one piece of code at a time.
 
 Messages from the page:  {type: "train", config} | "pause" | "resume" | "stop" |
-                         {type: "predict", id, pixels: 784 bytes} | "export" | {type: "import", data, name}
-Messages to the page:    data, state, progress, eval, run-end, probs, exported, imported, import-error,
-                         recovered, error (see the `post` calls; each has a "type").
+                         {type: "predict", id, pixels: 784 bytes} | "export" | {type: "import", data, name} |
+                         {type: "dataset", source: "mnist" | "cifar10" (root) | "images" (pixels, labels,
+                          classes, size, skipped, resized, name)} | {type: "data-error", message}
+Messages to the page:    data, data-error, state, progress, eval, run-end, probs, exported, imported,
+                         import-error, recovered, error (see the `post` calls; each has a "type").
 Checkpoints (resume.py): "resume-checkpoint" | "discard-checkpoint" from the page, checkpoint-* to it.
 
 A lost GPU device (reported by the worker through device_lost) ends a run; the App then opens a new
@@ -26,7 +28,7 @@ import webgrad.nn.functional as F
 from webgrad import webgpu
 
 from . import models, resume, storage, train
-from .data import PIXELS, Data
+from .data import PIXELS, Data, DataError
 
 GRID = 48  # test digits shown with their predictions (the first ones of the test set)
 
@@ -90,6 +92,10 @@ class App:
             await self._import(msg["data"], msg.get("name", "file"), msg.get("test_size"))
         elif kind in resume.MESSAGES:
             await self.checkpoints.handle(msg)
+        elif kind == "dataset":
+            await self._dataset(msg)
+        elif kind == "data-error":  # the worker could not read the user's files: nothing changes here
+            self.post({"type": "data-error", "message": msg["message"]})
         # pause/resume/stop outside a run, device-lost once recovered: nothing more to do
 
     def _latest_predict(self, msg):
@@ -120,7 +126,7 @@ class App:
                     await self._predict(self._latest_predict(msg))
                 elif kind == "export":
                     await self._export()
-                elif kind in ("train", "import"):
+                elif kind in ("train", "import", "dataset"):
                     self.post({"type": "error", "message": f"cannot {kind} while training: stop the run first"})
             if self.stop_requested or self.lost:
                 return "stop"
@@ -133,22 +139,63 @@ class App:
     async def load_data(self, root):
         """Upload MNIST (the IDX files in folder `root`) to the GPU; send the grid's pixels and labels."""
         self.root = root
-        self.data = Data(root, self.device)
-        self.test_labels = await self.data.test_labels()
+        await self._use(Data.mnist(root, self.device))
+
+    async def _use(self, data):
+        """Make `data` the current dataset; send what the page shows of it."""
+        self.data = data
+        self.test_labels = await data.test_labels()
+        c, h, w = data.shape
         self.post({
-            "type": "data", "train_size": len(self.data.train), "test_size": len(self.data.test),
-            "grid_pixels": await self.data.test_pixels(GRID), "grid_labels": self.test_labels[:GRID],
+            "type": "data", "name": data.name, "label": data.label, "classes": data.classes,
+            "channels": c, "height": h, "width": w, "notes": data.notes,
+            "train_size": len(data.train), "test_size": len(data.test),
+            "grid_pixels": await data.test_pixels(GRID), "grid_labels": self.test_labels[:GRID],
+            "model": self.kind or "none",  # the model kept (same inputs and classes), or none
         })
+
+    async def _dataset(self, msg):
+        """Switch to the dataset the page sent; on any problem with it the current data and model stay."""
+        source = msg.get("source")
+        try:
+            if source == "mnist":
+                data = Data.mnist(self.root, self.device)
+            elif source == "cifar10":
+                data = Data.cifar10(msg["root"], self.device)
+            elif source == "images":
+                data = Data.images(msg["pixels"], msg["labels"], msg["classes"], msg["size"], self.device,
+                                   msg.get("skipped", 0), msg.get("resized", 0), msg.get("name") or "your images")
+            else:
+                raise DataError(f"unknown dataset source {source!r}")
+        except DataError as e:
+            self.post({"type": "data-error", "message": str(e)})
+            return
+        fits = (self.model is not None and self.data is not None and data.shape == self.data.shape
+                and len(data.classes) == len(self.data.classes))
+        if not fits:  # the model was made for other inputs or classes
+            self.model = self.kind = self.saved = None
+            self.last_eval = None
+        await self._use(data)
 
     # ------------------------------------------------------------------ training
 
     async def _train(self, raw_config, resume=None):
         """A new run, or with resume=(state, summary) of a checkpoint, the run it holds, continued."""
         try:
-            cfg = train.check_config(raw_config)
+            # the run trains on the dataset loaded now (a resumed one was checked to match it)
+            cfg = train.check_config({**raw_config, "dataset": self.data.name if self.data else "mnist"})
         except ValueError as e:
             self.post({"type": "run-end", "outcome": "invalid", "message": str(e)})
             return
+        if cfg["batch_size"] > len(self.data.train):
+            self.post({"type": "run-end", "outcome": "invalid", "message": f"batch_size: {cfg['batch_size']} is "
+                       f"larger than the {len(self.data.train)} training images of {self.data.label}"})
+            return
+        if cfg["amp"]:
+            why = train.amp_unavailable(self.device)
+            if why:
+                self.post({"type": "run-end", "outcome": "invalid", "message": f"Mixed precision: {why}."})
+                return
         self.test_size = cfg["test_size"]
         self.paused = self.stop_requested = False
         self.run = run = train.Run(cfg, self.data, self.device, self)
@@ -160,7 +207,8 @@ class App:
         self.model, self.kind = run.model, run.kind
         self.keep_weights("initialisation" if resume is None else "the checkpoint")
         self.post({"type": "state", "state": "training", "config": cfg, "steps_per_epoch": run.steps_per_epoch,
-                   "total_steps": run.total_steps, "model": models.NAMES[run.kind], **resumed})
+                   "total_steps": run.total_steps,
+                   "model": models.describe(run.kind, self.data.shape, len(self.data.classes)), **resumed})
         try:
             outcome, message = await run.run()
         except Exception:
@@ -185,7 +233,8 @@ class App:
         result = await train.evaluate(model, self.data, self.test_size, self.test_labels)
         self.last_eval = result
         self.post({"type": "eval", "source": source, "epoch": epoch, "accuracy": result["accuracy"],
-                   "confusion": result["confusion"], "grid_pred": result["pred"][:GRID], "test_size": self.test_size})
+                   "confusion": result["confusion"], "grid_pred": result["pred"][:GRID],
+                   "test_size": min(self.test_size, len(self.data.test))})
 
     def keep_weights(self, label):
         """Copy the model's weights to the host (safetensors bytes): what survives a lost GPU device."""
@@ -214,9 +263,10 @@ class App:
         webgpu.reset()  # the next GPU tensor opens a new device
         self.lost = None
         try:
-            self.data = Data(self.root, self.device)
+            self.data = self.data.rebuild(self.device)
             if self.saved is not None:
-                self.kind, self.model = models.load_model(self.saved["data"], self.device)
+                self.kind, self.model = models.load_model(self.saved["data"], self.device, "the saved weights",
+                                                          self.data.shape, len(self.data.classes))
             else:
                 self.model = self.kind = None
         except Exception as e:
@@ -236,6 +286,10 @@ class App:
             self.post({"type": "probs", "id": msg.get("id"), "probs": None,
                        "message": "Train a model or import one to see its guesses."})
             return
+        if self.data.shape != (1, 28, 28) or len(self.data.classes) != 10:
+            self.post({"type": "probs", "id": msg.get("id"), "probs": None,
+                       "message": "Drawing works with MNIST models; this model reads other images."})
+            return
         pixels = bytes(msg["pixels"])
         if len(pixels) != PIXELS:
             raise ValueError(f"predict: expected {PIXELS} pixels, got {len(pixels)}")
@@ -254,7 +308,7 @@ class App:
             buf = io.BytesIO()
             wg.save(self.model.state_dict(), buf)
             data, kind = buf.getvalue(), self.kind
-        self.post({"type": "exported", "data": data, "filename": f"webgrad-mnist-{kind}.safetensors", "kind": kind})
+        self.post({"type": "exported", "data": data, "filename": f"webgrad-{self.data.name}-{kind}.safetensors", "kind": kind})
 
     async def _import(self, data, name, test_size=None):
         """Load weights from a .safetensors file; on any problem the current model stays as it was.
@@ -263,12 +317,13 @@ class App:
         if isinstance(test_size, int) and lo <= test_size <= hi:
             self.test_size = test_size
         try:
-            kind, model = models.load_model(data, self.device, name)
+            kind, model = models.load_model(data, self.device, name, self.data.shape, len(self.data.classes))
         except (ValueError, RuntimeError, KeyError, TypeError) as e:
             self.post({"type": "import-error", "message": str(e)})
             return
         self.model, self.kind = model, kind
         self.keep_weights(f"the import of {name}")
-        self.post({"type": "imported", "kind": kind, "model": models.NAMES[kind], "name": name})
+        self.post({"type": "imported", "kind": kind, "name": name,
+                   "model": models.describe(kind, self.data.shape, len(self.data.classes))})
         await self.report_eval(model, None, source="import")
 

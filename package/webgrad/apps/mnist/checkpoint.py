@@ -197,6 +197,7 @@ def capture(run, history, reason, names=None):
         "model": run.model.state_dict(),
         "optimizer": run.opt.state_dict(),
         "scheduler": run.sched.state_dict() if run.sched is not None else None,
+        "scaler": run.train_step.scaler.state_dict() if hasattr(run.train_step, "scaler") else None,
         "progress": {"step": run.step, "epochs_done": run.epoch, "steps_per_epoch": run.steps_per_epoch,
                      "total_steps": run.total_steps, "elapsed_s": run.clock.now()},
         # The generator now, and where the current epoch drew its order of samples (see batches()).
@@ -236,6 +237,8 @@ def restore(run, state):
             raise ValueError("the learning-rate schedule differs")
         if run.sched is not None:
             run.sched.load_state_dict(state["scheduler"])
+        if hasattr(run.train_step, "scaler") and state.get("scaler") is not None:  # mixed precision's loss scale
+            run.train_step.scaler.load_state_dict(state["scaler"])
     except (ValueError, RuntimeError, KeyError, TypeError) as e:
         raise CheckpointError(f"the checkpoint does not fit the {run.cfg.get('model')} model and its optimizer: "
                               f"{e}") from None

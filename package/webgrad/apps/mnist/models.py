@@ -1,24 +1,60 @@
-"""The dashboard's two models and its model files. The models are webgrad.examples.models' (the ones the
-example script, the benchmarks and the notebooks train), so a file saved by any of them loads here and
-the dashboard's exports load there, and in the same torch.nn.Sequential.
+"""The dashboard's models and its model files. The MLP and the CNN on MNIST are webgrad.examples.models'
+(the ones the example script, the benchmarks and the notebooks train), so a file saved by any of them
+loads here and the dashboard's exports load there, and in the same torch.nn.Sequential. On other data the
+same layouts take the dataset's input size and class count. ResNet-8 and ResNet-18 are webgrad.models'
+(their state_dicts load into the same networks written in PyTorch).
 
-`load_model(data, device)` is what the page's "Import" calls: it reads a .safetensors file, finds which
-model the tensors belong to, and returns that model with the weights in it.
+`load_model(data, device, name, shape, classes)` is what the page's "Import" calls: it reads a
+.safetensors file, finds which model (for the current dataset's input size and classes) the tensors
+belong to, and returns that model with the weights in it.
 """
 
 import io
 
 import webgrad as wg
+import webgrad.nn as nn
+from webgrad import models as zoo
 from webgrad.examples.models import MODELS
 
-NAMES = {"mlp": "MLP 784-128-10", "cnn": "CNN conv16-pool-conv32-pool-fc"}
+NAMES = {"mlp": "MLP 784-128-10", "cnn": "CNN conv16-pool-conv32-pool-fc", "resnet8": "ResNet-8",
+         "resnet18": "ResNet-18"}
+MNIST_SHAPE = (1, 28, 28)
 
 
-def build(kind, device=None):
-    """A freshly initialised model (PyTorch's default initialisation) on `device`."""
-    if kind not in MODELS:
+def describe(kind, shape=MNIST_SHAPE, classes=10):
+    """The model's name as the page shows it, e.g. "MLP 3072-128-10"."""
+    c, h, w = shape
+    if kind == "mlp":
+        return f"MLP {c * h * w}-128-{classes}"
+    if kind == "cnn" and (tuple(shape), classes) == (MNIST_SHAPE, 10):
+        return NAMES[kind]
+    if kind == "cnn":
+        return f"CNN conv16-pool-conv32-pool-fc ({c}x{h}x{w} -> {classes})"
+    return f"{NAMES[kind]} ({c}x{h}x{w} -> {classes} classes)"
+
+
+def build(kind, device=None, shape=MNIST_SHAPE, classes=10):
+    """A freshly initialised model (PyTorch's default initialisation) on `device` for inputs of `shape`
+    (C, H, W) and `classes` classes."""
+    if kind not in NAMES:
         raise ValueError(f"unknown model {kind!r}: choose one of {', '.join(NAMES)}")
-    return MODELS[kind](device=device)
+    c, h, w = shape
+    if kind in MODELS and (tuple(shape), classes) == (MNIST_SHAPE, 10):
+        return MODELS[kind](device=device)
+    if kind == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, 128, device=device), nn.ReLU(),
+                             nn.Linear(128, classes, device=device))
+    if kind == "cnn":
+        if h < 4 or w < 4:
+            raise ValueError(f"the CNN pools twice: images of at least 4x4 pixels, got {h}x{w}")
+        return nn.Sequential(
+            nn.Conv2d(c, 16, 3, padding=1, device=device), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1, device=device), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * (h // 4) * (w // 4), classes, device=device),
+        )
+    if kind == "resnet8":
+        return zoo.resnet8(num_classes=classes, in_channels=c, device=device)
+    return zoo.resnet18(num_classes=classes, in_channels=c, device=device)
 
 
 def _layer_order(key):
@@ -41,9 +77,10 @@ def _match(found, expected):
     return dict(zip(have, want))
 
 
-def load_model(data, device=None, name="file"):
-    """(kind, model) from the bytes of a .safetensors file holding the weights of one of the models.
-    ValueError says what is wrong: not a safetensors file, or tensors that fit neither model."""
+def load_model(data, device=None, name="file", shape=MNIST_SHAPE, classes=10):
+    """(kind, model) from the bytes of a .safetensors file holding the weights of one of the models for
+    inputs of `shape` and `classes` classes. ValueError says what is wrong: not a safetensors file, or
+    tensors that fit no model."""
     try:
         state = wg.load(io.BytesIO(bytes(data)), device=device)
     except ValueError as e:  # the file's own fault: say what is wrong with it
@@ -51,13 +88,20 @@ def load_model(data, device=None, name="file"):
     found = {k: tuple(v.shape) for k, v in state.items()}
     expected = {}
     for kind in NAMES:
-        model = build(kind, device)
+        if kind.startswith("resnet") and ("conv1.weight" not in found or
+                                          ("layer4.0.conv1.weight" in found) != (kind == "resnet18")):
+            continue  # not this ResNet: do not build 11M parameters to find out
+        model = build(kind, device, shape, classes)
         expected[kind] = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         renames = _match(found, expected[kind])
         if renames is not None:
             model.load_state_dict({renames[k]: v for k, v in state.items()})
             return kind, model
     listing = ", ".join(f"{k} {list(s)}" for k, s in sorted(found.items(), key=lambda kv: _layer_order(kv[0])))
-    raise ValueError(f"the weights in {name} fit neither model (the file holds {listing or 'no tensors'}); "
-                     f"expected the tensors of the MLP ({', '.join(expected['mlp'])}) or of the CNN "
-                     f"({', '.join(expected['cnn'])})")
+    if len(listing) > 400:
+        listing = listing[:400] + "…"
+    c, h, w = shape
+    raise ValueError(f"the weights in {name} fit no model of the page (the file holds "
+                     f"{listing or 'no tensors'}); for {c}x{h}x{w} inputs and {classes} classes, expected the "
+                     f"tensors of the MLP ({', '.join(expected['mlp'])}), of the CNN "
+                     f"({', '.join(expected['cnn'])}), or of ResNet-8 or ResNet-18 (conv1.weight, bn1.weight, …)")

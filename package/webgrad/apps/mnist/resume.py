@@ -24,7 +24,7 @@ from . import checkpoint, models, train
 from .checkpoint import CheckpointError
 
 MESSAGES = ("resume-checkpoint", "discard-checkpoint")
-DATASETS = {"mnist": "MNIST"}  # dataset id in a run's settings -> its name on the page
+DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "images": "your images"}  # dataset id in a run's settings -> its name on the page
 
 
 def _sentence(error):
@@ -188,7 +188,7 @@ class Checkpoints:
                 problems.append(f"its settings are not valid on this page ({e})")
                 continue
             dataset = state["config"].get("dataset", "mnist")
-            loaded = getattr(self.app, "dataset_id", "mnist")  # the page has MNIST only, until its dataset picker
+            loaded = self.app.data.name if self.app.data is not None else None  # the dataset the page holds now
             if dataset != loaded:
                 self.lost = None
                 self.error("resume", f"This checkpoint trained on {DATASETS.get(dataset, dataset)}: load that dataset "

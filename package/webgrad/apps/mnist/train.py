@@ -14,10 +14,12 @@ import math
 import time
 
 import webgrad as wg
+import webgrad.nn.functional as F
 from webgrad import optim
+from webgrad import transforms as T
 from webgrad.examples.models import training_step
 
-from . import checkpoint, models
+from . import checkpoint, gputimer, models
 
 READ_EVERY = 10  # steps between loss read-backs
 MAX_READ_INTERVAL_S = 1.0  # ... unless that many steps take longer than this
@@ -28,6 +30,12 @@ OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULERS = ("none", "step", "cosine", "onecycle")
 # Integer fields: (smallest, largest). The page's form carries the same bounds (web/index.html).
 INT_RANGES = {"batch_size": (1, 4096), "epochs": (1, 100), "train_size": (100, 60000), "test_size": (100, 10000)}
+# Augmentation (webgrad.transforms on the GPU): field -> (smallest, largest, default); 0 turns it off.
+AUGMENT_RANGES = {"crop_padding": (0, 16, 0), "flip_p": (0.0, 1.0, 0.0), "brightness": (0.0, 1.0, 0.0),
+                  "contrast": (0.0, 1.0, 0.0), "erasing_p": (0.0, 1.0, 0.0)}
+
+
+DATASETS = ("mnist", "cifar10", "images")  # what a run's settings may name (apps.mnist.data.Data's names)
 
 
 def check_config(raw):
@@ -49,9 +57,75 @@ def check_config(raw):
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not math.isfinite(lr) or lr <= 0:
         raise ValueError(f"lr: {lr!r} is not a positive number")
     cfg["lr"] = float(lr)
+    for key, (lo, hi, default) in AUGMENT_RANGES.items():
+        value = raw.get(key, default)
+        if isinstance(value, float) and isinstance(lo, int) and value.is_integer():
+            value = int(value)
+        kind = int if isinstance(lo, int) else (int, float)
+        if not isinstance(value, kind) or isinstance(value, bool) or not (lo <= value <= hi):
+            raise ValueError(f"{key}: {value!r} is not a {'whole ' if kind is int else ''}number from {lo} to {hi}")
+        cfg[key] = value
+    dataset = raw.get("dataset", "mnist")
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset: {dataset!r} is not one of {', '.join(DATASETS)}")
+    cfg["dataset"] = dataset
+    amp = raw.get("amp", False)
+    if not isinstance(amp, bool):
+        raise ValueError(f"amp: {amp!r} is not true or false")
+    cfg["amp"] = amp
     if cfg["batch_size"] > cfg["train_size"]:
         raise ValueError(f"batch_size: {cfg['batch_size']} is larger than the training subset ({cfg['train_size']})")
     return cfg
+
+
+def make_augment(cfg, shape):
+    """The run's augmentation as webgrad.transforms (applied to uint8 batches on the GPU, before the
+    normalisation), or [] when every setting is 0."""
+    _, h, w = shape
+    steps = []
+    if cfg["crop_padding"]:
+        steps.append(T.RandomCrop((h, w), padding=cfg["crop_padding"]))
+    if cfg["flip_p"]:
+        steps.append(T.RandomHorizontalFlip(cfg["flip_p"]))
+    if cfg["brightness"] or cfg["contrast"]:
+        steps.append(T.ColorJitter(brightness=cfg["brightness"], contrast=cfg["contrast"]))
+    return steps
+
+
+def amp_unavailable(device):
+    """Why mixed precision cannot run here (a sentence), or None where it can."""
+    if device != "webgpu":
+        return "mixed precision runs on WebGPU, not on the CPU"
+    if not hasattr(wg, "autocast"):
+        return "mixed precision needs webgrad.autocast, which this build of webgrad does not have yet"
+    try:
+        from webgrad import amp  # noqa: F401
+    except ImportError:
+        return "mixed precision needs webgrad.amp.GradScaler, which this build of webgrad does not have yet"
+    features = gputimer.adapter_features()
+    if features is not None and "shader-f16" not in features:
+        return ("mixed precision needs the WebGPU feature shader-f16 (16-bit floats in shaders), which this GPU "
+                "adapter does not offer")
+    return None
+
+
+def amp_training_step(model, optimizer):
+    """step(x, y) -> loss with the forward pass in float16 (webgrad.autocast) and the loss scaled
+    (webgrad.amp.GradScaler) so that small float16 gradients do not flush to zero."""
+    from webgrad import amp
+
+    scaler = amp.GradScaler("webgpu")
+
+    def step(x, y):
+        with wg.autocast(device_type="webgpu", dtype=wg.float16):
+            loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+    step.scaler = scaler  # its scale and growth tracker go into checkpoints
+    return step
 
 
 def make_optimizer(kind, params, lr):
@@ -123,13 +197,15 @@ async def evaluate(model, data, n, labels):
     """Predicted classes of the first n test samples (a list), their accuracy and confusion matrix.
     labels: the test labels on the host."""
     model.eval()
+    n = min(n, len(data.test))
+    k = len(data.classes)
     with wg.no_grad():
         parts = [model(x).argmax(dim=1) for x, _ in data.test_loader(n, EVAL_BATCH)]
     pred = await (wg.cat(parts) if len(parts) > 1 else parts[0]).tolist_async()
-    confusion = [[0] * 10 for _ in range(10)]
+    confusion = [[0] * k for _ in range(k)]
     for truth, guess in zip(labels[:n], pred):
         confusion[truth][guess] += 1
-    accuracy = sum(confusion[i][i] for i in range(10)) / n
+    accuracy = sum(confusion[i][i] for i in range(k)) / n
     return {"pred": pred, "accuracy": accuracy, "confusion": confusion}
 
 
@@ -140,9 +216,11 @@ class Run:
     def __init__(self, cfg, data, device, control):
         self.cfg = cfg
         self.kind = cfg["model"]
-        self.loader = data.train_loader(cfg["train_size"], cfg["batch_size"])
+        self.train_size = min(cfg["train_size"], len(data.train))  # a small image folder has fewer
+        self.augment = make_augment(cfg, data.shape)
+        self.loader = data.train_loader(self.train_size, cfg["batch_size"], self.augment)
         self.control = control
-        self.model = models.build(self.kind, device)
+        self.model = models.build(self.kind, device, data.shape, len(data.classes))
         self.device = device
         self.steps_per_epoch = len(self.loader)  # the last partial batch is dropped
         self.total_steps = self.steps_per_epoch * cfg["epochs"]
@@ -152,7 +230,14 @@ class Run:
         # The step (the example's, webgrad.examples.models.training_step) is recorded once and then
         # replayed in one call (webgrad.replayable); the scheduler's lr reaches the replays through the
         # optimizer.
-        self.train_step = wg.replayable(training_step(self.model, self.opt))
+        # With mixed precision the step runs eagerly: GradScaler decides at each step whether to update.
+        if cfg["amp"]:
+            self.train_step = amp_training_step(self.model, self.opt)
+        else:
+            self.train_step = wg.replayable(training_step(self.model, self.opt))
+        # RandomErasing works on the normalised floats: it is the last step of the batch's pipeline
+        self.erase = T.RandomErasing(cfg["erasing_p"]) if cfg["erasing_p"] else None
+        self.gpu_timer = gputimer.GpuTimer()
         self.clock = Stopwatch()
         self.step = 0  # steps done in this run
         self.epoch = 0  # epochs finished
@@ -168,6 +253,8 @@ class Run:
             "lr": self.opt.param_groups[0]["lr"],
             # GPU memory held by tensors, now and at its peak (webgrad.webgpu's counters: no GPU query)
             "memory": wg.webgpu.memory_allocated(), "peak_memory": wg.webgpu.max_memory_allocated(),
+            # GPU time per step from timestamp queries (None, with the reason, where there are none)
+            "gpu_ms": self.gpu_timer.ms_per_step, "gpu_timer": self.gpu_timer.unavailable,
         }
         if loss is not None:
             msg["loss"] = loss
@@ -188,6 +275,8 @@ class Run:
                 if await self.control.checkpoint() == "stop":
                     return "stopped", f"stopped after {self.step} steps (epoch {epoch + 1}, step {s})"
                 self.clock.start()
+                if self.erase is not None:
+                    x = self.erase(x)
                 loss = self.train_step(x, y)
                 if self.sched is not None and self.sched_per_step:
                     self.sched.step()
@@ -208,6 +297,7 @@ class Run:
                                             "training stopped and the last weights with a finite loss were "
                                             "put back; try a smaller learning rate")
                     self.snapshots.confirm()
+                    self.gpu_timer.mark(self.step)
                     self._progress(epoch, s + 1, mean)
                     last_post = now
                 elif self.clock.now() - last_post > PROGRESS_EVERY_S:
@@ -218,6 +308,7 @@ class Run:
             self.clock.stop()
             self.epoch = epoch + 1
             await self.control.report_eval(self.model, epoch + 1)
+            self.gpu_timer.rebase(self.step)  # the evaluation's GPU time is not a step's
             self.control.keep_weights(f"epoch {epoch + 1}")
             await self.control.checkpoints.save(self, "epoch")
             self.clock.start()
