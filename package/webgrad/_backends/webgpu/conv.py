@@ -1,14 +1,12 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
-conv2d and its two gradients are products of the matmul kernel (shaders/matmul.wgsl) whose b operand is
-the image unfolded on the fly (B_GATHER, an implicit im2col): the unfolded matrix, 9x the image for a
-3x3 window, is never written or read back. Forward: out[n] = W [O, C*kh*kw] @ cols(x[n]), the bias
-added per row in the epilogue. Weight gradient: one batch-reduce product, sum over images of
-dY[n] [O, OH*OW] @ cols(x[n])ᵀ, split across workgroups when the output is small. Input gradient
-(stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
-(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im. On a software adapter
-(matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead, and the input gradient
-is always Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
+On a GPU, conv2d and its two gradients are implicit-GEMM products over the whole batch (conv_gemm.py,
+shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward: out [O, N*OH*OW] =
+W [O, C*kh*kw] @ cols(x), the bias (and a ReLU) in the store. Input gradient: Wᵀ [C, O*kh*kw] @ a
+gather of dY (dX[h] reads dY[(h + p - i*d) / s] where that is a whole position). Weight gradient:
+dY [O, N*OH*OW] @ cols(x)ᵀ, its long K split across workgroups when the output is small.
+On a software adapter (matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead,
+and the input gradient is Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
 im2col, col2im and pooling are shaders/conv_pool.wgsl.
 """
 
@@ -16,7 +14,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float32, int32
-from . import matmul_plan
+from . import conv_gemm, matmul_plan
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
 from .runtime import Kernel, Shader
@@ -197,11 +195,6 @@ def _conv_operands(name, image, weight, out_hw_view, geom):
     return (N, C, H, W), (O, kh, kw), (_out_size(H, kh, sh, ph, dh), _out_size(W, kw, sw, pw, dw))
 
 
-def _gather(H, W, OW, kh, kw, geom):
-    (sh, sw), (ph, pw), (dh, dw) = geom
-    return (H, W, OW, kh, kw, sh, sw, dh, dw, ph, pw)
-
-
 def _conv_geom(stride, padding, dilation):
     s, p, d = (_pair(v, n) for v, n in ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
     if min(s) < 1 or min(d) < 1 or min(p) < 0:
@@ -244,9 +237,10 @@ def _padded_weight(rt, weight, kp):
     return padded
 
 
-def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
+def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu=False):
     """The convolution; with keep, on a software adapter, returns the unfolded image for the weight
-    gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None."""
+    gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None.
+    relu (not part of the device interface): a GPU adapter applies ReLU in the product's store."""
     geom = _conv_geom(stride, padding, dilation)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -269,10 +263,7 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
-                         out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
-                         gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
-    run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
+    conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
 
 
 def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
@@ -302,9 +293,7 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
-    p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
-                         O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
-    run_plan(rt, p, grad.storage, x.storage, out.storage)
+    conv_gemm.backward_weight(rt, out, grad, x, geom)
 
 
 def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
@@ -319,20 +308,12 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:
-        # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
-        cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
-        p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
-                             0, O * OH * OW, profile=profile(rt))
-        run_plan(rt, p, weight.storage, grad.storage, cols.storage)
-        col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    if not rt.variant["conv_unfold"]:
+        conv_gemm.backward_input(rt, out, grad, weight, geom)
         return
-    # Stride 1: dX[n, c, h, w] = sum over o, i, j of W[o, c, i, j] * dY[n, o, h + ph - i*dh, w + pw - j*dw],
-    # a convolution of dY: out[n] [C, H*W] = Wt [C, O*kh*kw] @ cols'(dY[n]), where cols' unfolds the
-    # OH x OW planes of dY with dilation -d and padding -p (so that row (o, i, j) reads h + p - i*d).
-    # Wt is W with its first two dims swapped: a small copy.
-    wt = contiguous_view(rt.storage(C * O * kk, float32), (C, O, kk), float32)
-    copy(rt, wt, View(weight.storage, (C, O, kk), (kk, C * kk, 1), weight.offset, float32))
-    p = matmul_plan.plan(N, C, H * W, O * kk, False, False, False, False, 0, grad.offset, out.offset, 0, 0,
-                         O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw), profile=profile(rt))
-    run_plan(rt, p, wt.storage, grad.storage, out.storage)
+    # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
+    cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
+    p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
+                         0, O * OH * OW, profile=profile(rt))
+    run_plan(rt, p, weight.storage, grad.storage, cols.storage)
+    col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
