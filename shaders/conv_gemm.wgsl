@@ -4,17 +4,21 @@
 //
 // The gathered matrix G has a row per (channel c, window row i, window column j) and a column per
 // position q = (image n, y, x) of a QH x QW grid:
-//     G[(c, i, j), (n, y, x)] = img[n, c, (y*SY + i*DY + PY) / VY, (x*SX + j*DX + PX) / VX]
-// and 0 where a coordinate falls outside the CH x IH x IW planes of img or is not divisible by V.
-//   conv2d:          out [O, N*OH*OW] = W [O, C*kh*kw] @ G(x)      S = stride, D = dilation, P = -pad, V = 1
-//   input gradient:  dX  [C, N*H*W]   = Wᵀ [C, O*kh*kw] @ G(dY)    S = 1, D = -dilation, P = pad, V = stride
-//                    (dX[h] gathers dY[(h + pad - i*dilation) / stride] where that is a whole position)
+//     G[(c, i, j), (n, y, x)] = img[n, c, y*SY + i*DY + PY, x*SX + j*DX + PX]
+// and 0 where a coordinate falls outside the CH x IH x IW planes of img.
+//   conv2d:          out [O, N*OH*OW] = W [O, C*kh*kw] @ G(x)      S = stride, D = dilation, P = -pad
+//   input gradient:  dX  [C, N*H*W]   = Wᵀ [C, O*kh*kw] @ G(dY)    S = 1, D = -dilation, P = pad
+//                    (stride 1: dX[h] gathers dY[h + pad - i*dilation]; strided: see the phases below)
 //   weight gradient: dW [O, C*kh*kw]  = dY [O, N*OH*OW] @ G(x)ᵀ     (WGRAD: K runs over the positions)
-// The first two write their [M, N*P] result into an NCHW tensor (column q = (n, p) of row m goes to
-// out[n, m, p]); the weight gradient writes a plain row-major [M, N].
+// The first two write their [M, N*P] result into an NCHW tensor (column q = (n, y, x) of row m goes to
+// out[n, m, y, x]); the weight gradient writes a plain row-major [M, N].
+// A strided input gradient is s*s products, one per output phase (h % s, w % s): each phase receives
+// only the window taps that land on whole dY positions (for 3x3 stride 2: 4, 2, 2 and 1 of the 9), so
+// no work is spent on the zeros a single gather would multiply (3/4 of it). A phase writes every s-th
+// column of every s-th row (o_row = s*W, OSX = s); conv_gemm.py copies its taps of W into a matrix.
 //
 // A(m, k) = a[a_off + (k / A_BLK) * a_bs + m * lda + k % A_BLK]: K comes in blocks of A_BLK contiguous
-// elements. conv2d: A_BLK = K, one row-major matrix; input gradient: the weight itself read as Wᵀ
+// elements (A_BLK = 0: one row-major matrix). conv2d: one matrix; input gradient: the weight itself read as Wᵀ
 // (blocks of kh*kw, C*kh*kw apart: no transposed copy); weight gradient: dY (blocks of one image plane,
 // O*P apart).
 //
@@ -40,6 +44,8 @@ struct Params {
     a_off: u32, g_off: u32, o_off: u32, bias_off: u32,
     lda: u32, a_bs: u32, ch: u32, ih: u32,    // img planes: [images][ch][ih][iw]
     iw: u32, qh: u32, splits: u32, split_steps: u32,
+    o_plane: u32, o_row: u32,                 // NCHW output: plane size, row stride (x stride: OSX)
+    sy: u32, sx: u32, dy: i32, dx: i32, py: i32, px: i32,  // the gather's S, D and P
 }
 
 @group(0) @binding(0) var<storage, read> a1: array<f32>;
@@ -54,19 +60,12 @@ override WGRAD: bool = false;    // B = Gᵀ and a row-major output; else B = G 
 override SPLIT: bool = false;    // out is the scratch buffer of partial tiles
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
-override A_BLK: u32 = 1u;
+override A_BLK: u32 = 0u;        // 0: A is one row-major matrix (one block)
 override KH: u32 = 1u;
 override KW: u32 = 1u;
 override QW: u32 = 1u;           // positions per grid row
 override QP: u32 = 1u;           // positions per image (QH * QW)
-override SY: u32 = 1u;
-override SX: u32 = 1u;
-override DY: i32 = 1;
-override DX: i32 = 1;
-override PY: i32 = 0;
-override PX: i32 = 0;
-override VY: u32 = 1u;
-override VX: u32 = 1u;
+override OSX: u32 = 1u;          // NCHW output: column stride (an input gradient's stride-s phase)
 override WG_X: u32 = 16u;
 override WG_Y: u32 = 16u;
 override TM: u32 = 8u;
@@ -105,6 +104,7 @@ var<private> split: u32;
 
 // ---- A: pieces of 4 consecutive k of one row m
 fn a_index(m: u32, k: u32) -> u32 {
+    if (A_BLK == 0u) { return P.a_off + m * P.lda + k; }
     return P.a_off + (k / A_BLK) * P.a_bs + m * P.lda + k % A_BLK;
 }
 
@@ -144,20 +144,14 @@ fn fetch_a_scalar(kt: u32) {
 }
 
 // ---- B: the gathered matrix G, 4 consecutive positions of one row r
-// The image value at tap offsets (oy, ox) from position (y, x) of image n, plane c; 0 outside.
-fn coord(v: i32, div: u32, size: u32) -> u32 {  // the image coordinate, or size (outside)
-    if (v < 0) { return size; }
-    var u = u32(v);
-    if (div > 1u) {
-        if (u % div != 0u) { return size; }
-        u = u / div;
-    }
-    return min(u, size);
+fn coord(v: i32, size: u32) -> u32 {  // an image coordinate, or size where v is outside [0, size)
+    return select(min(u32(v), size), size, v < 0);
 }
 
+// The image value at tap offsets (oy, ox) from position (y, x) of plane `plane`; 0 outside.
 fn pixel(plane: u32, y: u32, x: u32, oy: i32, ox: i32) -> f32 {
-    let h = coord(i32(y * SY) + oy, VY, P.ih);
-    let w = coord(i32(x * SX) + ox, VX, P.iw);
+    let h = coord(i32(y * P.sy) + oy, P.ih);
+    let w = coord(i32(x * P.sx) + ox, P.iw);
     if (h < P.ih && w < P.iw) { return img[plane + h * P.iw + w]; }
     return 0.0;
 }
@@ -175,21 +169,21 @@ fn g_run(r: u32, q0: u32, rows: u32, qs: u32) -> vec4<f32> {  // G[r, q0 .. q0+3
     let j = r % KW;
     let t = r / KW;
     let c = t / KH;
-    let oy = i32(t - c * KH) * DY + PY;
-    let ox = i32(j) * DX + PX;
+    let oy = i32(t - c * KH) * P.dy + P.py;
+    let ox = i32(j) * P.dx + P.px;
     if (QW % 4u == 0u) {
         // the four positions lie in one row of one image (and qs % 4 == 0: all four exist)
         let n = q0 / QP;
         let p = q0 - n * QP;
         let y = p / QW;
         let x = p - y * QW;
-        let h = coord(i32(y * SY) + oy, VY, P.ih);
+        let h = coord(i32(y * P.sy) + oy, P.ih);
         if (h >= P.ih) { return v; }
         let base = P.g_off + ((n * P.ch + c) * P.ih + h) * P.iw;
-        let w0 = coord(i32(x * SX) + ox, VX, P.iw);
-        let w1 = coord(i32((x + 1u) * SX) + ox, VX, P.iw);
-        let w2 = coord(i32((x + 2u) * SX) + ox, VX, P.iw);
-        let w3 = coord(i32((x + 3u) * SX) + ox, VX, P.iw);
+        let w0 = coord(i32(x * P.sx) + ox, P.iw);
+        let w1 = coord(i32((x + 1u) * P.sx) + ox, P.iw);
+        let w2 = coord(i32((x + 2u) * P.sx) + ox, P.iw);
+        let w3 = coord(i32((x + 3u) * P.sx) + ox, P.iw);
         if (w0 < P.iw) { v.x = img[base + w0]; }
         if (w1 < P.iw) { v.y = img[base + w1]; }
         if (w2 < P.iw) { v.z = img[base + w2]; }
@@ -347,7 +341,9 @@ fn out_index(m: u32, q: u32) -> u32 {
     if (SPLIT) { return (split * P.M + m) * P.N + q; }
     if (WGRAD) { return P.o_off + m * P.N + q; }
     let n = q / QP;
-    return P.o_off + (n * P.M + m) * QP + (q - n * QP);
+    let p = q - n * QP;
+    let y = p / QW;
+    return P.o_off + (n * P.M + m) * P.o_plane + y * P.o_row + (p - y * QW) * OSX;
 }
 
 fn store(x: vec4<f32>, m: u32, q: u32) {

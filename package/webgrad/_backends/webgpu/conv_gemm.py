@@ -11,8 +11,11 @@ import functools
 import os
 import struct
 
+from ..._view import View
 from ...dtypes import float32
+from .elementwise import copy
 from .runtime import Kernel, Shader
+from .views import contiguous_view
 
 SHADER = Shader("conv_gemm.wgsl", {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -25,8 +28,7 @@ CONFIGS = {
     "128x128": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8),
     "64x128": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8),
     "128x64": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8),
-    "64x64": dict(WG_X=8, WG_Y=8, TM=8, TN=8, BK=16),
-    "64x64t": dict(WG_X=16, WG_Y=16, TM=4, TN=4, BK=16),
+    "64x64": dict(WG_X=16, WG_Y=16, TM=4, TN=4, BK=16),
     "32x64": dict(WG_X=16, WG_Y=8, TM=4, TN=4, BK=16),
     "64x32": dict(WG_X=8, WG_Y=16, TM=4, TN=4, BK=16),
     "32x32": dict(WG_X=8, WG_Y=8, TM=4, TN=4, BK=16),
@@ -51,8 +53,15 @@ for _c in CONFIGS.values():
     _check(_c)
 
 MAX_WORKGROUPS_PER_DIM = 65535
-WAVE = 264            # workgroups that fill a big GPU (2 per SM of a 132-SM H100/H200)
-MIN_SPLIT_STEPS = 16  # K steps a split keeps at least (its partial tile's write stays small next to them)
+# Workgroups that fill a 132-SM H100/H200: a product with at least FULL tiles runs unsplit; one with
+# fewer splits K until about TARGET workgroups run (4 per SM of the 128-thread big tiles), each split
+# keeping at least MIN_SPLIT_STEPS K steps so that writing its partial tile stays small next to its work.
+# Measured on an H200 (bench profile, ResNet-18 at batch 128): 64x64 tiles of 64 threads ran the 8x8 maps'
+# products at 19 TFLOP/s against 26 for 64x128 tiles, and a weight gradient of [256, 2304] over K = 8192
+# took 1060 us unsplit as 144 such tiles.
+FULL = 256
+TARGET = 512
+MIN_SPLIT_STEPS = 16
 MAX_SPLITS = 128
 MAX_SCRATCH = 1 << 24  # floats
 RED_OUT = 32          # conv_reduce: outputs (or vec4s) per workgroup
@@ -79,28 +88,27 @@ def _waste(cfg, M, N):
 
 
 def choose_config(M, N, K):
-    """The largest tile that still gives about a wave of workgroups without much padding; small
-    outputs with a long K take 64x64 tiles and split K (choose_splits)."""
+    """The big 64x128 (or 128x64) tile when it fills the GPU, or when K is long enough for split-K to
+    make up the parallelism; else thinner tiles of 128 or 256 threads."""
     if M <= 16:
         return "16x64"
-    candidates = ["128x128", "128x64" if M > N else "64x128", "64x64"]
-    for cfg in candidates:
-        if _tiles(cfg, M, N) >= WAVE and _waste(cfg, M, N) <= 1.15:
-            return cfg
-    if K >= 2048:  # split-K makes up the parallelism
+    big = "64x128" if N >= M else "128x64"
+    if _waste(big, M, N) <= 1.2 and (_tiles(big, M, N) >= FULL or K >= 1024):
+        return big
+    small = "32x64" if N >= M else "64x32"
+    if _tiles("64x64", M, N) >= FULL // 2 and _waste("64x64", M, N) <= 1.2 or K >= 1024 and \
+            _waste("64x64", M, N) <= _waste(small, M, N):
         return "64x64"
-    for cfg in ("64x64t", "32x64" if N >= M else "64x32"):
-        if _tiles(cfg, M, N) >= WAVE // 2 and _waste(cfg, M, N) <= 1.3:
-            return cfg
+    if _tiles(small, M, N) >= FULL // 4 or K >= 1024:
+        return small
     return "32x32"
 
 
 def choose_splits(cfg, M, N, steps):
     tiles = _tiles(cfg, M, N)
-    if tiles >= WAVE // 2:
+    if tiles >= FULL:
         return 1
-    want = -(-WAVE // tiles)
-    return max(1, min(want, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (M * N), MAX_SPLITS))
+    return max(1, min(-(-TARGET // tiles), steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (M * N), MAX_SPLITS))
 
 
 class ConvPlan:
@@ -120,14 +128,15 @@ class ConvPlan:
                 f"workgroups={self.workgroups}, scratch={self.scratch})")
 
 
-_PARAMS = struct.Struct("<16I")
+_PARAMS = struct.Struct("<20I4i")
 
 
 @functools.lru_cache(maxsize=1024)
 def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-         has_bias=False, bias_off=0, relu=False, config=None, splits=None):
+         has_bias=False, bias_off=0, relu=False, out_steps=None, config=None, splits=None):
     """One product of conv_gemm.wgsl (see its header): out [M, N] = A [M, K] @ G (or Gᵀ with wgrad).
-    window: (KH, KW); taps: (SY, SX, DY, DX, PY, PX, VY, VX) as in the shader. Offsets in floats."""
+    window: (KH, KW); taps: (SY, SX, DY, DX, PY, PX) as in the shader; out_steps: the NCHW output's
+    (plane, row, column) strides, by default (qh*qw, qw, 1). Offsets in floats."""
     config = config or FORCED["config"] or choose_config(M, N, K)
     c = CONFIGS[config]
     bm, bn = _shape(config)
@@ -139,8 +148,10 @@ def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, w
     splits = -(-steps // split_steps) if steps else 1  # no empty split
     split = splits > 1
     qp = qh * qw
-    a_vec = a_blk % 4 == 0 and lda % 4 == 0 and a_off % 4 == 0 and (a_bs % 4 == 0 or K <= a_blk)
-    out_vec = o_off % 4 == 0 and (N % 4 == 0 if wgrad else qp % 4 == 0)
+    o_plane, o_row, osx = out_steps or (qp, qw, 1)
+    a_blk = 0 if K <= a_blk else a_blk  # 0: one block, a plain row-major matrix
+    a_vec = a_blk % 4 == 0 and lda % 4 == 0 and a_off % 4 == 0 and a_bs % 4 == 0
+    out_vec = o_off % 4 == 0 and (N % 4 == 0 if wgrad else qp % 4 == 0 and (o_plane, o_row, osx) == (qp, qw, 1))
     store_vec = N % 4 == 0 if split else out_vec
     workgroups = (-(-N // bn), -(-M // bm), splits)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
@@ -149,12 +160,11 @@ def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, w
         if not 0 <= v < 2**32:
             raise ValueError("conv2d: offsets and sizes must fit in u32")
     kh, kw = window
-    sy, sx, dy, dx, py, px, vy, vx = taps
-    shape = dict(WGRAD=int(wgrad), HAS_BIAS=int(has_bias), RELU=int(relu), QP=qp)
-    constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, QW=qw, SY=sy, SX=sx, DY=dy, DX=dx,
-                     PY=py, PX=px, VY=vy, VX=vx, **shape)
+    sy, sx, dy, dx, py, px = taps
+    shape = dict(WGRAD=int(wgrad), HAS_BIAS=int(has_bias), RELU=int(relu), QP=qp, QW=qw, OSX=osx)
+    constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, **shape)
     params = _PARAMS.pack(M, N, K, steps, a_off, img_off, o_off, bias_off, lda, a_bs, ch, ih, iw, qh, splits,
-                          split_steps)
+                          split_steps, o_plane, o_row, sy, sx, dy, dx, py, px)
     entry = "conv_gemm_" + ("v" if a_vec else "s") + ("4" if store_vec else "1")
     main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups)
     if not split:
@@ -201,21 +211,52 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
     (sh, sw), (ph, pw), (dh, dw) = geom
     K = C * kh * kw
     p = plan(False, O, Nb * OH * OW, K, weight.offset, K, K, 0, x.offset, C, H, W, OH, OW, (kh, kw),
-             (sh, sw, dh, dw, -ph, -pw, 1, 1), out.offset, bias is not None,
+             (sh, sw, dh, dw, -ph, -pw), out.offset, bias is not None,
              bias.offset if bias is not None else 0, relu)
     run(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
+def phase_taps(k, s, p, d, r):
+    """The window taps i of one stride phase: input-gradient rows h = r + s*y receive dY[(h + p - i*d) / s]
+    from the taps where that is a whole position, an arithmetic progression i0, i0 + step, ... (empty
+    possibly). Returns (i0, count, step, row offset (r + p - i0*d) / s, row step per tap step*d/s)."""
+    taps = [i for i in range(k) if (r + p - i * d) % s == 0]
+    if not taps:
+        return 0, 0, 1, 0, 0
+    step = taps[1] - taps[0] if len(taps) > 1 else 1
+    return taps[0], len(taps), step, (r + p - taps[0] * d) // s, step * d // s
+
+
 def backward_input(rt, out, grad, weight, geom):
-    """out [N, C, H, W] = the input gradient: Wᵀ [C, O*kh*kw] @ G(dY), G gathering dY[(h + p - i*d) / s]."""
+    """out [N, C, H, W] = the input gradient, Wᵀ [C, O*kh*kw] @ G(dY). Stride 1: one product whose
+    gather reads dY[h + p - i*d]. Stride s: one product per output phase (h % s, w % s) over that phase's
+    taps only (see conv_gemm.wgsl), its taps of W copied into a [C, O*taps] matrix."""
     Nb, C, H, W = out.shape
     O, _, kh, kw = weight.shape
     OH, OW = grad.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    p = plan(False, C, Nb * H * W, O * kk, weight.offset, kk, kk, C * kk, grad.offset, O, OH, OW, H, W,
-             (kh, kw), (1, 1, -dh, -dw, ph, pw, sh, sw), out.offset)
-    run(rt, p, weight.storage, grad.storage, out.storage)
+    if (sh, sw) == (1, 1):
+        p = plan(False, C, Nb * H * W, O * kk, weight.offset, kk, kk, C * kk, grad.offset, O, OH, OW, H, W,
+                 (kh, kw), (1, 1, -dh, -dw, ph, pw), out.offset)
+        run(rt, p, weight.storage, grad.storage, out.storage)
+        return
+    for ry in range(min(sh, H)):
+        i0, nu, su, oy, dy = phase_taps(kh, sh, ph, dh, ry)
+        for rx in range(min(sw, W)):
+            j0, nv, sv, ox, dx = phase_taps(kw, sw, pw, dw, rx)
+            K = O * nu * nv
+            wp = weight
+            if K:  # this phase's taps: wp [C, O, nu, nv] = W[o, c, i0 + u*su, j0 + v*sv]
+                wp = contiguous_view(rt.storage(C * K, float32), (C, O, nu, nv), float32)
+                copy(rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv),
+                                  weight.offset + i0 * kw + j0, float32))
+            qh, qw = -(-(H - ry) // sh), -(-(W - rx) // sw)
+            # a phase without taps (K = 0) writes its zeros; its window is a placeholder
+            p = plan(False, C, Nb * qh * qw, K, wp.offset, K, K, 0, grad.offset, O, OH, OW, qh, qw,
+                     (max(nu, 1), max(nv, 1)), (1, 1, -dy, -dx, oy, ox), out.offset + ry * W + rx,
+                     out_steps=(H * W, sh * W, sw))
+            run(rt, p, wp.storage, grad.storage, out.storage)
 
 
 def backward_weight(rt, out, grad, x, geom):
@@ -227,5 +268,5 @@ def backward_weight(rt, out, grad, x, geom):
     (sh, sw), (ph, pw), (dh, dw) = geom
     P = OH * OW
     p = plan(True, O, C * kh * kw, Nb * P, grad.offset, P, P, O * P, x.offset, C, H, W, OH, OW, (kh, kw),
-             (sh, sw, dh, dw, -ph, -pw, 1, 1), out.offset)
+             (sh, sw, dh, dw, -ph, -pw), out.offset)
     run(rt, p, grad.storage, x.storage, out.storage)
