@@ -3,7 +3,8 @@ the CPU backend: forward, input gradient and weight gradient for ResNet-18's sha
 for odd shapes (channels that are no multiple of a tile, 7x7 maps, strided odd sizes, strides whose
 phases get no taps), every tile configuration, split-K and its reductions, offset operands (scalar loads
 and stores), and the bias + ReLU epilogue. The runtime is told it runs on a GPU, so lavapipe takes the
-GPU kernels too (the software adapters' own path is test_conv_pool_parity's "cpu" profile)."""
+GPU kernels too, and every width of convolution takes them (the software adapters' path and the
+per-image products of narrow convolutions are test_conv_pool_parity's "cpu" and "gpu" profiles)."""
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ def gpu_kernels(monkeypatch):
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
+    monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # narrow convolutions too (else matmul.wgsl's)
     return conv_gemm
 
 
@@ -95,7 +97,7 @@ def test_every_tile_configuration(gpu_kernels):
     # the weight gradient's 7 x 54 output) and unsplit; the sizes keep the compiled pipelines few
     for i, name in enumerate(gpu_kernels.CONFIGS):
         gpu_kernels.FORCED.update(config=name, splits=3 if i % 2 else 1)
-        check_conv((2, 6, 4, 4), (7, 6, 3, 3), bias=True, seed=i, padding=1)
+        check_conv((2, 6, 4, 4), (7, 6, 3, 3), seed=i, padding=1)  # no bias: fwd and dgrad share a pipeline
 
 
 def test_offset_operands_and_relu_epilogue(gpu_kernels):

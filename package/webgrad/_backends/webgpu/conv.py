@@ -1,10 +1,15 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
-On a GPU, conv2d and its two gradients are implicit-GEMM products over the whole batch (conv_gemm.py,
-shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward: out [O, N*OH*OW] =
-W [O, C*kh*kw] @ cols(x), the bias (and a ReLU) in the store. Input gradient: Wᵀ [C, O*kh*kw] @ a
-gather of dY (dX[h] reads dY[(h + p - i*d) / s] where that is a whole position). Weight gradient:
-dY [O, N*OH*OW] @ cols(x)ᵀ, its long K split across workgroups when the output is small.
+On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels are
+implicit-GEMM products over the whole batch (conv_gemm.py, shaders/conv_gemm.wgsl): the image is
+unfolded on the fly, never stored. Forward: out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and
+a ReLU) in the store. Input gradient: Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase.
+Weight gradient: dY [O, N*OH*OW] @ cols(x)ᵀ, its long K split across workgroups when the output is small.
+Narrower convolutions (the MNIST CNN's) are products of the matmul kernel (shaders/matmul.wgsl), one
+per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
+weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
+(stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
+(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
 On a software adapter (matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead,
 and the input gradient is Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
 im2col, col2im and pooling are shaders/conv_pool.wgsl.
@@ -195,6 +200,11 @@ def _conv_operands(name, image, weight, out_hw_view, geom):
     return (N, C, H, W), (O, kh, kw), (_out_size(H, kh, sh, ph, dh), _out_size(W, kw, sw, pw, dw))
 
 
+def _gather(H, W, OW, kh, kw, geom):
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    return (H, W, OW, kh, kw, sh, sw, dh, dw, ph, pw)
+
+
 def _conv_geom(stride, padding, dilation):
     s, p, d = (_pair(v, n) for v, n in ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
     if min(s) < 1 or min(d) < 1 or min(p) < 0:
@@ -263,7 +273,13 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
+    if conv_gemm.suits(O) or relu:
+        conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
+        return None
+    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
+                         out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
+                         gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
+    run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
 def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
@@ -293,7 +309,12 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
-    conv_gemm.backward_weight(rt, out, grad, x, geom)
+    if conv_gemm.suits(O):
+        conv_gemm.backward_weight(rt, out, grad, x, geom)
+        return
+    p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
+                         O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
+    run_plan(rt, p, grad.storage, x.storage, out.storage)
 
 
 def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
@@ -308,12 +329,23 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
-    if not rt.variant["conv_unfold"]:
+    if not rt.variant["conv_unfold"] and conv_gemm.suits(O):
         conv_gemm.backward_input(rt, out, grad, weight, geom)
         return
-    # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
-    cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
-    p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
-                         0, O * OH * OW, profile=profile(rt))
-    run_plan(rt, p, weight.storage, grad.storage, cols.storage)
-    col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:
+        # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
+        cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)
+        p = matmul_plan.plan(N, C * kk, OH * OW, O, True, False, False, False, weight.offset, grad.offset, 0, 0,
+                             0, O * OH * OW, profile=profile(rt))
+        run_plan(rt, p, weight.storage, grad.storage, cols.storage)
+        col2im(rt, out, cols, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+        return
+    # Stride 1: dX[n, c, h, w] = sum over o, i, j of W[o, c, i, j] * dY[n, o, h + ph - i*dh, w + pw - j*dw],
+    # a convolution of dY: out[n] [C, H*W] = Wt [C, O*kh*kw] @ cols'(dY[n]), where cols' unfolds the
+    # OH x OW planes of dY with dilation -d and padding -p (so that row (o, i, j) reads h + p - i*d).
+    # Wt is W with its first two dims swapped: a small copy.
+    wt = contiguous_view(rt.storage(C * O * kk, float32), (C, O, kk), float32)
+    copy(rt, wt, View(weight.storage, (C, O, kk), (kk, C * kk, 1), weight.offset, float32))
+    p = matmul_plan.plan(N, C, H * W, O * kk, False, False, False, False, 0, grad.offset, out.offset, 0, 0,
+                         O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw), profile=profile(rt))
+    run_plan(rt, p, wt.storage, grad.storage, out.storage)

@@ -62,7 +62,7 @@ MAX_WORKGROUPS_PER_DIM = 65535
 FULL = 256
 TARGET = 512
 MIN_SPLIT_STEPS = 16
-MAX_SPLITS = 128
+MAX_SPLITS = 256
 MAX_SCRATCH = 1 << 24  # floats
 RED_OUT = 32          # conv_reduce: outputs (or vec4s) per workgroup
 
@@ -131,18 +131,26 @@ class ConvPlan:
 _PARAMS = struct.Struct("<20I4i")
 
 
-@functools.lru_cache(maxsize=1024)
 def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
          has_bias=False, bias_off=0, relu=False, out_steps=None, config=None, splits=None):
     """One product of conv_gemm.wgsl (see its header): out [M, N] = A [M, K] @ G (or Gᵀ with wgrad).
     window: (KH, KW); taps: (SY, SX, DY, DX, PY, PX) as in the shader; out_steps: the NCHW output's
-    (plane, row, column) strides, by default (qh*qw, qw, 1). Offsets in floats."""
-    config = config or FORCED["config"] or choose_config(M, N, K)
+    (plane, row, column) strides, by default (qh*qw, qw, 1). Offsets in floats. config / splits force
+    a tile configuration / a K split (else FORCED's, else chosen from the sizes). Cached: the same
+    arguments return the same plan object (run() keys its Launches on it)."""
+    return _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
+                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"])
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
+          has_bias, bias_off, relu, out_steps, config, splits):
+    config = config or choose_config(M, N, K)
     c = CONFIGS[config]
     bm, bn = _shape(config)
     steps = -(-K // c["BK"])
     if splits is None:
-        splits = FORCED["splits"] or choose_splits(config, M, N, steps)
+        splits = choose_splits(config, M, N, steps)
     splits = max(1, min(splits, steps))
     split_steps = -(-steps // splits) if steps else 0
     splits = -(-steps // split_steps) if steps else 1  # no empty split
@@ -214,6 +222,18 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
              (sh, sw, dh, dw, -ph, -pw), out.offset, bias is not None,
              bias.offset if bias is not None else 0, relu)
     run(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
+
+
+# Convolutions with fewer output channels than this keep matmul.wgsl's per-image products (conv.py):
+# measured on an H200 (bench train, replayed), the MNIST CNN (conv 1->16 on 28x28, 16->32 on 14x14) ran
+# 12% (batch 128) and 20% (batch 1024) slower on these kernels, while every convolution of ResNet-18
+# (64 to 512 channels, 32x32 to 4x4 maps) ran faster: 25.4 -> 19.1 ms of convolution per step at batch 128.
+MIN_CHANNELS = 64
+
+
+def suits(out_channels):
+    """Whether a convolution with this many output channels runs here (else on the per-image products)."""
+    return out_channels >= MIN_CHANNELS
 
 
 def phase_taps(k, s, p, d, r):
