@@ -105,7 +105,10 @@ var<private> split: u32;
 // ---- A: pieces of 4 consecutive k of one row m
 fn a_index(m: u32, k: u32) -> u32 {
     if (A_BLK == 0u) { return P.a_off + m * P.lda + k; }
-    return P.a_off + (k / A_BLK) * P.a_bs + m * P.lda + k % A_BLK;
+    // max(): a division by an override constant of 0 is rejected at pipeline creation (Tint), even
+    // in a branch that never runs
+    let blk = max(A_BLK, 1u);
+    return P.a_off + (k / blk) * P.a_bs + m * P.lda + k % blk;
 }
 
 fn a_mk(l: u32, kt: u32) -> vec2<u32> {
