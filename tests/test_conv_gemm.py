@@ -132,3 +132,27 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
         np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["software", "narrow"])
+def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
+    # conv.conv2d(relu=True) also on a software adapter (im2col + matmul_cpu) and for narrow
+    # convolutions on a GPU (matmul.wgsl's per-image products)
+    from webgrad._backends.webgpu import conv, create_backend
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    be = create_backend()
+    monkeypatch.setattr(be.runtime, "software", path == "software")
+    monkeypatch.setattr(gpu_kernels, "MIN_CHANNELS", 64)
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (5, 3, 3, 3), (5,)))
+
+    def stored(a):
+        return View(be.from_bytes(a.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), 0, float32)
+
+    out = stored(np.zeros((2, 5, 6, 6), np.float32))
+    conv.conv2d(be.runtime, out, stored(x), stored(w), stored(b), 1, 1, 1, relu=True)
+    want = torch.relu(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1))
+    got = np.frombuffer(be.to_bytes(out), np.float32).reshape(out.shape)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)

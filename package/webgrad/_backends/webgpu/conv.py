@@ -250,7 +250,7 @@ def _padded_weight(rt, weight, kp):
 def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu=False):
     """The convolution; with keep, on a software adapter, returns the unfolded image for the weight
     gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None.
-    relu (not part of the device interface): a GPU adapter applies ReLU in the product's store."""
+    relu (not part of the device interface): ReLU applied in the product's store, after the bias."""
     geom = _conv_geom(stride, padding, dilation)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -268,15 +268,15 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
         kp = cols.shape[1]
         w = _padded_weight(rt, weight, kp)
-        p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, False, w.offset, 0,
+        p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, relu, w.offset, 0,
                              out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True,
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    if conv_gemm.suits(O) or relu:
+    if conv_gemm.suits(O):
         conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
         return None
-    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
+    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, relu, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
                          gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
