@@ -71,7 +71,8 @@ RESNET18 = [
 ]
 
 
-@pytest.mark.parametrize("c,o,hw,k,s,p", RESNET18, ids=[f"{c}-{o}-{hw}x{hw}-k{k}s{s}" for c, o, hw, k, s, p in RESNET18])
+@pytest.mark.parametrize("c,o,hw,k,s,p", RESNET18,
+                         ids=[f"{c}-{o}-{hw}x{hw}-k{k}s{s}" for c, o, hw, k, s, p in RESNET18])
 def test_resnet18_shapes(gpu_kernels, c, o, hw, k, s, p):
     check_conv((2, c, hw, hw), (o, c, k, k), stride=s, padding=p)
 

@@ -2,8 +2,9 @@
 the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so that the GPU kernels are
 compiled and run. Every entry point (vec4 / scalar loads and stores, split-K and both reductions, the
 one-matrix and blocked A operands, stride phases) against the software adapters' im2col path in the
-same run (tests/test_conv_gemm.py covers every tile configuration on wgpu-py; a few minutes here). It once caught a pipeline that naga accepted and Tint refused (a division by an override
-constant of 0 in a branch that never runs)."""
+same run (tests/test_conv_gemm.py covers every tile configuration on wgpu-py; this takes a few minutes,
+mostly Pyodide's boot and SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint
+refused (a division by an override constant of 0 in a branch that never runs)."""
 
 import json
 import os
