@@ -157,3 +157,15 @@ def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
     want = torch.relu(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1))
     got = np.frombuffer(be.to_bytes(out), np.float32).reshape(out.shape)
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_resnet18_training_step_on_the_gpu_kernels(gpu_kernels, monkeypatch):
+    # test_scale_models' ResNet-18 step against PyTorch (forward, every gradient, the SGD update), with the
+    # convolutions on these kernels (on lavapipe that test alone runs the software adapters' path)
+    import test_scale_models
+
+    products = []
+    run = gpu_kernels.run
+    monkeypatch.setattr(gpu_kernels, "run", lambda *a: products.append(a[1]) or run(*a))
+    test_scale_models.test_resnet18_training_step_matches_torch("webgpu")
+    assert len(products) >= 20 * 3 - 1  # 20 convolutions, 3 products each (the stem's input gradient aside)
