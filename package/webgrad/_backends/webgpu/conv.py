@@ -1,14 +1,17 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
-conv2d and its two gradients are products of the matmul kernel (shaders/matmul.wgsl) whose b operand is
-the image unfolded on the fly (B_GATHER, an implicit im2col): the unfolded matrix, 9x the image for a
-3x3 window, is never written or read back. Forward: out[n] = W [O, C*kh*kw] @ cols(x[n]), the bias
-added per row in the epilogue. Weight gradient: one batch-reduce product, sum over images of
-dY[n] [O, OH*OW] @ cols(x[n])ᵀ, split across workgroups when the output is small. Input gradient
+On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels are
+implicit-GEMM products over the whole batch (conv_gemm.py, shaders/conv_gemm.wgsl): the image is
+unfolded on the fly, never stored. Forward: out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and
+a ReLU) in the store. Input gradient: Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase.
+Weight gradient: dY [O, N*OH*OW] @ cols(x)ᵀ, its long K split across workgroups when the output is small.
+Narrower convolutions (the MNIST CNN's) are products of the matmul kernel (shaders/matmul.wgsl), one
+per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
+weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
 (stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
-(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im. On a software adapter
-(matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead, and the input gradient
-is always Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
+(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
+On a software adapter (matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead,
+and the input gradient is Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
 im2col, col2im and pooling are shaders/conv_pool.wgsl.
 """
 
@@ -16,7 +19,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float32, int32
-from . import matmul_plan
+from . import conv_gemm, matmul_plan
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
 from .runtime import Kernel, Shader
@@ -244,9 +247,10 @@ def _padded_weight(rt, weight, kp):
     return padded
 
 
-def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
+def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu=False):
     """The convolution; with keep, on a software adapter, returns the unfolded image for the weight
-    gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None."""
+    gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None.
+    relu (not part of the device interface): ReLU applied in the product's store, after the bias."""
     geom = _conv_geom(stride, padding, dilation)
     (N, C, H, W), (O, kh, kw), (OH, OW) = _conv_operands("x", x, weight, out, geom)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -264,12 +268,15 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
         cols = _unfolded(rt, x, (kh, kw), geom, OH, OW)
         kp = cols.shape[1]
         w = _padded_weight(rt, weight, kp)
-        p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, False, w.offset, 0,
+        p = matmul_plan.plan(N, O, OH * OW, kp, False, False, bias is not None, relu, w.offset, 0,
                              out.offset, bias.offset if bias is not None else 0, 0, kp * OH * OW, bias_rows=True,
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, False, weight.offset, x.offset,
+    if conv_gemm.suits(O):
+        conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
+        return None
+    p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, relu, weight.offset, x.offset,
                          out.offset, bias.offset if bias is not None else 0, 0, C * H * W, bias_rows=True,
                          gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
@@ -302,6 +309,9 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
+    if conv_gemm.suits(O):
+        conv_gemm.backward_weight(rt, out, grad, x, geom)
+        return
     p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
                          O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, grad.storage, x.storage, out.storage)
@@ -319,6 +329,9 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
+    if not rt.variant["conv_unfold"] and conv_gemm.suits(O):
+        conv_gemm.backward_input(rt, out, grad, weight, geom)
+        return
     if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:
         # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im
         cols = contiguous_view(rt.storage(N * C * kk * OH * OW, float32), (N, C * kk, OH * OW), float32)

@@ -1,0 +1,295 @@
+"""Implicit-GEMM convolutions for GPUs (shaders/conv_gemm.wgsl): conv2d, its input gradient and its
+weight gradient, each one register-tiled product over the whole batch (the batch folded into the
+product's long dimension), the unfolded image gathered on the fly. conv.py routes a GPU adapter's
+convolutions here; software adapters keep their explicit im2col + matmul_cpu path (conv.py).
+
+Planning (tile configuration, K split, override constants, Params) is pure Python and cached; a
+plan's Launches are kept in the runtime's memo, so a repeated convolution packs nothing.
+"""
+
+import functools
+import os
+import struct
+
+from ..._view import View
+from ...dtypes import float32
+from .elementwise import copy, fill
+from .runtime import Kernel, Shader
+from .views import contiguous_view
+
+SHADER = Shader("conv_gemm.wgsl", {})
+_LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
+_KERNELS = {}
+
+# Tile configurations: WG_X x WG_Y threads, each a TM x TN block, cover a (WG_Y*TM) x (WG_X*TN) tile of
+# the product; BK is the K step staged in workgroup memory (2 buffers of BK*(BM+BN) floats: at most
+# 16 KiB, WebGPU's default limit). Each thread loads 1 to 4 pieces of 4 elements per tile per step.
+CONFIGS = {
+    "128x128": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8),
+    "64x128": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8),
+    "128x64": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8),
+    "64x64": dict(WG_X=16, WG_Y=16, TM=4, TN=4, BK=16),
+    "32x64": dict(WG_X=16, WG_Y=8, TM=4, TN=4, BK=16),
+    "64x32": dict(WG_X=8, WG_Y=16, TM=4, TN=4, BK=16),
+    "32x32": dict(WG_X=8, WG_Y=8, TM=4, TN=4, BK=16),
+    "16x64": dict(WG_X=16, WG_Y=4, TM=4, TN=4, BK=16),
+}
+
+
+def _check(c):
+    nt = c["WG_X"] * c["WG_Y"]
+    bm, bn = c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
+    if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or nt > 256:
+        raise ValueError(f"bad conv_gemm config {c}")
+    for rows in (bm, bn):
+        pieces = c["BK"] * rows // 4
+        if pieces % nt or not 1 <= pieces // nt <= 4:
+            raise ValueError(f"bad conv_gemm config {c}: tile loads do not split evenly over the threads")
+    if 2 * c["BK"] * (bm + bn) * 4 > 16384:
+        raise ValueError(f"bad conv_gemm config {c}: over 16 KiB of workgroup memory")
+
+
+for _c in CONFIGS.values():
+    _check(_c)
+
+MAX_WORKGROUPS_PER_DIM = 65535
+# Workgroups that fill a 132-SM H100/H200: a product with at least FULL tiles runs unsplit; one with
+# fewer splits K until about TARGET workgroups run (4 per SM of the 128-thread big tiles), each split
+# keeping at least MIN_SPLIT_STEPS K steps so that writing its partial tile stays small next to its work.
+# Measured on an H200 (bench profile, ResNet-18 at batch 128): 64x64 tiles of 64 threads ran the 8x8 maps'
+# products at 19 TFLOP/s against 26 for 64x128 tiles, and a weight gradient of [256, 2304] over K = 8192
+# took 1060 us unsplit as 144 such tiles.
+FULL = 256
+TARGET = 512
+MIN_SPLIT_STEPS = 16
+MAX_SPLITS = 256
+MAX_SCRATCH = 1 << 24  # floats
+RED_OUT = 32          # conv_reduce: outputs (or vec4s) per workgroup
+
+# WEBGRAD_CONV_CONFIG=<name> / WEBGRAD_CONV_SPLITS=<n> force a tile configuration / a K split
+# (benchmark sweeps and tests); FORCED may also be set from Python.
+FORCED = {"config": os.environ.get("WEBGRAD_CONV_CONFIG") or None,
+          "splits": int(os.environ.get("WEBGRAD_CONV_SPLITS") or 0) or None}
+
+
+def _shape(cfg):
+    c = CONFIGS[cfg]
+    return c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
+
+
+def _tiles(cfg, M, N):
+    bm, bn = _shape(cfg)
+    return -(-M // bm) * -(-N // bn)
+
+
+def _waste(cfg, M, N):
+    bm, bn = _shape(cfg)
+    return (-(-M // bm) * bm) * (-(-N // bn) * bn) / (M * N)
+
+
+def choose_config(M, N, K):
+    """The big 64x128 (or 128x64) tile when it fills the GPU, or when K is long enough for split-K to
+    make up the parallelism; else thinner tiles of 128 or 256 threads."""
+    if M <= 16:
+        return "16x64"
+    big = "64x128" if N >= M else "128x64"
+    if _waste(big, M, N) <= 1.2 and (_tiles(big, M, N) >= FULL or K >= 1024):
+        return big
+    small = "32x64" if N >= M else "64x32"
+    if _tiles("64x64", M, N) >= FULL // 2 and _waste("64x64", M, N) <= 1.2 or K >= 1024 and \
+            _waste("64x64", M, N) <= _waste(small, M, N):
+        return "64x64"
+    if _tiles(small, M, N) >= FULL // 4 or K >= 1024:
+        return small
+    return "32x32"
+
+
+def choose_splits(cfg, M, N, steps):
+    tiles = _tiles(cfg, M, N)
+    if tiles >= FULL:
+        return 1
+    return max(1, min(-(-TARGET // tiles), steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (M * N), MAX_SPLITS))
+
+
+class ConvPlan:
+    __slots__ = ("entry", "constants", "params", "workgroups", "scratch", "reduce")
+
+    def __init__(self, entry, constants, params, workgroups, scratch=0, reduce=None):
+        self.entry = entry
+        self.constants = constants
+        self.params = params
+        self.workgroups = workgroups
+        self.scratch = scratch
+        self.reduce = reduce
+
+    def __repr__(self):
+        c = dict(self.constants)
+        return (f"ConvPlan({self.entry}, {c['WG_Y'] * c['TM']}x{c['WG_X'] * c['TN']}, "
+                f"workgroups={self.workgroups}, scratch={self.scratch})")
+
+
+_PARAMS = struct.Struct("<20I4i")
+
+
+def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
+         has_bias=False, bias_off=0, relu=False, out_steps=None, config=None, splits=None):
+    """One product of conv_gemm.wgsl (see its header): out [M, N] = A [M, K] @ G (or Gᵀ with wgrad).
+    window: (KH, KW); taps: (SY, SX, DY, DX, PY, PX) as in the shader; out_steps: the NCHW output's
+    (plane, row, column) strides, by default (qh*qw, qw, 1). Offsets in floats. config / splits force
+    a tile configuration / a K split (else FORCED's, else chosen from the sizes). Cached: the same
+    arguments return the same plan object (run() keys its Launches on it)."""
+    return _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
+                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"])
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
+          has_bias, bias_off, relu, out_steps, config, splits):
+    config = config or choose_config(M, N, K)
+    c = CONFIGS[config]
+    bm, bn = _shape(config)
+    steps = -(-K // c["BK"])
+    if splits is None:
+        splits = choose_splits(config, M, N, steps)
+    splits = max(1, min(splits, steps))
+    split_steps = -(-steps // splits) if steps else 0
+    splits = -(-steps // split_steps) if steps else 1  # no empty split
+    split = splits > 1
+    qp = qh * qw
+    o_plane, o_row, osx = out_steps or (qp, qw, 1)
+    a_blk = 0 if K <= a_blk else a_blk  # 0: one block, a plain row-major matrix
+    a_vec = a_blk % 4 == 0 and lda % 4 == 0 and a_off % 4 == 0 and a_bs % 4 == 0
+    out_vec = o_off % 4 == 0 and (N % 4 == 0 if wgrad else qp % 4 == 0 and (o_plane, o_row, osx) == (qp, qw, 1))
+    store_vec = N % 4 == 0 if split else out_vec
+    workgroups = (-(-N // bn), -(-M // bm), splits)
+    if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
+        raise ValueError(f"convolution too large for one dispatch: workgroups {workgroups}")
+    for v in (a_off, img_off, o_off, bias_off, splits * M * N, M * N):
+        if not 0 <= v < 2**32:
+            raise ValueError("conv2d: offsets and sizes must fit in u32")
+    kh, kw = window
+    sy, sx, dy, dx, py, px = taps
+    shape = dict(WGRAD=int(wgrad), HAS_BIAS=int(has_bias), RELU=int(relu), QP=qp, QW=qw, OSX=osx)
+    constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, **shape)
+    params = _PARAMS.pack(M, N, K, steps, a_off, img_off, o_off, bias_off, lda, a_bs, ch, ih, iw, qh, splits,
+                          split_steps, o_plane, o_row, sy, sx, dy, dx, py, px)
+    entry = "conv_gemm_" + ("v" if a_vec else "s") + ("4" if store_vec else "1")
+    main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups)
+    if not split:
+        return main
+    reduce_vec = out_vec and N % 4 == 0
+    groups = -(-(M * N // 4 if reduce_vec else M * N) // RED_OUT)
+    grid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
+        (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
+    reduce = ConvPlan("conv_reduce4" if reduce_vec else "conv_reduce1",
+                      tuple(sorted(dict(shape, SPLIT=0).items())), params, grid)
+    main.scratch, main.reduce = splits * M * N, reduce
+    return main
+
+
+def _kernel(entry):
+    kernel = _KERNELS.get(entry)
+    if kernel is None:
+        kernel = _KERNELS[entry] = Kernel(SHADER, entry, _LAYOUT)
+    return kernel
+
+
+def run(rt, p, a, img, out, bias=None):
+    """Record plan p on storages a (binding 0), img, out and bias (None: none)."""
+    launches = rt.memo.get(p)
+    if launches is None:
+        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry), q.constants, q.params, q.workgroups)
+                                      for q in (p, p.reduce) if q is not None)
+    if bias is None:
+        bias = a  # any read-only buffer: HAS_BIAS is off
+    if p.reduce is None:
+        rt.run(launches[0], (a, img, out, bias))
+        return
+    scratch = rt.storage(p.scratch, float32)
+    rt.run(launches[0], (a, img, scratch, bias))
+    rt.run(launches[1], (scratch, img, out, bias))  # binding 1 unused by the reduction
+
+
+# ------------------------------------------------------------------ the three convolution products
+def forward(rt, out, x, weight, bias, geom, relu=False):
+    """out [N, O, OH, OW] = conv2d(x, weight) + bias (then ReLU). geom: ((sh, sw), (ph, pw), (dh, dw))."""
+    Nb, C, H, W = x.shape
+    O, _, kh, kw = weight.shape
+    OH, OW = out.shape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    K = C * kh * kw
+    p = plan(False, O, Nb * OH * OW, K, weight.offset, K, K, 0, x.offset, C, H, W, OH, OW, (kh, kw),
+             (sh, sw, dh, dw, -ph, -pw), out.offset, bias is not None,
+             bias.offset if bias is not None else 0, relu)
+    run(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
+
+
+# Convolutions with fewer output channels than this keep matmul.wgsl's per-image products (conv.py):
+# measured on an H200 (bench train, replayed), the MNIST CNN (conv 1->16 on 28x28, 16->32 on 14x14) ran
+# 12% (batch 128) and 20% (batch 1024) slower on these kernels, while every convolution of ResNet-18
+# (64 to 512 channels, 32x32 to 4x4 maps) ran faster: 25.4 -> 19.1 ms of convolution per step at batch 128.
+MIN_CHANNELS = 64
+
+
+def suits(out_channels):
+    """Whether a convolution with this many output channels runs here (else on the per-image products)."""
+    return out_channels >= MIN_CHANNELS
+
+
+def phase_taps(k, s, p, d, r):
+    """The window taps i of one stride phase: input-gradient rows h = r + s*y receive dY[(h + p - i*d) / s]
+    from the taps where that is a whole position, an arithmetic progression i0, i0 + step, ... (empty
+    possibly). Returns (i0, count, step, row offset (r + p - i0*d) / s, row step per tap step*d/s)."""
+    taps = [i for i in range(k) if (r + p - i * d) % s == 0]
+    if not taps:
+        return 0, 0, 1, 0, 0
+    step = taps[1] - taps[0] if len(taps) > 1 else 1
+    return taps[0], len(taps), step, (r + p - taps[0] * d) // s, step * d // s
+
+
+def backward_input(rt, out, grad, weight, geom):
+    """out [N, C, H, W] = the input gradient, Wᵀ [C, O*kh*kw] @ G(dY). Stride 1: one product whose
+    gather reads dY[h + p - i*d]. Stride s: one product per output phase (h % s, w % s) over that phase's
+    taps only (see conv_gemm.wgsl), its taps of W copied into a [C, O*taps] matrix."""
+    Nb, C, H, W = out.shape
+    O, _, kh, kw = weight.shape
+    OH, OW = grad.shape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    kk = kh * kw
+    if (sh, sw) == (1, 1):
+        p = plan(False, C, Nb * H * W, O * kk, weight.offset, kk, kk, C * kk, grad.offset, O, OH, OW, H, W,
+                 (kh, kw), (1, 1, -dh, -dw, ph, pw), out.offset)
+        run(rt, p, weight.storage, grad.storage, out.storage)
+        return
+    phases = [(ry, rx, phase_taps(kh, sh, ph, dh, ry), phase_taps(kw, sw, pw, dw, rx))
+              for ry in range(min(sh, H)) for rx in range(min(sw, W))]
+    if any(ty[1] * tx[1] == 0 for _, _, ty, tx in phases):
+        # Phases without taps (a 1x1 window at stride 2: 3 of 4) get zeros from one contiguous fill: as
+        # products of K = 0 their strided scalar stores took 78 us for a [128, 64, 32, 32] input gradient
+        # (H200), more than the phase with taps (54 us).
+        fill(rt, out, 0.0)
+    for ry, rx, (i0, nu, su, oy, dy), (j0, nv, sv, ox, dx) in phases:
+        K = O * nu * nv
+        if not K:
+            continue
+        # this phase's taps: wp [C, O, nu, nv] = W[o, c, i0 + u*su, j0 + v*sv]
+        wp = contiguous_view(rt.storage(C * K, float32), (C, O, nu, nv), float32)
+        copy(rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv), weight.offset + i0 * kw + j0,
+                          float32))
+        qh, qw = -(-(H - ry) // sh), -(-(W - rx) // sw)
+        p = plan(False, C, Nb * qh * qw, K, wp.offset, K, K, 0, grad.offset, O, OH, OW, qh, qw, (nu, nv),
+                 (1, 1, -dy, -dx, oy, ox), out.offset + ry * W + rx, out_steps=(H * W, sh * W, sw))
+        run(rt, p, wp.storage, grad.storage, out.storage)
+
+
+def backward_weight(rt, out, grad, x, geom):
+    """out [O, C, kh, kw] = dY [O, N*OH*OW] @ G(x)ᵀ (K: every position of every image, split across
+    workgroups when the output alone is too small to fill the GPU)."""
+    Nb, C, H, W = x.shape
+    O, _, kh, kw = out.shape
+    OH, OW = grad.shape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    P = OH * OW
+    p = plan(True, O, C * kh * kw, Nb * P, grad.offset, P, P, O * P, x.offset, C, H, W, OH, OW, (kh, kw),
+             (sh, sw, dh, dw, -ph, -pw), out.offset)
+    run(rt, p, grad.storage, x.storage, out.storage)

@@ -1,0 +1,171 @@
+"""The implicit-GEMM convolutions of GPU adapters (shaders/conv_gemm.wgsl, conv_gemm.py) against torch and
+the CPU backend: forward, input gradient and weight gradient for ResNet-18's shapes at a small batch and
+for odd shapes (channels that are no multiple of a tile, 7x7 maps, strided odd sizes, strides whose
+phases get no taps), every tile configuration, split-K and its reductions, offset operands (scalar loads
+and stores), and the bias + ReLU epilogue. The runtime is told it runs on a GPU, so lavapipe takes the
+GPU kernels too, and every width of convolution takes them (the software adapters' path and the
+per-image products of narrow convolutions are test_conv_pool_parity's "cpu" and "gpu" profiles)."""
+
+import numpy as np
+import pytest
+
+import webgrad as wg
+import webgrad.nn.functional as F
+from helpers import DEVICES
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+
+
+@pytest.fixture
+def gpu_kernels(monkeypatch):
+    from webgrad._backends.webgpu import conv_gemm
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+    monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
+    monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # narrow convolutions too (else matmul.wgsl's)
+    return conv_gemm
+
+
+def _torch_conv(x, w, b, g, kwargs):
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    tb = torch.tensor(b, requires_grad=True) if b is not None else None
+    y = torch.nn.functional.conv2d(tx, tw, tb, **kwargs)
+    y.backward(torch.tensor(g))
+    return [t.detach().numpy() for t in (y, tx.grad, tw.grad) + ((tb.grad,) if b is not None else ())]
+
+
+def _webgrad_conv(device, x, w, b, g, kwargs):
+    tx = wg.tensor(x, device=device, requires_grad=True)
+    tw = wg.tensor(w, device=device, requires_grad=True)
+    tb = wg.tensor(b, device=device, requires_grad=True) if b is not None else None
+    y = F.conv2d(tx, tw, tb, **kwargs)
+    y.backward(wg.tensor(g, device=device))
+    return [t.detach().numpy() for t in (y, tx.grad, tw.grad) + ((tb.grad,) if b is not None else ())]
+
+
+def check_conv(x_shape, w_shape, bias=False, seed=0, **kwargs):
+    """conv2d's output and its three gradients on webgpu and on the CPU backend, against torch."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32) if bias else None
+    y_shape = torch.nn.functional.conv2d(torch.zeros(x_shape), torch.zeros(w_shape), **kwargs).shape
+    g = rng.standard_normal(tuple(y_shape)).astype(np.float32)
+    want = _torch_conv(x, w, b, g, kwargs)
+    for device in ("webgpu", "cpu"):
+        got = _webgrad_conv(device, x, w, b, g, kwargs)
+        for name, a, e in zip(("out", "x.grad", "weight.grad", "bias.grad"), got, want):
+            scale = np.abs(e).max() + 1
+            np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5 * scale, err_msg=f"{device} {name}")
+
+
+# (C_in, C_out, map, kernel, stride, padding): every convolution of ResNet-18 (CIFAR variant)
+RESNET18 = [
+    (3, 64, 32, 3, 1, 1),                                              # stem
+    (64, 64, 32, 3, 1, 1),                                             # layer1
+    (64, 128, 32, 3, 2, 1), (64, 128, 32, 1, 2, 0), (128, 128, 16, 3, 1, 1),   # layer2
+    (128, 256, 16, 3, 2, 1), (128, 256, 16, 1, 2, 0), (256, 256, 8, 3, 1, 1),  # layer3
+    (256, 512, 8, 3, 2, 1), (256, 512, 8, 1, 2, 0), (512, 512, 4, 3, 1, 1),    # layer4
+]
+
+
+@pytest.mark.parametrize("c,o,hw,k,s,p", RESNET18,
+                         ids=[f"{c}-{o}-{hw}x{hw}-k{k}s{s}" for c, o, hw, k, s, p in RESNET18])
+def test_resnet18_shapes(gpu_kernels, c, o, hw, k, s, p):
+    check_conv((2, c, hw, hw), (o, c, k, k), stride=s, padding=p)
+
+
+@pytest.mark.parametrize("x,w,kwargs", [
+    ((3, 5, 7, 7), (7, 5, 3, 3), {"padding": 1}),                        # odd channels, 7x7 maps
+    ((2, 6, 9, 9), (10, 6, 3, 3), {"stride": 2, "padding": 1}),         # stride 2, odd size
+    ((2, 3, 7, 7), (5, 3, 1, 1), {"stride": 2}),                        # 1x1 stride 2, odd size
+    ((2, 9, 6, 6), (20, 9, 3, 3), {"stride": 2, "padding": 1}),         # even map, odd channels
+    ((2, 3, 11, 10), (4, 3, 3, 2), {"stride": (3, 2), "padding": (1, 0), "dilation": (2, 1)}),
+    ((2, 3, 5, 5), (2, 3, 1, 1), {"stride": 4}),                        # phases that get no taps
+    ((1, 4, 5, 5), (3, 4, 5, 5), {"padding": 2, "dilation": 1}),        # a window as large as the map
+    ((2, 3, 3, 3), (4, 3, 3, 3), {}),                                   # 1x1 output
+    ((1, 6, 9, 15), (6, 2, 3, 3), {"padding": "same", "groups": 3}),     # groups: one product per group
+], ids=["odd-7x7", "s2-odd", "1x1-s2-odd", "odd-channels", "rect-s3-dilated", "empty-phases",
+        "full-window", "1x1-out", "grouped"])
+def test_odd_shapes(gpu_kernels, x, w, kwargs):
+    check_conv(x, w, bias=True, **kwargs)
+
+
+def test_every_tile_configuration(gpu_kernels):
+    # each configuration's load pattern and register block, split-K (conv_reduce4, and conv_reduce1 for
+    # the weight gradient's 7 x 54 output) and unsplit; the sizes keep the compiled pipelines few
+    for i, name in enumerate(gpu_kernels.CONFIGS):
+        gpu_kernels.FORCED.update(config=name, splits=3 if i % 2 else 1)
+        check_conv((2, 6, 4, 4), (7, 6, 3, 3), seed=i, padding=1)  # no bias: fwd and dgrad share a pipeline
+
+
+def test_offset_operands_and_relu_epilogue(gpu_kernels):
+    # views at offsets that are no multiple of 4 take the scalar loads and stores; relu (an argument of
+    # conv.conv2d only, not of the device interface) is applied in the store, after the bias
+    from webgrad._backends.webgpu import conv, create_backend
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    be = create_backend()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    g = rng.standard_normal((2, 8, 8, 8)).astype(np.float32)
+
+    def stored(a, offset):
+        flat = np.concatenate([np.full(offset, 7, np.float32), a.ravel(), np.full(3, 7, np.float32)])
+        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), offset, float32)
+
+    def read(v):
+        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
+    y.backward(torch.tensor(g))
+    for off in (1, 3):
+        out, dx, dw = stored(np.zeros(y.shape, np.float32), off + 2), stored(0 * x, off + 3), stored(0 * w, off)
+        conv.conv2d(be.runtime, out, stored(x, off), stored(w, off + 1), stored(b, off), 1, 1, 1, relu=True)
+        conv.conv2d_backward_input(be.runtime, dx, stored(g, off + 1), stored(w, off + 2), 1, 1, 1)
+        conv.conv2d_backward_weight(be.runtime, dw, stored(g, off + 1), stored(x, off + 2), 1, 1, 1)
+        np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["software", "narrow"])
+def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
+    # conv.conv2d(relu=True) also on a software adapter (im2col + matmul_cpu) and for narrow
+    # convolutions on a GPU (matmul.wgsl's per-image products)
+    from webgrad._backends.webgpu import conv, create_backend
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    be = create_backend()
+    monkeypatch.setattr(be.runtime, "software", path == "software")
+    monkeypatch.setattr(gpu_kernels, "MIN_CHANNELS", 64)
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (5, 3, 3, 3), (5,)))
+
+    def stored(a):
+        return View(be.from_bytes(a.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), 0, float32)
+
+    out = stored(np.zeros((2, 5, 6, 6), np.float32))
+    conv.conv2d(be.runtime, out, stored(x), stored(w), stored(b), 1, 1, 1, relu=True)
+    want = torch.relu(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1))
+    got = np.frombuffer(be.to_bytes(out), np.float32).reshape(out.shape)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_resnet18_training_step_on_the_gpu_kernels(gpu_kernels, monkeypatch):
+    # test_scale_models' ResNet-18 step against PyTorch (forward, every gradient, the SGD update), with the
+    # convolutions on these kernels (on lavapipe that test alone runs the software adapters' path)
+    import test_scale_models
+
+    products = []
+    run = gpu_kernels.run
+    monkeypatch.setattr(gpu_kernels, "run", lambda *a: products.append(a[1]) or run(*a))
+    test_scale_models.test_resnet18_training_step_matches_torch("webgpu")
+    assert len(products) >= 20 * 3 - 1  # 20 convolutions, 3 products each (the stem's input gradient aside)

