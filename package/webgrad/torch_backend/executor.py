@@ -185,8 +185,8 @@ class Resident:
             self.put(t, x)
         return x
 
-    def drop(self, t):
-        self._entries.pop(self._address(t), None)
+    def drop(self, address):
+        self._entries.pop(address, None)
 
     def forget(self, x):
         """`x`'s memory is about to be rewritten: the entry that names it as some tensor's copy goes."""
@@ -240,6 +240,7 @@ class GraphExecutor:
         self._first_call_clean = False
         self._checked = "error" in self.stats
         self._handles = []  # weak references to the SavedOnDevice handles of the last replayed or recorded call
+        self._hosts = {}  # read slot -> (host buffer, its storage's use count with no tensor handed out)
 
     def __call__(self, *args):
         with wg.no_grad():
@@ -380,9 +381,8 @@ class GraphExecutor:
         results = [None] * len(values)
         by_value = {}
         self.stats["reads"] = self.stats.get("reads", 0) + len(reads)
-        for x, parts in reads:
-            raw = self.device.backend.to_bytes(x._view)
-            flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+        for k, (x, parts) in enumerate(reads):
+            flat = self._host(k, self.device.backend.to_bytes(x._view))
             size = x.dtype.itemsize
             for i, offset, n in parts:
                 value = values[i]
@@ -390,8 +390,8 @@ class GraphExecutor:
                               self._out_metas[i])
                 # the tensor stays valid on the device: a later graph that receives `t` reuses it
                 self.resident.put(t, value)
-                if self._replay is not None:
-                    self._replay.handed_out.append(t)
+                if self._replay is not None:  # its address, not `t`: a reference would stop autograd from
+                    self._replay.handed_out.append(Resident._address(t))  # taking a gradient as .grad uncopied
                 results[i] = by_value[id(value)] = t
         handles = self._handles if self._replay is not None else None
         for i, value in enumerate(values):
@@ -410,6 +410,24 @@ class GraphExecutor:
                 if handles is not None:
                     handles.append(weakref.ref(handle))
         return tuple(results) if self._tuple_out else results[0]
+
+    def _host(self, key, raw):
+        """`raw` in a torch uint8 tensor: the one this read slot used last time when no tensor handed out
+        from it is alive any more (the usual loop: the gradients of step k are gone, zero_grad set them to
+        None, before the backward of step k + 1), else a new one. Fresh host memory of a ResNet's
+        gradients costs more in page faults than the copy itself (tens of ms for 45 MB)."""
+        held = self._hosts.get(key)
+        if held is not None and held[1] >= 0 and held[0].numel() == len(raw) and _use_count(held[0]) == held[1]:
+            buf = held[0]
+            # tensors handed out from it earlier had this version; the resident entries of their
+            # addresses must not match the new tensors at the same addresses
+            torch.autograd.graph.increment_version(buf)
+        else:
+            buf = torch.empty(len(raw), dtype=torch.uint8)
+            self._hosts[key] = (buf, _use_count(buf))
+        if len(raw):
+            memoryview(buf.numpy())[:] = raw
+        return buf
 
     # ------------------------------------------------------------------ eager PyTorch for one node
 
@@ -482,8 +500,8 @@ class _Replay:
         return _signature(args) == self.signature
 
     def run(self, args, resident):
-        for t in self.handed_out:
-            resident.drop(t)
+        for address in self.handed_out:
+            resident.drop(address)
         self.handed_out = []
         backend = self.static[0].device.backend if self.static else None
         for static, a in zip(self.static, args):
@@ -509,6 +527,13 @@ class _Replay:
 
 def _signature(args):
     return [(tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("value", a) for a in args]
+
+
+def _use_count(t):
+    """How many tensors (and storage objects) hold `t`'s storage; -1 where torch does not say (then a host
+    buffer is never reused)."""
+    count = getattr(torch._C, "_storage_Use_Count", None)
+    return count(t.untyped_storage()._cdata) if count is not None else -1
 
 
 def _dense(meta):
