@@ -140,6 +140,39 @@ def test_gradients_reuse_their_host_memory_only_when_free(device):
         torch.testing.assert_close(k, q.grad)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_graph_breaks_train_like_eager(device):
+    """Three compiled graphs in a row (Dynamo graph breaks, as DDP's buckets make): each hands its output
+    to the next, which AOTAutograd passes on as an _unsafe_view (same memory, a version counter of its
+    own). When a read-back reuses its host memory, no graph may take the stale device copy of the
+    previous step's activation for the new one."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc1, self.fc2 = nn.Conv2d(1, 4, 3, padding=1), nn.Linear(64, 32), nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1)
+            torch._dynamo.graph_break()
+            x = F.relu(self.fc1(x))
+            torch._dynamo.graph_break()
+            return self.fc2(x)
+    torch.manual_seed(0)
+    model, eager = Net(), Net()
+    eager.load_state_dict(model.state_dict())
+    f = torch_backend.compile(model, device=device, fallback="error")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, eager)]
+    g = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        x, y = torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g)
+        for fn, opt in zip((f, eager), opts):
+            opt.zero_grad()
+            F.cross_entropy(fn(x), y).backward()
+            opt.step()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5, msg=name)
+
+
 def test_saved_torch_option_reads_activations_back():
     stats = {}
     f = torch_backend.compile(nn.Linear(3, 2), device="cpu", saved="torch", stats=stats)

@@ -152,7 +152,10 @@ class Resident:
     which prints AttributeErrors when entries die during interpreter shutdown.
     """
 
+    _all = weakref.WeakSet()  # every Resident (one per compiled frame): see forget_storage
+
     def __init__(self, device, stats=None):
+        Resident._all.add(self)
         self.device = device
         self._entries = {}  # address -> (storage weak reference, version, webgrad tensor)
         self._holders = {}  # id(webgrad tensor) -> address, for entries whose device tensor a replay rewrites
@@ -184,6 +187,15 @@ class Resident:
             self.stats["uploads"] += 1
             self.put(t, x)
         return x
+
+    @classmethod
+    def forget_storage(cls, storage):
+        """Host memory about to be rewritten in place: every Resident forgets the copies it holds of
+        tensors over it."""
+        for resident in list(cls._all):
+            entries = resident._entries
+            for key in [k for k, e in entries.items() if e[0]() is storage]:
+                del entries[key]
 
     def drop(self, address):
         self._entries.pop(address, None)
@@ -419,9 +431,10 @@ class GraphExecutor:
         held = self._hosts.get(key)
         if held is not None and held[1] >= 0 and held[0].numel() == len(raw) and _use_count(held[0]) == held[1]:
             buf = held[0]
-            # tensors handed out from it earlier had this version; the resident entries of their
-            # addresses must not match the new tensors at the same addresses
-            torch.autograd.graph.increment_version(buf)
+            # device copies recorded for tensors over this memory are stale now. Version counters cannot
+            # say so: AOTAutograd hands an output on as an _unsafe_view, a tensor over the same memory
+            # with a counter of its own, and another graph's Resident keeps a copy under that one
+            Resident.forget_storage(buf.untyped_storage())
         else:
             buf = torch.empty(len(raw), dtype=torch.uint8)
             self._hosts[key] = (buf, _use_count(buf))
