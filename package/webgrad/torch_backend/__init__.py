@@ -121,8 +121,8 @@ def compile(model, device="webgpu", fallback="eager", stats=None, replay=None, s
     (raise NotImplementedError naming the op: for checking that a model runs wholly on webgrad).
     stats: a dict the backend fills: "fallback" {op: nodes run in eager}; with a "time" key present,
     also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there,
-    "replays" the graph calls replayed, "reads" the read-backs of outputs and gradients, "preserved" the saved activations copied aside because a forward
-    replayed again before their backward ran.
+    "replays" the graph calls replayed, "reads" the read-backs of outputs and gradients, "preserved" the
+    saved activations copied aside because a forward replayed again before their backward ran.
     replay: record each graph's device work at its second call and replay it from the third on (webgrad's
     capture/replay: no Python per node); graphs with a fallback node always run node by node. Default: on
     where the device records work (WebGPU), off where it cannot (cpu).
