@@ -398,8 +398,8 @@ class GraphExecutor:
             size = x.dtype.itemsize
             for i, offset, n in parts:
                 value = values[i]
-                t = _to_torch(flat[offset * size:(offset + n) * size], value.dtype, tuple(value.shape),
-                              self._out_metas[i])
+                part = flat if len(parts) == 1 else flat[offset * size:(offset + n) * size]
+                t = _to_torch(part, value.dtype, tuple(value.shape), self._out_metas[i])
                 # the tensor stays valid on the device: a later graph that receives `t` reuses it
                 self.resident.put(t, value)
                 if self._replay is not None:  # its address, not `t`: a reference would stop autograd from
