@@ -24,11 +24,20 @@ def _step(torch, model, opt, x, y):
     return loss
 
 
-def _rate(torch, model, x, y, steps, sync):
+def _rate(torch, model, x, y, steps, sync, stats=None, profile=0):
+    """Samples/s over `steps` steps after warm-up; with `stats` (the backend's), the per-step counts of the
+    timed steps are put in stats["per_step"]; `profile` > 0 prints that many of cProfile's costliest
+    functions (own time) over the timed steps."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     for _ in range(3):  # compilation, replay recording, CUDA warm-up
         _step(torch, model, opt, x, y)
     sync()
+    before = {k: v for k, v in (stats or {}).items() if isinstance(v, int)}
+    profiler = None
+    if profile:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     start = time.perf_counter()
     for i in range(steps):
         loss = _step(torch, model, opt, x, y)
@@ -36,7 +45,14 @@ def _rate(torch, model, x, y, steps, sync):
             loss.item()  # read the loss every 10 steps, as the train benchmark does
     loss.item()
     sync()
-    return steps * x.shape[0] / (time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if profiler is not None:
+        import pstats
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+    if stats is not None:
+        stats["per_step"] = {k: round((stats[k] - v) / steps, 1) for k, v in before.items()}
+    return steps * x.shape[0] / seconds
 
 
 def boundary_us(torch, device, calls=200):
@@ -58,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--device", default="webgpu", choices=("webgpu", "cpu"))
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print cProfile's N costliest functions over each model's compiled steps")
     args = parser.parse_args(argv)
 
     import torch
@@ -78,10 +96,11 @@ def main(argv=None):
         eager.load_state_dict(model.state_dict())
         stats = {}
         compiled = wg_compile(model, device=args.device, stats=stats)
-        ours = _rate(torch, compiled, x, y, args.steps, lambda: None)
+        ours = _rate(torch, compiled, x, y, args.steps, lambda: None, stats, args.profile)
         theirs = _rate(torch, eager, x.to(ref), y.to(ref), args.steps, sync)
         fell_back = ", ".join(sorted(stats.get("fallback", {}))) or "none"
         print(f"{name:10s} {ours:18,.0f}/s {theirs:12,.0f}/s {ours / theirs:6.2f}x   fallback ops: {fell_back}")
+        print(f"{'':10s} per step: {stats['per_step']}")
     print(f"boundary: {boundary_us(torch, args.device):.0f} us per call of a compiled x + 1 on 16 elements")
     return 0
 

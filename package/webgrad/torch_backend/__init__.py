@@ -14,6 +14,7 @@ torch is optional for webgrad: only this subpackage imports it.
 """
 
 import os
+import warnings
 
 _MIN_TORCH = (2, 2)
 
@@ -34,9 +35,9 @@ _require_torch()
 
 import webgrad as wg  # noqa: E402
 
-from .executor import GraphExecutor, Resident  # noqa: E402
+from .executor import GraphExecutor, Resident, SavedOnDevice  # noqa: E402,F401
 
-OPTIONS = ("device", "fallback", "stats", "replay")
+OPTIONS = ("device", "fallback", "stats", "replay", "saved")
 
 
 def _device(name):
@@ -63,6 +64,15 @@ def _decompositions():
     return table
 
 
+def _user_outputs():
+    """How many outputs of the forward graph being compiled the user sees (outputs, mutated inputs,
+    intermediate bases); the rest AOTAutograd saves for the backward. None where torch does not say."""
+    from torch._guards import TracingContext
+    context = TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None) if context is not None else None
+    return getattr(meta, "num_forward_returns", None)
+
+
 def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     """The Dynamo backend (what ``backend="webgrad"`` resolves to). options: see :func:`compile`."""
     from torch._dynamo.backends.common import aot_autograd
@@ -74,20 +84,36 @@ def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
         raise ValueError(f"webgrad backend: unknown option(s) {sorted(unknown)}; known: {list(OPTIONS)}")
     device = _device(options.get("device"))
     fallback = options.get("fallback", "eager")
+    saved = options.get("saved", "device")
+    if saved not in ("device", "torch"):
+        raise ValueError(f"webgrad backend: saved must be 'device' or 'torch', got {saved!r}")
+    replay = options.get("replay")
+    if replay is None:  # default: wherever the device can record its work
+        replay = device.backend.supports_capture
+    elif replay and not device.backend.supports_capture:
+        warnings.warn(f"webgrad torch backend: replay=True, but the {device.type} backend cannot record work "
+                      "for replay; graphs run node by node", stacklevel=2)
     stats = options.get("stats")
     if stats is None:
         stats = {}
     stats.setdefault("fallback", {})
-    resident = Resident(device, stats)  # shared by the forward and backward graph: saved activations stay there
+    resident = Resident(device, stats)  # shared by all graphs: parameters stay on the device between them
 
-    def compiler(graph, inputs):
-        return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats, options.get("replay", True)))
+    def compiler(user_outputs):
+        def compile_graph(graph, inputs):
+            return make_boxed_func(GraphExecutor(graph, device, resident, fallback, stats, replay,
+                                                 user_outputs() if saved == "device" else None))
+        return compile_graph
 
-    backend = aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=_decompositions())
+    # a training forward graph returns the user's outputs, then what the backward needs (which stays on
+    # the device); an inference or backward graph returns only what the caller sees
+    backend = aot_autograd(fw_compiler=compiler(_user_outputs), bw_compiler=compiler(lambda: None),
+                           inference_compiler=compiler(lambda: None), decompositions=_decompositions())
     return backend(gm, example_inputs)
 
 
-def compile(model, device="webgpu", fallback="eager", stats=None, replay=True, dynamic=None, **torch_compile_kwargs):
+def compile(model, device="webgpu", fallback="eager", stats=None, replay=None, saved="device", dynamic=None,
+            **torch_compile_kwargs):
     """``torch.compile(model, backend="webgrad")`` with webgrad's options spelled out.
 
     device: "webgpu" (wgpu-py natively) or "cpu" (webgrad's NumPy backend).
@@ -95,13 +121,19 @@ def compile(model, device="webgpu", fallback="eager", stats=None, replay=True, d
     (raise NotImplementedError naming the op: for checking that a model runs wholly on webgrad).
     stats: a dict the backend fills: "fallback" {op: nodes run in eager}; with a "time" key present,
     also {op: host seconds}; "uploads" and "hits" count torch tensors copied to the device and found there,
-    "replays" the graph calls replayed.
-    replay: on WebGPU, record each graph's device work at its second call and replay it from the third on
-    (webgrad's capture/replay: no Python per node); graphs with a fallback node always run node by node.
+    "replays" the graph calls replayed, "reads" the read-backs of outputs and gradients, "preserved" the
+    saved activations copied aside because a forward replayed again before their backward ran.
+    replay: record each graph's device work at its second call and replay it from the third on (webgrad's
+    capture/replay: no Python per node); graphs with a fallback node always run node by node. Default: on
+    where the device records work (WebGPU), off where it cannot (cpu).
+    saved: "device" (the activations the forward saves for the backward stay on the device, handed to
+    AOTAutograd as data-less SavedOnDevice handles) or "torch" (read back into torch tensors, e.g. for a
+    saved-tensor hook that needs them).
     dynamic and the other keywords go to torch.compile.
     """
     torch = _require_torch()
     _device(device)  # the errors for a missing wgpu come now, not at the first call
     return torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
-                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay},
+                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay,
+                                  "saved": saved},
                          **torch_compile_kwargs)

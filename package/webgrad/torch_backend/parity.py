@@ -45,20 +45,38 @@ class CNN(nn.Module):
         return self.fc(x.flatten(1))
 
 
-class ResBN(nn.Module):
-    """A residual block with BatchNorm (training mode: batch statistics, running stats updated)."""
+class _Block(nn.Module):
+    """conv3x3-BN-ReLU-conv3x3-BN plus the shortcut (a 1x1 conv + BN where the shape changes), then ReLU."""
 
-    def __init__(self):
+    def __init__(self, cin, cout, stride):
         super().__init__()
-        self.stem = nn.Conv2d(1, 8, 3, padding=1)
-        self.c1, self.b1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
-        self.c2, self.b2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
-        self.fc = nn.Linear(8, 10)
+        self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
     def forward(self, x):
-        x = F.relu(self.stem(x))
-        y = F.relu(self.b1(self.c1(x)))
-        x = F.relu(x + self.b2(self.c2(y)))
+        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + self.shortcut(x))
+
+
+class ResNet8(nn.Module):
+    """ResNet-8, CIFAR style (He et al. 2016, section 4.2; webgrad.examples.models.CifarResNet's layout): a
+    3x3 conv with BatchNorm, three stages of one basic block at widths 8, 16, 32 (stride 2 entering the
+    last two, projection shortcuts), global average pooling, a linear layer; 3x32x32 inputs. BatchNorm in
+    training mode: batch statistics, running statistics updated (compared after the step)."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width)
+        self.layer1 = _Block(width, width, 1)
+        self.layer2 = _Block(width, 2 * width, 2)
+        self.layer3 = _Block(2 * width, 4 * width, 2)
+        self.fc = nn.Linear(4 * width, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
@@ -79,7 +97,7 @@ class Encoder(nn.Module):
 SUITE = {
     "mlp": (MLP, (8, 1, 8, 8), 1e-5, 1e-4),
     "cnn": (CNN, (8, 1, 16, 16), 1e-5, 1e-4),
-    "resbn": (ResBN, (8, 1, 8, 8), 1e-4, 1e-3),
+    "resnet8": (ResNet8, (2, 3, 32, 32), 1e-4, 1e-3),
     "encoder": (Encoder, (4, 64), 1e-4, 1e-3),
 }
 
