@@ -17,7 +17,8 @@ What it does
   tracks the buffers the pending records use and submits them first in that case.
 * **Graph capture.** Inside ``with runtime.capture() as graph:`` every record is also kept by the
   graph; ``graph.replay()`` re-issues the whole sequence with one call into the binding (in the
-  browser: one FFI call with a prebuilt JS array). See :class:`Graph`.
+  browser: one FFI call with a prebuilt JS array), submitted at once so that the GPU runs a step
+  while the host prepares the next. See :class:`Graph`.
 * **Device-side errors.** A kernel cannot raise. Kernels that read through an index (index.wgsl,
   softmax_loss.wgsl) or check a value (grad_norm.wgsl) never read out of bounds and, on a bad value, set
   the runtime's *error word* (:meth:`Runtime.error_code`): the first error wins. The word is copied out
@@ -360,13 +361,14 @@ class Graph:
         self._failed = failed
         if not failed:
             self._prepared = self._runtime.binding.prepare(self.records)
+            self._dispatch_count = self.dispatches  # counted once, not at every replay
 
     @property
     def dispatches(self):
         return sum(1 for r in self.records if r[0] == 0)
 
     def replay(self):
-        """Queue the recorded work again (it runs at the next sync point, like any other work)."""
+        """Submit the recorded work again, with any eager work recorded before it (without waiting)."""
         if self._prepared is None:
             raise RuntimeError(
                 "this graph cannot be replayed: "
@@ -793,9 +795,12 @@ class Runtime:
         if graph.checks_errors:
             self._errors_armed = True
         self.stats["replays"] += 1
-        self.stats["dispatches"] += graph.dispatches
-        if len(self._segments) >= 64:
-            self.flush()
+        self.stats["dispatches"] += graph._dispatch_count
+        # Submitted at once, like a CUDA graph launch: the GPU starts this step while the host prepares
+        # the next (writes its batch, encodes its replay). Left queued, a loop whose optimizer writes no
+        # dynamic scalar (SGD) submitted nothing until the next read-back: the host encoded ten steps with
+        # the GPU idle, then waited for all ten (H200, wide MLP: 1,780 us/step instead of ~1,330).
+        self.flush()
 
 
 # ---------------------------------------------------------------------------------------- default
