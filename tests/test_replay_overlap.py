@@ -35,10 +35,10 @@ def _batches(device, n):
 
 
 class _Calls:
-    """Counts the binding's submits, waits and reads (wrapping the runtime's binding in place)."""
+    """Counts the binding's submits, waits, reads and buffer writes (wrapping the runtime's binding in place)."""
 
     def __init__(self, monkeypatch, binding):
-        self.counts = dict.fromkeys(("submit", "wait", "read"), 0)
+        self.counts = dict.fromkeys(("submit", "wait", "read", "write_buffer"), 0)
         for name in self.counts:
             def counted(*args, _name=name, _f=getattr(binding, name)):
                 self.counts[_name] += 1
@@ -53,8 +53,9 @@ class _Calls:
 @needs_webgpu
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_each_replay_is_one_submit_and_no_wait(monkeypatch, optimizer):
-    """SGD writes no dynamic scalar per step, Adam writes its step count: both submit every replay at once
-    (before, SGD's replays stayed queued until the next read-back), with no wait and no read."""
+    """SGD writes no dynamic scalar per step, Adam writes its step count and bias corrections: both submit
+    every replay at once (before, SGD's replays stayed queued until the next read-back), with no wait and no
+    read; Adam's scalars of a step go out in one buffer write (they were one each)."""
     _, step = _model_and_step("webgpu", optimizer)
     run = wg.replayable(step)
     batches = _batches("webgpu", 4)
@@ -67,13 +68,13 @@ def test_each_replay_is_one_submit_and_no_wait(monkeypatch, optimizer):
         submits = rt.stats["submits"]
         run(*batches[i % 4])
         assert rt.stats["submits"] == submits + 1
-        assert calls.take() == {"submit": 1, "wait": 0, "read": 0}
+        assert calls.take() == {"submit": 1, "wait": 0, "read": 0, "write_buffer": 0 if optimizer == "sgd" else 1}
     assert run.replays == 6
     loss = run(*batches[0])
     loss.item()  # the periodic loss read: the staging copy's submit and one mapped read, nothing else
-    assert calls.take() == {"submit": 2, "wait": 0, "read": 1}
+    assert {k: v for k, v in calls.take().items() if k != "write_buffer"} == {"submit": 2, "wait": 0, "read": 1}
     wg.webgpu.synchronize()  # all was read: a plain wait, nothing to submit
-    assert calls.take() == {"submit": 0, "wait": 1, "read": 0}
+    assert calls.take() == {"submit": 0, "wait": 1, "read": 0, "write_buffer": 0}
 
 
 @needs_webgpu

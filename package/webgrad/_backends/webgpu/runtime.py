@@ -423,6 +423,7 @@ class Runtime:
     FLUSH_AFTER = 1024  # dispatches recorded before an automatic submit
     CACHE_LIMIT = 8192  # bind groups / uniform buffers kept; the caches are cleared at a submit beyond it
     SCALAR_SLOTS = 65536  # capacity of the dynamic scalar buffer (256 KiB)
+    SCALAR_GAP = 64  # slots set in one step and at most this far apart are written together
 
     def __init__(self, binding):
         self.binding = binding
@@ -455,6 +456,8 @@ class Runtime:
         self._segments = []  # closed segments (record lists or prepared graphs) awaiting submit
         self._pending = set()  # PooledBuffers used by work not yet submitted
         self._pending_slots = set()
+        self._scalar_writes = set()  # slots set but not yet written (see _write_scalar)
+        self._scalar_values = bytearray(4 * self.SCALAR_SLOTS)  # every slot's value, as on the GPU after a flush
         self._graph = None
         self.dummy = self._permanent(256)  # bound to read-only bindings a kernel does not use
         self._spares = []  # the same for unused writable bindings (see spare)
@@ -621,7 +624,23 @@ class Runtime:
     def _write_scalar(self, slot, word):
         if slot in self._pending_slots:
             self.flush()  # recorded work must still see the old value
-        self.binding.write_buffer(self.scalars.buffer.handle, 4 * slot, word)
+        # Written at the next flush, before its submit: the same order for the GPU (a queue write lands
+        # before later submits), and an optimizer's several scalars per step go out in one write_buffer.
+        self._scalar_values[4 * slot:4 * slot + 4] = word
+        self._scalar_writes.add(slot)
+
+    def _write_scalars(self):
+        """Write the scalars set since the last flush: one write_buffer per cluster of slots less than
+        SCALAR_GAP apart, the slots between them rewritten with the values they hold (the host's copy)."""
+        slots = sorted(self._scalar_writes)
+        self._scalar_writes = set()
+        first = slots[0]
+        for i in range(1, len(slots) + 1):
+            if i == len(slots) or slots[i] - slots[i - 1] > self.SCALAR_GAP:
+                end = 4 * (slots[i - 1] + 1)
+                self.binding.write_buffer(self.scalars.buffer.handle, 4 * first, bytes(self._scalar_values[4 * first:end]))
+                if i < len(slots):
+                    first = slots[i]
 
     # ------------------------------------------------------------------ kernels
 
@@ -722,6 +741,8 @@ class Runtime:
 
     def flush(self):
         """Submit all recorded work (without waiting for it)."""
+        if self._scalar_writes:
+            self._write_scalars()
         if self._records:
             self._segments.append(self._records)
             self._records = []
