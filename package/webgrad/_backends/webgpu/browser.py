@@ -201,8 +201,10 @@ class BrowserBinding:
     def submit(self, segments):
         from pyodide.ffi import to_js
 
-        self._helper.submit(self._device, to_js(segments, create_pyproxies=False))
-        self._raise_errors()
+        # One FFI call: the helper encodes, submits and hands back the errors collected so far.
+        errors = self._helper.submit(self._device, to_js(segments, create_pyproxies=False), self._errors)
+        if errors:
+            raise RuntimeError(f"WebGPU reported: {errors}")
 
     def _raise_errors(self):
         errors = self._errors.take()

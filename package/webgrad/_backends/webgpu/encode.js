@@ -9,7 +9,9 @@
   //   [1, srcBuffer, srcOffset, dstBuffer, dstOffset, size]    a buffer-to-buffer copy
   // Consecutive dispatches share one compute pass: WebGPU orders and synchronises the dispatches of
   // a pass, and a pass per dispatch would cost more.
-  submit(device, segments) {
+  // errors: the object `watch` returned, or absent; the value is its errors so far ("" if none), so
+  // that the binding learns them in this same FFI call rather than in one more per submit.
+  submit(device, segments, errors) {
     const encoder = device.createCommandEncoder();
     let pass = null;
     for (const records of segments) {
@@ -30,6 +32,7 @@
     }
     if (pass !== null) pass.end();
     device.queue.submit([encoder.finish()]);
+    return errors ? errors.take() : "";
   },
 
   // The first `size` bytes of a MAP_READ buffer: a promise of a Uint8Array (a copy: the mapped range

@@ -161,7 +161,10 @@ class NativeBinding:
     # ------------------------------------------------------------------ work
 
     def prepare(self, records):
-        return tuple(records)
+        """A captured graph's records as :class:`_Prepared` (resolved once for every replay's encoding)."""
+        if _lib is None:
+            return tuple(records)
+        return _Prepared(records)
 
     def submit(self, segments):
         """Encode every record of every segment into one command encoder and submit it. Consecutive
@@ -178,6 +181,12 @@ class NativeBinding:
         compute_pass = None
         lib = _lib
         for records in segments:
+            if type(records) is _Prepared:
+                if compute_pass is not None:
+                    compute_pass.end()
+                    compute_pass = None
+                records.encode(encoder._internal)
+                continue
             for r in records:
                 if r[0] == 0:
                     if compute_pass is None:
@@ -219,3 +228,62 @@ class NativeBinding:
         self._queue.submit([encoder.finish()])
         self._fence_dst.map_sync(self._wgpu.MapMode.READ, 0, 4)
         self._fence_dst.unmap()
+
+
+class _Prepared:
+    """A captured graph's records in the form a replay encodes fastest (NativeBinding.prepare).
+
+    A replay's whole host cost is its encoding, so everything that does not change between replays is
+    worked out here once: the records grouped into compute passes and copies, each object's wgpu-native
+    handle, which dispatches need their pipeline set. encode() then makes only the raw wgpu-native calls
+    (begin pass, set pipeline where it changes, set bind group, dispatch, end pass, copy): no wgpu-py
+    wrapper objects or argument checks per pass and copy. Every record was validated when it was first
+    issued (through the wrapped calls); wgpu-native keeps an encoder's errors for its finish(), which
+    submit() still calls through wgpu-py, so errors surface there as before. `records` keeps the objects
+    the handles belong to alive.
+    """
+
+    __slots__ = ("records", "steps", "_pass_descriptor")
+
+    def __init__(self, records):
+        self.records = tuple(records)
+        steps, body, pipeline = [], None, None
+        for r in self.records:
+            if r[0] == 0:
+                if body is None:
+                    body, pipeline = [], None
+                    steps.append((0, body))
+                same = r[1] is pipeline
+                pipeline = r[1]
+                body.append((None if same else r[1]._internal, r[2]._internal, r[3], r[4], r[5]))
+            else:
+                body = None
+                steps.append((1, (r[1]._internal, r[2], r[3]._internal, r[4], r[5])))
+        self.steps = tuple((kind, tuple(b) if kind == 0 else b) for kind, b in steps)
+        self._pass_descriptor = _ffi.new("WGPUComputePassDescriptor *")  # no label, no timestamps
+
+    def __len__(self):
+        return len(self.records)
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def encode(self, encoder):
+        """Encode the records into the raw command encoder `encoder`."""
+        lib, null, descriptor = _lib, _ffi.NULL, self._pass_descriptor
+        set_pipeline, set_bind_group = lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup
+        dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        for kind, body in self.steps:
+            if kind:
+                lib.wgpuCommandEncoderCopyBufferToBuffer(encoder, *body)
+                continue
+            handle = lib.wgpuCommandEncoderBeginComputePass(encoder, descriptor)
+            try:
+                for pipeline, bind_group, x, y, z in body:
+                    if pipeline is not None:
+                        set_pipeline(handle, pipeline)
+                    set_bind_group(handle, 0, bind_group, 0, null)
+                    dispatch(handle, x, y, z)
+                lib.wgpuComputePassEncoderEnd(handle)
+            finally:
+                lib.wgpuComputePassEncoderRelease(handle)

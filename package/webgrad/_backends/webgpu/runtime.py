@@ -17,7 +17,8 @@ What it does
   tracks the buffers the pending records use and submits them first in that case.
 * **Graph capture.** Inside ``with runtime.capture() as graph:`` every record is also kept by the
   graph; ``graph.replay()`` re-issues the whole sequence with one call into the binding (in the
-  browser: one FFI call with a prebuilt JS array). See :class:`Graph`.
+  browser: one FFI call with a prebuilt JS array), submitted at once so that the GPU runs a step
+  while the host prepares the next. See :class:`Graph`.
 * **Device-side errors.** A kernel cannot raise. Kernels that read through an index (index.wgsl,
   softmax_loss.wgsl) or check a value (grad_norm.wgsl) never read out of bounds and, on a bad value, set
   the runtime's *error word* (:meth:`Runtime.error_code`): the first error wins. The word is copied out
@@ -378,6 +379,7 @@ class Graph:
         self._failed = failed
         if not failed:
             self._prepared = self._runtime.binding.prepare(self.records)
+            self._dispatch_count = self.dispatches  # counted once, not at every replay
 
     @property
     def dispatches(self):
@@ -390,7 +392,7 @@ class Graph:
         return sum(b.size for free in self.pool._free.values() for b in free)
 
     def replay(self):
-        """Queue the recorded work again (it runs at the next sync point, like any other work)."""
+        """Submit the recorded work again, with any eager work recorded before it (without waiting)."""
         if self._prepared is None:
             raise RuntimeError(
                 "this graph cannot be replayed: "
@@ -445,6 +447,7 @@ class Runtime:
     FLUSH_AFTER = 1024  # dispatches recorded before an automatic submit
     CACHE_LIMIT = 8192  # bind groups / uniform buffers kept; the caches are cleared at a submit beyond it
     SCALAR_SLOTS = 65536  # capacity of the dynamic scalar buffer (256 KiB)
+    SCALAR_GAP = 64  # slots set in one step and at most this far apart are written together
 
     def __init__(self, binding):
         self.binding = binding
@@ -477,6 +480,8 @@ class Runtime:
         self._segments = []  # closed segments (record lists or prepared graphs) awaiting submit
         self._pending = set()  # PooledBuffers used by work not yet submitted
         self._pending_slots = set()
+        self._scalar_writes = set()  # slots set but not yet written (see _write_scalar)
+        self._scalar_values = bytearray(4 * self.SCALAR_SLOTS)  # every slot's value, as on the GPU after a flush
         self._graph = None
         self.dummy = self._permanent(256)  # bound to read-only bindings a kernel does not use
         self._spares = []  # the same for unused writable bindings (see spare)
@@ -643,7 +648,23 @@ class Runtime:
     def _write_scalar(self, slot, word):
         if slot in self._pending_slots:
             self.flush()  # recorded work must still see the old value
-        self.binding.write_buffer(self.scalars.buffer.handle, 4 * slot, word)
+        # Written at the next flush, before its submit: the same order for the GPU (a queue write lands
+        # before later submits), and an optimizer's several scalars per step go out in one write_buffer.
+        self._scalar_values[4 * slot:4 * slot + 4] = word
+        self._scalar_writes.add(slot)
+
+    def _write_scalars(self):
+        """Write the scalars set since the last flush: one write_buffer per cluster of slots less than
+        SCALAR_GAP apart, the slots between them rewritten with the values they hold (the host's copy)."""
+        slots = sorted(self._scalar_writes)
+        self._scalar_writes = set()
+        first = slots[0]
+        for i in range(1, len(slots) + 1):
+            if i == len(slots) or slots[i] - slots[i - 1] > self.SCALAR_GAP:
+                end = 4 * (slots[i - 1] + 1)
+                self.binding.write_buffer(self.scalars.buffer.handle, 4 * first, bytes(self._scalar_values[4 * first:end]))
+                if i < len(slots):
+                    first = slots[i]
 
     # ------------------------------------------------------------------ kernels
 
@@ -744,6 +765,8 @@ class Runtime:
 
     def flush(self):
         """Submit all recorded work (without waiting for it)."""
+        if self._scalar_writes:
+            self._write_scalars()
         if self._records:
             self._segments.append(self._records)
             self._records = []
@@ -817,9 +840,12 @@ class Runtime:
         if graph.checks_errors:
             self._errors_armed = True
         self.stats["replays"] += 1
-        self.stats["dispatches"] += graph.dispatches
-        if len(self._segments) >= 64:
-            self.flush()
+        self.stats["dispatches"] += graph._dispatch_count
+        # Submitted at once, like a CUDA graph launch: the GPU starts this step while the host prepares
+        # the next (writes its batch, encodes its replay). Left queued, a loop whose optimizer writes no
+        # dynamic scalar (SGD) submitted nothing until the next read-back: the host encoded ten steps with
+        # the GPU idle, then waited for all ten (H200, wide MLP: 1,780 us/step instead of ~1,330).
+        self.flush()
 
 
 # ---------------------------------------------------------------------------------------- default
