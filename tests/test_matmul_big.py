@@ -71,40 +71,35 @@ def test_big_tiles_split_k(runner, trans_a, trans_b):  # noqa: F811
     assert p.splits == 3 and p.reduce is not None
 
 
-@pytest.fixture
-def warp_tiled(monkeypatch):
-    """matmul_plan as under WEBGRAD_MATMUL_WARP_TILED=1 (plans are cached: cleared before and after)."""
-    matmul_plan._plan.cache_clear()
-    monkeypatch.setattr(matmul_plan, "_WARP_TILED_ON", True)
-    yield
-    matmul_plan._plan.cache_clear()
-
-
-def test_planner_keeps_plain_tiles_by_default():
-    if matmul_plan._WARP_TILED_ON:
-        pytest.skip("WEBGRAD_MATMUL_WARP_TILED is set")
-    assert _plan(4096, 4096, 4096, False, True).config == "64x128"
-    assert _plan(128, 4096, 4096, False, True).config == "128x128"
-
-
-def test_planner_takes_big_tiles(warp_tiled):
-    # square products of every transpose: the warp-tiled twin of the tile choose_config picks
+def test_planner_takes_big_tiles():
+    # the measured rule (matmul_plan._big_twin): big square products of every transpose on 128x128 warp
+    # tiles, NT on the BK=16 twin
     for ta, tb in TRANS:
-        assert _plan(4096, 4096, 4096, ta, tb).config == "64x128w"
-        assert _plan(2048, 1024, 2048, ta, tb).config == "128x64w"
-    # the wide layer at batch 128 (split 8 ways)
+        want = "128x128w16" if tb and not ta else "128x128w"
+        assert _plan(4096, 4096, 4096, ta, tb).config == want
+        assert _plan(2048, 2048, 2048, ta, tb).config == want
+    # too few 128x128 tiles to fill the GPU: the plain tile stays
+    assert _plan(2048, 1024, 2048).config == "128x64"
+    # the wide layer at batch 128 keeps the plain 128x128 split 8 ways
     p = _plan(128, 4096, 4096, False, True)
-    assert (p.config, p.splits) == ("128x128w", 8)
+    assert (p.config, p.splits) == ("128x128", 8)
     # a convolution's gathered operand keeps the plain tiles; so does a forced configuration
     g = (16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1)
-    assert _plan(256, 256 * 4, 64 * 9 * 16, gather=g).config in matmul_plan.WARP_TILED
+    assert not _plan(256, 256 * 4, 64 * 9 * 16, gather=g).config.endswith(("w", "w16"))
     assert _plan(4096, 4096, 4096, config="64x128").config == "64x128"
     # small products are not affected
     assert not _plan(256, 256, 256).config.endswith("w")
 
 
-def test_planned_big_tiles_run(runner, warp_tiled):  # noqa: F811
-    # a product the planner gives a warp-tiled tile, run as planned: 16 ragged tiles of 64x128, K split
-    # across workgroups (the last split short), bias and ReLU in the reduction
-    p = check(runner, 1, 250, 510, 1032, False, True, bias=True, relu=True, seed=9)
-    assert p.config == "64x128w" and p.splits > 1, p
+def test_planned_big_tiles_run(runner, monkeypatch):  # noqa: F811
+    # a product the planner gives a warp-tiled tile, run as planned (the tile-count threshold lowered so
+    # that a small product qualifies): ragged 128x128 tiles, K not a multiple of BK, bias and ReLU
+    matmul_plan._plan.cache_clear()
+    monkeypatch.setattr(matmul_plan, "BIG_W_MIN_TILES", 4)
+    try:
+        p = check(runner, 1, 250, 510, 1036, False, False, bias=True, relu=True, seed=9)
+        assert p.config == "128x128w", p
+        p = check(runner, 1, 250, 510, 1036, False, True, seed=10)
+        assert p.config == "128x128w16", p
+    finally:
+        matmul_plan._plan.cache_clear()

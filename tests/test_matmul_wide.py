@@ -26,8 +26,9 @@ def test_wide_layer_plans():
     assert _plan(4096, 4096, 128, True, False).splits == 1
     # the tall-and-narrow mirror image takes the same tile
     assert _plan(4096, 128, 4096).config == "128x128"
-    # products the rule leaves alone: square, small on both sides, and ResNet-18's weight gradients
-    assert _plan(4096, 4096, 4096).config == "64x128"
+    # products the rule leaves alone: square (taken by the big-tile rule), small on both sides, and
+    # ResNet-18's weight gradients
+    assert _plan(4096, 4096, 4096).config == "128x128w"  # square and big: matmul_plan._big_twin
     assert _plan(128, 1152, 128 * 256).config == "64x128"
     assert _plan(256, 2304, 128 * 64).config == "64x128"
 

@@ -63,14 +63,25 @@ CONFIGS = {
 
 MAX_WORKGROUPS_PER_DIM = 65535
 
-# With WEBGRAD_MATMUL_WARP_TILED=1, _plan runs the big tiles choose_config picks as their warp-tiled,
-# swizzled twins (the same tiles, split and entry points; only the thread mapping and the workgroup layout
-# differ), except for a gathered (convolution) operand, whose products keep the plain ones. Off by
-# default until an H200 measurement shows the twins faster (`python -m webgrad.bench kernels --configs
-# 64x128 64x128w 128x128w ...` compares them; the one device run of their change measured nothing:
-# gpu.sh kept a previous wheel installed on a warm machine).
-WARP_TILED = {"64x128": "64x128w", "128x64": "128x64w", "128x128": "128x128w"}
-_WARP_TILED_ON = os.environ.get("WEBGRAD_MATMUL_WARP_TILED", "") not in ("", "0")
+# Large products run on the warp-tiled, swizzled 128x128 tiles ("w": the same register tiles, another
+# thread mapping and workgroup layout) where choose_config picks the plain big tile and 128x128 tiles still
+# fill the GPU (>= BIG_W_MIN_TILES of them). H200, `python -m webgrad.bench kernels --sizes 2048 4096
+# --trans --configs 64x128 64x128w 128x128w 128x128w16 64x128w16`, GFLOP/s at 4096^3 NN/TN/NT/TT:
+# 64x128 33.4k/36.7k/28.6k/32.9k; 128x128w 37.4k/37.9k/33.5k/37.1k; 128x128w16 35.4k/38.1k/35.2k/35.0k
+# (2048^3 alike: NT 23.9k -> 34.0k as 128x128w16). So NT (b K-contiguous, transposed into workgroup
+# memory) takes the BK=16 twin, the rest 128x128w. The 64x128w/128x64w twins were no faster than the plain
+# tiles; the wide layer at batch 128 keeps its plain 128x128 split 8 ways (25.9k as 128x128w, 26.4k
+# plain). A gathered (convolution) operand keeps the plain tiles, and so does a short K (the weight
+# gradients of a batch, K = 128: not measured on the twins).
+BIG_W_MIN_TILES = 256
+BIG_W_MIN_K = 512
+
+
+def _big_twin(cfg, batch, M, N, K, trans_a, trans_b):
+    if cfg not in ("64x128", "128x64") or K < BIG_W_MIN_K or _tiles("128x128w", batch, M, N) < BIG_W_MIN_TILES \
+            or _waste("128x128w", M, N) > 1.2:
+        return cfg
+    return "128x128w16" if trans_b and not trans_a else "128x128w"
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
 # 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
@@ -287,8 +298,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         return _cpu_plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
                          bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
-    if _WARP_TILED_ON and not config and not _FORCED and gather is None:
-        cfg = WARP_TILED.get(cfg, cfg)
+    if not config and not _FORCED and gather is None:
+        cfg = _big_twin(cfg, batch, M, N, K * items, trans_a, trans_b)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
     bk = c["BK"]
