@@ -52,16 +52,17 @@ class _BatchNorm(Module):
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                              f"(got {input.ndim}D input of shape {list(input.shape)})")
-        factor = 0.0 if self.momentum is None else self.momentum
+        count = None
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average: reads the count back from the device
-                factor = 1.0 / float(self.num_batches_tracked.item())
+            if self.momentum is None:  # cumulative moving average: the kernel divides by the count on the device
+                count = self.num_batches_tracked
         # batch statistics in training, and in eval when no running statistics are kept
         use_batch = self.training or self.running_mean is None
         update = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if update else None, self.running_var if update else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        return F._batch_norm(input, self.running_mean if update else None, self.running_var if update else None,
+                             self.weight, self.bias, use_batch, 0.0 if self.momentum is None else self.momentum,
+                             self.eps, count)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
