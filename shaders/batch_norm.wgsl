@@ -15,6 +15,7 @@
 //   finish       a thread per channel merges the partials (Chan again) and finishes: save = (mean,
 //                invstd), running statistics updated with the unbiased variance
 //   normalize    out = (x - mean) * invstd * weight + bias, each thread `per_thread` consecutive values
+// normalize also counts the batch in BatchNorm's num_batches_tracked (after the statistics read it).
 // Forward, eval: normalize alone, reading the running statistics (and writing them into save).
 // Backward: grad_sums(/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
 // (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass.
@@ -28,10 +29,11 @@ const HAS_W: u32 = 1u;
 const HAS_B: u32 = 2u;
 const TRAINING: u32 = 4u;
 const RUNNING: u32 = 8u;      // update running_mean / running_var
-const COUNT: u32 = 16u;       // momentum = 1 / cnt[cnt_off] (a cumulative average)
+const COUNT: u32 = 16u;       // momentum = 1 / the count after its increment (a cumulative average)
 const GRAD_W: u32 = 32u;
 const GRAD_B: u32 = 64u;
 const SAVE: u32 = 128u;       // eval: normalize copies (running mean, invstd) into save
+const INCREMENT: u32 = 256u;  // normalize adds 1 to cnt[cnt_off] (BatchNorm's num_batches_tracked)
 
 struct Params {
     n: u32,
@@ -69,7 +71,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> b: array<f32>;
 @group(0) @binding(5) var<storage, read_write> rm: array<f32>;
 @group(0) @binding(6) var<storage, read_write> rv: array<f32>;
-@group(0) @binding(7) var<storage, read> cnt: array<i32>;
+@group(0) @binding(7) var<storage, read_write> cnt: array<i32>;
 @group(0) @binding(8) var<storage, read_write> save: array<f32>;
 @group(0) @binding(9) var<storage, read_write> part: array<f32>;
 @group(0) @binding(10) var<storage, read_write> gw: array<f32>;
@@ -105,7 +107,7 @@ fn finish_channel(c: u32, mo: Moments) {
     save[p.save_off + p.c + c] = 1.0 / sqrt(var_biased + p.eps);
     if (has(RUNNING)) {
         var momentum = p.momentum;
-        if (has(COUNT)) { momentum = 1.0 / f32(cnt[p.cnt_off]); }
+        if (has(COUNT)) { momentum = 1.0 / f32(cnt[p.cnt_off] + 1); }  // normalize increments it later
         let unbiased = mo.m2 / (mo.n - 1.0);
         rm[p.rm_off + c] = (1.0 - momentum) * rm[p.rm_off + c] + momentum * mo.mean;
         rv[p.rv_off + c] = (1.0 - momentum) * rv[p.rv_off + c] + momentum * unbiased;
@@ -233,6 +235,7 @@ fn weight_of(c: u32) -> f32 { return select(1.0, w[p.w_off + c], has(HAS_W)); }
 fn normalize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
     let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    if (has(INCREMENT) && thread == 0u) { cnt[p.cnt_off] += 1; }
     if (has(SAVE) && thread < p.c) {
         let st = channel_stats(thread);
         save[p.save_off + thread] = st.x;

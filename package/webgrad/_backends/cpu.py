@@ -392,9 +392,11 @@ class CPUBackend(Backend):
         if training:
             mean = v.mean(axis=(0, 2))
             var = ((v - mean[None, :, None]) ** 2).mean(axis=(0, 2))  # biased: what normalises
+            if count is not None:
+                self.array(count)[...] += 1
             if running_mean is not None:
                 m = v.shape[0] * v.shape[2]
-                factor = 1.0 / float(self.array(count).reshape(-1)[0]) if count is not None else momentum
+                factor = 1.0 / float(self.array(count).reshape(-1)[0]) if momentum is None else momentum
                 self._write(running_mean, (1.0 - factor) * self._f64(running_mean) + factor * mean)
                 self._write(running_var, (1.0 - factor) * self._f64(running_var) + factor * var * (m / (m - 1)))
         else:

@@ -239,9 +239,10 @@ class Backend:
         """out = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight 1 and bias 0 when None).
         training: mean and the biased variance over (N, S) of each channel, written to save; running_mean
         and running_var (both or neither) become (1 - m) * running + m * statistic, the variance unbiased
-        (times M / (M - 1), M = N * S), m = momentum, or 1 / count[0] when count (an int32 [1] view,
-        BatchNorm's num_batches_tracked: PyTorch's momentum=None) is given. Not training: running_mean and
-        running_var normalise and are copied into save as (mean, invstd)."""
+        (times M / (M - 1), M = N * S), m = momentum. count (BatchNorm's num_batches_tracked, an int32 [1]
+        view, or None) is incremented by one, and momentum None means m = 1 / count after the increment
+        (PyTorch's cumulative average), all on the device. Not training: running_mean and running_var
+        normalise and are copied into save as (mean, invstd)."""
         raise NotImplementedError
 
     def batch_norm_backward(self, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):

@@ -121,13 +121,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     Otherwise use running_mean/var. One fused kernel family (the device's batch_norm and
     batch_norm_backward): statistics in one pass, then normalise and affine in one.
     """
+    if momentum is None:
+        raise TypeError("batch_norm(): argument 'momentum' must be float, not NoneType")
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, count=None):
-    """batch_norm; `count` (BatchNorm's num_batches_tracked, an int32 tensor) replaces momentum by
-    1 / count read on the device: PyTorch's momentum=None (a cumulative average) without a read-back,
-    so a recorded step replays it right."""
+    """batch_norm; `count` (BatchNorm's num_batches_tracked, an int32 tensor) is incremented in training by
+    the kernel itself, and momentum None uses 1 / count read on the device: PyTorch's cumulative average
+    without a read-back, so a recorded step replays it right."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm(): expected an input with at least 2 dims [N, C, ...], got shape {list(input.shape)}")
     n, c = input.shape[0], input.shape[1]
@@ -150,22 +152,25 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     x = x.contiguous()
     weight, bias = (None if t is None else t.to(dtype).contiguous() for t in (weight, bias))
     out = Tensor._empty(tuple(x.shape), dtype, device)
+    counter = None if count is None or not training else count.reshape(1)
     if x.numel() == 0:
+        if counter is not None:
+            with no_grad():
+                count.add_(1)
         return out
     save = Tensor._empty((2, c), dtype, device)  # mean and invstd: what normalised x, for the backward pass
     stats = [running_mean, running_var] if training and update or not training else [None, None]
     # The kernel reads (and in training updates) contiguous [C] vectors of x's dtype; others go through a copy.
     work = [t if t is None or (t.dtype == dtype and t.is_contiguous()) else t.detach().to(dtype).contiguous()
             for t in stats]
-    counter = None if count is None or not training else count.reshape(1)
     backend = device.backend
 
     def view(t, *shape):
         return None if t is None else (t.reshape(*shape) if shape else t)._view
 
     backend.batch_norm(view(out, n, c, spatial), save._view, view(x, n, c, spatial), view(weight), view(bias),
-                       view(work[0]), view(work[1]), bool(training), float(momentum or 0.0), float(eps),
-                       view(counter))
+                       view(work[0]), view(work[1]), bool(training), None if momentum is None else float(momentum),
+                       float(eps), view(counter))
     if training and update:
         with no_grad():
             for t, w in zip(stats, work):

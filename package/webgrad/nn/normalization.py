@@ -52,17 +52,14 @@ class _BatchNorm(Module):
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                              f"(got {input.ndim}D input of shape {list(input.shape)})")
-        count = None
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average: the kernel divides by the count on the device
-                count = self.num_batches_tracked
+        # num_batches_tracked counts in training; the kernel increments it (no dispatch of its own) and, for
+        # momentum=None (a cumulative average), divides by it on the device
+        count = self.num_batches_tracked if self.training and self.track_running_stats else None
         # batch statistics in training, and in eval when no running statistics are kept
         use_batch = self.training or self.running_mean is None
         update = not self.training or self.track_running_stats
         return F._batch_norm(input, self.running_mean if update else None, self.running_var if update else None,
-                             self.weight, self.bias, use_batch, 0.0 if self.momentum is None else self.momentum,
-                             self.eps, count)
+                             self.weight, self.bias, use_batch, self.momentum, self.eps, count)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
