@@ -8,7 +8,9 @@
 // Forward, training:
 //   stats        a workgroup per (chunk, channel): each thread sums x - shift and (x - shift)^2 over its
 //                share (shift = its own first value, so the sums stay small: shifted sums), turns
-//                them into (count, mean, M2), and the workgroup merges those with Chan et al.'s pairwise
+//                them into (count, mean - origin, M2) (origin = the channel's first value: means kept
+//                relative to it lose nothing to float32's rounding of a large mean, 1000 + N(0, 0.01)
+//                say, when merged), and the workgroup merges those with Chan et al.'s pairwise
 //                formula; with one chunk it finishes the channel at once, else it writes a partial
 //   stats_rows   the same with one thread per (chunk, channel), a plain loop over blocks of BLOCK values
 //                merged the same way (software adapters)
@@ -100,22 +102,33 @@ fn from_sums(count: f32, shift: f32, sum: f32, sum_sq: f32) -> Moments {
     return Moments(count, shift + sum / count, max(sum_sq - sum * sum / count, 0.0));
 }
 
-// The channel's statistics are known: save (mean, invstd) and update the running statistics.
-fn finish_channel(c: u32, mo: Moments) {
+// The channel's statistics are known (mo.mean relative to origin): save (mean, invstd) and update the
+// running statistics.
+fn finish_channel(c: u32, mo: Moments, origin: f32) {
     let var_biased = mo.m2 / mo.n;
-    save[p.save_off + c] = mo.mean;
+    let mean = origin + mo.mean;
+    save[p.save_off + c] = mean;
     save[p.save_off + p.c + c] = 1.0 / sqrt(var_biased + p.eps);
     if (has(RUNNING)) {
         var momentum = p.momentum;
         if (has(COUNT)) { momentum = 1.0 / f32(cnt[p.cnt_off] + 1); }  // normalize increments it later
         let unbiased = mo.m2 / (mo.n - 1.0);
-        rm[p.rm_off + c] = (1.0 - momentum) * rm[p.rm_off + c] + momentum * mo.mean;
+        rm[p.rm_off + c] = (1.0 - momentum) * rm[p.rm_off + c] + momentum * mean;
         rv[p.rv_off + c] = (1.0 - momentum) * rv[p.rv_off + c] + momentum * unbiased;
     }
 }
 
 // Position of value j of channel c's (n, s) range in x (and grad).
 fn at(c: u32, n: u32, s: u32) -> u32 { return (n * p.c + c) * p.s + s; }
+
+// Partial q of the statistics: (count, mean - origin, M2, origin).
+fn write_partial(q: u32, mo: Moments, origin: f32) {
+    let k = p.part_off + 4u * q;
+    part[k] = mo.n;
+    part[k + 1u] = mo.mean;
+    part[k + 2u] = mo.m2;
+    part[k + 3u] = origin;
+}
 
 var<workgroup> tree_n: array<f32, WORKGROUP>;
 var<workgroup> tree_mean: array<f32, WORKGROUP>;
@@ -131,6 +144,7 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     var s = j - n * p.s;
     // Shifted by the thread's own first value, so the sums stay near the spread of the data.
     let shift = select(0.0, x[p.x_off + at(c, n, s)], j < end);
+    let origin = x[p.x_off + at(c, 0u, 0u)];
     var count = 0.0;
     var sum = 0.0;
     var sum_sq = 0.0;
@@ -143,7 +157,7 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         n += p.dn;
         if (s >= p.s) { s -= p.s; n += 1u; }
     }
-    let mine = from_sums(count, shift, sum, sum_sq);
+    let mine = from_sums(count, shift - origin, sum, sum_sq);
     tree_n[lid] = mine.n;
     tree_mean[lid] = mine.mean;
     tree_m2[lid] = mine.m2;
@@ -161,12 +175,9 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     if (lid == 0u) {
         let total = Moments(tree_n[0], tree_mean[0], tree_m2[0]);
         if (p.chunks == 1u) {
-            finish_channel(c, total);
+            finish_channel(c, total, origin);
         } else {
-            let k = p.part_off + 3u * (c * p.chunks + chunk);
-            part[k] = total.n;
-            part[k + 1u] = total.mean;
-            part[k + 2u] = total.m2;
+            write_partial(c * p.chunks + chunk, total, origin);
         }
     }
 }
@@ -177,6 +188,7 @@ fn stats_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (q >= p.c * p.chunks) { return; }
     let c = q / p.chunks;
     let chunk = q % p.chunks;
+    let origin = x[p.x_off + at(c, 0u, 0u)];
     let start = chunk * p.chunk;
     let end = min(start + p.chunk, p.m);
     var n = start / p.s;
@@ -197,15 +209,12 @@ fn stats_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
             s += 1u;
             if (s == p.s) { s = 0u; n += 1u; }
         }
-        total = merge(total, from_sums(count, shift, sum, sum_sq));
+        total = merge(total, from_sums(count, shift - origin, sum, sum_sq));
     }
     if (p.chunks == 1u) {
-        finish_channel(c, total);
+        finish_channel(c, total, origin);
     } else {
-        let k = p.part_off + 3u * q;
-        part[k] = total.n;
-        part[k + 1u] = total.mean;
-        part[k + 2u] = total.m2;
+        write_partial(q, total, origin);
     }
 }
 
@@ -215,10 +224,10 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (c >= p.c) { return; }
     var total = Moments(0.0, 0.0, 0.0);
     for (var k = 0u; k < p.chunks; k++) {
-        let i = p.part_off + 3u * (c * p.chunks + k);
+        let i = p.part_off + 4u * (c * p.chunks + k);
         total = merge(total, Moments(part[i], part[i + 1u], part[i + 2u]));
     }
-    finish_channel(c, total);
+    finish_channel(c, total, part[p.part_off + 4u * c * p.chunks + 3u]);
 }
 
 // ------------------------------------------------------------------ normalisation

@@ -132,7 +132,7 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
         if rm is not None:
             flags |= RUNNING | (COUNT if momentum is None else 0)
         chunks, chunk = _plan(rt, c, n * s)
-        part = rt.storage(3 * c * chunks, float32) if chunks > 1 else rt.spare(2)
+        part = rt.storage(4 * c * chunks, float32) if chunks > 1 else rt.spare(2)
         stats_storages = (x.storage, _storage(rm, rt.spare(0)), _storage(rv, rt.spare(1)),
                           _storage(cnt, rt.spare(3)), save.storage, part)
         params = _params(x, c, chunks, chunk, flags, rm=rm, rv=rv, cnt=cnt, save=save, momentum=momentum or 0.0,
