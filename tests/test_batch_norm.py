@@ -116,13 +116,15 @@ def test_batch_norm_gradcheck(device, training):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kwargs", [{}, {"momentum": None}, {"affine": False, "momentum": 0.3},
-                                    {"track_running_stats": False}])
-def test_batchnorm_module_steps_match_torch(device, kwargs):
+@pytest.mark.parametrize("name,kwargs,shape", [
+    ("BatchNorm2d", {}, (4, 3, 5, 6)), ("BatchNorm2d", {"momentum": None}, (4, 3, 5, 6)),
+    ("BatchNorm1d", {"affine": False, "momentum": 0.3}, (4, 3, 7)), ("BatchNorm1d", {}, (6, 3)),
+    ("BatchNorm2d", {"track_running_stats": False}, (4, 3, 5, 6)), ("BatchNorm3d", {}, (2, 3, 2, 3, 4))])
+def test_batchnorm_module_steps_match_torch(device, name, kwargs, shape):
     """Three training steps and one in eval, float32 on every device: outputs, input and parameter
     gradients, running statistics and num_batches_tracked (momentum=None: a cumulative average)."""
-    ref = torch.nn.BatchNorm2d(3, **kwargs)
-    ours = nn.BatchNorm2d(3, **kwargs)
+    ref = getattr(torch.nn, name)(3, **kwargs)
+    ours = getattr(nn, name)(3, **kwargs)
     with torch.no_grad():
         if ref.affine:
             ref.weight.uniform_(0.5, 1.5)
@@ -134,7 +136,7 @@ def test_batchnorm_module_steps_match_torch(device, kwargs):
         if step == 3:
             ref.eval()
             ours.eval()
-        x = (rng.standard_normal((4, 3, 5, 6)) * 2 + 1).astype(np.float32)
+        x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
         g = rng.standard_normal(x.shape).astype(np.float32)
         xt, xw = torch.tensor(x, requires_grad=True), wg.tensor(x, device=device, requires_grad=True)
         yt, yw = ref(xt), ours(xw)

@@ -1,5 +1,5 @@
-"""BatchNorm1d, BatchNorm2d and LayerNorm, with PyTorch's parameter and buffer names so state_dicts move
-between the two libraries: weight, bias, running_mean, running_var, num_batches_tracked."""
+"""BatchNorm1d, BatchNorm2d, BatchNorm3d and LayerNorm, with PyTorch's parameter and buffer names so
+state_dicts move between the two libraries: weight, bias, running_mean, running_var, num_batches_tracked."""
 
 from .. import dtypes
 from .._tensor import empty, ones, tensor, zeros
@@ -74,6 +74,11 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Over [N, C, H, W] inputs."""
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over [N, C, D, H, W] inputs."""
+    _expected_dims = (5,)
 
 
 class LayerNorm(Module):
