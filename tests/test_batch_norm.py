@@ -200,6 +200,8 @@ def test_batch_norm_errors_and_edges(device):
         F.batch_norm(x, wg.zeros(3, device=device), wg.ones(3, device=device), training=True, momentum=None)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         F.batch_norm(wg.randn(1, 3, device=device), None, None, training=True)
+    empty = nn.BatchNorm1d(3).to(device)  # an empty batch passes through and counts, as in PyTorch
+    assert tuple(empty(wg.empty(0, 3, device=device)).shape) == (0, 3) and empty.num_batches_tracked.item() == 1
     with pytest.raises(RuntimeError, match="running_mean and running_var are required"):
         F.batch_norm(x, None, None, training=False)
     with pytest.raises(RuntimeError, match=r"shape \[3\]"):

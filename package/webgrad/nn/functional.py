@@ -137,10 +137,11 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         if t is not None and tuple(t.shape) != (c,):
             raise RuntimeError(f"batch_norm(): {name} must have shape [{c}] (one entry per channel of input "
                                f"{list(input.shape)}), got {list(t.shape)}")
-    _check_same_device("batch_norm", input, *(t for t in (running_mean, running_var, weight, bias) if t is not None))
+    _check_same_device("batch_norm", input,
+                       *(t for t in (running_mean, running_var, weight, bias) if t is not None))
     spatial = input.numel() // (n * c) if n * c else 0
     if training:
-        if n * spatial <= 1:
+        if n * spatial == 1:  # PyTorch's rule; an empty batch passes through
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
         update = running_mean is not None and running_var is not None
     else:
