@@ -268,4 +268,12 @@ CASES = table_cases() + [
         q, k, v, attn_mask=const(m, q, [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]) > 0.5), [(2, 2, 2), (2, 3, 2), (2, 3, 2)]),
     ("sdpa_float_mask", lambda m, F, q, k, v, a: F.scaled_dot_product_attention(q, k, v, attn_mask=a),
      [(2, 2, 2), (2, 3, 2), (2, 3, 1), (2, 3)]),
+    # batch norm's fused kernels (device batch_norm / batch_norm_backward) beyond the rows above: 5-d, eval 4-d,
+    # weight without bias
+    ("batch_norm_train_5d", lambda m, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+     [(2, 3, 2, 2, 3), (3,), (3,)]),
+    ("batch_norm_train_weight_only", lambda m, F, x, w: F.batch_norm(x, None, None, w, training=True, eps=1e-3),
+     [(3, 2, 5), (2,)]),
+    ("batch_norm_eval_4d", lambda m, F, x, w, b: F.batch_norm(
+        x, const(m, x, [0.1, -0.2]), const(m, x, [0.5, 1.5]), w, b), [(2, 2, 3, 2), (2,), (2,)]),
 ]

@@ -388,6 +388,48 @@ class CPUBackend(Backend):
             tap += share
         self._write(out, img[:, :, ph:ph + h, pw:pw + w])
 
+    # ----------------------------------------------------------------- batch normalisation
+    # In float64 and rounded once into the tensors' dtype, as PyTorch's CPU kernels (two-pass statistics).
+    def _channel(self, view, c, default):
+        return np.full(c, default) if view is None else self._f64(view)
+
+    def batch_norm(self, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps,
+                   count=None):
+        v = self._f64(x)
+        c = v.shape[1]
+        if training:
+            mean = v.mean(axis=(0, 2))
+            var = ((v - mean[None, :, None]) ** 2).mean(axis=(0, 2))  # biased: what normalises
+            if count is not None:
+                self.array(count)[...] += 1
+            if running_mean is not None:
+                m = v.shape[0] * v.shape[2]
+                factor = 1.0 / float(self.array(count).reshape(-1)[0]) if momentum is None else momentum
+                self._write(running_mean, (1.0 - factor) * self._f64(running_mean) + factor * mean)
+                self._write(running_var, (1.0 - factor) * self._f64(running_var) + factor * var * (m / (m - 1)))
+        else:
+            mean, var = self._f64(running_mean), self._f64(running_var)
+        invstd = 1.0 / np.sqrt(var + eps)
+        if save is not None:
+            self._write(save, np.stack([mean, invstd]))
+        scale = (invstd * self._channel(weight, c, 1.0))[None, :, None]
+        self._write(out, (v - mean[None, :, None]) * scale + self._channel(bias, c, 0.0)[None, :, None])
+
+    def batch_norm_backward(self, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
+        g, v, (mean, invstd) = self._f64(grad), self._f64(x), self._f64(save)
+        xhat = (v - mean[None, :, None]) * invstd[None, :, None]
+        sum_g, sum_gx = g.sum(axis=(0, 2)), (g * xhat).sum(axis=(0, 2))
+        if grad_weight is not None:
+            self._write(grad_weight, sum_gx)
+        if grad_bias is not None:
+            self._write(grad_bias, sum_g)
+        if grad_input is not None:
+            scale = (invstd * self._channel(weight, v.shape[1], 1.0))[None, :, None]
+            if training:
+                m = v.shape[0] * v.shape[2]
+                g = g - (sum_g / m)[None, :, None] - xhat * (sum_gx / m)[None, :, None]
+            self._write(grad_input, g * scale)
+
     # ----------------------------------------------------------------- optimizer updates (in place)
     # One fused update per parameter, in float64 and rounded once into the tensors' dtype, following
     # PyTorch's single-tensor implementations (torch/optim/{sgd,adam,rmsprop}.py) step by step.

@@ -230,6 +230,28 @@ class Backend:
         """out [N, C, H, W] (every element written): the adjoint of avg_pool2d."""
         raise NotImplementedError
 
+    # ----------------------------------------------------------------- batch normalisation
+    # x, out, grad: contiguous float [N, C, S] (S the spatial positions, 1 for [N, C]); per-channel
+    # vectors (weight, bias, running_mean, running_var, grad_weight, grad_bias): contiguous [C] or None.
+    # save: contiguous [2, C], the mean and invstd = 1 / sqrt(var + eps) that normalised x.
+    def batch_norm(self, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps,
+                   count=None):
+        """out = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight 1 and bias 0 when None).
+        training: mean and the biased variance over (N, S) of each channel, written to save; running_mean
+        and running_var (both or neither) become (1 - m) * running + m * statistic, the variance unbiased
+        (times M / (M - 1), M = N * S), m = momentum. count (BatchNorm's num_batches_tracked, an int32 [1]
+        view, or None) is incremented by one, and momentum None means m = 1 / count after the increment
+        (PyTorch's cumulative average), all on the device. Not training: running_mean and running_var
+        normalise and are copied into save as (mean, invstd)."""
+        raise NotImplementedError
+
+    def batch_norm_backward(self, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
+        """Gradients of batch_norm given grad (of out) and the forward's save; any output may be None.
+        grad_weight = sum over (N, S) of grad * xhat, grad_bias = sum of grad, xhat = (x - mean) * invstd;
+        training: grad_input = weight * invstd * (grad - mean(grad) - xhat * mean(grad * xhat)) (the
+        statistics depend on x), else weight * invstd * grad."""
+        raise NotImplementedError
+
     # ----------------------------------------------------------------- optimizer updates (in place)
     # One fused kernel per parameter: param, grad and state are contiguous views of one shape, updated
     # in place. `hyper` is a dict of Python floats/bools (lr, betas, step, ...); a backend may keep the

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import _bounds, dtypes
-from .._autograd import no_grad
+from .._autograd import no_grad, record
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad  # noqa: F401
 from ..ops import elementwise as _elementwise
 from ..ops.elementwise import gelu  # noqa: F401
@@ -120,34 +120,76 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
     training: use the batch statistics and, when running_mean/var are given, update them in place:
     running = (1 - momentum) * running + momentum * batch, with the unbiased batch variance, as PyTorch.
-    Otherwise use running_mean/var.
+    Otherwise use running_mean/var. One fused kernel family (the device's batch_norm and
+    batch_norm_backward): statistics in one pass, then normalise and affine in one.
     """
+    if momentum is None:
+        raise TypeError("batch_norm(): argument 'momentum' must be float, not NoneType")
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, count=None):
+    """batch_norm; `count` (BatchNorm's num_batches_tracked, an int32 tensor) is incremented in training by
+    the kernel itself, and momentum None uses 1 / count read on the device: PyTorch's cumulative average
+    without a read-back, so a recorded step replays it right."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm(): expected an input with at least 2 dims [N, C, ...], got shape {list(input.shape)}")
-    c = input.shape[1]
+    n, c = input.shape[0], input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (c,):
             raise RuntimeError(f"batch_norm(): {name} must have shape [{c}] (one entry per channel of input "
                                f"{list(input.shape)}), got {list(t.shape)}")
-    dims = (0,) + tuple(range(2, input.ndim))
-    shape = (1, c) + (1,) * (input.ndim - 2)
+    _check_same_device("batch_norm", input,
+                       *(t for t in (running_mean, running_var, weight, bias) if t is not None))
+    spatial = input.numel() // (n * c) if n * c else 0
     if training:
-        n = input.numel() // c
-        if n <= 1:
+        if n * spatial == 1:  # PyTorch's rule; an empty batch passes through
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
-        mean = input.mean(dims, keepdim=True)
-        diff = input - mean
-        var = (diff * diff).mean(dims, keepdim=True)  # biased, for normalising
-        if running_mean is not None and running_var is not None:
-            with no_grad():
-                running_mean.copy_(running_mean * (1.0 - momentum) + mean.reshape(c) * momentum)
-                running_var.copy_(running_var * (1.0 - momentum) + var.reshape(c) * (momentum * n / (n - 1)))
+        update = running_mean is not None and running_var is not None
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm(): running_mean and running_var are required when training=False")
-        diff = input - running_mean.reshape(shape)
-        var = running_var.reshape(shape)
-    return _normalized(diff, var, eps, weight, bias, shape)
+        update = False
+    x = input if input.dtype.is_floating else input.float()
+    dtype, device = x.dtype, x.device
+    x = x.contiguous()
+    weight, bias = (None if t is None else t.to(dtype).contiguous() for t in (weight, bias))
+    out = Tensor._empty(tuple(x.shape), dtype, device)
+    counter = None if count is None or not training else count.reshape(1)
+    if x.numel() == 0:
+        if counter is not None:
+            with no_grad():
+                count.add_(1)
+        return out
+    save = Tensor._empty((2, c), dtype, device)  # mean and invstd: what normalised x, for the backward pass
+    stats = [running_mean, running_var] if training and update or not training else [None, None]
+    # The kernel reads (and in training updates) contiguous [C] vectors of x's dtype; others go through a copy.
+    work = [t if t is None or (t.dtype == dtype and t.is_contiguous()) else t.detach().to(dtype).contiguous()
+            for t in stats]
+    backend = device.backend
+
+    def view(t, *shape):
+        return None if t is None else (t.reshape(*shape) if shape else t)._view
+
+    backend.batch_norm(view(out, n, c, spatial), save._view, view(x, n, c, spatial), view(weight), view(bias),
+                       view(work[0]), view(work[1]), bool(training), None if momentum is None else float(momentum),
+                       float(eps), view(counter))
+    if training and update:
+        with no_grad():
+            for t, w in zip(stats, work):
+                if w is not t:
+                    t.copy_(w)
+
+    def backward(g):
+        g = g.contiguous()
+        grads = [Tensor._empty(shape, dtype, device) if t is not None and t.requires_grad else None
+                 for t, shape in ((x, tuple(x.shape)), (weight, (c,)), (bias, (c,)))]
+        backend.batch_norm_backward(view(grads[0], n, c, spatial), view(grads[1]), view(grads[2]),
+                                    view(g, n, c, spatial), view(x, n, c, spatial), save._view, view(weight),
+                                    bool(training))
+        return tuple(grads)
+
+    return record(out, "BatchNorm", (x, weight, bias), backward)
 
 
 @full_precision("layer_norm")

@@ -1,5 +1,5 @@
-"""BatchNorm1d, BatchNorm2d and LayerNorm, with PyTorch's parameter and buffer names so state_dicts move
-between the two libraries: weight, bias, running_mean, running_var, num_batches_tracked."""
+"""BatchNorm1d, BatchNorm2d, BatchNorm3d and LayerNorm, with PyTorch's parameter and buffer names so
+state_dicts move between the two libraries: weight, bias, running_mean, running_var, num_batches_tracked."""
 
 from .. import dtypes
 from .._tensor import empty, ones, tensor, zeros
@@ -52,16 +52,14 @@ class _BatchNorm(Module):
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                              f"(got {input.ndim}D input of shape {list(input.shape)})")
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average: reads the count back from the device
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        # num_batches_tracked counts in training; the kernel increments it (no dispatch of its own) and, for
+        # momentum=None (a cumulative average), divides by it on the device
+        count = self.num_batches_tracked if self.training and self.track_running_stats else None
         # batch statistics in training, and in eval when no running statistics are kept
         use_batch = self.training or self.running_mean is None
         update = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if update else None, self.running_var if update else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        return F._batch_norm(input, self.running_mean if update else None, self.running_var if update else None,
+                             self.weight, self.bias, use_batch, self.momentum, self.eps, count)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -76,6 +74,11 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Over [N, C, H, W] inputs."""
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over [N, C, D, H, W] inputs."""
+    _expected_dims = (5,)
 
 
 class LayerNorm(Module):

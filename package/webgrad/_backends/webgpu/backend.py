@@ -8,7 +8,8 @@ into an existing storage), :meth:`scalar` (a DynamicScalar) and :meth:`capture`.
 
 from ... import dtypes
 from ..interface import Backend
-from . import amp, augment, check, conv, elementwise, f16, grad_norm, index, matmul, optim, reduce, rng, softmax_loss
+from . import (amp, augment, batch_norm, check, conv, elementwise, f16, grad_norm, index, matmul, optim, reduce, rng,
+               softmax_loss)
 from .runtime import Storage, default_runtime
 from .views import check_view, contiguous_view
 
@@ -210,6 +211,16 @@ class WebGPUBackend(Backend):
 
     def avg_pool2d_backward(self, out, grad, kernel, stride, padding, count_include_pad=True):
         conv.avg_pool2d_backward(self.runtime, out, grad, kernel, stride, padding, count_include_pad)
+
+    # ----------------------------------------------------------------- batch normalisation
+    def batch_norm(self, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps,
+                   count=None):
+        batch_norm.batch_norm(self.runtime, out, save, x, weight, bias, running_mean, running_var, training,
+                              momentum, eps, count)
+
+    def batch_norm_backward(self, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
+        batch_norm.batch_norm_backward(self.runtime, grad_input, grad_weight, grad_bias, grad, x, save, weight,
+                                       training)
 
     # ----------------------------------------------------------------- optimizer updates
     def sgd_step(self, param, grad, momentum_buffer, hyper):

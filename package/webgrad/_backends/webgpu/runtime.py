@@ -440,6 +440,8 @@ KERNEL_VARIANTS = {
     "reduce_one_thread": (False, True),   # reductions: workgroup trees / one thread folds each output's row
     "softmax_rows": (False, True),        # softmax, cross-entropy: a tree per row / a thread per row
     "optim_vec4_per_thread": (1, 16),     # vec4s each thread of an optimizer update handles
+    "batch_norm_rows": (False, True),     # batch norm statistics and gradient sums: a workgroup tree per
+                                          # (chunk, channel) / a thread per (chunk, channel)
 }
 
 

@@ -1,0 +1,198 @@
+"""Batch normalisation's fused kernels (shaders/batch_norm.wgsl): the forward pass in 1 to 3 dispatches
+(statistics, their merge when a channel is split into chunks, normalise + affine; eval: normalise alone)
+and the backward pass in 1 to 3 (per-channel gradient sums, their merge, grad_input). Nothing is read
+back, so a recorded training step replays them, running statistics included."""
+
+import struct
+
+from ...dtypes import float32, int32
+from .elementwise import materialize
+from .runtime import Kernel, Shader, grid
+from .views import check_view, contiguous_view
+
+SHADER = Shader("batch_norm.wgsl", {})
+# Binding numbers as in batch_norm.wgsl: 0 x, 1 y (out / grad_input), 2 g, 3 w, 4 b, 5 rm, 6 rv, 7 cnt,
+# 8 save, 9 part, 10 gw, 11 gb, 12 params. Each entry point's layout holds only what it uses (WebGPU
+# guarantees 8 storage buffers per stage).
+_UNIFORM = (12, "uniform")
+_STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM)
+STATS = Kernel(SHADER, "stats", _STATS)
+STATS_ROWS = Kernel(SHADER, "stats_rows", _STATS)
+FINISH = Kernel(SHADER, "finish", ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM))
+NORMALIZE = Kernel(SHADER, "normalize", ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"),
+                                         (6, "write"), (7, "write"), (8, "write"), _UNIFORM))
+_SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"), _UNIFORM)
+GRAD_SUMS = Kernel(SHADER, "grad_sums", _SUMS)
+GRAD_SUMS_ROWS = Kernel(SHADER, "grad_sums_rows", _SUMS)
+GRAD_FINISH = Kernel(SHADER, "grad_finish", ((9, "write"), (10, "write"), (11, "write"), _UNIFORM))
+GRAD_INPUT = Kernel(SHADER, "grad_input", ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"),
+                                           (9, "write"), _UNIFORM))
+
+HAS_W, HAS_B, TRAINING, RUNNING, COUNT, GRAD_W, GRAD_B, SAVE, INCREMENT = (1 << k for k in range(9))
+_PARAMS = struct.Struct("<24I2f")
+WORKGROUP = 256  # batch_norm.wgsl's WORKGROUP
+ROW_WORKGROUP = 64
+# GPU: a workgroup per (chunk, channel) with at least PER_THREAD values per thread, and channels split
+# into chunks until about MIN_GROUPS workgroups fill the GPU (ResNet-18's first stage at batch 128 has
+# only 64 channels of 131,072 values: 16 chunks each). A second, tiny dispatch merges the chunks.
+MIN_GROUPS = 1024
+PER_THREAD = 16
+# Software adapter: a thread per (chunk, channel) folds its chunk of at most ROW_CHUNK values in a plain loop
+# (no barriers), and the merge dispatch folds the chunks. Longer loops went wrong on lavapipe: one thread
+# per channel over 65,536 values or more gave means off by 1e-3 and gradient sums off by up to 76%, while
+# 40,960 were right to 1e-6.
+ROW_THREADS = 64
+ROW_CHUNK = 4096
+# Consecutive values each thread of the elementwise passes handles (normalize, grad_input): four on a GPU,
+# sixteen on a software adapter, where a thread's loop is cheaper than another SIMD group.
+ELEMENTWISE_PER_THREAD = (4, 16)
+
+
+def _plan(rt, c, m):
+    """(chunks, chunk): how each channel's m values are split for the statistics and gradient sums."""
+    if rt.variant["batch_norm_rows"]:
+        chunks = max(1, -(-m // ROW_CHUNK))
+    else:
+        chunks = max(1, min(-(-m // (WORKGROUP * PER_THREAD)), -(-MIN_GROUPS // c)))
+    chunk = -(-m // chunks)
+    return -(-m // chunk), chunk
+
+
+def _check(view, name, shape):
+    check_view(view, name, dtype=float32, contiguous=True)
+    if view.shape != shape:
+        raise ValueError(f"batch_norm: {name} has shape {view.shape}, expected {shape}")
+
+
+def _off(view):
+    return 0 if view is None else view.offset
+
+
+def _params(x, c, chunks, chunk, flags, per_thread=1, y=None, g=None, w=None, b=None, rm=None, rv=None, cnt=None,
+            save=None, gw=None, gb=None, momentum=0.0, eps=0.0):
+    n, _, s = x.shape
+    dn, ds = divmod(WORKGROUP, s)
+    return _PARAMS.pack(n, c, s, n * s, chunks, chunk, dn, ds, x.numel, per_thread, flags, 0,
+                        x.offset, _off(y), _off(g), _off(w), _off(b), _off(rm), _off(rv), _off(cnt), _off(save), 0,
+                        _off(gw), _off(gb), float(momentum), float(eps))
+
+
+def _storage(view, fallback):
+    return fallback if view is None else view.storage
+
+
+def _elementwise_groups(rt, total):
+    per_thread = ELEMENTWISE_PER_THREAD[rt.variant["batch_norm_rows"]]
+    threads = -(-total // per_thread)
+    return per_thread, grid(-(-threads // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
+
+
+def _writable_alone(rt, view, bound):
+    """`view`, or a contiguous copy when its storage is also bound elsewhere in the dispatch (WebGPU
+    forbids binding a buffer writable and bound again)."""
+    if view is not None and any(v is not None and v is not view and v.storage is view.storage for v in bound):
+        return materialize(rt, view)
+    return view
+
+
+def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps, count=None):
+    check_view(x, "x", dtype=float32, contiguous=True, ndim=3)
+    shape = x.shape
+    n, c, s = shape
+    _check(out, "out", shape)
+    for name, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        if v is not None:
+            _check(v, name, (c,))
+    if save is not None:
+        _check(save, "save", (2, c))
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("batch_norm: running_mean and running_var go together")
+    if not training and running_mean is None:
+        raise ValueError("batch_norm: eval mode needs running_mean and running_var")
+    if count is not None:
+        check_view(count, "count", dtype=int32, contiguous=True)
+        if count.numel != 1:
+            raise ValueError(f"batch_norm: count must hold one element, got shape {count.shape}")
+    if training and running_mean is not None and momentum is None and count is None:
+        raise ValueError("batch_norm: momentum None (a cumulative average) needs the count")
+    if x.numel == 0:
+        return
+    if save is None:  # the statistics have to live somewhere between the passes
+        save = contiguous_view(rt.storage(2 * c, float32), (2, c), float32)
+    bound = (x, out, weight, bias, running_mean, running_var, count, save)
+    for name, v in (("out", out), ("save", save)):
+        if any(u is not v and u is not None and u.storage is v.storage for u in bound):
+            raise ValueError(f"batch_norm: {name} needs a storage of its own (WebGPU cannot bind one buffer "
+                             "writable and bound again)")
+    rm, rv, cnt = (_writable_alone(rt, v, bound) for v in (running_mean, running_var, count if training else None))
+    flags = (HAS_W if weight is not None else 0) | (HAS_B if bias is not None else 0)
+    if training:
+        flags |= TRAINING
+        flags |= INCREMENT if cnt is not None else 0
+        if rm is not None:
+            flags |= RUNNING | (COUNT if momentum is None else 0)
+        chunks, chunk = _plan(rt, c, n * s)
+        part = rt.storage(4 * c * chunks, float32) if chunks > 1 else rt.spare(2)
+        stats_storages = (x.storage, _storage(rm, rt.spare(0)), _storage(rv, rt.spare(1)),
+                          _storage(cnt, rt.spare(3)), save.storage, part)
+        params = _params(x, c, chunks, chunk, flags, rm=rm, rv=rv, cnt=cnt, save=save, momentum=momentum or 0.0,
+                         eps=eps)
+        if rt.variant["batch_norm_rows"]:
+            rt.dispatch(STATS_ROWS, (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+        else:
+            rt.dispatch(STATS, (), stats_storages, params, (chunks, c, 1))
+        if chunks > 1:
+            rt.dispatch(FINISH, (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+    else:
+        flags |= SAVE
+    per_thread, groups = _elementwise_groups(rt, x.numel)
+    params = _params(x, c, 1, 1, flags, per_thread, y=out, w=weight, b=bias, rm=rm, rv=rv, cnt=cnt, save=save,
+                     eps=eps)
+    rt.dispatch(NORMALIZE, (), (x.storage, out.storage, _storage(weight, rt.dummy), _storage(bias, rt.dummy),
+                                _storage(None if training else rm, rt.spare(0)),
+                                _storage(None if training else rv, rt.spare(1)), _storage(cnt, rt.spare(3)),
+                                save.storage), params, groups)
+    for v, own in ((running_mean, rm), (running_var, rv), (count, cnt)):
+        if own is not None and own is not v:  # updated in a copy: write it back
+            rt.copy(own.storage, 4 * own.offset, v.storage, 4 * v.offset, 4 * v.numel)
+
+
+def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
+    check_view(x, "x", dtype=float32, contiguous=True, ndim=3)
+    shape = x.shape
+    n, c, s = shape
+    _check(grad, "grad", shape)
+    _check(save, "save", (2, c))
+    if grad_input is not None:
+        _check(grad_input, "grad_input", shape)
+    for name, v in (("weight", weight), ("grad_weight", grad_weight), ("grad_bias", grad_bias)):
+        if v is not None:
+            _check(v, name, (c,))
+    if x.numel == 0:
+        return
+    writable = [v for v in (grad_input, grad_weight, grad_bias) if v is not None]
+    for v in writable:
+        if any(u is not v and u is not None and u.storage is v.storage
+               for u in (grad_input, grad_weight, grad_bias, grad, x, save, weight)):
+            raise ValueError("batch_norm_backward: grad_input, grad_weight and grad_bias each need a storage of "
+                             "their own (WebGPU cannot bind one buffer writable and bound again)")
+    need_sums = grad_weight is not None or grad_bias is not None or (training and grad_input is not None)
+    flags = ((HAS_W if weight is not None else 0) | (TRAINING if training else 0)
+             | (GRAD_W if grad_weight is not None else 0) | (GRAD_B if grad_bias is not None else 0))
+    chunks, chunk = _plan(rt, c, n * s)
+    part = rt.storage(2 * c * chunks + 2 * c, float32) if need_sums else rt.spare(2)
+    params = _params(x, c, chunks, chunk, flags, g=grad, w=weight, save=save, gw=grad_weight, gb=grad_bias)
+    if need_sums:
+        storages = (x.storage, grad.storage, save.storage, part, _storage(grad_weight, rt.spare(0)),
+                    _storage(grad_bias, rt.spare(1)))
+        if rt.variant["batch_norm_rows"]:
+            rt.dispatch(GRAD_SUMS_ROWS, (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+        else:
+            rt.dispatch(GRAD_SUMS, (), storages, params, (chunks, c, 1))
+        if chunks > 1:
+            rt.dispatch(GRAD_FINISH, (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+    if grad_input is not None:
+        per_thread, groups = _elementwise_groups(rt, x.numel)
+        params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)
+        rt.dispatch(GRAD_INPUT, (), (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy),
+                                     save.storage, part), params, groups)

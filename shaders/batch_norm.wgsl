@@ -1,0 +1,409 @@
+//! include "common.wgsl"
+// Batch normalisation, forward and backward (the Python side is backends/webgpu/batch_norm.py).
+//
+// x, out, grad are contiguous [N, C, S] float32 (S the spatial positions); a channel's M = N * S values
+// are N runs of S consecutive words, C * S apart. The per-channel work (statistics, gradient sums) is
+// split into `chunks` chunks of `chunk` values of the channel's flattened (n, s) range.
+//
+// Forward, training:
+//   stats        a workgroup per (chunk, channel): each thread sums x - shift and (x - shift)^2 over its
+//                share (shift = its own first value, so the sums stay small: shifted sums), turns
+//                them into (count, mean - origin, M2) (origin = the channel's first value: means kept
+//                relative to it lose nothing to float32's rounding of a large mean, 1000 + N(0, 0.01)
+//                say, when merged), and the workgroup merges those with Chan et al.'s pairwise
+//                formula; with one chunk it finishes the channel at once, else it writes a partial
+//   stats_rows   the same with one thread per (chunk, channel), a plain loop over blocks of BLOCK values
+//                merged the same way (software adapters)
+//   finish       a thread per channel merges the partials (Chan again) and finishes: save = (mean,
+//                invstd), running statistics updated with the unbiased variance
+//   normalize    out = (x - mean) * invstd * weight + bias, each thread `per_thread` consecutive values
+// normalize also counts the batch in BatchNorm's num_batches_tracked (after the statistics read it).
+// Forward, eval: normalize alone, reading the running statistics (and writing them into save).
+// Backward: grad_sums(/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
+// (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass.
+
+const WORKGROUP: u32 = 256u;
+const ROW_WORKGROUP: u32 = 64u;
+const BLOCK: u32 = 64u;  // the *_rows kernels' blocks (below)
+
+// flags
+const HAS_W: u32 = 1u;
+const HAS_B: u32 = 2u;
+const TRAINING: u32 = 4u;
+const RUNNING: u32 = 8u;      // update running_mean / running_var
+const COUNT: u32 = 16u;       // momentum = 1 / the count after its increment (a cumulative average)
+const GRAD_W: u32 = 32u;
+const GRAD_B: u32 = 64u;
+const SAVE: u32 = 128u;       // eval: normalize copies (running mean, invstd) into save
+const INCREMENT: u32 = 256u;  // normalize adds 1 to cnt[cnt_off] (BatchNorm's num_batches_tracked)
+
+struct Params {
+    n: u32,
+    c: u32,
+    s: u32,
+    m: u32,            // values per channel, N * S
+    chunks: u32,       // chunks per channel
+    chunk: u32,        // values of a channel per chunk
+    dn: u32,           // a stride of WORKGROUP values in the (n, s) range: dn runs and ds values more
+    ds: u32,
+    total: u32,        // N * C * S
+    per_thread: u32,   // elementwise kernels: consecutive values per thread
+    flags: u32,
+    unused: u32,
+    x_off: u32,
+    y_off: u32,        // out (forward) or grad_input (backward)
+    g_off: u32,
+    w_off: u32,
+    b_off: u32,
+    rm_off: u32,
+    rv_off: u32,
+    cnt_off: u32,
+    save_off: u32,     // save: [2, C] (mean, invstd)
+    part_off: u32,     // where the partials begin in part; the finished sums follow them (2 * C words)
+    gw_off: u32,
+    gb_off: u32,
+    momentum: f32,
+    eps: f32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> g: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read> b: array<f32>;
+@group(0) @binding(5) var<storage, read_write> rm: array<f32>;
+@group(0) @binding(6) var<storage, read_write> rv: array<f32>;
+@group(0) @binding(7) var<storage, read_write> cnt: array<i32>;
+@group(0) @binding(8) var<storage, read_write> save: array<f32>;
+@group(0) @binding(9) var<storage, read_write> part: array<f32>;
+@group(0) @binding(10) var<storage, read_write> gw: array<f32>;
+@group(0) @binding(11) var<storage, read_write> gb: array<f32>;
+@group(0) @binding(12) var<uniform> p: Params;
+
+fn has(flag: u32) -> bool { return (p.flags & flag) != 0u; }
+
+// ------------------------------------------------------------------ statistics: (count, mean, M2)
+
+struct Moments { n: f32, mean: f32, m2: f32 }
+
+// Chan, Golub and LeVeque's pairwise merge of two sets' moments.
+fn merge(a: Moments, b: Moments) -> Moments {
+    if (b.n == 0.0) { return a; }
+    if (a.n == 0.0) { return b; }
+    let n = a.n + b.n;
+    let delta = b.mean - a.mean;
+    let fb = b.n / n;
+    return Moments(n, a.mean + delta * fb, a.m2 + b.m2 + delta * delta * a.n * fb);
+}
+
+// Moments of `count` values from their sums shifted by `shift`.
+fn from_sums(count: f32, shift: f32, sum: f32, sum_sq: f32) -> Moments {
+    if (count == 0.0) { return Moments(0.0, 0.0, 0.0); }
+    return Moments(count, shift + sum / count, max(sum_sq - sum * sum / count, 0.0));
+}
+
+// The channel's statistics are known (mo.mean relative to origin): save (mean, invstd) and update the
+// running statistics.
+fn finish_channel(c: u32, mo: Moments, origin: f32) {
+    let var_biased = mo.m2 / mo.n;
+    let mean = origin + mo.mean;
+    save[p.save_off + c] = mean;
+    save[p.save_off + p.c + c] = 1.0 / sqrt(var_biased + p.eps);
+    if (has(RUNNING)) {
+        var momentum = p.momentum;
+        if (has(COUNT)) { momentum = 1.0 / f32(cnt[p.cnt_off] + 1); }  // normalize increments it later
+        let unbiased = mo.m2 / (mo.n - 1.0);
+        rm[p.rm_off + c] = (1.0 - momentum) * rm[p.rm_off + c] + momentum * mean;
+        rv[p.rv_off + c] = (1.0 - momentum) * rv[p.rv_off + c] + momentum * unbiased;
+    }
+}
+
+// Position of value j of channel c's (n, s) range in x (and grad).
+fn at(c: u32, n: u32, s: u32) -> u32 { return (n * p.c + c) * p.s + s; }
+
+// Partial q of the statistics: (count, mean - origin, M2, origin).
+fn write_partial(q: u32, mo: Moments, origin: f32) {
+    let k = p.part_off + 4u * q;
+    part[k] = mo.n;
+    part[k + 1u] = mo.mean;
+    part[k + 2u] = mo.m2;
+    part[k + 3u] = origin;
+}
+
+var<workgroup> tree_n: array<f32, WORKGROUP>;
+var<workgroup> tree_mean: array<f32, WORKGROUP>;
+var<workgroup> tree_m2: array<f32, WORKGROUP>;
+
+@compute @workgroup_size(WORKGROUP)
+fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let chunk = wid.x;
+    let c = wid.y;
+    let end = min((chunk + 1u) * p.chunk, p.m);
+    var j = chunk * p.chunk + lid;
+    var n = j / p.s;
+    var s = j - n * p.s;
+    // Shifted by the thread's own first value, so the sums stay near the spread of the data.
+    let shift = select(0.0, x[p.x_off + at(c, n, s)], j < end);
+    let origin = x[p.x_off + at(c, 0u, 0u)];
+    var count = 0.0;
+    var sum = 0.0;
+    var sum_sq = 0.0;
+    for (; j < end; j += WORKGROUP) {
+        let d = x[p.x_off + at(c, n, s)] - shift;
+        sum += d;
+        sum_sq += d * d;
+        count += 1.0;
+        s += p.ds;
+        n += p.dn;
+        if (s >= p.s) { s -= p.s; n += 1u; }
+    }
+    let mine = from_sums(count, shift - origin, sum, sum_sq);
+    tree_n[lid] = mine.n;
+    tree_mean[lid] = mine.mean;
+    tree_m2[lid] = mine.m2;
+    workgroupBarrier();
+    for (var stride = WORKGROUP / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            let r = merge(Moments(tree_n[lid], tree_mean[lid], tree_m2[lid]),
+                          Moments(tree_n[lid + stride], tree_mean[lid + stride], tree_m2[lid + stride]));
+            tree_n[lid] = r.n;
+            tree_mean[lid] = r.mean;
+            tree_m2[lid] = r.m2;
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        let total = Moments(tree_n[0], tree_mean[0], tree_m2[0]);
+        if (p.chunks == 1u) {
+            finish_channel(c, total, origin);
+        } else {
+            write_partial(c * p.chunks + chunk, total, origin);
+        }
+    }
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn stats_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let q = gid.x;
+    if (q >= p.c * p.chunks) { return; }
+    let c = q / p.chunks;
+    let chunk = q % p.chunks;
+    let origin = x[p.x_off + at(c, 0u, 0u)];
+    let start = chunk * p.chunk;
+    let end = min(start + p.chunk, p.m);
+    var n = start / p.s;
+    var s = start - n * p.s;
+    // Blocks of BLOCK values, each summed shifted by its first value and merged into the total (Chan):
+    // one long f32 sum shifted by a single value lost 1e-5 of the normalised output at M = 512.
+    var total = Moments(0.0, 0.0, 0.0);
+    for (var j = start; j < end;) {
+        let block_end = min(j + BLOCK, end);
+        let shift = x[p.x_off + at(c, n, s)];
+        var sum = 0.0;
+        var sum_sq = 0.0;
+        let count = f32(block_end - j);
+        for (; j < block_end; j++) {
+            let d = x[p.x_off + at(c, n, s)] - shift;
+            sum += d;
+            sum_sq += d * d;
+            s += 1u;
+            if (s == p.s) { s = 0u; n += 1u; }
+        }
+        total = merge(total, from_sums(count, shift - origin, sum, sum_sq));
+    }
+    if (p.chunks == 1u) {
+        finish_channel(c, total, origin);
+    } else {
+        write_partial(q, total, origin);
+    }
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let c = gid.x;
+    if (c >= p.c) { return; }
+    var total = Moments(0.0, 0.0, 0.0);
+    for (var k = 0u; k < p.chunks; k++) {
+        let i = p.part_off + 4u * (c * p.chunks + k);
+        total = merge(total, Moments(part[i], part[i + 1u], part[i + 2u]));
+    }
+    finish_channel(c, total, part[p.part_off + 4u * c * p.chunks + 3u]);
+}
+
+// ------------------------------------------------------------------ normalisation
+
+// Channel c's (mean, invstd): the batch's (from save) in training, else the running statistics.
+fn channel_stats(c: u32) -> vec2<f32> {
+    if (has(TRAINING)) { return vec2<f32>(save[p.save_off + c], save[p.save_off + p.c + c]); }
+    return vec2<f32>(rm[p.rm_off + c], 1.0 / sqrt(rv[p.rv_off + c] + p.eps));
+}
+
+fn weight_of(c: u32) -> f32 { return select(1.0, w[p.w_off + c], has(HAS_W)); }
+
+@compute @workgroup_size(WORKGROUP)
+fn normalize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    if (has(INCREMENT) && thread == 0u) { cnt[p.cnt_off] += 1; }
+    if (has(SAVE) && thread < p.c) {
+        let st = channel_stats(thread);
+        save[p.save_off + thread] = st.x;
+        save[p.save_off + p.c + thread] = st.y;
+    }
+    var i = thread * p.per_thread;
+    if (i >= p.total) { return; }
+    let end = min(i + p.per_thread, p.total);
+    let row = i / p.s;
+    var s = i - row * p.s;
+    var c = row % p.c;
+    var st = channel_stats(c);
+    var scale = st.y * weight_of(c);
+    var shift = select(0.0, b[p.b_off + c], has(HAS_B));
+    for (; i < end; i++) {
+        y[p.y_off + i] = (x[p.x_off + i] - st.x) * scale + shift;
+        s += 1u;
+        if (s == p.s && i + 1u < end) {
+            s = 0u;
+            c = select(c + 1u, 0u, c + 1u == p.c);
+            st = channel_stats(c);
+            scale = st.y * weight_of(c);
+            shift = select(0.0, b[p.b_off + c], has(HAS_B));
+        }
+    }
+}
+
+// ------------------------------------------------------------------ backward
+
+var<workgroup> tree_g: array<f32, WORKGROUP>;
+var<workgroup> tree_gx: array<f32, WORKGROUP>;
+
+// The finished sums (sum g, sum g * xhat) of channel c: kept for grad_input, and the parameter gradients.
+fn finish_sums(c: u32, sum_g: f32, sum_gx: f32) {
+    let k = p.part_off + 2u * p.c * p.chunks + 2u * c;
+    part[k] = sum_g;
+    part[k + 1u] = sum_gx;
+    if (has(GRAD_B)) { gb[p.gb_off + c] = sum_g; }
+    if (has(GRAD_W)) { gw[p.gw_off + c] = sum_gx; }
+}
+
+fn finished_or_partial(c: u32, chunk: u32, sum_g: f32, sum_gx: f32) {
+    if (p.chunks == 1u) {
+        finish_sums(c, sum_g, sum_gx);
+    } else {
+        let k = p.part_off + 2u * (c * p.chunks + chunk);
+        part[k] = sum_g;
+        part[k + 1u] = sum_gx;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn grad_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let chunk = wid.x;
+    let c = wid.y;
+    let mean = save[p.save_off + c];
+    let invstd = save[p.save_off + p.c + c];
+    let end = min((chunk + 1u) * p.chunk, p.m);
+    var j = chunk * p.chunk + lid;
+    var n = j / p.s;
+    var s = j - n * p.s;
+    var sum_g = 0.0;
+    var sum_gx = 0.0;
+    for (; j < end; j += WORKGROUP) {
+        let k = at(c, n, s);
+        let gv = g[p.g_off + k];
+        sum_g += gv;
+        sum_gx += gv * (x[p.x_off + k] - mean);
+        s += p.ds;
+        n += p.dn;
+        if (s >= p.s) { s -= p.s; n += 1u; }
+    }
+    tree_g[lid] = sum_g;
+    tree_gx[lid] = sum_gx;
+    workgroupBarrier();
+    for (var stride = WORKGROUP / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) {
+            tree_g[lid] += tree_g[lid + stride];
+            tree_gx[lid] += tree_gx[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) { finished_or_partial(c, chunk, tree_g[0], tree_gx[0] * invstd); }
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn grad_sums_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let q = gid.x;
+    if (q >= p.c * p.chunks) { return; }
+    let c = q / p.chunks;
+    let chunk = q % p.chunks;
+    let mean = save[p.save_off + c];
+    let start = chunk * p.chunk;
+    let end = min(start + p.chunk, p.m);
+    var n = start / p.s;
+    var s = start - n * p.s;
+    var sum_g = 0.0;
+    var sum_gx = 0.0;
+    for (var j = start; j < end;) {  // blocks of BLOCK values, summed apart: a shorter chain of roundings
+        let block_end = min(j + BLOCK, end);
+        var block_g = 0.0;
+        var block_gx = 0.0;
+        for (; j < block_end; j++) {
+            let k = at(c, n, s);
+            let gv = g[p.g_off + k];
+            block_g += gv;
+            block_gx += gv * (x[p.x_off + k] - mean);
+            s += 1u;
+            if (s == p.s) { s = 0u; n += 1u; }
+        }
+        sum_g += block_g;
+        sum_gx += block_gx;
+    }
+    finished_or_partial(c, chunk, sum_g, sum_gx * save[p.save_off + p.c + c]);
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn grad_finish(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let c = gid.x;
+    if (c >= p.c) { return; }
+    var sum_g = 0.0;
+    var sum_gx = 0.0;
+    for (var k = 0u; k < p.chunks; k++) {
+        let i = p.part_off + 2u * (c * p.chunks + k);
+        sum_g += part[i];
+        sum_gx += part[i + 1u];
+    }
+    finish_sums(c, sum_g, sum_gx);
+}
+
+// grad_input = k1 * g + k2 * (x - mean) + k3, per channel: k1 = weight * invstd; training also
+// k2 = -k1 * invstd * sum(g * xhat) / M and k3 = -k1 * sum(g) / M.
+fn input_coefficients(c: u32) -> vec4<f32> {
+    let mean = save[p.save_off + c];
+    let invstd = save[p.save_off + p.c + c];
+    let k1 = weight_of(c) * invstd;
+    if (!has(TRAINING)) { return vec4<f32>(k1, 0.0, 0.0, mean); }
+    let k = p.part_off + 2u * p.c * p.chunks + 2u * c;
+    let inv_m = 1.0 / f32(p.m);
+    return vec4<f32>(k1, -k1 * invstd * part[k + 1u] * inv_m, -k1 * part[k] * inv_m, mean);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn grad_input(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    var i = ((wid.x + wid.y * nwg.x) * WORKGROUP + lid) * p.per_thread;
+    if (i >= p.total) { return; }
+    let end = min(i + p.per_thread, p.total);
+    let row = i / p.s;
+    var s = i - row * p.s;
+    var c = row % p.c;
+    var k = input_coefficients(c);
+    for (; i < end; i++) {
+        y[p.y_off + i] = k.x * g[p.g_off + i] + k.y * (x[p.x_off + i] - k.w) + k.z;
+        s += 1u;
+        if (s == p.s && i + 1u < end) {
+            s = 0u;
+            c = select(c + 1u, 0u, c + 1u == p.c);
+            k = input_coefficients(c);
+        }
+    }
+}
