@@ -1,6 +1,6 @@
 """The dashboard's datasets and models beyond MNIST (webgrad.apps.mnist in CPython, on the CPU): CIFAR-10
 from the user's files, "your images", the model picker, augmentation, and bad input that leaves the current
-data and model as they were. The page runs the same code on WebGPU (e2e/test_page_datasets.py)."""
+data and model as they were. The page runs the same code on WebGPU (e2e/test_page_datasets_browser.py)."""
 
 import asyncio
 import concurrent.futures
