@@ -480,3 +480,25 @@ def test_torch_names_under_as_torch():
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "65536.0"
+
+
+def test_batch_norm_modules_under_autocast_and_in_float16(f16_device):
+    # The BatchNorm modules reach the fused kernels through F._batch_norm: under autocast it computes in
+    # float32 and returns float32 (batch_norm is on the fp32 list); a float16 input outside autocast is
+    # normalised in float32 and returned as float16, as PyTorch returns half for half.
+    wg.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).to(f16_device)
+    x = wg.randn(4, 3, 8, 8, device=f16_device)
+    with wg.autocast(device_type=f16_device, dtype=wg.float16):
+        y = m(x)
+    assert y.dtype is wg.float32
+    y.sum().backward()
+    assert m[0].weight.grad.dtype is wg.float32 and m[0].weight.grad.abs().sum().item() > 0
+
+    bn = nn.BatchNorm2d(8).to(f16_device)
+    xh = wg.randn(4, 8, 5, 5, device=f16_device).half().requires_grad_()
+    out = bn(xh)
+    out.float().sum().backward()
+    want = torch.nn.BatchNorm2d(8)(torch.tensor(xh.detach().float().tolist()).half().float())
+    assert out.dtype is wg.float16 and xh.grad.dtype is wg.float16
+    np.testing.assert_allclose(np.array(out.float().tolist()), want.detach().numpy(), atol=2e-3)

@@ -128,10 +128,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
+@full_precision("batch_norm")  # the BatchNorm modules call this, not batch_norm: autocast applies here too
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, count=None):
     """batch_norm; `count` (BatchNorm's num_batches_tracked, an int32 tensor) is incremented in training by
     the kernel itself, and momentum None uses 1 / count read on the device: PyTorch's cumulative average
-    without a read-back, so a recorded step replays it right."""
+    without a read-back, so a recorded step replays it right. float16 input (outside autocast) is
+    normalised in float32 and returned as float16: the kernels read float32."""
+    if input.dtype is dtypes.float16:
+        return _batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum, eps,
+                           count).half()
     if input.ndim < 2:
         raise ValueError(f"batch_norm(): expected an input with at least 2 dims [N, C, ...], got shape {list(input.shape)}")
     n, c = input.shape[0], input.shape[1]
