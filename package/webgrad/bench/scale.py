@@ -26,35 +26,13 @@ import gc
 import time
 
 import webgrad as wg
+from webgrad.bench.train import time_loop  # the loop bench train times: loss read every 10 steps, warmed up
 from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
                                      training_step)
 
 MODELS = {**SCALE_MODELS, **TRANSFORMER_MODELS}
 BATCH = {"resnet18": 128, "widemlp": 128, "transformer": 32}  # the issue's configurations
 CLASSES = 10
-WARMUP_SECONDS = 1.0
-
-
-def _time_loop(step, batches, steps, sync, warmup):
-    """Seconds for `steps` steps cycling over `batches`, loss read back every 10 steps, after `warmup`
-    steps and at least a second (bench/train.py's loop, whose warm-up is fixed: an idle GPU clocks down,
-    and the first steps record the replay). warmup >= 2: the first call runs eagerly, the second records."""
-    i, start = 0, time.perf_counter()
-    while i < warmup or time.perf_counter() - start < WARMUP_SECONDS:
-        step(*batches[i % len(batches)])
-        if i % 10 == 9:
-            sync()
-        i += 1
-    sync()
-    start = time.perf_counter()
-    for i in range(steps):
-        loss = step(*batches[i % len(batches)])
-        if i % 10 == 9:
-            float(loss.item())
-    sync()
-    return time.perf_counter() - start
-
-
 def peak_bytes(step):
     """webgrad's peak GPU memory so far: max_memory_allocated(), or what a replay of `step` (a Replayable)
     holds if that is more. A recorded step owns the buffers of the intermediates it made; between replays
@@ -82,7 +60,7 @@ def webgrad_result(model_name, batch, steps, warmup=10, device="webgpu"):
     shape = INPUT_SHAPES[model_name]
     batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, CLASSES, (batch,), device=device))
                for _ in range(4)]
-    seconds = _time_loop(step, batches, steps, wg.webgpu.synchronize, warmup)
+    seconds = time_loop(step, batches, steps, wg.webgpu.synchronize, warmup)
     peak = peak_bytes(step) - base
     step.release()
     return {"samples_s": batch * steps / seconds, "ms": 1000 * seconds / steps, "peak": peak}
@@ -115,7 +93,7 @@ def torch_result(model_name, batch, steps, warmup=10):
     batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, CLASSES, (batch,), device=dev))
                for _ in range(4)]
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    seconds = _time_loop(step, batches, steps, sync, warmup)
+    seconds = time_loop(step, batches, steps, sync, warmup)
     peak = torch.cuda.max_memory_allocated() - base if dev == "cuda" else None
     return {"samples_s": batch * steps / seconds, "ms": 1000 * seconds / steps, "peak": peak, "device": dev}
 

@@ -28,12 +28,12 @@ ALL_MODELS = {**MODELS, **SCALE_MODELS}
 WARMUP_SECONDS = 1.0
 
 
-def _time_loop(step, batches, steps, sync):
-    """Run `steps` steps cycling over `batches`, loss read back every 10 steps, after a warm-up of at
-    least 10 steps and WARMUP_SECONDS: an idle GPU clocks down (an H100 idles at 345 MHz), and a few
-    milliseconds of warm-up would time the first library at lower clocks than the next."""
+def time_loop(step, batches, steps, sync, warmup=10):
+    """Seconds for `steps` steps cycling over `batches`, loss read back every 10 steps, after a warm-up of
+    at least `warmup` steps and WARMUP_SECONDS: an idle GPU clocks down (an H100 idles at 345 MHz), and a
+    few milliseconds of warm-up would time the first library at lower clocks than the next."""
     i, start = 0, time.perf_counter()
-    while i < 10 or time.perf_counter() - start < WARMUP_SECONDS:
+    while i < warmup or time.perf_counter() - start < WARMUP_SECONDS:
         step(*batches[i % len(batches)])
         if i % 10 == 9:
             sync()
@@ -74,7 +74,7 @@ def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, 10, (batch,), device=device))
                for _ in range(4)]
     sync = wg.webgpu.synchronize if device == "webgpu" else (lambda: None)
-    return batch * steps / _time_loop(run, batches, steps, sync)
+    return batch * steps / time_loop(run, batches, steps, sync)
 
 
 def torch_rate(model_name, batch, steps, amp=False):
@@ -96,7 +96,7 @@ def torch_rate(model_name, batch, steps, amp=False):
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     if amp:
         step = amp_step(torch, model, opt, dev)
-    return batch * steps / _time_loop(step, batches, steps, sync), dev
+    return batch * steps / time_loop(step, batches, steps, sync), dev
 
 
 def step_count(model, batch, steps):
