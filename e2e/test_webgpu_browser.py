@@ -227,3 +227,26 @@ second = get(y)
     # copy in one more
     assert got[2] == 2 and got[3] == 1
 
+
+
+def test_concurrent_first_use_opens_one_device(run_python):
+    # The page's trainer opens the device while the page's console (or a test) may use it too. Two
+    # callers racing through the first use (one blocking with run_sync, one awaiting) must end with one
+    # runtime, or tensors of one GPUDevice reach kernels of another (a validation error on read-back).
+    got = run_python("""
+import asyncio
+from webgrad._backends.webgpu import runtime as R
+R.default_runtime()  # the page's own runtime, opened (or joined) first
+saved = R._default_runtime
+R._default_runtime = None  # as if nothing were open yet
+async def blocking():
+    return R.default_runtime()
+try:
+    a, b, c = await asyncio.gather(blocking(), R.default_runtime_async(), blocking())
+    same = a is b is c is R._default_runtime
+    fresh = a is not saved
+finally:
+    R._default_runtime = saved
+[same, fresh, R._opening is None]
+""")
+    assert got == [True, True, True]

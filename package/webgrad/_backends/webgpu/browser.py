@@ -101,21 +101,6 @@ class BrowserBinding:
     # ------------------------------------------------------------------ creation
 
     @classmethod
-    def create(cls):
-        """The binding, blocking on the adapter and device promises (needs JSPI)."""
-        from pyodide.ffi import can_run_sync, run_sync
-
-        gpu = _navigator_gpu()
-        if gpu is None:
-            raise RuntimeError(_NO_WEBGPU)
-        if not can_run_sync():
-            raise RuntimeError("WebGPU is available, but " + _NO_JSPI)
-        adapter = run_sync(gpu.requestAdapter(_js_object({"powerPreference": "high-performance"})))
-        if adapter is None:
-            raise RuntimeError("WebGPU found no GPU adapter (navigator.gpu.requestAdapter() returned null): " + _NO_WEBGPU)
-        return cls(adapter, run_sync(adapter.requestDevice(_device_request(adapter))))
-
-    @classmethod
     async def create_async(cls):
         gpu = _navigator_gpu()
         if gpu is None:

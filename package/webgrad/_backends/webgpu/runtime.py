@@ -854,6 +854,34 @@ class Runtime:
 
 
 _default_runtime = None
+# In the browser, opening the device awaits two JS promises. While one caller waits (run_sync or await
+# yields to the event loop), another coroutine can ask for the runtime too: the page's trainer loading
+# its data while a console line runs, say. Each would open its own GPUDevice, and a tensor of one
+# device handed to a kernel of the other is a WebGPU validation error. So the request in flight is
+# shared: every caller waits on the same task, and the first to finish makes the one runtime.
+_opening = None
+
+
+def _browser_binding_task():
+    global _opening
+    if _opening is None:
+        import asyncio
+
+        from .browser import BrowserBinding
+
+        _opening = asyncio.ensure_future(BrowserBinding.create_async())
+    return _opening
+
+
+def _adopt(task):
+    """The runtime for the binding the shared task opened (made once, by whoever gets here first)."""
+    global _default_runtime, _opening
+    if _opening is task:
+        _opening = None  # done (or failed: a later call tries again)
+    binding = task.result()
+    if _default_runtime is None or _default_runtime.binding is not binding:
+        _default_runtime = Runtime(binding)
+    return _default_runtime
 
 
 def default_runtime():
@@ -861,14 +889,24 @@ def default_runtime():
     global _default_runtime
     if _default_runtime is None:
         if sys.platform == "emscripten":
-            from .browser import BrowserBinding
+            from pyodide.ffi import can_run_sync, run_sync
 
-            binding = BrowserBinding.create()
-        else:
-            from .native import NativeBinding
+            from .browser import _NO_JSPI, _NO_WEBGPU, _navigator_gpu
 
-            binding = NativeBinding()
-        _default_runtime = Runtime(binding)
+            if _navigator_gpu() is None:
+                raise RuntimeError(_NO_WEBGPU)
+            if not can_run_sync():
+                raise RuntimeError("WebGPU is available, but " + _NO_JSPI)
+            task = _browser_binding_task()
+            try:
+                run_sync(task)
+            except Exception:
+                if not task.done():
+                    raise  # run_sync itself failed; a failed request raises from _adopt instead
+            return _adopt(task)
+        from .native import NativeBinding
+
+        _default_runtime = Runtime(NativeBinding())
     return _default_runtime
 
 
@@ -883,12 +921,14 @@ async def default_runtime_async():
     global _default_runtime
     if _default_runtime is None:
         if sys.platform == "emscripten":
-            from .browser import BrowserBinding
+            task = _browser_binding_task()
+            try:
+                await task
+            except Exception:
+                if not task.done():
+                    raise  # a failed request raises from _adopt instead
+            return _adopt(task)
+        from .native import NativeBinding
 
-            binding = await BrowserBinding.create_async()
-        else:
-            from .native import NativeBinding
-
-            binding = NativeBinding()
-        _default_runtime = Runtime(binding)
+        _default_runtime = Runtime(NativeBinding())
     return _default_runtime
