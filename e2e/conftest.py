@@ -131,6 +131,11 @@ def app_page(booted_page):
 
 @pytest.fixture
 def run_python(booted_page):
+    # The page's trainer boots in the same worker (opening the GPU device, uploading MNIST): code run
+    # while it boots would race it for the device's first use and for the errors WebGPU reports (which
+    # the next submit of either takes). Tests of the worker's Python start once the trainer settled.
+    booted_page.wait_for_function("document.body.dataset.app !== 'loading'", timeout=APP_TIMEOUT_MS)
+
     def run(code: str, timeout_s: float = 60):
         return booted_page.evaluate(
             """([code, ms]) => Promise.race([

@@ -11,7 +11,10 @@ binding = default_runtime().binding
 binding.submit([[]])  # nothing reported yet: no error
 # MAP_READ with STORAGE is an invalid usage: a validation error, reported asynchronously (uncapturederror)
 binding._device.createBuffer(_js_object({"size": 16, "usage": 0x01 | 0x80}))
-await js.Promise.new(lambda resolve, reject: js.setTimeout(resolve, 200))
+# Chromium delivers a device's errors when it processes the device's events, which pending work
+# triggers: an idle device holds them back, so wait for the queue (as a read-back or synchronize does).
+await binding._device.queue.onSubmittedWorkDone()
+await js.Promise.new(lambda resolve, reject: js.setTimeout(resolve, 50))
 try:
     binding.submit([[]])
     first = ""

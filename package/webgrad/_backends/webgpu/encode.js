@@ -53,10 +53,16 @@
   },
 
   // Run `create()` inside a validation error scope: a promise of [object, error message or ""].
+  // The scope is popped even when `create` throws: a scope left pushed would swallow every later
+  // validation error of the device (and the next submit could not report it).
   async checked(device, create) {
     device.pushErrorScope("validation");
-    const object = create();
-    const error = await device.popErrorScope();
+    let object;
+    try {
+      object = create();
+    } finally {
+      var error = await device.popErrorScope();
+    }
     return [object, error ? String(error.message) : ""];
   },
 })
