@@ -44,7 +44,7 @@ def test_rows4_split():
         assert outer * chunks <= max(outer, wreduce.ROWS4_GROUPS)
 
 
-@pytest.mark.parametrize("shape", [(4096,), (200_000,), (3, 65_540), (2, 8, 4104)])
+@pytest.mark.parametrize("shape", [(4096,), (200_000,), (3, 65_540), (2, 8, 4104), (100, 32_768)])
 def test_rows4_sum_mean_max_min(gpu_plans, monkeypatch, shape):
     seen = _dispatched(monkeypatch)
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
