@@ -21,8 +21,10 @@ REDUCE = Kernel(
     ("OP", "INT_MATH", "X_DTYPE", "OUT_DTYPE", "STAGE"),
 )
 # float32 rows read as vec4s (reduce.wgsl's reduce_rows4): rows of at least ROWS4_MIN floats; chunks of at
-# least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (about 8 resident per
-# SM of an H200's 132: one wave).
+# least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (one wave on an H200: 132
+# SMs hold ~8 each). Swept on an H200 for a sum of 16.7M floats, GPU time alone (timestamps) / through the
+# backend: 256 groups 3,219 / 1,852 GB/s, 512: 3,242 / 2,111, 1024: 3,090 / 2,091 (the raw WGSL reduction
+# of bench kernels: 1,891).
 ROWS4 = Kernel(SHADER, "reduce_rows4", REDUCE.bindings, ("OP", "STAGE"))
 ROWS4_MIN = 4096
 ROWS4_PER_THREAD = 16
