@@ -22,16 +22,16 @@ def gpu_plans(monkeypatch):
 
 
 def _dispatched(monkeypatch):
-    """Record the entry points reduce.py dispatches."""
+    """Record the entry points reduce.py dispatches (Runtime.dispatch goes through run too)."""
     seen = []
     rt = runtime.default_runtime()
-    real = rt.dispatch
+    real = rt.run
 
-    def spy(kernel, *args, **kwargs):
-        seen.append(kernel.entry)
-        return real(kernel, *args, **kwargs)
+    def spy(launch, storages):
+        seen.append(launch.kernel.entry)
+        return real(launch, storages)
 
-    monkeypatch.setattr(rt, "dispatch", spy)
+    monkeypatch.setattr(rt, "run", spy)
     return seen
 
 
@@ -44,7 +44,7 @@ def test_rows4_split():
         assert outer * chunks <= max(outer, wreduce.ROWS4_GROUPS)
 
 
-@pytest.mark.parametrize("shape", [(4096,), (200_000,), (3, 65_540), (2, 8, 4104)])
+@pytest.mark.parametrize("shape", [(4096,), (200_000,), (3, 65_540), (2, 8, 4104), (100, 32_768)])
 def test_rows4_sum_mean_max_min(gpu_plans, monkeypatch, shape):
     seen = _dispatched(monkeypatch)
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
@@ -93,3 +93,37 @@ def test_general_kernel_keeps_other_shapes(gpu_plans, monkeypatch):
     gi = rng.integers(-1000, 1000, (128, 300)).astype(np.int32)
     np.testing.assert_array_equal(wg.tensor(gi, device="webgpu").sum(0).numpy(), gi.sum(0))
     assert "reduce_rows4" not in seen and "reduce" in seen
+
+
+def test_rows4_one_dispatch_and_tickets_reset(gpu_plans, monkeypatch):
+    # Rows split into chunks still take ONE dispatch (the last workgroup of a row folds the partials).
+    # Shapes alternate so that one shape's partials land where another keeps its row counters: every
+    # result stays right only if the counters are back at zero after each reduction.
+    seen = _dispatched(monkeypatch)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 65540)).astype(np.float32)
+    y = rng.standard_normal(300_000).astype(np.float32)
+    tx, ty = wg.tensor(x, device="webgpu"), wg.tensor(y, device="webgpu")
+    for _ in range(3):
+        np.testing.assert_allclose(tx.sum(1).numpy(), x.astype(np.float64).sum(1), rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(tx.sum().item(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
+        np.testing.assert_allclose(ty.sum().item(), y.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
+        assert ty.amax().item() == y.max() and tx.amin(1).numpy().tolist() == x.min(1).tolist()
+    assert wreduce.rows4_split(1, y.size)[0] > 1 and wreduce.rows4_split(3, x.shape[1])[0] > 1
+    assert seen == ["reduce_rows4"] * len(seen) and len(seen) == 15
+
+
+def test_rows4_chunked_sum_replays(gpu_plans):
+    # a captured whole-tensor sum replays with new data (the graph reuses the scratch and its counters)
+    rt = runtime.default_runtime()
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(200_000).astype(np.float32)
+    t = wg.tensor(x, device="webgpu")
+    with rt.capture() as graph:
+        s = t.sum()
+    np.testing.assert_allclose(s.item(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
+    for k in range(3):
+        x2 = rng.standard_normal(200_000).astype(np.float32)
+        rt.write(t._view.storage, x2.tobytes())
+        graph.replay()
+        np.testing.assert_allclose(s.item(), x2.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)

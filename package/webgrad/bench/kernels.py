@@ -364,9 +364,16 @@ def _time_backend(be, fn, iters=20):
     return best
 
 
+# Whole-tensor sums timed per synchronize(): 100 of them (~4 ms of GPU work at 16.7M floats on an H200)
+# so that the wait's fixed cost (~0.1 ms) is not a tenth of the figure, as it was with 20.
+SUM_ITERS = 100
+
+
 def bench_backend_ops(be, n):
     """GB/s of add and sum through the WebGPU backend (the engine's path: views, plan, runtime
-    batching), timed with synchronize() around `iters` queued ops. An op that fails reports its error."""
+    batching), timed with synchronize() around `iters` queued ops: the host's recording, the submit and
+    the GPU's work all count. An op that fails reports its error. Also `sum_detail` (see
+    backend_sum_detail) where the binding exposes its wgpu device."""
     import numpy as np
 
     from webgrad import dtypes
@@ -376,17 +383,53 @@ def bench_backend_ops(be, n):
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     sx, so, sr = be.from_bytes(x.tobytes(), f32), be.empty(n, f32), be.empty(1, f32)
     vx, vo = View(sx, (n,), (1,), 0, f32), View(so, (n,), (1,), 0, f32)
+    vr, vsum = View(sr, (1, 1), (1, 1), 0, f32), View(sx, (1, n, 1), (n, 1, 1), 0, f32)
+
+    def sum_op():
+        be.reduce("sum", vr, vsum)
+
     res = {}
-    for name, fn, nbytes in (
-        ("add", lambda: be.binary("add", vo, vx, vx), 12 * n),
-        ("sum", lambda: be.reduce("sum", View(sr, (1, 1), (1, 1), 0, f32), View(sx, (1, n, 1), (n, 1, 1), 0, f32)),
-         4 * n),
+    for name, fn, nbytes, iters in (
+        ("add", lambda: be.binary("add", vo, vx, vx), 12 * n, 20),
+        ("sum", sum_op, 4 * n, SUM_ITERS),
     ):
         try:
-            res[name] = nbytes / _time_backend(be, fn) / 1e9
+            res[name] = nbytes / _time_backend(be, fn, iters) / 1e9
         except Exception as e:
             res[name] = f"{type(e).__name__}: {e}".splitlines()[0][:80]
+    if isinstance(res["sum"], float):
+        got = struct.unpack("<f", be.to_bytes(vr))[0]
+        ref = float(x.astype(np.float64).sum())
+        if abs(got - ref) > 1e-4 * float(np.abs(x).sum()):
+            res["sum"] = f"WRONG: {got} against {ref}"
+        try:
+            res["sum_detail"] = backend_sum_detail(be, sum_op, 4 * n)
+        except Exception as e:  # a diagnostic: the figure above stands without it
+            res["sum_detail"] = f"{type(e).__name__}: {e}".splitlines()[0][:80]
     return res
+
+
+def backend_sum_detail(be, sum_op, nbytes):
+    """Where the time of one backend sum goes: (dispatches it records, GB/s of those dispatches alone on
+    the GPU: timestamp queries around a pass of 100 copies of them, else that pass's wall clock; host
+    microseconds to record one call)."""
+    rt = be.runtime
+    device = getattr(rt.binding, "_device", None)  # the native binding's wgpu device (as bench profile)
+    if device is None:
+        raise RuntimeError("this binding exposes no wgpu device")
+    with rt.capture() as graph:
+        sum_op()
+    work = [(r[1], r[2], r[3:6]) for r in graph.records if r[0] == 0]
+    be.synchronize()
+    wall, gpu = GpuTimer(device).time(work, 100)
+    rt.flush()
+    t0 = time.perf_counter()
+    for _ in range(200):
+        sum_op()
+    host = (time.perf_counter() - t0) / 200
+    be.synchronize()
+    graph.release()
+    return len(work), nbytes / (gpu or wall) / 1e9, host * 1e6
 
 
 def bench_backend_matmul(be, shape, trans_a, trans_b):
@@ -557,6 +600,12 @@ def main(argv=None):
         b = back[op] if back else "n/a"
         b = f"{b:9.1f}" if isinstance(b, float) else b
         print(f"  {op:>4}: raw WGSL {gb:9.1f}{'' if ok else ' (WRONG)'}   numpy {cpu[op]:9.1f}   webgrad backend {b}")
+    detail = back.get("sum_detail") if back else None
+    if isinstance(detail, tuple):
+        print(f"        (backend sum: {detail[0]} dispatch(es) per call; those alone on the GPU {detail[1]:.1f} GB/s; "
+              f"host {detail[2]:.1f} us to record a call; {SUM_ITERS} calls per synchronize)")
+    elif detail:
+        print(f"        (backend sum detail not available: {detail})")
     if be is None:
         print(f"  (webgrad's WebGPU backend not available: {why}; only the raw WGSL kernels were timed)")
     return 0

@@ -2,6 +2,7 @@
 
 import functools
 import struct
+import weakref
 
 from ...dtypes import float32, int32, uint8
 from ..interface import REDUCE_OPS
@@ -10,15 +11,20 @@ from .runtime import Kernel, Shader, dtype_code, grid
 from .views import check_view, contiguous_view
 
 RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
-SHADER = Shader("reduce.wgsl", {"RED_" + n.upper(): c for n, c in RED_CODES.items()})
+# reduce_rows4's scratch words before the partials: one ticket counter per row (see reduce.wgsl).
+ROWS4_TICKETS = 4096
+SHADER = Shader("reduce.wgsl", dict({"RED_" + n.upper(): c for n, c in RED_CODES.items()},
+                                    ROWS4_TICKETS=ROWS4_TICKETS))
 REDUCE = Kernel(
     SHADER, "reduce",
     ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (4, "uniform")),
     ("OP", "INT_MATH", "X_DTYPE", "OUT_DTYPE", "STAGE"),
 )
 # float32 rows read as vec4s (reduce.wgsl's reduce_rows4): rows of at least ROWS4_MIN floats; chunks of at
-# least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (about 8 resident per
-# SM of an H200's 132: one wave).
+# least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (one wave on an H200: 132
+# SMs hold ~8 each). Swept on an H200 for a sum of 16.7M floats, GPU time alone (timestamps) / through the
+# backend: 256 groups 3,219 / 1,852 GB/s, 512: 3,242 / 2,111, 1024: 3,090 / 2,091 (the raw WGSL reduction
+# of bench kernels: 1,891).
 ROWS4 = Kernel(SHADER, "reduce_rows4", REDUCE.bindings, ("OP", "STAGE"))
 ROWS4_MIN = 4096
 ROWS4_PER_THREAD = 16
@@ -95,6 +101,8 @@ def rows4_split(outer, size):
     size4 = size // 4
     per_group = THREADS * ROWS4_PER_THREAD
     chunks = max(1, min(-(-size4 // per_group), -(-ROWS4_GROUPS // outer)))
+    if outer > ROWS4_TICKETS:  # more rows than ticket counters: one chunk (one workgroup) per row
+        chunks = 1
     chunk4 = -(-size4 // chunks)
     return -(-size4 // chunk4), 4 * chunk4
 
@@ -133,35 +141,44 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
 
 
 def _reduce_rows4(rt, op, out, x):
-    """Long float32 rows: reduce_rows4 (vec4 loads), in one pass, or per chunk then the general kernel
-    over the partials. The launch arguments are cached per shape: a whole-tensor sum is a hot op (a
-    loss, a benchmark), and its host cost adds to a ~40 us GPU pass."""
+    """Long float32 rows: reduce_rows4 (vec4 loads), one dispatch whether or not rows are split into
+    chunks (the last workgroup of a row folds its partials, see reduce.wgsl). The launch is cached per
+    shape: a whole-tensor sum is a hot op (a loss, a benchmark), and its host cost adds to a ~40 us pass."""
     outer, size, _ = x.shape
-    first, second, partials = _rows4_launches(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
-                                              x.offset, out.offset)
-    if second is None:
-        rt.dispatch(ROWS4, first[0], (out.storage, x.storage, rt.dummy, rt.spare(0)), first[1], first[2])
-        return
-    dest = rt.storage(partials, float32)
-    rt.dispatch(ROWS4, first[0], (dest, x.storage, rt.dummy, rt.spare(0)), first[1], first[2])
-    rt.dispatch(REDUCE, second[0], (out.storage, dest, rt.dummy, rt.spare(0)), second[1], second[2])
+    launch, words = _rows4_launch(rt, op, outer, size, x.offset, out.offset)
+    rt.run(launch, (out.storage, x.storage, rt.dummy, _scratch(rt, words) if words else rt.spare(0)))
+
+
+# Each runtime's buffer of reduce_rows4's partials and row counters. Outside the pools (nothing else may
+# write it: its counters must read zero between reductions) and zero when made (WebGPU zeroes new buffers);
+# a larger one replaces it when a shape needs more (submitted work and graphs keep the old one alive).
+_scratches = weakref.WeakKeyDictionary()
+
+
+def _scratch(rt, words):
+    s = _scratches.get(rt)
+    if s is None or s.numel < words:
+        s = _scratches[rt] = rt._permanent(4 * max(_pow2_at_least(words), 1024))
+    return s
+
+
+def _rows4_launch(rt, op, outer, size, x_offset, out_offset):
+    """(Launch of reduce_rows4, scratch words it needs: 0 when each row is one chunk)."""
+    key = ("reduce_rows4", op, outer, size, x_offset, out_offset)
+    hit = rt.memo.get(key)
+    if hit is None:
+        constants, params, groups, words = _rows4_plan(rt.limits["max_compute_workgroups_per_dimension"], op,
+                                                        outer, size, x_offset, out_offset)
+        hit = rt.memo[key] = (rt.launch(ROWS4, constants, params, groups), words)
+    return hit
 
 
 @functools.lru_cache(maxsize=256)
-def _rows4_launches(max_per_dim, op, outer, size, x_offset, out_offset):
-    """((constants, params, grid) of reduce_rows4, the same of the second pass or None, partial floats)."""
+def _rows4_plan(max_per_dim, op, outer, size, x_offset, out_offset):
+    """(constants, params, grid, scratch words) of reduce_rows4."""
     chunks, chunk = rows4_split(outer, size)
     groups = outer * chunks
-    two_pass = chunks > 1
-    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1 if two_pass else 0}),
-             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0 if two_pass else out_offset),
-             grid(groups, max_per_dim))
-    if not two_pass:
-        return first, None, 0
-    lanes, _, _ = split(outer, chunks, 1)
-    values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32),
-              "X_DTYPE": dtype_code(float32), "STAGE": 2}
-    groups2 = -(-outer // lanes)
-    second = (REDUCE.constants(values), _PARAMS.pack(outer, chunks, 1, lanes, chunks, 1, groups2, 0, out_offset),
-              grid(groups2, max_per_dim))
-    return first, second, outer * chunks
+    stage = 1 if chunks > 1 else 0
+    return (ROWS4.constants({"OP": RED_CODES[op], "STAGE": stage}),
+            _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, out_offset),
+            grid(groups, max_per_dim), ROWS4_TICKETS + outer * chunks if stage else 0)
