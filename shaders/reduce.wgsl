@@ -16,15 +16,18 @@
 //
 // reduce_rows4 is the float32 path for long contiguous rows (inner = 1; sizes, chunks and the offset
 // multiples of 4; not argmax/argmin): vec4 loads, one output row chunk per workgroup, four vec4s in
-// flight per thread. With one chunk per row (STAGE 0) it writes the output directly. With several
-// (STAGE 1) it is still ONE dispatch: each workgroup stores its partial in `scratch`, then takes a ticket
-// from its row's counter there; the workgroup that draws the last ticket folds the row's partials into
-// the output and sets the counter back to zero for the next reduction. A second dispatch cost more than
-// its work: on an H200 the pass boundary and the one-workgroup pass took ~9 us beside ~21 us of reading
-// 16.7M floats; with one dispatch a sum through the backend ran at 1,930 GB/s against 1,024 with two
-// (bench kernels, same device call). storageBarrier() is what orders the partial's
-// store before the ticket and the last workgroup's loads after it (naga gives it device-scope
-// acquire-release semantics); the partials are atomics so that those loads go to the coherent level.
+// flight per thread. With one chunk per row (STAGE 0) it writes the output directly. With several,
+// either (STAGE 1) each workgroup writes its partial to `out` and the general entry point folds them
+// (STAGE 2, a second dispatch), or (STAGE 3) it is ONE dispatch: each workgroup stores its partial in
+// `scratch`, then takes a ticket from its row's counter there; the workgroup that draws the last ticket
+// folds the row's partials into the output and sets the counter back to zero for the next reduction.
+// A second dispatch cost more than its work: on an H200 the pass boundary and the one-workgroup pass
+// took ~9 us beside ~21 us of reading 16.7M floats; with one dispatch a sum through the backend ran at
+// 1,930 GB/s against 1,024 with two (bench kernels, same device call). storageBarrier() is what orders
+// the partial's store before the ticket and the last workgroup's loads after it: naga (wgpu-native)
+// gives it device-scope acquire-release semantics, but WGSL itself only promises workgroup scope (Tint
+// in a browser emits that), so reduce.py takes STAGE 3 only where the binding vouches for device scope.
+// The partials are atomics so that those loads go to the coherent level.
 // Whole-tensor sums take this path.
 //
 // argmax/argmin keep the first index among equal values (PyTorch's rule, and NumPy's); NaN counts
@@ -34,7 +37,8 @@ override OP: u32 = 0u;          // RED_* code (reduce.py)
 override INT_MATH: bool = false; // integer inputs: fold exactly in i32 (wrapping like int32)
 override X_DTYPE: u32 = DT_F32;
 override OUT_DTYPE: u32 = DT_F32;
-override STAGE: u32 = 0u;        // 0: one pass; 1: first pass of two; 2: second pass of two
+override STAGE: u32 = 0u;        // 0: one pass; 1: first pass of two; 2: second pass of two;
+                                  // 3: reduce_rows4 folding its partials in the same dispatch
 
 struct Params {
     outer: u32,
@@ -280,6 +284,10 @@ fn reduce_rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
     if (STAGE == 0u) {
         if (t == 0u) { out[p.out_offset + o] = bitcast<u32>(tree_f[0]); }
+        return;
+    }
+    if (STAGE == 1u) {
+        if (t == 0u) { out[o * p.chunks + chunk] = bitcast<u32>(tree_f[0]); }
         return;
     }
     let counter = o;

@@ -76,6 +76,9 @@ def _device_request(adapter):
 
 class BrowserBinding:
     name = "browser"
+    # WGSL promises storageBarrier() only workgroup scope, and a browser's compiler (Tint) emits just that:
+    # no handing results between workgroups of one dispatch here (reduce.wgsl folds in a second dispatch).
+    device_scope_storage_barrier = False
 
     def __init__(self, adapter, device):
         from pyodide.ffi import can_run_sync, run_sync

@@ -56,6 +56,9 @@ def _chosen_adapter(wgpu):
 
 class NativeBinding:
     name = "native"
+    # naga, wgpu-native's WGSL compiler, gives storageBarrier() device-scope acquire-release semantics,
+    # which kernels that hand results between workgroups of one dispatch rely on (reduce.wgsl's STAGE 3).
+    device_scope_storage_barrier = True
 
     def __init__(self, power_preference="high-performance", without_features=()):
         try:

@@ -141,12 +141,26 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
 
 
 def _reduce_rows4(rt, op, out, x):
-    """Long float32 rows: reduce_rows4 (vec4 loads), one dispatch whether or not rows are split into
-    chunks (the last workgroup of a row folds its partials, see reduce.wgsl). The launch is cached per
-    shape: a whole-tensor sum is a hot op (a loss, a benchmark), and its host cost adds to a ~40 us pass."""
+    """Long float32 rows: reduce_rows4 (vec4 loads). Rows split into chunks are folded in the same
+    dispatch (the last workgroup of a row folds its partials, see reduce.wgsl) where the binding's shader
+    compiler gives storageBarrier device scope, else by a second dispatch of the general kernel. The
+    launches are cached per shape: a whole-tensor sum is a hot op (a loss, a benchmark), and its host
+    cost adds to a ~40 us pass."""
     outer, size, _ = x.shape
-    launch, words = _rows4_launch(rt, op, outer, size, x.offset, out.offset)
-    rt.run(launch, (out.storage, x.storage, rt.dummy, _scratch(rt, words) if words else rt.spare(0)))
+    one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
+    key = ("reduce_rows4", op, outer, size, x.offset, out.offset, one_dispatch)
+    hit = rt.memo.get(key)
+    if hit is None:
+        first, second, words = _rows4_plan(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
+                                           x.offset, out.offset, one_dispatch)
+        hit = rt.memo[key] = (rt.launch(ROWS4, *first), second and rt.launch(REDUCE, *second), words)
+    first, second, words = hit
+    if second:  # partials to a pool buffer, folded by the general kernel
+        dest = rt.storage(words, float32)
+        rt.run(first, (dest, x.storage, rt.dummy, rt.spare(0)))
+        rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
+    else:
+        rt.run(first, (out.storage, x.storage, rt.dummy, _scratch(rt, words) if words else rt.spare(0)))
 
 
 # Each runtime's buffer of reduce_rows4's partials and row counters. Outside the pools (nothing else may
@@ -162,23 +176,23 @@ def _scratch(rt, words):
     return s
 
 
-def _rows4_launch(rt, op, outer, size, x_offset, out_offset):
-    """(Launch of reduce_rows4, scratch words it needs: 0 when each row is one chunk)."""
-    key = ("reduce_rows4", op, outer, size, x_offset, out_offset)
-    hit = rt.memo.get(key)
-    if hit is None:
-        constants, params, groups, words = _rows4_plan(rt.limits["max_compute_workgroups_per_dimension"], op,
-                                                        outer, size, x_offset, out_offset)
-        hit = rt.memo[key] = (rt.launch(ROWS4, constants, params, groups), words)
-    return hit
-
-
 @functools.lru_cache(maxsize=256)
-def _rows4_plan(max_per_dim, op, outer, size, x_offset, out_offset):
-    """(constants, params, grid, scratch words) of reduce_rows4."""
+def _rows4_plan(max_per_dim, op, outer, size, x_offset, out_offset, one_dispatch):
+    """((constants, params, grid) of reduce_rows4, the same of the folding pass or None, and the words of
+    scratch (one dispatch) or of partials (two) it needs: 0 when each row is one chunk)."""
     chunks, chunk = rows4_split(outer, size)
     groups = outer * chunks
-    stage = 1 if chunks > 1 else 0
-    return (ROWS4.constants({"OP": RED_CODES[op], "STAGE": stage}),
-            _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, out_offset),
-            grid(groups, max_per_dim), ROWS4_TICKETS + outer * chunks if stage else 0)
+    if chunks == 1 or one_dispatch:
+        stage = 0 if chunks == 1 else 3
+        return ((ROWS4.constants({"OP": RED_CODES[op], "STAGE": stage}),
+                 _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, out_offset),
+                 grid(groups, max_per_dim)), None, ROWS4_TICKETS + outer * chunks if stage else 0)
+    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1}),
+             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
+    lanes, _, _ = split(outer, chunks, 1)
+    values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32),
+              "X_DTYPE": dtype_code(float32), "STAGE": 2}
+    groups2 = -(-outer // lanes)
+    second = (REDUCE.constants(values), _PARAMS.pack(outer, chunks, 1, lanes, chunks, 1, groups2, 0, out_offset),
+              grid(groups2, max_per_dim))
+    return first, second, outer * chunks
