@@ -26,7 +26,8 @@ import gc
 import time
 
 import webgrad as wg
-from webgrad.bench.train import time_loop  # the loop bench train times: loss read every 10 steps, warmed up
+from webgrad.bench.train import time_loop, torch_training  # bench train's loop (loss read every 10 steps,
+# warmed up) and its PyTorch side
 from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
                                      training_step)
 
@@ -79,20 +80,7 @@ def torch_result(model_name, batch, steps, warmup=10):
         torch.cuda.empty_cache()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-    torch.manual_seed(0)
-    model = MODELS[model_name](nn=torch.nn).to(dev)
-    opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
-
-    def step(x, y):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-    shape = INPUT_SHAPES[model_name]
-    batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, CLASSES, (batch,), device=dev))
-               for _ in range(4)]
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    _, _, step, batches, sync = torch_training(torch, MODELS, model_name, batch, dev)
     seconds = time_loop(step, batches, steps, sync, warmup)
     peak = torch.cuda.max_memory_allocated() - base if dev == "cuda" else None
     return {"samples_s": batch * steps / seconds, "ms": 1000 * seconds / steps, "peak": peak, "device": dev}

@@ -77,11 +77,12 @@ def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     return batch * steps / time_loop(run, batches, steps, sync)
 
 
-def torch_rate(model_name, batch, steps, amp=False):
-    import torch
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
+def torch_training(torch, models, model_name, batch, dev):
+    """PyTorch eager's side of a row (bench train and bench scale): the model (from `models`, a name ->
+    factory table) built with torch.nn and seed 0, the benchmark's optimizer, a training step, four
+    random batches and the device's sync."""
     torch.manual_seed(0)
-    model = ALL_MODELS[model_name](nn=torch.nn).to(dev)
+    model = models[model_name](nn=torch.nn).to(dev)
     opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
 
     def step(x, y):
@@ -94,6 +95,13 @@ def torch_rate(model_name, batch, steps, amp=False):
     batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
                for _ in range(4)]
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    return model, opt, step, batches, sync
+
+
+def torch_rate(model_name, batch, steps, amp=False):
+    import torch
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    model, opt, step, batches, sync = torch_training(torch, ALL_MODELS, model_name, batch, dev)
     if amp:
         step = amp_step(torch, model, opt, dev)
     return batch * steps / time_loop(step, batches, steps, sync), dev
