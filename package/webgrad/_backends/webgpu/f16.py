@@ -19,21 +19,23 @@ import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import elementwise, shaders
+from . import conv, conv_gemm, elementwise
 from .runtime import Kernel, Shader, grid
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
 
 FEATURE = "shader-f16"
 
 
-class _F16Shader(Shader):
+class F16Shader(Shader):
     """A shader whose module starts with `enable f16;` (it must precede every declaration)."""
 
+    __slots__ = ()
+
     def source(self):
-        return "enable f16;\n" + shaders.source(self.name, self.constants)
+        return "enable f16;\n" + super().source()
 
 
-SHADER = _F16Shader("f16.wgsl", {})
+SHADER = F16Shader("f16.wgsl", {})
 _CAST_LAYOUT = ((0, "write"), (1, "read"), (2, "uniform"))
 CASTS = {(float16, float32): Kernel(SHADER, "h_from_f", _CAST_LAYOUT),
          (float32, float16): Kernel(SHADER, "f_from_h", _CAST_LAYOUT),
@@ -66,6 +68,8 @@ def enable(backend):
         setattr(backend, name, _through_f32(backend, getattr(backend, name), name, written, pure))
     backend.copy = _copy_method(backend, backend.copy)
     backend.matmul = _matmul_method(backend, backend.matmul)
+    for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight"):
+        setattr(backend, name, _conv_method(backend, name, getattr(backend, name)))
 
 
 # ------------------------------------------------------------------ casts and copies
@@ -200,6 +204,79 @@ def _matmul_method(backend, routed):
         else:
             routed(out, a, b, trans_a, trans_b, bias=bias, relu=relu)
     return matmul_
+
+
+# ------------------------------------------------------------------ convolutions
+
+
+def _conv_method(backend, name, routed):
+    """The backend's `name` (conv2d or one of its gradients): conv_gemm's float16 kernels when every view
+    is a contiguous float16 NCHW tensor of its own storage and the convolution is one conv_gemm takes (a
+    GPU adapter, at least conv_gemm.MIN_CHANNELS output channels); else `routed`, through float32 (which
+    also raises the errors for operands that do not fit)."""
+    rt = backend.runtime
+    product = {"conv2d": _conv_forward, "conv2d_backward_input": _conv_backward_input,
+               "conv2d_backward_weight": _conv_backward_weight}[name]
+
+    def conv_(out, a, b, *rest, **kwargs):
+        if product(rt, out, a, b, *rest) is False:
+            return routed(out, a, b, *rest, **kwargs)
+        return None
+    conv_.__name__ = name
+    return conv_
+
+
+def _native_conv(rt, out_channels, out, *inputs):
+    """Whether conv_gemm takes this convolution natively: a GPU adapter, conv_gemm's channel counts, and
+    every view (None: no bias) contiguous float16 with a storage apart from out's. Shapes: the callers."""
+    if rt.variant["conv_unfold"] or not conv_gemm.suits(out_channels):
+        return False
+    for v in (out, *inputs):
+        if v is not None and not (isinstance(v, View) and v.dtype is float16 and v.is_contiguous()
+                                  and (v is out or v.storage is not out.storage)):
+            return False
+    return True
+
+
+def _conv_sizes(x_shape, weight_shape, geom):
+    """(N, O, OH, OW): the output shape of a convolution of 4-D shapes (None where they do not match)."""
+    if len(x_shape) != 4 or len(weight_shape) != 4 or x_shape[1] != weight_shape[1]:
+        return None
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    N, C, H, W = x_shape
+    O, _, kh, kw = weight_shape
+    return N, O, conv._out_size(H, kh, sh, ph, dh), conv._out_size(W, kw, sw, pw, dw)
+
+
+def _conv_forward(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, weight.shape, geom)
+    if size is None or out.shape != size or not _native_conv(rt, size[1], out, x, weight, bias) or \
+            bias is not None and bias.shape != (size[1],):
+        return False
+    if out.numel:
+        conv_gemm.forward(rt, out, x, weight, bias, geom)
+    return None
+
+
+def _conv_backward_input(rt, out, grad, weight, stride, padding, dilation):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(out.shape, weight.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, weight):
+        return False
+    if out.numel:
+        conv_gemm.backward_input(rt, out, grad, weight, geom)
+    return None
+
+
+def _conv_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, out.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, x):
+        return False
+    if out.numel:
+        conv_gemm.backward_weight(rt, out, grad, x, geom)
+    return None
 
 
 # ------------------------------------------------------------------ everything else, through float32
