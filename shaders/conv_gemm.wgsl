@@ -39,12 +39,13 @@
 // away): arrays indexed by loop counters end up in slow local memory (see matmul.wgsl's notes).
 // The host side is package/webgrad/_backends/webgpu/conv_gemm.py.
 //
-// Element types: conv_gemm.py splices ELEMENT_TYPES below: the aliases AT (A, binding 0), GT (the
-// gathered image, binding 1) and OT (the output and the bias, bindings 2 and 3), and to_out/to_out4, the
-// f32 -> OT rounding of the store. float32 everywhere, or float16 operands (the module then starts with
-// `enable f16;`): halves are read into f32 registers and workgroup tiles, products and sums run in f32
-// and the result is rounded once at the store (autocast's numerics, as cuDNN's half convolutions). A
-// split product keeps its partial tiles in f32: its main kernel has OT = f32, its reduction AT = f32.
+// Element types: conv_gemm.py splices ELEMENT_TYPES below (f16.py element_types): the aliases AT (A,
+// binding 0), GT (the gathered image, binding 1) and OT (the output and the bias, bindings 2 and 3), and
+// to_OT/to_OT4, the f32 -> OT rounding of the store. float32 everywhere, or float16 operands (the module
+// then starts with `enable f16;`): halves are read into f32 registers and workgroup tiles, products and
+// sums run in f32 and the result is rounded once at the store (autocast's numerics, as cuDNN's half
+// convolutions). A split product keeps its partial tiles in f32: its main kernel has OT = f32, its
+// reduction AT = f32.
 //! splice ELEMENT_TYPES
 
 struct Params {
@@ -359,21 +360,21 @@ fn out_index(m: u32, q: u32) -> u32 {
 
 fn store(x: vec4<f32>, m: u32, q: u32) {
     if (SPLIT) {  // raw partial sums: the reduction applies the epilogue
-        out1[out_index(m, q)] = to_out(x.x);
-        if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_out(x.y); }
-        if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_out(x.z); }
-        if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_out(x.w); }
+        out1[out_index(m, q)] = to_OT(x.x);
+        if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_OT(x.y); }
+        if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_OT(x.z); }
+        if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_OT(x.w); }
         return;
     }
-    out1[out_index(m, q)] = to_out(finish1(x.x, m));
-    if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_out(finish1(x.y, m)); }
-    if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_out(finish1(x.z, m)); }
-    if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_out(finish1(x.w, m)); }
+    out1[out_index(m, q)] = to_OT(finish1(x.x, m));
+    if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_OT(finish1(x.y, m)); }
+    if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_OT(finish1(x.z, m)); }
+    if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_OT(finish1(x.w, m)); }
 }
 
 fn store_vec(x: vec4<f32>, m: u32, q: u32) {  // OUT_VEC: the four columns are one aligned vec4
-    if (SPLIT) { out4[out_index(m, q) / 4u] = to_out4(x); return; }
-    out4[out_index(m, q) / 4u] = to_out4(finish4(x, m));
+    if (SPLIT) { out4[out_index(m, q) / 4u] = to_OT4(x); return; }
+    out4[out_index(m, q) / 4u] = to_OT4(finish4(x, m));
 }
 
 fn tile_row(r: u32) -> u32 { return row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u; }
@@ -465,7 +466,7 @@ fn conv_reduce1(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_inv
     if (lid.y == 0u && i < total) {
         for (var l = 1u; l < RED_LANES; l++) { s += lanes1[l * RED_OUT + lid.x]; }
         let m = i / P.N;
-        out1[out_index(m, i - m * P.N)] = to_out(finish1(s, m));
+        out1[out_index(m, i - m * P.N)] = to_OT(finish1(s, m));
     }
 }
 
@@ -483,6 +484,6 @@ fn conv_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_inv
     if (lid.y == 0u && i < total4) {
         for (var l = 1u; l < RED_LANES; l++) { s += lanes4[l * RED_OUT + lid.x]; }
         let m = (4u * i) / P.N;
-        out4[out_index(m, 4u * i - m * P.N) / 4u] = to_out4(finish4(s, m));
+        out4[out_index(m, 4u * i - m * P.N) / 4u] = to_OT4(finish4(s, m));
     }
 }

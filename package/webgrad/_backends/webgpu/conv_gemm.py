@@ -13,36 +13,19 @@ import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import f16, shaders
+from . import f16
 from .elementwise import copy, fill
-from .runtime import Kernel, Shader
+from .runtime import Kernel
 from .views import contiguous_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
 _KERNELS = {}
-_SHADERS = {}
 F32 = ("f32", "f32", "f32")  # the element types (AT, GT, OT) of conv_gemm.wgsl's ELEMENT_TYPES
-
-
-def _element_types(types):
-    """conv_gemm.wgsl's ELEMENT_TYPES splice for (AT, GT, OT): the aliases and the store's rounding."""
-    at, gt, ot = types
-    text = f"alias AT = {at};\nalias GT = {gt};\nalias OT = {ot};\n"
-    if ot == "f16":
-        return text + shaders.read("f16_round.wgsl") + (
-            "fn to_out(x: f32) -> f16 { return to_f16(x); }\n"
-            "fn to_out4(x: vec4<f32>) -> vec4<f16> {\n"
-            "    return vec4<f16>(to_f16(x.x), to_f16(x.y), to_f16(x.z), to_f16(x.w));\n}\n")
-    return text + "fn to_out(x: f32) -> f32 { return x; }\nfn to_out4(x: vec4<f32>) -> vec4<f32> { return x; }\n"
 
 
 def shader(types=F32):
     """conv_gemm.wgsl with element types (AT, GT, OT) (see its header); float16 ones need shader-f16."""
-    s = _SHADERS.get(types)
-    if s is None:
-        cls = f16.F16Shader if "f16" in types else Shader
-        s = _SHADERS[types] = cls("conv_gemm.wgsl", lambda: ({}, {"ELEMENT_TYPES": _element_types(types)}))
-    return s
+    return f16.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT"), types)))
 
 
 def _types(dtype, split):

@@ -19,7 +19,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import conv, conv_gemm, elementwise
+from . import conv, conv_gemm, elementwise, shaders
 from .runtime import Kernel, Shader, grid
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
 
@@ -36,6 +36,35 @@ class F16Shader(Shader):
 
 
 SHADER = F16Shader("f16.wgsl", {})
+_TYPED = {}
+
+
+def element_types(types):
+    """The text for a shader's ``//! splice ELEMENT_TYPES``: for each (alias, "f32" or "f16") of `types`,
+    ``alias NAME = type;`` and the f32 -> NAME conversions of a store, ``to_NAME(f32)`` and
+    ``to_NAME4(vec4<f32>)`` (float16: f16_round.wgsl's to_f16, IEEE overflow to inf)."""
+    text = [shaders.read("f16_round.wgsl")] if "f16" in dict(types).values() else []
+    for name, t in types:
+        text.append(f"alias {name} = {t};")
+        if t == "f16":
+            text.append(f"fn to_{name}(x: f32) -> f16 {{ return to_f16(x); }}\n"
+                        f"fn to_{name}4(x: vec4<f32>) -> vec4<f16> {{\n"
+                        "    return vec4<f16>(to_f16(x.x), to_f16(x.y), to_f16(x.z), to_f16(x.w));\n}")
+        else:
+            text.append(f"fn to_{name}(x: f32) -> f32 {{ return x; }}\n"
+                        f"fn to_{name}4(x: vec4<f32>) -> vec4<f32> {{ return x; }}")
+    return "\n".join(text) + "\n"
+
+
+def typed_shader(name, types):
+    """Shader file `name` with its ELEMENT_TYPES spliced for `types` ((alias, "f32" or "f16"), ...), one
+    object per combination (so its pipelines are cached); float16 ones start with `enable f16;`."""
+    key = (name, tuple(types))
+    shader = _TYPED.get(key)
+    if shader is None:
+        cls = F16Shader if "f16" in dict(types).values() else Shader
+        shader = _TYPED[key] = cls(name, lambda: ({}, {"ELEMENT_TYPES": element_types(types)}))
+    return shader
 _CAST_LAYOUT = ((0, "write"), (1, "read"), (2, "uniform"))
 CASTS = {(float16, float32): Kernel(SHADER, "h_from_f", _CAST_LAYOUT),
          (float32, float16): Kernel(SHADER, "f_from_h", _CAST_LAYOUT),
@@ -68,6 +97,8 @@ def enable(backend):
         setattr(backend, name, _through_f32(backend, getattr(backend, name), name, written, pure))
     backend.copy = _copy_method(backend, backend.copy)
     backend.matmul = _matmul_method(backend, backend.matmul)
+    for name in ("unary", "unary_backward", "binary"):
+        setattr(backend, name, _elementwise_method(getattr(type(backend), name).__get__(backend), getattr(backend, name)))
     for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight"):
         setattr(backend, name, _conv_method(backend, name, getattr(backend, name)))
 
@@ -204,6 +235,21 @@ def _matmul_method(backend, routed):
         else:
             routed(out, a, b, trans_a, trans_b, bias=bias, relu=relu)
     return matmul_
+
+
+# ------------------------------------------------------------------ elementwise
+
+
+def _elementwise_method(native, routed):
+    """unary / unary_backward / binary: elementwise.wgsl's float16 entry points (f32 math, one rounding)
+    when every view is contiguous float16 with offsets and size multiples of 8; else `routed`."""
+    def run(op, out, *views, **kwargs):
+        if isinstance(out, View) and out.dtype is float16 and \
+                all(isinstance(v, View) for v in views) and elementwise.half8_fits(out, views):
+            return native(op, out, *views, **kwargs)
+        return routed(op, out, *views, **kwargs)
+    run.__name__ = routed.__name__
+    return run
 
 
 # ------------------------------------------------------------------ convolutions
