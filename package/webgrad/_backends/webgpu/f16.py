@@ -245,7 +245,7 @@ def _elementwise_method(native, routed):
     when every view is contiguous float16 with offsets and size multiples of 8; else `routed`."""
     def run(op, out, *views, **kwargs):
         if isinstance(out, View) and out.dtype is float16 and \
-                all(isinstance(v, View) for v in views) and elementwise.half8_fits(out, views):
+                elementwise.half8_fits(out, [v for v in views if isinstance(v, View)]):  # (a, b: scalars)
             return native(op, out, *views, **kwargs)
         return routed(op, out, *views, **kwargs)
     run.__name__ = routed.__name__
