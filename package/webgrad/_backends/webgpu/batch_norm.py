@@ -10,7 +10,7 @@ parameters, running statistics and save stay float32 (batch_norm.wgsl's element 
 import struct
 
 from ...dtypes import float16, float32, int32
-from . import f16
+from . import typed
 from .elementwise import materialize
 from .runtime import Kernel, grid
 from .views import check_view, contiguous_view
@@ -38,7 +38,7 @@ def kernel(entry, dtype=float32):
     k = _KERNELS.get((entry, dtype))
     if k is None:
         xt = {float32: "f32", float16: "f16"}[dtype]
-        k = _KERNELS[entry, dtype] = Kernel(f16.typed_shader("batch_norm.wgsl", (("XT", xt),)), entry,
+        k = _KERNELS[entry, dtype] = Kernel(typed.typed_shader("batch_norm.wgsl", (("XT", xt),)), entry,
                                             _LAYOUTS[entry])
     return k
 

@@ -13,7 +13,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import f16
+from . import typed
 from .elementwise import copy, fill
 from .runtime import Kernel
 from .views import contiguous_view
@@ -30,7 +30,7 @@ HALF_MATH = os.environ.get("WEBGRAD_CONV_HALF_MATH", "0") == "1"
 
 def shader(types=F32):
     """conv_gemm.wgsl with element types (AT, GT, OT, WT) (see its header); float16 ones need shader-f16."""
-    return f16.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT", "WT"), types)))
+    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT", "WT"), types)))
 
 
 def _types(dtype, split, half_math):
@@ -299,7 +299,7 @@ def backward_input(rt, out, grad, weight, geom):
             continue
         # this phase's taps: wp [C, O, nu, nv] = W[o, c, i0 + u*su, j0 + v*sv]
         wp = contiguous_view(rt.storage(C * K, dtype), (C, O, nu, nv), dtype)
-        (f16.copy if dtype is float16 else copy)(
+        (_half_copy() if dtype is float16 else copy)(
             rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv), weight.offset + i0 * kw + j0,
                          dtype))
         qh, qw = -(-(H - ry) // sh), -(-(W - rx) // sw)
@@ -329,4 +329,11 @@ def _zero(rt, out):
         return
     tmp = contiguous_view(rt.storage(out.numel, float32), out.shape, float32)
     fill(rt, tmp, 0.0)
-    f16.copy(rt, out, tmp)
+    _half_copy()(rt, out, tmp)
+
+
+def _half_copy():
+    """f16.copy (casts and copies of float16 views), imported when first needed: f16.py routes float16
+    convolutions here, so a module-level import would be a cycle."""
+    from .f16 import copy as half_copy
+    return half_copy

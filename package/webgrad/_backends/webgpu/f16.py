@@ -1,70 +1,34 @@
-"""float16 on WebGPU (shaders/f16.wgsl): storage, casts, the half matmul, and every other kernel through f32.
+"""float16 on WebGPU (shaders/f16.wgsl): storage, casts, the routing of float16 work to native kernels or through f32.
 
 float16 needs the adapter's optional `shader-f16` feature (WGSL `enable f16;`): the runtime requests it where
 the adapter offers it and says so in ``rt.has_f16``. Without it (SwiftShader, many mobile adapters) the
 first float16 storage raises an error that names the feature.
 
-What runs in half precision natively: casts and copies (any strides); a half matmul kernel (f32 products and
-sums, rounded once, cuBLAS's semantics; linear's fused bias too) exists but is not yet fast (NATIVE_MATMUL
-below), so products take the float32 kernel like the rest. Every other
-kernel of the backend (elementwise, reductions, softmax, convolutions, pooling, ...) runs on float16
-operands by converting them to float32 scratch views, running its float32 kernel and rounding the
-result into the float16 output: the numerics PyTorch has on CUDA, where half elementwise ops and
-reductions compute in float32 ("opmath") and round once, at the cost of two extra conversions. The
-routing is installed on a backend when its first float16 storage is made (:func:`enable`), so float32
-work never pays for it.
+What runs in half precision natively (half operands read into f32, f32 math, each result rounded once:
+PyTorch's numerics on CUDA, where half convolutions accumulate in f32 and half elementwise ops compute in
+f32 "opmath"): casts and copies (any strides); convolutions and both their gradients on GPU adapters
+(conv_gemm.wgsl's float16 variants); BatchNorm (batch_norm.py: half activations, f32 statistics and
+parameters); unary, unary_backward and binary on contiguous halves (elementwise.wgsl's float16 entry
+points). A half matmul kernel exists but is not yet fast (NATIVE_MATMUL below). Every other kernel of
+the backend (reductions, softmax, pooling, matmul, ...) and float16 work that does not fit those
+kernels (strided views, broadcasts) runs on float16 operands by converting them to float32 scratch
+views, running its float32 kernel and rounding the result into the float16 output, at the cost of two
+extra conversions. The routing is installed on a backend when its first float16 storage is made
+(:func:`enable`), so float32 work never pays for it.
 """
 
 import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import conv, conv_gemm, elementwise, shaders
-from .runtime import Kernel, Shader, grid
+from . import conv, conv_gemm, elementwise
+from .runtime import Kernel, grid
+from .typed import F16Shader
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
 
 FEATURE = "shader-f16"
 
-
-class F16Shader(Shader):
-    """A shader whose module starts with `enable f16;` (it must precede every declaration)."""
-
-    __slots__ = ()
-
-    def source(self):
-        return "enable f16;\n" + super().source()
-
-
 SHADER = F16Shader("f16.wgsl", {})
-_TYPED = {}
-
-
-def element_types(types):
-    """The text for a shader's ``//! splice ELEMENT_TYPES``: for each (alias, "f32" or "f16") of `types`,
-    ``alias NAME = type;`` and the f32 -> NAME conversions of a store, ``to_NAME(f32)`` and
-    ``to_NAME4(vec4<f32>)`` (float16: f16_round.wgsl's to_f16, IEEE overflow to inf)."""
-    text = [shaders.read("f16_round.wgsl")] if "f16" in dict(types).values() else []
-    for name, t in types:
-        text.append(f"alias {name} = {t};")
-        if t == "f16":
-            text.append(f"fn to_{name}(x: f32) -> f16 {{ return to_f16(x); }}\n"
-                        f"fn to_{name}4(x: vec4<f32>) -> vec4<f16> {{\n"
-                        "    return vec4<f16>(to_f16(x.x), to_f16(x.y), to_f16(x.z), to_f16(x.w));\n}")
-        else:
-            text.append(f"fn to_{name}(x: f32) -> f32 {{ return x; }}\n"
-                        f"fn to_{name}4(x: vec4<f32>) -> vec4<f32> {{ return x; }}")
-    return "\n".join(text) + "\n"
-
-
-def typed_shader(name, types):
-    """Shader file `name` with its ELEMENT_TYPES spliced for `types` ((alias, "f32" or "f16"), ...), one
-    object per combination (so its pipelines are cached); float16 ones start with `enable f16;`."""
-    key = (name, tuple(types))
-    shader = _TYPED.get(key)
-    if shader is None:
-        cls = F16Shader if "f16" in dict(types).values() else Shader
-        shader = _TYPED[key] = cls(name, lambda: ({}, {"ELEMENT_TYPES": element_types(types)}))
-    return shader
 _CAST_LAYOUT = ((0, "write"), (1, "read"), (2, "uniform"))
 CASTS = {(float16, float32): Kernel(SHADER, "h_from_f", _CAST_LAYOUT),
          (float32, float16): Kernel(SHADER, "f_from_h", _CAST_LAYOUT),
