@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from helpers import DEVICES
 from webgrad import nn
 

@@ -170,10 +170,10 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
     per_thread, groups = _elementwise_groups(rt, x.numel)
     params = _params(x, c, 1, 1, flags, per_thread, y=out, w=weight, b=bias, rm=rm, rv=rv, cnt=cnt, save=save,
                      eps=eps)
-    rt.dispatch(kernel("normalize", dt), (), (x.storage, out.storage, _storage(weight, rt.dummy), _storage(bias, rt.dummy),
-                                _storage(None if training else rm, rt.spare(0)),
-                                _storage(None if training else rv, rt.spare(1)), _storage(cnt, rt.spare(3)),
-                                save.storage), params, groups)
+    storages = (x.storage, out.storage, _storage(weight, rt.dummy), _storage(bias, rt.dummy),
+                _storage(None if training else rm, rt.spare(0)), _storage(None if training else rv, rt.spare(1)),
+                _storage(cnt, rt.spare(3)), save.storage)
+    rt.dispatch(kernel("normalize", dt), (), storages, params, groups)
     for v, own in ((running_mean, rm), (running_var, rv), (count, cnt)):
         if own is not None and own is not v:  # updated in a copy: write it back
             rt.copy(own.storage, 4 * own.offset, v.storage, 4 * v.offset, 4 * v.numel)
@@ -217,5 +217,5 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
     if grad_input is not None:
         per_thread, groups = _elementwise_groups(rt, x.numel)
         params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)
-        rt.dispatch(kernel("grad_input", dt), (), (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy),
-                                     save.storage, part), params, groups)
+        storages = (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy), save.storage, part)
+        rt.dispatch(kernel("grad_input", dt), (), storages, params, groups)

@@ -62,7 +62,8 @@ def enable(backend):
     backend.copy = _copy_method(backend, backend.copy)
     backend.matmul = _matmul_method(backend, backend.matmul)
     for name in ("unary", "unary_backward", "binary"):
-        setattr(backend, name, _elementwise_method(getattr(type(backend), name).__get__(backend), getattr(backend, name)))
+        native = getattr(type(backend), name).__get__(backend)  # the unrouted method
+        setattr(backend, name, _elementwise_method(native, getattr(backend, name)))
     for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight"):
         setattr(backend, name, _conv_method(backend, name, getattr(backend, name)))
 
