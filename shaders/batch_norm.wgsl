@@ -2,7 +2,7 @@
 // Batch normalisation, forward and backward (the Python side is backends/webgpu/batch_norm.py).
 //
 // x, out, grad are contiguous [N, C, S] (S the spatial positions) of element type XT, float32 or float16
-// (batch_norm.py splices ELEMENT_TYPES: f16.py element_types): float16 activations are read into f32 and
+// (batch_norm.py splices ELEMENT_TYPES: typed.py element_types): float16 activations are read into f32 and
 // the results rounded once into XT (cuDNN's batch norm under autocast); statistics, weight, bias, save
 // and the partial sums are float32 either way; a channel's M = N * S values
 // are N runs of S consecutive words, C * S apart. The per-channel work (statistics, gradient sums) is

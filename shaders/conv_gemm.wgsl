@@ -39,16 +39,13 @@
 // away): arrays indexed by loop counters end up in slow local memory (see matmul.wgsl's notes).
 // The host side is package/webgrad/_backends/webgpu/conv_gemm.py.
 //
-// Element types: conv_gemm.py splices ELEMENT_TYPES below (f16.py element_types): the aliases AT (A,
-// binding 0), GT (the gathered image, binding 1), OT (the output and the bias, bindings 2 and 3) and
-// WT (the workgroup tiles), and to_OT/to_OT4, the f32 -> OT rounding of the store. float32 everywhere,
-// or float16 operands (the module then starts with `enable f16;`): halves are read into f32 registers,
-// products and sums run in f32 and the result is rounded once at the store (autocast's numerics, as
-// cuDNN's half convolutions). A split product keeps its partial tiles in f32: its main kernel has
-// OT = f32, its reduction AT = f32.
-// HALF_MATH (float16 operands, WT = f16; off unless conv_gemm.py's HALF_MATH): each BK step's products
-// are summed in half registers (vec4<f16> fma: packed HFMA2 on NVIDIA, twice the f32 rate) and added
-// into the f32 accumulators once per step: chains of BK half roundings, f32 across the steps.
+// Element types: conv_gemm.py splices ELEMENT_TYPES below (typed.py element_types): the aliases AT (A,
+// binding 0), GT (the gathered image, binding 1) and OT (the output and the bias, bindings 2 and 3), and
+// to_OT/to_OT4, the f32 -> OT rounding of the store. float32 everywhere, or float16 operands (the module
+// then starts with `enable f16;`): halves are read into f32 registers and workgroup tiles, products and
+// sums run in f32 and the result is rounded once at the store (autocast's numerics, as cuDNN's half
+// convolutions). A split product keeps its partial tiles in f32: its main kernel has OT = f32, its
+// reduction AT = f32.
 //! splice ELEMENT_TYPES
 
 struct Params {
@@ -83,7 +80,6 @@ override WG_Y: u32 = 16u;
 override TM: u32 = 8u;
 override TN: u32 = 8u;
 override BK: u32 = 8u;
-override HALF_MATH: bool = false;
 
 override NT: u32 = WG_X * WG_Y;
 override BM4: u32 = WG_Y * TM / 4u;
@@ -94,8 +90,8 @@ override TN4: u32 = TN / 4u;
 override LA: u32 = BK * BM4 / NT;  // pieces (4 elements) of the A tile per thread, 1..4
 override LB: u32 = BK * BN4 / NT;
 
-var<workgroup> As: array<vec4<WT>, 2u * BK * BM4>;  // [2 buffers][BK][BM/4]
-var<workgroup> Bs: array<vec4<WT>, 2u * BK * BN4>;  // [2 buffers][BK][BN/4]
+var<workgroup> As: array<vec4<f32>, 2u * BK * BM4>;  // [2 buffers][BK][BM/4]
+var<workgroup> Bs: array<vec4<f32>, 2u * BK * BN4>;  // [2 buffers][BK][BN/4]
 
 // c<r><h>: row r (0..7) of the thread's block, columns 4h..4h+3 (h = 0, 1)
 var<private> c00: vec4<f32>; var<private> c01: vec4<f32>;
@@ -106,15 +102,6 @@ var<private> c40: vec4<f32>; var<private> c41: vec4<f32>;
 var<private> c50: vec4<f32>; var<private> c51: vec4<f32>;
 var<private> c60: vec4<f32>; var<private> c61: vec4<f32>;
 var<private> c70: vec4<f32>; var<private> c71: vec4<f32>;
-// HALF_MATH: one BK step's sums, in half, named as c<r><h>
-var<private> h00: vec4<WT>; var<private> h01: vec4<WT>;
-var<private> h10: vec4<WT>; var<private> h11: vec4<WT>;
-var<private> h20: vec4<WT>; var<private> h21: vec4<WT>;
-var<private> h30: vec4<WT>; var<private> h31: vec4<WT>;
-var<private> h40: vec4<WT>; var<private> h41: vec4<WT>;
-var<private> h50: vec4<WT>; var<private> h51: vec4<WT>;
-var<private> h60: vec4<WT>; var<private> h61: vec4<WT>;
-var<private> h70: vec4<WT>; var<private> h71: vec4<WT>;
 var<private> pa0: vec4<f32>; var<private> pa1: vec4<f32>; var<private> pa2: vec4<f32>; var<private> pa3: vec4<f32>;
 var<private> pb0: vec4<f32>; var<private> pb1: vec4<f32>; var<private> pb2: vec4<f32>; var<private> pb3: vec4<f32>;
 var<private> tid: u32;
@@ -243,10 +230,10 @@ fn put_a(l: u32, stage: u32, v: vec4<f32>) {  // the piece runs along k: one sca
     let m = idx / BK4;
     let i = (stage * BK + (idx % BK4) * 4u) * BM4 + m / 4u;
     let e = m % 4u;
-    As[i][e] = WT(v.x);
-    As[i + BM4][e] = WT(v.y);
-    As[i + 2u * BM4][e] = WT(v.z);
-    As[i + 3u * BM4][e] = WT(v.w);
+    As[i][e] = v.x;
+    As[i + BM4][e] = v.y;
+    As[i + 2u * BM4][e] = v.z;
+    As[i + 3u * BM4][e] = v.w;
 }
 
 fn put_b(l: u32, stage: u32, v: vec4<f32>) {
@@ -255,12 +242,12 @@ fn put_b(l: u32, stage: u32, v: vec4<f32>) {
         let n = idx / BK4;
         let i = (stage * BK + (idx % BK4) * 4u) * BN4 + n / 4u;
         let e = n % 4u;
-        Bs[i][e] = WT(v.x);
-        Bs[i + BN4][e] = WT(v.y);
-        Bs[i + 2u * BN4][e] = WT(v.z);
-        Bs[i + 3u * BN4][e] = WT(v.w);
+        Bs[i][e] = v.x;
+        Bs[i + BN4][e] = v.y;
+        Bs[i + 2u * BN4][e] = v.z;
+        Bs[i + 3u * BN4][e] = v.w;
     } else {      // along n: one vec4 store
-        Bs[(stage * BK + idx / BN4) * BN4 + idx % BN4] = vec4<WT>(v);
+        Bs[(stage * BK + idx / BN4) * BN4 + idx % BN4] = v;
     }
 }
 
@@ -277,12 +264,12 @@ fn stash(stage: u32) {
 
 // ---- the multiply: acc += As[stage] @ Bs[stage], one k (an outer product) at a time
 fn kstep(ai: u32, bi: u32) {
-    let a0 = vec4<f32>(As[ai]);
-    let b0 = vec4<f32>(Bs[bi]);
+    let a0 = As[ai];
+    let b0 = Bs[bi];
     var a1v = vec4<f32>(0.0);
     var b1v = vec4<f32>(0.0);
-    if (TM4 > 1u) { a1v = vec4<f32>(As[ai + WG_Y]); }
-    if (TN4 > 1u) { b1v = vec4<f32>(Bs[bi + WG_X]); }
+    if (TM4 > 1u) { a1v = As[ai + WG_Y]; }
+    if (TN4 > 1u) { b1v = Bs[bi + WG_X]; }
     c00 = fma(vec4<f32>(a0.x), b0, c00);
     c10 = fma(vec4<f32>(a0.y), b0, c10);
     c20 = fma(vec4<f32>(a0.z), b0, c20);
@@ -307,62 +294,7 @@ fn kstep(ai: u32, bi: u32) {
     }
 }
 
-// HALF_MATH: the same outer product in half registers
-fn kstep_h(ai: u32, bi: u32) {
-    let a0 = As[ai];
-    let b0 = Bs[bi];
-    var a1v = vec4<WT>();
-    var b1v = vec4<WT>();
-    if (TM4 > 1u) { a1v = As[ai + WG_Y]; }
-    if (TN4 > 1u) { b1v = Bs[bi + WG_X]; }
-    h00 = fma(vec4<WT>(a0.x), b0, h00);
-    h10 = fma(vec4<WT>(a0.y), b0, h10);
-    h20 = fma(vec4<WT>(a0.z), b0, h20);
-    h30 = fma(vec4<WT>(a0.w), b0, h30);
-    if (TN4 > 1u) {
-        h01 = fma(vec4<WT>(a0.x), b1v, h01);
-        h11 = fma(vec4<WT>(a0.y), b1v, h11);
-        h21 = fma(vec4<WT>(a0.z), b1v, h21);
-        h31 = fma(vec4<WT>(a0.w), b1v, h31);
-    }
-    if (TM4 > 1u) {
-        h40 = fma(vec4<WT>(a1v.x), b0, h40);
-        h50 = fma(vec4<WT>(a1v.y), b0, h50);
-        h60 = fma(vec4<WT>(a1v.z), b0, h60);
-        h70 = fma(vec4<WT>(a1v.w), b0, h70);
-    }
-    if (TM4 > 1u && TN4 > 1u) {
-        h41 = fma(vec4<WT>(a1v.x), b1v, h41);
-        h51 = fma(vec4<WT>(a1v.y), b1v, h51);
-        h61 = fma(vec4<WT>(a1v.z), b1v, h61);
-        h71 = fma(vec4<WT>(a1v.w), b1v, h71);
-    }
-}
-
-fn compute_h(stage: u32) {
-    var ai = stage * BK * BM4 + ty;
-    var bi = stage * BK * BN4 + tx;
-    let z = vec4<WT>();
-    h00 = z; h10 = z; h20 = z; h30 = z; h01 = z; h11 = z; h21 = z; h31 = z;
-    h40 = z; h50 = z; h60 = z; h70 = z; h41 = z; h51 = z; h61 = z; h71 = z;
-    for (var k = 0u; k < BK; k += 4u) {
-        kstep_h(ai, bi);
-        kstep_h(ai + BM4, bi + BN4);
-        kstep_h(ai + 2u * BM4, bi + 2u * BN4);
-        kstep_h(ai + 3u * BM4, bi + 3u * BN4);
-        ai += 4u * BM4;
-        bi += 4u * BN4;
-    }
-    c00 += vec4<f32>(h00); c10 += vec4<f32>(h10); c20 += vec4<f32>(h20); c30 += vec4<f32>(h30);
-    if (TN4 > 1u) { c01 += vec4<f32>(h01); c11 += vec4<f32>(h11); c21 += vec4<f32>(h21); c31 += vec4<f32>(h31); }
-    if (TM4 > 1u) { c40 += vec4<f32>(h40); c50 += vec4<f32>(h50); c60 += vec4<f32>(h60); c70 += vec4<f32>(h70); }
-    if (TM4 > 1u && TN4 > 1u) {
-        c41 += vec4<f32>(h41); c51 += vec4<f32>(h51); c61 += vec4<f32>(h61); c71 += vec4<f32>(h71);
-    }
-}
-
 fn compute(stage: u32) {
-    if (HALF_MATH) { compute_h(stage); return; }
     var ai = stage * BK * BM4 + ty;
     var bi = stage * BK * BN4 + tx;
     for (var k = 0u; k < BK; k += 4u) {

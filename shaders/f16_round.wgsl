@@ -1,4 +1,4 @@
-// Rounding f32 -> f16 with IEEE results (included by f16.wgsl; spliced by f16.py element_types into the
+// Rounding f32 -> f16 with IEEE results (included by f16.wgsl; spliced by typed.py element_types into the
 // float16 variants of other kernels); the module must start with `enable f16;`.
 
 const F16_MAX_ROUNDED: f32 = 65520.0;  // |x| at or beyond this rounds to inf in float16 (65504 is the largest)

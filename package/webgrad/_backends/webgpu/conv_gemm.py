@@ -20,26 +20,28 @@ from .views import contiguous_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
 _KERNELS = {}
-F32 = ("f32", "f32", "f32", "f32")  # the element types (AT, GT, OT, WT) of conv_gemm.wgsl's ELEMENT_TYPES
-
-# Float16 products: f32 products and sums (False: autocast's numerics, as cuDNN's), or HALF_MATH (True):
-# each BK step's products summed in packed half registers, added into f32 once per step (see
-# conv_gemm.wgsl). WEBGRAD_CONV_HALF_MATH=1 sets it (benchmarks); tests give its error.
-HALF_MATH = os.environ.get("WEBGRAD_CONV_HALF_MATH", "0") == "1"
+F32 = ("f32", "f32", "f32")  # the element types (AT, GT, OT) of conv_gemm.wgsl's ELEMENT_TYPES
 
 
 def shader(types=F32):
-    """conv_gemm.wgsl with element types (AT, GT, OT, WT) (see its header); float16 ones need shader-f16."""
-    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT", "WT"), types)))
+    """conv_gemm.wgsl with element types (AT, GT, OT) (see its header); float16 ones need shader-f16."""
+    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT"), types)))
 
 
-def _types(dtype, split, half_math):
+def _types(dtype, split):
     """(main kernel's, reduction's) element types for operands of `dtype`: a split's partials are f32."""
     if dtype is float32:
         return F32, F32
     if dtype is not float16:
         raise TypeError(f"conv_gemm: float32 or float16 operands, got {dtype.name}")
-    return ("f16", "f16", "f32" if split else "f16", "f16" if half_math else "f32"), ("f32", "f16", "f16", "f32")
+    return ("f16", "f16", "f32" if split else "f16"), ("f32", "f16", "f16")
+
+
+# Measured and dropped (H200, bench train --amp, ResNet-18 at batch 128): a variant that summed each BK
+# step's products in packed half registers (vec4<f16> fma, half workgroup tiles) and added them into the
+# f32 accumulators once per step ran 4,327 samples/s against 4,981 for these f32 products; it would
+# also have left PyTorch's numerics (f32 accumulation).
+
 
 # Tile configurations: WG_X x WG_Y threads, each a TM x TN block, cover a (WG_Y*TM) x (WG_X*TN) tile of
 # the product; BK is the K step staged in workgroup memory (2 buffers of BK*(BM+BN) floats: at most
@@ -161,13 +163,12 @@ def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, w
     arguments return the same plan object (run() keys its Launches on it). dtype: the operands' and the
     output's element type, float32 or float16 (f32 products and sums either way)."""
     return _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"], dtype,
-                 HALF_MATH and dtype is float16)
+                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"], dtype)
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-          has_bias, bias_off, relu, out_steps, config, splits, dtype, half_math=False):
+          has_bias, bias_off, relu, out_steps, config, splits, dtype):
     config = config or choose_config(M, N, K)
     c = CONFIGS[config]
     bm, bn = _shape(config)
@@ -193,11 +194,11 @@ def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, 
     kh, kw = window
     sy, sx, dy, dx, py, px = taps
     shape = dict(WGRAD=int(wgrad), HAS_BIAS=int(has_bias), RELU=int(relu), QP=qp, QW=qw, OSX=osx)
-    constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, HALF_MATH=int(half_math), **shape)
+    constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, **shape)
     params = _PARAMS.pack(M, N, K, steps, a_off, img_off, o_off, bias_off, lda, a_bs, ch, ih, iw, qh, splits,
                           split_steps, o_plane, o_row, sy, sx, dy, dx, py, px)
     entry = "conv_gemm_" + ("v" if a_vec else "s") + ("4" if store_vec else "1")
-    main_types, reduce_types = _types(dtype, split, half_math)
+    main_types, reduce_types = _types(dtype, split)
     main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups, types=main_types)
     if not split:
         return main
