@@ -421,6 +421,9 @@ def test_autocast_step_with_grad_scaler_replays_as_eager():
     replayed, replay_scale, run, replay_reads = train(True)
     assert eager_reads == 6 and replay_reads == 0
     assert run.replays == 6 and eager_scale == replay_scale == 2.0**14  # grew x2 three times, backed off once
+    # the recorded step undoes itself with amp.wgsl's restore_if, one dispatch per parameter and buffer
+    entries = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
+    assert entries.count("restore_if") == 8 and entries.count("where_select") == 3  # update()'s scale, tracker
     for a, b in zip(eager, replayed):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
