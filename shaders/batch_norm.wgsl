@@ -1,7 +1,10 @@
 //! include "common.wgsl"
 // Batch normalisation, forward and backward (the Python side is backends/webgpu/batch_norm.py).
 //
-// x, out, grad are contiguous [N, C, S] float32 (S the spatial positions); a channel's M = N * S values
+// x, out, grad are contiguous [N, C, S] (S the spatial positions) of element type XT, float32 or float16
+// (batch_norm.py splices ELEMENT_TYPES: typed.py element_types): float16 activations are read into f32 and
+// the results rounded once into XT (cuDNN's batch norm under autocast); statistics, weight, bias, save
+// and the partial sums are float32 either way; a channel's M = N * S values
 // are N runs of S consecutive words, C * S apart. The per-channel work (statistics, gradient sums) is
 // split into `chunks` chunks of `chunk` values of the channel's flattened (n, s) range.
 //
@@ -21,6 +24,8 @@
 // Forward, eval: normalize alone, reading the running statistics (and writing them into save).
 // Backward: grad_sums(/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
 // (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass.
+
+//! splice ELEMENT_TYPES
 
 const WORKGROUP: u32 = 256u;
 const ROW_WORKGROUP: u32 = 64u;
@@ -66,9 +71,9 @@ struct Params {
     eps: f32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<storage, read> g: array<f32>;
+@group(0) @binding(0) var<storage, read> x: array<XT>;
+@group(0) @binding(1) var<storage, read_write> y: array<XT>;
+@group(0) @binding(2) var<storage, read> g: array<XT>;
 @group(0) @binding(3) var<storage, read> w: array<f32>;
 @group(0) @binding(4) var<storage, read> b: array<f32>;
 @group(0) @binding(5) var<storage, read_write> rm: array<f32>;
@@ -143,13 +148,13 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     var n = j / p.s;
     var s = j - n * p.s;
     // Shifted by the thread's own first value, so the sums stay near the spread of the data.
-    let shift = select(0.0, x[p.x_off + at(c, n, s)], j < end);
-    let origin = x[p.x_off + at(c, 0u, 0u)];
+    let shift = select(0.0, f32(x[p.x_off + at(c, n, s)]), j < end);
+    let origin = f32(x[p.x_off + at(c, 0u, 0u)]);
     var count = 0.0;
     var sum = 0.0;
     var sum_sq = 0.0;
     for (; j < end; j += WORKGROUP) {
-        let d = x[p.x_off + at(c, n, s)] - shift;
+        let d = f32(x[p.x_off + at(c, n, s)]) - shift;
         sum += d;
         sum_sq += d * d;
         count += 1.0;
@@ -188,7 +193,7 @@ fn stats_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (q >= p.c * p.chunks) { return; }
     let c = q / p.chunks;
     let chunk = q % p.chunks;
-    let origin = x[p.x_off + at(c, 0u, 0u)];
+    let origin = f32(x[p.x_off + at(c, 0u, 0u)]);
     let start = chunk * p.chunk;
     let end = min(start + p.chunk, p.m);
     var n = start / p.s;
@@ -198,12 +203,12 @@ fn stats_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
     var total = Moments(0.0, 0.0, 0.0);
     for (var j = start; j < end;) {
         let block_end = min(j + BLOCK, end);
-        let shift = x[p.x_off + at(c, n, s)];
+        let shift = f32(x[p.x_off + at(c, n, s)]);
         var sum = 0.0;
         var sum_sq = 0.0;
         let count = f32(block_end - j);
         for (; j < block_end; j++) {
-            let d = x[p.x_off + at(c, n, s)] - shift;
+            let d = f32(x[p.x_off + at(c, n, s)]) - shift;
             sum += d;
             sum_sq += d * d;
             s += 1u;
@@ -260,7 +265,7 @@ fn normalize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     var scale = st.y * weight_of(c);
     var shift = select(0.0, b[p.b_off + c], has(HAS_B));
     for (; i < end; i++) {
-        y[p.y_off + i] = (x[p.x_off + i] - st.x) * scale + shift;
+        y[p.y_off + i] = to_XT((f32(x[p.x_off + i]) - st.x) * scale + shift);
         s += 1u;
         if (s == p.s && i + 1u < end) {
             s = 0u;
@@ -310,9 +315,9 @@ fn grad_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     var sum_gx = 0.0;
     for (; j < end; j += WORKGROUP) {
         let k = at(c, n, s);
-        let gv = g[p.g_off + k];
+        let gv = f32(g[p.g_off + k]);
         sum_g += gv;
-        sum_gx += gv * (x[p.x_off + k] - mean);
+        sum_gx += gv * (f32(x[p.x_off + k]) - mean);
         s += p.ds;
         n += p.dn;
         if (s >= p.s) { s -= p.s; n += 1u; }
@@ -349,9 +354,9 @@ fn grad_sums_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
         var block_gx = 0.0;
         for (; j < block_end; j++) {
             let k = at(c, n, s);
-            let gv = g[p.g_off + k];
+            let gv = f32(g[p.g_off + k]);
             block_g += gv;
-            block_gx += gv * (x[p.x_off + k] - mean);
+            block_gx += gv * (f32(x[p.x_off + k]) - mean);
             s += 1u;
             if (s == p.s) { s = 0u; n += 1u; }
         }
@@ -398,7 +403,7 @@ fn grad_input(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     var c = row % p.c;
     var k = input_coefficients(c);
     for (; i < end; i++) {
-        y[p.y_off + i] = k.x * g[p.g_off + i] + k.y * (x[p.x_off + i] - k.w) + k.z;
+        y[p.y_off + i] = to_XT(k.x * f32(g[p.g_off + i]) + k.y * (f32(x[p.x_off + i]) - k.w) + k.z);
         s += 1u;
         if (s == p.s && i + 1u < end) {
             s = 0u;

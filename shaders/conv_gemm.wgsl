@@ -38,6 +38,15 @@
 // The register code is written out (named accumulators, branches on override constants that fold
 // away): arrays indexed by loop counters end up in slow local memory (see matmul.wgsl's notes).
 // The host side is package/webgrad/_backends/webgpu/conv_gemm.py.
+//
+// Element types: conv_gemm.py splices ELEMENT_TYPES below (typed.py element_types): the aliases AT (A,
+// binding 0), GT (the gathered image, binding 1) and OT (the output and the bias, bindings 2 and 3), and
+// to_OT/to_OT4, the f32 -> OT rounding of the store. float32 everywhere, or float16 operands (the module
+// then starts with `enable f16;`): halves are read into f32 registers and workgroup tiles, products and
+// sums run in f32 and the result is rounded once at the store (autocast's numerics, as cuDNN's half
+// convolutions). A split product keeps its partial tiles in f32: its main kernel has OT = f32, its
+// reduction AT = f32.
+//! splice ELEMENT_TYPES
 
 struct Params {
     M: u32, N: u32, K: u32, steps: u32,       // steps = ceil(K / BK)
@@ -48,12 +57,12 @@ struct Params {
     sy: u32, sx: u32, dy: i32, dx: i32, py: i32, px: i32,  // the gather's S, D and P
 }
 
-@group(0) @binding(0) var<storage, read> a1: array<f32>;
-@group(0) @binding(0) var<storage, read> a4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> img: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(0) var<storage, read> a1: array<AT>;
+@group(0) @binding(0) var<storage, read> a4: array<vec4<AT>>;
+@group(0) @binding(1) var<storage, read> img: array<GT>;
+@group(0) @binding(2) var<storage, read_write> out1: array<OT>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<OT>>;
+@group(0) @binding(3) var<storage, read> bias: array<OT>;
 @group(0) @binding(4) var<uniform> P: Params;
 
 override WGRAD: bool = false;    // B = Gᵀ and a row-major output; else B = G and an NCHW output
@@ -118,12 +127,12 @@ fn a_mk(l: u32, kt: u32) -> vec2<u32> {
 
 fn a_vec(l: u32, kt: u32) -> vec4<f32> {  // A_VEC: the 4 share a block and are 16-byte aligned
     let mk = a_mk(l, kt);
-    if (mk.x < P.M && mk.y < P.K) { return a4[a_index(mk.x, mk.y) / 4u]; }
+    if (mk.x < P.M && mk.y < P.K) { return vec4<f32>(a4[a_index(mk.x, mk.y) / 4u]); }
     return vec4<f32>(0.0);
 }
 
 fn a_at(m: u32, k: u32) -> f32 {
-    if (m < P.M && k < P.K) { return a1[a_index(m, k)]; }
+    if (m < P.M && k < P.K) { return f32(a1[a_index(m, k)]); }
     return 0.0;
 }
 
@@ -155,7 +164,7 @@ fn coord(v: i32, size: u32) -> u32 {  // an image coordinate, or size where v is
 fn pixel(plane: u32, y: u32, x: u32, oy: i32, ox: i32) -> f32 {
     let h = coord(i32(y * P.sy) + oy, P.ih);
     let w = coord(i32(x * P.sx) + ox, P.iw);
-    if (h < P.ih && w < P.iw) { return img[plane + h * P.iw + w]; }
+    if (h < P.ih && w < P.iw) { return f32(img[plane + h * P.iw + w]); }
     return 0.0;
 }
 
@@ -187,10 +196,10 @@ fn g_run(r: u32, q0: u32, rows: u32, qs: u32) -> vec4<f32> {  // G[r, q0 .. q0+3
         let w1 = coord(i32((x + 1u) * P.sx) + ox, P.iw);
         let w2 = coord(i32((x + 2u) * P.sx) + ox, P.iw);
         let w3 = coord(i32((x + 3u) * P.sx) + ox, P.iw);
-        if (w0 < P.iw) { v.x = img[base + w0]; }
-        if (w1 < P.iw) { v.y = img[base + w1]; }
-        if (w2 < P.iw) { v.z = img[base + w2]; }
-        if (w3 < P.iw) { v.w = img[base + w3]; }
+        if (w0 < P.iw) { v.x = f32(img[base + w0]); }
+        if (w1 < P.iw) { v.y = f32(img[base + w1]); }
+        if (w2 < P.iw) { v.z = f32(img[base + w2]); }
+        if (w3 < P.iw) { v.w = f32(img[base + w3]); }
         return v;
     }
     v.x = at_q(c, q0, oy, ox);
@@ -327,14 +336,14 @@ fn loop_as(s0: u32, count: u32) {
 // ---- epilogue
 fn finish1(x: f32, m: u32) -> f32 {
     var v = x;
-    if (HAS_BIAS) { v += bias[P.bias_off + m]; }
+    if (HAS_BIAS) { v += f32(bias[P.bias_off + m]); }
     if (RELU) { v = max(v, 0.0); }
     return v;
 }
 
 fn finish4(x: vec4<f32>, m: u32) -> vec4<f32> {
     var v = x;
-    if (HAS_BIAS) { v += vec4<f32>(bias[P.bias_off + m]); }
+    if (HAS_BIAS) { v += vec4<f32>(f32(bias[P.bias_off + m])); }
     if (RELU) { v = max(v, vec4<f32>(0.0)); }
     return v;
 }
@@ -351,21 +360,21 @@ fn out_index(m: u32, q: u32) -> u32 {
 
 fn store(x: vec4<f32>, m: u32, q: u32) {
     if (SPLIT) {  // raw partial sums: the reduction applies the epilogue
-        out1[out_index(m, q)] = x.x;
-        if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = x.y; }
-        if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = x.z; }
-        if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = x.w; }
+        out1[out_index(m, q)] = to_OT(x.x);
+        if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_OT(x.y); }
+        if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_OT(x.z); }
+        if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_OT(x.w); }
         return;
     }
-    out1[out_index(m, q)] = finish1(x.x, m);
-    if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = finish1(x.y, m); }
-    if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = finish1(x.z, m); }
-    if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = finish1(x.w, m); }
+    out1[out_index(m, q)] = to_OT(finish1(x.x, m));
+    if (q + 1u < P.N) { out1[out_index(m, q + 1u)] = to_OT(finish1(x.y, m)); }
+    if (q + 2u < P.N) { out1[out_index(m, q + 2u)] = to_OT(finish1(x.z, m)); }
+    if (q + 3u < P.N) { out1[out_index(m, q + 3u)] = to_OT(finish1(x.w, m)); }
 }
 
 fn store_vec(x: vec4<f32>, m: u32, q: u32) {  // OUT_VEC: the four columns are one aligned vec4
-    if (SPLIT) { out4[out_index(m, q) / 4u] = x; return; }
-    out4[out_index(m, q) / 4u] = finish4(x, m);
+    if (SPLIT) { out4[out_index(m, q) / 4u] = to_OT4(x); return; }
+    out4[out_index(m, q) / 4u] = to_OT4(finish4(x, m));
 }
 
 fn tile_row(r: u32) -> u32 { return row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u; }
@@ -450,14 +459,14 @@ fn conv_reduce1(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_inv
     let i = (wid.x + wid.y * nw.x) * RED_OUT + lid.x;
     var s = 0.0;
     if (i < total) {
-        for (var k = lid.y; k < P.splits; k += RED_LANES) { s += a1[k * total + i]; }
+        for (var k = lid.y; k < P.splits; k += RED_LANES) { s += f32(a1[k * total + i]); }
     }
     lanes1[li] = s;
     workgroupBarrier();
     if (lid.y == 0u && i < total) {
         for (var l = 1u; l < RED_LANES; l++) { s += lanes1[l * RED_OUT + lid.x]; }
         let m = i / P.N;
-        out1[out_index(m, i - m * P.N)] = finish1(s, m);
+        out1[out_index(m, i - m * P.N)] = to_OT(finish1(s, m));
     }
 }
 
@@ -468,13 +477,13 @@ fn conv_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_inv
     let i = (wid.x + wid.y * nw.x) * RED_OUT + lid.x;
     var s = vec4<f32>(0.0);
     if (i < total4) {
-        for (var k = lid.y; k < P.splits; k += RED_LANES) { s += a4[k * total4 + i]; }
+        for (var k = lid.y; k < P.splits; k += RED_LANES) { s += vec4<f32>(a4[k * total4 + i]); }
     }
     lanes4[li] = s;
     workgroupBarrier();
     if (lid.y == 0u && i < total4) {
         for (var l = 1u; l < RED_LANES; l++) { s += lanes4[l * RED_OUT + lid.x]; }
         let m = (4u * i) / P.N;
-        out4[out_index(m, 4u * i - m * P.N) / 4u] = finish4(s, m);
+        out4[out_index(m, 4u * i - m * P.N) / 4u] = to_OT4(finish4(s, m));
     }
 }

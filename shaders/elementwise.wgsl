@@ -489,3 +489,81 @@ fn binary4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         out4[o.x + j] = vec4<u32>(binary_word(x.x, y.x), binary_word(x.y, y.y), binary_word(x.z, y.z), binary_word(x.w, y.w));
     }
 }
+
+// ------------------------------------------------------------------ float16 entry points
+// unary_h8, unary_backward_h8, binary_h8: the same ops on contiguous float16 operands whose offsets and
+// element count are multiples of 8 (f16.py sends float16 work here when it fits, else through float32
+// copies): eight halves per thread step, one vec4<u32> of half pairs per operand, unpacked to f32
+// (unpack2x16float and pack2x16float are core WGSL: this module needs no shader-f16), the op in f32
+// and each result rounded once into a half (PyTorch's half elementwise numerics: f32 "opmath").
+
+// A half's bits for f32 x where pack2x16float's result is indeterminate (WGSL): NaN stays NaN, |x| at
+// or beyond 65520 (what rounds past 65504) gives inf; else h, the packed conversion of x.
+fn half_bits(x: f32, h: u32) -> u32 {
+    let bits = bitcast<u32>(x);
+    let sign = (bits >> 16u) & 0x8000u;
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { return sign | 0x7e00u; }
+    if ((bits & 0x7fffffffu) >= 0x477ff000u) { return sign | 0x7c00u; }  // 0x477ff000 = 65520.0
+    return h;
+}
+
+fn pack_h2(v: vec2<f32>) -> u32 {
+    let c = pack2x16float(clamp(v, vec2<f32>(-65504.0), vec2<f32>(65504.0)));
+    return half_bits(v.x, c & 0xffffu) | (half_bits(v.y, c >> 16u) << 16u);
+}
+
+fn unary_h2(w: u32, a: f32, b: f32) -> u32 {
+    let x = unpack2x16float(w);
+    return pack_h2(vec2<f32>(unary_f(x.x, a, b), unary_f(x.y, a, b)));
+}
+
+fn backward_h2(g: u32, x: u32, y: u32, a: f32, b: f32) -> u32 {
+    let gv = unpack2x16float(g);
+    let xv = unpack2x16float(x);
+    let yv = unpack2x16float(y);
+    return pack_h2(vec2<f32>(backward_f(gv.x, xv.x, yv.x, a, b), backward_f(gv.y, xv.y, yv.y, a, b)));
+}
+
+fn binary_h2(x: u32, y: u32) -> u32 {
+    let xv = unpack2x16float(x);
+    let yv = unpack2x16float(y);
+    return pack_h2(vec2<f32>(binary_f(xv.x, yv.x), binary_f(xv.y, yv.y)));
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_h8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 8;
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 8u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let x = quad0(o.y + j);
+        out4[o.x + j] = vec4<u32>(unary_h2(x.x, a, b), unary_h2(x.y, a, b), unary_h2(x.z, a, b), unary_h2(x.w, a, b));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_backward_h8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 8;
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 8u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let g = quad0(o.y + j);
+        let x = quad1(o.z + j);
+        let y = quad2(o.w + j);
+        out4[o.x + j] = vec4<u32>(backward_h2(g.x, x.x, y.x, a, b), backward_h2(g.y, x.y, y.y, a, b),
+                                  backward_h2(g.z, x.z, y.z, a, b), backward_h2(g.w, x.w, y.w, a, b));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary_h8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 8;
+    for (var i = gid.x; i < p.n / 8u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let x = quad0(o.y + j);
+        let y = quad1(o.z + j);
+        out4[o.x + j] = vec4<u32>(binary_h2(x.x, y.x), binary_h2(x.y, y.y), binary_h2(x.z, y.z), binary_h2(x.w, y.w));
+    }
+}

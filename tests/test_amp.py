@@ -421,6 +421,9 @@ def test_autocast_step_with_grad_scaler_replays_as_eager():
     replayed, replay_scale, run, replay_reads = train(True)
     assert eager_reads == 6 and replay_reads == 0
     assert run.replays == 6 and eager_scale == replay_scale == 2.0**14  # grew x2 three times, backed off once
+    # the recorded step undoes itself with amp.wgsl's restore_if, one dispatch per parameter and buffer
+    entries = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
+    assert entries.count("restore_if") == 8 and entries.count("where_select") == 3  # update()'s scale, tracker
     for a, b in zip(eager, replayed):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
@@ -483,15 +486,18 @@ def test_torch_names_under_as_torch():
 
 
 def test_batch_norm_modules_under_autocast_and_in_float16(f16_device):
-    # The BatchNorm modules reach the fused kernels through F._batch_norm: under autocast it computes in
-    # float32 and returns float32 (batch_norm is on the fp32 list); a float16 input outside autocast is
-    # normalised in float32 and returned as float16, as PyTorch returns half for half.
+    # The BatchNorm modules reach the fused kernels through F._batch_norm. Under CPU autocast it computes
+    # in float32 and returns float32 (batch_norm is on webgrad's CPU fp32 list); under WebGPU autocast it
+    # takes the convolution's half output and returns half, as torch.autocast("cuda") does (cuDNN's
+    # batch norm: half activations, float32 statistics and parameters), and the ReLU stays in half. A
+    # float16 input outside autocast is returned as float16, as PyTorch returns half for half.
     wg.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).to(f16_device)
     x = wg.randn(4, 3, 8, 8, device=f16_device)
     with wg.autocast(device_type=f16_device, dtype=wg.float16):
         y = m(x)
-    assert y.dtype is wg.float32
+    assert y.dtype is (wg.float16 if f16_device == "webgpu" else wg.float32)
+    assert m[1].running_mean.dtype is wg.float32
     y.sum().backward()
     assert m[0].weight.grad.dtype is wg.float32 and m[0].weight.grad.abs().sum().item() > 0
 

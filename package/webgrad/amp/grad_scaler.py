@@ -179,11 +179,17 @@ class GradScaler:
             found = {}
             for flag in flags:
                 found.setdefault(flag.device.type, []).append(flag)
-            found = {dev: (stack(fs).sum() > 0) for dev, fs in found.items()}
+            found = {dev: stack(fs).sum() for dev, fs in found.items()}  # > 0: a flag was set
             for p, key, old in kept:
                 now = p if key is None else optimizer.state[p].get(key)
-                if now is not None:
-                    now.copy_(where(found[old.device.type], old, now))
+                if now is None:
+                    continue
+                total, backend = found[old.device.type], now.device.backend
+                if (hasattr(backend, "amp_restore_if") and now.dtype in (dtypes.float32, dtypes.int32)
+                        and now.dtype is old.dtype and now.is_contiguous() and now.shape == old.shape):
+                    backend.amp_restore_if(now._view, old._view, total._view)  # one dispatch, no copy
+                else:
+                    now.copy_(where(total > 0, old, now))
         return retval
 
     def update(self, new_scale=None):

@@ -132,9 +132,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, count=None):
     """batch_norm; `count` (BatchNorm's num_batches_tracked, an int32 tensor) is incremented in training by
     the kernel itself, and momentum None uses 1 / count read on the device: PyTorch's cumulative average
-    without a read-back, so a recorded step replays it right. float16 input (outside autocast) is
-    normalised in float32 and returned as float16: the kernels read float32."""
-    if input.dtype is dtypes.float16:
+    without a read-back, so a recorded step replays it right. float16 input is returned as float16, as
+    PyTorch does: on WebGPU the kernels read and write float16 activations with float32 statistics,
+    weight and bias (cuDNN's half batch norm, what autocast runs on CUDA); elsewhere it is normalised
+    in float32."""
+    if input.dtype is dtypes.float16 and input.device.type != "webgpu":
         return _batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum, eps,
                            count).half()
     if input.ndim < 2:
@@ -157,8 +159,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         update = False
     x = input if input.dtype.is_floating else input.float()
     dtype, device = x.dtype, x.device
+    pdtype = dtypes.float32 if dtype is dtypes.float16 else dtype  # statistics, weight and bias
     x = x.contiguous()
-    weight, bias = (None if t is None else t.to(dtype).contiguous() for t in (weight, bias))
+    weight, bias = (None if t is None else t.to(pdtype).contiguous() for t in (weight, bias))
     out = Tensor._empty(tuple(x.shape), dtype, device)
     counter = None if count is None or not training else count.reshape(1)
     if x.numel() == 0:
@@ -166,10 +169,10 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
             with no_grad():
                 count.add_(1)
         return out
-    save = Tensor._empty((2, c), dtype, device)  # mean and invstd: what normalised x, for the backward pass
+    save = Tensor._empty((2, c), pdtype, device)  # mean and invstd: what normalised x, for the backward pass
     stats = [running_mean, running_var] if training and update or not training else [None, None]
     # The kernel reads (and in training updates) contiguous [C] vectors of x's dtype; others go through a copy.
-    work = [t if t is None or (t.dtype == dtype and t.is_contiguous()) else t.detach().to(dtype).contiguous()
+    work = [t if t is None or (t.dtype == pdtype and t.is_contiguous()) else t.detach().to(pdtype).contiguous()
             for t in stats]
     backend = device.backend
 
@@ -186,8 +189,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                     t.copy_(w)
 
     def backward(g):
-        g = g.contiguous()
-        grads = [Tensor._empty(shape, dtype, device) if t is not None and t.requires_grad else None
+        g = g.to(dtype).contiguous()
+        grads = [Tensor._empty(shape, t.dtype, device) if t is not None and t.requires_grad else None
                  for t, shape in ((x, tuple(x.shape)), (weight, (c,)), (bias, (c,)))]
         backend.batch_norm_backward(view(grads[0], n, c, spatial), view(grads[1]), view(grads[2]),
                                     view(g, n, c, spatial), view(x, n, c, spatial), save._view, view(weight),

@@ -258,6 +258,11 @@ class WebGPUBackend(Backend):
         found_inf (float32, one element) set to 1.0 where grad held inf/NaN; see amp.py."""
         amp.unscale_check(self.runtime, grad, inv_scale, found_inf)
 
+    def amp_restore_if(self, out, saved, found):
+        """GradScaler's undo of a step (not part of the device interface): out = saved where found (float32,
+        one element) is above 0; see amp.py."""
+        amp.restore_if(self.runtime, out, saved, found)
+
 
 def _byte_view(data):
     """`data` as a flat memoryview of bytes (copied only if it is not contiguous)."""

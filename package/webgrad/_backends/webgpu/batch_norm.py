@@ -1,32 +1,47 @@
 """Batch normalisation's fused kernels (shaders/batch_norm.wgsl): the forward pass in 1 to 3 dispatches
 (statistics, their merge when a channel is split into chunks, normalise + affine; eval: normalise alone)
 and the backward pass in 1 to 3 (per-channel gradient sums, their merge, grad_input). Nothing is read
-back, so a recorded training step replays them, running statistics included."""
+back, so a recorded training step replays them, running statistics included.
+
+x, out, grad and grad_input are float32, or float16 where the adapter has shader-f16 (autocast: cuDNN's
+half batch norm): read into f32, statistics and sums in f32, each result rounded once into float16. The
+parameters, running statistics and save stay float32 (batch_norm.wgsl's element type XT)."""
 
 import struct
 
-from ...dtypes import float32, int32
+from ...dtypes import float16, float32, int32
+from . import typed
 from .elementwise import materialize
-from .runtime import Kernel, Shader, grid
+from .runtime import Kernel, grid
 from .views import check_view, contiguous_view
 
-SHADER = Shader("batch_norm.wgsl", {})
 # Binding numbers as in batch_norm.wgsl: 0 x, 1 y (out / grad_input), 2 g, 3 w, 4 b, 5 rm, 6 rv, 7 cnt,
 # 8 save, 9 part, 10 gw, 11 gb, 12 params. Each entry point's layout holds only what it uses (WebGPU
 # guarantees 8 storage buffers per stage).
 _UNIFORM = (12, "uniform")
 _STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM)
-STATS = Kernel(SHADER, "stats", _STATS)
-STATS_ROWS = Kernel(SHADER, "stats_rows", _STATS)
-FINISH = Kernel(SHADER, "finish", ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM))
-NORMALIZE = Kernel(SHADER, "normalize", ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"),
-                                         (6, "write"), (7, "write"), (8, "write"), _UNIFORM))
 _SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"), _UNIFORM)
-GRAD_SUMS = Kernel(SHADER, "grad_sums", _SUMS)
-GRAD_SUMS_ROWS = Kernel(SHADER, "grad_sums_rows", _SUMS)
-GRAD_FINISH = Kernel(SHADER, "grad_finish", ((9, "write"), (10, "write"), (11, "write"), _UNIFORM))
-GRAD_INPUT = Kernel(SHADER, "grad_input", ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"),
-                                           (9, "write"), _UNIFORM))
+_LAYOUTS = {
+    "stats": _STATS, "stats_rows": _STATS,
+    "finish": ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM),
+    "normalize": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
+                  (8, "write"), _UNIFORM),
+    "grad_sums": _SUMS, "grad_sums_rows": _SUMS,
+    "grad_finish": ((9, "write"), (10, "write"), (11, "write"), _UNIFORM),
+    "grad_input": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
+}
+_KERNELS = {}
+
+
+def kernel(entry, dtype=float32):
+    """Entry point `entry` of batch_norm.wgsl for activations (x, out, grad, grad_input) of `dtype`."""
+    k = _KERNELS.get((entry, dtype))
+    if k is None:
+        xt = {float32: "f32", float16: "f16"}[dtype]
+        k = _KERNELS[entry, dtype] = Kernel(typed.typed_shader("batch_norm.wgsl", (("XT", xt),)), entry,
+                                            _LAYOUTS[entry])
+    return k
+
 
 HAS_W, HAS_B, TRAINING, RUNNING, COUNT, GRAD_W, GRAD_B, SAVE, INCREMENT = (1 << k for k in range(9))
 _PARAMS = struct.Struct("<24I2f")
@@ -58,8 +73,8 @@ def _plan(rt, c, m):
     return -(-m // chunk), chunk
 
 
-def _check(view, name, shape):
-    check_view(view, name, dtype=float32, contiguous=True)
+def _check(view, name, shape, dtype=float32):
+    check_view(view, name, dtype=dtype, contiguous=True)
     if view.shape != shape:
         raise ValueError(f"batch_norm: {name} has shape {view.shape}, expected {shape}")
 
@@ -95,11 +110,18 @@ def _writable_alone(rt, view, bound):
     return view
 
 
+def _activation_dtype(x):
+    if x.dtype not in (float32, float16):
+        raise TypeError(f"batch_norm: x must be float32 or float16, not {x.dtype}")
+    return x.dtype
+
+
 def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps, count=None):
-    check_view(x, "x", dtype=float32, contiguous=True, ndim=3)
+    dt = _activation_dtype(x)
+    check_view(x, "x", dtype=dt, contiguous=True, ndim=3)
     shape = x.shape
     n, c, s = shape
-    _check(out, "out", shape)
+    _check(out, "out", shape, dt)
     for name, v in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if v is not None:
             _check(v, name, (c,))
@@ -138,33 +160,34 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
         params = _params(x, c, chunks, chunk, flags, rm=rm, rv=rv, cnt=cnt, save=save, momentum=momentum or 0.0,
                          eps=eps)
         if rt.variant["batch_norm_rows"]:
-            rt.dispatch(STATS_ROWS, (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+            rt.dispatch(kernel("stats_rows", dt), (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
         else:
-            rt.dispatch(STATS, (), stats_storages, params, (chunks, c, 1))
+            rt.dispatch(kernel("stats", dt), (), stats_storages, params, (chunks, c, 1))
         if chunks > 1:
-            rt.dispatch(FINISH, (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+            rt.dispatch(kernel("finish", dt), (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
     else:
         flags |= SAVE
     per_thread, groups = _elementwise_groups(rt, x.numel)
     params = _params(x, c, 1, 1, flags, per_thread, y=out, w=weight, b=bias, rm=rm, rv=rv, cnt=cnt, save=save,
                      eps=eps)
-    rt.dispatch(NORMALIZE, (), (x.storage, out.storage, _storage(weight, rt.dummy), _storage(bias, rt.dummy),
-                                _storage(None if training else rm, rt.spare(0)),
-                                _storage(None if training else rv, rt.spare(1)), _storage(cnt, rt.spare(3)),
-                                save.storage), params, groups)
+    storages = (x.storage, out.storage, _storage(weight, rt.dummy), _storage(bias, rt.dummy),
+                _storage(None if training else rm, rt.spare(0)), _storage(None if training else rv, rt.spare(1)),
+                _storage(cnt, rt.spare(3)), save.storage)
+    rt.dispatch(kernel("normalize", dt), (), storages, params, groups)
     for v, own in ((running_mean, rm), (running_var, rv), (count, cnt)):
         if own is not None and own is not v:  # updated in a copy: write it back
             rt.copy(own.storage, 4 * own.offset, v.storage, 4 * v.offset, 4 * v.numel)
 
 
 def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
-    check_view(x, "x", dtype=float32, contiguous=True, ndim=3)
+    dt = _activation_dtype(x)
+    check_view(x, "x", dtype=dt, contiguous=True, ndim=3)
     shape = x.shape
     n, c, s = shape
-    _check(grad, "grad", shape)
+    _check(grad, "grad", shape, dt)
     _check(save, "save", (2, c))
     if grad_input is not None:
-        _check(grad_input, "grad_input", shape)
+        _check(grad_input, "grad_input", shape, dt)
     for name, v in (("weight", weight), ("grad_weight", grad_weight), ("grad_bias", grad_bias)):
         if v is not None:
             _check(v, name, (c,))
@@ -186,13 +209,13 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
         storages = (x.storage, grad.storage, save.storage, part, _storage(grad_weight, rt.spare(0)),
                     _storage(grad_bias, rt.spare(1)))
         if rt.variant["batch_norm_rows"]:
-            rt.dispatch(GRAD_SUMS_ROWS, (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+            rt.dispatch(kernel("grad_sums_rows", dt), (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
         else:
-            rt.dispatch(GRAD_SUMS, (), storages, params, (chunks, c, 1))
+            rt.dispatch(kernel("grad_sums", dt), (), storages, params, (chunks, c, 1))
         if chunks > 1:
-            rt.dispatch(GRAD_FINISH, (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+            rt.dispatch(kernel("grad_finish", dt), (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
     if grad_input is not None:
         per_thread, groups = _elementwise_groups(rt, x.numel)
         params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)
-        rt.dispatch(GRAD_INPUT, (), (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy),
-                                     save.storage, part), params, groups)
+        storages = (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy), save.storage, part)
+        rt.dispatch(kernel("grad_input", dt), (), storages, params, groups)

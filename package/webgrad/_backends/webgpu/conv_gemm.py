@@ -12,14 +12,36 @@ import os
 import struct
 
 from ..._view import View
-from ...dtypes import float32
+from ...dtypes import float16, float32
+from . import typed
 from .elementwise import copy, fill
-from .runtime import Kernel, Shader
+from .runtime import Kernel
 from .views import contiguous_view
 
-SHADER = Shader("conv_gemm.wgsl", {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
 _KERNELS = {}
+F32 = ("f32", "f32", "f32")  # the element types (AT, GT, OT) of conv_gemm.wgsl's ELEMENT_TYPES
+
+
+def shader(types=F32):
+    """conv_gemm.wgsl with element types (AT, GT, OT) (see its header); float16 ones need shader-f16."""
+    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT"), types)))
+
+
+def _types(dtype, split):
+    """(main kernel's, reduction's) element types for operands of `dtype`: a split's partials are f32."""
+    if dtype is float32:
+        return F32, F32
+    if dtype is not float16:
+        raise TypeError(f"conv_gemm: float32 or float16 operands, got {dtype.name}")
+    return ("f16", "f16", "f32" if split else "f16"), ("f32", "f16", "f16")
+
+
+# Measured and dropped (H200, bench train --amp, ResNet-18 at batch 128): a variant that summed each BK
+# step's products in packed half registers (vec4<f16> fma, half workgroup tiles) and added them into the
+# f32 accumulators once per step ran 4,327 samples/s against 4,981 for these f32 products; it would
+# also have left PyTorch's numerics (f32 accumulation).
+
 
 # Tile configurations: WG_X x WG_Y threads, each a TM x TN block, cover a (WG_Y*TM) x (WG_X*TN) tile of
 # the product; BK is the K step staged in workgroup memory (2 buffers of BK*(BM+BN) floats: at most
@@ -112,9 +134,10 @@ def choose_splits(cfg, M, N, steps):
 
 
 class ConvPlan:
-    __slots__ = ("entry", "constants", "params", "workgroups", "scratch", "reduce")
+    __slots__ = ("entry", "constants", "params", "workgroups", "scratch", "reduce", "types")
 
-    def __init__(self, entry, constants, params, workgroups, scratch=0, reduce=None):
+    def __init__(self, entry, constants, params, workgroups, scratch=0, reduce=None, types=F32):
+        self.types = types
         self.entry = entry
         self.constants = constants
         self.params = params
@@ -132,19 +155,20 @@ _PARAMS = struct.Struct("<20I4i")
 
 
 def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-         has_bias=False, bias_off=0, relu=False, out_steps=None, config=None, splits=None):
+         has_bias=False, bias_off=0, relu=False, out_steps=None, config=None, splits=None, dtype=float32):
     """One product of conv_gemm.wgsl (see its header): out [M, N] = A [M, K] @ G (or Gᵀ with wgrad).
     window: (KH, KW); taps: (SY, SX, DY, DX, PY, PX) as in the shader; out_steps: the NCHW output's
     (plane, row, column) strides, by default (qh*qw, qw, 1). Offsets in floats. config / splits force
     a tile configuration / a K split (else FORCED's, else chosen from the sizes). Cached: the same
-    arguments return the same plan object (run() keys its Launches on it)."""
+    arguments return the same plan object (run() keys its Launches on it). dtype: the operands' and the
+    output's element type, float32 or float16 (f32 products and sums either way)."""
     return _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"])
+                 has_bias, bias_off, relu, out_steps, config or FORCED["config"], splits or FORCED["splits"], dtype)
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
-          has_bias, bias_off, relu, out_steps, config, splits):
+          has_bias, bias_off, relu, out_steps, config, splits, dtype):
     config = config or choose_config(M, N, K)
     c = CONFIGS[config]
     bm, bn = _shape(config)
@@ -174,7 +198,8 @@ def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, 
     params = _PARAMS.pack(M, N, K, steps, a_off, img_off, o_off, bias_off, lda, a_bs, ch, ih, iw, qh, splits,
                           split_steps, o_plane, o_row, sy, sx, dy, dx, py, px)
     entry = "conv_gemm_" + ("v" if a_vec else "s") + ("4" if store_vec else "1")
-    main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups)
+    main_types, reduce_types = _types(dtype, split)
+    main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups, types=main_types)
     if not split:
         return main
     reduce_vec = out_vec and N % 4 == 0
@@ -182,15 +207,15 @@ def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, 
     grid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
         (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
     reduce = ConvPlan("conv_reduce4" if reduce_vec else "conv_reduce1",
-                      tuple(sorted(dict(shape, SPLIT=0).items())), params, grid)
+                      tuple(sorted(dict(shape, SPLIT=0).items())), params, grid, types=reduce_types)
     main.scratch, main.reduce = splits * M * N, reduce
     return main
 
 
-def _kernel(entry):
-    kernel = _KERNELS.get(entry)
+def _kernel(entry, types):
+    kernel = _KERNELS.get((entry, types))
     if kernel is None:
-        kernel = _KERNELS[entry] = Kernel(SHADER, entry, _LAYOUT)
+        kernel = _KERNELS[entry, types] = Kernel(shader(types), entry, _LAYOUT)
     return kernel
 
 
@@ -198,7 +223,7 @@ def run(rt, p, a, img, out, bias=None):
     """Record plan p on storages a (binding 0), img, out and bias (None: none)."""
     launches = rt.memo.get(p)
     if launches is None:
-        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry), q.constants, q.params, q.workgroups)
+        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry, q.types), q.constants, q.params, q.workgroups)
                                       for q in (p, p.reduce) if q is not None)
     if bias is None:
         bias = a  # any read-only buffer: HAS_BIAS is off
@@ -220,7 +245,7 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
     K = C * kh * kw
     p = plan(False, O, Nb * OH * OW, K, weight.offset, K, K, 0, x.offset, C, H, W, OH, OW, (kh, kw),
              (sh, sw, dh, dw, -ph, -pw), out.offset, bias is not None,
-             bias.offset if bias is not None else 0, relu)
+             bias.offset if bias is not None else 0, relu, dtype=out.dtype)
     run(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
@@ -258,7 +283,7 @@ def backward_input(rt, out, grad, weight, geom):
     kk = kh * kw
     if (sh, sw) == (1, 1):
         p = plan(False, C, Nb * H * W, O * kk, weight.offset, kk, kk, C * kk, grad.offset, O, OH, OW, H, W,
-                 (kh, kw), (1, 1, -dh, -dw, ph, pw), out.offset)
+                 (kh, kw), (1, 1, -dh, -dw, ph, pw), out.offset, dtype=out.dtype)
         run(rt, p, weight.storage, grad.storage, out.storage)
         return
     phases = [(ry, rx, phase_taps(kh, sh, ph, dh, ry), phase_taps(kw, sw, pw, dw, rx))
@@ -267,18 +292,20 @@ def backward_input(rt, out, grad, weight, geom):
         # Phases without taps (a 1x1 window at stride 2: 3 of 4) get zeros from one contiguous fill: as
         # products of K = 0 their strided scalar stores took 78 us for a [128, 64, 32, 32] input gradient
         # (H200), more than the phase with taps (54 us).
-        fill(rt, out, 0.0)
+        _zero(rt, out)
+    dtype = out.dtype
     for ry, rx, (i0, nu, su, oy, dy), (j0, nv, sv, ox, dx) in phases:
         K = O * nu * nv
         if not K:
             continue
         # this phase's taps: wp [C, O, nu, nv] = W[o, c, i0 + u*su, j0 + v*sv]
-        wp = contiguous_view(rt.storage(C * K, float32), (C, O, nu, nv), float32)
-        copy(rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv), weight.offset + i0 * kw + j0,
-                          float32))
+        wp = contiguous_view(rt.storage(C * K, dtype), (C, O, nu, nv), dtype)
+        (_half_copy() if dtype is float16 else copy)(
+            rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv), weight.offset + i0 * kw + j0,
+                         dtype))
         qh, qw = -(-(H - ry) // sh), -(-(W - rx) // sw)
         p = plan(False, C, Nb * qh * qw, K, wp.offset, K, K, 0, grad.offset, O, OH, OW, qh, qw, (nu, nv),
-                 (1, 1, -dy, -dx, oy, ox), out.offset + ry * W + rx, out_steps=(H * W, sh * W, sw))
+                 (1, 1, -dy, -dx, oy, ox), out.offset + ry * W + rx, out_steps=(H * W, sh * W, sw), dtype=dtype)
         run(rt, p, wp.storage, grad.storage, out.storage)
 
 
@@ -291,5 +318,23 @@ def backward_weight(rt, out, grad, x, geom):
     (sh, sw), (ph, pw), (dh, dw) = geom
     P = OH * OW
     p = plan(True, O, C * kh * kw, Nb * P, grad.offset, P, P, O * P, x.offset, C, H, W, OH, OW, (kh, kw),
-             (sh, sw, dh, dw, -ph, -pw), out.offset)
+             (sh, sw, dh, dw, -ph, -pw), out.offset, dtype=out.dtype)
     run(rt, p, grad.storage, x.storage, out.storage)
+
+
+def _zero(rt, out):
+    """out = 0 for a float32 or float16 view (float16: zeros filled in float32 scratch, then cast; only
+    the phases without taps of a strided 1x1 input gradient take this)."""
+    if out.dtype is float32:
+        fill(rt, out, 0.0)
+        return
+    tmp = contiguous_view(rt.storage(out.numel, float32), out.shape, float32)
+    fill(rt, tmp, 0.0)
+    _half_copy()(rt, out, tmp)
+
+
+def _half_copy():
+    """f16.copy (casts and copies of float16 views), imported when first needed: f16.py routes float16
+    convolutions here, so a module-level import would be a cycle."""
+    from .f16 import copy as half_copy
+    return half_copy

@@ -11,7 +11,7 @@ single source of both. Adding an op to the table needs nothing here.
 
 import struct
 
-from ...dtypes import bool_, float32, int32, uint8
+from ...dtypes import bool_, float16, float32, int32, uint8
 from ...ops import table
 from .runtime import DynamicScalar, Kernel, Shader, dtype_code
 from .views import (
@@ -88,6 +88,13 @@ VEC4 = {
     UNARY_BACKWARD: Kernel(SHADER, "unary_backward4", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
     BINARY: Kernel(SHADER, "binary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
 }
+# Contiguous float16 operands, eight halves per thread step (elementwise.wgsl's float16 entry points):
+# offsets and element count multiples of 8 (half8_fits); f16.py routes other float16 work through float32.
+HALF8 = {
+    UNARY: Kernel(SHADER, "unary_h8", _LAYOUT, ("OP", *_IN(0)[1:])),
+    UNARY_BACKWARD: Kernel(SHADER, "unary_backward_h8", _LAYOUT, ("OP", *_IN(0)[1:], *_IN(1)[1:], *_IN(2)[1:])),
+    BINARY: Kernel(SHADER, "binary_h8", _LAYOUT, ("OP", *_IN(0)[1:], *_IN(1)[1:])),
+}
 UNARY_FROM_U8X4 = Kernel(SHADER, "unary_from_u8x4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", "IN0_DTYPE"))
 WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
@@ -159,12 +166,20 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     n = out.numel
     params = _PARAMS.pack(n, len(dims), a_slot, b_slot, a_f, b_f, a_i, b_i, *(v.offset for v in views), *shape, *strides)
 
+    slots = tuple(s for s in (a_slot, b_slot) if s != 0xFFFFFFFF)
+    if any(v.dtype is float16 for v in views):
+        if not (kernel in HALF8 and contiguous and half8_fits(out, views)):
+            raise TypeError("elementwise kernels take float16 operands only when all are contiguous float16 "
+                            "with offsets and size multiples of 8 (f16.py routes other float16 work)")
+        half = HALF8[kernel]
+        values = {"OP": op_code, **{f"IN{k}_FROM_OUT": k < len(bound) and bound[k] is None for k in range(3)}}
+        groups = min(-(-n // (WORKGROUP * 8)), rt.limits["max_compute_workgroups_per_dimension"])
+        return rt.launch(half, half.constants(values), params, (groups, 1, 1), slots)
     values = {"OP": op_code, "INT_MATH": int_math, "CONTIGUOUS": contiguous, "OUT_DTYPE": dtype_code(out.dtype)}
     for k in range(3):
         x = views[k + 1] if k < len(bound) else None
         values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
         values[f"IN{k}_FROM_OUT"] = k < len(bound) and bound[k] is None
-    slots = tuple(s for s in (a_slot, b_slot) if s != 0xFFFFFFFF)
     per_thread = 1
     if (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
             and all(v.dtype in (float32, int32) for v in views)):
@@ -215,6 +230,13 @@ def copy(rt, out, x):
     launch(rt, kernel, IDENTITY, out, [x], int_math=int_math)
 
 
+def half8_fits(out, inputs):
+    """Whether unary / unary_backward / binary on these views run natively in float16 (HALF8): every
+    view float16 and contiguous, offsets and element count multiples of 8."""
+    return out.numel % 8 == 0 and all(v.dtype is float16 and v.offset % 8 == 0 and v.is_contiguous()
+                                      for v in (out, *inputs))
+
+
 def _record(op, kind, codes):
     rec = codes.records[kind].get(op)
     if rec is None:
@@ -242,7 +264,9 @@ def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
     codes = ops()
     if op not in codes.backward:
         raise ValueError(f"unary op {op!r} has no derivative kernel in the op table")
-    check_view(out, "out", dtype=float32)
+    check_view(out, "out")
+    if out.dtype not in (float32, float16):
+        raise TypeError(f"unary_backward: out must be float32 or float16, not {out.dtype}")
     for name, v in (("grad", grad), ("x", x), ("y", y)):
         check_view(v, name)
     check_same_shape(out, ("grad", grad), ("x", x), ("y", y))

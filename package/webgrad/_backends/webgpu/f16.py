@@ -1,39 +1,34 @@
-"""float16 on WebGPU (shaders/f16.wgsl): storage, casts, the half matmul, and every other kernel through f32.
+"""float16 on WebGPU (shaders/f16.wgsl): storage, casts, the routing of float16 work to native kernels or through f32.
 
 float16 needs the adapter's optional `shader-f16` feature (WGSL `enable f16;`): the runtime requests it where
 the adapter offers it and says so in ``rt.has_f16``. Without it (SwiftShader, many mobile adapters) the
 first float16 storage raises an error that names the feature.
 
-What runs in half precision natively: casts and copies (any strides); a half matmul kernel (f32 products and
-sums, rounded once, cuBLAS's semantics; linear's fused bias too) exists but is not yet fast (NATIVE_MATMUL
-below), so products take the float32 kernel like the rest. Every other
-kernel of the backend (elementwise, reductions, softmax, convolutions, pooling, ...) runs on float16
-operands by converting them to float32 scratch views, running its float32 kernel and rounding the
-result into the float16 output: the numerics PyTorch has on CUDA, where half elementwise ops and
-reductions compute in float32 ("opmath") and round once, at the cost of two extra conversions. The
-routing is installed on a backend when its first float16 storage is made (:func:`enable`), so float32
-work never pays for it.
+What runs in half precision natively (half operands read into f32, f32 math, each result rounded once:
+PyTorch's numerics on CUDA, where half convolutions accumulate in f32 and half elementwise ops compute in
+f32 "opmath"): casts and copies (any strides); convolutions and both their gradients on GPU adapters
+(conv_gemm.wgsl's float16 variants); BatchNorm (batch_norm.py: half activations, f32 statistics and
+parameters); unary, unary_backward and binary on contiguous halves (elementwise.wgsl's float16 entry
+points). A half matmul kernel exists but is not yet fast (NATIVE_MATMUL below). Every other kernel of
+the backend (reductions, softmax, pooling, matmul, ...) and float16 work that does not fit those
+kernels (strided views, broadcasts) runs on float16 operands by converting them to float32 scratch
+views, running its float32 kernel and rounding the result into the float16 output, at the cost of two
+extra conversions. The routing is installed on a backend when its first float16 storage is made
+(:func:`enable`), so float32 work never pays for it.
 """
 
 import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import elementwise, shaders
-from .runtime import Kernel, Shader, grid
+from . import conv, conv_gemm, elementwise
+from .runtime import Kernel, grid
+from .typed import F16Shader
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
 
 FEATURE = "shader-f16"
 
-
-class _F16Shader(Shader):
-    """A shader whose module starts with `enable f16;` (it must precede every declaration)."""
-
-    def source(self):
-        return "enable f16;\n" + shaders.source(self.name, self.constants)
-
-
-SHADER = _F16Shader("f16.wgsl", {})
+SHADER = F16Shader("f16.wgsl", {})
 _CAST_LAYOUT = ((0, "write"), (1, "read"), (2, "uniform"))
 CASTS = {(float16, float32): Kernel(SHADER, "h_from_f", _CAST_LAYOUT),
          (float32, float16): Kernel(SHADER, "f_from_h", _CAST_LAYOUT),
@@ -66,6 +61,11 @@ def enable(backend):
         setattr(backend, name, _through_f32(backend, getattr(backend, name), name, written, pure))
     backend.copy = _copy_method(backend, backend.copy)
     backend.matmul = _matmul_method(backend, backend.matmul)
+    for name in ("unary", "unary_backward", "binary"):
+        native = getattr(type(backend), name).__get__(backend)  # the unrouted method
+        setattr(backend, name, _elementwise_method(native, getattr(backend, name)))
+    for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight"):
+        setattr(backend, name, _conv_method(backend, name, getattr(backend, name)))
 
 
 # ------------------------------------------------------------------ casts and copies
@@ -200,6 +200,94 @@ def _matmul_method(backend, routed):
         else:
             routed(out, a, b, trans_a, trans_b, bias=bias, relu=relu)
     return matmul_
+
+
+# ------------------------------------------------------------------ elementwise
+
+
+def _elementwise_method(native, routed):
+    """unary / unary_backward / binary: elementwise.wgsl's float16 entry points (f32 math, one rounding)
+    when every view is contiguous float16 with offsets and size multiples of 8; else `routed`."""
+    def run(op, out, *views, **kwargs):
+        if isinstance(out, View) and out.dtype is float16 and \
+                elementwise.half8_fits(out, [v for v in views if isinstance(v, View)]):  # (a, b: scalars)
+            return native(op, out, *views, **kwargs)
+        return routed(op, out, *views, **kwargs)
+    run.__name__ = routed.__name__
+    return run
+
+
+# ------------------------------------------------------------------ convolutions
+
+
+def _conv_method(backend, name, routed):
+    """The backend's `name` (conv2d or one of its gradients): conv_gemm's float16 kernels when every view
+    is a contiguous float16 NCHW tensor of its own storage and the convolution is one conv_gemm takes (a
+    GPU adapter, at least conv_gemm.MIN_CHANNELS output channels); else `routed`, through float32 (which
+    also raises the errors for operands that do not fit)."""
+    rt = backend.runtime
+    product = {"conv2d": _conv_forward, "conv2d_backward_input": _conv_backward_input,
+               "conv2d_backward_weight": _conv_backward_weight}[name]
+
+    def conv_(out, a, b, *rest, **kwargs):
+        if product(rt, out, a, b, *rest) is False:
+            return routed(out, a, b, *rest, **kwargs)
+        return None
+    conv_.__name__ = name
+    return conv_
+
+
+def _native_conv(rt, out_channels, out, *inputs):
+    """Whether conv_gemm takes this convolution natively: a GPU adapter, conv_gemm's channel counts, and
+    every view (None: no bias) contiguous float16 with a storage apart from out's. Shapes: the callers."""
+    if rt.variant["conv_unfold"] or not conv_gemm.suits(out_channels):
+        return False
+    for v in (out, *inputs):
+        if v is not None and not (isinstance(v, View) and v.dtype is float16 and v.is_contiguous()
+                                  and (v is out or v.storage is not out.storage)):
+            return False
+    return True
+
+
+def _conv_sizes(x_shape, weight_shape, geom):
+    """(N, O, OH, OW): the output shape of a convolution of 4-D shapes (None where they do not match)."""
+    if len(x_shape) != 4 or len(weight_shape) != 4 or x_shape[1] != weight_shape[1]:
+        return None
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    N, C, H, W = x_shape
+    O, _, kh, kw = weight_shape
+    return N, O, conv._out_size(H, kh, sh, ph, dh), conv._out_size(W, kw, sw, pw, dw)
+
+
+def _conv_forward(rt, out, x, weight, bias, stride, padding, dilation, keep=False):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, weight.shape, geom)
+    if size is None or out.shape != size or not _native_conv(rt, size[1], out, x, weight, bias) or \
+            bias is not None and bias.shape != (size[1],):
+        return False
+    if out.numel:
+        conv_gemm.forward(rt, out, x, weight, bias, geom)
+    return None
+
+
+def _conv_backward_input(rt, out, grad, weight, stride, padding, dilation):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(out.shape, weight.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, weight):
+        return False
+    if out.numel:
+        conv_gemm.backward_input(rt, out, grad, weight, geom)
+    return None
+
+
+def _conv_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
+    geom = conv._conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, out.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, x):
+        return False
+    if out.numel:
+        conv_gemm.backward_weight(rt, out, grad, x, geom)
+    return None
 
 
 # ------------------------------------------------------------------ everything else, through float32
