@@ -33,6 +33,12 @@ CONFIGS = {
     "64x32": dict(WG_X=8, WG_Y=16, TM=4, TN=4, BK=16),
     "32x32": dict(WG_X=8, WG_Y=8, TM=4, TN=4, BK=16),
     "16x64": dict(WG_X=16, WG_Y=4, TM=4, TN=4, BK=16),
+    # matmul.wgsl's "w" twins (see WARP_TILED, SWIZZLE in conv_gemm.wgsl): the same register tiles, threads
+    # in 8 x 4 blocks per subgroup and XOR-swizzled workgroup tiles (no bank conflicts on the scalar
+    # stores of a piece along k: the weight's rows, and the gathered image of a weight gradient)
+    "128x128w": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    "64x128w": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    "128x64w": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
 }
 
 
@@ -45,6 +51,11 @@ def _check(c):
         pieces = c["BK"] * rows // 4
         if pieces % nt or not 1 <= pieces // nt <= 4:
             raise ValueError(f"bad conv_gemm config {c}: tile loads do not split evenly over the threads")
+    if c.get("WARP_TILED") and (c["WG_X"] % 8 or c["WG_Y"] % 4):
+        raise ValueError(f"bad conv_gemm config {c}: WARP_TILED needs WG_X % 8 == 0 and WG_Y % 4 == 0")
+    if c.get("SWIZZLE") and (c["WG_X"] % 8 or c["WG_Y"] % 8 or bm % 32 or bn % 32 or 8 % (c["BK"] // 4)):
+        raise ValueError(f"bad conv_gemm config {c}: SWIZZLE needs WG_X, WG_Y multiples of 8, tile sides of "
+                         "32 and BK in 4, 8, 16, 32")
     if 2 * c["BK"] * (bm + bn) * 4 > 16384:
         raise ValueError(f"bad conv_gemm config {c}: over 16 KiB of workgroup memory")
 
