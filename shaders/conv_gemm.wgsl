@@ -77,6 +77,9 @@ override BK: u32 = 8u;
 // (A always; B with WGRAD) do not collide in banks. conv_gemm.py checks WG_X, WG_Y, BM4, BN4 % 8 == 0.
 override WARP_TILED: bool = false;
 override SWIZZLE: bool = false;
+// Workgroup buffers: 2 (double-buffered, one barrier per K step) or 1 (matmul.wgsl's NBUF: a deeper BK
+// in the same memory, two barriers per step, as the multiply must finish before the next stash).
+override NBUF: u32 = 2u;
 
 override NT: u32 = WG_X * WG_Y;
 override BM4: u32 = WG_Y * TM / 4u;
@@ -87,8 +90,8 @@ override TN4: u32 = TN / 4u;
 override LA: u32 = BK * BM4 / NT;  // pieces (4 elements) of the A tile per thread, 1..4
 override LB: u32 = BK * BN4 / NT;
 
-var<workgroup> As: array<vec4<f32>, 2u * BK * BM4>;  // [2 buffers][BK][BM/4]
-var<workgroup> Bs: array<vec4<f32>, 2u * BK * BN4>;  // [2 buffers][BK][BN/4]
+var<workgroup> As: array<vec4<f32>, NBUF * BK * BM4>;  // [NBUF buffers][BK][BM/4]
+var<workgroup> Bs: array<vec4<f32>, NBUF * BK * BN4>;  // [NBUF buffers][BK][BN/4]
 
 // c<r><h>: row r (0..7) of the thread's block, columns 4h..4h+3 (h = 0, 1)
 var<private> c00: vec4<f32>; var<private> c01: vec4<f32>;
@@ -325,8 +328,9 @@ fn loop_av(s0: u32, count: u32) {
     for (var s = 0u; s < count; s++) {
         let more = s + 1u < count;
         if (more) { fetch_a_vec(s0 + s + 1u); fetch_b(s0 + s + 1u); }
-        compute(s & 1u);
-        if (more) { stash((s + 1u) & 1u); }
+        compute(s & (NBUF - 1u));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash((s + 1u) & (NBUF - 1u)); }
         workgroupBarrier();
     }
 }
@@ -337,8 +341,9 @@ fn loop_as(s0: u32, count: u32) {
     for (var s = 0u; s < count; s++) {
         let more = s + 1u < count;
         if (more) { fetch_a_scalar(s0 + s + 1u); fetch_b(s0 + s + 1u); }
-        compute(s & 1u);
-        if (more) { stash((s + 1u) & 1u); }
+        compute(s & (NBUF - 1u));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash((s + 1u) & (NBUF - 1u)); }
         workgroupBarrier();
     }
 }

@@ -171,9 +171,10 @@ def test_resnet18_training_step_on_the_gpu_kernels(gpu_kernels, monkeypatch):
     assert len(products) >= 20 * 3 - 1  # 20 convolutions, 3 products each (the stem's input gradient aside)
 
 
-@pytest.mark.parametrize("name", ["128x128w", "64x128w", "128x64w"])
+@pytest.mark.parametrize("name", ["128x128w", "64x128w", "128x64w", "128x128w16", "64x128w16", "128x64w16"])
 def test_warp_tiled_swizzled_configurations_on_full_tiles(gpu_kernels, name):
-    # the "w" twins move threads (WARP_TILED) and workgroup-tile columns (SWIZZLE): 128 output channels and
+    # the "w" twins move threads (WARP_TILED) and workgroup-tile columns (SWIZZLE), the "w16" ones in one
+    # buffer of BK = 16 (NBUF=1): 128 output channels and
     # 2 x 8 x 8 positions fill whole 128-row and 128-column tiles, so a misplaced row or column shows
     gpu_kernels.FORCED.update(config=name, splits=None)
     check_conv((2, 16, 8, 8), (128, 16, 3, 3), padding=1)

@@ -8,8 +8,10 @@ For each distinct convolution of the step (the forward product, the input gradie
 each with its shape) it runs conv_gemm.py's host functions with a forced tile configuration and K split
 (conv_gemm.FORCED), records their dispatches (including the split-K reductions, and the fill and tap
 copies of a strided input gradient) and times them with GPU timestamps the way `python -m webgrad.bench
-profile` does (webgrad.bench.profile.time_dispatches: one pass per dispatch, median of --repeats). It
-prints, per convolution, a row per candidate: configuration, K split, workgroups, microseconds, TFLOP/s
+profile` does (webgrad.bench.profile.time_dispatches: one pass per dispatch, median of --repeats). The
+candidates: the planner's own choice, every configuration with the planner's K split for it (the thin ones only
+for small products), then the two fastest configurations with other splits (unsplit, half, double, 4x the planner's). It prints, per
+convolution, a row per candidate: configuration, K split, workgroups, microseconds, TFLOP/s
 (the convolution's nominal 2*N*O*OH*OW*C*kh*kw), the candidate's largest difference to the planner's
 own choice (relative to that output's largest magnitude: a wrong kernel shows up here), then the best
 candidate and what the planner picks. The cases run in order of their share of a step, within --budget
@@ -105,31 +107,54 @@ class Case:
         return sum(times), self.sample(rt)
 
     def sample(self, rt):
-        # 8 runs of up to 16K values spread over the output (reading all 32 MB of one would cost more
+        # 4 runs of up to 16K values spread over the output (reading all 32 MB of one would cost more
         # than timing it): every tile row and column position occurs in each run
         n = self.out.numel
         run = min(n, 16384)
         got = array.array("f")
-        for i in range(8):
-            start = (n - run) * i // 7
+        for i in range(4):
+            start = (n - run) * i // 3
             got.frombytes(rt.read(self.out.storage, 4 * start, 4 * run))
         return got
 
 
-def candidates(case, configs, quick):
-    """(config, splits) pairs: the planner's choice first (None, None), then each configuration with the
-    planner's split for it; the big tiles (128 threads or more, 8x8 per thread) also unsplit and with the
-    split doubled and halved."""
-    out = [(None, None)]
-    for cfg in configs:
-        conv_gemm.FORCED.update(config=cfg, splits=None)
-        auto = max(p.workgroups[2] for p in case.plans())
-        c = conv_gemm.CONFIGS[cfg]
-        big = c["TM"] * c["TN"] == 64
-        splits = [auto] if quick or not big else sorted({auto, 1, 2 * auto, max(1, auto // 2)})
-        out += [(cfg, s) for s in splits]
-    conv_gemm.FORCED.update(config=None, splits=None)
-    return out
+def warm_up(rt, case, seconds=1.0):
+    """Replay the case's planned dispatches for a while: the GPU's clocks come up before any timing."""
+    with rt.capture() as graph:
+        case.fn(rt, *case.args)
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            graph.replay()
+        rt.synchronize()
+    graph.release()
+
+
+def worth_trying(case, cfg):
+    """Whether phase one tries `cfg`: the thin tiles (4x4 per thread) only where the planner's big tile
+    leaves the GPU short of work (fewer than conv_gemm.FULL tiles): elsewhere they never won."""
+    c = conv_gemm.CONFIGS[cfg]
+    if c["TM"] * c["TN"] == 64:
+        return True
+    conv_gemm.FORCED.update(config="64x128", splits=1)
+    try:
+        plans = case.plans()
+    finally:
+        conv_gemm.FORCED.update(config=None, splits=None)
+    return sum(p.workgroups[0] * p.workgroups[1] for p in plans) < conv_gemm.FULL
+
+
+def split_variants(auto, quick):
+    """Phase two's K splits for a configuration whose planner split is `auto`."""
+    if quick:
+        return [1, 2] if auto == 1 else [1]
+    return sorted({1, max(1, auto // 2), 2 * auto, 4 * auto} - {auto})
+
+
+def config_name(plan):
+    constants = dict(plan.constants)
+    return next((n for n, v in conv_gemm.CONFIGS.items() if all(constants.get(k) == x for k, x in v.items())
+                 and all(constants.get(k, 0) == 0 for k in ("WARP_TILED", "SWIZZLE") if k not in v)), "?")
 
 
 def describe(plans):
@@ -147,7 +172,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny shapes and two configurations (smoke test)")
     ap.add_argument("--batch", type=int, default=None, help="images per batch (128; --quick: 2)")
-    ap.add_argument("--repeats", type=int, default=None, help="timed runs per candidate (7; --quick: 2)")
+    ap.add_argument("--repeats", type=int, default=None, help="timed runs per candidate (5; --quick: 2)")
     ap.add_argument("--budget", type=float, default=80.0, help="seconds; cases left when it is spent are skipped")
     ap.add_argument("--configs", nargs="+", default=None, help="tile configurations (default: every one)")
     ap.add_argument("--cases", nargs="+", default=None, help="only these cases (names as printed)")
@@ -158,7 +183,7 @@ def main(argv=None):
     info = rt.binding.info()
     print(f"conv_sweep on {info.get('device') or info.get('description')} ({info.get('backend')})", flush=True)
     batch = args.batch or (2 if args.quick else 128)
-    repeats = args.repeats or (2 if args.quick else 7)
+    repeats = args.repeats or (2 if args.quick else 5)
     configs = args.configs or (["64x128", "32x32"] if args.quick else list(conv_gemm.CONFIGS))
     shapes = QUICK if args.quick else RESNET18
     rng = random.Random(0)
@@ -173,35 +198,56 @@ def main(argv=None):
             print(f"{name}: skipped (budget of {args.budget:.0f} s spent)", flush=True)
             continue
         case = Case(rt, kind, batch, c, o, hw, k, s, p, count, rng)
+        if not summary and not args.quick:
+            warm_up(rt, case)
         print(f"\n{name} x{count}  N={batch} C={c} O={o} {hw}x{hw} k{k} s{s}  {case.flops / 1e9:.2f} GFLOP", flush=True)
         print(f"  {'config':<13}{'splits':>6}  {'dispatch':<22}{'us':>9}{'TFLOP/s':>9}{'diff':>10}")
-        rows, ref = [], None
-        for cfg, splits in candidates(case, configs, args.quick):
+        rows, ref, seen = [], None, set()
+
+        def measure(cfg, splits):
+            nonlocal ref
             conv_gemm.FORCED.update(config=cfg, splits=splits)
             try:
                 plans = case.plans()
+                key = (cfg, tuple(q.workgroups for q in plans))
+                if cfg is not None and key in seen:
+                    return  # a split clamped to one already measured
+                seen.add(key)
                 secs, got = case.measure(rt, repeats)
             except Exception as e:  # a configuration the shape cannot take: say so and go on
                 print(f"  {cfg or 'planner':<13}{splits or '-':>6}  failed: {type(e).__name__}: {e}", flush=True)
-                continue
+                return
             finally:
                 conv_gemm.FORCED.update(config=None, splits=None)
             d = 0.0 if ref is None else diff(got, ref)
             ref = got if ref is None else ref
-            shown = cfg or "auto " + next(n for n, v in conv_gemm.CONFIGS.items()
-                                             if all(dict(plans[0].constants)[k] == x for k, x in v.items()))
+            name = config_name(plans[0])
             split_shown = max(q.workgroups[2] for q in plans)
-            rows.append((secs, shown, split_shown, cfg, splits))
-            print(f"  {shown:<13}{split_shown:>6}  {describe(plans):<22}{secs * 1e6:9.1f}"
+            rows.append((secs, cfg or "auto " + name, split_shown, name))
+            print(f"  {rows[-1][1]:<13}{split_shown:>6}  {describe(plans):<22}{secs * 1e6:9.1f}"
                   f"{case.flops / secs / 1e12:9.2f}{d:10.1e}" + ("  WRONG" if d > 1e-3 else ""), flush=True)
-            if time.perf_counter() - t0 > args.budget + 30:
+
+        # phase one: the planner's choice, then every configuration with the planner's K split for it;
+        # phase two: the three fastest configurations with other K splits
+        for cfg in [None] + [c for c in configs if args.configs or worth_trying(case, c)]:
+            if cfg is not None and time.perf_counter() - t0 > args.budget + 20:
                 print("  (budget overrun: the case's remaining candidates skipped)")
                 break
+            measure(cfg, None)
+        top = []
+        for r in sorted(rows):
+            if r[3] not in top:
+                top.append(r[3])
+        for cfg in top[:1 if args.quick else 2]:
+            auto = max(r[2] for r in rows if r[3] == cfg)
+            for splits in split_variants(auto, args.quick):
+                if time.perf_counter() - t0 <= args.budget + 20:
+                    measure(cfg, splits)
         print(f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
         if not rows:
             continue
         best, auto = min(rows), rows[0]
-        print(f"  best: {best[1]} splits={best[2]} {best[0] * 1e6:.1f} us; planner {auto[1]} splits={auto[2]} "
+        print(f"  best: {best[3]} splits={best[2]} {best[0] * 1e6:.1f} us; planner {auto[1]} splits={auto[2]} "
               f"{auto[0] * 1e6:.1f} us ({auto[0] / best[0]:.2f}x the best)", flush=True)
         summary.append((name, count, auto, best))
         for v in case.args:
@@ -213,7 +259,7 @@ def main(argv=None):
         for name, count, auto, best in summary:
             tot_a, tot_b = tot_a + count * auto[0], tot_b + count * best[0]
             print(f"  {name:<22} x{count}  {auto[1]:<13} s{auto[2]:<4} {auto[0] * 1e6:8.1f} us   "
-                  f"{best[1]:<11} s{best[2]:<4} {best[0] * 1e6:8.1f} us")
+                  f"{best[3]:<11} s{best[2]:<4} {best[0] * 1e6:8.1f} us")
         print(f"  per step over these cases: planner {tot_a * 1e6:.0f} us, best {tot_b * 1e6:.0f} us")
     return 0
 

@@ -22,8 +22,8 @@ _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
 _KERNELS = {}
 
 # Tile configurations: WG_X x WG_Y threads, each a TM x TN block, cover a (WG_Y*TM) x (WG_X*TN) tile of
-# the product; BK is the K step staged in workgroup memory (2 buffers of BK*(BM+BN) floats: at most
-# 16 KiB, WebGPU's default limit). Each thread loads 1 to 4 pieces of 4 elements per tile per step.
+# the product; BK is the K step staged in workgroup memory (NBUF = 2 buffers, or 1, of BK*(BM+BN) floats:
+# at most 16 KiB, WebGPU's default limit). Each thread loads 1 to 4 pieces of 4 elements per tile per step.
 CONFIGS = {
     "128x128": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8),
     "64x128": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8),
@@ -39,6 +39,10 @@ CONFIGS = {
     "128x128w": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
     "64x128w": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
     "128x64w": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    # BK = 16 in one buffer (NBUF=1, two barriers per step): rows along k are read 64 bytes at a time
+    "128x128w16": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
+    "64x128w16": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
+    "128x64w16": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
 }
 
 
@@ -56,7 +60,9 @@ def _check(c):
     if c.get("SWIZZLE") and (c["WG_X"] % 8 or c["WG_Y"] % 8 or bm % 32 or bn % 32 or 8 % (c["BK"] // 4)):
         raise ValueError(f"bad conv_gemm config {c}: SWIZZLE needs WG_X, WG_Y multiples of 8, tile sides of "
                          "32 and BK in 4, 8, 16, 32")
-    if 2 * c["BK"] * (bm + bn) * 4 > 16384:
+    if c.get("NBUF", 2) not in (1, 2):
+        raise ValueError(f"bad conv_gemm config {c}: NBUF must be 1 or 2")
+    if c.get("NBUF", 2) * c["BK"] * (bm + bn) * 4 > 16384:
         raise ValueError(f"bad conv_gemm config {c}: over 16 KiB of workgroup memory")
 
 
