@@ -241,7 +241,9 @@ def main(argv=None):
         for cfg in top[:1 if args.quick else 2]:
             auto = max(r[2] for r in rows if r[3] == cfg)
             for splits in split_variants(auto, args.quick):
-                if time.perf_counter() - t0 <= args.budget + 20:
+                # the planner's scratch limit (a buffer of more could pass WebGPU's binding size limit)
+                fits = splits == 1 or splits * case.out.numel <= conv_gemm.MAX_SCRATCH
+                if fits and time.perf_counter() - t0 <= args.budget + 20:
                     measure(cfg, splits)
         print(f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
         if not rows:
