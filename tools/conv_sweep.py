@@ -25,6 +25,7 @@ told it is a GPU so that these kernels run at all. No NumPy: data is written and
 import argparse
 import array
 import random
+import struct
 import sys
 import time
 
@@ -200,7 +201,9 @@ def main(argv=None):
         case = Case(rt, kind, batch, c, o, hw, k, s, p, count, rng)
         if not summary and not args.quick:
             warm_up(rt, case)
-        print(f"\n{name} x{count}  N={batch} C={c} O={o} {hw}x{hw} k{k} s{s}  {case.flops / 1e9:.2f} GFLOP", flush=True)
+        mnk = " ".join("x".join(map(str, struct.unpack_from("<3I", q.params))) for q in case.plans())
+        print(f"\n{name} x{count}  N={batch} C={c} O={o} {hw}x{hw} k{k} s{s}  {case.flops / 1e9:.2f} GFLOP"
+              f"  product MxNxK {mnk}", flush=True)
         print(f"  {'config':<13}{'splits':>6}  {'dispatch':<22}{'us':>9}{'TFLOP/s':>9}{'diff':>10}")
         rows, ref, seen = [], None, set()
 
