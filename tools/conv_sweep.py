@@ -99,7 +99,7 @@ class Case:
             conv_gemm.run = original
         return made
 
-    def measure(self, rt, repeats, warm=0.02):
+    def measure(self, rt, repeats, warm=0.05):
         """(GPU seconds summed over the case's dispatches, a sample of the output). The candidate first
         runs back to back for `warm` seconds: an H200 left idle while the host compiles the next
         pipeline dropped its clocks, and a cold candidate timed 3-5x slower than in a training step
