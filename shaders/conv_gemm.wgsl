@@ -80,6 +80,15 @@ override WG_Y: u32 = 16u;
 override TM: u32 = 8u;
 override TN: u32 = 8u;
 override BK: u32 = 8u;
+// WARP_TILED and SWIZZLE: matmul.wgsl's, for the big "w" tiles (see its notes). WARP_TILED maps threads to
+// (tx, ty) in 8 x 4 blocks of 32 (fewer shared-memory wavefronts per fragment read); SWIZZLE XORs the vec4
+// column of row k of both workgroup tiles with swz(k), so that the scalar stores of a piece running along k
+// (A always; B with WGRAD) do not collide in banks. conv_gemm.py checks WG_X, WG_Y, BM4, BN4 % 8 == 0.
+override WARP_TILED: bool = false;
+override SWIZZLE: bool = false;
+// Workgroup buffers: 2 (double-buffered, one barrier per K step) or 1 (matmul.wgsl's NBUF: a deeper BK
+// in the same memory, two barriers per step, as the multiply must finish before the next stash).
+override NBUF: u32 = 2u;
 
 override NT: u32 = WG_X * WG_Y;
 override BM4: u32 = WG_Y * TM / 4u;
@@ -90,8 +99,8 @@ override TN4: u32 = TN / 4u;
 override LA: u32 = BK * BM4 / NT;  // pieces (4 elements) of the A tile per thread, 1..4
 override LB: u32 = BK * BN4 / NT;
 
-var<workgroup> As: array<vec4<f32>, 2u * BK * BM4>;  // [2 buffers][BK][BM/4]
-var<workgroup> Bs: array<vec4<f32>, 2u * BK * BN4>;  // [2 buffers][BK][BN/4]
+var<workgroup> As: array<vec4<f32>, NBUF * BK * BM4>;  // [NBUF buffers][BK][BM/4]
+var<workgroup> Bs: array<vec4<f32>, NBUF * BK * BN4>;  // [NBUF buffers][BK][BN/4]
 
 // c<r><h>: row r (0..7) of the thread's block, columns 4h..4h+3 (h = 0, 1)
 var<private> c00: vec4<f32>; var<private> c01: vec4<f32>;
@@ -225,10 +234,18 @@ fn fetch_b(kt: u32) {
 }
 
 // ---- registers -> workgroup buffer `stage`, k-major
+// The XOR applied to the vec4 columns of row k of a tile (SWIZZLE; constant over each group of 4 rows):
+// BK = 8 gives rows k and k + 4 columns XOR 0 and 4, BK = 16 its four row groups 0, 2, 4, 6.
+fn swz(k: u32) -> u32 {
+    if (!SWIZZLE) { return 0u; }
+    return ((k / 4u) * (8u / BK4)) % 8u;
+}
+
 fn put_a(l: u32, stage: u32, v: vec4<f32>) {  // the piece runs along k: one scalar store per k
     let idx = tid + l * NT;
     let m = idx / BK4;
-    let i = (stage * BK + (idx % BK4) * 4u) * BM4 + m / 4u;
+    let k = (idx % BK4) * 4u;
+    let i = (stage * BK + k) * BM4 + ((m / 4u) ^ swz(k));
     let e = m % 4u;
     As[i][e] = v.x;
     As[i + BM4][e] = v.y;
@@ -240,14 +257,16 @@ fn put_b(l: u32, stage: u32, v: vec4<f32>) {
     let idx = tid + l * NT;
     if (WGRAD) {  // along k
         let n = idx / BK4;
-        let i = (stage * BK + (idx % BK4) * 4u) * BN4 + n / 4u;
+        let k = (idx % BK4) * 4u;
+        let i = (stage * BK + k) * BN4 + ((n / 4u) ^ swz(k));
         let e = n % 4u;
         Bs[i][e] = v.x;
         Bs[i + BN4][e] = v.y;
         Bs[i + 2u * BN4][e] = v.z;
         Bs[i + 3u * BN4][e] = v.w;
     } else {      // along n: one vec4 store
-        Bs[(stage * BK + idx / BN4) * BN4 + idx % BN4] = v;
+        let k = idx / BN4;
+        Bs[(stage * BK + k) * BN4 + ((idx % BN4) ^ swz(k))] = v;
     }
 }
 
@@ -295,13 +314,16 @@ fn kstep(ai: u32, bi: u32) {
 }
 
 fn compute(stage: u32) {
-    var ai = stage * BK * BM4 + ty;
-    var bi = stage * BK * BN4 + tx;
+    var ai = stage * BK * BM4;
+    var bi = stage * BK * BN4;
     for (var k = 0u; k < BK; k += 4u) {
-        kstep(ai, bi);
-        kstep(ai + BM4, bi + BN4);
-        kstep(ai + 2u * BM4, bi + 2u * BN4);
-        kstep(ai + 3u * BM4, bi + 3u * BN4);
+        // the second fragments (+ WG_Y, + WG_X) XOR alike: WG_X, WG_Y are multiples of 8 under SWIZZLE
+        let a0 = ai + (ty ^ swz(k));
+        let b0 = bi + (tx ^ swz(k));
+        kstep(a0, b0);
+        kstep(a0 + BM4, b0 + BN4);
+        kstep(a0 + 2u * BM4, b0 + 2u * BN4);
+        kstep(a0 + 3u * BM4, b0 + 3u * BN4);
         ai += 4u * BM4;
         bi += 4u * BN4;
     }
@@ -315,8 +337,9 @@ fn loop_av(s0: u32, count: u32) {
     for (var s = 0u; s < count; s++) {
         let more = s + 1u < count;
         if (more) { fetch_a_vec(s0 + s + 1u); fetch_b(s0 + s + 1u); }
-        compute(s & 1u);
-        if (more) { stash((s + 1u) & 1u); }
+        compute(s & (NBUF - 1u));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash((s + 1u) & (NBUF - 1u)); }
         workgroupBarrier();
     }
 }
@@ -327,8 +350,9 @@ fn loop_as(s0: u32, count: u32) {
     for (var s = 0u; s < count; s++) {
         let more = s + 1u < count;
         if (more) { fetch_a_scalar(s0 + s + 1u); fetch_b(s0 + s + 1u); }
-        compute(s & 1u);
-        if (more) { stash((s + 1u) & 1u); }
+        compute(s & (NBUF - 1u));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash((s + 1u) & (NBUF - 1u)); }
         workgroupBarrier();
     }
 }
@@ -410,6 +434,13 @@ fn setup(li: u32, wid: vec3<u32>) {
     tid = li;
     tx = li % WG_X;
     ty = li / WG_X;
+    if (WARP_TILED) {  // subgroup w of 32 threads covers an 8 x 4 block; the blocks tile WG_X x WG_Y row-major
+        let lane = li % 32u;
+        let w = li / 32u;
+        let across = max(WG_X / 8u, 1u);
+        tx = (w % across) * 8u + lane % 8u;
+        ty = (w / across) * 4u + lane / 8u;
+    }
     col0 = wid.x * BN4 * 4u;
     row0 = wid.y * BM4 * 4u;
     split = wid.z;

@@ -169,3 +169,31 @@ def test_resnet18_training_step_on_the_gpu_kernels(gpu_kernels, monkeypatch):
     monkeypatch.setattr(gpu_kernels, "run", lambda *a: products.append(a[1]) or run(*a))
     test_scale_models.test_resnet18_training_step_matches_torch("webgpu")
     assert len(products) >= 20 * 3 - 1  # 20 convolutions, 3 products each (the stem's input gradient aside)
+
+
+@pytest.mark.parametrize("name", ["128x128w", "64x128w", "128x64w", "128x128w16", "64x128w16", "128x64w16"])
+def test_warp_tiled_swizzled_configurations_on_full_tiles(gpu_kernels, name):
+    # the "w" twins move threads (WARP_TILED) and workgroup-tile columns (SWIZZLE), the "w16" ones in one
+    # buffer of BK = 16 (NBUF=1): 128 output channels and
+    # 2 x 8 x 8 positions fill whole 128-row and 128-column tiles, so a misplaced row or column shows
+    gpu_kernels.FORCED.update(config=name, splits=None)
+    check_conv((2, 16, 8, 8), (128, 16, 3, 3), padding=1)
+    gpu_kernels.FORCED.update(config=name, splits=2)
+    check_conv((2, 128, 8, 8), (16, 128, 3, 3), seed=1, padding=1)
+
+
+def test_planner_takes_the_measured_big_tile():
+    # conv_gemm.choose_config's H200 rule (tools/conv_sweep.py): 128x128w16 where 128 x 128 tiles fit and K
+    # is long; 64-channel products and short K keep 64x128. (M, N, K) of ResNet-18's products at batch 128.
+    from webgrad._backends.webgpu import conv_gemm
+
+    assert conv_gemm.choose_config(64, 131072, 576) == "64x128"        # layer1 forward / input gradient
+    assert conv_gemm.choose_config(64, 576, 131072) == "64x128"        # layer1 weight gradient
+    assert conv_gemm.choose_config(128, 32768, 1152) == "128x128w16"   # layer2 forward / input gradient
+    assert conv_gemm.choose_config(512, 4608, 2048) == "128x128w16"    # layer4 weight gradient
+    assert conv_gemm.choose_config(128, 576, 32768) == "128x128w16"    # 64->128 weight gradient (N in 640)
+    assert conv_gemm.choose_config(128, 32768, 64) == "64x128"         # 1x1 shortcut forward: short K
+    for M, N, K in ((128, 32768, 1152), (512, 2048, 4608), (256, 2304, 8192)):
+        c = conv_gemm.CONFIGS[conv_gemm.choose_config(M, N, K)]
+        splits = conv_gemm.choose_splits(conv_gemm.choose_config(M, N, K), M, N, -(-K // c["BK"]))
+        assert 1 <= splits <= conv_gemm.MAX_SPLITS and splits * M * N <= conv_gemm.MAX_SCRATCH

@@ -52,7 +52,9 @@ def check(x_shape, w_shape, kwargs):
 check((2, 4, 8, 8), (8, 4, 3, 3), {"padding": 1})                  # vec4 stores, blocked A (input gradient)
 check((2, 6, 9, 9), (10, 6, 3, 3), {"stride": 2, "padding": 1})    # stride phases, scalar stores
 check((2, 5, 7, 7), (7, 5, 1, 1), {"stride": 2})                   # phases without taps
-for name in ("64x128", "32x32"):  # split-K, conv_reduce4 and conv_reduce1; 8x8 and 4x4 blocks per thread
+# split-K, conv_reduce4 and conv_reduce1; 8x8 and 4x4 blocks per thread; the warp-tiled swizzled twins, and
+# one buffer of BK = 16 (NBUF=1: a barrier under an override constant)
+for name in ("64x128", "32x32", "64x128w", "128x64w16"):
     conv_gemm.FORCED.update(config=name, splits=3)
     check((2, 6, 4, 4), (7, 6, 3, 3), {"padding": 1})
 '''
@@ -73,6 +75,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 5, proc.stdout[-3000:]
+    assert len(results) == 7, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

@@ -44,8 +44,8 @@ def _types(dtype, split):
 
 
 # Tile configurations: WG_X x WG_Y threads, each a TM x TN block, cover a (WG_Y*TM) x (WG_X*TN) tile of
-# the product; BK is the K step staged in workgroup memory (2 buffers of BK*(BM+BN) floats: at most
-# 16 KiB, WebGPU's default limit). Each thread loads 1 to 4 pieces of 4 elements per tile per step.
+# the product; BK is the K step staged in workgroup memory (NBUF = 2 buffers, or 1, of BK*(BM+BN) floats:
+# at most 16 KiB, WebGPU's default limit). Each thread loads 1 to 4 pieces of 4 elements per tile per step.
 CONFIGS = {
     "128x128": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8),
     "64x128": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8),
@@ -55,6 +55,16 @@ CONFIGS = {
     "64x32": dict(WG_X=8, WG_Y=16, TM=4, TN=4, BK=16),
     "32x32": dict(WG_X=8, WG_Y=8, TM=4, TN=4, BK=16),
     "16x64": dict(WG_X=16, WG_Y=4, TM=4, TN=4, BK=16),
+    # matmul.wgsl's "w" twins (see WARP_TILED, SWIZZLE in conv_gemm.wgsl): the same register tiles, threads
+    # in 8 x 4 blocks per subgroup and XOR-swizzled workgroup tiles (no bank conflicts on the scalar
+    # stores of a piece along k: the weight's rows, and the gathered image of a weight gradient)
+    "128x128w": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    "64x128w": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    "128x64w": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=8, WARP_TILED=1, SWIZZLE=1),
+    # BK = 16 in one buffer (NBUF=1, two barriers per step): rows along k are read 64 bytes at a time
+    "128x128w16": dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
+    "64x128w16": dict(WG_X=16, WG_Y=8, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
+    "128x64w16": dict(WG_X=8, WG_Y=16, TM=8, TN=8, BK=16, NBUF=1, WARP_TILED=1, SWIZZLE=1),
 }
 
 
@@ -67,7 +77,14 @@ def _check(c):
         pieces = c["BK"] * rows // 4
         if pieces % nt or not 1 <= pieces // nt <= 4:
             raise ValueError(f"bad conv_gemm config {c}: tile loads do not split evenly over the threads")
-    if 2 * c["BK"] * (bm + bn) * 4 > 16384:
+    if c.get("WARP_TILED") and (c["WG_X"] % 8 or c["WG_Y"] % 4):
+        raise ValueError(f"bad conv_gemm config {c}: WARP_TILED needs WG_X % 8 == 0 and WG_Y % 4 == 0")
+    if c.get("SWIZZLE") and (c["WG_X"] % 8 or c["WG_Y"] % 8 or bm % 32 or bn % 32 or 8 % (c["BK"] // 4)):
+        raise ValueError(f"bad conv_gemm config {c}: SWIZZLE needs WG_X, WG_Y multiples of 8, tile sides of "
+                         "32 and BK in 4, 8, 16, 32")
+    if c.get("NBUF", 2) not in (1, 2):
+        raise ValueError(f"bad conv_gemm config {c}: NBUF must be 1 or 2")
+    if c.get("NBUF", 2) * c["BK"] * (bm + bn) * 4 > 16384:
         raise ValueError(f"bad conv_gemm config {c}: over 16 KiB of workgroup memory")
 
 
@@ -109,14 +126,32 @@ def _waste(cfg, M, N):
     return (-(-M // bm) * bm) * (-(-N // bn) * bn) / (M * N)
 
 
+# Where the big tile is chosen and 128 x 128 tiles fit with little waste (both sides at least 128), the
+# warp-tiled, swizzled 128x128 tile with BK = 16 in one buffer takes its place. Measured on an H200 with
+# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026): at
+# the planner's K split it was the fastest configuration for the forward products and weight gradients of
+# all six stride-1 3x3 convolutions with 128 to 512 channels, and for the input gradients at 8x8 and 4x4:
+# forward 128->128 at 16x16 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s), weight gradient
+# 512->512 at 4x4 2155 against 2833 us, forward 256->256 at 8x8 1203 against 1387 us. Most of that run
+# was timed with the GPU's clocks down (3-5x slower than in a training step; the sweep now warms each
+# candidate up), so the ratios within a convolution are the figures to trust, not the times. Exceptions
+# seen: the input gradient 128->128 at 16x16 (plain 128x128 1654 us, 64x128 1754, this 1893) and the
+# strided products (within 2-8% of 128x64's variants). 64-channel products (M = 64) keep 64x128: a
+# 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256: a few steps of
+# 16, two barriers each) was not measured on it and keeps the plain tile.
+BIG_W16 = "128x128w16"
+BIG_W16_MAX_WASTE = 1.15  # the weight gradient of 64->128 (N = 576 in 640 columns) is in: 1116 against 1196 us
+BIG_W16_MIN_K = 512
+
+
 def choose_config(M, N, K):
     """The big 64x128 (or 128x64) tile when it fills the GPU, or when K is long enough for split-K to
-    make up the parallelism; else thinner tiles of 128 or 256 threads."""
+    make up the parallelism (128x128w16 where it fits); else thinner tiles of 128 or 256 threads."""
     if M <= 16:
         return "16x64"
     big = "64x128" if N >= M else "128x64"
     if _waste(big, M, N) <= 1.2 and (_tiles(big, M, N) >= FULL or K >= 1024):
-        return big
+        return BIG_W16 if _waste(BIG_W16, M, N) <= BIG_W16_MAX_WASTE and K >= BIG_W16_MIN_K else big
     small = "32x64" if N >= M else "64x32"
     if _tiles("64x64", M, N) >= FULL // 2 and _waste("64x64", M, N) <= 1.2 or K >= 1024 and \
             _waste("64x64", M, N) <= _waste(small, M, N):
