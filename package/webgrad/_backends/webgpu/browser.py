@@ -59,6 +59,11 @@ def _js_object(value):
     return to_js(value, dict_converter=js.Object.fromEntries, create_pyproxies=False)
 
 
+def _is_null(value):
+    """Whether a value from JavaScript is null (recent Pyodide gives JS null as pyodide.ffi.jsnull, not None)."""
+    return type(value).__name__ == "JsNull"
+
+
 def _helper():
     from pyodide.code import run_js
 
@@ -69,8 +74,11 @@ def _helper():
 def _device_request(adapter):
     limits = adapter.limits
     request = {"requiredLimits": {name: getattr(limits, name) for name in _WANTED_LIMITS}}
-    if adapter.features.has("shader-f16"):  # float16 storages (f16.py)
-        request["requiredFeatures"] = ["shader-f16"]
+    # shader-f16: float16 storages (f16.py). timestamp-query costs nothing unless used; the replay profiler
+    # (webgrad.bench.replay_profile) times dispatches with it, as native.py's device has it for bench profile.
+    features = [f for f in ("shader-f16", "timestamp-query") if adapter.features.has(f)]
+    if features:
+        request["requiredFeatures"] = features
     return _js_object(request)
 
 
@@ -106,7 +114,7 @@ class BrowserBinding:
         if gpu is None:
             raise RuntimeError(_NO_WEBGPU)
         adapter = await gpu.requestAdapter(_js_object({"powerPreference": "high-performance"}))
-        if adapter is None:
+        if adapter is None or _is_null(adapter):
             raise RuntimeError("WebGPU found no GPU adapter (navigator.gpu.requestAdapter() returned null): " + _NO_WEBGPU)
         return cls(adapter, await adapter.requestDevice(_device_request(adapter)))
 
