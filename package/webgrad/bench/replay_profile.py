@@ -9,6 +9,7 @@ one training step (webgrad.replayable, the models and recipes of bench train and
               (kernel entry points, override constants, workgroup grids: Runtime.describe through bench
               profile's labels); equal digests mean both bindings chose the same kernels (--list prints it)
   wall        seconds per replay in a loop of replays, including the final wait (bench profile's replay_wall)
+  loop        the same in bench train's loop (the loss read back every 10 steps), and one read-back's round trip
   host        the host's seconds per replay call alone (Python, the FFI, encoding, queue.submit), and of
               that, inside binding.submit (in Pyodide: the conversion to JS, the FFI call, encode.js's
               encoding and Dawn's submit); then the recorded records alone, submitted again and again:
@@ -205,6 +206,26 @@ def submit_parts(rt, records, prepared, n=50):
     return parts
 
 
+def loop_and_read(run, inputs, steps=30):
+    """(seconds per step of bench train's loop: the loss read back every 10 steps; seconds of one read-back
+    of the loss with the GPU idle, median of 5: the round trip a .item() costs on top of the work)."""
+    wg.webgpu.synchronize()
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = run(*inputs)
+        if i % 10 == 9:
+            float(loss.item())
+    wg.webgpu.synchronize()
+    loop = (time.perf_counter() - t0) / steps
+    reads = []
+    for _ in range(5):
+        wg.webgpu.synchronize()
+        t0 = time.perf_counter()
+        float(loss.item())
+        reads.append(time.perf_counter() - t0)
+    return loop, statistics.median(reads)
+
+
 # ------------------------------------------------------------------------------------ report
 
 
@@ -224,9 +245,12 @@ def profile(model_name, batch, repeats, each, top, full_list):
     replay_wall(run, inputs, 0.5)  # clocks up
     wall, host_burst = replay_wall(run, inputs)
     host, submit, submits = min(host_split(run, inputs) for _ in range(3))
+    loop, read = loop_and_read(run, inputs)
     encode, finish, submit_call = min(submit_parts(rt, records, graph._prepared) for _ in range(3))
     span = statistics.median(rep[0] for rep in gpu_times(rt, records, graph._prepared, "span", repeats))
     print(f"  wall {wall * 1e6:9.1f} us/step  ({batch / wall:,.0f} samples/s)")
+    print(f"  loop {loop * 1e6:9.1f} us/step  (loss read every 10 steps, as bench train); one read-back with "
+          f"the GPU idle {read * 1e6:.1f} us")
     print(f"  host {host * 1e6:9.1f} us/step  (burst {host_burst * 1e6:.1f}); in binding.submit "
           f"{submit * 1e6:.1f} us ({submits:.1f} submits/step); outside it {(host - submit) * 1e6:.1f} us")
     print(f"  the step's records alone, host per submit: encode {encode * 1e6:.1f} us, finish {finish * 1e6:.1f} us, "
@@ -257,7 +281,7 @@ def main(argv=None):
     p.add_argument("--batch-sizes", nargs="+", type=int, help="default: each model's benchmark batch")
     p.add_argument("--repeats", type=int, default=10, help="timestamped submits per figure (median)")
     p.add_argument("--each", action="store_true", help="also time every dispatch in a pass of its own")
-    p.add_argument("--top", type=int, default=12)
+    p.add_argument("--top", type=int, default=20)
     p.add_argument("--list", action="store_true", help="print the dispatch list")
     args = p.parse_args(argv)
     info = wg.webgpu.adapter_info()
