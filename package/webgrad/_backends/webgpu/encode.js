@@ -32,8 +32,14 @@ function encode(encoder, records) {
   if (pass !== null) pass.end();
 }
 
+// queue.writeBuffer for each [buffer, offset, Uint8Array] of `writes`, in order.
+function write(queue, writes) {
+  for (const [buffer, offset, data] of writes) queue.writeBuffer(buffer, offset, data);
+}
+
 return {
   encode,
+  write,
 
   // Encode every record of every segment into one command encoder and submit it.
   // segments: an Array of Arrays of records, each record one of
@@ -43,7 +49,9 @@ return {
   // dispatches of a pass, and a pass per dispatch would cost more.
   // errors: the object `watch` returned, or absent; the value is its errors so far ("" if none), so
   // that the binding learns them in this same FFI call rather than in one more per submit.
-  submit(device, segments, errors) {
+  // writes: null, or the binding's deferred queue writes (see write), issued first.
+  submit(device, segments, errors, writes) {
+    if (writes) write(device.queue, writes);
     const encoder = device.createCommandEncoder();
     for (const records of segments) encode(encoder, records);
     device.queue.submit([encoder.finish()]);
