@@ -287,7 +287,8 @@ def main(argv=None):
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
     rt = default_runtime()
-    print(f"vendor {info.get('vendor')!r}, architecture {info.get('architecture')!r}; kernel variants for a "
+    print(f"vendor {info.get('vendor')!r}, architecture {info.get('architecture')!r}, description "
+          f"{info.get('description')!r}; kernel variants for a "
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
     for model in args.models:
         for batch in args.batch_sizes or [BATCH[model]]:
