@@ -12,7 +12,7 @@ ms per step and peak GPU memory, against PyTorch eager.
 
 `python tools/bench_dawn.py --profile [--models transformer cnn] [--batch-sizes N] [--each] [--list]` runs
 webgrad.bench.replay_profile in Pyodide on Dawn (host time, wall and GPU time of a replayed step, per-dispatch
-GPU times): compare with `python -m webgrad.bench.replay_profile` natively. Dawn's timestamp quantisation is
+GPU times): compare with `python -m webgrad.bench replay` natively. Dawn's timestamp quantisation is
 turned off for it (the toggle timestamp_quantization).
 
 Everything it needs is found locally, so it runs offline (on a GPU machine, from a carried folder):

@@ -1,5 +1,5 @@
 """Where a replayed training step's time goes, on either binding:
-`python -m webgrad.bench.replay_profile [--models transformer cnn] [--batch-sizes N] [--each] [--list]`
+`python -m webgrad.bench replay [--models transformer cnn] [--batch-sizes N] [--each] [--list]`
 natively (wgpu-py), `python tools/bench_dawn.py --profile [same arguments]` in Pyodide on Dawn.
 
 The same code runs on both bindings so that their figures compare line by line. For each model it records
@@ -276,7 +276,7 @@ def profile(model_name, batch, repeats, each, top, full_list):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m webgrad.bench.replay_profile", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m webgrad.bench replay", description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=["transformer", "cnn"], choices=sorted(ALL_MODELS))
     p.add_argument("--batch-sizes", nargs="+", type=int, help="default: each model's benchmark batch")
     p.add_argument("--repeats", type=int, default=10, help="timestamped submits per figure (median)")
