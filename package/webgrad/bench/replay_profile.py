@@ -16,6 +16,8 @@ one training step (webgrad.replayable, the models and recipes of bench train and
               host time encoding them, in encoder.finish() and in queue.submit()
   GPU span    the GPU's time from before the step's first command to after its last, encoded as a replay
               encodes it (timestamp queries around it; median of --repeats submits)
+  reads       with --reads N: bench train's loop segment by segment (10 replays, then the loss read back, or
+              a synchronize), the time each wait took against 10 steps of GPU span
   GPU sum     with --each: the sum of every dispatch timed in a compute pass of its own, and the top kernels
 
 Reading it: wall ~ host > GPU span means the host is the bottleneck; wall ~ GPU span > host, the GPU; GPU span
@@ -226,10 +228,31 @@ def loop_and_read(run, inputs, steps=30):
     return loop, statistics.median(reads)
 
 
+def read_stalls(run, inputs, segments, per=10):
+    """bench train's loop, segment by segment: `per` replays, then the loss read back (item) or, alternately,
+    a plain synchronize. Per kind, (issue seconds, wait seconds) of every segment: issue is the host's time for
+    the replays, wait the read-back's or synchronize's. A wait far above `per` steps of GPU time, when issue is
+    short, is the read-back path stalling (or the GPU running slower in this pattern)."""
+    out = {"item": [], "sync": []}
+    wg.webgpu.synchronize()
+    for k in range(2 * segments):
+        kind = "item" if k % 2 == 0 else "sync"
+        t0 = time.perf_counter()
+        for _ in range(per):
+            loss = run(*inputs)
+        t1 = time.perf_counter()
+        if kind == "item":
+            float(loss.item())
+        else:
+            wg.webgpu.synchronize()
+        out[kind].append((t1 - t0, time.perf_counter() - t1))
+    return out
+
+
 # ------------------------------------------------------------------------------------ report
 
 
-def profile(model_name, batch, repeats, each, top, full_list):
+def profile(model_name, batch, repeats, each, top, full_list, reads=0):
     rt = default_runtime()
     run, inputs = record_step(model_name, batch)
     graph = run.graph
@@ -257,6 +280,13 @@ def profile(model_name, batch, repeats, each, top, full_list):
           f"queue.submit {submit_call * 1e6:.1f} us")
     print(f"  GPU span {span * 1e6:9.1f} us/step (one replay's records, timestamps around them; "
           f"median of {repeats})", flush=True)
+    if reads:
+        for kind, segs in read_stalls(run, inputs, reads).items():
+            waits = sorted(w for _, w in segs)
+            issue = statistics.median(i for i, _ in segs)
+            print(f"  10 replays then {kind:4}: issue median {issue * 1e6:8.1f} us; wait min {waits[0] * 1e6:8.1f} "
+                  f"median {statistics.median(waits) * 1e6:8.1f} max {waits[-1] * 1e6:8.1f} us "
+                  f"(10 x GPU span = {10 * span * 1e6:.1f} us); all waits: {' '.join(f'{w * 1e3:.1f}' for _, w in segs)} ms")
     if each:
         times = gpu_times(rt, records, graph._prepared, "each", repeats)
         medians = [statistics.median(rep[j] for rep in times) for j in range(len(labels))]
@@ -283,6 +313,8 @@ def main(argv=None):
     p.add_argument("--each", action="store_true", help="also time every dispatch in a pass of its own")
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--list", action="store_true", help="print the dispatch list")
+    p.add_argument("--reads", type=int, default=0, metavar="N",
+                   help="also N segments of 10 replays then a read-back, and N then a synchronize: each wait")
     args = p.parse_args(argv)
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
@@ -292,7 +324,7 @@ def main(argv=None):
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
     for model in args.models:
         for batch in args.batch_sizes or [BATCH[model]]:
-            profile(model, batch, args.repeats, args.each, args.top, args.list)
+            profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads)
     return 0
 
 
