@@ -130,10 +130,18 @@ def record(out, name, inputs, backward_fn):
     """
     if not is_grad_enabled():
         return out
-    tracked = tuple((t if t.grad_fn is None else Edge(t)) if getattr(t, "requires_grad", False) else None
-                    for t in inputs)
-    if not any(t is not None for t in tracked):
+    # Every differentiable op calls this: one plain loop (no generator), and nothing built when no input
+    # requires grad (the optimizer's and the no-grad paths).
+    tracked, any_tracked = [], False
+    for t in inputs:
+        if getattr(t, "requires_grad", False):
+            tracked.append(t if t.grad_fn is None else Edge(t))
+            any_tracked = True
+        else:
+            tracked.append(None)
+    if not any_tracked:
         return out
+    tracked = tuple(tracked)
     outs = out if isinstance(out, tuple) else (out,)
     node = Node(name, tracked, backward_fn)
     for o in outs:

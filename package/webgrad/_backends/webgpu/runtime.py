@@ -202,7 +202,11 @@ class BufferPool:
         self._owned = set()
 
     def acquire(self, nbytes):
-        size = size_class(nbytes)
+        size = _size_classes.get(nbytes)
+        if size is None:
+            size = size_class(nbytes)
+            if len(_size_classes) < 4096:
+                _size_classes[nbytes] = size
         free = self._free.get(size)
         if free:
             buffer = heapq.heappop(free)
@@ -240,6 +244,9 @@ class BufferPool:
         self.reserved -= sum(b.size for b in buffers)
         self._owned.difference_update(buffers)
         return buffers
+
+
+_size_classes = {}  # nbytes -> size_class(nbytes): every allocation asks, an eager step for few sizes
 
 
 def _best_fit(free, nbytes):
@@ -708,7 +715,9 @@ class Runtime:
 
     def run(self, launch, storages):
         """Record `launch` on `storages` (one per storage binding of its kernel, in binding order)."""
-        buffers = tuple(s.buffer for s in storages)
+        # The hot path of every eager op (in the browser, CPython in WebAssembly): one pass over the
+        # storages, no generator, and the pending set updated here rather than through _append's loop.
+        buffers = tuple([s.buffer for s in storages])
         key = (launch.kernel, buffers, launch.uniform)
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
@@ -721,7 +730,16 @@ class Runtime:
             if self._graph is not None:
                 self._graph.checks_errors = True
         groups = launch.groups
-        self._append((0, launch.pipeline, bind_group, groups[0], groups[1], groups[2]), storages, launch.slots)
+        record = (0, launch.pipeline, bind_group, groups[0], groups[1], groups[2])
+        if self._graph is not None:
+            self._append(record, storages, launch.slots)
+            return
+        self._records.append(record)
+        self._pending.update(buffers)
+        if launch.slots:
+            self._pending_slots.update(launch.slots)
+        if len(self._records) >= self.FLUSH_AFTER:
+            self.flush()
 
     def _append(self, record, storages, slots):
         self._records.append(record)
