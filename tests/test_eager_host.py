@@ -48,3 +48,38 @@ def test_a_repeated_eager_step_creates_no_webgpu_objects(model):
     float(loss.item())
     made = {k: rt.stats[k] - before[k] for k in ("bind_groups_created", "pipelines_created", "uniforms_created")}
     assert made == dict.fromkeys(made, 0), made
+    # The parameters' gradients become their .grad as they are (nobody else holds them): no copies.
+    assert rt.stats["copies"] == before["copies"]
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["webgpu"] if webgpu_available() else []))
+def test_a_gradient_someone_else_holds_is_copied_into_grad(device):
+    """backward hands a leaf its gradient without a copy only when nothing else holds the gradient, its
+    view or its storage; otherwise .grad is a copy, so changing it in place changes nothing else."""
+    a = wg.ones(3, requires_grad=True, device=device)
+    (a + a).sum().backward()  # the same gradient object reaches a twice
+    assert a.grad.tolist() == [2.0, 2.0, 2.0]
+
+    b = wg.ones(2, 3, requires_grad=True, device=device)
+    c = wg.ones(6, requires_grad=True, device=device)
+    (b.reshape(6) + c).sum().backward()  # b's gradient is a view of c's
+    b.grad.mul_(10)
+    assert c.grad.tolist() == [1.0] * 6 and b.grad.tolist() == [[10.0] * 3] * 2
+
+    w = wg.ones(3, requires_grad=True, device=device)
+    saved = wg.full((3,), 4.0, device=device)
+    (w * saved).sum().backward()
+    w.grad.add_(1)
+    assert saved.tolist() == [4.0] * 3 and w.grad.tolist() == [5.0] * 3
+
+    x = wg.ones(3, requires_grad=True, device=device)
+    y = x * 3
+    y.retain_grad()
+    (y * 2).sum().backward()
+    x.grad.zero_()
+    assert y.grad.tolist() == [2.0] * 3 and x.grad.tolist() == [0.0] * 3
+
+    p = wg.ones(3, requires_grad=True, device=device)
+    for _ in range(2):  # the second backward accumulates into the first's .grad
+        (p * 2).sum().backward()
+    assert p.grad.tolist() == [4.0] * 3
