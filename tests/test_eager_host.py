@@ -79,6 +79,22 @@ def test_a_gradient_someone_else_holds_is_copied_into_grad(device):
     x.grad.zero_()
     assert y.grad.tolist() == [2.0] * 3 and x.grad.tolist() == [0.0] * 3
 
+    class Twice(wg.autograd.Function):  # one fresh gradient object handed to both inputs
+        @staticmethod
+        def forward(ctx, u, v):
+            return u + v
+
+        @staticmethod
+        def backward(ctx, grad):
+            h = grad * 2
+            return h, h
+
+    u = wg.ones(3, requires_grad=True, device=device)
+    v = wg.ones(3, requires_grad=True, device=device)
+    Twice.apply(u, v).sum().backward()
+    u.grad.mul_(5)
+    assert u.grad.tolist() == [10.0] * 3 and v.grad.tolist() == [2.0] * 3
+
     p = wg.ones(3, requires_grad=True, device=device)
     for _ in range(2):  # the second backward accumulates into the first's .grad
         (p * 2).sum().backward()
