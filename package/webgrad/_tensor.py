@@ -13,6 +13,7 @@ from ._autograd import record
 from ._view import View
 
 
+_CONTIGUOUS = {}  # shape -> (numel, contiguous strides), for Tensor._empty
 _NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}
 
 
@@ -59,11 +60,24 @@ class Tensor:
     def _empty(cls, shape, dtype, device):
         """A fresh contiguous tensor with undefined contents (the usual output of a kernel)."""
         shape = tuple(shape)
-        n = 1
-        for s in shape:
-            n *= s
-        storage = device.backend.empty(n, dtype)
-        return cls._make(View(storage, shape, View.contiguous_strides(shape), 0, dtype), device)
+        # Every op's output comes through here: the element count and strides of a shape are computed
+        # once (an eager step makes the same few shapes over and over).
+        try:
+            layout = _CONTIGUOUS.get(shape)
+        except TypeError:  # an unhashable size (a 0-d tensor): computed below, not cached
+            layout = None
+        if layout is None:
+            n = 1
+            for s in shape:
+                n *= s
+            layout = (n, View.contiguous_strides(shape))
+            if len(_CONTIGUOUS) < 4096:
+                try:
+                    _CONTIGUOUS[shape] = layout
+                except TypeError:
+                    pass
+        storage = device.backend.empty(layout[0], dtype)
+        return cls._make(View(storage, shape, layout[1], 0, dtype), device)
 
     @staticmethod
     def _wrap_like(data, like):

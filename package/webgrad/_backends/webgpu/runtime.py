@@ -43,6 +43,8 @@ is a record list or a prepared one; ``read(buffer, size)`` -> bytes (blocking; t
 
 import collections
 import contextlib
+import heapq
+import itertools
 import struct
 import sys
 
@@ -156,14 +158,28 @@ ERROR_CODES_MAX = 1 << 20  # distinct error messages kept; beyond it one generic
 # ---------------------------------------------------------------------------------------- memory
 
 
-class PooledBuffer:
-    """A GPU buffer of one size class; `handle` is the binding's buffer object."""
+_serials = itertools.count()
 
-    __slots__ = ("handle", "size")
+
+class PooledBuffer:
+    """A GPU buffer of one size class; `handle` is the binding's buffer object.
+
+    Buffers order by creation (`serial`): the pools' free lists are heaps that hand out the oldest free
+    buffer of a class. Which buffer an op gets then depends on which buffers are free, not on the order in
+    which the garbage collector released them, so a repeated eager step gets the same buffers every time
+    and finds its bind groups in the cache. (Last-in-first-out lists drifted: a tensor kept across steps,
+    such as the returned loss, shifted the order, and an eager MNIST step made 4 to 9 new bind groups
+    each time, an FFI call and a WebGPU object each in the browser.)"""
+
+    __slots__ = ("handle", "size", "serial")
 
     def __init__(self, handle, size):
         self.handle = handle
         self.size = size
+        self.serial = next(_serials)
+
+    def __lt__(self, other):
+        return self.serial < other.serial
 
 
 class BufferPool:
@@ -186,10 +202,14 @@ class BufferPool:
         self._owned = set()
 
     def acquire(self, nbytes):
-        size = size_class(nbytes)
+        size = _size_classes.get(nbytes)
+        if size is None:
+            size = size_class(nbytes)
+            if len(_size_classes) < 4096:
+                _size_classes[nbytes] = size
         free = self._free.get(size)
         if free:
-            buffer = free.pop()
+            buffer = heapq.heappop(free)
         else:
             buffer = PooledBuffer(self._create(size), size)
             self._owned.add(buffer)
@@ -199,7 +219,7 @@ class BufferPool:
 
     def release(self, buffer):
         self.allocated -= buffer.size
-        self._free.setdefault(buffer.size, []).append(buffer)
+        heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
 
     def take_fitting(self, nbytes):
         """A free buffer of `nbytes` or more, the smallest there is (counted as allocated), or None."""
@@ -215,7 +235,7 @@ class BufferPool:
 
     def _take_back(self, buffer):
         """A free buffer a CapturePool held (already counted as not allocated)."""
-        self._free.setdefault(buffer.size, []).append(buffer)
+        heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
 
     def drain(self):
         """Remove and return every free buffer (to destroy them)."""
@@ -226,10 +246,13 @@ class BufferPool:
         return buffers
 
 
+_size_classes = {}  # nbytes -> size_class(nbytes): every allocation asks, an eager step for few sizes
+
+
 def _best_fit(free, nbytes):
     """Pop the smallest buffer of at least `nbytes` from `free` (size -> buffers), or None."""
     sizes = [size for size, buffers in free.items() if size >= nbytes and buffers]
-    return free[min(sizes)].pop() if sizes else None
+    return heapq.heappop(free[min(sizes)]) if sizes else None
 
 
 class CapturePool:
@@ -264,7 +287,7 @@ class CapturePool:
             self._parent.release(buffer)
         else:
             self._parent.allocated -= buffer.size
-            self._free.setdefault(buffer.size, []).append(buffer)
+            heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
 
     def close(self):
         """The graph is gone: return its free buffers, and the rest as their storages die."""
@@ -692,7 +715,9 @@ class Runtime:
 
     def run(self, launch, storages):
         """Record `launch` on `storages` (one per storage binding of its kernel, in binding order)."""
-        buffers = tuple(s.buffer for s in storages)
+        # The hot path of every eager op (in the browser, CPython in WebAssembly): one pass over the
+        # storages, no generator, and the pending set updated here rather than through _append's loop.
+        buffers = tuple([s.buffer for s in storages])
         key = (launch.kernel, buffers, launch.uniform)
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
@@ -705,7 +730,16 @@ class Runtime:
             if self._graph is not None:
                 self._graph.checks_errors = True
         groups = launch.groups
-        self._append((0, launch.pipeline, bind_group, groups[0], groups[1], groups[2]), storages, launch.slots)
+        record = (0, launch.pipeline, bind_group, groups[0], groups[1], groups[2])
+        if self._graph is not None:
+            self._append(record, storages, launch.slots)
+            return
+        self._records.append(record)
+        self._pending.update(buffers)
+        if launch.slots:
+            self._pending_slots.update(launch.slots)
+        if len(self._records) >= self.FLUSH_AFTER:
+            self.flush()
 
     def _append(self, record, storages, slots):
         self._records.append(record)
