@@ -20,13 +20,14 @@ import time
 import webgrad as wg
 from webgrad._backends.webgpu import matmul_plan
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.examples.models import INPUT_SHAPES, MODELS, SCALE_MODELS, benchmark_optimizer, training_step
+from webgrad.examples.models import (INPUT_SHAPES, MODELS, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
+                                     training_step)
 
-ALL_MODELS = {**MODELS, **SCALE_MODELS}
+ALL_MODELS = {**MODELS, **SCALE_MODELS, **TRANSFORMER_MODELS}
 
 
 def record_step(model_name, batch):
-    """The replayable training step after its recording, and its graph."""
+    """The replayable training step after its recording and one replay, and its inputs."""
     wg.manual_seed(0)
     model = ALL_MODELS[model_name]().to("webgpu")
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)

@@ -34,26 +34,9 @@ import time
 
 import webgrad as wg
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.bench.profile import label, replay_wall
-from webgrad.examples.models import (INPUT_SHAPES, MODELS, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
-                                     training_step)
+from webgrad.bench.profile import ALL_MODELS, label, record_step, replay_wall
 
-ALL_MODELS = {**MODELS, **SCALE_MODELS, **TRANSFORMER_MODELS}
 BATCH = {"transformer": 32, "resnet18": 128, "widemlp": 128, "mlp": 128, "cnn": 128}
-
-
-def record_step(model_name, batch):
-    """The replayable training step after its recording and one replay, and its inputs."""
-    wg.manual_seed(0)
-    model = ALL_MODELS[model_name]().to("webgpu")
-    opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
-    run = wg.replayable(training_step(model, opt))
-    x = wg.rand(batch, *INPUT_SHAPES[model_name], device="webgpu")
-    y = wg.randint(0, 10, (batch,), device="webgpu")
-    for _ in range(3):  # eager warm-up, recording, one replay
-        run(x, y)
-    wg.webgpu.synchronize()
-    return run, (x, y)
 
 
 def shape(records):
