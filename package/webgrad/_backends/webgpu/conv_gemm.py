@@ -126,29 +126,14 @@ def _waste(cfg, M, N):
     return (-(-M // bm) * bm) * (-(-N // bn) * bn) / (M * N)
 
 
-# Where the big tile is chosen and 128 x 128 tiles fit with little waste (both sides at least 128), the
-# warp-tiled, swizzled 128x128 tile with BK = 16 in one buffer takes its place. Measured on an H200 with
-# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026):
-# forward 128->128 at 16x16, 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s); it was the
-# fastest configuration, or within 2% of it, at the planner's K split for the forward products and weight
-# gradients of every stage with 128 to 512 channels (weight gradient 512->512 at 4x4: 2155 against 2833 us;
-# forward 256->256 at 8x8: 1203 against 1387 us; those two timed with the GPU's clocks not yet up, which the
-# sweep now prevents, so the ratios are the figures to trust, not the times). 64-channel products (M = 64)
-# keep 64x128: a 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256:
-# a few steps of 16, two barriers each) was not measured on it and keeps the plain tile.
-BIG_W16 = "128x128w16"
-BIG_W16_MAX_WASTE = 1.15  # the weight gradient of 64->128 (N = 576 in 640 columns) is in: 1116 against 1196 us
-BIG_W16_MIN_K = 512
-
-
 def choose_config(M, N, K):
     """The big 64x128 (or 128x64) tile when it fills the GPU, or when K is long enough for split-K to
-    make up the parallelism (128x128w16 where it fits); else thinner tiles of 128 or 256 threads."""
+    make up the parallelism; else thinner tiles of 128 or 256 threads."""
     if M <= 16:
         return "16x64"
     big = "64x128" if N >= M else "128x64"
     if _waste(big, M, N) <= 1.2 and (_tiles(big, M, N) >= FULL or K >= 1024):
-        return BIG_W16 if _waste(BIG_W16, M, N) <= BIG_W16_MAX_WASTE and K >= BIG_W16_MIN_K else big
+        return big
     small = "32x64" if N >= M else "64x32"
     if _tiles("64x64", M, N) >= FULL // 2 and _waste("64x64", M, N) <= 1.2 or K >= 1024 and \
             _waste("64x64", M, N) <= _waste(small, M, N):
