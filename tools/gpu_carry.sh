@@ -35,8 +35,14 @@ cat > "$DEST/run.sh" <<'RUN'
 cd "$(dirname "$0")"; S=$PWD
 for f in gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-rm -rf /tmp/site  # a warm machine keeps the last call's install: always install this call's wheel
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site whl/*.whl webgrad-*.whl || exit 1
+# use DIR: install the webgrad wheel in DIR (. = the carried one) afresh (a warm machine keeps the last call's
+# install). As a step, "use DIR" switches wheels, so one call can measure several builds side by side.
+use() {
+  WHEEL=$(ls $S/$1/webgrad-*.whl | head -1); echo "wheel: $WHEEL"
+  rm -rf /tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $S/whl/*.whl $WHEEL || return 1
+}
+use . || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 # /tmp may be mounted noexec there: node lives in the carried folder
 mkdir -p $S/bin && xz -dc node.xz > $S/bin/node && chmod +x $S/bin/node
@@ -44,7 +50,6 @@ ldconfig -p | grep -q libatomic.so.1 || export LD_LIBRARY_PATH=$S/lib
 tar -xJf npm.tar.xz -C /tmp
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
-WHEEL=$(ls $S/webgrad-*.whl)
 dawn() { timeout ${T:-300} python3 tools/bench_dawn.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $WHEEL "$@"; }
 native() { timeout ${T:-300} python3 -m webgrad.bench train "$@"; }
 profile() { timeout ${T:-300} python3 -m webgrad.bench profile "$@"; }
