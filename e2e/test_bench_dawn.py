@@ -26,7 +26,7 @@ def test_bench_dawn_prints_the_train_table():
     env = {**os.environ, "VK_ICD_FILENAMES": SWIFTSHADER_ICD, "PYTHONPATH": str(ROOT / "package")}
     proc = subprocess.run(
         [sys.executable, "tools/bench_dawn.py", "--models", "mlp", "--batch-sizes", "8", "--steps", "1",
-         "--no-torch"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+         "--windows", "1", "--no-torch"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     print(proc.stdout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"webgrad in Pyodide on Dawn: .*swiftshader", proc.stdout, re.I), proc.stdout

@@ -22,7 +22,8 @@ from helpers import DEVICES  # noqa: E402
 def test_bench_scale_prints_the_table(capsys):
     if not wg.webgpu.is_available():  # pragma: no cover - no Vulkan driver on this machine
         pytest.skip("no WebGPU adapter")
-    assert scale.main(["--models", "transformer", "--batch", "1", "--steps", "1", "--warmup", "2"]) == 0
+    assert scale.main(["--models", "transformer", "--batch", "1", "--steps", "1", "--warmup", "2",
+                       "--windows", "1"]) == 0
     out = capsys.readouterr().out
     print(out)
     assert "webgrad samples/s" in out and "torch samples/s" in out, out

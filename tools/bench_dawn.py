@@ -51,7 +51,9 @@ wg.set_default_device("webgpu")  # no NumPy in Pyodide offline: the cpu device i
 """
 
 _TRAIN_ROWS = """
-from webgrad.bench.train import step_count, webgrad_rate
+from webgrad.bench.train import set_windows, step_count, webgrad_rate
+
+set_windows(CONFIG["windows"])
 
 for model in CONFIG["models"]:
     for batch in CONFIG["batch_sizes"]:
@@ -77,6 +79,9 @@ for i, flags in enumerate(CONFIG["flag_sets"]):
 
 _SCALE_ROWS = """
 from webgrad.bench.scale import webgrad_result
+from webgrad.bench.train import set_windows
+
+set_windows(CONFIG["windows"])
 
 for model, batch in CONFIG["rows"]:
     result = webgrad_result(model, batch, CONFIG["steps"], CONFIG["warmup"])
@@ -139,12 +144,13 @@ def _options(p):
 
 def main_scale(argv):
     """--scale: bench scale's rows on Dawn, then PyTorch's on this machine, in bench scale's table."""
-    from webgrad.bench import scale
+    from webgrad.bench import scale, train
 
     args = _options(scale.parser(__doc__.splitlines()[0])).parse_args(argv)
     if args.warmup < 2:
         raise SystemExit("bench_dawn: --warmup must be at least 2 (an eager call, then the recording)")
-    config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup}
+    config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup, "windows": args.windows}
+    train.set_windows(args.windows)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _SCALE_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
@@ -184,7 +190,8 @@ def main(argv=None):
         return main_scale(argv)
     args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)
     config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
-              "no_eager": args.no_eager}
+              "no_eager": args.no_eager, "windows": args.windows}
+    train.set_windows(args.windows)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _TRAIN_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)

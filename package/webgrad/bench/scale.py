@@ -26,7 +26,7 @@ import gc
 import time
 
 import webgrad as wg
-from webgrad.bench.train import time_loop, torch_training  # bench train's loop (loss read every 10 steps,
+from webgrad.bench.train import add_windows_argument, set_windows, time_loop, torch_training  # bench train's loop (loss read every 10 steps,
 # warmed up) and its PyTorch side
 from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
                                      training_step)
@@ -96,6 +96,7 @@ def parser(description):
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first, at least 2 and a second "
                                                           "(default 10)")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's columns")
+    add_windows_argument(p)
     return p
 
 
@@ -130,6 +131,7 @@ def row(model, batch, ours, theirs):
 
 def main(argv=None):
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    set_windows(args.windows)
     if args.warmup < 2:
         raise SystemExit("bench scale: --warmup must be at least 2 (an eager call, then the recording)")
     info = wg.webgpu.adapter_info()

@@ -26,12 +26,20 @@ ALL_MODELS = {**MODELS, **SCALE_MODELS}
 
 
 WARMUP_SECONDS = 1.0
+# Timed windows per measurement, and the least time a window should cover: the figure is the median
+# window's time per step. One short window (a fast replay step at batch 1024 is ~0.3 ms: 20 steps take
+# 6 ms) swings 2x with one stall of the host or the driver: measured on the H200 through Dawn, the same
+# wheel's MLP-1024 replay gave 1.6M and 3.4M samples/s in one call. Both libraries are timed alike.
+WINDOWS = 3
+MIN_WINDOW_SECONDS = 0.2
 
 
-def time_loop(step, batches, steps, sync, warmup=10):
-    """Seconds for `steps` steps cycling over `batches`, loss read back every 10 steps, after a warm-up of
-    at least `warmup` steps and WARMUP_SECONDS: an idle GPU clocks down (an H100 idles at 345 MHz), and a
-    few milliseconds of warm-up would time the first library at lower clocks than the next."""
+def time_loop(step, batches, steps, sync, warmup=10, windows=None):
+    """Seconds for `steps` steps cycling over `batches`, loss read back every 10 steps: the median of
+    `windows` (default WINDOWS) timed windows, each grown to at least MIN_WINDOW_SECONDS, as time per step
+    times `steps`. Timing starts after a warm-up of at least `warmup` steps and WARMUP_SECONDS: an idle GPU
+    clocks down (an H100 idles at 345 MHz), and a few milliseconds of warm-up would time the first library
+    at lower clocks than the next."""
     i, start = 0, time.perf_counter()
     while i < warmup or time.perf_counter() - start < WARMUP_SECONDS:
         step(*batches[i % len(batches)])
@@ -39,13 +47,20 @@ def time_loop(step, batches, steps, sync, warmup=10):
             sync()
         i += 1
     sync()
-    start = time.perf_counter()
-    for i in range(steps):
-        loss = step(*batches[i % len(batches)])
-        if i % 10 == 9:
-            float(loss.item())
-    sync()
-    return time.perf_counter() - start
+    per_step, n = [], steps
+    while len(per_step) < (windows or WINDOWS):
+        start = time.perf_counter()
+        for i in range(n):
+            loss = step(*batches[i % len(batches)])
+            if i % 10 == 9:
+                float(loss.item())
+        sync()
+        seconds = time.perf_counter() - start
+        if seconds < MIN_WINDOW_SECONDS and n < 1 << 16:
+            n = max(n * 2, int(n * MIN_WINDOW_SECONDS / max(seconds, 1e-6)))  # too short to trust: longer
+            continue
+        per_step.append(seconds / n)
+    return sorted(per_step)[len(per_step) // 2] * steps
 
 
 def amp_step(lib, model, optimizer, device_type):
@@ -125,7 +140,20 @@ def parser(description):
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--no-eager", action="store_true", help="leave out webgrad's eager column")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's column")
+    add_windows_argument(p)
     return p
+
+
+def add_windows_argument(p):
+    p.add_argument("--windows", type=int, default=WINDOWS, help="timed windows per figure (their median; "
+                   f"default {WINDOWS}, each at least {MIN_WINDOW_SECONDS} s)")
+
+
+def set_windows(n):
+    global WINDOWS
+    if n < 1:
+        raise SystemExit("--windows must be at least 1")
+    WINDOWS = n
 
 
 def header():
@@ -157,6 +185,7 @@ def main(argv=None):
     p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
                    "GradScaler (webgrad needs an adapter with shader-f16)")
     args = p.parse_args(argv)
+    set_windows(args.windows)
     if args.device == "webgpu":
         info = wg.webgpu.adapter_info()
         print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")

@@ -1,0 +1,50 @@
+"""bench train/scale/dawn's timing (webgrad.bench.train.time_loop): the median of several windows, each
+grown until it is long enough to trust, so one stall does not decide a figure."""
+import time
+
+import pytest
+
+from webgrad.bench import train
+
+
+class Loss:
+    def item(self):
+        return 0.0
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    monkeypatch.setattr(train, "WARMUP_SECONDS", 0.0)
+    monkeypatch.setattr(train, "MIN_WINDOW_SECONDS", 0.02)
+
+
+def step_sleeping(durations):
+    """A step that sleeps durations(call index) seconds."""
+    calls = []
+
+    def step(x):
+        time.sleep(durations(len(calls)))
+        calls.append(x)
+        return Loss()
+    return step, calls
+
+
+def test_one_stalled_window_does_not_decide_the_figure(quick):
+    # warm-up 2 calls; then windows of 10 steps each (0.02 s); the second window has a 0.1 s stall
+    step, calls = step_sleeping(lambda i: 0.1 if i == 2 + 10 + 3 else 0.002)
+    seconds = train.time_loop(step, [(0,)], 10, lambda: None, warmup=2, windows=3)
+    assert len(calls) == 2 + 3 * 10
+    assert 10 * 0.002 <= seconds < 10 * 0.002 * 2, seconds  # the median window: no stall in it
+
+
+def test_short_windows_grow_before_they_count(quick):
+    step, calls = step_sleeping(lambda i: 0.001)
+    seconds = train.time_loop(step, [(0,)], 2, lambda: None, warmup=0, windows=1)
+    # 2 steps (~2 ms) is under the 20 ms floor: the window grew to ~20+ steps, its time given per 2 steps
+    assert len(calls) >= 20
+    assert 2 * 0.001 <= seconds < 2 * 0.001 * 3, seconds
+
+
+def test_windows_must_be_positive():
+    with pytest.raises(SystemExit, match="--windows"):
+        train.set_windows(0)
