@@ -271,24 +271,64 @@ fn beats(v: f32, best: f32, best_index: i32) -> bool {
 }
 
 // MaxPool2d(2): 2 x 2 windows, stride 2, no padding or dilation, all inside the image. Straight-line
-// code for max_pool2d_rows' commonest case (no window loops, whose per-lane control flow costs on a CPU).
+// code (no window loops): max_pool2d_rows' commonest case, and max_pool2d_2x2's only one.
+// The maximum of the window whose top-left pixel is x[top], index k within its plane.
+fn max_2x2(top: u32, k: u32) -> WindowMax {
+    let a = x[top];
+    let b = x[top + 1u];
+    let c = x[top + p.width];
+    let d = x[top + p.width + 1u];
+    var best = a;
+    var best_index = i32(k);
+    if (beats(b, best, best_index)) { best = b; best_index = i32(k + 1u); }
+    if (beats(c, best, best_index)) { best = c; best_index = i32(k + p.width); }
+    if (beats(d, best, best_index)) { best = d; best_index = i32(k + p.width + 1u); }
+    return WindowMax(best, best_index);
+}
+
 fn max_pool_2x2_row(base: u32, oh: u32, o0: u32) {
     var o = o0;
     let top = base + 2u * oh * p.width;
     for (var ow = 0u; ow < p.out_width; ow++) {
-        let k = 2u * oh * p.width + 2u * ow;
-        let a = x[top + 2u * ow];
-        let b = x[top + 2u * ow + 1u];
-        let c = x[top + p.width + 2u * ow];
-        let d = x[top + p.width + 2u * ow + 1u];
-        var best = a;
-        var best_index = i32(k);
-        if (beats(b, best, best_index)) { best = b; best_index = i32(k + 1u); }
-        if (beats(c, best, best_index)) { best = c; best_index = i32(k + p.width); }
-        if (beats(d, best, best_index)) { best = d; best_index = i32(k + p.width + 1u); }
-        out[p.out_offset + o] = best;
-        indices[p.index_offset + o] = best_index;
+        let m = max_2x2(top + 2u * ow, 2u * oh * p.width + 2u * ow);
+        out[p.out_offset + o] = m.value;
+        indices[p.index_offset + o] = m.index;
         o++;
+    }
+}
+
+// max_pool2d_2x2 / max_pool2d_2x2_backward (GPUs): MaxPool2d(2) on planes of even height and width
+// (H = 2*OH, W = 2*OW), where every pixel lies in exactly one window: a thread per window, two divisions
+// to find it. The general kernels decode an element's indices with six divisions by run-time values,
+// which dominated their time (H200, MNIST CNN at batch 1024: 195 of the step's 1,180 us went to pooling).
+// Output row r = plane*OH + oh starts input row 2r of the planes laid end to end (H = 2*OH).
+@compute @workgroup_size(WORKGROUP)
+fn max_pool2d_2x2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let r = q / p.out_width;
+        let ow = q - r * p.out_width;
+        let m = max_2x2(p.x_offset + 2u * (r * p.width + ow), 2u * ((r % p.out_height) * p.width + ow));
+        out[p.out_offset + q] = m.value;
+        indices[p.index_offset + q] = m.index;
+    }
+}
+
+// The backward pass writes each window's four input gradients: the window's gradient at its argmax, 0 at
+// the other three (x: grad [N, C, OH, OW]; out: [N, C, H, W]).
+@compute @workgroup_size(WORKGROUP)
+fn max_pool2d_2x2_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
+        let r = q / p.out_width;
+        let ow = q - r * p.out_width;
+        let g = x[p.x_offset + q];
+        // the argmax's place in the window: 0..3 = top-left, top-right, bottom-left, bottom-right
+        let k = indices[p.index_offset + q] - i32(2u * ((r % p.out_height) * p.width + ow));
+        let at = select(select(-1, 2 + (k - i32(p.width)), k >= i32(p.width)), k, k == 0 || k == 1);
+        let top = p.out_offset + 2u * (r * p.width + ow);
+        out[top] = select(0.0, g, at == 0);
+        out[top + 1u] = select(0.0, g, at == 1);
+        out[top + p.width] = select(0.0, g, at == 2);
+        out[top + p.width + 1u] = select(0.0, g, at == 3);
     }
 }
 

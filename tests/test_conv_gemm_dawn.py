@@ -3,7 +3,7 @@ the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so that t
 compiled and run. Every entry point (vec4 / scalar loads and stores, split-K and both reductions, the
 one-matrix and blocked A operands, stride phases) against the software adapters' im2col path in the
 same run (tests/test_conv_gemm.py covers every tile configuration on wgpu-py; this takes a few minutes,
-mostly Pyodide's boot and SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint
+mostly Pyodide's boot and SwiftShader's compiles), and conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise. It once caught a pipeline that naga accepted and Tint
 refused (a division by an override constant of 0 in a branch that never runs)."""
 
 import json
@@ -57,6 +57,20 @@ check((2, 5, 7, 7), (7, 5, 1, 1), {"stride": 2})                   # phases with
 for name in ("64x128", "32x32", "64x128w", "128x64w16"):
     conv_gemm.FORCED.update(config=name, splits=3)
     check((2, 6, 4, 4), (7, 6, 3, 3), {"padding": 1})
+
+
+def pool(software, x):
+    rt.software = software
+    x = x.detach().clone().requires_grad_()
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    (y * y).sum().backward()
+    return [y, i.float(), x.grad]
+
+
+# conv_pool.wgsl's GPU MaxPool2d(2) kernels (a thread per window) against the software adapters' rows
+x = wg.randn(2, 3, 8, 6)
+err = max((g - e).abs().max().item() for g, e in zip(pool(False, x), pool(True, x)))
+print("RESULT " + json.dumps({"case": "max_pool2d 2x2", "err": err}), flush=True)
 '''
 
 
@@ -75,6 +89,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 7, proc.stdout[-3000:]
+    assert len(results) == 8, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

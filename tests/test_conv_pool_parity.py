@@ -76,3 +76,30 @@ def test_weight_gradient_reuses_the_forward_unfold(monkeypatch):
     with wg.no_grad():
         F.conv2d(x, w, padding=1)  # nothing kept: no backward will come
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("shape,kernel_used", [
+    ((3, 5, 16, 12), "max_pool2d_2x2"),     # even planes: a thread per window (GPU adapters)
+    ((2, 3, 28, 28), "max_pool2d_2x2"),     # the MNIST CNN's first pool
+    ((3, 5, 15, 12), "max_pool2d"),         # odd height: the last row is in no window, general kernels
+])
+def test_max_pool_2x2_on_gpu_adapters(shape, kernel_used, monkeypatch):
+    import webgrad as wg
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    rt = default_runtime()
+    monkeypatch.setattr(rt, "software", False)
+    entries = []
+    dispatch = rt.dispatch
+    monkeypatch.setattr(rt, "dispatch", lambda kernel, *a, **k: entries.append(kernel.entry) or dispatch(kernel, *a, **k))
+    x = data(*shape)
+    x[0, 0, :2, :2] = 1.0        # a tie: the first maximum wins (PyTorch)
+    x[0, 1, 2:4, 2:4] = [[0.0, np.nan], [5.0, np.nan]]  # NaN wins over numbers, the first NaN
+    x[1, 0, 4:6, 0:2] = [[-3.0, -2.0], [-1.0, -4.0]]  # the maximum at the bottom left
+    # a view at an offset (the pool reads x from its offset) and a window with its maximum bottom right
+    base = np.concatenate([data(7), x.ravel()]).astype(np.float32)
+    check_parity(lambda a: F.max_pool2d(a[7:].reshape(shape), 2), base, rtol=0, atol=0)
+    assert kernel_used in entries and (kernel_used + "_backward" in entries) == (kernel_used == "max_pool2d_2x2")
+    _, cpu = F.max_pool2d(wg.tensor(x), 2, return_indices=True)
+    _, gpu = F.max_pool2d(wg.tensor(x, device="webgpu"), 2, return_indices=True)
+    np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())

@@ -42,6 +42,10 @@ RESNET18 = [
     (64, 128, 32, 1, 2, 0, 1), (128, 256, 16, 1, 2, 0, 1), (256, 512, 8, 1, 2, 0, 1),
     (3, 64, 32, 3, 1, 1, 1),
 ]
+# the MNIST CNN (webgrad.examples.models "cnn": conv 1->16 on 28x28, 16->32 on 14x14): under
+# conv_gemm.MIN_CHANNELS, so its step runs these on matmul.wgsl's per-image products; --model cnn times them here
+CNN = [(1, 16, 28, 3, 1, 1, 1), (16, 32, 14, 3, 1, 1, 1)]
+MODELS = {"resnet18": RESNET18, "cnn": CNN}
 QUICK = [(8, 8, 8, 3, 1, 1, 1), (8, 16, 8, 3, 2, 1, 1)]
 KINDS = ("fwd", "dgrad", "wgrad")
 
@@ -185,6 +189,7 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=80.0, help="seconds; cases left when it is spent are skipped")
     ap.add_argument("--configs", nargs="+", default=None, help="tile configurations (default: every one)")
     ap.add_argument("--cases", nargs="+", default=None, help="only these cases (names as printed)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="resnet18", help="whose convolutions (resnet18)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rt = default_runtime()
@@ -194,10 +199,10 @@ def main(argv=None):
     batch = args.batch or (2 if args.quick else 128)
     repeats = args.repeats or (2 if args.quick else 5)
     configs = args.configs or (["64x128", "32x32"] if args.quick else list(conv_gemm.CONFIGS))
-    shapes = QUICK if args.quick else RESNET18
+    shapes = QUICK if args.quick else MODELS[args.model]
     rng = random.Random(0)
     # the step's biggest items first: forward and both gradients of the stride-1 3x3 convolutions
-    todo = [(kind, sh) for sh in shapes for kind in KINDS if not (kind == "dgrad" and sh[0] == 3)]
+    todo = [(kind, sh) for sh in shapes for kind in KINDS if not (kind == "dgrad" and sh[0] in (1, 3))]  # a stem: no input gradient
     summary = []
     for kind, (c, o, hw, k, s, p, count) in todo:
         name = case_name(kind, c, o, hw, k, s)

@@ -38,6 +38,10 @@ COL2IM = Kernel(SHADER, "col2im", _PLAIN)
 MAX_POOL = Kernel(SHADER, "max_pool2d", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
 MAX_POOL_BACKWARD = Kernel(SHADER, "max_pool2d_backward", ((1, "read"), (2, "write"), (3, "write"), (4, "uniform")))
 MAX_POOL_BACKWARD_GATHER = Kernel(SHADER, "max_pool2d_backward_gather", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
+# GPUs, MaxPool2d(2) on even planes: a thread per window (see conv_pool.wgsl)
+MAX_POOL_2X2 = Kernel(SHADER, "max_pool2d_2x2", ((0, "write"), (1, "read"), (2, "write"), (4, "uniform")))
+MAX_POOL_2X2_BACKWARD = Kernel(SHADER, "max_pool2d_2x2_backward", ((0, "write"), (1, "read"), (2, "write"),
+                                                                   (4, "uniform")))
 AVG_POOL = Kernel(SHADER, "avg_pool2d", _PLAIN)
 AVG_POOL_BACKWARD = Kernel(SHADER, "avg_pool2d_backward", _PLAIN)
 
@@ -123,6 +127,11 @@ def col2im(rt, out, cols, kernel, stride, padding, dilation):
     _launch(rt, COL2IM, (out.storage, cols.storage), out.numel, C, H, W, OH, OW, geom, cols.offset, out.offset)
 
 
+def _even_2x2(geom, H, W, OH, OW):
+    """MaxPool2d(2) whose windows tile the planes exactly: every pixel in one window."""
+    return geom == ((2, 2), (2, 2), (0, 0), (1, 1)) and (H, W) == (2 * OH, 2 * OW)
+
+
 def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
     geom = _geometry(kernel, stride, padding, dilation)
     N, C, H, W = _image(x, "x")
@@ -137,7 +146,8 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
         _launch(rt, MAX_POOL_ROWS, (out.storage, x.storage, indices.storage), N * C * OH, C, H, W, OH, OW, geom,
                 x.offset, out.offset, indices.offset, workgroup=64)
         return
-    _launch(rt, MAX_POOL, (out.storage, x.storage, indices.storage), out.numel, C, H, W, OH, OW, geom,
+    kernel = MAX_POOL_2X2 if _even_2x2(geom, H, W, OH, OW) else MAX_POOL
+    _launch(rt, kernel, (out.storage, x.storage, indices.storage), out.numel, C, H, W, OH, OW, geom,
             x.offset, out.offset, indices.offset)
 
 
@@ -155,6 +165,10 @@ def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, paddin
         if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1 and rt.variant["conv_rows"]:  # a thread per image row
             _launch(rt, MAX_POOL_BACKWARD_GATHER_ROWS, (out.storage, grad.storage, indices.storage), N * C * H, C, H,
                     W, OH, OW, geom, grad.offset, out.offset, indices.offset, workgroup=64)
+            return
+        if _even_2x2(geom, H, W, OH, OW):  # a thread per window writes its four pixels
+            _launch(rt, MAX_POOL_2X2_BACKWARD, (out.storage, grad.storage, indices.storage), grad.numel, C, H, W,
+                    OH, OW, geom, grad.offset, out.offset, indices.offset)
             return
         if sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1:  # windows never overlap: gather
             _launch(rt, MAX_POOL_BACKWARD_GATHER, (out.storage, grad.storage, indices.storage), out.numel, C, H, W,
