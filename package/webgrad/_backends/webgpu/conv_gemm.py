@@ -269,8 +269,9 @@ def run(rt, p, a, img, out, bias=None):
 
 
 # Split-K scratch: ONE storage per runtime, shared by every split product and kept (like a cuBLAS
-# workspace), drawn from the runtime's own pool even during a capture. The GPU runs the records in order,
-# so a product's partial tiles are summed by its reduction before the next product writes over them.
+# workspace; memory_allocated() counts it, empty_cache() leaves it), drawn from the runtime's own pool even
+# during a capture. The GPU runs the records in order, so a product's partial tiles are summed by its
+# reduction before the next product writes over them.
 # Why not a pooled storage per product, freed after its reduction: during a capture that freed buffer
 # went back to the graph's pool, where the next request that fit took it (capture's best fit, any size
 # class), typically a forward activation that lives until the backward; the next split product then drew
