@@ -180,3 +180,77 @@ def test_warp_tiled_swizzled_configurations_on_full_tiles(gpu_kernels, name):
     check_conv((2, 16, 8, 8), (128, 16, 3, 3), padding=1)
     gpu_kernels.FORCED.update(config=name, splits=2)
     check_conv((2, 128, 8, 8), (16, 128, 3, 3), seed=1, padding=1)
+
+
+def test_planner_takes_the_measured_big_tile():
+    # conv_gemm.choose_config's H200 rule (tools/conv_sweep.py): 128x128w16 where 128 x 128 tiles fit and K
+    # is long; 64-channel products and short K keep 64x128. (M, N, K) of ResNet-18's products at batch 128.
+    from webgrad._backends.webgpu import conv_gemm
+
+    assert conv_gemm.choose_config(64, 131072, 576) == "64x128"        # layer1 forward / input gradient
+    assert conv_gemm.choose_config(64, 576, 131072) == "64x128"        # layer1 weight gradient
+    assert conv_gemm.choose_config(128, 32768, 1152) == "128x128w16"   # layer2 forward / input gradient
+    assert conv_gemm.choose_config(512, 4608, 2048) == "128x128w16"    # layer4 weight gradient
+    assert conv_gemm.choose_config(128, 576, 32768) == "128x128w16"    # 64->128 weight gradient (N in 640)
+    assert conv_gemm.choose_config(128, 32768, 64) == "64x128"         # 1x1 shortcut forward: short K
+    for M, N, K in ((128, 32768, 1152), (512, 2048, 4608), (256, 2304, 8192)):
+        c = conv_gemm.CONFIGS[conv_gemm.choose_config(M, N, K)]
+        splits = conv_gemm.choose_splits(conv_gemm.choose_config(M, N, K), M, N, -(-K // c["BK"]))
+        assert 1 <= splits <= conv_gemm.MAX_SPLITS and splits * M * N <= conv_gemm.MAX_SCRATCH
+
+
+def _resnet18_products(batch):
+    """(wgrad, M, N, K) of every product conv_gemm runs for RESNET18's convolutions at `batch`."""
+    from webgrad._backends.webgpu.conv_gemm import phase_taps
+
+    products = []
+    for c, o, hw, k, s, p in RESNET18:
+        q = (hw + 2 * p - k) // s + 1
+        products += [(False, o, batch * q * q, c * k * k), (True, o, c * k * k, batch * q * q)]
+        for r in range(s):  # the input gradient: one product per output phase with taps (one at stride 1)
+            for t in range(s):
+                (_, nu, *_), (_, nv, *_) = phase_taps(k, s, p, 1, r), phase_taps(k, s, p, 1, t)
+                if nu * nv:
+                    qh, qw = -(-(hw - r) // s), -(-(hw - t) // s)
+                    products.append((False, c, batch * qh * qw, o * nu * nv))
+    return products
+
+
+def test_resnet18_split_scratch_stays_within_its_bound():
+    # One scratch serves every split product (conv_gemm.shared_scratch), so the step's peak holds the
+    # largest product's: 36 MiB with the 128x128w16 rule (the 512->512 weight gradient, 4 splits of
+    # [512, 4608]), in a 40 MiB buffer of ResNet-18's 892.9 MiB at batch 128 (bench scale, GPU kernels).
+    # A planner change that splits more shows here before it shows in that peak.
+    from webgrad._backends.webgpu import conv_gemm
+
+    scratch = [conv_gemm.plan(w, M, N, K, 0, K, K, 0, 0, 1, 1, 1, 1, N, (1, 1), (1, 1, 1, 1, 0, 0), 0).scratch
+               for w, M, N, K in _resnet18_products(128)]
+    assert sum(1 for s in scratch if s) >= 10  # many split products, one scratch
+    assert max(scratch) <= 4 * 512 * 4608, f"split-K scratch of {max(scratch) * 4 / 2**20:.1f} MiB"
+
+
+def test_split_products_share_one_scratch_that_no_graph_owns(gpu_kernels):
+    # The scratch comes from the runtime's pool even while a step is recorded: a per-product scratch freed
+    # into the capture's pool was taken by later tensors, so each split product made the graph hold one more
+    # buffer (ResNet-18 at batch 128: 240 MiB of them with the 128x128w16 rule).
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    rt = default_runtime()
+    gpu_kernels.FORCED.update(config="32x32", splits=3)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+    w1 = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((24, 32, 3, 3)).astype(np.float32)
+    tx, tw1, tw2 = (wg.tensor(a, device="webgpu") for a in (x, w1, w2))
+    F.conv2d(tx, tw1, padding=1)  # eager: sets up the scratch
+    kept = gpu_kernels._SCRATCH[rt]
+    with rt.capture() as graph:
+        h = F.conv2d(tx, tw1, padding=1)
+        y = F.conv2d(h, tw2, padding=1)  # two split products, two scratch sizes
+    assert gpu_kernels._SCRATCH[rt] is kept and kept.pool is rt.pool
+    assert graph.idle_bytes == 0  # the graph's only free buffer was the per-product scratch
+    graph.replay()
+    want = torch.nn.functional.conv2d(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1),
+                                      torch.tensor(w2), padding=1)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+    graph.release()

@@ -10,12 +10,13 @@ plan's Launches are kept in the runtime's memo, so a repeated convolution packs 
 import functools
 import os
 import struct
+import weakref
 
 from ..._view import View
 from ...dtypes import float16, float32
 from . import typed
 from .elementwise import copy, fill
-from .runtime import Kernel
+from .runtime import Kernel, Storage, storage_nbytes
 from .views import contiguous_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -126,14 +127,29 @@ def _waste(cfg, M, N):
     return (-(-M // bm) * bm) * (-(-N // bn) * bn) / (M * N)
 
 
+# Where the big tile is chosen and 128 x 128 tiles fit with little waste (both sides at least 128), the
+# warp-tiled, swizzled 128x128 tile with BK = 16 in one buffer takes its place. Measured on an H200 with
+# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026):
+# forward 128->128 at 16x16, 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s); it was the
+# fastest configuration, or within 2% of it, at the planner's K split for the forward products and weight
+# gradients of every stage with 128 to 512 channels (weight gradient 512->512 at 4x4: 2155 against 2833 us;
+# forward 256->256 at 8x8: 1203 against 1387 us; those two timed with the GPU's clocks not yet up, which the
+# sweep now prevents, so the ratios are the figures to trust, not the times). 64-channel products (M = 64)
+# keep 64x128: a 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256:
+# a few steps of 16, two barriers each) was not measured on it and keeps the plain tile.
+BIG_W16 = "128x128w16"
+BIG_W16_MAX_WASTE = 1.15  # the weight gradient of 64->128 (N = 576 in 640 columns) is in: 1116 against 1196 us
+BIG_W16_MIN_K = 512
+
+
 def choose_config(M, N, K):
     """The big 64x128 (or 128x64) tile when it fills the GPU, or when K is long enough for split-K to
-    make up the parallelism; else thinner tiles of 128 or 256 threads."""
+    make up the parallelism (128x128w16 where it fits); else thinner tiles of 128 or 256 threads."""
     if M <= 16:
         return "16x64"
     big = "64x128" if N >= M else "128x64"
     if _waste(big, M, N) <= 1.2 and (_tiles(big, M, N) >= FULL or K >= 1024):
-        return big
+        return BIG_W16 if _waste(BIG_W16, M, N) <= BIG_W16_MAX_WASTE and K >= BIG_W16_MIN_K else big
     small = "32x64" if N >= M else "64x32"
     if _tiles("64x64", M, N) >= FULL // 2 and _waste("64x64", M, N) <= 1.2 or K >= 1024 and \
             _waste("64x64", M, N) <= _waste(small, M, N):
@@ -247,9 +263,41 @@ def run(rt, p, a, img, out, bias=None):
     if p.reduce is None:
         rt.run(launches[0], (a, img, out, bias))
         return
-    scratch = rt.storage(p.scratch, float32)
+    scratch = shared_scratch(rt, p.scratch)
     rt.run(launches[0], (a, img, scratch, bias))
     rt.run(launches[1], (scratch, img, out, bias))  # binding 1 unused by the reduction
+
+
+# Split-K scratch: ONE storage per runtime, shared by every split product and kept (like a cuBLAS
+# workspace; memory_allocated() counts it, empty_cache() leaves it), drawn from the runtime's own pool even
+# during a capture. The GPU runs the records in order, so a product's partial tiles are summed by its
+# reduction before the next product writes over them.
+# Why not a pooled storage per product, freed after its reduction: during a capture that freed buffer
+# went back to the graph's pool, where the next request that fit took it (capture's best fit, any size
+# class), typically a forward activation that lives until the backward; the next split product then drew
+# a new scratch buffer, and the graph kept them all. ResNet-18 at batch 128 (bench scale's peak with the
+# GPU kernel variants, on lavapipe; the H200 gives the same bytes): with 64x128 tiles the graph owned
+# 798.5 MiB, 108.0 MiB of it in 6 buffers first taken as scratch, peak 900.6 MiB; with the 128x128w16 rule
+# (more K splits, scratch up to 36 MiB) 918.5 MiB, 240.0 MiB of it in 7 such buffers (6 of them drawn by
+# the split forward products of stages 3 and 4), peak 1020.6 MiB. With the one kept scratch the graph owns
+# 750.8 MiB either way and the peak is 872.9 MiB with 64x128 tiles, 892.9 with the rule (its largest
+# scratch, 36 MiB in a 40 MiB buffer, against 18 in 20: see test_resnet18_split_scratch_stays_within_its_bound).
+_SCRATCH = weakref.WeakKeyDictionary()  # runtime -> its scratch Storage
+
+
+def shared_scratch(rt, numel):
+    """The runtime's split-K scratch, at least `numel` floats: the one kept, or a larger one replacing it
+    (a graph that recorded the old one keeps it alive for its replays)."""
+    s = _SCRATCH.get(rt)
+    if s is None or s.numel < numel:
+        nbytes = storage_nbytes(numel, float32)
+        limit = rt.limits["max_storage_buffer_binding_size"]
+        if nbytes > limit:
+            raise MemoryError(f"conv2d: split-K scratch of {nbytes} bytes is more than this GPU binds at once "
+                              f"({limit} bytes, maxStorageBufferBindingSize)")
+        buffer = rt.pool.acquire(nbytes)  # rt.pool, not rt.storage's: a capture's pool would own it
+        s = _SCRATCH[rt] = Storage(buffer, buffer.size // 4, float32, rt.pool)
+    return s
 
 
 # ------------------------------------------------------------------ the three convolution products
