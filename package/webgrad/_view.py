@@ -23,7 +23,10 @@ class View:
     @staticmethod
     def contiguous_strides(shape):
         if type(shape) is tuple:
-            info = _DENSE.get(shape)
+            try:
+                info = _DENSE.get(shape)
+            except TypeError:  # unhashable sizes: computed below
+                info = None
             if info is not None:
                 return info[0]
         strides, acc = [], 1
@@ -66,7 +69,11 @@ _DENSE = {}  # shape -> (its contiguous strides, its element count or 0 if any d
 def _dense(shape):
     """(contiguous strides, numel) of a shape tuple, numel 0 when a dim is zero or negative; cached (at most
     4096 shapes), since kernels check the same few shapes over and over (is_contiguous, views.check_view)."""
-    info = _DENSE.get(shape)
+    try:
+        info = _DENSE.get(shape)
+    except TypeError:  # an unhashable size (a NumPy 0-d array, say): computed, not cached
+        info = None
+        shape = tuple(int(n) for n in shape)
     if info is None:
         numel = 1
         for n in shape:
