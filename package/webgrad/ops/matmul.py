@@ -131,11 +131,16 @@ def linear(input, weight, bias=None):
     if bias is not None and tuple(bias.shape) != (n,):
         raise RuntimeError(f"linear(): bias must have shape [{n}], got {list(bias.shape)}")
     lead = tuple(input.shape[:-1])
-    x = input.reshape(-1, k)
+    flat = input.ndim == 2  # the usual case: no reshape calls (each parses its shape, even to change nothing)
+    x = input if flat else input.reshape(-1, k)
     rows = x.shape[0]
     out = new((rows, n), input.dtype, input.device)
     xv, tx = operand(x, ())
-    wv, tw = operand(weight.t(), ())
+    # weight.t() as a plain view, outside autograd: the Addmm node below takes weight's gradient itself,
+    # and weight.t() built a differentiable view and its graph node on every call, for its strides only.
+    w = weight._view
+    wv, tw = operand(Tensor._make(View(w.storage, (k, n), (w.strides[1], w.strides[0]), w.offset, w.dtype),
+                                  weight.device), ())
     bv = bias.contiguous()._view if bias is not None else None
     input.device.backend.matmul(out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
 
@@ -145,4 +150,4 @@ def linear(input, weight, bias=None):
         gb = g.sum(0) if bias is not None and bias.requires_grad else None
         return gx, gw, gb
     out = record(out, "Addmm", (x, weight, bias), backward)
-    return out.reshape(*lead, n)
+    return out if flat else out.reshape(*lead, n)
