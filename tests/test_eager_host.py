@@ -99,3 +99,30 @@ def test_a_gradient_someone_else_holds_is_copied_into_grad(device):
     for _ in range(2):  # the second backward accumulates into the first's .grad
         (p * 2).sum().backward()
     assert p.grad.tolist() == [4.0] * 3
+
+
+@needs_webgpu
+def test_check_view_contiguous_fast_path_keeps_every_check():
+    """views.check_view settles contiguous views through a per-shape cache (the common case, ~4x cheaper in
+    Pyodide): views reaching outside their storage, negative offsets, empty and non-contiguous views must
+    still get the general path's answers."""
+    from webgrad._backends.webgpu.runtime import default_runtime
+    from webgrad._backends.webgpu.views import check_view
+    from webgrad._view import View
+
+    storage = default_runtime().storage(12, wg.float32)
+    ok = View(storage, (3, 4), (4, 1), 0, wg.float32)
+    assert check_view(ok, "x", contiguous=True, ndim=2) is ok
+    assert check_view(View(storage, (2, 4), (4, 1), 4, wg.float32), "x", contiguous=True) is not None
+    for bad in (View(storage, (3, 4), (4, 1), 1, wg.float32), View(storage, (2, 4), (4, 1), -1, wg.float32),
+                View(storage, (13,), (1,), 0, wg.float32)):
+        with pytest.raises(IndexError, match="reaches outside its storage of 12 elements"):
+            check_view(bad, "x")
+    assert check_view(View(storage, (0, 4), (4, 1), 50, wg.float32), "x") is not None  # empty: touches nothing
+    with pytest.raises(ValueError, match="negative dimension"):
+        check_view(View(storage, (-1, -2), (2, 1), 0, wg.float32), "x")
+    transposed = View(storage, (4, 3), (1, 4), 0, wg.float32)
+    assert check_view(transposed, "x") is transposed and not transposed.is_contiguous()
+    with pytest.raises(ValueError, match="must be contiguous"):
+        check_view(transposed, "x", contiguous=True)
+    assert View(storage, (3, 1, 4), (4, 99, 1), 0, wg.float32).is_contiguous()  # a size-1 dim's stride is free

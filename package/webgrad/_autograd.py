@@ -208,7 +208,8 @@ def backward(tensor, gradient, retain_graph=False):
                 input_grads[i] = None
                 if t is None or g is None:
                     continue
-                if tuple(g.shape) != tuple(t.shape):  # a backward rule must match its input's shape
+                # A backward rule must match its input's shape (t: a leaf Tensor, or an Edge holding a tuple).
+                if g._view.shape != (t._view.shape if t.grad_fn is None else t.shape):
                     raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
                 if g.dtype is not t.dtype and t.dtype.is_floating:  # as PyTorch's engine (autocast's casts)

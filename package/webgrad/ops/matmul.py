@@ -118,6 +118,15 @@ def dot(input, other):
     return matmul(input, other)
 
 
+def _transposed(t):
+    """t.t() of a 2-D tensor as a plain view, outside autograd, for an operand whose gradient the caller's
+    own graph node handles: t.t() builds a differentiable view (and its node when t requires grad) through
+    transpose and permute, for its strides only, twice per linear layer per step."""
+    v = t._view
+    return Tensor._make(View(v.storage, (v.shape[1], v.shape[0]), (v.strides[1], v.strides[0]), v.offset, v.dtype),
+                        t.device)
+
+
 @lower_precision("linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one kernel (the bias is added in the matmul's epilogue)."""
@@ -131,18 +140,19 @@ def linear(input, weight, bias=None):
     if bias is not None and tuple(bias.shape) != (n,):
         raise RuntimeError(f"linear(): bias must have shape [{n}], got {list(bias.shape)}")
     lead = tuple(input.shape[:-1])
-    x = input.reshape(-1, k)
+    flat = input.ndim == 2  # the usual case: no reshape calls (each parses its shape, even to change nothing)
+    x = input if flat else input.reshape(-1, k)
     rows = x.shape[0]
     out = new((rows, n), input.dtype, input.device)
     xv, tx = operand(x, ())
-    wv, tw = operand(weight.t(), ())
+    wv, tw = operand(_transposed(weight), ())
     bv = bias.contiguous()._view if bias is not None else None
     input.device.backend.matmul(out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
 
     def backward(g):
         gx = matmul(g, weight) if x.requires_grad else None
-        gw = matmul(g.t(), x) if weight.requires_grad else None
+        gw = matmul(_transposed(g), x) if weight.requires_grad else None  # (backward runs without grad)
         gb = g.sum(0) if bias is not None and bias.requires_grad else None
         return gx, gw, gb
     out = record(out, "Addmm", (x, weight, bias), backward)
-    return out.reshape(*lead, n)
+    return out if flat else out.reshape(*lead, n)

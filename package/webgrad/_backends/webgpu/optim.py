@@ -59,6 +59,10 @@ def _slots(rt, param, values):
         block = _blocks[param.storage] = [None] * len(values)
     slots = []
     for i, value in enumerate(values):
+        held = block[i]
+        if held is not None and held._value == value:  # unchanged since the last step: nothing to convert
+            slots.append(held.slot)
+            continue
         if isinstance(value, DynamicScalar):
             slots.append(value.slot)
             continue

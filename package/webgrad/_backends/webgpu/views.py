@@ -3,7 +3,7 @@
 import math
 import numbers
 
-from ..._view import View
+from ..._view import View, _dense
 from .runtime import DynamicScalar, Storage
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -26,6 +26,12 @@ def check_view(view, name, dtype=None, contiguous=False, ndim=None):
     shape, strides = view.shape, view.strides
     if (ndim is not None and len(shape) != ndim) or len(shape) != len(strides):
         raise ValueError(f"{name} must have {ndim or len(strides)} dims, not shape {shape} (strides {strides})")
+    dense, numel = _dense(shape)
+    if strides == dense and numel:
+        # Contiguous and not empty, as most operands are: it spans [offset, offset + numel). The general
+        # loop below finds the same bounds at ~4x the cost in Pyodide, for every operand of every kernel.
+        if view.offset >= 0 and view.offset + numel <= storage.numel:
+            return view  # (out of bounds: the general path below raises the error)
     if contiguous and not view.is_contiguous():
         raise ValueError(f"{name} must be contiguous, got shape {shape} strides {strides}")
     low = high = view.offset
