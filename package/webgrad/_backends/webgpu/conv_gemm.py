@@ -276,8 +276,8 @@ def run(rt, p, a, img, out, bias=None):
 # reduction before the next product writes over them.
 # Why not a pooled storage per product, freed after its reduction: during a capture that freed buffer
 # went back to the graph's pool, where the next request that fit took it (capture's best fit, any size
-# class), typically a forward activation that lives until the backward; the next split product then drew
-# a new scratch buffer, and the graph kept them all. ResNet-18 at batch 128 (bench scale's peak with the
+# class), a tensor made after it (in the forward, often one kept until the backward); the next split
+# product then drew a new scratch buffer, and the graph kept them all. ResNet-18 at batch 128 (bench scale's peak with the
 # GPU kernel variants, on lavapipe; the H200 gives the same bytes): with 64x128 tiles the graph owned
 # 798.5 MiB, 108.0 MiB of it in 6 buffers first taken as scratch, peak 900.6 MiB; with the 128x128w16 rule
 # (more K splits, scratch up to 36 MiB) 918.5 MiB, 240.0 MiB of it in 7 such buffers (6 of them drawn by
