@@ -124,3 +124,23 @@ def test_mixed_devices_are_named():
         pytest.skip("needs a second device")
     with pytest.raises(RuntimeError, match="nll_loss: expected all tensors on the same device"):
         nn.functional.nll_loss(wg.randn(3, 2, device="webgpu"), wg.tensor([0, 1, 0], device="webgpu"), weight=wg.ones(2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ignored,smoothing", [((1, 4), 0.0), ((0, 2, 5), 0.2), ((0, 1, 2, 3, 4, 5), 0.0)],
+                         ids=["some-ignored", "smoothed", "all-ignored"])
+def test_cross_entropy_mean_counts_only_kept_rows(device, ignored, smoothing):
+    # The fused path's mean: the kernel's (loss, kept) column sums, divided on the device. PyTorch divides by
+    # the rows whose target is not ignore_index; with none kept the loss is NaN and the gradient 0.
+    target = CLASSES.copy()
+    target[list(ignored)] = -100
+    x32 = LOGITS.astype(np.float32)
+    tx = torch.tensor(x32, requires_grad=True)
+    want = torch.nn.functional.cross_entropy(tx, torch.tensor(target), label_smoothing=smoothing)
+    want.backward()
+    x = wg.tensor(x32, device=device, requires_grad=True)
+    got = nn.functional.cross_entropy(x, wg.tensor(target, device=device), label_smoothing=smoothing)
+    got.backward()
+    assert got.shape == () and got.requires_grad
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True)
