@@ -321,14 +321,14 @@ fn max_pool2d_2x2_backward(@builtin(global_invocation_id) gid: vec3<u32>, @built
         let r = q / p.out_width;
         let ow = q - r * p.out_width;
         let g = x[p.x_offset + q];
-        // the argmax's place in the window: 0..3 = top-left, top-right, bottom-left, bottom-right
+        // the argmax relative to the window's top-left pixel: 0, 1 (top row), W, W + 1 (bottom row)
         let k = indices[p.index_offset + q] - i32(2u * ((r % p.out_height) * p.width + ow));
-        let at = select(select(-1, 2 + (k - i32(p.width)), k >= i32(p.width)), k, k == 0 || k == 1);
+        let w = i32(p.width);
         let top = p.out_offset + 2u * (r * p.width + ow);
-        out[top] = select(0.0, g, at == 0);
-        out[top + 1u] = select(0.0, g, at == 1);
-        out[top + p.width] = select(0.0, g, at == 2);
-        out[top + p.width + 1u] = select(0.0, g, at == 3);
+        out[top] = select(0.0, g, k == 0);
+        out[top + 1u] = select(0.0, g, k == 1);
+        out[top + p.width] = select(0.0, g, k == w);
+        out[top + p.width + 1u] = select(0.0, g, k == w + 1);
     }
 }
 
