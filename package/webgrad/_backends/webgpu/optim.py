@@ -45,7 +45,9 @@ SMALL_WORKGROUP = 64  # for parameters that 64 threads cover
 # On an H100 one vec4 per thread is best (2 and 4: 3-9% slower at 10M elements).
 # (runtime.KERNEL_VARIANTS["optim_vec4_per_thread"] holds these two choices.)
 
-_blocks = weakref.WeakKeyDictionary()  # param Storage -> [DynamicScalar per hyperparameter slot]
+# param Storage -> per hyperparameter slot, [its DynamicScalar, the value last given for it] (the value as the
+# optimizer passed it: comparing that skips the float32 rounding of an unchanged learning rate every step)
+_blocks = weakref.WeakKeyDictionary()
 
 
 def _ln(beta):
@@ -59,20 +61,18 @@ def _slots(rt, param, values):
         block = _blocks[param.storage] = [None] * len(values)
     slots = []
     for i, value in enumerate(values):
-        held = block[i]
-        if held is not None and held._value == value:  # unchanged since the last step: nothing to convert
-            slots.append(held.slot)
-            continue
         if isinstance(value, DynamicScalar):
             slots.append(value.slot)
             continue
-        value = f32(value)
-        held = block[i]
-        if held is None:
-            held = block[i] = rt.scalar(value)
-        elif held.value != value:
-            held.set(value)
-        slots.append(held.slot)
+        entry = block[i]
+        if entry is None:
+            entry = block[i] = [rt.scalar(f32(value)), value]
+        elif entry[1] != value:  # changed since the last step (a scheduler): write it if its float32 did
+            rounded = f32(value)
+            if entry[0].value != rounded:
+                entry[0].set(rounded)
+            entry[1] = value
+        slots.append(entry[0].slot)
     return slots
 
 
