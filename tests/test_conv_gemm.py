@@ -217,7 +217,7 @@ def _resnet18_products(batch):
 
 
 def test_resnet18_split_scratch_stays_within_its_bound():
-    # One scratch serves every split product (conv_gemm.shared_scratch), so the step's peak holds the
+    # One scratch serves every split product (Runtime.split_k_scratch), so the step's peak holds the
     # largest product's: 36 MiB with the 128x128w16 rule (the 512->512 weight gradient, 4 splits of
     # [512, 4608]), in a 40 MiB buffer of ResNet-18's 892.9 MiB at batch 128 (bench scale, GPU kernels).
     # A planner change that splits more shows here before it shows in that peak.
@@ -243,11 +243,11 @@ def test_split_products_share_one_scratch_that_no_graph_owns(gpu_kernels):
     w2 = rng.standard_normal((24, 32, 3, 3)).astype(np.float32)
     tx, tw1, tw2 = (wg.tensor(a, device="webgpu") for a in (x, w1, w2))
     F.conv2d(tx, tw1, padding=1)  # eager: sets up the scratch
-    kept = gpu_kernels._SCRATCH[rt]
+    kept = rt._split_scratch
     with rt.capture() as graph:
         h = F.conv2d(tx, tw1, padding=1)
         y = F.conv2d(h, tw2, padding=1)  # two split products, two scratch sizes
-    assert gpu_kernels._SCRATCH[rt] is kept and kept.pool is rt.pool
+    assert rt._split_scratch is kept and kept.pool is rt.pool
     assert graph.idle_bytes == 0  # the graph's only free buffer was the per-product scratch
     graph.replay()
     want = torch.nn.functional.conv2d(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1),

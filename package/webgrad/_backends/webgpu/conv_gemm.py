@@ -10,13 +10,12 @@ plan's Launches are kept in the runtime's memo, so a repeated convolution packs 
 import functools
 import os
 import struct
-import weakref
 
 from ..._view import View
 from ...dtypes import float16, float32
 from . import typed
 from .elementwise import copy, fill
-from .runtime import Kernel, Storage, storage_nbytes
+from .runtime import Kernel
 from .views import contiguous_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -138,7 +137,7 @@ def _waste(cfg, M, N):
 # keep 64x128: a 128-row tile would be half empty. A short K (the 1x1 shortcuts' forward, K = 64 to 256:
 # a few steps of 16, two barriers each) was not measured on it and keeps the plain tile.
 # The whole step (bench profile, ResNet-18 at batch 128, one H200 call, this rule's wheel beside its base):
-# GPU sum 20,219.6 against 21,577.5 us; bench scale's peak 892.9 MiB with the kept scratch (shared_scratch).
+# GPU sum 20,219.6 against 21,577.5 us; bench scale's peak 892.9 MiB with the kept scratch (Runtime.split_k_scratch).
 BIG_W16 = "128x128w16"
 BIG_W16_MAX_WASTE = 1.15  # the weight gradient of 64->128 (N = 576 in 640 columns) is in: 1116 against 1196 us
 BIG_W16_MIN_K = 512
@@ -265,41 +264,9 @@ def run(rt, p, a, img, out, bias=None):
     if p.reduce is None:
         rt.run(launches[0], (a, img, out, bias))
         return
-    scratch = shared_scratch(rt, p.scratch)
+    scratch = rt.split_k_scratch(p.scratch)  # one kept per runtime, shared with matmul's (see there)
     rt.run(launches[0], (a, img, scratch, bias))
     rt.run(launches[1], (scratch, img, out, bias))  # binding 1 unused by the reduction
-
-
-# Split-K scratch: ONE storage per runtime, shared by every split product and kept (like a cuBLAS
-# workspace; memory_allocated() counts it, empty_cache() leaves it), drawn from the runtime's own pool even
-# during a capture. The GPU runs the records in order, so a product's partial tiles are summed by its
-# reduction before the next product writes over them.
-# Why not a pooled storage per product, freed after its reduction: during a capture that freed buffer
-# went back to the graph's pool, where the next request that fit took it (capture's best fit, any size
-# class), a tensor made after it (in the forward, often one kept until the backward); the next split
-# product then drew a new scratch buffer, and the graph kept them all. ResNet-18 at batch 128 (bench scale's peak with the
-# GPU kernel variants, on lavapipe; the H200 gives the same bytes): with 64x128 tiles the graph owned
-# 798.5 MiB, 108.0 MiB of it in 6 buffers first taken as scratch, peak 900.6 MiB; with the 128x128w16 rule
-# (more K splits, scratch up to 36 MiB) 918.5 MiB, 240.0 MiB of it in 7 such buffers (6 of them drawn by
-# the split forward products of stages 3 and 4), peak 1020.6 MiB. With the one kept scratch the graph owns
-# 750.8 MiB either way and the peak is 872.9 MiB with 64x128 tiles, 892.9 with the rule (its largest
-# scratch, 36 MiB in a 40 MiB buffer, against 18 in 20: see test_resnet18_split_scratch_stays_within_its_bound).
-_SCRATCH = weakref.WeakKeyDictionary()  # runtime -> its scratch Storage
-
-
-def shared_scratch(rt, numel):
-    """The runtime's split-K scratch, at least `numel` floats: the one kept, or a larger one replacing it
-    (a graph that recorded the old one keeps it alive for its replays)."""
-    s = _SCRATCH.get(rt)
-    if s is None or s.numel < numel:
-        nbytes = storage_nbytes(numel, float32)
-        limit = rt.limits["max_storage_buffer_binding_size"]
-        if nbytes > limit:
-            raise MemoryError(f"conv2d: split-K scratch of {nbytes} bytes is more than this GPU binds at once "
-                              f"({limit} bytes, maxStorageBufferBindingSize)")
-        buffer = rt.pool.acquire(nbytes)  # rt.pool, not rt.storage's: a capture's pool would own it
-        s = _SCRATCH[rt] = Storage(buffer, buffer.size // 4, float32, rt.pool)
-    return s
 
 
 # ------------------------------------------------------------------ the three convolution products

@@ -63,9 +63,8 @@ def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
 
 def run_plan(rt, p, a, b, out, bias=None):
     """Record plan p (matmul_plan.plan) on storages a, b, out and bias (None: none). With split-K the
-    product writes its partial tiles into a scratch storage from the runtime's pool (during a capture,
-    the graph's pool: a replay reuses it, and a repeated step allocates nothing new), then the
-    reduction writes out."""
+    product writes its partial tiles into the runtime's kept scratch (Runtime.split_k_scratch, shared by
+    every split product), then the reduction writes out."""
     launches = rt.memo.get(p)  # plans are cached by matmul_plan, so a repeated product finds its Launches
     if launches is None:
         launches = rt.memo[p] = tuple(
@@ -76,6 +75,6 @@ def run_plan(rt, p, a, b, out, bias=None):
     if p.reduce is None:
         rt.run(launches[0], (a, b, out, bias))
         return
-    scratch = rt.storage(p.scratch, float32)
+    scratch = rt.split_k_scratch(p.scratch)
     rt.run(launches[0], (a, b, scratch, bias))
     rt.run(launches[1], (scratch, b, out, bias))  # binding 1 is unused by the reduction

@@ -48,7 +48,7 @@ import itertools
 import struct
 import sys
 
-from ...dtypes import float16, uint8
+from ...dtypes import float16, float32, uint8
 from . import shaders
 
 # Dtype codes, the same in every shader (injected as DT_* constants by shaders.source).
@@ -495,6 +495,7 @@ class Runtime:
         self.pool = BufferPool(lambda size: self._create_buffer(size, "storage"))
         self._readback_pool = BufferPool(lambda size: self._create_buffer(size, "readback"))
         self._alloc = self.pool  # the pool new storages draw from (a CapturePool while capturing)
+        self._split_scratch = None  # see split_k_scratch
         self._modules = {}
         self._layouts = {}
         self._pipelines = {}
@@ -549,6 +550,31 @@ class Runtime:
             )
         pool = self._alloc
         return Storage(pool.acquire(nbytes), numel, dtype, pool)
+
+    def split_k_scratch(self, numel):
+        """The float32 scratch of split-K products (matmul.wgsl's and conv_gemm.wgsl's partial tiles), at
+        least `numel` floats: ONE storage, shared by every split product and kept (like a cuBLAS workspace;
+        memory_allocated() counts it, empty_cache() leaves it), grown by replacing it (a graph that recorded
+        the old one keeps that alive for its replays). The GPU runs the records in order, so a product's
+        reduction has summed its partial tiles before the next product writes over them.
+
+        It comes from the runtime's own pool even while capturing. A scratch per product, freed after its
+        reduction, went back to the capture's pool, where the next tensor that fitted took it (often one
+        kept until the backward), so the next split product drew a new buffer and the graph kept them all:
+        ResNet-18 at batch 128 (bench scale's peak, GPU kernel variants, lavapipe = the H200's bytes) held
+        108 MiB of such buffers with 64x128 conv tiles (peak 900.6 MiB) and 240 MiB with the 128x128w16 rule
+        (1020.6); with this one kept scratch its graph owns 750.8 MiB and the peak is 892.9 MiB with the rule.
+        """
+        s = self._split_scratch
+        if s is None or s.numel < numel:
+            nbytes = storage_nbytes(numel, float32)
+            limit = self.limits["max_storage_buffer_binding_size"]
+            if nbytes > limit:
+                raise MemoryError(f"a split-K scratch of {nbytes} bytes is more than this GPU binds at once "
+                                  f"({limit} bytes, maxStorageBufferBindingSize)")
+            buffer = self.pool.acquire(nbytes)  # self.pool, not self._alloc: a capture's pool would own it
+            s = self._split_scratch = Storage(buffer, buffer.size // 4, float32, self.pool)
+        return s
 
     def write(self, storage, data, byte_offset=0):
         """Copy `data` (bytes-like, a multiple of 4 bytes) into `storage` at `byte_offset`, in order
