@@ -80,9 +80,9 @@ def test_planner_takes_big_tiles():
         assert _plan(2048, 2048, 2048, ta, tb).config == want
     # too few 128x128 tiles to fill the GPU: the plain tile stays
     assert _plan(2048, 1024, 2048).config == "128x64"
-    # the wide layer at batch 128 keeps the plain 128x128 split 8 ways
+    # the wide layer at batch 128: 128x128 tiles split 8 ways, as the BK=16 twin (matmul_plan.WIDE_TWIN)
     p = _plan(128, 4096, 4096, False, True)
-    assert (p.config, p.splits) == ("128x128", 8)
+    assert (p.config, p.splits) == ("128x128w16", 8)
     # a convolution's gathered operand keeps the plain tiles; so does a forced configuration
     g = (16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1)
     assert not _plan(256, 256 * 4, 64 * 9 * 16, gather=g).config.endswith(("w", "w16"))
@@ -103,3 +103,25 @@ def test_planned_big_tiles_run(runner, monkeypatch):  # noqa: F811
         assert p.config == "128x128w16", p
     finally:
         matmul_plan._plan.cache_clear()
+
+
+def test_experimental_config_specs():
+    # bench kernels --configs and tools/conv_sweep.py --configs take "WG_X,WG_Y,TM,TN,BK[,KS][,w][,nbuf1]"
+    from webgrad._backends.webgpu import conv_gemm
+
+    name, c = matmul_plan.parse_config_spec("16,16,8,8,16,w,nbuf1")
+    assert name == "128x128:16,16,8,8,16,w,nbuf1" and c == matmul_plan.CONFIGS["128x128w16"]
+    assert matmul_plan.parse_config_spec("8,8,4,4,8,4")[1] == dict(matmul_plan.CONFIGS["32x32k4"], NBUF=2)
+    for bad in ("16,16,8,8", "16,16,8,8,16,x", "16,16,8,8,64,w"):
+        with pytest.raises(ValueError):
+            matmul_plan.add_config(bad)
+    with pytest.raises(ValueError, match="KS"):
+        conv_gemm.add_config("8,8,4,4,8,4")
+    # up to 32 KiB of workgroup memory (the double-buffered BK = 16 twin), for sweeps: the plan never names them
+    wide, conv = matmul_plan.add_config("16,16,8,8,16,w"), conv_gemm.add_config("16,8,8,8,16,w")
+    try:
+        assert matmul_plan.CONFIGS[wide]["NBUF"] == 2 and conv_gemm.CONFIGS[conv]["BK"] == 16
+        with pytest.raises(ValueError, match="16384 bytes"):
+            matmul_plan.check_config(dict(matmul_plan.CONFIGS[wide]))
+    finally:
+        del matmul_plan.CONFIGS[wide], conv_gemm.CONFIGS[conv]

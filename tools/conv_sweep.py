@@ -187,7 +187,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=None, help="images per batch (128; --quick: 2)")
     ap.add_argument("--repeats", type=int, default=None, help="timed runs per candidate (5; --quick: 2)")
     ap.add_argument("--budget", type=float, default=80.0, help="seconds; cases left when it is spent are skipped")
-    ap.add_argument("--configs", nargs="+", default=None, help="tile configurations (default: every one)")
+    ap.add_argument("--configs", nargs="+", default=None, help="tile configurations (default: every one): names, or "
+                    "experimental specs WG_X,WG_Y,TM,TN,BK[,w][,nbuf1] of up to 32 KiB of workgroup memory")
     ap.add_argument("--cases", nargs="+", default=None, help="only these cases (names as printed)")
     ap.add_argument("--model", choices=sorted(MODELS), default="resnet18", help="whose convolutions (resnet18)")
     args = ap.parse_args(argv)
@@ -199,6 +200,7 @@ def main(argv=None):
     batch = args.batch or (2 if args.quick else 128)
     repeats = args.repeats or (2 if args.quick else 5)
     configs = args.configs or (["64x128", "32x32"] if args.quick else list(conv_gemm.CONFIGS))
+    configs = [conv_gemm.add_config(c) if "," in c else c for c in configs]  # experimental: WG_X,WG_Y,TM,TN,BK[,w][,nbuf1]
     shapes = QUICK if args.quick else MODELS[args.model]
     rng = random.Random(0)
     # the step's biggest items first: forward and both gradients of the stride-1 3x3 convolutions

@@ -515,7 +515,7 @@ def main(argv=None):
                     "discrete GPU)")
     ap.add_argument("--sizes", type=int, nargs="*", help="square matmul sizes (default 256 512 1024 2048; none: --sizes alone)")
     ap.add_argument("--configs", nargs="*", help="tile configs to sweep: names from matmul_plan.CONFIGS or "
-                    "WG_X,WG_Y,TM,TN,BK (default: the plan's choice)")
+                    "experimental specs WG_X,WG_Y,TM,TN,BK[,KS][,w][,nbuf1] (default: the plan's choice)")
     ap.add_argument("--trans", action="store_true", help="also time the three transposed variants")
     ap.add_argument("--shapes", nargs="*", help="extra shapes batch,M,N,K[,trans_a,trans_b] instead of the "
                     "MNIST/CNN/wide MLP ones")

@@ -15,6 +15,7 @@ from ..._view import View
 from ...dtypes import float16, float32
 from . import typed
 from .elementwise import copy, fill
+from .matmul_plan import parse_config_spec
 from .runtime import Kernel
 from .views import contiguous_view
 
@@ -68,7 +69,7 @@ CONFIGS = {
 }
 
 
-def _check(c):
+def _check(c, max_workgroup_bytes=16384):
     nt = c["WG_X"] * c["WG_Y"]
     bm, bn = c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
     if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or nt > 256:
@@ -84,12 +85,23 @@ def _check(c):
                          "32 and BK in 4, 8, 16, 32")
     if c.get("NBUF", 2) not in (1, 2):
         raise ValueError(f"bad conv_gemm config {c}: NBUF must be 1 or 2")
-    if c.get("NBUF", 2) * c["BK"] * (bm + bn) * 4 > 16384:
-        raise ValueError(f"bad conv_gemm config {c}: over 16 KiB of workgroup memory")
+    if c.get("NBUF", 2) * c["BK"] * (bm + bn) * 4 > max_workgroup_bytes:
+        raise ValueError(f"bad conv_gemm config {c}: over {max_workgroup_bytes} bytes of workgroup memory")
 
 
 for _c in CONFIGS.values():
     _check(_c)
+
+
+def add_config(spec, max_workgroup_bytes=32768):
+    """Register an experimental configuration (tools/conv_sweep.py), spec as matmul_plan.parse_config_spec
+    (without KS: conv_gemm.wgsl has no K split inside the workgroup); returns its name."""
+    name, c = parse_config_spec(spec)
+    if c.pop("KS") != 1:
+        raise ValueError(f"bad conv_gemm config {spec!r}: no KS here")
+    _check(c, max_workgroup_bytes)
+    CONFIGS[name] = c
+    return name
 
 MAX_WORKGROUPS_PER_DIM = 65535
 # Workgroups that fill a 132-SM H100/H200: a product with at least FULL tiles runs unsplit; one with

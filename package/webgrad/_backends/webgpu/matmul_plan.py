@@ -70,14 +70,28 @@ MAX_WORKGROUPS_PER_DIM = 65535
 # 64x128 33.4k/36.7k/28.6k/32.9k; 128x128w 37.4k/37.9k/33.5k/37.1k; 128x128w16 35.4k/38.1k/35.2k/35.0k
 # (2048^3 alike: NT 23.9k -> 34.0k as 128x128w16). So NT (b K-contiguous, transposed into workgroup
 # memory) takes the BK=16 twin, the rest 128x128w. The 64x128w/128x64w twins were no faster than the plain
-# tiles; the wide layer at batch 128 keeps its plain 128x128 split 8 ways (25.9k as 128x128w, 26.4k
-# plain). A gathered (convolution) operand keeps the plain tiles, and so does a short K (the weight
+# tiles; the wide layer at batch 128 takes 128x128w16 (WIDE_TWIN below; 25.9k as 128x128w, 26.4k plain).
+# A gathered (convolution) operand keeps the plain tiles, and so does a short K (the weight
 # gradients of a batch, K = 128: not measured on the twins).
 BIG_W_MIN_TILES = 256
 BIG_W_MIN_K = 512
+# The wide plan (a side of at most 128, split 8 ways: see choose_config) runs as 128x128w16. H200, one call
+# (`bench kernels --sizes --shapes 1,128,4096,4096,0,0 1,128,4096,4096,0,1 1,128,4096,3072,0,1 --configs
+# 128x128 128x128w16 128x128w`, log /work/.device/2 of session 7), TFLOP/s as 128x128 / 128x128w16 /
+# 128x128w, all split 8 ways: 128x4096 @ 4096x4096 NN 26.9 / 29.3 / 26.0, NT 26.3 / 28.0 / 25.9,
+# 128x4096 @ 3072 NT 25.8 / 27.2 / 25.4. The wide MLP's step (bench scale, same call, alternating):
+# 117.3k and 119.5k samples/s as 128x128, 122.2k and 123.0k as 128x128w16; peak memory the same.
+WIDE_TWIN = "128x128w16"
+# Tiles past a browser's default 16 KiB of workgroup memory lost on the H200 (fewer workgroups per SM), so
+# every configuration stays within it. `bench kernels --sizes 4096 --trans --configs 128x128w 128x128w16
+# 16,16,8,8,16 16,16,8,8,16,w 16,16,8,8,32,w,nbuf1 16,8,8,8,16,w` (session 7, /work/.device/1), 4096^3
+# NN TFLOP/s: 37.4 as 128x128w, 35.4 as 128x128w16; 28.1 double-buffered at BK = 16 (32 KiB, swizzled or
+# not), 31.2 at BK = 32 in one buffer (32 KiB), 27.8 as 64x128 double-buffered at BK = 16 (24 KiB).
 
 
 def _big_twin(cfg, batch, M, N, K, trans_a, trans_b):
+    if cfg == "128x128":  # only the wide plan (choose_config) gets here with it: see WIDE_TWIN
+        return WIDE_TWIN
     if cfg not in ("64x128", "128x64") or K < BIG_W_MIN_K or _tiles("128x128w", batch, M, N) < BIG_W_MIN_TILES \
             or _waste("128x128w", M, N) > 1.2:
         return cfg
@@ -153,12 +167,27 @@ for _c in CONFIGS.values():
     check_config(_c)
 
 
+def parse_config_spec(spec):
+    """An experimental tile configuration from "WG_X,WG_Y,TM,TN,BK[,KS][,w][,nbuf1]" (benchmark sweeps):
+    w = warp-tiled and swizzled (the "w" configurations), nbuf1 = one workgroup buffer (two barriers per
+    K step). Returns (its name, its constants); the caller checks them against its shader's limits."""
+    fields = spec.split(",")
+    flags = {f for f in fields if not f.isdigit()}
+    v = [int(f) for f in fields if f.isdigit()]
+    if len(v) not in (5, 6) or flags - {"w", "nbuf1"}:
+        raise ValueError(f"bad tile configuration {spec!r}: expected WG_X,WG_Y,TM,TN,BK[,KS][,w][,nbuf1]")
+    c = dict(WG_X=v[0], WG_Y=v[1], TM=v[2], TN=v[3], BK=v[4], KS=v[5] if len(v) > 5 else 1,
+             NBUF=1 if "nbuf1" in flags else 2)
+    if "w" in flags:
+        c.update(WARP_TILED=1, SWIZZLE=1)
+    return f"{c['WG_Y'] * c['TM']}x{c['WG_X'] * c['TN']}:{spec}", c
+
+
 def add_config(spec, max_workgroup_bytes=32768):
-    """Register an experimental configuration "WG_X,WG_Y,TM,TN,BK[,KS]" (benchmark sweeps); returns its name."""
-    v = [int(x) for x in spec.split(",")]
-    c = dict(WG_X=v[0], WG_Y=v[1], TM=v[2], TN=v[3], BK=v[4], KS=v[5] if len(v) > 5 else 1)
+    """Register an experimental configuration (parse_config_spec's spec); returns its name. Up to 32 KiB of
+    workgroup memory: the runtime asks for the adapter's maximum, which is that or more on desktop GPUs."""
+    name, c = parse_config_spec(spec)
     check_config(c, max_workgroup_bytes)
-    name = f"{c['WG_Y'] * c['TM']}x{c['WG_X'] * c['TN']}:{spec}"
     CONFIGS[name] = c
     return name
 
