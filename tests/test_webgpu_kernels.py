@@ -686,6 +686,33 @@ def test_optimizer_vec4_and_f32_paths(gpu, adapter_kind, n, offsets):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
 
 
+def test_optimizer_update_follows_every_change_between_calls(gpu):
+    """webgpu/optim.py reuses a parameter's last launch and scalar slots while its values and layout stay
+    the same (a steady training loop). Each call below changes one thing for the same parameter: the
+    gradient's offset, a state's offset, a plain learning rate, a flag; each must reach the kernel."""
+    rng = np.random.default_rng(23)
+    n = 37
+    datas = [values(rng, F32, n + 8) for _ in range(3)] + [np.abs(values(rng, F32, n + 8)) * 0.1 for _ in range(3)]
+    base = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
+                decoupled=False)
+    calls = [((0, 0, 0, 0), dict(base, step=1.0)), ((0, 0, 0, 0), dict(base, step=2.0)),
+             ((0, 4, 0, 0), dict(base, step=3.0)), ((0, 4, 4, 0), dict(base, step=4.0)),
+             ((0, 4, 4, 0), dict(base, step=5.0, lr=3e-2)), ((0, 4, 4, 0), dict(base, step=6.0, lr=3e-2, maximize=True)),
+             ((0, 1, 4, 0), dict(base, step=7.0, weight_decay=0.1)), ((0, 1, 4, 0), dict(base, step=8.0, weight_decay=0.1))]
+    sides = []
+    for be in (gpu, CPU):
+        storages = [be.from_bytes(d.tobytes(), F32) for d in datas]
+        param, m, v = (View(storages[k], (n,), (1,), 0, F32) for k in (0, 3, 4))
+        for (_, g_off, m_off, _), hyper in calls:
+            grad = View(storages[1 + g_off % 2], (n,), (1,), g_off, F32)
+            m = View(storages[3 if m_off == 0 else 5], (n,), (1,), m_off, F32)
+            be.adam_step(param, grad, m, v, None, hyper)
+            sides.append(np.frombuffer(be.to_bytes(full_view(be, param)), np.float32).copy())
+    half = len(sides) // 2
+    for k, (got, want) in enumerate(zip(sides[:half], sides[half:])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"after call {k}")
+
+
 # ------------------------------------------------------------------ every op name is covered
 
 

@@ -179,10 +179,11 @@ class Optimizer:
             grad = p.grad
             if grad is None:
                 continue
-            if tuple(grad.shape) != tuple(p.shape) or grad.dtype is not p.dtype or grad.device != p.device:
+            pv, gv = p._view, grad._view  # (views, not the Tensor properties: this runs for every parameter)
+            if gv.shape != pv.shape or gv.dtype is not pv.dtype or grad.device != p.device:
                 raise RuntimeError(f"a parameter of shape {list(p.shape)} ({p.dtype.name}, {p.device}) has a gradient "
                                    f"of shape {list(grad.shape)} ({grad.dtype.name}, {grad.device}); they must match")
-            if not grad._view.is_contiguous():
+            if not gv.is_contiguous():
                 grad = grad.contiguous()
             yield p, grad
 
@@ -205,11 +206,11 @@ class Optimizer:
         """`value` as the kernels of p's device should get a per-step value: on a backend with dynamic
         scalars (WebGPU) a device-resident scalar, kept under `key` and rewritten only when the value
         changes, so a replayed step sees it; elsewhere the number itself."""
-        backend = p.device.backend
-        if not backend.supports_capture:
-            return value
         held = self._scalars.get(key)
-        if held is None:
+        if held is None:  # (only a backend with dynamic scalars ever has one held)
+            backend = p.device.backend
+            if not backend.supports_capture:
+                return value
             held = self._scalars[key] = backend.scalar(value)
         elif held.value != value:
             held.set(value)

@@ -15,8 +15,9 @@ import math
 import struct
 import weakref
 
+from ..._view import _dense
 from ...dtypes import float32
-from .runtime import DynamicScalar, Kernel, Shader
+from .runtime import DynamicScalar, Kernel, Shader, Storage
 from .views import check_view, f32
 
 SHADER = Shader("optim.wgsl", {})
@@ -45,38 +46,65 @@ SMALL_WORKGROUP = 64  # for parameters that 64 threads cover
 # On an H100 one vec4 per thread is best (2 and 4: 3-9% slower at 10M elements).
 # (runtime.KERNEL_VARIANTS["optim_vec4_per_thread"] holds these two choices.)
 
-# param Storage -> per hyperparameter slot, [its DynamicScalar, the value last given for it] (the value as the
-# optimizer passed it: comparing that skips the float32 rounding of an unchanged learning rate every step)
-_blocks = weakref.WeakKeyDictionary()
+class _Block:
+    """What a parameter's updates keep (in _blocks, while its storage lives): per hyperparameter slot
+    [its DynamicScalar, the value last given for it] (the value as the optimizer passed it: comparing
+    that skips the float32 rounding of an unchanged learning rate every step), and the last update's
+    values, slots, launch key and Launch, so that a steady training loop's next update, with the same
+    values and layout, goes straight to rt.run."""
+
+    __slots__ = ("scalars", "values", "slots", "key", "launch")
+
+    def __init__(self, count):
+        self.scalars = [None] * count
+        self.values = self.slots = self.key = self.launch = None
+
+
+_blocks = weakref.WeakKeyDictionary()  # param Storage -> its _Block
 
 
 def _ln(beta):
     return math.log(beta) if beta > 0 else -math.inf
 
 
-def _slots(rt, param, values):
-    """The scalar slots holding `values` (numbers, or DynamicScalars used as they are) for `param`."""
-    block = _blocks.get(param.storage)
-    if block is None or len(block) != len(values):
-        block = _blocks[param.storage] = [None] * len(values)
+def _slots(rt, block, values):
+    """The scalar slots holding `values` (numbers, or DynamicScalars used as they are) for the block's
+    parameter; a value that changed since the last update is written to its slot."""
+    if values == block.values:  # the same numbers and the same DynamicScalars: nothing to write
+        return block.slots
     slots = []
     for i, value in enumerate(values):
         if isinstance(value, DynamicScalar):
             slots.append(value.slot)
             continue
-        entry = block[i]
+        entry = block.scalars[i]
         if entry is None:
-            entry = block[i] = [rt.scalar(f32(value)), value]
+            entry = block.scalars[i] = [rt.scalar(f32(value)), value]
         elif entry[1] != value:  # changed since the last step (a scheduler): write it if its float32 did
             rounded = f32(value)
             if entry[0].value != rounded:
                 entry[0].set(rounded)
             entry[1] = value
         slots.append(entry[0].slot)
-    return slots
+    block.values, block.slots = values, tuple(slots)
+    return block.slots
 
 
-def _run(rt, kernels, flags, param, grad, states, values):
+def _checked(param, grad, states):
+    """param.numel, once param, grad and every state are float32 views of WebGPU storages, contiguous,
+    inside their storages and of param's size; else the error that names the operand at fault. (The
+    fast test first: an optimizer step runs this for every parameter, in Pyodide too.)"""
+    n = _dense(param.shape)[1]
+    for v in (param, grad, *[s for _, s in states]):
+        if v is None:
+            continue
+        storage, shape = v.storage, v.shape
+        dense = _dense(shape)
+        if not (v.dtype is float32 and type(storage) is Storage and storage.dtype is float32 and dense[1] == n
+                and v.strides == dense[0] and 0 <= v.offset and v.offset + n <= storage.numel):
+            break
+    else:
+        return n
     check_view(param, "param", dtype=float32, contiguous=True)
     check_view(grad, "grad", dtype=float32, contiguous=True)
     n = param.numel
@@ -87,53 +115,73 @@ def _run(rt, kernels, flags, param, grad, states, values):
             check_view(s, name, dtype=float32, contiguous=True)
             if s.numel != n:
                 raise ValueError(f"{name} has {s.numel} elements for a parameter of {n}")
+    return n  # (empty views: every check passes and nothing is run)
+
+
+def _run(rt, kernels, flags, param, grad, states, values):
+    n = _checked(param, grad, states)
     if n == 0:
         return
-    slots = tuple(_slots(rt, param, values))
+    block = _blocks.get(param.storage)
+    if block is None or len(block.scalars) != len(values):
+        block = _blocks[param.storage] = _Block(len(values))
+    slots = _slots(rt, block, values)
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
-    per_thread = rt.variant["optim_vec4_per_thread"]
-    aligned = param.offset % 4 == 0 and grad.offset % 4 == 0 and all(o % 4 == 0 for o in offsets)
-    vec4 = per_thread > 0 and aligned
-    kernel = kernels[vec4]
-    per_thread = 4 * per_thread if vec4 else 1  # elements
-    workgroup = SMALL_WORKGROUP if n <= SMALL_WORKGROUP * per_thread else WORKGROUP
-    constants = kernel.constants(dict(flags, WORKGROUP=workgroup))
-    key = (kernel, constants, n, param.offset, grad.offset, offsets, slots, per_thread)
-    prepared = rt.memo.get(key)
-    if prepared is None:
-        params = _PARAMS.pack(n, param.offset, grad.offset, 0, *offsets, 0, *slots, *[0] * (12 - len(slots)))
-        groups = min(-(-n // (workgroup * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
-        prepared = rt.memo[key] = rt.launch(kernel, constants, params, (groups, 1, 1), slots)
+    key = (kernels, flags, n, param.offset, grad.offset, offsets, slots)
+    if key == block.key:
+        prepared = block.launch
+    else:
+        prepared = _launch(rt, kernels, flags, n, param.offset, grad.offset, offsets, slots)
+        block.key, block.launch = key, prepared
     # Unused state bindings get distinct spare buffers: WebGPU rejects one buffer bound writable twice.
     storages = [s.storage if s is not None else rt.spare(k) for k, (_, s) in enumerate(states)]
     storages += [rt.spare(k) for k in range(len(states), 3)]
     rt.run(prepared, (param.storage, grad.storage, *storages, rt.scalars))
 
 
-def _common_flags(hyper):
-    return {"MAXIMIZE": bool(hyper["maximize"]), "WEIGHT_DECAY": hyper["weight_decay"] != 0,
-            "DECOUPLED": bool(hyper.get("decoupled", False))}
+def _launch(rt, kernels, flags, n, param_offset, grad_offset, offsets, slots):
+    """The Launch of one update (rt.memo keeps it for every parameter laid out alike)."""
+    per_thread = rt.variant["optim_vec4_per_thread"]
+    aligned = param_offset % 4 == 0 and grad_offset % 4 == 0 and all(o % 4 == 0 for o in offsets)
+    vec4 = per_thread > 0 and aligned
+    kernel = kernels[vec4]
+    per_thread = 4 * per_thread if vec4 else 1  # elements
+    workgroup = SMALL_WORKGROUP if n <= SMALL_WORKGROUP * per_thread else WORKGROUP
+    constants = kernel.constants(dict(flags, WORKGROUP=workgroup))
+    key = (kernel, constants, n, param_offset, grad_offset, offsets, slots, per_thread)
+    prepared = rt.memo.get(key)
+    if prepared is None:
+        params = _PARAMS.pack(n, param_offset, grad_offset, 0, *offsets, 0, *slots, *[0] * (12 - len(slots)))
+        groups = min(-(-n // (workgroup * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
+        prepared = rt.memo[key] = rt.launch(kernel, constants, params, (groups, 1, 1), slots)
+    return prepared
+
+
+def _flags(hyper, **more):
+    """The kernel's flags as a hashable, comparable tuple of (name, bool) (a launch key's part)."""
+    return (("MAXIMIZE", bool(hyper["maximize"])), ("WEIGHT_DECAY", hyper["weight_decay"] != 0),
+            ("DECOUPLED", bool(hyper.get("decoupled", False)))) + tuple(more.items())
 
 
 def sgd_step(rt, param, grad, momentum_buffer, hyper):
-    flags = dict(_common_flags(hyper), MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
-    values = [hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
-              1.0 if hyper.get("first") else 0.0]
-    _run(rt, SGD, flags, param, grad, [("momentum_buffer", momentum_buffer)], values)
+    flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
+    values = (hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
+              1.0 if hyper.get("first") else 0.0)
+    _run(rt, SGD, flags, param, grad, (("momentum_buffer", momentum_buffer),), values)
 
 
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
     b1, b2 = hyper["beta1"], hyper["beta2"]
-    flags = dict(_common_flags(hyper), AMSGRAD=max_exp_avg_sq is not None)
-    values = [hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
-              hyper["weight_decay"]]
-    states = [("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq)]
+    flags = _flags(hyper, AMSGRAD=max_exp_avg_sq is not None)
+    values = (hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
+              hyper["weight_decay"])
+    states = (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq))
     _run(rt, ADAM, flags, param, grad, states, values)
 
 
 def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
     alpha = hyper["alpha"]
-    flags = dict(_common_flags(hyper), MOMENTUM=momentum_buffer is not None, CENTERED=grad_avg is not None)
-    values = [hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"]]
-    states = [("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg)]
+    flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, CENTERED=grad_avg is not None)
+    values = (hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"])
+    states = (("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg))
     _run(rt, RMSPROP, flags, param, grad, states, values)
