@@ -8,7 +8,12 @@ import operator
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from .activation import ReLU
+from .conv import Conv2d
+from .linear import Linear
 from .module import Module, _addindent
+from .normalization import BatchNorm2d
+from .pooling import MaxPool2d
 
 
 def _abs_index(idx, n, kind):
@@ -80,9 +85,45 @@ class Sequential(Module):
         return module
 
     def forward(self, input):
-        for module in self:
-            input = module(input)
+        modules = list(self._modules.values())
+        i, n = 0, len(modules)
+        while i < n:
+            module = modules[i]
+            if i + 1 < n and _pool_first(module, modules[i + 1], modules[i - 1] if i else None):
+                input = module(modules[i + 1](input))  # the pool, then the ReLU: see _pool_first
+                i += 2
+            else:
+                input = module(input)
+                i += 1
         return input
+
+
+# Layers whose output is a new tensor that nothing else holds (nor the layer: no instance forward): an
+# in-place ReLU after one changes nothing anyone else could see.
+_FRESH_OUTPUT = (Conv2d, Linear, BatchNorm2d)
+
+
+def _plain(module, kinds):
+    return type(module) in kinds and "forward" not in module.__dict__
+
+
+def _pool_first(relu, pool, before):
+    """Whether ReLU then MaxPool2d may run as MaxPool2d then ReLU (the same values and gradients).
+
+    Max pooling commutes with ReLU, which never reorders two numbers: relu(max(window)) is
+    max(relu(window)), NaN included (both propagate it). The gradient is the same too: the window's max
+    gets the pooled gradient when it is positive, and nothing does otherwise (the ReLU's mask). So the
+    ReLU runs on the pooled map, a quarter of the pixels for MaxPool2d(2), and the full-size ReLU pass and
+    its backward pass are gone: a tenth of the MNIST CNN's GPU time per step at batch 1024 (bench
+    replay --each: ReLU forward and backward 112 of 1,166 us). The only value that can differ is the sign
+    of a zero (a window of negatives with a -0.0).
+
+    Only the built-in layers (exact types, no instance forward), without return_indices (the pool then
+    returns a pair). An in-place ReLU changes its input for whoever else holds it; a reordered one does
+    not, so it is reordered only after a layer whose fresh output nobody else holds."""
+    if not (_plain(relu, (ReLU,)) and _plain(pool, (MaxPool2d,))) or pool.return_indices:
+        return False
+    return not relu.inplace or (before is not None and _plain(before, _FRESH_OUTPUT))
 
 
 class ModuleList(Module):
