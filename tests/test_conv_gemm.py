@@ -25,6 +25,7 @@ def gpu_kernels(monkeypatch):
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
     monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # narrow convolutions too (else matmul.wgsl's)
+    monkeypatch.setattr(conv_gemm, "MIN_FORWARD_CHANNELS", 1)
     return conv_gemm
 
 
@@ -135,6 +136,25 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
         np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_narrow_convolutions_take_conv_gemm_forward_only(monkeypatch):
+    # The MNIST CNN's convolutions (16 and 32 output channels) on a GPU adapter: the forward product on
+    # conv_gemm (from MIN_FORWARD_CHANNELS), both gradients on matmul.wgsl's per-image products (below
+    # MIN_CHANNELS); the mixed paths against torch. 8 channels: all three per image.
+    from webgrad._backends.webgpu import conv_gemm
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+    ran = []
+    for name in ("forward", "backward_input", "backward_weight"):
+        monkeypatch.setattr(conv_gemm, name, lambda *a, _f=getattr(conv_gemm, name), _n=name: ran.append(_n) or _f(*a))
+    check_conv((3, 1, 10, 10), (16, 1, 3, 3), bias=True, padding=1, seed=11)
+    check_conv((3, 16, 7, 7), (32, 16, 3, 3), bias=True, padding=1, seed=12)
+    assert ran == ["forward", "forward"]
+    check_conv((3, 4, 7, 7), (8, 4, 3, 3), bias=True, padding=1, seed=13)
+    assert ran == ["forward", "forward"]
+
+
+
 @pytest.mark.parametrize("path", ["software", "narrow"])
 def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
     # conv.conv2d(relu=True) also on a software adapter (im2col + matmul_cpu) and for narrow
@@ -146,6 +166,7 @@ def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
     be = create_backend()
     monkeypatch.setattr(be.runtime, "software", path == "software")
     monkeypatch.setattr(gpu_kernels, "MIN_CHANNELS", 64)
+    monkeypatch.setattr(gpu_kernels, "MIN_FORWARD_CHANNELS", 16)
     rng = np.random.default_rng(4)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (5, 3, 3, 3), (5,)))
 

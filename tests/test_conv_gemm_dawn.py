@@ -31,7 +31,7 @@ from webgrad._backends.webgpu.runtime import default_runtime
 
 wg.set_default_device("webgpu")
 rt = default_runtime()
-conv_gemm.MIN_CHANNELS = 1
+conv_gemm.MIN_CHANNELS = conv_gemm.MIN_FORWARD_CHANNELS = 1
 
 
 def grads(software, x, w, b, kwargs):

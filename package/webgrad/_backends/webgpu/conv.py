@@ -1,12 +1,13 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
-On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels are
-implicit-GEMM products over the whole batch (conv_gemm.py, shaders/conv_gemm.wgsl): the image is
-unfolded on the fly, never stored. Forward: out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and
-a ReLU) in the store. Input gradient: Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase.
-Weight gradient: dY [O, N*OH*OW] @ cols(x)ᵀ, its long K split across workgroups when the output is small.
-Narrower convolutions (the MNIST CNN's) are products of the matmul kernel (shaders/matmul.wgsl), one
-per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
+On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels, and the
+forward from conv_gemm.MIN_FORWARD_CHANNELS, are implicit-GEMM products over the whole batch
+(conv_gemm.py, shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward:
+out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and a ReLU) in the store. Input gradient:
+Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase. Weight gradient: dY [O, N*OH*OW] @
+cols(x)ᵀ, its long K split across workgroups when the output is small.
+Narrower products (the MNIST CNN's gradients) run on the matmul kernel (shaders/matmul.wgsl), one per
+image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
 weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
 (stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
 (negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
@@ -287,7 +288,7 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    if conv_gemm.suits(O):
+    if conv_gemm.suits(O, forward=True):
         conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
         return None
     p = matmul_plan.plan(N, O, OH * OW, C * kh * kw, False, False, bias is not None, relu, weight.offset, x.offset,

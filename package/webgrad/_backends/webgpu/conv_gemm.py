@@ -300,11 +300,18 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
 # 12% (batch 128) and 20% (batch 1024) slower on these kernels, while every convolution of ResNet-18
 # (64 to 512 channels, 32x32 to 4x4 maps) ran faster: 25.4 -> 19.1 ms of convolution per step at batch 128.
 MIN_CHANNELS = 64
+# The forward product alone wins from 16 output channels: the MNIST CNN at batch 1024 on an H200 (bench
+# replay --each, one call, session 7, /work/.device/4): conv 16->32 on 14x14 163.7 -> 142.2 us, 1->16 on
+# 28x28 67.3 -> 57.4 us, the step's GPU span 988.4 -> 955.7 us, bench train 902k -> 942k samples/s. Its
+# input and weight gradients stay on the per-image products (753 against 226 us for the CNN's input
+# gradient, tools/conv_sweep.py --model cnn, session 6). Fewer channels were not measured.
+MIN_FORWARD_CHANNELS = 16
 
 
-def suits(out_channels):
-    """Whether a convolution with this many output channels runs here (else on the per-image products)."""
-    return out_channels >= MIN_CHANNELS
+def suits(out_channels, forward=False):
+    """Whether a convolution with this many output channels runs here (else on the per-image products):
+    its forward product (forward=True), or all three (float16 takes all three here or none)."""
+    return out_channels >= (MIN_FORWARD_CHANNELS if forward else MIN_CHANNELS)
 
 
 def phase_taps(k, s, p, d, r):
