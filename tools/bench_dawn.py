@@ -10,6 +10,10 @@ share the GPU).
 the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result in Pyodide): samples/s,
 ms per step and peak GPU memory, against PyTorch eager.
 
+`python tools/bench_dawn.py --phases [--models mlp cnn] [--batch-sizes N] [--steps N]` runs
+webgrad.bench.eager_phases in Pyodide on Dawn: an eager step's host time by phase (compare with
+`python -m webgrad.bench phases` natively).
+
 `python tools/bench_dawn.py --profile [--models transformer cnn] [--batch-sizes N] [--each] [--list]` runs
 webgrad.bench.replay_profile in Pyodide on Dawn (host time, wall and GPU time of a replayed step, per-dispatch
 GPU times): compare with `python -m webgrad.bench replay` natively. Dawn's timestamp quantisation is
@@ -75,6 +79,12 @@ for i, flags in enumerate(CONFIG["flag_sets"]):
         wg.webgpu.reset()
     print("\\n=== Dawn flags: " + " ".join(flags), flush=True)
     main(CONFIG["argv"])
+"""
+
+_PHASES = """
+from webgrad.bench.eager_phases import main
+
+main(CONFIG["argv"])
 """
 
 _SCALE_ROWS = """
@@ -180,12 +190,26 @@ def main_profile(argv):
     return 0
 
 
+def main_phases(argv):
+    """--phases: webgrad.bench.eager_phases in Pyodide on Dawn; the arguments not ours are its."""
+    import argparse
+
+    p = _options(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    p.add_argument("--phases", action="store_true", help="webgrad.bench.eager_phases on Dawn")
+    args, rest = p.parse_known_args(argv)
+    for _ in run_dawn(args, {"argv": rest}, _PHASES):
+        pass
+    return 0
+
+
 def main(argv=None):
     from webgrad.bench import train  # the host's webgrad (the checkout's, with PYTHONPATH=package)
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--profile" in argv:
         return main_profile(argv)
+    if "--phases" in argv:
+        return main_phases(argv)
     if "--scale" in argv:
         return main_scale(argv)
     args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)

@@ -8,6 +8,8 @@ Subcommands:
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
   replay    where a replayed step's time goes: host (in and outside the binding's submit), wall, GPU span,
             per-dispatch GPU times; the same code runs in Pyodide on Dawn (tools/bench_dawn.py --profile)
+  phases    an eager step's host time by phase (forward, loss, backward, optimizer step, submit); the same
+            code runs in Pyodide on Dawn (tools/bench_dawn.py --phases)
   ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
   compile   torch.compile(backend="webgrad") training steps vs eager PyTorch, and the boundary's cost per call
 
@@ -25,6 +27,7 @@ SUBCOMMANDS = {
     "curve": "webgrad.bench.curve",
     "profile": "webgrad.bench.profile",
     "replay": "webgrad.bench.replay_profile",
+    "phases": "webgrad.bench.eager_phases",
     "scale": "webgrad.bench.scale",
     "ddp": "webgrad.bench.ddp",
     "compile": "webgrad.bench.compile",
