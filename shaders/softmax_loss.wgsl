@@ -284,13 +284,11 @@ fn softmax_backward_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     }
 }
 
-// As cross_entropy. No branch skips work for ignored rows or bad targets: SwiftShader would run
-// the skipped block anyway (masked) for every group of 4 rows; results are selected at the end.
-@compute @workgroup_size(ROW_WORKGROUP)
-fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                      @builtin(local_invocation_index) lid: u32) {
-    let r = row_index(wid, nwg, lid);
-    if (r >= p.rows) { return; }
+// Row r's loss as cross_entropy computes it, by one thread: 0 when its target is ignore_index; NaN, and
+// reported in the error word, when its target is outside [0, C) otherwise. No branch skips work for
+// ignored rows or bad targets: SwiftShader would run the skipped block anyway (masked) for every group of
+// 4 rows; results are selected at the end.
+fn row_loss(r: u32) -> f32 {
     let tgt = target_of(r);
     let cols = p.cols;
     let base = p.x_offset + r * cols;
@@ -318,7 +316,44 @@ fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     loss = select(nan_f32(), loss, valid);
     let ignored = tgt == p.ignore_index;
     if (!valid && !ignored) { report_error(p.error_code, tgt, cols); }
-    write_loss(r, select(loss, 0.0, ignored), ignored);
+    return select(loss, 0.0, ignored);
+}
+
+@compute @workgroup_size(ROW_WORKGROUP)
+fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+    let r = row_index(wid, nwg, lid);
+    if (r >= p.rows) { return; }
+    write_loss(r, row_loss(r), target_of(r) == p.ignore_index);
+}
+
+// reduction="mean" in ONE dispatch of one workgroup, for small problems (softmax_loss.MEAN_MAX_ELEMENTS: a
+// classifier's batch), on every adapter: each thread sums the losses of rows lid, lid + MEAN_THREADS, ... and counts
+// those whose target is not ignore_index, then a tree sums the threads' pairs. out[out_offset] = the mean
+// (NaN when every row is ignored, as PyTorch), out[out_offset + 1] = the count (the backward's divisor).
+// It replaces per-row (loss, counted) pairs, their column sums and a division: three dispatches.
+// MEAN_THREADS: 256 on GPUs, 64 on CPU adapters (softmax_loss.py; fewer barriers' worth of coroutine
+// switches on SwiftShader, whose one workgroup runs on one core).
+override MEAN_THREADS: u32 = 256u;
+var<workgroup> pair_tree: array<vec2<f32>, MEAN_THREADS>;
+
+@compute @workgroup_size(MEAN_THREADS)
+fn cross_entropy_mean(@builtin(local_invocation_index) lid: u32) {
+    var acc = vec2<f32>();
+    for (var r = lid; r < p.rows; r += MEAN_THREADS) {
+        acc += vec2<f32>(row_loss(r), select(1.0, 0.0, target_of(r) == p.ignore_index));
+    }
+    pair_tree[lid] = acc;
+    workgroupBarrier();
+    for (var stride = MEAN_THREADS / 2u; stride > 0u; stride >>= 1u) {
+        if (lid < stride) { pair_tree[lid] += pair_tree[lid + stride]; }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        let sums = pair_tree[0];
+        out[p.out_offset] = select(sums.x / sums.y, nan_f32(), sums.y == 0.0);
+        out[p.out_offset + 1u] = sums.y;
+    }
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)

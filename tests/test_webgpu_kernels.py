@@ -466,6 +466,45 @@ def test_cross_entropy(gpu, adapter_kind, smoothing):
         run(gpu, "cross_entropy_backward", [make(rng, F32, (rows, classes), "offset", out=True), logits, target, grad], kw, atol=1e-6)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_mean(gpu, adapter_kind, smoothing):
+    """reduction="mean" as (mean, count): one workgroup for small problems (more rows than its 256 threads
+    too), per-row pairs + sums + a division past softmax_loss.MEAN_MAX_ELEMENTS; every row ignored gives
+    NaN and a count of 0, as PyTorch; out at an offset."""
+    from webgrad._backends.webgpu import softmax_loss
+
+    rng = np.random.default_rng(21)
+    large = softmax_loss.MEAN_MAX_ELEMENTS // 300 + 1
+    for rows, classes in ((1, 10), (130, 10), (1000, 10), (3, 1025), (large, 300), (6, 4)):
+        logits = make(rng, F32, (rows, classes), "offset")
+        logits.data *= 3
+        t = rng.integers(0, classes, 2 * rows + 1).astype(np.int32)
+        t[1::6] = -100  # ignored rows
+        if classes == 4:
+            t[:] = -100  # all of them
+        target = Arg(t, I32, (rows,), (2,), 1)
+        kw = {"ignore_index": -100, "label_smoothing": smoothing}
+        run(gpu, "cross_entropy_mean", [make(rng, F32, (2,), "offset", out=True), logits, target], kw, rtol=2e-5,
+            atol=1e-5)
+
+
+def test_cross_entropy_mean_is_one_dispatch_and_reports_bad_targets(gpu, adapter_kind):
+    rt = gpu.runtime
+    rows, classes = 300, 10
+    rng = np.random.default_rng(22)
+    logits = View(gpu.from_bytes(values(rng, F32, rows * classes).tobytes(), F32), (rows, classes), (classes, 1), 0, F32)
+    t = rng.integers(0, classes, rows).astype(np.int32)
+    out = View(gpu.empty(2, F32), (2,), (1,), 0, F32)
+    before = rt.stats["dispatches"]
+    gpu.cross_entropy_mean(out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
+    assert rt.stats["dispatches"] - before == 1
+    assert np.frombuffer(gpu.to_bytes(out), np.float32)[1] == rows
+    t[257] = classes  # a thread's second row
+    gpu.cross_entropy_mean(out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
+    with pytest.raises(IndexError, match=r"cross_entropy: target 10 is out of bounds for 10 classes"):
+        gpu.to_bytes(out)
+
+
 def test_cross_entropy_ignore_index_is_a_class(gpu, adapter_kind):
     """ignore_index may name a real class: those rows give 0 and a zero gradient, the others count it."""
     rng = np.random.default_rng(15)

@@ -246,7 +246,8 @@ class CPUBackend(Backend):
         self._write(out, res.reshape(out.shape))
 
     # ----------------------------------------------------------------- fused loss
-    def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+    def _row_losses(self, logits, target, ignore_index, label_smoothing):
+        """(each row's cross-entropy, 0 where ignored; whether its target counts), in float64."""
         z = self.array(logits).astype(np.float64)
         t = self.array(target).astype(np.int64)
         self._checked(np.where(t == ignore_index, 0, t), z.shape[1], _bounds.CROSS_ENTROPY)
@@ -256,7 +257,16 @@ class CPUBackend(Backend):
         picked = np.take_along_axis(logp, np.where(valid, t, 0)[:, None], axis=1)[:, 0]
         c = z.shape[1]
         loss = np.where(valid, -(1.0 - label_smoothing) * picked - label_smoothing / c * logp.sum(axis=1), 0.0)
+        return loss, valid
+
+    def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+        loss, valid = self._row_losses(logits, target, ignore_index, label_smoothing)
         self._write(out, np.stack([loss, valid], axis=1) if len(out.shape) == 2 else loss)
+
+    def cross_entropy_mean(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+        loss, valid = self._row_losses(logits, target, ignore_index, label_smoothing)
+        count = float(valid.sum())
+        self._write(out, np.array([loss.sum() / count if count else np.nan, count]))
 
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
         z = self.array(logits).astype(np.float64)

@@ -179,6 +179,12 @@ class Backend:
         A target outside [0, C) other than ignore_index raises IndexError (see webgrad/_bounds.py)."""
         raise NotImplementedError
 
+    def cross_entropy_mean(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+        """reduction="mean" of cross_entropy: out float32 [2] = (the mean of the per-row losses over the rows
+        whose target is not ignore_index, that count). The mean is NaN when every row is ignored (as
+        PyTorch); the count is the backward's divisor. Errors as cross_entropy."""
+        raise NotImplementedError
+
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
         """out [rows, C] = grad[row] * (softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where
         target == ignore_index. grad: float32 [rows] (the upstream gradient of each row's loss)."""

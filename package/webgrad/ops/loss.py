@@ -82,17 +82,11 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
         record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
         return _reduce_rows(per_row, reduction, n)
     # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
-    # padding). The kernel writes (loss, counted) pairs, so one reduction gives the sum and the divisor, on
-    # the device: no read-back, and no more dispatches than a plain mean.
-    pairs = new((n, 2), logits.dtype, logits.device)
-    backend.cross_entropy(pairs._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
-    # The column sums (loss total, count) straight from the backend's reduction, read as two 0-d tensors:
-    # what pairs.sum(0), sums[0] and sums[1] computed, without their Python (a third of an eager loss's host
-    # time, measured natively; more in Pyodide) and autograd records (pairs has no gradient).
-    sums = new((2,), logits.dtype, logits.device)._view
-    backend.reduce("sum", sums.reshaped((1, 2)), pairs._view.reshaped((1, n, 2)))
-    total, count = (Tensor._make(View(sums.storage, (), (), sums.offset + i, sums.dtype), logits.device) for i in (0, 1))
-    loss = total / count
+    # padding). The backend writes (mean, count) on the device: no read-back, and for a classifier's batch
+    # one dispatch (webgpu: softmax_loss.cross_entropy_mean). Both are read as 0-d tensors of that storage.
+    pair = new((2,), logits.dtype, logits.device)._view
+    backend.cross_entropy_mean(pair, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
     return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / count).reshape(1).expand(n)),))
 

@@ -181,6 +181,9 @@ class WebGPUBackend(Backend):
     def cross_entropy(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
         softmax_loss.cross_entropy(self.runtime, out, logits, target, ignore_index, label_smoothing)
 
+    def cross_entropy_mean(self, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+        softmax_loss.cross_entropy_mean(self.runtime, out, logits, target, ignore_index, label_smoothing)
+
     def cross_entropy_backward(self, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
         softmax_loss.cross_entropy_backward(self.runtime, out, logits, target, grad, ignore_index, label_smoothing)
 
