@@ -22,8 +22,13 @@ def test_wide_layer_plans():
         p = _plan(128, 4096, K, ta, tb)
         assert (p.config, p.splits, p.entry_point) == ("128x128w16", 8, "matmul_vv4"), p  # WIDE_TWIN
         assert p.workgroups == (32, 1, 8) and p.reduce.entry_point == "matmul_reduce4"
-    # the weight gradient X^T @ dY (K = 128) fills the GPU unsplit
-    assert _plan(4096, 4096, 128, True, False).splits == 1
+    # the weight gradient X^T @ dY (K = 128) fills the GPU unsplit, as the BK = 16 twin
+    # (matmul_plan.SHORT_K_TWIN_MIN); a shorter K, or another transpose of a short K, keeps the plain tile
+    p = _plan(4096, 4096, 128, True, False)
+    assert (p.config, p.splits, p.entry_point) == ("128x128w16", 1, "matmul_vv4"), p
+    assert _plan(4096, 3072, 128, True, False).config == "128x128w16"
+    assert _plan(4096, 4096, 64, True, False).config == "64x128"
+    assert _plan(4096, 4096, 128, False, False).config == "64x128"
     # the tall-and-narrow mirror image takes the same tile
     assert _plan(4096, 128, 4096).config == "128x128w16"
     # products the rule leaves alone: square (taken by the big-tile rule), small on both sides, and

@@ -82,6 +82,12 @@ BIG_W_MIN_K = 512
 # 128x4096 @ 3072 NT 25.8 / 27.2 / 25.4. The wide MLP's step (bench scale, same call, alternating):
 # 117.3k and 119.5k samples/s as 128x128, 122.2k and 123.0k as 128x128w16; peak memory the same.
 WIDE_TWIN = "128x128w16"
+# A weight gradient X^T @ dY over a batch of 128 to 511 rows (TN, a short K) with 128x128 tiles enough to fill
+# the GPU takes the BK = 16 twin too: the wide MLP's at batch 128 (H200, `bench kernels --sizes --shapes
+# 1,4096,4096,128,1,0 1,4096,3072,128,1,0 --configs 64x128 128x64 128x128 128x128w 128x128w16 64x128w
+# 64x128w16`, session 7, /work/.device/12): [4096, 4096] 145.1 us as 64x128 (the plan's), 144.1 as 128x128w,
+# 132.7 as 128x128w16; [4096, 3072] 110.2, 109.5, 100.7 us. Other short-K products were not measured.
+SHORT_K_TWIN_MIN = 128
 # Tiles past a browser's default 16 KiB of workgroup memory lost on the H200 (fewer workgroups per SM), so
 # every configuration stays within it. `bench kernels --sizes 4096 --trans --configs 128x128w 128x128w16
 # 16,16,8,8,16 16,16,8,8,16,w 16,16,8,8,32,w,nbuf1 16,8,8,8,16,w` (session 7, /work/.device/1), 4096^3
@@ -92,9 +98,11 @@ WIDE_TWIN = "128x128w16"
 def _big_twin(cfg, batch, M, N, K, trans_a, trans_b):
     if cfg == "128x128":  # only the wide plan (choose_config) gets here with it: see WIDE_TWIN
         return WIDE_TWIN
-    if cfg not in ("64x128", "128x64") or K < BIG_W_MIN_K or _tiles("128x128w", batch, M, N) < BIG_W_MIN_TILES \
+    if cfg not in ("64x128", "128x64") or _tiles("128x128w", batch, M, N) < BIG_W_MIN_TILES \
             or _waste("128x128w", M, N) > 1.2:
         return cfg
+    if K < BIG_W_MIN_K:  # a short K: only a weight gradient over a batch (see SHORT_K_TWIN_MIN)
+        return "128x128w16" if trans_a and not trans_b and K >= SHORT_K_TWIN_MIN else cfg
     return "128x128w16" if trans_b and not trans_a else "128x128w"
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
