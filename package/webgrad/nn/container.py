@@ -114,9 +114,10 @@ def _pool_first(relu, pool, before):
     max(relu(window)), NaN included (both propagate it). The gradient is the same too: the window's max
     gets the pooled gradient when it is positive, and nothing does otherwise (the ReLU's mask). So the
     ReLU runs on the pooled map, a quarter of the pixels for MaxPool2d(2), and the full-size ReLU pass and
-    its backward pass are gone: a tenth of the MNIST CNN's GPU time per step at batch 1024 (bench
-    replay --each: ReLU forward and backward 112 of 1,166 us). The only value that can differ is the sign
-    of a zero (a window of negatives with a -0.0).
+    its backward pass are gone: the MNIST CNN's step at batch 1024 on an H200 (bench replay --each, one
+    call) went from 1,067.5 to 988.4 us of GPU time (its ReLU dispatches from 112 to 21 us), and its peak
+    memory from 219 to 163 MiB (no full-size ReLU output kept for the backward). The only value that can
+    differ is the sign of a zero (a window of negatives with a -0.0).
 
     Only the built-in layers (exact types, no instance forward), without return_indices (the pool then
     returns a pair). An in-place ReLU changes its input for whoever else holds it; a reordered one does
