@@ -752,6 +752,31 @@ def test_optimizer_update_follows_every_change_between_calls(gpu):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"after call {k}")
 
 
+def test_optimizer_update_follows_a_kernel_variant_switch(gpu, monkeypatch):
+    """A runtime switched between its software and GPU kernel variants keeps its storages: a parameter's
+    next update must take the other variant's entry point (vec4 or f32), not the launch it kept
+    (webgpu/optim.py's _Block); both compute the same update."""
+    from webgrad._backends.webgpu import optim
+
+    rng = np.random.default_rng(24)
+    n = 64
+    datas = [values(rng, F32, n) for _ in range(2)] + [np.abs(values(rng, F32, n)) * 0.1 for _ in range(2)]
+    hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
+                 decoupled=False)
+    sides = []
+    for be in (gpu, CPU):
+        param, grad, m, v = (View(be.from_bytes(d.tobytes(), F32), (n,), (1,), 0, F32) for d in datas)
+        for step, per_thread in ((1.0, 1), (2.0, 0), (3.0, 1)):
+            if be is gpu:
+                monkeypatch.setitem(gpu.runtime.variant, "optim_vec4_per_thread", per_thread)
+            be.adam_step(param, grad, m, v, None, dict(hyper, step=step))
+            if be is gpu:
+                assert optim._blocks[param.storage].launch.kernel.entry == ("adam4" if per_thread else "adam")
+            sides.append(np.frombuffer(be.to_bytes(param), np.float32).copy())
+    for k, (got, want) in enumerate(zip(sides[:3], sides[3:])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"after call {k}")
+
+
 # ------------------------------------------------------------------ every op name is covered
 
 

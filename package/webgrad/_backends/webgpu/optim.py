@@ -127,7 +127,8 @@ def _run(rt, kernels, flags, param, grad, states, values):
         block = _blocks[param.storage] = _Block(len(values))
     slots = _slots(rt, block, values)
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
-    key = (kernels, flags, n, param.offset, grad.offset, offsets, slots)
+    # (the kernel variant too: a runtime switched between software and GPU kernels keeps its storages)
+    key = (kernels, flags, n, param.offset, grad.offset, offsets, slots, rt.variant["optim_vec4_per_thread"])
     if key == block.key:
         prepared = block.launch
     else:
