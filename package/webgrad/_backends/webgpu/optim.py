@@ -17,7 +17,7 @@ import weakref
 
 from ..._view import _dense
 from ...dtypes import float32
-from .runtime import DynamicScalar, Kernel, Shader, Storage
+from .runtime import DynamicScalar, Kernel, Shader
 from .views import check_view, f32
 
 SHADER = Shader("optim.wgsl", {})
@@ -91,30 +91,12 @@ def _slots(rt, block, values):
 
 
 def _checked(param, grad, states):
-    """param.numel, once param, grad and every state are float32 views of WebGPU storages, contiguous,
-    inside their storages and of param's size; else the error that names the operand at fault. (The
-    fast test first: an optimizer step runs this for every parameter, in Pyodide too.)"""
-    n = _dense(param.shape)[1]
-    for v in (param, grad, *[s for _, s in states]):
-        if v is None:
-            continue
-        storage, shape = v.storage, v.shape
-        dense = _dense(shape)
-        if not (v.dtype is float32 and type(storage) is Storage and storage.dtype is float32 and dense[1] == n
-                and v.strides == dense[0] and 0 <= v.offset and v.offset + n <= storage.numel):
-            break
-    else:
-        return n
-    check_view(param, "param", dtype=float32, contiguous=True)
-    check_view(grad, "grad", dtype=float32, contiguous=True)
-    n = param.numel
-    if grad.numel != n:
-        raise ValueError(f"grad has {grad.numel} elements for a parameter of {n}")
-    for name, s in states:
-        if s is not None:
-            check_view(s, name, dtype=float32, contiguous=True)
-            if s.numel != n:
-                raise ValueError(f"{name} has {s.numel} elements for a parameter of {n}")
+    """param's element count, once param, grad and every state are contiguous float32 views of WebGPU
+    storages of param's size (check_view names the operand at fault)."""
+    n = _dense(check_view(param, "param", dtype=float32, contiguous=True).shape)[1]
+    for name, v in (("grad", grad), *states):
+        if v is not None and _dense(check_view(v, name, dtype=float32, contiguous=True).shape)[1] != n:
+            raise ValueError(f"{name} has {v.numel} elements for a parameter of {n}")
     return n  # (empty views: every check passes and nothing is run)
 
 
