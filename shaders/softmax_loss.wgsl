@@ -284,11 +284,11 @@ fn softmax_backward_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     }
 }
 
-// Row r's loss as cross_entropy computes it, by one thread: 0 when its target is ignore_index; NaN, and
-// reported in the error word, when its target is outside [0, C) otherwise. No branch skips work for
+// Row r's (loss, counted) as cross_entropy computes them, by one thread: counted is 1.0 unless the target
+// is ignore_index, where the loss is 0; NaN, reported in the error word, for another target outside [0, C). No branch skips work for
 // ignored rows or bad targets: SwiftShader would run the skipped block anyway (masked) for every group of
 // 4 rows; results are selected at the end.
-fn row_loss(r: u32) -> f32 {
+fn row_loss(r: u32) -> vec2<f32> {
     let tgt = target_of(r);
     let cols = p.cols;
     let base = p.x_offset + r * cols;
@@ -316,7 +316,7 @@ fn row_loss(r: u32) -> f32 {
     loss = select(nan_f32(), loss, valid);
     let ignored = tgt == p.ignore_index;
     if (!valid && !ignored) { report_error(p.error_code, tgt, cols); }
-    return select(loss, 0.0, ignored);
+    return select(vec2<f32>(loss, 1.0), vec2<f32>(0.0), ignored);
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)
@@ -324,7 +324,8 @@ fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
                       @builtin(local_invocation_index) lid: u32) {
     let r = row_index(wid, nwg, lid);
     if (r >= p.rows) { return; }
-    write_loss(r, row_loss(r), target_of(r) == p.ignore_index);
+    let loss = row_loss(r);
+    write_loss(r, loss.x, loss.y == 0.0);
 }
 
 // reduction="mean" in ONE dispatch of one workgroup, for small problems (softmax_loss.MEAN_MAX_ELEMENTS: a
@@ -341,7 +342,7 @@ var<workgroup> pair_tree: array<vec2<f32>, MEAN_THREADS>;
 fn cross_entropy_mean(@builtin(local_invocation_index) lid: u32) {
     var acc = vec2<f32>();
     for (var r = lid; r < p.rows; r += MEAN_THREADS) {
-        acc += vec2<f32>(row_loss(r), select(1.0, 0.0, target_of(r) == p.ignore_index));
+        acc += row_loss(r);
     }
     pair_tree[lid] = acc;
     workgroupBarrier();
