@@ -4,7 +4,8 @@ for odd shapes (channels that are no multiple of a tile, 7x7 maps, strided odd s
 phases get no taps), every tile configuration, split-K and its reductions, offset operands (scalar loads
 and stores), and the bias + ReLU epilogue. The runtime is told it runs on a GPU, so lavapipe takes the
 GPU kernels too, and every width of convolution takes them (the software adapters' path and the
-per-image products of narrow convolutions are test_conv_pool_parity's "cpu" and "gpu" profiles)."""
+per-image products of narrow convolutions are test_conv_pool_parity's "cpu" and "gpu-per-image"
+profiles; conv_direct.py's narrow kernels are test_conv_direct's)."""
 
 import numpy as np
 import pytest
@@ -19,12 +20,13 @@ pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapt
 
 @pytest.fixture
 def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu import conv_gemm
+    from webgrad._backends.webgpu import conv_direct, conv_gemm
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
-    monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # narrow convolutions too (else matmul.wgsl's)
+    monkeypatch.setitem(conv_direct.FORCED, "off", True)  # narrow convolutions here too (else conv_direct's,
+    monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)      # or matmul.wgsl's)
     monkeypatch.setattr(conv_gemm, "MIN_FORWARD_CHANNELS", 1)
     return conv_gemm
 
@@ -137,13 +139,15 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
 
 
 def test_narrow_convolutions_take_conv_gemm_forward_only(monkeypatch):
-    # The MNIST CNN's convolutions (16 and 32 output channels) on a GPU adapter: the forward product on
-    # conv_gemm (from MIN_FORWARD_CHANNELS), both gradients on matmul.wgsl's per-image products (below
-    # MIN_CHANNELS); the mixed paths against torch. 8 channels: all three per image.
-    from webgrad._backends.webgpu import conv_gemm
+    # Without conv_direct (conv_direct.py takes these first), the MNIST CNN's convolutions (16 and 32 output
+    # channels) on a GPU adapter: the forward product on conv_gemm (from MIN_FORWARD_CHANNELS), both
+    # gradients on matmul.wgsl's per-image products (below MIN_CHANNELS); the mixed paths against torch.
+    # 8 channels: all three per image.
+    from webgrad._backends.webgpu import conv_direct, conv_gemm
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", False)
+    monkeypatch.setitem(conv_direct.FORCED, "off", True)
     ran = []
     for name in ("forward", "backward_input", "backward_weight"):
         monkeypatch.setattr(conv_gemm, name, lambda *a, _f=getattr(conv_gemm, name), _n=name: ran.append(_n) or _f(*a))

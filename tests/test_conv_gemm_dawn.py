@@ -1,10 +1,12 @@
-"""conv_gemm.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is stricter than wgpu-py's naga):
-the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so that the GPU kernels are
-compiled and run. Every entry point (vec4 / scalar loads and stores, split-K and both reductions, the
-one-matrix and blocked A operands, stride phases) against the software adapters' im2col path in the
-same run (tests/test_conv_gemm.py covers every tile configuration on wgpu-py; this takes a few minutes,
-mostly Pyodide's boot and SwiftShader's compiles), and conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise. It once caught a pipeline that naga accepted and Tint
-refused (a division by an override constant of 0 in a branch that never runs)."""
+"""conv_gemm.wgsl and conv_direct.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is
+stricter than wgpu-py's naga): the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so
+that the GPU kernels are compiled and run. Every entry point of conv_gemm (vec4 / scalar loads and stores,
+split-K and both reductions, the one-matrix and blocked A operands, stride phases) and of conv_direct (one
+or two positions per thread, the weight gradient's lanes and chunks, and their sum) against the software
+adapters' im2col path in the same run, and conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise
+(tests/test_conv_gemm.py and test_conv_direct.py cover the configurations on wgpu-py; this takes a few
+minutes, mostly Pyodide's boot and SwiftShader's compiles). It once caught a pipeline that naga accepted
+and Tint refused (a division by an override constant of 0 in a branch that never runs)."""
 
 import json
 import os
@@ -26,12 +28,13 @@ SOURCE = r'''
 import json
 import webgrad as wg
 import webgrad.nn.functional as F
-from webgrad._backends.webgpu import conv_gemm
+from webgrad._backends.webgpu import conv_direct, conv_gemm
 from webgrad._backends.webgpu.runtime import default_runtime
 
 wg.set_default_device("webgpu")
 rt = default_runtime()
 conv_gemm.MIN_CHANNELS = conv_gemm.MIN_FORWARD_CHANNELS = 1
+conv_direct.FORCED["off"] = True
 
 
 def grads(software, x, w, b, kwargs):
@@ -46,7 +49,8 @@ def check(x_shape, w_shape, kwargs):
     x, w, b = wg.randn(*x_shape), wg.randn(*w_shape), wg.randn(w_shape[0])
     got, want = grads(False, x, w, b, kwargs), grads(True, x, w, b, kwargs)
     err = max(((g - e).abs().max() / (e.abs().max() + 1)).item() for g, e in zip(got, want))
-    print("RESULT " + json.dumps({"case": [x_shape, w_shape, kwargs, conv_gemm.FORCED], "err": err}), flush=True)
+    forced = [conv_gemm.FORCED, conv_direct.FORCED]
+    print("RESULT " + json.dumps({"case": [x_shape, w_shape, kwargs, forced], "err": err}), flush=True)
 
 
 check((2, 4, 8, 8), (8, 4, 3, 3), {"padding": 1})                  # vec4 stores, blocked A (input gradient)
@@ -57,6 +61,17 @@ check((2, 5, 7, 7), (7, 5, 1, 1), {"stride": 2})                   # phases with
 for name in ("64x128", "32x32", "64x128w", "128x64w16"):
     conv_gemm.FORCED.update(config=name, splits=3)
     check((2, 6, 4, 4), (7, 6, 3, 3), {"padding": 1})
+conv_gemm.FORCED.update(config=None, splits=None)
+
+# conv_direct.wgsl: one position per thread and two; 21 lanes per 4x4 block of dW (one chunk, then 3), one
+# lane (200 blocks); 8 vec4 accumulators; a strided, dilated forward
+conv_direct.FORCED["off"] = False
+for ppt, chunks in ((1, None), (2, 3)):
+    conv_direct.FORCED.update(ppt=ppt, chunks=chunks)
+    check((2, 1, 9, 9), (16, 1, 3, 3), {"padding": 1})
+    check((2, 4, 9, 9), (30, 4, 5, 5), {"padding": 2})
+    check((2, 16, 5, 5), (32, 16, 3, 3), {"padding": 1})
+    check((2, 3, 9, 8), (5, 3, 3, 2), {"stride": 2, "padding": 1, "dilation": (2, 1)})
 
 
 def pool(software, x):
@@ -89,6 +104,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 8, proc.stdout[-3000:]
+    assert len(results) == 16, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

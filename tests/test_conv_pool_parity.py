@@ -24,13 +24,16 @@ def data(*shape):
     ((5, 1, 28, 28), (8, 1, 5, 5), {"stride": 2}),
     ((4, 16, 5, 5), (32, 16, 3, 3), {"stride": 2}),  # small output: the weight gradient takes the one-GEMM layout
 ], ids=["3x3", "rect-strided-dilated", "grouped-same", "mnist-like", "deep-small-output"])
-@pytest.mark.parametrize("profile", ["gpu", "cpu"])
+@pytest.mark.parametrize("profile", ["gpu", "gpu-per-image", "cpu"])
 def test_conv2d_parity(x, w, kwargs, profile, monkeypatch):
-    # "gpu": matmul.wgsl reads the image through its gather (implicit im2col); "cpu" (software adapters):
-    # im2col into a matrix padded to a multiple of 4 rows, matmul_cpu.wgsl, col2im for the input gradient
+    # "gpu": these narrow convolutions on conv_direct.wgsl where it takes them; "gpu-per-image": without it,
+    # matmul.wgsl reads the image through its gather (implicit im2col); "cpu" (software adapters): im2col
+    # into a matrix padded to a multiple of 4 rows, matmul_cpu.wgsl, col2im for the input gradient
+    from webgrad._backends.webgpu import conv_direct
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", profile == "cpu")
+    monkeypatch.setitem(conv_direct.FORCED, "off", profile == "gpu-per-image")
     check_parity(lambda a, b, c: F.conv2d(a, b, c, **kwargs), data(*x), data(*w), data(w[0]), rtol=1e-4, atol=1e-4)
 
 

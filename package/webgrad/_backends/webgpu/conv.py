@@ -1,13 +1,18 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
 On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels, and the
-forward from conv_gemm.MIN_FORWARD_CHANNELS, are implicit-GEMM products over the whole batch
+forward product past conv_direct.MAX_ROWS of them, are implicit-GEMM products over the whole batch
 (conv_gemm.py, shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward:
 out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and a ReLU) in the store. Input gradient:
 Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase. Weight gradient: dY [O, N*OH*OW] @
 cols(x)ᵀ, its long K split across workgroups when the output is small.
-Narrower products (the MNIST CNN's gradients) run on the matmul kernel (shaders/matmul.wgsl), one per
-image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
+Narrower products take direct kernels (conv_direct.py, shaders/conv_direct.wgsl): conv2d with at most
+conv_direct.MAX_ROWS output channels and the stride-1 input gradient with at most that many input channels
+(a thread per position, every row in its registers), and a weight gradient of at most conv_direct.MAX_UNITS
+4x4 blocks (partial sums per chunk of positions, then their sum).
+What is left (a strided input gradient of few channels, a narrow weight gradient of more blocks, or
+everything narrow with WEBGRAD_CONV_DIRECT=0) runs on the matmul kernel (shaders/matmul.wgsl), one product
+per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
 weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
 (stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
 (negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
@@ -20,7 +25,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float32, int32
-from . import conv_gemm, matmul_plan
+from . import conv_direct, conv_gemm, matmul_plan
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
 from .runtime import Kernel, Shader
@@ -288,6 +293,9 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
+    if conv_direct.suits(O):
+        conv_direct.forward(rt, out, x, weight, bias, geom, relu)
+        return None
     if conv_gemm.suits(O, forward=True):
         conv_gemm.forward(rt, out, x, weight, bias, geom, relu)
         return None
@@ -327,6 +335,9 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
     if conv_gemm.suits(O):
         conv_gemm.backward_weight(rt, out, grad, x, geom)
         return
+    if conv_direct.suits_wgrad(O, C * kh * kw):
+        conv_direct.backward_weight(rt, out, grad, x, geom)
+        return
     p = matmul_plan.plan(1, O, C * kh * kw, OH * OW, False, True, False, False, grad.offset, x.offset, out.offset, 0,
                          O * OH * OW, C * H * W, items=N, gather=_gather(H, W, OW, kh, kw, geom), profile=profile(rt))
     run_plan(rt, p, grad.storage, x.storage, out.storage)
@@ -346,6 +357,9 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     kk = kh * kw
     if not rt.variant["conv_unfold"] and conv_gemm.suits(O):
         conv_gemm.backward_input(rt, out, grad, weight, geom)
+        return
+    if not rt.variant["conv_unfold"] and (sh, sw) == (1, 1) and conv_direct.suits(C):
+        conv_direct.backward_input(rt, out, grad, weight, geom)
         return
     if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:
         # dcols [N, C*kh*kw, OH*OW] = Wᵀ @ dY[n], folded back onto the image by col2im

@@ -304,7 +304,8 @@ MIN_CHANNELS = 64
 # replay --each, one call, session 7, /work/.device/4): conv 16->32 on 14x14 163.7 -> 142.2 us, 1->16 on
 # 28x28 67.3 -> 57.4 us, the step's GPU span 988.4 -> 955.7 us, bench train 902k -> 942k samples/s. Its
 # input and weight gradients stay on the per-image products (753 against 226 us for the CNN's input
-# gradient, tools/conv_sweep.py --model cnn, session 6). Fewer channels were not measured.
+# gradient, tools/conv_sweep.py --model cnn, session 6). Fewer channels were not measured. Since session 8
+# conv_direct.py takes the forward products of at most 32 output channels before this (conv.py).
 MIN_FORWARD_CHANNELS = 16
 
 

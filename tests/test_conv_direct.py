@@ -1,0 +1,138 @@
+"""The direct convolutions of GPU adapters for narrow products (shaders/conv_direct.wgsl, conv_direct.py)
+against torch and the CPU backend: the forward product and the stride-1 input gradient with every number
+of rows up to 32 (1 to 8 vec4 accumulators), one or two positions per thread, the staged weight in one
+piece or several; the weight gradient with several threads per 4x4 block, two blocks per thread, one chunk
+or many with a ragged last one; strides, dilations, rectangular windows, offset operands, the bias and
+ReLU epilogue; and conv.py's routing. The runtime is told it runs on a GPU, so lavapipe takes these
+kernels (test_conv_pool_parity's "gpu-per-image" profile keeps matmul.wgsl's per-image products tested)."""
+
+import numpy as np
+import pytest
+
+from helpers import DEVICES
+from test_conv_gemm import check_conv
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    """conv_direct with its plans' caches cleared, forced parameters reset, and a record of what ran."""
+    from webgrad._backends.webgpu import conv_direct
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+    monkeypatch.setattr(conv_direct, "FORCED", {"off": False, "ppt": None, "chunks": None})
+    for f in (conv_direct.plan, conv_direct.plan_wgrad):
+        f.cache_clear()
+    ran = []
+    for name in ("forward", "backward_input", "backward_weight"):
+        monkeypatch.setattr(conv_direct, name, lambda *a, _f=getattr(conv_direct, name), _n=name: ran.append(_n) or _f(*a))
+    conv_direct.ran = ran
+    yield conv_direct
+    for f in (conv_direct.plan, conv_direct.plan_wgrad):
+        f.cache_clear()
+
+
+ALL = ["forward", "backward_input", "backward_weight"]
+# (x shape, weight shape, conv2d kwargs, the products that run here)
+CASES = [
+    ((3, 1, 10, 10), (16, 1, 3, 3), dict(padding=1), ALL),                        # MNIST conv1; 21 lanes per block
+    ((3, 16, 7, 7), (32, 16, 3, 3), dict(padding=1), ALL[:2]),                    # MNIST conv2; dW: 288 blocks
+    ((2, 3, 9, 9), (48, 3, 3, 3), dict(padding=1), ALL[1:]),                      # 84 blocks, 3 lanes each
+    ((2, 5, 9, 8), (7, 5, 3, 2), dict(padding=(1, 0), stride=(2, 1)), ["forward", "backward_weight"]),
+    ((2, 4, 11, 11), (30, 4, 5, 5), dict(padding=2, dilation=2), ALL),            # 200 blocks, one lane each
+    ((2, 40, 6, 6), (20, 40, 3, 3), dict(padding=1), ["forward"]),                # weights staged in two pieces
+    ((2, 6, 7, 9), (3, 6, 1, 1), dict(), ALL),                                    # 1x1, one vec4 of rows
+    ((2, 2, 5, 6), (1, 2, 3, 3), dict(padding=1), ALL),                           # one row; Wᵀ as one block
+]
+
+
+@pytest.mark.parametrize("x,w,kwargs,products", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+@pytest.mark.parametrize("ppt", [1, 2])
+def test_direct_parity(direct, x, w, kwargs, products, ppt):
+    direct.FORCED["ppt"] = ppt
+    check_conv(x, w, bias=True, seed=len(direct.ran), **kwargs)
+    assert direct.ran == products
+
+
+@pytest.mark.parametrize("chunks", [1, 3, 7, 50])
+def test_weight_gradient_chunks(direct, chunks):
+    # the partials of 1 to 50 chunks of positions (the last one ragged: 392 positions) summed by conv_reduce
+    direct.FORCED["chunks"] = chunks
+    check_conv((2, 3, 14, 14), (16, 3, 3, 3), padding=1, seed=chunks)
+    p = direct.plan_wgrad(16, 27, 0, 0, 3, 14, 14, 14, 14, (3, 3), (1, 1, 1, 1, -1, -1), 0, 2)
+    qt = dict(p.constants)["QT"]
+    assert qt == 64  # 7 tiles of 64 positions, the last one 8; chunks of 7, 3 (3, 3, 1 tiles), 1 tile
+    assert p.workgroups[0] == {1: 1, 3: 3, 7: 7, 50: 7}[chunks]
+    assert p.scratch == p.workgroups[0] * 16 * 27
+    assert direct.ran[-1] == "backward_weight"
+
+
+def test_wgrad_plan_shapes(direct):
+    # lanes per 4x4 block, two blocks per thread, the tile's positions and the chunking
+    p = direct.plan_wgrad(16, 9, 0, 0, 1, 28, 28, 28, 28, (3, 3), (1, 1, 1, 1, -1, -1), 0, 1024)
+    c = dict(p.constants)
+    assert (c["UNITS"], c["LANES"], c["QT"]) == (12, 21, 64)
+    assert p.workgroups[0] * p.scratch // p.workgroups[0] == p.scratch == p.workgroups[0] * 16 * 9
+    assert 500 <= p.workgroups[0] <= direct.TARGET_CHUNKS
+    p = direct.plan_wgrad(32, 64, 0, 0, 16, 14, 14, 14, 14, (2, 2), (1, 1, 1, 1, 0, 0), 0, 1024)
+    c = dict(p.constants)
+    assert (c["UNITS"], c["LANES"], c["QT"]) == (128, 2, 16)
+    with pytest.raises(ValueError, match="4x4 blocks"):
+        direct.plan_wgrad(64, 256, 0, 0, 1, 8, 8, 8, 8, (16, 16), (1, 1, 1, 1, 0, 0), 0, 1)
+    with pytest.raises(ValueError, match="at most 32 rows"):
+        direct.plan(33, 9, 0, 9, 9, 0, 0, 1, 8, 8, 8, 8, (3, 3), (1, 1, 1, 1, -1, -1), 0)
+
+
+def test_routing(direct, monkeypatch):
+    # conv.py: conv_gemm's gradients from conv_gemm.MIN_CHANNELS output channels, and its forward past 32;
+    # below, conv_direct for at most 32 rows (forward: output channels; stride-1 input gradient: input
+    # channels) and weight gradients of at most 256 4x4 blocks; per-image products otherwise, and for all of
+    # them when conv_direct is off
+    from webgrad._backends.webgpu import conv_gemm
+
+    gemm = []
+    for name in ("forward", "backward_input", "backward_weight"):
+        monkeypatch.setattr(conv_gemm, name, lambda *a, _f=getattr(conv_gemm, name), _n=name: gemm.append(_n) or _f(*a))
+    check_conv((2, 33, 5, 5), (64, 33, 3, 3), padding=1)       # 64 rows; dW 16 x 75 blocks
+    assert direct.ran == [] and gemm == ALL
+    check_conv((2, 16, 6, 6), (32, 16, 3, 3), stride=2, padding=1)  # strided input gradient; 288 blocks
+    assert direct.ran == ["forward"]
+    direct.ran.clear()
+    direct.FORCED["off"] = True
+    check_conv((2, 16, 6, 6), (32, 16, 3, 3), padding=1)
+    assert direct.ran == []
+
+
+def test_offset_operands_and_relu_epilogue(direct):
+    # views at odd offsets of larger storages (the scalar index paths) and conv.conv2d(relu=True)
+    from webgrad._backends.webgpu import conv, create_backend
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    be = create_backend()
+    be.runtime.software = False
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 7, 6), (10, 3, 3, 3), (10,)))
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(torch.tensor(g))
+
+    def stored(a, off):
+        flat = np.concatenate([np.full(off, 7.0, np.float32), a.ravel(), np.full(5, 7.0, np.float32)])
+        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), off, float32)
+
+    def read(v):
+        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+
+    out, dx, dw = stored(0 * g, 3), stored(0 * x, 5), stored(0 * w, 1)
+    conv.conv2d(be.runtime, out, stored(x, 1), stored(w, 2), stored(b, 3), 1, 1, 1, relu=True)
+    conv.conv2d_backward_input(be.runtime, dx, stored(g, 2), stored(w, 3), 1, 1, 1)
+    conv.conv2d_backward_weight(be.runtime, dw, stored(g, 1), stored(x, 6), 1, 1, 1)
+    np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert direct.ran == ALL
