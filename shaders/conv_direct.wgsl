@@ -141,6 +141,18 @@ fn store(p: Pos, v: vec4<f32>, m0: u32) {
     }
 }
 
+fn store8(p: Pos, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>, v4: vec4<f32>, v5: vec4<f32>,
+          v6: vec4<f32>, v7: vec4<f32>) {
+    store(p, v0, 0u);
+    if (MV > 1u) { store(p, v1, 4u); }
+    if (MV > 2u) { store(p, v2, 8u); }
+    if (MV > 3u) { store(p, v3, 12u); }
+    if (MV > 4u) { store(p, v4, 16u); }
+    if (MV > 5u) { store(p, v5, 20u); }
+    if (MV > 6u) { store(p, v6, 24u); }
+    if (MV > 7u) { store(p, v7, 28u); }
+}
+
 @compute @workgroup_size(THREADS)
 fn conv_direct(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
@@ -174,24 +186,8 @@ fn conv_direct(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
             }
         }
     }
-    store(p0, a00, 0u);
-    if (MV > 1u) { store(p0, a01, 4u); }
-    if (MV > 2u) { store(p0, a02, 8u); }
-    if (MV > 3u) { store(p0, a03, 12u); }
-    if (MV > 4u) { store(p0, a04, 16u); }
-    if (MV > 5u) { store(p0, a05, 20u); }
-    if (MV > 6u) { store(p0, a06, 24u); }
-    if (MV > 7u) { store(p0, a07, 28u); }
-    if (PPT == 2u) {
-        store(p1, a10, 0u);
-        if (MV > 1u) { store(p1, a11, 4u); }
-        if (MV > 2u) { store(p1, a12, 8u); }
-        if (MV > 3u) { store(p1, a13, 12u); }
-        if (MV > 4u) { store(p1, a14, 16u); }
-        if (MV > 5u) { store(p1, a15, 20u); }
-        if (MV > 6u) { store(p1, a16, 24u); }
-        if (MV > 7u) { store(p1, a17, 28u); }
-    }
+    store8(p0, a00, a01, a02, a03, a04, a05, a06, a07);
+    if (PPT == 2u) { store8(p1, a10, a11, a12, a13, a14, a15, a16, a17); }
 }
 
 // ------------------------------------------------------------------------------ conv_direct_wgrad
