@@ -86,6 +86,18 @@ def test_wgrad_plan_shapes(direct):
         direct.plan(33, 9, 0, 9, 9, 0, 0, 1, 8, 8, 8, 8, (3, 3), (1, 1, 1, 1, -1, -1), 0)
 
 
+def test_positions_per_thread(direct):
+    # two per thread from PPT2_MIN_POSITIONS positions (the MNIST CNN's conv 16->32 at batch 1024), else one
+    # (at batch 128 two would leave the GPU's SMs without a workgroup each)
+    def ppt(images):
+        p = direct.plan(32, 144, 0, 144, 144, 0, 0, 16, 14, 14, 14, 14, (3, 3), (1, 1, 1, 1, -1, -1), 0,
+                        n_images=images)
+        return dict(p.constants)["PPT"], p.workgroups[0]
+
+    assert ppt(1024) == (2, 392)
+    assert ppt(128) == (1, 98)
+
+
 def test_routing(direct, monkeypatch):
     # conv.py: conv_gemm's gradients from conv_gemm.MIN_CHANNELS output channels, and its forward past 32;
     # below, conv_direct for at most 32 rows (forward: output channels; stride-1 input gradient: input

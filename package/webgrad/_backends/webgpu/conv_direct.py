@@ -6,9 +6,9 @@ products; software adapters keep their im2col + matmul_cpu path.
 
 Measured on an H200 (bench replay --each, the MNIST CNN at batch 1024, session 8; /work/.device/5 to 8),
 against the per-image products and conv_gemm:
-    conv 1->16 on 28x28, forward             57 -> 44 us  (PPT = 2; 52 with one position per thread)
-    conv 16->32 on 14x14, forward           142 -> 123 us (PPT = 2; 135)
-    conv 16->32, input gradient             224 -> 147 us (PPT = 2; 193)
+    conv 1->16 on 28x28, forward             57 -> 44 us  (two positions per thread; 52 with one)
+    conv 16->32 on 14x14, forward           142 -> 123 us (two; 135 with one)
+    conv 16->32, input gradient             224 -> 147 us (two; 193 with one)
     conv 1->16, weight gradient              87 -> 71 us (then the chunks' sum: too small for the top 12)
     the step's GPU span                     944 -> 809 us; bench train replay 953k -> 1,109k samples/s
                                             (/work/.device/9: the two wheels alternating)
@@ -39,7 +39,12 @@ SUM_OUT = 8            # conv_direct_sum: outputs per workgroup
 THREADS = 256
 A_TILE = 1024          # vec4s of staged A (conv_direct.wgsl)
 MAX_ROWS = 32          # conv_direct: rows held in each thread's registers (8 vec4s)
-PPT = 2                # conv_direct: positions per thread
+# conv_direct: two positions per thread (each staged weight vec4 feeds both) where that still leaves at least
+# two workgroups per SM of a 132-SM GPU; else one. Measured on an H200, the MNIST CNN: at batch 1024 two
+# per thread ran conv 16->32's input gradient in 147 against 193 us and its forward in 123 against 135; at
+# batch 128 (25,088 positions: 49 workgroups of two, 98 of one) one per thread ran them in 61.5 and 43.3
+# against 75.0 and 53.1 us (/work/.device/5 and 8).
+PPT2_MIN_POSITIONS = 2 * 264 * 256
 MAX_UNITS = THREADS    # conv_direct_wgrad: 4x4 blocks of dW, one per thread
 TILE_VEC4S = 768       # conv_direct_wgrad: xs + ds, 12 KiB (with the 4 KiB of lanes, 16 KiB)
 MAX_WORKGROUPS_PER_DIM = 65535
@@ -108,9 +113,9 @@ def plan(M, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, tap
         raise ValueError(f"conv_direct: at most {MAX_ROWS} rows, got {M}")
     kh, kw = window
     mv = -(-M // 4)
-    ppt = ppt or FORCED["ppt"] or PPT
     qp = qh * qw
     positions = n_images * qp
+    ppt = ppt or FORCED["ppt"] or (2 if positions >= PPT2_MIN_POSITIONS else 1)
     o_plane, o_row, osx = out_steps or (qp, qw, 1)
     constants = dict(KH=kh, KW=kw, QW=qw, QP=qp, A_BLK=0 if K <= a_blk else a_blk, MV=mv,
                      CCH=max(1, min(ch, A_TILE // (kh * kw * mv))), PPT=ppt, OSX=osx, HAS_BIAS=int(has_bias),
