@@ -24,6 +24,7 @@ def direct(monkeypatch):
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_direct, "FORCED", {"off": False, "ppt": None, "chunks": None})
+    monkeypatch.setattr(conv_direct, "MIN_POSITIONS", 0)  # these small test images too
     for f in (conv_direct.plan, conv_direct.plan_wgrad):
         f.cache_clear()
     ran = []
@@ -86,23 +87,21 @@ def test_wgrad_plan_shapes(direct):
         direct.plan(33, 9, 0, 9, 9, 0, 0, 1, 8, 8, 8, 8, (3, 3), (1, 1, 1, 1, -1, -1), 0)
 
 
-def test_positions_per_thread(direct):
-    # two per thread from PPT2_MIN_POSITIONS positions (the MNIST CNN's conv 16->32 at batch 1024), else one
-    # (at batch 128 two would leave the GPU's SMs without a workgroup each)
-    def ppt(images):
-        p = direct.plan(32, 144, 0, 144, 144, 0, 0, 16, 14, 14, 14, 14, (3, 3), (1, 1, 1, 1, -1, -1), 0,
-                        n_images=images)
-        return dict(p.constants)["PPT"], p.workgroups[0]
+def test_only_products_that_fill_the_gpu(direct, monkeypatch):
+    # from MIN_POSITIONS positions: the MNIST CNN's conv 16->32 at batch 1024 (200,704), not at batch 128
+    monkeypatch.undo()
+    from webgrad._backends.webgpu import conv_direct
 
-    assert ppt(1024) == (2, 392)
-    assert ppt(128) == (1, 98)
+    assert conv_direct.MIN_POSITIONS == 2 * 132 * 512
+    assert conv_direct.suits(32, 1024 * 196) and not conv_direct.suits(32, 128 * 196)
+    assert not conv_direct.suits(33, 1024 * 196)
 
 
 def test_routing(direct, monkeypatch):
     # conv.py: conv_gemm's gradients from conv_gemm.MIN_CHANNELS output channels, and its forward past 32;
     # below, conv_direct for at most 32 rows (forward: output channels; stride-1 input gradient: input
-    # channels) and weight gradients of at most 256 4x4 blocks; per-image products otherwise, and for all of
-    # them when conv_direct is off
+    # channels; MIN_POSITIONS is 0 here) and weight gradients of at most 256 4x4 blocks; per-image products
+    # otherwise, and for all of them when conv_direct is off
     from webgrad._backends.webgpu import conv_gemm
 
     gemm = []

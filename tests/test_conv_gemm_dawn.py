@@ -66,6 +66,7 @@ conv_gemm.FORCED.update(config=None, splits=None)
 # conv_direct.wgsl: one position per thread and two; 21 lanes per 4x4 block of dW (one chunk, then 3), one
 # lane (200 blocks); 8 vec4 accumulators; a strided, dilated forward
 conv_direct.FORCED["off"] = False
+conv_direct.MIN_POSITIONS = 0
 for ppt, chunks in ((1, None), (2, 3)):
     conv_direct.FORCED.update(ppt=ppt, chunks=chunks)
     check((2, 1, 9, 9), (16, 1, 3, 3), {"padding": 1})

@@ -7,12 +7,13 @@ out [O, N*OH*OW] = W [O, C*kh*kw] @ cols(x), the bias (and a ReLU) in the store.
 Wᵀ [C, O*kh*kw] @ a gather of dY, one product per stride phase. Weight gradient: dY [O, N*OH*OW] @
 cols(x)ᵀ, its long K split across workgroups when the output is small.
 Narrower products take direct kernels (conv_direct.py, shaders/conv_direct.wgsl): conv2d with at most
-conv_direct.MAX_ROWS output channels and the stride-1 input gradient with at most that many input channels
-(a thread per position, every row in its registers), and a weight gradient of at most conv_direct.MAX_UNITS
-4x4 blocks (partial sums per chunk of positions, then their sum).
-What is left (a strided input gradient of few channels, a narrow weight gradient of more blocks, or
-everything narrow with WEBGRAD_CONV_DIRECT=0) runs on the matmul kernel (shaders/matmul.wgsl), one product
-per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
+conv_direct.MAX_ROWS output channels and the stride-1 input gradient with at most that many input channels,
+over conv_direct.MIN_POSITIONS positions or more (two per thread, every row in its registers), and a weight
+gradient of at most conv_direct.MAX_UNITS 4x4 blocks (partial sums per chunk of positions, then their sum).
+What is left (narrow products over fewer positions, a strided input gradient, a narrow weight gradient of
+more blocks, or everything narrow with WEBGRAD_CONV_DIRECT=0) runs as before this session's kernels: the
+forward from conv_gemm.MIN_FORWARD_CHANNELS on conv_gemm, else on the matmul kernel (shaders/matmul.wgsl),
+one product per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
 weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
 (stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
 (negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
@@ -293,7 +294,7 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
-    if conv_direct.suits(O):
+    if conv_direct.suits(O, N * OH * OW):
         conv_direct.forward(rt, out, x, weight, bias, geom, relu)
         return None
     if conv_gemm.suits(O, forward=True):
@@ -358,7 +359,7 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     if not rt.variant["conv_unfold"] and conv_gemm.suits(O):
         conv_gemm.backward_input(rt, out, grad, weight, geom)
         return
-    if not rt.variant["conv_unfold"] and (sh, sw) == (1, 1) and conv_direct.suits(C):
+    if not rt.variant["conv_unfold"] and (sh, sw) == (1, 1) and conv_direct.suits(C, N * H * W):
         conv_direct.backward_input(rt, out, grad, weight, geom)
         return
     if (sh, sw) != (1, 1) or rt.variant["conv_unfold"]:

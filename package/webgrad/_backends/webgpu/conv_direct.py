@@ -1,7 +1,7 @@
 """Direct convolutions for narrow products on GPUs (shaders/conv_direct.wgsl): conv2d with at most MAX_ROWS
-output channels, the stride-1 input gradient with at most MAX_ROWS input channels, and a weight gradient of
-at most MAX_UNITS 4x4 blocks. conv.py routes a GPU adapter's convolutions here where conv_gemm.py does not
-take them (its gradients from conv_gemm.MIN_CHANNELS output channels), instead of matmul.wgsl's per-image
+output channels and the stride-1 input gradient with at most MAX_ROWS input channels, both over at least
+MIN_POSITIONS positions, and a weight gradient of at most MAX_UNITS 4x4 blocks. conv.py routes a GPU
+adapter's convolutions here where conv_gemm.py does not take them (its gradients from conv_gemm.MIN_CHANNELS output channels), instead of matmul.wgsl's per-image
 products; software adapters keep their im2col + matmul_cpu path.
 
 Measured on an H200 (bench replay --each, the MNIST CNN at batch 1024, session 8; /work/.device/5 to 8),
@@ -39,12 +39,15 @@ SUM_OUT = 8            # conv_direct_sum: outputs per workgroup
 THREADS = 256
 A_TILE = 1024          # vec4s of staged A (conv_direct.wgsl)
 MAX_ROWS = 32          # conv_direct: rows held in each thread's registers (8 vec4s)
-# conv_direct: two positions per thread (each staged weight vec4 feeds both) where that still leaves at least
-# two workgroups per SM of a 132-SM GPU; else one. Measured on an H200, the MNIST CNN: at batch 1024 two
-# per thread ran conv 16->32's input gradient in 147 against 193 us and its forward in 123 against 135; at
-# batch 128 (25,088 positions: 49 workgroups of two, 98 of one) one per thread ran them in 61.5 and 43.3
-# against 75.0 and 53.1 us (/work/.device/5 and 8).
-PPT2_MIN_POSITIONS = 2 * 264 * 256
+# conv_direct: two positions per thread (each staged weight vec4 feeds both), and only for products of at
+# least MIN_POSITIONS positions (two workgroups of 512 positions per SM of a 132-SM GPU). Measured on an
+# H200, the MNIST CNN's conv 16->32: at batch 1024 (200,704 positions) two per thread ran its input gradient
+# in 147 against 193 us for one and 224 on the per-image products, its forward in 123 against 135 and 142
+# on conv_gemm; at batch 128 (25,088 positions) the direct kernels lost: input gradient 62.9 (one per thread)
+# or 75.0 (two) against 39.1 us per image, forward 42.3 or 53.1 against 26.2 on conv_gemm, the step's GPU
+# span 276.2 against 247.4 us (/work/.device/5, 8 and 11).
+PPT = 2
+MIN_POSITIONS = 2 * 132 * PPT * 256
 MAX_UNITS = THREADS    # conv_direct_wgrad: 4x4 blocks of dW, one per thread
 TILE_VEC4S = 768       # conv_direct_wgrad: xs + ds, 12 KiB (with the 4 KiB of lanes, 16 KiB)
 MAX_WORKGROUPS_PER_DIM = 65535
@@ -62,10 +65,10 @@ FORCED = {"off": os.environ.get("WEBGRAD_CONV_DIRECT") == "0",
           "chunks": int(os.environ.get("WEBGRAD_CONV_DIRECT_CHUNKS") or 0) or None}
 
 
-def suits(rows):
+def suits(rows, positions):
     """Whether conv_direct takes a product of this many rows (conv2d: output channels; its stride-1 input
-    gradient: input channels)."""
-    return not FORCED["off"] and rows <= MAX_ROWS
+    gradient: input channels) over this many positions (images x output planes)."""
+    return not FORCED["off"] and rows <= MAX_ROWS and positions >= MIN_POSITIONS
 
 
 def suits_wgrad(out_channels, k):
@@ -115,7 +118,7 @@ def plan(M, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, tap
     mv = -(-M // 4)
     qp = qh * qw
     positions = n_images * qp
-    ppt = ppt or FORCED["ppt"] or (2 if positions >= PPT2_MIN_POSITIONS else 1)
+    ppt = ppt or FORCED["ppt"] or PPT
     o_plane, o_row, osx = out_steps or (qp, qw, 1)
     constants = dict(KH=kh, KW=kw, QW=qw, QP=qp, A_BLK=0 if K <= a_blk else a_blk, MV=mv,
                      CCH=max(1, min(ch, A_TILE // (kh * kw * mv))), PPT=ppt, OSX=osx, HAS_BIAS=int(has_bias),
