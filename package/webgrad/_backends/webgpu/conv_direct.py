@@ -1,8 +1,9 @@
 """Direct convolutions for narrow products on GPUs (shaders/conv_direct.wgsl): conv2d with at most MAX_ROWS
 output channels and the stride-1 input gradient with at most MAX_ROWS input channels, both over at least
 MIN_POSITIONS positions, and a weight gradient of at most MAX_UNITS 4x4 blocks. conv.py routes a GPU
-adapter's convolutions here where conv_gemm.py does not take them (its gradients from conv_gemm.MIN_CHANNELS output channels), instead of matmul.wgsl's per-image
-products; software adapters keep their im2col + matmul_cpu path.
+adapter's convolutions here where conv_gemm.py does not take them (its gradients from
+conv_gemm.MIN_CHANNELS output channels), instead of matmul.wgsl's per-image products; software adapters
+keep their im2col + matmul_cpu path.
 
 Measured on an H200 (bench replay --each, the MNIST CNN at batch 1024, session 8; /work/.device/5 to 8),
 against the per-image products and conv_gemm:
@@ -12,10 +13,12 @@ against the per-image products and conv_gemm:
     conv 1->16, weight gradient              87 -> 71 us (then the chunks' sum: too small for the top 12)
     the step's GPU span                     944 -> 809 us; bench train replay 953k -> 1,109k samples/s
                                             (/work/.device/9: the two wheels alternating)
-The weight gradient of conv 16->32 (288 blocks, two per thread in a first version) ran 246 us against 199
-on the per-image products, and ResNet-18's stem (64 channels, an earlier version of the tiles) 109 against
-58 us on conv_gemm: both stay there (MAX_UNITS, and conv_gemm first). Through Dawn (Pyodide under Node) the CNN's replayed step did not
-move: 1.21-1.23M samples/s against 1.16-1.22M for the previous wheel, alternating in one call.
+The weight gradient of conv 16->32 (288 blocks) ran 246 us against 199 on the per-image products with two
+blocks per thread, and 212 against 198 (51.2 against 29.8 at batch 128) split along k over two workgroups of
+144 threads (/work/.device/13), and ResNet-18's stem (64 channels, an earlier version of the tiles) 109
+against 58 us on conv_gemm: both stay there (MAX_UNITS, and conv_gemm first). Through Dawn (Pyodide under
+Node) the CNN's replayed step did not move: 1.21-1.23M samples/s against 1.16-1.22M for the previous wheel,
+alternating in one call.
 
 Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
 """
