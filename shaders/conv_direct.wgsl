@@ -17,11 +17,11 @@
 //
 // conv_direct_wgrad: partial[z] [M, K] = sum over the positions q of chunk z of dY[n, m, p] * G[k, q]
 //   (A = dY, NCHW, read directly: a[a_off + (n*M + m)*QP + p]). The weight gradient of a convolution
-//   whose [M, K] output is small (the first layer of a CNN: 16 x 9, 64 x 27): conv_gemm.wgsl's conv_reduce
-//   sums the chunks' partials (in a fixed order) into dW. A workgroup walks its chunk QT positions at a
-//   time: the gathered tile and the dY tile (vec4s along k and m) in workgroup memory, each thread a 4 x 4
-//   block of dW (a unit), LANES threads per unit summing every LANES-th position of the tile, their sums
-//   added through workgroup memory at the end.
+//   whose [M, K] output is small (the first layer of a CNN: 16 x 9, 64 x 27): the backend's row sum
+//   (reduce.wgsl, in a fixed order) adds the chunks' partials into dW. A workgroup walks its chunk QT
+//   positions at a time: the gathered tile and the dY tile (vec4s along k and m) in workgroup memory, each
+//   thread a 4 x 4 block of dW (a unit), LANES threads per unit summing every LANES-th position of the
+//   tile, their sums added through workgroup memory at the end.
 //
 // Every global read is bounds-checked. The host side is package/webgrad/_backends/webgpu/conv_direct.py.
 
@@ -225,8 +225,8 @@ fn lanes_sum(li: u32, v: vec4<f32>) -> vec4<f32> {
     return s;
 }
 
-// partial[(m*K + k) * chunks + z]: each output's chunks side by side, so that conv_direct_sum reads them
-// coalesced (a workgroup writes only its M*K sums, scattered)
+// partial[(m*K + k) * chunks + z]: each output's chunks side by side, rows that the row sum reads coalesced
+// (a workgroup writes only its M*K sums, scattered)
 fn write_row(z: u32, u: u32, r: u32, v: vec4<f32>) {
     let mb = u / K4;
     let m = 4u * mb + r;
@@ -239,8 +239,10 @@ fn write_row(z: u32, u: u32, r: u32, v: vec4<f32>) {
 }
 
 @compute @workgroup_size(THREADS)
-fn conv_direct_wgrad(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let z = wid.x;
+fn conv_direct_wgrad(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                     @builtin(num_workgroups) nw: vec3<u32>) {
+    let z = wid.x + wid.y * nw.x;
+    if (z >= P.chunks) { return; }  // past the last chunk of a 2-D grid (the whole workgroup: uniform)
     let start = z * P.chunk;
     let end = min(start + P.chunk, P.positions);
     let lane = li / UNITS;
@@ -288,38 +290,4 @@ fn conv_direct_wgrad(@builtin(local_invocation_index) li: u32, @builtin(workgrou
     if (keep) { write_row(z, u, 2u, s); }
     s = lanes_sum(li, select(vec4<f32>(0.0), u3, busy));
     if (keep) { write_row(z, u, 3u, s); }
-}
-
-// -------------------------------------------------------------------------------- conv_direct_sum
-// out[o_off + i] = sum over z of partial[i * chunks + z] (binding 0: conv_direct_wgrad's partials; i < M*K).
-// A workgroup sums SUM_OUT outputs, SUM_LANES threads each reading every SUM_LANES-th
-// chunk (neighbouring threads, neighbouring chunks), four sums in flight per thread; the lanes are added in
-// a fixed tree (deterministic).
-const SUM_OUT: u32 = 8u;
-const SUM_LANES: u32 = 32u;
-var<workgroup> sums: array<f32, 256>;
-
-@compute @workgroup_size(SUM_LANES, SUM_OUT)
-fn conv_direct_sum(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                   @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let i = (wid.x + wid.y * nw.x) * SUM_OUT + lid.y;
-    let chunks = P.chunks;
-    var s0 = 0.0; var s1 = 0.0; var s2 = 0.0; var s3 = 0.0;
-    if (i < P.M * P.K) {
-        let row = i * chunks;
-        var z = lid.x;
-        for (; z + 3u * SUM_LANES < chunks; z += 4u * SUM_LANES) {
-            s0 += a[row + z];
-            s1 += a[row + z + SUM_LANES];
-            s2 += a[row + z + 2u * SUM_LANES];
-            s3 += a[row + z + 3u * SUM_LANES];
-        }
-        for (; z < chunks; z += SUM_LANES) { s0 += a[row + z]; }
-    }
-    sums[li] = (s0 + s1) + (s2 + s3);
-    for (var w = SUM_LANES / 2u; w > 0u; w /= 2u) {
-        workgroupBarrier();
-        if (lid.x < w) { sums[li] += sums[li + w]; }
-    }
-    if (lid.x == 0u && i < P.M * P.K) { out[P.o_off + i] = sums[li]; }
 }

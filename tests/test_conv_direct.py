@@ -63,7 +63,7 @@ def test_weight_gradient_chunks(direct, chunks):
     # the partials of 1 to 50 chunks of positions (the last one ragged: 392 positions) summed by conv_reduce
     direct.FORCED["chunks"] = chunks
     check_conv((2, 3, 14, 14), (16, 3, 3, 3), padding=1, seed=chunks)
-    p = direct.plan_wgrad(16, 27, 0, 0, 3, 14, 14, 14, 14, (3, 3), (1, 1, 1, 1, -1, -1), 0, 2)
+    p = direct.plan_wgrad(16, 27, 0, 0, 3, 14, 14, 14, 14, (3, 3), (1, 1, 1, 1, -1, -1), 2)
     qt = dict(p.constants)["QT"]
     assert qt == 64  # 7 tiles of 64 positions, the last one 8; chunks of 7, 3 (3, 3, 1 tiles), 1 tile
     assert p.workgroups[0] == {1: 1, 3: 3, 7: 7, 50: 7}[chunks]
@@ -73,16 +73,16 @@ def test_weight_gradient_chunks(direct, chunks):
 
 def test_wgrad_plan_shapes(direct):
     # lanes per 4x4 block, two blocks per thread, the tile's positions and the chunking
-    p = direct.plan_wgrad(16, 9, 0, 0, 1, 28, 28, 28, 28, (3, 3), (1, 1, 1, 1, -1, -1), 0, 1024)
+    p = direct.plan_wgrad(16, 9, 0, 0, 1, 28, 28, 28, 28, (3, 3), (1, 1, 1, 1, -1, -1), 1024)
     c = dict(p.constants)
     assert (c["UNITS"], c["LANES"], c["QT"]) == (12, 21, 64)
     assert p.workgroups[0] * p.scratch // p.workgroups[0] == p.scratch == p.workgroups[0] * 16 * 9
     assert 500 <= p.workgroups[0] <= direct.TARGET_CHUNKS
-    p = direct.plan_wgrad(32, 64, 0, 0, 16, 14, 14, 14, 14, (2, 2), (1, 1, 1, 1, 0, 0), 0, 1024)
+    p = direct.plan_wgrad(32, 64, 0, 0, 16, 14, 14, 14, 14, (2, 2), (1, 1, 1, 1, 0, 0), 1024)
     c = dict(p.constants)
     assert (c["UNITS"], c["LANES"], c["QT"]) == (128, 2, 16)
     with pytest.raises(ValueError, match="4x4 blocks"):
-        direct.plan_wgrad(64, 256, 0, 0, 1, 8, 8, 8, 8, (16, 16), (1, 1, 1, 1, 0, 0), 0, 1)
+        direct.plan_wgrad(64, 256, 0, 0, 1, 8, 8, 8, 8, (16, 16), (1, 1, 1, 1, 0, 0), 1)
     with pytest.raises(ValueError, match="at most 32 rows"):
         direct.plan(33, 9, 0, 9, 9, 0, 0, 1, 8, 8, 8, 8, (3, 3), (1, 1, 1, 1, -1, -1), 0)
 

@@ -89,7 +89,9 @@ class Sequential(Module):
         i, n = 0, len(modules)
         while i < n:
             module = modules[i]
-            if type(module) is ReLU and i + 1 < n and _pool_first(module, modules[i + 1], modules[i - 1] if i else None):
+            # (the exact-type test first: it settles every other layer without a call, in every forward)
+            if type(module) is ReLU and i + 1 < n and \
+                    _pool_first(module, modules[i + 1], modules[i - 1] if i else None):
                 input = module(modules[i + 1](input))  # the pool, then the ReLU: see _pool_first
                 i += 2
             else:

@@ -9,14 +9,16 @@ cols(x)ᵀ, its long K split across workgroups when the output is small.
 Narrower products take direct kernels (conv_direct.py, shaders/conv_direct.wgsl): conv2d with at most
 conv_direct.MAX_ROWS output channels and the stride-1 input gradient with at most that many input channels,
 over conv_direct.MIN_POSITIONS positions or more (two per thread, every row in its registers), and a weight
-gradient of at most conv_direct.MAX_UNITS 4x4 blocks (partial sums per chunk of positions, then their sum).
+gradient of at most conv_direct.MAX_UNITS 4x4 blocks (partial sums per chunk of positions, then their row
+sums).
 What is left (narrow products over fewer positions, a strided input gradient, a narrow weight gradient of
-more blocks, or everything narrow with WEBGRAD_CONV_DIRECT=0) runs as before this session's kernels: the
+more blocks, or everything narrow with WEBGRAD_CONV_DIRECT=0) runs as before the direct kernels: the
 forward from conv_gemm.MIN_FORWARD_CHANNELS on conv_gemm, else on the matmul kernel (shaders/matmul.wgsl),
-one product per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward: out[n] = W @ cols(x[n]);
-weight gradient: one batch-reduce product, sum over images of dY[n] @ cols(x[n])ᵀ; input gradient
-(stride 1): a convolution of dY with the weight transposed to [C, O*kh*kw] and the window reversed
-(negated dilation and padding); with a larger stride, Wᵀ @ dY then col2im.
+one product per image, whose b operand is the image unfolded on the fly (B_GATHER). Forward:
+out[n] = W @ cols(x[n]); weight gradient: one batch-reduce product, sum over images of
+dY[n] @ cols(x[n])ᵀ; input gradient (stride 1): a convolution of dY with the weight transposed to
+[C, O*kh*kw] and the window reversed (negated dilation and padding); with a larger stride, Wᵀ @ dY then
+col2im.
 On a software adapter (matmul_plan's "cpu" profile) the image is unfolded explicitly by im2col instead,
 and the input gradient is Wᵀ @ dY then col2im: its matmul kernel has no gather (see matmul_cpu.wgsl).
 im2col, col2im and pooling are shaders/conv_pool.wgsl.

@@ -20,6 +20,10 @@ against 58 us on conv_gemm: both stay there (MAX_UNITS, and conv_gemm first). Th
 Node) the CNN's replayed step did not move: 1.21-1.23M samples/s against 1.16-1.22M for the previous wheel,
 alternating in one call.
 
+The weight gradient's partials are summed by the backend's row sum (reduce.py), not a kernel of this file:
+H200, the same call (/work/.device/14), the MNIST CNN's GPU span 812.2 against 809.3 us at batch 1024 and
+237.6 against 234.5 at batch 128, against a dedicated 32-lane sum (8.3 and 6.5 us).
+
 Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
 """
 
@@ -27,7 +31,10 @@ import functools
 import os
 import struct
 
-from .runtime import Kernel, Shader
+from ..._view import View
+from ...dtypes import float32
+from .reduce import reduce
+from .runtime import Kernel, Shader, grid
 
 SHADER = Shader("conv_direct.wgsl", {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -35,9 +42,7 @@ _FORWARD_CONSTANTS = ("KH", "KW", "QW", "QP", "A_BLK", "MV", "CCH", "PPT", "OSX"
 _WGRAD_CONSTANTS = ("KH", "KW", "QW", "QP", "QT", "K4", "M4", "UNITS", "LANES")
 FORWARD = Kernel(SHADER, "conv_direct", _LAYOUT, _FORWARD_CONSTANTS)
 WGRAD = Kernel(SHADER, "conv_direct_wgrad", _LAYOUT, _WGRAD_CONSTANTS)
-SUM = Kernel(SHADER, "conv_direct_sum", _LAYOUT)
 _PARAMS = struct.Struct("<17I4i3I")
-SUM_OUT = 8            # conv_direct_sum: outputs per workgroup
 
 THREADS = 256
 A_TILE = 1024          # vec4s of staged A (conv_direct.wgsl)
@@ -53,7 +58,6 @@ PPT = 2
 MIN_POSITIONS = 2 * 132 * PPT * 256
 MAX_UNITS = THREADS    # conv_direct_wgrad: 4x4 blocks of dW, one per thread
 TILE_VEC4S = 768       # conv_direct_wgrad: xs + ds, 12 KiB (with the 4 KiB of lanes, 16 KiB)
-MAX_WORKGROUPS_PER_DIM = 65535
 # conv_direct_wgrad's chunks: about TARGET_CHUNKS workgroups (8 of 256 threads per SM of a 132-SM
 # H100/H200), each at least MIN_CHUNK_TILES tiles, the partials at most MAX_SCRATCH floats. Measured (MNIST
 # conv 1->16 at batch 1024, session 8): 264 chunks 94 us, 1056 71 us, 2112 82 us.
@@ -79,12 +83,6 @@ def suits_wgrad(out_channels, k):
     return not FORCED["off"] and -(-out_channels // 4) * -(-k // 4) <= MAX_UNITS
 
 
-def _grid(groups):
-    if groups <= MAX_WORKGROUPS_PER_DIM:
-        return (groups, 1, 1)
-    return (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
-
-
 def _params(M, K, positions, a_off, lda, a_bs, g_off, ch, ih, iw, o_off, bias_off, o_plane, o_row, taps, chunk=0,
             chunks=0):
     sy, sx, dy, dx, py, px = taps
@@ -96,15 +94,14 @@ def _params(M, K, positions, a_off, lda, a_bs, g_off, ch, ih, iw, o_off, bias_of
 
 
 class DirectPlan:
-    __slots__ = ("kernel", "constants", "params", "workgroups", "scratch", "reduce")
+    __slots__ = ("kernel", "constants", "params", "workgroups", "scratch")
 
-    def __init__(self, kernel, constants, params, workgroups, scratch=0, reduce=None):
+    def __init__(self, kernel, constants, params, workgroups, scratch=0):
         self.kernel = kernel
         self.constants = kernel.constants(constants)
         self.params = params
         self.workgroups = workgroups
-        self.scratch = scratch
-        self.reduce = reduce
+        self.scratch = scratch  # conv_direct_wgrad: floats of partial sums (chunks per output), else 0
 
     def __repr__(self):
         return f"DirectPlan({self.kernel.entry}, {dict(self.constants)}, workgroups={self.workgroups})"
@@ -129,7 +126,7 @@ def plan(M, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, tap
     if kh * kw * mv > A_TILE:
         raise ValueError(f"conv_direct: a {kh}x{kw} window of {M} rows does not fit the staged weights")
     params = _params(M, K, positions, a_off, lda, a_bs, img_off, ch, ih, iw, o_off, bias_off, o_plane, o_row, taps)
-    return DirectPlan(FORWARD, constants, params, _grid(-(-positions // (THREADS * ppt))))
+    return DirectPlan(FORWARD, constants, params, grid(-(-positions // (THREADS * ppt))))
 
 
 def _tile_positions(m4, k4):
@@ -142,9 +139,9 @@ def _tile_positions(m4, k4):
 
 
 @functools.lru_cache(maxsize=512)
-def plan_wgrad(M, K, grad_off, img_off, ch, ih, iw, qh, qw, window, taps, o_off, n_images, chunks=None):
+def plan_wgrad(M, K, grad_off, img_off, ch, ih, iw, qh, qw, window, taps, n_images, chunks=None):
     """conv_direct_wgrad: dW [M, K] = dY [M, n_images*qh*qw] @ G(x)ᵀ, partial sums per chunk of positions
-    added by conv_direct_sum into the row-major [M, K] at o_off."""
+    ([M*K][chunks], see conv_direct.wgsl's write_row), for backward_weight to sum into dW."""
     m4, k4 = -(-M // 4), -(-K // 4)
     units = m4 * k4
     if units > MAX_UNITS:
@@ -159,31 +156,16 @@ def plan_wgrad(M, K, grad_off, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
     chunks = -(-positions // chunk)
     kh, kw = window
     constants = dict(KH=kh, KW=kw, QW=qw, QP=qp, QT=qt, K4=k4, M4=m4, UNITS=units, LANES=THREADS // units)
-    if chunks > MAX_WORKGROUPS_PER_DIM:
-        raise ValueError(f"conv_direct: at most {MAX_WORKGROUPS_PER_DIM} chunks, got {chunks}")
-    params = _params(M, K, positions, grad_off, 0, 0, img_off, ch, ih, iw, o_off, 0, 0, 0, taps, chunk, chunks)
-    reduce = DirectPlan(SUM, {}, params, _grid(-(-M * K // SUM_OUT)))
-    return DirectPlan(WGRAD, constants, params, (chunks, 1, 1), scratch=chunks * M * K, reduce=reduce)
+    params = _params(M, K, positions, grad_off, 0, 0, img_off, ch, ih, iw, 0, 0, 0, 0, taps, chunk, chunks)
+    return DirectPlan(WGRAD, constants, params, grid(chunks), chunks * M * K)
 
 
 def run(rt, p, a, img, out, bias=None):
-    """Record plan p on storages a (binding 0), img, out and bias (None: none)."""
-    launch = _launch(rt, p)
-    if bias is None:
-        bias = a  # any read-only buffer: HAS_BIAS is off
-    if p.reduce is None:
-        rt.run(launch, (a, img, out, bias))
-        return
-    scratch = rt.split_k_scratch(p.scratch)  # the runtime's one kept split-K scratch (see there)
-    rt.run(launch, (a, img, scratch, a))
-    rt.run(_launch(rt, p.reduce), (scratch, img, out, img))  # binding 1 unused by the sum
-
-
-def _launch(rt, p):
+    """Record plan p on storages a (binding 0), img, out and bias (None: none; HAS_BIAS is off)."""
     launch = rt.memo.get(p)
     if launch is None:
         launch = rt.memo[p] = rt.launch(p.kernel, p.constants, p.params, p.workgroups)
-    return launch
+    rt.run(launch, (a, img, out, a if bias is None else bias))
 
 
 # ------------------------------------------------------------------ the three convolution products
@@ -215,11 +197,16 @@ def backward_input(rt, out, grad, weight, geom):
 
 
 def backward_weight(rt, out, grad, x, geom):
-    """out [O, C, kh, kw] = dY [O, N*OH*OW] @ G(x)ᵀ, summed over chunks of positions."""
+    """out [O, C, kh, kw] = dY [O, N*OH*OW] @ G(x)ᵀ: partial sums per chunk of positions into the runtime's
+    split-K scratch, then the backend's row sum of each output's partials (reduce.py)."""
     Nb, C, H, W = x.shape
     O, _, kh, kw = out.shape
     OH, OW = grad.shape[2:]
     (sh, sw), (ph, pw), (dh, dw) = geom
+    outputs = O * C * kh * kw
     p = plan_wgrad(O, C * kh * kw, grad.offset, x.offset, C, H, W, OH, OW, (kh, kw), (sh, sw, dh, dw, -ph, -pw),
-                   out.offset, Nb)
-    run(rt, p, grad.storage, x.storage, out.storage)
+                   Nb)
+    chunks = p.scratch // outputs
+    scratch = rt.split_k_scratch(p.scratch)  # the runtime's one kept split-K scratch (see there)
+    run(rt, p, grad.storage, x.storage, scratch)
+    reduce(rt, "sum", out.reshaped((outputs, 1)), View(scratch, (outputs, chunks, 1), (chunks, 1, 1), 0, float32))
