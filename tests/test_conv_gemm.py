@@ -268,11 +268,11 @@ def test_split_products_share_one_scratch_that_no_graph_owns(gpu_kernels):
     w2 = rng.standard_normal((24, 32, 3, 3)).astype(np.float32)
     tx, tw1, tw2 = (wg.tensor(a, device="webgpu") for a in (x, w1, w2))
     F.conv2d(tx, tw1, padding=1)  # eager: sets up the scratch
-    kept = rt._split_scratch
+    kept = rt._kept_scratch["split-k"]
     with rt.capture() as graph:
         h = F.conv2d(tx, tw1, padding=1)
         y = F.conv2d(h, tw2, padding=1)  # two split products, two scratch sizes
-    assert rt._split_scratch is kept and kept.pool is rt.pool
+    assert rt._kept_scratch["split-k"] is kept and kept.pool is rt.pool
     assert graph.idle_bytes == 0  # the graph's only free buffer was the per-product scratch
     graph.replay()
     want = torch.nn.functional.conv2d(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1),

@@ -102,7 +102,7 @@ def test_wide_split_product_uses_the_kept_scratch_not_the_graphs(monkeypatch):
     tx, tw = wg.tensor(x, device="webgpu"), wg.tensor(w, device="webgpu")
     with rt.capture() as graph:
         y = wg.nn.functional.linear(tx, tw)
-    kept = rt._split_scratch
+    kept = rt._kept_scratch["split-k"]
     assert kept is not None and kept.pool is rt.pool and kept.numel >= 128 * 2048
     assert graph.idle_bytes == 0  # the graph's only freed buffer would have been the scratch
     graph.replay()

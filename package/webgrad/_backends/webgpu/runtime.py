@@ -495,7 +495,7 @@ class Runtime:
         self.pool = BufferPool(lambda size: self._create_buffer(size, "storage"))
         self._readback_pool = BufferPool(lambda size: self._create_buffer(size, "readback"))
         self._alloc = self.pool  # the pool new storages draw from (a CapturePool while capturing)
-        self._split_scratch = None  # see split_k_scratch
+        self._kept_scratch = {}  # name -> Storage: see kept_scratch
         self._modules = {}
         self._layouts = {}
         self._pipelines = {}
@@ -565,15 +565,22 @@ class Runtime:
         108 MiB of such buffers with 64x128 conv tiles (peak 900.6 MiB) and 240 MiB with the 128x128w16 rule
         (1020.6); with this one kept scratch its graph owns 750.8 MiB and the peak is 892.9 MiB with the rule.
         """
-        s = self._split_scratch
+        return self.kept_scratch("split-k", numel)
+
+    def kept_scratch(self, name, numel):
+        """The runtime's kept float32 scratch `name`, at least `numel` floats, as split_k_scratch describes:
+        "split-k" (split products' partial tiles); "winograd-in" and "winograd-out" (winograd.py's
+        transformed operands and its products: one dispatch reads the first and writes the second, which
+        WebGPU allows only for distinct buffers; a split product inside it uses "split-k" too)."""
+        s = self._kept_scratch.get(name)
         if s is None or s.numel < numel:
             nbytes = storage_nbytes(numel, float32)
             limit = self.limits["max_storage_buffer_binding_size"]
             if nbytes > limit:
-                raise MemoryError(f"a split-K scratch of {nbytes} bytes is more than this GPU binds at once "
+                raise MemoryError(f"a {name} scratch of {nbytes} bytes is more than this GPU binds at once "
                                   f"({limit} bytes, maxStorageBufferBindingSize)")
             buffer = self.pool.acquire(nbytes)  # self.pool, not self._alloc: a capture's pool would own it
-            s = self._split_scratch = Storage(buffer, buffer.size // 4, float32, self.pool)
+            s = self._kept_scratch[name] = Storage(buffer, buffer.size // 4, float32, self.pool)
         return s
 
     def write(self, storage, data, byte_offset=0):
