@@ -38,10 +38,14 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 # use DIR: install the webgrad wheel in DIR (. = the carried one) afresh (a warm machine keeps the last call's
 # install). As a step, "use DIR" switches wheels, so one call can measure several builds side by side.
 use() {
-  WHEEL=$(ls $S/$1/webgrad-*.whl | head -1); echo "wheel: $WHEEL"
+  local wheel=$(ls $S/$1/webgrad-*.whl | head -1); echo "wheel: $wheel"
   rm -rf /tmp/site
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $S/whl/*.whl $WHEEL || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $S/whl/*.whl $wheel || return 1
+  # a file, not a variable: each step runs in a pipeline's subshell, so a variable set by a "use" step was
+  # lost, and the Dawn steps after it ran the first wheel (native steps read /tmp/site and did switch)
+  echo "$wheel" > /tmp/site/.webgrad_wheel
 }
+wheel() { cat /tmp/site/.webgrad_wheel; }
 use . || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 # /tmp may be mounted noexec there: node lives in the carried folder
@@ -50,13 +54,13 @@ ldconfig -p | grep -q libatomic.so.1 || export LD_LIBRARY_PATH=$S/lib
 tar -xJf npm.tar.xz -C /tmp
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
-dawn() { timeout ${T:-300} python3 tools/bench_dawn.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $WHEEL "$@"; }
+dawn() { timeout ${T:-300} python3 tools/bench_dawn.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $(wheel) "$@"; }
 native() { timeout ${T:-300} python3 -m webgrad.bench train "$@"; }
 profile() { timeout ${T:-300} python3 -m webgrad.bench profile "$@"; }
 kernels() { timeout ${T:-300} python3 -m webgrad.bench kernels "$@"; }
 scale() { timeout ${T:-300} python3 -m webgrad.bench scale "$@"; }
 bench() { timeout ${T:-300} python3 -m webgrad.bench "$@"; }
-first_epoch() { timeout ${T:-300} python3 tools/bench_first_epoch.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $WHEEL --mnist $S/mnist "$@"; }
+first_epoch() { timeout ${T:-300} python3 tools/bench_first_epoch.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu --pyodide /tmp/node_modules/pyodide --wheel $(wheel) --mnist $S/mnist "$@"; }
 mkdir -p ${OUT:=/tmp/out}
 for step in "$@"; do echo "=== $step"; eval "$step" 2>&1 | grep -v XDG_RUNTIME | tee -a $OUT/log.txt; done
 RUN
