@@ -20,11 +20,12 @@ pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapt
 
 @pytest.fixture
 def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu import conv_direct, conv_gemm
+    from webgrad._backends.webgpu import conv_direct, conv_gemm, winograd
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
+    monkeypatch.setitem(winograd.FORCED, "off", True)  # ResNet's 3x3 stride-1 shapes here too
     monkeypatch.setitem(conv_direct.FORCED, "off", True)  # narrow convolutions here too (else conv_direct's,
     monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)      # or matmul.wgsl's)
     monkeypatch.setattr(conv_gemm, "MIN_FORWARD_CHANNELS", 1)

@@ -1,12 +1,13 @@
-"""conv_gemm.wgsl and conv_direct.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is
+"""conv_gemm.wgsl, conv_direct.wgsl and winograd.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is
 stricter than wgpu-py's naga): the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so
 that the GPU kernels are compiled and run. Every entry point of conv_gemm (vec4 / scalar loads and stores,
-split-K and both reductions, the one-matrix and blocked A operands, stride phases) and of conv_direct (one
-or two positions per thread, the weight gradient's lanes and chunks, and their sum) against the software
-adapters' im2col path in the same run, and conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise
-(tests/test_conv_gemm.py and test_conv_direct.py cover the configurations on wgpu-py; this takes a few
-minutes, mostly Pyodide's boot and SwiftShader's compiles). It once caught a pipeline that naga accepted
-and Tint refused (a division by an override constant of 0 in a branch that never runs)."""
+split-K and both reductions, the one-matrix and blocked A operands, stride phases), of conv_direct (one
+or two positions per thread, the weight gradient's lanes and chunks, and their sum) and of winograd (its
+three products, chunks of images) against the software adapters' im2col path in the same run, and
+conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise (tests/test_conv_gemm.py, test_conv_direct.py and
+test_winograd.py cover the configurations on wgpu-py; this takes a few minutes, mostly Pyodide's boot and
+SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint refused (a division by an
+override constant of 0 in a branch that never runs)."""
 
 import json
 import os
@@ -28,7 +29,7 @@ SOURCE = r'''
 import json
 import webgrad as wg
 import webgrad.nn.functional as F
-from webgrad._backends.webgpu import conv_direct, conv_gemm
+from webgrad._backends.webgpu import conv_direct, conv_gemm, winograd
 from webgrad._backends.webgpu.runtime import default_runtime
 
 wg.set_default_device("webgpu")
@@ -73,6 +74,15 @@ for ppt, chunks in ((1, None), (2, 3)):
     check((2, 4, 9, 9), (30, 4, 5, 5), {"padding": 2})
     check((2, 16, 5, 5), (32, 16, 3, 3), {"padding": 1})
     check((2, 3, 9, 8), (5, 3, 3, 2), {"stride": 2, "padding": 1, "dilation": (2, 1)})
+conv_direct.FORCED["off"] = True
+
+# winograd.wgsl: every entry point (forward with its bias, input and weight gradients), odd planes, padding 2,
+# then a batch in chunks of one image (the weight gradient's chunk partials summed)
+winograd.MIN_CHANNELS = winograd.WGRAD_MIN_CHANNELS = 1
+check((2, 5, 7, 9), (6, 5, 3, 3), {"padding": 1})
+check((2, 4, 6, 5), (3, 4, 3, 3), {"padding": 2})
+winograd.MAX_WORKSPACE = 16 * (4 + 6) * 16 * 4
+check((3, 4, 8, 8), (6, 4, 3, 3), {"padding": 1})
 
 
 def pool(software, x):
@@ -105,6 +115,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 16, proc.stdout[-3000:]
+    assert len(results) == 19, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

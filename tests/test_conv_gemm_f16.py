@@ -31,11 +31,12 @@ pytestmark = pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter w
 
 @pytest.fixture
 def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu import conv_gemm
+    from webgrad._backends.webgpu import conv_gemm, winograd
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setattr(conv_gemm, "FORCED", {"config": None, "splits": None})
+    monkeypatch.setitem(winograd.FORCED, "off", True)  # its float16 kernels: test_winograd's
     monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)
     plans = []
     run = conv_gemm.run

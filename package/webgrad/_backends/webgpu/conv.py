@@ -1,5 +1,8 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
+On a GPU, 3x3 stride-1 convolutions with at least winograd.MIN_CHANNELS channels on both sides (ResNet's)
+take Winograd F(2x2, 3x3) (winograd.py, shaders/winograd.wgsl) for the forward product and the input
+gradient, and from winograd.WGRAD_MIN_CHANNELS for the weight gradient too; the rest as follows.
 On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels, and the
 forward product past conv_direct.MAX_ROWS of them, are implicit-GEMM products over the whole batch
 (conv_gemm.py, shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward:
@@ -28,7 +31,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float32, int32
-from . import conv_direct, conv_gemm, matmul_plan
+from . import conv_direct, conv_gemm, matmul_plan, winograd
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
 from .runtime import Kernel, Shader
@@ -296,6 +299,9 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
                              profile=profile(rt))
         run_plan(rt, p, w.storage, cols.storage, out.storage, bias.storage if bias is not None else None)
         return cols if keep else None
+    if winograd.suits(C, O, (kh, kw), geom):
+        winograd.forward(rt, out, x, weight, bias, geom, relu)
+        return None
     if conv_direct.suits(O, N * OH * OW):
         conv_direct.forward(rt, out, x, weight, bias, geom, relu)
         return None
@@ -335,6 +341,9 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
+    if winograd.suits(C, O, (kh, kw), geom, wgrad=True):
+        winograd.backward_weight(rt, out, grad, x, geom)
+        return
     if conv_gemm.suits(O):
         conv_gemm.backward_weight(rt, out, grad, x, geom)
         return
@@ -358,6 +367,9 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     grad, weight = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, weight))
     (sh, sw), (ph, pw), (dh, dw) = geom
     kk = kh * kw
+    if not rt.variant["conv_unfold"] and winograd.suits(O, C, (kh, kw), geom):
+        winograd.backward_input(rt, out, grad, weight, geom)
+        return
     if not rt.variant["conv_unfold"] and conv_gemm.suits(O):
         conv_gemm.backward_input(rt, out, grad, weight, geom)
         return

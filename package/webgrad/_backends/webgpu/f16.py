@@ -7,7 +7,8 @@ first float16 storage raises an error that names the feature.
 What runs in half precision natively (half operands read into f32, f32 math, each result rounded once:
 PyTorch's numerics on CUDA, where half convolutions accumulate in f32 and half elementwise ops compute in
 f32 "opmath"): casts and copies (any strides); convolutions and both their gradients on GPU adapters
-(conv_gemm.wgsl's float16 variants); BatchNorm (batch_norm.py: half activations, f32 statistics and
+(conv_gemm.wgsl's float16 variants, or winograd.wgsl's where winograd.suits: half in and out, f32 between);
+BatchNorm (batch_norm.py: half activations, f32 statistics and
 parameters); unary, unary_backward and binary on contiguous halves (elementwise.wgsl's float16 entry
 points). A half matmul kernel exists but is not yet fast (NATIVE_MATMUL below). Every other kernel of
 the backend (reductions, softmax, pooling, matmul, ...) and float16 work that does not fit those
@@ -21,7 +22,7 @@ import struct
 
 from ..._view import View
 from ...dtypes import float16, float32
-from . import conv, conv_gemm, elementwise
+from . import conv, conv_gemm, elementwise, winograd
 from .runtime import Kernel, grid
 from .typed import F16Shader
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
@@ -221,10 +222,10 @@ def _elementwise_method(native, routed):
 
 
 def _conv_method(backend, name, routed):
-    """The backend's `name` (conv2d or one of its gradients): conv_gemm's float16 kernels when every view
-    is a contiguous float16 NCHW tensor of its own storage and the convolution is one conv_gemm takes (a
-    GPU adapter, at least conv_gemm.MIN_CHANNELS output channels); else `routed`, through float32 (which
-    also raises the errors for operands that do not fit)."""
+    """The backend's `name` (conv2d or one of its gradients): conv_gemm's (or winograd's) float16 kernels
+    when every view is a contiguous float16 NCHW tensor of its own storage and the convolution is one
+    conv_gemm takes (a GPU adapter, at least conv_gemm.MIN_CHANNELS output channels); else `routed`, through
+    float32 (which also raises the errors for operands that do not fit)."""
     rt = backend.runtime
     product = {"conv2d": _conv_forward, "conv2d_backward_input": _conv_backward_input,
                "conv2d_backward_weight": _conv_backward_weight}[name]
@@ -266,7 +267,8 @@ def _conv_forward(rt, out, x, weight, bias, stride, padding, dilation, keep=Fals
             bias is not None and bias.shape != (size[1],):
         return False
     if out.numel:
-        conv_gemm.forward(rt, out, x, weight, bias, geom)
+        (winograd if winograd.suits(x.shape[1], size[1], weight.shape[2:], geom) else conv_gemm).forward(
+            rt, out, x, weight, bias, geom)
     return None
 
 
@@ -276,7 +278,8 @@ def _conv_backward_input(rt, out, grad, weight, stride, padding, dilation):
     if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, weight):
         return False
     if out.numel:
-        conv_gemm.backward_input(rt, out, grad, weight, geom)
+        (winograd if winograd.suits(out.shape[1], size[1], weight.shape[2:], geom) else conv_gemm).backward_input(
+            rt, out, grad, weight, geom)
     return None
 
 
@@ -286,7 +289,8 @@ def _conv_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace
     if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, x):
         return False
     if out.numel:
-        conv_gemm.backward_weight(rt, out, grad, x, geom)
+        (winograd if winograd.suits(x.shape[1], size[1], out.shape[2:], geom, wgrad=True) else conv_gemm
+         ).backward_weight(rt, out, grad, x, geom)
     return None
 
 

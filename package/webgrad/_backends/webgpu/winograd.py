@@ -1,0 +1,259 @@
+"""Winograd F(2x2, 3x3) convolutions on GPUs (shaders/winograd.wgsl): conv2d with a 3x3 window at stride 1,
+its input gradient and its weight gradient, where both channel counts are at least MIN_CHANNELS
+(WGRAD_MIN_CHANNELS for the weight gradient). conv.py
+routes them here before conv_gemm.py. A 2x2 block of outputs costs 16 multiplications per channel pair
+instead of 36, and those run as one batched product of matmul.wgsl (16 matrices [O, C] @ [C, tiles]; for
+the weight gradient [O, tiles] @ [tiles, C], split along the tiles by matmul_plan), between memory-bound
+transforms (see the shader's header).
+
+The transformed image V [16, C, T] and the products M [16, O, T] are 4 times the size of the image and of
+the output. A batch whose V + M would pass MAX_WORKSPACE bytes runs in chunks of images, one after another
+in the same buffers: the runtime's kept scratches (Runtime.kept_scratch: U and V in "winograd-in", M in
+"winograd-out"), shared by every Winograd convolution. Pooled storages per convolution, freed after it, went
+back to a captured step's pool, where kept activations took them, so each convolution drew new ones: ResNet-18
+at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without Winograd.
+
+Numerics: the transforms add and halve (exactly, in binary), so a result differs from the direct sum
+only by the order of float32 additions, as conv_gemm's own K order does; tests/test_winograd.py checks
+it against the CPU backend at the tolerance of the other GPU convolutions.
+
+Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
+"""
+
+import functools
+import os
+import struct
+
+from . import matmul_plan
+from .matmul import profile, run_plan
+from ...dtypes import float16, float32
+from . import typed
+from .runtime import Kernel, grid
+
+_LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
+_OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU"),
+              "wino_grad_output": ("TW", "TP"), "wino_grad_weight": ()}
+_KERNELS = {}
+
+
+def _kernel(entry, src="f32", dst="f32"):
+    """Entry point `entry` of winograd.wgsl reading src and writing dst elements ("f32" or "f16"; the
+    bias is dst's type)."""
+    key = (entry, src, dst)
+    k = _KERNELS.get(key)
+    if k is None:
+        shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)))
+        k = _KERNELS[key] = Kernel(shader, entry, _LAYOUT, _OVERRIDES[entry])
+    return k
+_PARAMS = struct.Struct("<4I2i14I")
+THREADS = 256
+XI = 16  # points of the transformed 4x4 patch: the product's batch
+
+MIN_CHANNELS = 64
+# The weight gradient from this many channels on both sides: at 64 (ResNet-18's first stage, 32x32 maps, batch
+# 128, four chunks of 32 images) it took 4 x (70 + 16.7 + 16.8) + ~10 us against conv_gemm's 416 (H200,
+# bench replay --each, /work/.device/4 of session 9), at 128 ~240 against 323.
+WGRAD_MIN_CHANNELS = 128
+MAX_WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 64) << 20
+# WEBGRAD_WINOGRAD=0 turns these kernels off (conv.py then takes conv_gemm.py, as before them).
+FORCED = {"off": os.environ.get("WEBGRAD_WINOGRAD") == "0"}
+
+
+def suits(in_channels, out_channels, window, geom, wgrad=False):
+    """Whether a convolution (or the input gradient of one; its weight gradient with wgrad) with this window
+    and geometry ((sh, sw), (ph, pw), (dh, dw)) runs here: 3x3, stride 1, no dilation, padding at most 2
+    (its input gradient pads by 2 - p), both channel counts at least MIN_CHANNELS (WGRAD_MIN_CHANNELS)."""
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    return (not FORCED["off"] and tuple(window) == (3, 3) and (sh, sw, dh, dw) == (1, 1, 1, 1)
+            and max(ph, pw) <= 2
+            and min(in_channels, out_channels) >= (WGRAD_MIN_CHANNELS if wgrad else MIN_CHANNELS))
+
+
+def _params(C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, v_off=0, O=0, OH=0, OW=0, m_off=0, out_off=0,
+            bias_off=0, R=0, S=0, w_off=0, u_off=0, count=0, chunks=0):
+    values = (C, H, W, T, x_off, v_off, O, OH, OW, m_off, out_off, bias_off, R, S, w_off, u_off, count, chunks)
+    if not all(0 <= v < 2**32 for v in values) or count * XI * max(chunks, 1) >= 2**32:
+        raise ValueError("conv2d: offsets and sizes must fit in u32")
+    return _PARAMS.pack(C, H, W, T, py, px, x_off, v_off, O, OH, OW, m_off, out_off, bias_off, R, S, w_off, u_off,
+                        count, chunks)
+
+
+class Step:
+    """One dispatch of winograd.wgsl: its kernel, constants, Params and grid."""
+
+    __slots__ = ("kernel", "constants", "params", "workgroups")
+
+    def __init__(self, kernel, constants, params, count):
+        self.kernel = kernel
+        self.constants = kernel.constants(constants)
+        self.params = params
+        self.workgroups = grid(-(-count // THREADS))
+
+
+class WinogradPlan:
+    """A convolution's dispatches: the weight transform, then per chunk of images the input transform,
+    the batched product (a matmul_plan plan) and the output transform; V and M's sizes in floats."""
+
+    __slots__ = ("weight", "chunks", "u_size", "v_size", "m_size")
+
+    def __init__(self, weight, chunks, u_size, v_size, m_size):
+        self.weight = weight
+        self.chunks = chunks  # ((input Step, product plan, output Step), ...)
+        self.u_size = u_size
+        self.v_size = v_size
+        self.m_size = m_size
+
+    def __repr__(self):
+        return f"WinogradPlan({len(self.chunks)} chunks, V {self.v_size}, M {self.m_size} floats)"
+
+
+def images_per_chunk(N, C, O, tiles_per_image, workspace=None):
+    """Images per chunk: as many as keep V + M ([16, C or O, tiles] each) within the workspace."""
+    per_image = XI * (C + O) * tiles_per_image * 4
+    return max(1, min(N, (workspace or MAX_WORKSPACE) // per_image))
+
+
+@functools.lru_cache(maxsize=512)
+def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias_off=0, relu=False, flip=False,
+         matmul_profile="gpu", workspace=None, dtype="f32"):
+    """out [N, O, OH, OW] = the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad = (py, px), with
+    weight [O, C, 3, 3] (flip: weight [C, O, 3, 3], reversed and transposed: an input gradient) + bias
+    (then ReLU). U sits at offset 0 of the "winograd-in" scratch, V after it (at u_size), M at offset 0 of
+    "winograd-out". dtype: the image's, the weight's, the bias's and out's element type, "f32" or "f16"
+    (U, V and M are f32 either way)."""
+    py, px = pad
+    TH, TW = -(-OH // 2), -(-OW // 2)
+    TP = TH * TW
+    nc = images_per_chunk(N, C, O, TP, workspace)
+    weight = Step(_kernel("wino_weight", dtype), dict(FLIP=flip), _params(R=O, S=C, w_off=w_off, count=O * C),
+                  O * C)
+    chunks = []
+    for n0 in range(0, N, nc):
+        n = min(nc, N - n0)
+        T = n * TP
+        inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
+                   _params(C=C, H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W, v_off=XI * O * C,
+                           count=C * T), C * T)
+        product = matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, XI * O * C, 0, 0, O * C, C * T,
+                                   profile=matmul_profile)
+        out = Step(_kernel("wino_output", "f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu),
+                   _params(T=T, O=O, OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off,
+                           count=O * T), O * T)
+        chunks.append((inp, product, out))
+    T = min(nc, N) * TP
+    return WinogradPlan(weight, tuple(chunks), XI * O * C, XI * C * T, XI * O * T)
+
+
+# The weight gradient's products dU[xi] = D[xi] [O, T] @ V[xi]ᵀ have a small output and a long K: tiles by the
+# narrower channel count, their K split to about WGRAD_WORKGROUPS[config] workgroups. H200, bench kernels
+# (/work/.device/3 of session 9), us per product against matmul_plan's own choice: 16x64x64 @ K = 8192 67.5 as
+# 64x32k2 split 16 ways (104.9 as 32x32k4 split 9); 16x256x256 @ 2048 157.0 as 128x128w16 split 4 (280.8 as
+# 64x128 unsplit); 16x128x128 @ 4096 88.1 as 64x128 split 8 (the same).
+WGRAD_CONFIGS = ((128, "64x32k2"), (256, "64x128"), (None, "128x128w16"))  # (narrower side below, config)
+WGRAD_WORKGROUPS = {"64x32k2": 512, "64x128": 256, "128x128w16": 256}
+
+
+def _wgrad_product(O, C, T, a_off, out_off, matmul_profile):
+    if matmul_profile != "gpu":
+        return matmul_plan.plan(XI, O, C, T, False, True, False, False, a_off, 0, out_off, 0, O * T, C * T,
+                                profile=matmul_profile)
+    cfg = next(c for below, c in WGRAD_CONFIGS if below is None or min(O, C) < below)
+    bm, bn = matmul_plan.config_shape(cfg)
+    tiles = XI * -(-O // bm) * -(-C // bn)
+    return matmul_plan.plan(XI, O, C, T, False, True, False, False, a_off, 0, out_off, 0, O * T, C * T, config=cfg,
+                            splits=max(1, WGRAD_WORKGROUPS[cfg] // tiles), profile=matmul_profile)
+
+
+@functools.lru_cache(maxsize=512)
+def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", workspace=None,
+               dtype="f32"):
+    """dW [O, C, 3, 3] = the weight gradient of the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad,
+    with output gradient dY [N, O, OH, OW] at grad_off: per chunk of images V (at 0 of "winograd-in"), D
+    (after it, at v_size) and the chunk's dU (at chunk * 16*O*C of "winograd-out"); then their sum through
+    G^T . G. A WinogradPlan whose weight Step is that last one, run after the chunks. dtype: x's, dY's and
+    dW's element type."""
+    py, px = pad
+    TH, TW = -(-OH // 2), -(-OW // 2)
+    TP = TH * TW
+    nc = images_per_chunk(N, C, O, TP, workspace)
+    T = min(nc, N) * TP
+    v_size = XI * C * T
+    chunks = []
+    for k, n0 in enumerate(range(0, N, nc)):
+        n = min(nc, N - n0)
+        t = n * TP
+        inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
+                   _params(C=C, H=H, W=W, T=t, py=py, px=px, x_off=x_off + n0 * C * H * W, count=C * t), C * t)
+        dy = Step(_kernel("wino_grad_output", dtype), dict(TW=TW, TP=TP),
+                  _params(C=O, H=OH, W=OW, T=t, x_off=grad_off + n0 * O * OH * OW, v_off=v_size, count=O * t), O * t)
+        product = _wgrad_product(O, C, t, v_size, k * XI * O * C, matmul_profile)
+        chunks.append((inp, dy, product))
+    weight = Step(_kernel("wino_grad_weight", "f32", dtype), {},
+                  _params(R=O, S=C, w_off=out_off, count=O * C, chunks=len(chunks)), O * C)
+    return WinogradPlan(weight, tuple(chunks), 0, v_size + XI * O * T, len(chunks) * XI * O * C)
+
+
+def _run(rt, step, src, dst, bias=None):
+    launch = rt.memo.get(step)
+    if launch is None:
+        launch = rt.memo[step] = rt.launch(step.kernel, step.constants, step.params, step.workgroups)
+    rt.run(launch, (src, src if bias is None else bias, dst))
+
+
+def run(rt, p, x, weight, out, bias=None):
+    """Record plan p on storages x (the image), weight, out and bias (None: none)."""
+    uv = rt.kept_scratch("winograd-in", p.u_size + p.v_size)
+    m = rt.kept_scratch("winograd-out", p.m_size)
+    _run(rt, p.weight, weight, uv)
+    for inp, product, outp in p.chunks:
+        _run(rt, inp, x, uv)
+        run_plan(rt, product, uv, uv, m)
+        _run(rt, outp, m, out, bias)
+
+
+# ------------------------------------------------------------------ the three convolution products
+def _type(dtype):
+    """The shader element type of float32 or float16 operands (f16.py's autocast convolutions: all alike)."""
+    if dtype is float32:
+        return "f32"
+    if dtype is float16:
+        return "f16"
+    raise TypeError(f"winograd: float32 or float16 operands, got {dtype.name}")
+
+
+def forward(rt, out, x, weight, bias, geom, relu=False):
+    """out [N, O, OH, OW] = conv2d(x, weight) + bias (then ReLU); suits() holds."""
+    N, C, H, W = x.shape
+    O = weight.shape[0]
+    OH, OW = out.shape[2:]
+    p = plan(N, C, H, W, O, OH, OW, geom[1], x.offset, weight.offset, out.offset, bias is not None,
+             bias.offset if bias is not None else 0, relu, matmul_profile=profile(rt), dtype=_type(out.dtype))
+    run(rt, p, x.storage, weight.storage, out.storage, bias.storage if bias is not None else None)
+
+
+def backward_input(rt, out, grad, weight, geom):
+    """out [N, C, H, W] = the input gradient of a stride-1 3x3 convolution: dY convolved with the filter
+    reversed and transposed, padding 2 - p."""
+    N, C, H, W = out.shape
+    O = weight.shape[0]
+    OH, OW = grad.shape[2:]
+    (ph, pw) = geom[1]
+    p = plan(N, O, OH, OW, C, H, W, (2 - ph, 2 - pw), grad.offset, weight.offset, out.offset, flip=True,
+             matmul_profile=profile(rt), dtype=_type(out.dtype))
+    run(rt, p, grad.storage, weight.storage, out.storage)
+
+
+def backward_weight(rt, out, grad, x, geom):
+    """out [O, C, 3, 3] = the weight gradient of a stride-1 3x3 convolution (see plan_wgrad)."""
+    N, C, H, W = x.shape
+    O = out.shape[0]
+    OH, OW = grad.shape[2:]
+    p = plan_wgrad(N, C, H, W, O, OH, OW, geom[1], x.offset, grad.offset, out.offset, matmul_profile=profile(rt),
+                   dtype=_type(out.dtype))
+    vd = rt.kept_scratch("winograd-in", p.v_size)
+    du = rt.kept_scratch("winograd-out", p.m_size)
+    for inp, dy, product in p.chunks:
+        _run(rt, inp, x.storage, vd)
+        _run(rt, dy, grad.storage, vd)
+        run_plan(rt, product, vd, vd, du)
+    _run(rt, p.weight, du, out.storage)

@@ -1,0 +1,202 @@
+"""Winograd F(2x2, 3x3) convolutions of GPU adapters (shaders/winograd.wgsl, winograd.py) against torch and the
+CPU backend: the forward product (bias and ReLU in its output transform) and the stride-1 input gradient,
+on ResNet-18's 3x3 stride-1 shapes at a small batch, odd planes (tiles past the edge), padding 0 and 2,
+offset operands, and a batch in chunks of images; the routing (what runs here and what does not) and the
+transforms' algebra on their own. The runtime is told it runs on a GPU, so lavapipe takes these kernels."""
+
+import numpy as np
+import pytest
+
+import webgrad as wg
+import webgrad.nn.functional as F
+
+from helpers import DEVICES
+from test_conv_gemm import check_conv
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+
+
+@pytest.fixture
+def wino(monkeypatch):
+    """winograd.py taking every channel count, its plans' cache cleared, and a record of what ran."""
+    from webgrad._backends.webgpu import winograd
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+    monkeypatch.setitem(winograd.FORCED, "off", False)
+    monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(winograd, "WGRAD_MIN_CHANNELS", 1)
+    winograd.plan.cache_clear(), winograd.plan_wgrad.cache_clear()
+    ran = []
+    for name in ("forward", "backward_input", "backward_weight"):
+        monkeypatch.setattr(winograd, name, lambda *a, _f=getattr(winograd, name), _n=name: ran.append(_n) or _f(*a))
+    winograd.ran = ran
+    yield winograd
+    winograd.plan.cache_clear(), winograd.plan_wgrad.cache_clear()
+
+
+ALL = ["forward", "backward_input", "backward_weight"]
+# (x shape, weight shape, conv2d kwargs)
+CASES = [
+    ((2, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),      # ResNet-18's layer1 shape on a smaller map
+    ((2, 128, 4, 4), (128, 128, 3, 3), dict(padding=1)),   # layer4's map, 4 tiles per image
+    ((3, 5, 7, 9), (6, 5, 3, 3), dict(padding=1)),         # odd planes: the last tiles hang over the edge
+    ((2, 4, 9, 7), (3, 4, 3, 3), dict()),                  # padding 0 (the input gradient pads by 2)
+    ((2, 3, 5, 6), (4, 3, 3, 3), dict(padding=2)),         # padding 2 (the input gradient pads by 0)
+    ((1, 2, 1, 1), (3, 2, 3, 3), dict(padding=1)),         # a 1x1 plane
+    ((2, 6, 6, 5), (5, 6, 3, 3), dict(padding=(1, 2))),    # rectangular padding
+]
+
+
+@pytest.mark.parametrize("x,w,kwargs", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_winograd_parity(wino, x, w, kwargs):
+    check_conv(x, w, bias=True, seed=len(wino.ran), **kwargs)
+    assert wino.ran == ALL
+
+
+@pytest.mark.parametrize("offset,chunks", [(0, 1), (1, 1), (3, 5)])
+def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
+    # operands at offsets of larger storages (no multiple of 4: the product's scalar paths stay out of it, the
+    # transforms read and write at the offsets); a workspace of one image's V + M: 5 chunks of one image,
+    # one after another through the same two buffers; relu (an argument of conv.conv2d only, as Conv2d +
+    # ReLU fuse) in the output transform, after the bias
+    from webgrad._backends.webgpu import conv, create_backend
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    if chunks > 1:
+        monkeypatch.setattr(wino, "MAX_WORKSPACE", 16 * (8 + 6) * 16 * 4)
+    p = wino.plan(5, 8, 8, 8, 6, 8, 8, (1, 1), 0, 0, 0)
+    assert len(p.chunks) == chunks and p.v_size == 16 * 8 * 16 * 5 // chunks
+    be = create_backend()
+    rng = np.random.default_rng(offset)
+    x = rng.standard_normal((5, 8, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 8, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    g = rng.standard_normal((5, 6, 8, 8)).astype(np.float32)
+
+    def stored(a, off):
+        flat = np.concatenate([np.full(off, 7, np.float32), a.ravel(), np.full(3, 7, np.float32)])
+        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), off, float32)
+
+    def read(v):
+        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
+    y.backward(torch.tensor(g))
+    out, dx = stored(np.zeros(y.shape, np.float32), offset + 2), stored(0 * x, offset + 3)
+    dw = stored(0 * w, offset + 1)
+    conv.conv2d(be.runtime, out, stored(x, offset), stored(w, offset + 1), stored(b, offset), 1, 1, 1, relu=True)
+    conv.conv2d_backward_input(be.runtime, dx, stored(g, offset + 1), stored(w, offset + 2), 1, 1, 1)
+    conv.conv2d_backward_weight(be.runtime, dw, stored(g, offset + 3), stored(x, offset + 2), 1, 1, 1)
+    np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    assert wino.ran == ALL
+
+
+@pytest.mark.parametrize("kwargs", [dict(stride=2, padding=1), dict(padding=1, dilation=2), dict(padding=3)])
+def test_other_geometries_do_not_run_here(wino, kwargs):
+    check_conv((2, 4, 9, 9), (5, 4, 3, 3), seed=6, **kwargs)
+    assert wino.ran == []
+
+
+def test_routing_by_channels(monkeypatch):
+    # MIN_CHANNELS on both sides: ResNet's 64-channel 3x3 convolutions take Winograd (their weight gradients
+    # from 128), the stem (3 input channels) and 1x1 or 5x5 windows do not, and WEBGRAD_WINOGRAD=0
+    # (FORCED["off"]) turns it off
+    from webgrad._backends.webgpu import winograd
+
+    geom = ((1, 1), (1, 1), (1, 1))
+    monkeypatch.setitem(winograd.FORCED, "off", False)
+    assert winograd.suits(64, 64, (3, 3), geom) and winograd.suits(512, 512, (3, 3), geom)
+    assert not winograd.suits(64, 64, (3, 3), geom, wgrad=True) and winograd.suits(128, 128, (3, 3), geom, True)
+    assert not winograd.suits(3, 64, (3, 3), geom)
+    assert not winograd.suits(64, 32, (3, 3), geom)
+    assert not winograd.suits(64, 64, (1, 1), ((1, 1), (0, 0), (1, 1)))
+    assert not winograd.suits(64, 64, (5, 5), ((1, 1), (2, 2), (1, 1)))
+    assert not winograd.suits(64, 64, (3, 3), ((2, 2), (1, 1), (1, 1)))
+    monkeypatch.setitem(winograd.FORCED, "off", True)
+    assert not winograd.suits(64, 64, (3, 3), geom)
+
+
+def test_transform_matrices():
+    # The shader's B^T, G and A^T (written out in winograd.wgsl) compute a 1-D correlation of 4 inputs with a
+    # 3-tap filter: y = A^T [(G g) * (B^T d)], the identity the kernels rely on (Lavin and Gray, F(2, 3)).
+    bt = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], float)
+    g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
+    at = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float)
+    rng = np.random.default_rng(7)
+    d, f = rng.standard_normal(4), rng.standard_normal(3)
+    want = np.array([d[i:i + 3] @ f for i in range(2)])
+    np.testing.assert_allclose(at @ ((g @ f) * (bt @ d)), want, rtol=1e-12)
+
+
+def test_kept_scratch_that_no_graph_owns(wino):
+    # U, V and M live in the runtime's kept scratches even while a step is recorded (per-convolution storages
+    # freed into the capture's pool were taken by kept activations: ResNet-18 peaked at 1263.8 MiB, against
+    # 988.8 with these); a replay of two convolutions through the same buffers matches torch
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    rt = default_runtime()
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 8, 6, 6)).astype(np.float32)
+    w1 = rng.standard_normal((12, 8, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((4, 12, 3, 3)).astype(np.float32)
+    tx, tw1, tw2 = (wg.tensor(a, device="webgpu") for a in (x, w1, w2))
+    F.conv2d(F.conv2d(tx, tw1, padding=1), tw2, padding=1)  # eager: sets up the scratches at their sizes
+    kept = dict(rt._kept_scratch)
+    with rt.capture() as graph:
+        h = F.conv2d(tx, tw1, padding=1)
+        y = F.conv2d(h, tw2, padding=1)
+    assert all(rt._kept_scratch[k] is kept[k] and kept[k].pool is rt.pool for k in ("winograd-in", "winograd-out"))
+    assert graph.idle_bytes == 0
+    graph.replay()
+    want = torch.nn.functional.conv2d(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1),
+                                      torch.tensor(w2), padding=1)
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-4, atol=1e-3)
+    graph.release()
+    assert wino.ran == ["forward"] * 4
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_float16_operands(wino, monkeypatch, chunks):
+    # autocast's convolutions: half images, filters and gradients in and out, f32 transforms, products and sums,
+    # one rounding per result; against torch in float32 over the same half operands, rounded to half once
+    # (test_conv_gemm_f16's tolerance)
+    from test_conv_gemm_f16 import _close_half, _has_f16
+    from webgrad._backends.webgpu import conv_gemm
+
+    if not _has_f16():
+        pytest.skip("needs a WebGPU adapter with shader-f16")
+    monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # f16.py's native convolutions from conv_gemm's channels
+    if chunks > 1:
+        monkeypatch.setattr(wino, "MAX_WORKSPACE", 16 * (6 + 8) * 16 * 4)
+    kernels = []
+    run = wino._run
+    monkeypatch.setattr(wino, "_run", lambda rt, step, *a, **k: kernels.append(step.kernel) or run(rt, step, *a, **k))
+    rng = np.random.default_rng(chunks)
+    x = rng.standard_normal((3, 6, 7, 8)).astype(np.float16)
+    w = rng.standard_normal((8, 6, 3, 3)).astype(np.float16)
+    b = rng.standard_normal(8).astype(np.float16)
+    g = rng.standard_normal((3, 8, 7, 8)).astype(np.float16)
+    tx, tw = (torch.tensor(v.astype(np.float32), requires_grad=True) for v in (x, w))
+    ty = torch.nn.functional.conv2d(tx, tw, torch.tensor(b.astype(np.float32)), padding=1)
+    ty.backward(torch.tensor(g.astype(np.float32)))
+    want = [t.detach().half().numpy() for t in (ty, tx.grad, tw.grad)]
+    ox, ow = (wg.tensor(v, device="webgpu", requires_grad=True) for v in (x, w))
+    oy = F.conv2d(ox, ow, wg.tensor(b, device="webgpu"), padding=1)
+    oy.backward(wg.tensor(g, device="webgpu"))
+    assert all(t.dtype is wg.float16 for t in (oy, ox.grad, ow.grad))
+    for name, got, e, k in zip(("out", "x.grad", "weight.grad"), (oy, ox.grad, ow.grad), want, (54, 72, 168)):
+        try:
+            _close_half(got.detach().to("cpu").numpy(), e, k)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
+    assert wino.ran == ALL
+    half = [wino._kernel("wino_input", "f16"), wino._kernel("wino_weight", "f16"),
+            wino._kernel("wino_output", "f32", "f16"), wino._kernel("wino_grad_output", "f16"),
+            wino._kernel("wino_grad_weight", "f32", "f16")]
+    assert all(k in kernels for k in half), "not the float16 kernels"
