@@ -73,3 +73,20 @@ def test_resnet18_matches_torch(device):
     with torch.no_grad(), wg.no_grad():
         np.testing.assert_allclose(ours(wg.tensor(x.float().numpy(), device=device)).cpu().numpy(),
                                    ref(x).numpy(), rtol=0, atol=1e-3, err_msg="eval-mode logits")
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+def test_resnet18_matches_torch_on_the_gpu_routing(monkeypatch):
+    # The same comparison with the kernels a GPU adapter takes (lavapipe is told it is one): Winograd for the
+    # 3x3 stride-1 convolutions of 64+ channels (its weight gradients from 128), conv_gemm for the rest
+    from webgrad._backends.webgpu import winograd
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+    monkeypatch.setitem(winograd.FORCED, "off", False)
+    ran = []
+    for name in ("forward", "backward_input", "backward_weight"):
+        monkeypatch.setattr(winograd, name, lambda *a, _f=getattr(winograd, name), _n=name: ran.append(_n) or _f(*a))
+    test_resnet18_matches_torch("webgpu")
+    # 13 of the 20 convolutions; their input gradients but the stem's; 9 weight gradients of 128+ channels
+    assert (ran.count("forward"), ran.count("backward_input"), ran.count("backward_weight")) == (13 + 13, 13, 9)
