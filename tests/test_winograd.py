@@ -41,6 +41,7 @@ ALL = ["forward", "backward_input", "backward_weight"]
 CASES = [
     ((2, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),      # ResNet-18's layer1 shape on a smaller map
     ((2, 128, 4, 4), (128, 128, 3, 3), dict(padding=1)),   # layer4's map, 4 tiles per image
+    ((2, 128, 16, 16), (128, 128, 3, 3), dict(padding=1)), # 128 tiles: the products on 128x128w16 (BIG_PRODUCT)
     ((3, 5, 7, 9), (6, 5, 3, 3), dict(padding=1)),         # odd planes: the last tiles hang over the edge
     ((2, 4, 9, 7), (3, 4, 3, 3), dict()),                  # padding 0 (the input gradient pads by 2)
     ((2, 3, 5, 6), (4, 3, 3, 3), dict(padding=2)),         # padding 2 (the input gradient pads by 0)

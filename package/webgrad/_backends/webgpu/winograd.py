@@ -134,14 +134,27 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
         inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
                    _params(C=C, H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W, v_off=XI * O * C,
                            count=C * T), C * T)
-        product = matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, XI * O * C, 0, 0, O * C, C * T,
-                                   profile=matmul_profile)
+        product = _product(O, C, T, matmul_profile)
         out = Step(_kernel("wino_output", "f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu),
                    _params(T=T, O=O, OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off,
                            count=O * T), O * T)
         chunks.append((inp, product, out))
     T = min(nc, N) * TP
     return WinogradPlan(weight, tuple(chunks), XI * O * C, XI * C * T, XI * O * T)
+
+
+# The products M[xi] = U[xi] [O, C] @ V[xi] [C, T] of at least BIG_PRODUCT on every side take 128x128w16 tiles.
+# H200, bench kernels (/work/.device/7 of session 9), us against matmul_plan's choice: 16x128x4096 @ K = 128
+# 76.2 (85.0 as 64x128), 16x256x2048 @ 256 142.8 (160.6 as 64x128), 16x512x512 @ 512 143.8 (157.0 as 128x128);
+# 16x64x8192 @ 64 keeps 64x128 (47.9; 75.6 as 128x128w16).
+BIG_PRODUCT = 128
+BIG_PRODUCT_CONFIG = "128x128w16"
+
+
+def _product(O, C, T, matmul_profile):
+    big = matmul_profile == "gpu" and min(O, C, T) >= BIG_PRODUCT
+    return matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, XI * O * C, 0, 0, O * C, C * T,
+                            config=BIG_PRODUCT_CONFIG if big else None, profile=matmul_profile)
 
 
 # The weight gradient's products dU[xi] = D[xi] [O, T] @ V[xi]ᵀ have a small output and a long K: tiles by the
