@@ -67,9 +67,9 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     from webgrad.dtypes import float32
 
     if chunks > 1:
-        monkeypatch.setattr(wino, "MAX_WORKSPACE", 16 * (8 + 6) * 16 * 4)
+        monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 16 * 4)
     p = wino.plan(5, 8, 8, 8, 6, 8, 8, (1, 1), 0, 0, 0)
-    assert len(p.chunks) == chunks and p.v_size == 16 * 8 * 16 * 5 // chunks
+    assert len(p.chunks) == chunks and p.in_size == 16 * 8 * 16 * 5 // chunks
     be = create_backend()
     rng = np.random.default_rng(offset)
     x = rng.standard_normal((5, 8, 8, 8)).astype(np.float32)
@@ -152,7 +152,8 @@ def test_kept_scratch_that_no_graph_owns(wino):
     with rt.capture() as graph:
         h = F.conv2d(tx, tw1, padding=1)
         y = F.conv2d(h, tw2, padding=1)
-    assert all(rt._kept_scratch[k] is kept[k] and kept[k].pool is rt.pool for k in ("winograd-in", "winograd-out"))
+    names = ("winograd-u", "winograd-in", "winograd-out")
+    assert all(rt._kept_scratch[k] is kept[k] and kept[k].pool is rt.pool for k in names)
     assert graph.idle_bytes == 0
     graph.replay()
     want = torch.nn.functional.conv2d(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1),
@@ -174,7 +175,7 @@ def test_float16_operands(wino, monkeypatch, chunks):
         pytest.skip("needs a WebGPU adapter with shader-f16")
     monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # f16.py's native convolutions from conv_gemm's channels
     if chunks > 1:
-        monkeypatch.setattr(wino, "MAX_WORKSPACE", 16 * (6 + 8) * 16 * 4)
+        monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 14 * 4)
     kernels = []
     run = wino._run
     monkeypatch.setattr(wino, "_run", lambda rt, step, *a, **k: kernels.append(step.kernel) or run(rt, step, *a, **k))

@@ -569,8 +569,8 @@ class Runtime:
 
     def kept_scratch(self, name, numel):
         """The runtime's kept float32 scratch `name`, at least `numel` floats, as split_k_scratch describes:
-        "split-k" (split products' partial tiles); "winograd-in" and "winograd-out" (winograd.py's
-        transformed operands and its products: one dispatch reads the first and writes the second, which
+        "split-k" (split products' partial tiles); "winograd-u", "winograd-in" and "winograd-out"
+        (winograd.py's transformed operands and products: a dispatch reads some and writes another, which
         WebGPU allows only for distinct buffers; a split product inside it uses "split-k" too)."""
         s = self._kept_scratch.get(name)
         if s is None or s.numel < numel:

@@ -7,11 +7,14 @@ the weight gradient [O, tiles] @ [tiles, C], split along the tiles by matmul_pla
 transforms (see the shader's header).
 
 The transformed image V [16, C, T] and the products M [16, O, T] are 4 times the size of the image and of
-the output. A batch whose V + M would pass MAX_WORKSPACE bytes runs in chunks of images, one after another
-in the same buffers: the runtime's kept scratches (Runtime.kept_scratch: U and V in "winograd-in", M in
-"winograd-out"), shared by every Winograd convolution. Pooled storages per convolution, freed after it, went
+the output. They live in the runtime's kept scratches (Runtime.kept_scratch), shared by every Winograd
+convolution: "winograd-u" holds U [16, O, C] (the weight gradient: its chunks' dU), "winograd-in" V,
+"winograd-out" M (the weight gradient: D). A batch whose V or M would pass WORKSPACE bytes runs in chunks of
+images, one after another through the same buffers. Pooled storages per convolution, freed after it, went
 back to a captured step's pool, where kept activations took them, so each convolution drew new ones: ResNet-18
-at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without Winograd.
+at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without Winograd. The kept
+scratches add to the step's peak; WORKSPACE is set for ResNet-18's at batch 128 to stay within 1.3x PyTorch's
+(see there).
 
 Numerics: the transforms add and halve (exactly, in binary), so a result differs from the direct sum
 only by the order of float32 additions, as conv_gemm's own K order does; tests/test_winograd.py checks
@@ -54,7 +57,11 @@ MIN_CHANNELS = 64
 # 128, four chunks of 32 images) it took 4 x (70 + 16.7 + 16.8) + ~10 us against conv_gemm's 416 (H200,
 # bench replay --each, /work/.device/4 of session 9), at 128 ~240 against 323.
 WGRAD_MIN_CHANNELS = 128
-MAX_WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 64) << 20
+# Bytes of V (and of M) per chunk of images: the "winograd-in" and "winograd-out" scratches' size. H200, bench
+# scale (all three models, as in the README; /work/.device/9 of session 9), ResNet-18 at batch 128: 16 MiB
+# 8,362 samples/s and a peak of 924.8 MiB (1.28x PyTorch's 722.6), 24 MiB 8,432 and 940.8 (1.30x), 12 MiB
+# 7,612 and 932.8; without Winograd 6,602 and 876.8. (V and M together in 64 MiB: 8,610 and 972.8, 1.35x.)
+WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 16) << 20
 # WEBGRAD_WINOGRAD=0 turns these kernels off (conv.py then takes conv_gemm.py, as before them).
 FORCED = {"off": os.environ.get("WEBGRAD_WINOGRAD") == "0"}
 
@@ -91,26 +98,28 @@ class Step:
 
 
 class WinogradPlan:
-    """A convolution's dispatches: the weight transform, then per chunk of images the input transform,
-    the batched product (a matmul_plan plan) and the output transform; V and M's sizes in floats."""
+    """A convolution's dispatches: the weight transform, then per chunk of images the input transform, the
+    batched product (a matmul_plan plan) and the output transform (the weight gradient: per chunk the two
+    input transforms and the product, then the weight Step); the floats it needs of the "winograd-u",
+    "winograd-in" and "winograd-out" scratches."""
 
-    __slots__ = ("weight", "chunks", "u_size", "v_size", "m_size")
+    __slots__ = ("weight", "chunks", "u_size", "in_size", "out_size")
 
-    def __init__(self, weight, chunks, u_size, v_size, m_size):
+    def __init__(self, weight, chunks, u_size, in_size, out_size):
         self.weight = weight
-        self.chunks = chunks  # ((input Step, product plan, output Step), ...)
+        self.chunks = chunks
         self.u_size = u_size
-        self.v_size = v_size
-        self.m_size = m_size
+        self.in_size = in_size
+        self.out_size = out_size
 
     def __repr__(self):
-        return f"WinogradPlan({len(self.chunks)} chunks, V {self.v_size}, M {self.m_size} floats)"
+        return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"
 
 
 def images_per_chunk(N, C, O, tiles_per_image, workspace=None):
-    """Images per chunk: as many as keep V + M ([16, C or O, tiles] each) within the workspace."""
-    per_image = XI * (C + O) * tiles_per_image * 4
-    return max(1, min(N, (workspace or MAX_WORKSPACE) // per_image))
+    """Images per chunk: as many as keep V and M ([16, C or O, tiles]) each within the workspace."""
+    per_image = XI * max(C, O) * tiles_per_image * 4
+    return max(1, min(N, (workspace or WORKSPACE) // per_image))
 
 
 @functools.lru_cache(maxsize=512)
@@ -118,8 +127,7 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
          matmul_profile="gpu", workspace=None, dtype="f32"):
     """out [N, O, OH, OW] = the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad = (py, px), with
     weight [O, C, 3, 3] (flip: weight [C, O, 3, 3], reversed and transposed: an input gradient) + bias
-    (then ReLU). U sits at offset 0 of the "winograd-in" scratch, V after it (at u_size), M at offset 0 of
-    "winograd-out". dtype: the image's, the weight's, the bias's and out's element type, "f32" or "f16"
+    (then ReLU). U, V and M sit at offset 0 of "winograd-u", "winograd-in" and "winograd-out". dtype: the image's, the weight's, the bias's and out's element type, "f32" or "f16"
     (U, V and M are f32 either way)."""
     py, px = pad
     TH, TW = -(-OH // 2), -(-OW // 2)
@@ -132,8 +140,7 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
         n = min(nc, N - n0)
         T = n * TP
         inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
-                   _params(C=C, H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W, v_off=XI * O * C,
-                           count=C * T), C * T)
+                   _params(C=C, H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W, count=C * T), C * T)
         product = _product(O, C, T, matmul_profile)
         out = Step(_kernel("wino_output", "f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu),
                    _params(T=T, O=O, OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off,
@@ -153,7 +160,7 @@ BIG_PRODUCT_CONFIG = "128x128w16"
 
 def _product(O, C, T, matmul_profile):
     big = matmul_profile == "gpu" and min(O, C, T) >= BIG_PRODUCT
-    return matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, XI * O * C, 0, 0, O * C, C * T,
+    return matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, 0, 0, 0, O * C, C * T,
                             config=BIG_PRODUCT_CONFIG if big else None, profile=matmul_profile)
 
 
@@ -182,7 +189,7 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
                dtype="f32"):
     """dW [O, C, 3, 3] = the weight gradient of the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad,
     with output gradient dY [N, O, OH, OW] at grad_off: per chunk of images V (at 0 of "winograd-in"), D
-    (after it, at v_size) and the chunk's dU (at chunk * 16*O*C of "winograd-out"); then their sum through
+    (at 0 of "winograd-out") and the chunk's dU (at chunk * 16*O*C of "winograd-u"); then their sum through
     G^T . G. A WinogradPlan whose weight Step is that last one, run after the chunks. dtype: x's, dY's and
     dW's element type."""
     py, px = pad
@@ -190,7 +197,6 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
     TP = TH * TW
     nc = images_per_chunk(N, C, O, TP, workspace)
     T = min(nc, N) * TP
-    v_size = XI * C * T
     chunks = []
     for k, n0 in enumerate(range(0, N, nc)):
         n = min(nc, N - n0)
@@ -198,12 +204,12 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
         inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
                    _params(C=C, H=H, W=W, T=t, py=py, px=px, x_off=x_off + n0 * C * H * W, count=C * t), C * t)
         dy = Step(_kernel("wino_grad_output", dtype), dict(TW=TW, TP=TP),
-                  _params(C=O, H=OH, W=OW, T=t, x_off=grad_off + n0 * O * OH * OW, v_off=v_size, count=O * t), O * t)
-        product = _wgrad_product(O, C, t, v_size, k * XI * O * C, matmul_profile)
+                  _params(C=O, H=OH, W=OW, T=t, x_off=grad_off + n0 * O * OH * OW, count=O * t), O * t)
+        product = _wgrad_product(O, C, t, 0, k * XI * O * C, matmul_profile)
         chunks.append((inp, dy, product))
     weight = Step(_kernel("wino_grad_weight", "f32", dtype), {},
                   _params(R=O, S=C, w_off=out_off, count=O * C, chunks=len(chunks)), O * C)
-    return WinogradPlan(weight, tuple(chunks), 0, v_size + XI * O * T, len(chunks) * XI * O * C)
+    return WinogradPlan(weight, tuple(chunks), len(chunks) * XI * O * C, XI * C * T, XI * O * T)
 
 
 def _run(rt, step, src, dst, bias=None):
@@ -215,13 +221,17 @@ def _run(rt, step, src, dst, bias=None):
 
 def run(rt, p, x, weight, out, bias=None):
     """Record plan p on storages x (the image), weight, out and bias (None: none)."""
-    uv = rt.kept_scratch("winograd-in", p.u_size + p.v_size)
-    m = rt.kept_scratch("winograd-out", p.m_size)
-    _run(rt, p.weight, weight, uv)
+    u, v, m = _scratches(rt, p)
+    _run(rt, p.weight, weight, u)
     for inp, product, outp in p.chunks:
-        _run(rt, inp, x, uv)
-        run_plan(rt, product, uv, uv, m)
+        _run(rt, inp, x, v)
+        run_plan(rt, product, u, v, m)
         _run(rt, outp, m, out, bias)
+
+
+def _scratches(rt, p):
+    return (rt.kept_scratch("winograd-u", p.u_size), rt.kept_scratch("winograd-in", p.in_size),
+            rt.kept_scratch("winograd-out", p.out_size))
 
 
 # ------------------------------------------------------------------ the three convolution products
@@ -263,10 +273,9 @@ def backward_weight(rt, out, grad, x, geom):
     OH, OW = grad.shape[2:]
     p = plan_wgrad(N, C, H, W, O, OH, OW, geom[1], x.offset, grad.offset, out.offset, matmul_profile=profile(rt),
                    dtype=_type(out.dtype))
-    vd = rt.kept_scratch("winograd-in", p.v_size)
-    du = rt.kept_scratch("winograd-out", p.m_size)
+    du, v, d = _scratches(rt, p)
     for inp, dy, product in p.chunks:
-        _run(rt, inp, x.storage, vd)
-        _run(rt, dy, grad.storage, vd)
-        run_plan(rt, product, vd, vd, du)
+        _run(rt, inp, x.storage, v)
+        _run(rt, dy, grad.storage, d)
+        run_plan(rt, product, d, v, du)
     _run(rt, p.weight, du, out.storage)
