@@ -56,6 +56,33 @@ fn thread_id(li: u32, wid: vec3<u32>, nw: vec3<u32>) -> u32 {
     return (wid.x + wid.y * nw.x) * THREADS + li;
 }
 
+// Tile t's image n and the row and column of its first output: (n, 2ty, 2tx)
+fn block(t: u32) -> vec3<u32> {
+    let n = t / TP;
+    let r = t - n * TP;
+    let ty = r / TW;
+    return vec3<u32>(n, 2u * ty, 2u * (r - ty * TW));
+}
+
+// The input transforms' thread g = c * T + t: channel c, tile t, c's image plane of t's image, the block's origin
+struct Patch { c: u32, t: u32, plane: u32, y: i32, x: i32 }
+
+fn patch_of(g: u32) -> Patch {
+    let c = g / P.T;
+    let t = g - c * P.T;
+    let b = block(t);
+    return Patch(c, t, P.x_off + (b.x * P.C + c) * P.H * P.W, i32(b.y), i32(b.z));
+}
+
+// A transformed 4x4 patch (rows v0..v3) into dst at i, i + step, ..., i + 15 * step (xi = 0..15)
+fn put16(i0: u32, step: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) {
+    var i = i0;
+    put(i, v0.x); i += step; put(i, v0.y); i += step; put(i, v0.z); i += step; put(i, v0.w); i += step;
+    put(i, v1.x); i += step; put(i, v1.y); i += step; put(i, v1.z); i += step; put(i, v1.w); i += step;
+    put(i, v2.x); i += step; put(i, v2.y); i += step; put(i, v2.z); i += step; put(i, v2.w); i += step;
+    put(i, v3.x); i += step; put(i, v3.y); i += step; put(i, v3.z); i += step; put(i, v3.w);
+}
+
 // ---- wino_input: one thread per (c, t)
 fn pixel(plane: u32, y: i32, x: i32) -> f32 {
     if (y < 0 || y >= i32(P.H) || x < 0 || x >= i32(P.W)) { return 0.0; }
@@ -78,30 +105,15 @@ fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w
               @builtin(num_workgroups) nw: vec3<u32>) {
     let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
-    let c = g / P.T;
-    let t = g - c * P.T;
-    let n = t / TP;
-    let r = t - n * TP;
-    let ty = r / TW;
-    let tx = r - ty * TW;
-    let plane = P.x_off + (n * P.C + c) * P.H * P.W;
-    let y0 = i32(2u * ty) - P.py;
-    let x0 = i32(2u * tx) - P.px;
+    let p = patch_of(g);
+    let y0 = p.y - P.py;
+    let x0 = p.x - P.px;
     // rows of d with B applied along x: e_i = (d B)[i, :]; then B^T along y: V[a, :] = sum_i B^T[a, i] e_i
-    let e0 = row_bt(plane, y0, x0);
-    let e1 = row_bt(plane, y0 + 1, x0);
-    let e2 = row_bt(plane, y0 + 2, x0);
-    let e3 = row_bt(plane, y0 + 3, x0);
-    let v0 = e0 - e2;
-    let v1 = e1 + e2;
-    let v2 = e2 - e1;
-    let v3 = e1 - e3;
-    let step = P.C * P.T;  // between xi and xi + 1
-    var i = P.v_off + c * P.T + t;
-    put(i, v0.x); i += step; put(i, v0.y); i += step; put(i, v0.z); i += step; put(i, v0.w); i += step;
-    put(i, v1.x); i += step; put(i, v1.y); i += step; put(i, v1.z); i += step; put(i, v1.w); i += step;
-    put(i, v2.x); i += step; put(i, v2.y); i += step; put(i, v2.z); i += step; put(i, v2.w); i += step;
-    put(i, v3.x); i += step; put(i, v3.y); i += step; put(i, v3.z); i += step; put(i, v3.w);
+    let e0 = row_bt(p.plane, y0, x0);
+    let e1 = row_bt(p.plane, y0 + 1, x0);
+    let e2 = row_bt(p.plane, y0 + 2, x0);
+    let e3 = row_bt(p.plane, y0 + 3, x0);
+    put16(P.v_off + p.c * P.T + p.t, P.C * P.T, e0 - e2, e1 + e2, e2 - e1, e1 - e3);
 }
 
 // ---- wino_weight: one thread per (r, s) of U [16][R][S]
@@ -131,16 +143,7 @@ fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
     let h0 = filter_row(r, s, 0u);
     let h1 = filter_row(r, s, 1u);
     let h2 = filter_row(r, s, 2u);
-    let u0 = h0;
-    let u1 = 0.5 * (h0 + h1 + h2);
-    let u2 = 0.5 * (h0 - h1 + h2);
-    let u3 = h2;
-    let step = P.R * P.S;
-    var i = P.u_off + g;
-    put(i, u0.x); i += step; put(i, u0.y); i += step; put(i, u0.z); i += step; put(i, u0.w); i += step;
-    put(i, u1.x); i += step; put(i, u1.y); i += step; put(i, u1.z); i += step; put(i, u1.w); i += step;
-    put(i, u2.x); i += step; put(i, u2.y); i += step; put(i, u2.z); i += step; put(i, u2.w); i += step;
-    put(i, u3.x); i += step; put(i, u3.y); i += step; put(i, u3.z); i += step; put(i, u3.w);
+    put16(P.u_off + g, P.R * P.S, h0, 0.5 * (h0 + h1 + h2), 0.5 * (h0 - h1 + h2), h2);  // then G along the rows
 }
 
 // ---- wino_output: one thread per (o, t)
@@ -181,15 +184,12 @@ fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
     let y1 = f1 - f2 - f3;
     var b = 0.0;
     if (HAS_BIAS) { b = f32(bias[P.bias_off + o]); }
-    let n = t / TP;
-    let r = t - n * TP;
-    let ty = r / TW;
-    let tx = r - ty * TW;
-    let plane = P.out_off + (n * P.O + o) * P.OH * P.OW;
-    store(plane, 2u * ty, 2u * tx, y0.x, b);
-    store(plane, 2u * ty, 2u * tx + 1u, y0.y, b);
-    store(plane, 2u * ty + 1u, 2u * tx, y1.x, b);
-    store(plane, 2u * ty + 1u, 2u * tx + 1u, y1.y, b);
+    let k = block(t);
+    let plane = P.out_off + (k.x * P.O + o) * P.OH * P.OW;
+    store(plane, k.y, k.z, y0.x, b);
+    store(plane, k.y, k.z + 1u, y0.y, b);
+    store(plane, k.y + 1u, k.z, y1.x, b);
+    store(plane, k.y + 1u, k.z + 1u, y1.y, b);
 }
 
 // ---- wino_grad_output: one thread per (c, t) of dY's C channels (Params as wino_input's, H x W = dY's plane)
@@ -203,25 +203,10 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
                     @builtin(num_workgroups) nw: vec3<u32>) {
     let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
-    let c = g / P.T;
-    let t = g - c * P.T;
-    let n = t / TP;
-    let r = t - n * TP;
-    let y = i32(2u * (r / TW));
-    let x = i32(2u * (r % TW));
-    let plane = P.x_off + (n * P.C + c) * P.H * P.W;
-    let e0 = a2(pixel(plane, y, x), pixel(plane, y, x + 1));       // rows of dy, A applied along x
-    let e1 = a2(pixel(plane, y + 1, x), pixel(plane, y + 1, x + 1));
-    let v0 = e0;  // then A along y
-    let v1 = e0 + e1;
-    let v2 = e0 - e1;
-    let v3 = -e1;
-    let step = P.C * P.T;
-    var i = P.v_off + c * P.T + t;
-    put(i, v0.x); i += step; put(i, v0.y); i += step; put(i, v0.z); i += step; put(i, v0.w); i += step;
-    put(i, v1.x); i += step; put(i, v1.y); i += step; put(i, v1.z); i += step; put(i, v1.w); i += step;
-    put(i, v2.x); i += step; put(i, v2.y); i += step; put(i, v2.z); i += step; put(i, v2.w); i += step;
-    put(i, v3.x); i += step; put(i, v3.y); i += step; put(i, v3.z); i += step; put(i, v3.w);
+    let p = patch_of(g);
+    let e0 = a2(pixel(p.plane, p.y, p.x), pixel(p.plane, p.y, p.x + 1));  // rows of dy, A applied along x
+    let e1 = a2(pixel(p.plane, p.y + 1, p.x), pixel(p.plane, p.y + 1, p.x + 1));
+    put16(P.v_off + p.c * P.T + p.t, P.C * P.T, e0, e0 + e1, e0 - e1, -e1);  // then A along y
 }
 
 // ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU

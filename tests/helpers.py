@@ -112,3 +112,19 @@ def check_parity(fn, *arrays, device="webgpu", rtol=1e-5, atol=1e-6, grad=True, 
             assert b is None
             continue
         np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=f"gradient of input {i} on {device}")
+
+
+def stored_view(backend, a, offset=0):
+    """float32 array `a` as a View at element `offset` of a `backend` storage, between elements of 7.0 (an
+    offset that is no multiple of 4 takes kernels' scalar paths; a kernel reading past the view would see 7s)."""
+    from webgrad._view import View
+    from webgrad.dtypes import float32
+
+    pad = np.full(offset, 7, np.float32), np.full(5, 7, np.float32)
+    flat = np.concatenate([pad[0], np.asarray(a, np.float32).ravel(), pad[1]])
+    return View(backend.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), offset, float32)
+
+
+def read_view(backend, v):
+    """A float32 View's elements as an array of its shape."""
+    return np.frombuffer(backend.to_bytes(v), np.float32).reshape(v.shape)

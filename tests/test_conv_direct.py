@@ -9,7 +9,7 @@ kernels (test_conv_pool_parity's "gpu-per-image" profile keeps matmul.wgsl's per
 import numpy as np
 import pytest
 
-from helpers import DEVICES
+from helpers import DEVICES, read_view, stored_view
 from test_conv_gemm import check_conv
 
 torch = pytest.importorskip("torch")
@@ -120,8 +120,6 @@ def test_routing(direct, monkeypatch):
 def test_offset_operands_and_relu_epilogue(direct):
     # views at odd offsets of larger storages (the scalar index paths) and conv.conv2d(relu=True)
     from webgrad._backends.webgpu import conv, create_backend
-    from webgrad._view import View
-    from webgrad.dtypes import float32
 
     be = create_backend()
     be.runtime.software = False
@@ -132,12 +130,11 @@ def test_offset_operands_and_relu_epilogue(direct):
     g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
     y.backward(torch.tensor(g))
 
-    def stored(a, off):
-        flat = np.concatenate([np.full(off, 7.0, np.float32), a.ravel(), np.full(5, 7.0, np.float32)])
-        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), off, float32)
+    def stored(a, offset):
+        return stored_view(be, a, offset)
 
     def read(v):
-        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+        return read_view(be, v)
 
     out, dx, dw = stored(0 * g, 3), stored(0 * x, 5), stored(0 * w, 1)
     conv.conv2d(be.runtime, out, stored(x, 1), stored(w, 2), stored(b, 3), 1, 1, 1, relu=True)

@@ -12,7 +12,7 @@ import pytest
 
 import webgrad as wg
 import webgrad.nn.functional as F
-from helpers import DEVICES
+from helpers import DEVICES, read_view, stored_view
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
@@ -109,8 +109,6 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
     # views at offsets that are no multiple of 4 take the scalar loads and stores; relu (an argument of
     # conv.conv2d only, not of the device interface) is applied in the store, after the bias
     from webgrad._backends.webgpu import conv, create_backend
-    from webgrad._view import View
-    from webgrad.dtypes import float32
 
     be = create_backend()
     rng = np.random.default_rng(3)
@@ -120,11 +118,10 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
     g = rng.standard_normal((2, 8, 8, 8)).astype(np.float32)
 
     def stored(a, offset):
-        flat = np.concatenate([np.full(offset, 7, np.float32), a.ravel(), np.full(3, 7, np.float32)])
-        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), offset, float32)
+        return stored_view(be, a, offset)
 
     def read(v):
-        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+        return read_view(be, v)
 
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
@@ -165,8 +162,6 @@ def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
     # conv.conv2d(relu=True) also on a software adapter (im2col + matmul_cpu) and for narrow
     # convolutions on a GPU (matmul.wgsl's per-image products)
     from webgrad._backends.webgpu import conv, create_backend
-    from webgrad._view import View
-    from webgrad.dtypes import float32
 
     be = create_backend()
     monkeypatch.setattr(be.runtime, "software", path == "software")
@@ -176,7 +171,7 @@ def test_relu_epilogue_on_the_other_paths(gpu_kernels, monkeypatch, path):
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (5, 3, 3, 3), (5,)))
 
     def stored(a):
-        return View(be.from_bytes(a.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), 0, float32)
+        return stored_view(be, a)
 
     out = stored(np.zeros((2, 5, 6, 6), np.float32))
     conv.conv2d(be.runtime, out, stored(x), stored(w), stored(b), 1, 1, 1, relu=True)

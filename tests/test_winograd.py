@@ -10,7 +10,7 @@ import pytest
 import webgrad as wg
 import webgrad.nn.functional as F
 
-from helpers import DEVICES
+from helpers import DEVICES, read_view, stored_view
 from test_conv_gemm import check_conv
 
 torch = pytest.importorskip("torch")
@@ -63,8 +63,6 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     # one after another through the same two buffers; relu (an argument of conv.conv2d only, as Conv2d +
     # ReLU fuse) in the output transform, after the bias
     from webgrad._backends.webgpu import conv, create_backend
-    from webgrad._view import View
-    from webgrad.dtypes import float32
 
     if chunks > 1:
         monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 16 * 4)
@@ -77,12 +75,11 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     b = rng.standard_normal(6).astype(np.float32)
     g = rng.standard_normal((5, 6, 8, 8)).astype(np.float32)
 
-    def stored(a, off):
-        flat = np.concatenate([np.full(off, 7, np.float32), a.ravel(), np.full(3, 7, np.float32)])
-        return View(be.from_bytes(flat.tobytes(), float32), a.shape, View.contiguous_strides(a.shape), off, float32)
+    def stored(a, offset):
+        return stored_view(be, a, offset)
 
     def read(v):
-        return np.frombuffer(be.to_bytes(v), np.float32).reshape(v.shape)
+        return read_view(be, v)
 
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
