@@ -55,7 +55,10 @@ XI = 16  # points of the transformed 4x4 patch: the product's batch
 MIN_CHANNELS = 64
 # The weight gradient from this many channels on both sides: at 64 (ResNet-18's first stage, 32x32 maps, batch
 # 128, four chunks of 32 images) it took 4 x (70 + 16.7 + 16.8) + ~10 us against conv_gemm's 416 (H200,
-# bench replay --each, /work/.device/4 of session 9), at 128 ~240 against 323.
+# bench replay --each, /work/.device/4 of session 9), at 128 ~240 against 323. Those are sums of dispatches timed
+# alone; a replayed step overlaps small dispatches, so the routing was checked by whole steps too (bench replay's
+# GPU span, the same call each): weight gradients from 64 channels 14,829 and 14,853 us against 14,720 for this
+# (/work/.device/14); everything from 128 (the first stage on conv_gemm) 15,118 against 14,786 (/12 and /13).
 WGRAD_MIN_CHANNELS = 128
 # Bytes of V (and of M) per chunk of images: the "winograd-in" and "winograd-out" scratches' size. H200, bench
 # scale (all three models, as in the README; /work/.device/9 of session 9), ResNet-18 at batch 128: 16 MiB
