@@ -21,14 +21,16 @@
 //     D[xi] [O, T] = A dy A^T       wino_grad_output: the 2x2 dY block of each output channel and tile
 //     dU[xi] [O, C] = D[xi] @ V[xi]^T   matmul.wgsl, one [16][O][C] per chunk of images
 //     dW = G^T (sum over chunks of dU) G    wino_grad_weight
-// Every global read is bounds-checked; a thread past its count returns.
+// A thread past its count returns. Image reads are checked against the plane (the padding reads zeros); U, V,
+// M and the chunks' dU sit at offset 0 of scratches the host sizes for every thread of the count, so their
+// indices stay in range by construction.
 
 struct Params {
     C: u32, H: u32, W: u32, T: u32,              // wino_input: channels, input plane, tiles
-    py: i32, px: i32, x_off: u32, v_off: u32,   // padding; element offsets of the image and of V
-    O: u32, OH: u32, OW: u32, m_off: u32,       // wino_output: channels, output plane, offset of M
-    out_off: u32, bias_off: u32, R: u32, S: u32,  // wino_weight: U [16][R][S]
-    w_off: u32, u_off: u32, count: u32, chunks: u32,  // count: threads with work
+    py: i32, px: i32, x_off: u32, O: u32,       // padding, the image's element offset; wino_output: channels,
+    OH: u32, OW: u32, out_off: u32, bias_off: u32,  // output plane, offsets
+    R: u32, S: u32, w_off: u32, count: u32,     // wino_weight: U [16][R][S]; count: threads with work
+    chunks: u32, _pad0: u32, _pad1: u32, _pad2: u32,  // wino_grad_weight: the chunks' dU to sum
 }
 
 // Element types: winograd.py splices ELEMENT_TYPES below (typed.py element_types): the aliases ST (src), DT
@@ -113,7 +115,7 @@ fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w
     let e1 = row_bt(p.plane, y0 + 1, x0);
     let e2 = row_bt(p.plane, y0 + 2, x0);
     let e3 = row_bt(p.plane, y0 + 3, x0);
-    put16(P.v_off + p.c * P.T + p.t, P.C * P.T, e0 - e2, e1 + e2, e2 - e1, e1 - e3);
+    put16(p.c * P.T + p.t, P.C * P.T, e0 - e2, e1 + e2, e2 - e1, e1 - e3);
 }
 
 // ---- wino_weight: one thread per (r, s) of U [16][R][S]
@@ -143,7 +145,7 @@ fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
     let h0 = filter_row(r, s, 0u);
     let h1 = filter_row(r, s, 1u);
     let h2 = filter_row(r, s, 2u);
-    put16(P.u_off + g, P.R * P.S, h0, 0.5 * (h0 + h1 + h2), 0.5 * (h0 - h1 + h2), h2);  // then G along the rows
+    put16(g, P.R * P.S, h0, 0.5 * (h0 + h1 + h2), 0.5 * (h0 - h1 + h2), h2);  // then G along the rows
 }
 
 // ---- wino_output: one thread per (o, t)
@@ -167,7 +169,7 @@ fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
     let o = g / P.T;
     let t = g - o * P.T;
     let step = P.O * P.T;
-    var i = P.m_off + o * P.T + t;
+    var i = g;  // = o * T + t: M[xi][o][t]
     // rows of m, A applied along b: f_a = (m A)[a, :]
     var m = vec4<f32>(f32(src[i]), f32(src[i + step]), f32(src[i + 2u * step]), f32(src[i + 3u * step]));
     let f0 = at(m);
@@ -206,11 +208,11 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
     let p = patch_of(g);
     let e0 = a2(pixel(p.plane, p.y, p.x), pixel(p.plane, p.y, p.x + 1));  // rows of dy, A applied along x
     let e1 = a2(pixel(p.plane, p.y + 1, p.x), pixel(p.plane, p.y + 1, p.x + 1));
-    put16(P.v_off + p.c * P.T + p.t, P.C * P.T, e0, e0 + e1, e0 - e1, -e1);  // then A along y
+    put16(p.c * P.T + p.t, P.C * P.T, e0, e0 + e1, e0 - e1, -e1);  // then A along y
 }
 
 // ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU
-// [chunks][16][R][S] at u_off
+// [chunks][16][R][S]
 // G^T applied to the 4 values along one axis
 fn g3(u: vec4<f32>) -> vec3<f32> {
     return vec3<f32>(u.x + 0.5 * (u.y + u.z), 0.5 * (u.y - u.z), 0.5 * (u.y + u.z) + u.w);
@@ -220,7 +222,7 @@ fn du(g: u32, xi: u32) -> f32 {
     let step = P.R * P.S;
     var s = 0.0;
     for (var k = 0u; k < P.chunks; k++) {
-        s += f32(src[P.u_off + (k * 16u + xi) * step + g]);
+        s += f32(src[(k * 16u + xi) * step + g]);
     }
     return s;
 }

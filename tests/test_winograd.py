@@ -174,8 +174,11 @@ def test_float16_operands(wino, monkeypatch, chunks):
     if chunks > 1:
         monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 14 * 4)
     kernels = []
-    run = wino._run
-    monkeypatch.setattr(wino, "_run", lambda rt, step, *a, **k: kernels.append(step.kernel) or run(rt, step, *a, **k))
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    rt = default_runtime()
+    record = rt.record
+    monkeypatch.setattr(rt, "record", lambda d, storages: kernels.append(d.kernel) or record(d, storages))
     rng = np.random.default_rng(chunks)
     x = rng.standard_normal((3, 6, 7, 8)).astype(np.float16)
     w = rng.standard_normal((8, 6, 3, 3)).astype(np.float16)

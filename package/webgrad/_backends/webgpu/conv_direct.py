@@ -34,7 +34,7 @@ import struct
 from ..._view import View
 from ...dtypes import float32
 from .reduce import reduce
-from .runtime import Kernel, Shader, grid
+from .runtime import Kernel, PlannedDispatch, Shader, grid
 
 SHADER = Shader("conv_direct.wgsl", {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -93,18 +93,12 @@ def _params(M, K, positions, a_off, lda, a_bs, g_off, ch, ih, iw, o_off, bias_of
                         chunk, sy, sx, dy, dx, py, px, chunks, 0, 0)
 
 
-class DirectPlan:
-    __slots__ = ("kernel", "constants", "params", "workgroups", "scratch")
+class DirectPlan(PlannedDispatch):
+    __slots__ = ("scratch",)
 
     def __init__(self, kernel, constants, params, workgroups, scratch=0):
-        self.kernel = kernel
-        self.constants = kernel.constants(constants)
-        self.params = params
-        self.workgroups = workgroups
+        super().__init__(kernel, constants, params, workgroups)
         self.scratch = scratch  # conv_direct_wgrad: floats of partial sums (chunks per output), else 0
-
-    def __repr__(self):
-        return f"DirectPlan({self.kernel.entry}, {dict(self.constants)}, workgroups={self.workgroups})"
 
 
 @functools.lru_cache(maxsize=512)
@@ -162,10 +156,7 @@ def plan_wgrad(M, K, grad_off, img_off, ch, ih, iw, qh, qw, window, taps, n_imag
 
 def run(rt, p, a, img, out, bias=None):
     """Record plan p on storages a (binding 0), img, out and bias (None: none; HAS_BIAS is off)."""
-    launch = rt.memo.get(p)
-    if launch is None:
-        launch = rt.memo[p] = rt.launch(p.kernel, p.constants, p.params, p.workgroups)
-    rt.run(launch, (a, img, out, a if bias is None else bias))
+    rt.record(p, (a, img, out, a if bias is None else bias))
 
 
 # ------------------------------------------------------------------ the three convolution products

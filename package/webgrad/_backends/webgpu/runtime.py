@@ -130,6 +130,23 @@ class Kernel:
         return f"Kernel({self.shader.name}:{self.entry})"
 
 
+class PlannedDispatch:
+    """A dispatch planned once (a family caches these, e.g. with functools.lru_cache): the kernel, its
+    override constants (picked from a dict by Kernel.constants), the packed Params and the grid.
+    Runtime.record runs it on storages, its Launch kept in the runtime's memo under it."""
+
+    __slots__ = ("kernel", "constants", "params", "workgroups")
+
+    def __init__(self, kernel, constants, params, workgroups):
+        self.kernel = kernel
+        self.constants = kernel.constants(constants)
+        self.params = params
+        self.workgroups = workgroups
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.kernel.entry}, {dict(self.constants)}, workgroups={self.workgroups})"
+
+
 class Launch:
     """A pipeline with its uniform buffer, grid and dynamic scalar slots: a dispatch without buffers."""
 
@@ -745,6 +762,14 @@ class Runtime:
             pipeline = self._create_pipeline(kernel, constants)
         uniform = None if params is None else (self._uniforms.get(params) or self._create_uniform(params))
         return Launch(kernel, pipeline, uniform, groups, tuple(slots))
+
+    def record(self, dispatch, storages):
+        """Record a PlannedDispatch on `storages` (see run), its Launch made once and kept in memo."""
+        launch = self.memo.get(dispatch)
+        if launch is None:
+            launch = self.memo[dispatch] = self.launch(dispatch.kernel, dispatch.constants, dispatch.params,
+                                                       dispatch.workgroups)
+        self.run(launch, storages)
 
     def run(self, launch, storages):
         """Record `launch` on `storages` (one per storage binding of its kernel, in binding order)."""

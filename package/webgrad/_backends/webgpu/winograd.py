@@ -1,10 +1,9 @@
 """Winograd F(2x2, 3x3) convolutions on GPUs (shaders/winograd.wgsl): conv2d with a 3x3 window at stride 1,
 its input gradient and its weight gradient, where both channel counts are at least MIN_CHANNELS
-(WGRAD_MIN_CHANNELS for the weight gradient). conv.py
-routes them here before conv_gemm.py. A 2x2 block of outputs costs 16 multiplications per channel pair
-instead of 36, and those run as one batched product of matmul.wgsl (16 matrices [O, C] @ [C, tiles]; for
-the weight gradient [O, tiles] @ [tiles, C], split along the tiles by matmul_plan), between memory-bound
-transforms (see the shader's header).
+(WGRAD_MIN_CHANNELS for the weight gradient). conv.py and f16.py route them here before conv_gemm.py. A 2x2
+block of outputs costs 16 multiplications per channel pair instead of 36, and those run as one batched product
+of matmul.wgsl (16 matrices [O, C] @ [C, tiles]; for the weight gradient [O, tiles] @ [tiles, C], split along
+the tiles by matmul_plan), between memory-bound transforms (see the shader's header).
 
 The transformed image V [16, C, T] and the products M [16, O, T] are 4 times the size of the image and of
 the output. They live in the runtime's kept scratches (Runtime.kept_scratch), shared by every Winograd
@@ -27,11 +26,10 @@ import functools
 import os
 import struct
 
-from . import matmul_plan
-from .matmul import profile, run_plan
 from ...dtypes import float16, float32
-from . import typed
-from .runtime import Kernel, grid
+from . import matmul_plan, typed
+from .matmul import profile, run_plan
+from .runtime import Kernel, PlannedDispatch, grid
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
 _OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU"),
@@ -48,6 +46,8 @@ def _kernel(entry, src="f32", dst="f32"):
         shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)))
         k = _KERNELS[key] = Kernel(shader, entry, _LAYOUT, _OVERRIDES[entry])
     return k
+
+
 _PARAMS = struct.Struct("<4I2i14I")
 THREADS = 256
 XI = 16  # points of the transformed 4x4 patch: the product's batch
@@ -79,31 +79,21 @@ def suits(in_channels, out_channels, window, geom, wgrad=False):
             and min(in_channels, out_channels) >= (WGRAD_MIN_CHANNELS if wgrad else MIN_CHANNELS))
 
 
-def _params(C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, v_off=0, O=0, OH=0, OW=0, m_off=0, out_off=0,
-            bias_off=0, R=0, S=0, w_off=0, u_off=0, count=0, chunks=0):
-    values = (C, H, W, T, x_off, v_off, O, OH, OW, m_off, out_off, bias_off, R, S, w_off, u_off, count, chunks)
+def _step(entry, types, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
+          bias_off=0, R=0, S=0, w_off=0, chunks=0):
+    """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst) over `count` threads."""
+    values = (C, H, W, T, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks)
     if not all(0 <= v < 2**32 for v in values) or count * XI * max(chunks, 1) >= 2**32:
         raise ValueError("conv2d: offsets and sizes must fit in u32")
-    return _PARAMS.pack(C, H, W, T, py, px, x_off, v_off, O, OH, OW, m_off, out_off, bias_off, R, S, w_off, u_off,
-                        count, chunks)
-
-
-class Step:
-    """One dispatch of winograd.wgsl: its kernel, constants, Params and grid."""
-
-    __slots__ = ("kernel", "constants", "params", "workgroups")
-
-    def __init__(self, kernel, constants, params, count):
-        self.kernel = kernel
-        self.constants = kernel.constants(constants)
-        self.params = params
-        self.workgroups = grid(-(-count // THREADS))
+    params = _PARAMS.pack(C, H, W, T, py, px, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks,
+                          0, 0, 0)
+    return PlannedDispatch(_kernel(entry, *types), constants, params, grid(-(-count // THREADS)))
 
 
 class WinogradPlan:
     """A convolution's dispatches: the weight transform, then per chunk of images the input transform, the
     batched product (a matmul_plan plan) and the output transform (the weight gradient: per chunk the two
-    input transforms and the product, then the weight Step); the floats it needs of the "winograd-u",
+    input transforms and the product, then the weight dispatch); the floats it needs of the "winograd-u",
     "winograd-in" and "winograd-out" scratches."""
 
     __slots__ = ("weight", "chunks", "u_size", "in_size", "out_size")
@@ -119,36 +109,31 @@ class WinogradPlan:
         return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"
 
 
-def images_per_chunk(N, C, O, tiles_per_image, workspace=None):
-    """Images per chunk: as many as keep V and M ([16, C or O, tiles]) each within the workspace."""
-    per_image = XI * max(C, O) * tiles_per_image * 4
-    return max(1, min(N, (workspace or WORKSPACE) // per_image))
+def images_per_chunk(N, C, O, tiles_per_image):
+    """Images per chunk: as many as keep V and M ([16, C or O, tiles]) each within WORKSPACE."""
+    return max(1, min(N, WORKSPACE // (XI * max(C, O) * tiles_per_image * 4)))
 
 
 @functools.lru_cache(maxsize=512)
 def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias_off=0, relu=False, flip=False,
-         matmul_profile="gpu", workspace=None, dtype="f32"):
+         matmul_profile="gpu", dtype="f32"):
     """out [N, O, OH, OW] = the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad = (py, px), with
     weight [O, C, 3, 3] (flip: weight [C, O, 3, 3], reversed and transposed: an input gradient) + bias
-    (then ReLU). U, V and M sit at offset 0 of "winograd-u", "winograd-in" and "winograd-out". dtype: the image's, the weight's, the bias's and out's element type, "f32" or "f16"
-    (U, V and M are f32 either way)."""
+    (then ReLU). U, V and M sit at offset 0 of "winograd-u", "winograd-in" and "winograd-out". dtype: the
+    image's, the weight's, the bias's and out's element type, "f32" or "f16" (U, V and M are f32 either way)."""
     py, px = pad
     TH, TW = -(-OH // 2), -(-OW // 2)
     TP = TH * TW
-    nc = images_per_chunk(N, C, O, TP, workspace)
-    weight = Step(_kernel("wino_weight", dtype), dict(FLIP=flip), _params(R=O, S=C, w_off=w_off, count=O * C),
-                  O * C)
+    nc = images_per_chunk(N, C, O, TP)
+    weight = _step("wino_weight", (dtype, "f32"), dict(FLIP=flip), O * C, R=O, S=C, w_off=w_off)
     chunks = []
     for n0 in range(0, N, nc):
-        n = min(nc, N - n0)
-        T = n * TP
-        inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
-                   _params(C=C, H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W, count=C * T), C * T)
-        product = _product(O, C, T, matmul_profile)
-        out = Step(_kernel("wino_output", "f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu),
-                   _params(T=T, O=O, OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off,
-                           count=O * T), O * T)
-        chunks.append((inp, product, out))
+        T = min(nc, N - n0) * TP
+        inp = _step("wino_input", (dtype, "f32"), dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py, px=px,
+                    x_off=x_off + n0 * C * H * W)
+        out = _step("wino_output", ("f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
+                    OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off)
+        chunks.append((inp, _product(O, C, T, matmul_profile), out))
     T = min(nc, N) * TP
     return WinogradPlan(weight, tuple(chunks), XI * O * C, XI * C * T, XI * O * T)
 
@@ -176,60 +161,48 @@ WGRAD_CONFIGS = ((128, "64x32k2"), (256, "64x128"), (None, "128x128w16"))  # (na
 WGRAD_WORKGROUPS = {"64x32k2": 512, "64x128": 256, "128x128w16": 256}
 
 
-def _wgrad_product(O, C, T, a_off, out_off, matmul_profile):
-    if matmul_profile != "gpu":
-        return matmul_plan.plan(XI, O, C, T, False, True, False, False, a_off, 0, out_off, 0, O * T, C * T,
-                                profile=matmul_profile)
-    cfg = next(c for below, c in WGRAD_CONFIGS if below is None or min(O, C) < below)
-    bm, bn = matmul_plan.config_shape(cfg)
-    tiles = XI * -(-O // bm) * -(-C // bn)
-    return matmul_plan.plan(XI, O, C, T, False, True, False, False, a_off, 0, out_off, 0, O * T, C * T, config=cfg,
-                            splits=max(1, WGRAD_WORKGROUPS[cfg] // tiles), profile=matmul_profile)
+def _wgrad_product(O, C, T, out_off, matmul_profile):
+    cfg = splits = None
+    if matmul_profile == "gpu":
+        cfg = next(c for below, c in WGRAD_CONFIGS if below is None or min(O, C) < below)
+        bm, bn = matmul_plan.config_shape(cfg)
+        splits = max(1, WGRAD_WORKGROUPS[cfg] // (XI * -(-O // bm) * -(-C // bn)))
+    return matmul_plan.plan(XI, O, C, T, False, True, False, False, 0, 0, out_off, 0, O * T, C * T, config=cfg,
+                            splits=splits, profile=matmul_profile)
 
 
 @functools.lru_cache(maxsize=512)
-def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", workspace=None,
-               dtype="f32"):
+def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", dtype="f32"):
     """dW [O, C, 3, 3] = the weight gradient of the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad,
     with output gradient dY [N, O, OH, OW] at grad_off: per chunk of images V (at 0 of "winograd-in"), D
     (at 0 of "winograd-out") and the chunk's dU (at chunk * 16*O*C of "winograd-u"); then their sum through
-    G^T . G. A WinogradPlan whose weight Step is that last one, run after the chunks. dtype: x's, dY's and
+    G^T . G. A WinogradPlan whose weight dispatch is that last one, run after the chunks. dtype: x's, dY's and
     dW's element type."""
     py, px = pad
     TH, TW = -(-OH // 2), -(-OW // 2)
     TP = TH * TW
-    nc = images_per_chunk(N, C, O, TP, workspace)
+    nc = images_per_chunk(N, C, O, TP)
     T = min(nc, N) * TP
     chunks = []
     for k, n0 in enumerate(range(0, N, nc)):
-        n = min(nc, N - n0)
-        t = n * TP
-        inp = Step(_kernel("wino_input", dtype), dict(TW=TW, TP=TP),
-                   _params(C=C, H=H, W=W, T=t, py=py, px=px, x_off=x_off + n0 * C * H * W, count=C * t), C * t)
-        dy = Step(_kernel("wino_grad_output", dtype), dict(TW=TW, TP=TP),
-                  _params(C=O, H=OH, W=OW, T=t, x_off=grad_off + n0 * O * OH * OW, count=O * t), O * t)
-        product = _wgrad_product(O, C, t, 0, k * XI * O * C, matmul_profile)
-        chunks.append((inp, dy, product))
-    weight = Step(_kernel("wino_grad_weight", "f32", dtype), {},
-                  _params(R=O, S=C, w_off=out_off, count=O * C, chunks=len(chunks)), O * C)
+        t = min(nc, N - n0) * TP
+        inp = _step("wino_input", (dtype, "f32"), dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py, px=px,
+                    x_off=x_off + n0 * C * H * W)
+        dy = _step("wino_grad_output", (dtype, "f32"), dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
+                   x_off=grad_off + n0 * O * OH * OW)
+        chunks.append((inp, dy, _wgrad_product(O, C, t, k * XI * O * C, matmul_profile)))
+    weight = _step("wino_grad_weight", ("f32", dtype), {}, O * C, R=O, S=C, w_off=out_off, chunks=len(chunks))
     return WinogradPlan(weight, tuple(chunks), len(chunks) * XI * O * C, XI * C * T, XI * O * T)
-
-
-def _run(rt, step, src, dst, bias=None):
-    launch = rt.memo.get(step)
-    if launch is None:
-        launch = rt.memo[step] = rt.launch(step.kernel, step.constants, step.params, step.workgroups)
-    rt.run(launch, (src, src if bias is None else bias, dst))
 
 
 def run(rt, p, x, weight, out, bias=None):
     """Record plan p on storages x (the image), weight, out and bias (None: none)."""
     u, v, m = _scratches(rt, p)
-    _run(rt, p.weight, weight, u)
+    rt.record(p.weight, (weight, weight, u))  # binding 1 (the bias) is unused but for the output transform
     for inp, product, outp in p.chunks:
-        _run(rt, inp, x, v)
+        rt.record(inp, (x, x, v))
         run_plan(rt, product, u, v, m)
-        _run(rt, outp, m, out, bias)
+        rt.record(outp, (m, m if bias is None else bias, out))
 
 
 def _scratches(rt, p):
@@ -278,7 +251,7 @@ def backward_weight(rt, out, grad, x, geom):
                    dtype=_type(out.dtype))
     du, v, d = _scratches(rt, p)
     for inp, dy, product in p.chunks:
-        _run(rt, inp, x.storage, v)
-        _run(rt, dy, grad.storage, d)
+        rt.record(inp, (x.storage, x.storage, v))
+        rt.record(dy, (grad.storage, grad.storage, d))
         run_plan(rt, product, d, v, du)
-    _run(rt, p.weight, du, out.storage)
+    rt.record(p.weight, (du, du, out.storage))
