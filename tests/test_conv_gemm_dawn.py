@@ -76,13 +76,19 @@ for ppt, chunks in ((1, None), (2, 3)):
     check((2, 3, 9, 8), (5, 3, 3, 2), {"stride": 2, "padding": 1, "dilation": (2, 1)})
 conv_direct.FORCED["off"] = True
 
-# winograd.wgsl: every entry point (forward with its bias, input and weight gradients), odd planes, padding 2,
-# then a batch in chunks of one image (the weight gradient's chunk partials summed)
-winograd.MIN_CHANNELS = winograd.WGRAD_MIN_CHANNELS = 1
+# winograd.wgsl: every entry point (forward with its bias, input and weight gradients), odd planes, padding 2
+# (F(2x2, 3x3) on planes under 8x8), then a batch in chunks of one image (the weight gradient's chunk partials
+# summed; F(4x4, 3x3) on its 8x8 planes)
+winograd.MIN_CHANNELS = 1
 check((2, 5, 7, 9), (6, 5, 3, 3), {"padding": 1})
 check((2, 4, 6, 5), (3, 4, 3, 3), {"padding": 2})
 winograd.WORKSPACE = 16 * 6 * 16 * 4
 check((3, 4, 8, 8), (6, 4, 3, 3), {"padding": 1})
+# F(4x4, 3x3), which planes from 8x8 take: the same odd planes and padding 2 through its transforms
+winograd.TILE["size"] = 4
+check((2, 5, 7, 9), (6, 5, 3, 3), {"padding": 1})
+check((2, 4, 6, 5), (3, 4, 3, 3), {"padding": 2})
+winograd.TILE["size"] = None
 
 
 def pool(software, x):
@@ -115,6 +121,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 19, proc.stdout[-3000:]
+    assert len(results) == 21, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

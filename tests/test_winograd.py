@@ -1,8 +1,9 @@
-"""Winograd F(2x2, 3x3) convolutions of GPU adapters (shaders/winograd.wgsl, winograd.py) against torch and the
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions of GPU adapters (shaders/winograd.wgsl, winograd.py) against torch and the
 CPU backend: the forward product (bias and ReLU in its output transform) and the stride-1 input gradient,
 on ResNet-18's 3x3 stride-1 shapes at a small batch, odd planes (tiles past the edge), padding 0 and 2,
 offset operands, and a batch in chunks of images; the routing (what runs here and what does not) and the
-transforms' algebra on their own. The runtime is told it runs on a GPU, so lavapipe takes these kernels."""
+transforms' algebra on their own. The runtime is told it runs on a GPU, so lavapipe takes these kernels; every
+test of the `wino` fixture runs once per tile size."""
 
 import numpy as np
 import pytest
@@ -17,16 +18,17 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
 
 
-@pytest.fixture
-def wino(monkeypatch):
-    """winograd.py taking every channel count, its plans' cache cleared, and a record of what ran."""
+@pytest.fixture(params=[2, 4], ids=["F2", "F4"])
+def wino(monkeypatch, request):
+    """winograd.py taking every channel count with tiles of request.param, its plans' cache cleared, and a
+    record of what ran."""
     from webgrad._backends.webgpu import winograd
     from webgrad._backends.webgpu.runtime import default_runtime
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setitem(winograd.FORCED, "off", False)
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
-    monkeypatch.setattr(winograd, "WGRAD_MIN_CHANNELS", 1)
+    monkeypatch.setitem(winograd.TILE, "size", request.param)
     winograd.plan.cache_clear(), winograd.plan_wgrad.cache_clear()
     ran = []
     for name in ("forward", "backward_input", "backward_weight"):
@@ -64,10 +66,12 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     # ReLU fuse) in the output transform, after the bias
     from webgrad._backends.webgpu import conv, create_backend
 
+    tile = wino.TILE["size"]
+    one_image = wino.points(tile) * 8 * (8 // tile) ** 2  # floats of an image's V: [points, 8 channels, tiles]
     if chunks > 1:
-        monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 16 * 4)
-    p = wino.plan(5, 8, 8, 8, 6, 8, 8, (1, 1), 0, 0, 0)
-    assert len(p.chunks) == chunks and p.in_size == 16 * 8 * 16 * 5 // chunks
+        monkeypatch.setattr(wino, "WORKSPACE", one_image * 4)
+    p = wino.plan(5, 8, 8, 8, 6, 8, 8, (1, 1), 0, 0, 0, tile=tile)
+    assert len(p.chunks) == chunks and p.in_size == one_image * 5 // chunks
     be = create_backend()
     rng = np.random.default_rng(offset)
     x = rng.standard_normal((5, 8, 8, 8)).astype(np.float32)
@@ -102,15 +106,16 @@ def test_other_geometries_do_not_run_here(wino, kwargs):
 
 
 def test_routing_by_channels(monkeypatch):
-    # MIN_CHANNELS on both sides: ResNet's 64-channel 3x3 convolutions take Winograd (their weight gradients
-    # from 128), the stem (3 input channels) and 1x1 or 5x5 windows do not, and WEBGRAD_WINOGRAD=0
-    # (FORCED["off"]) turns it off
+    # MIN_CHANNELS on both sides: ResNet's 64-channel 3x3 convolutions take Winograd (F(4x4, 3x3) on 8x8 planes
+    # and larger, F(2x2, 3x3) below), the stem (3 input channels) and 1x1 or 5x5 windows do not, and
+    # WEBGRAD_WINOGRAD=0 (FORCED["off"]) turns it off
     from webgrad._backends.webgpu import winograd
 
     geom = ((1, 1), (1, 1), (1, 1))
     monkeypatch.setitem(winograd.FORCED, "off", False)
     assert winograd.suits(64, 64, (3, 3), geom) and winograd.suits(512, 512, (3, 3), geom)
-    assert not winograd.suits(64, 64, (3, 3), geom, wgrad=True) and winograd.suits(128, 128, (3, 3), geom, True)
+    monkeypatch.setitem(winograd.TILE, "size", None)
+    assert [winograd.tile_for(*plane) for plane in ((32, 32), (8, 8), (8, 7), (4, 4))] == [4, 4, 2, 2]
     assert not winograd.suits(3, 64, (3, 3), geom)
     assert not winograd.suits(64, 32, (3, 3), geom)
     assert not winograd.suits(64, 64, (1, 1), ((1, 1), (0, 0), (1, 1)))
@@ -120,15 +125,18 @@ def test_routing_by_channels(monkeypatch):
     assert not winograd.suits(64, 64, (3, 3), geom)
 
 
-def test_transform_matrices():
-    # The shader's B^T, G and A^T (written out in winograd.wgsl) compute a 1-D correlation of 4 inputs with a
-    # 3-tap filter: y = A^T [(G g) * (B^T d)], the identity the kernels rely on (Lavin and Gray, F(2, 3)).
-    bt = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], float)
-    g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
-    at = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float)
+@pytest.mark.parametrize("tile", [2, 4])
+def test_transform_matrices(tile):
+    # The B^T, G and A^T that winograd_transforms.py writes out as WGSL compute a 1-D correlation of tile + 2
+    # inputs with a 3-tap filter: y = A^T [(G g) * (B^T d)], the identity the kernels rely on (Lavin and Gray,
+    # F(m, 3)); the kernels themselves are checked against torch above
+    from webgrad._backends.webgpu.winograd_transforms import MATRICES
+
+    bt, g, at = (np.array(m, float) for m in MATRICES[tile])
+    m = at.shape[0]
     rng = np.random.default_rng(7)
-    d, f = rng.standard_normal(4), rng.standard_normal(3)
-    want = np.array([d[i:i + 3] @ f for i in range(2)])
+    d, f = rng.standard_normal(m + 2), rng.standard_normal(3)
+    want = np.array([d[i:i + 3] @ f for i in range(m)])
     np.testing.assert_allclose(at @ ((g @ f) * (bt @ d)), want, rtol=1e-12)
 
 
@@ -171,8 +179,9 @@ def test_float16_operands(wino, monkeypatch, chunks):
     if not _has_f16():
         pytest.skip("needs a WebGPU adapter with shader-f16")
     monkeypatch.setattr(conv_gemm, "MIN_CHANNELS", 1)  # f16.py's native convolutions from conv_gemm's channels
-    if chunks > 1:
-        monkeypatch.setattr(wino, "WORKSPACE", 16 * 8 * 14 * 4)
+    tile = wino.TILE["size"]
+    if chunks > 1:  # an image's M: [points, 8 channels, tiles of a 7x8 plane]
+        monkeypatch.setattr(wino, "WORKSPACE", wino.points(tile) * 8 * -(-7 // tile) * -(-8 // tile) * 4)
     kernels = []
     from webgrad._backends.webgpu.runtime import default_runtime
 
@@ -198,7 +207,7 @@ def test_float16_operands(wino, monkeypatch, chunks):
         except AssertionError as err:
             raise AssertionError(f"{name}: {err}") from None
     assert wino.ran == ALL
-    half = [wino._kernel("wino_input", "f16"), wino._kernel("wino_weight", "f16"),
-            wino._kernel("wino_output", "f32", "f16"), wino._kernel("wino_grad_output", "f16"),
-            wino._kernel("wino_grad_weight", "f32", "f16")]
+    half = [wino._kernel("wino_input", "f16", "f32", tile), wino._kernel("wino_weight", "f16", "f32", tile),
+            wino._kernel("wino_output", "f32", "f16", tile), wino._kernel("wino_grad_output", "f16", "f32", tile),
+            wino._kernel("wino_grad_weight", "f32", "f16", tile)]
     assert all(k in kernels for k in half), "not the float16 kernels"

@@ -1,8 +1,8 @@
 """Convolution, im2col / col2im and 2-D max / average pooling over NCHW float32 images.
 
 On a GPU, 3x3 stride-1 convolutions with at least winograd.MIN_CHANNELS channels on both sides (ResNet's)
-take Winograd F(2x2, 3x3) (winograd.py, shaders/winograd.wgsl) for the forward product and the input
-gradient, and from winograd.WGRAD_MIN_CHANNELS for the weight gradient too; the rest as follows.
+take Winograd F(4x4, 3x3) or F(2x2, 3x3) (winograd.py, shaders/winograd.wgsl) for the forward product and
+both gradients; the rest as follows.
 On a GPU, conv2d and its two gradients with at least conv_gemm.MIN_CHANNELS output channels, and the
 forward product past conv_direct.MAX_ROWS of them, are implicit-GEMM products over the whole batch
 (conv_gemm.py, shaders/conv_gemm.wgsl): the image is unfolded on the fly, never stored. Forward:
@@ -341,7 +341,7 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
             copy(rt, View(out.storage, (O, kk), (kk, 1), out.offset, float32),
                  View(dw.storage, (O, kk), (kp, 1), dw.offset, float32))
         return
-    if winograd.suits(C, O, (kh, kw), geom, wgrad=True):
+    if winograd.suits(C, O, (kh, kw), geom):
         winograd.backward_weight(rt, out, grad, x, geom)
         return
     if conv_gemm.suits(O):

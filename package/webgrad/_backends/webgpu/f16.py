@@ -289,7 +289,7 @@ def _conv_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace
     if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, x):
         return False
     if out.numel:
-        (winograd if winograd.suits(x.shape[1], size[1], out.shape[2:], geom, wgrad=True) else conv_gemm
+        (winograd if winograd.suits(x.shape[1], size[1], out.shape[2:], geom) else conv_gemm
          ).backward_weight(rt, out, grad, x, geom)
     return None
 

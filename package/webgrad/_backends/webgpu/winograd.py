@@ -1,23 +1,25 @@
-"""Winograd F(2x2, 3x3) convolutions on GPUs (shaders/winograd.wgsl): conv2d with a 3x3 window at stride 1,
-its input gradient and its weight gradient, where both channel counts are at least MIN_CHANNELS
-(WGRAD_MIN_CHANNELS for the weight gradient). conv.py and f16.py route them here before conv_gemm.py. A 2x2
-block of outputs costs 16 multiplications per channel pair instead of 36, and those run as one batched product
-of matmul.wgsl (16 matrices [O, C] @ [C, tiles]; for the weight gradient [O, tiles] @ [tiles, C], split along
-the tiles by matmul_plan), between memory-bound transforms (see the shader's header).
+"""Winograd convolutions on GPUs (shaders/winograd.wgsl): conv2d with a 3x3 window at stride 1, its input
+gradient and its weight gradient, where both channel counts are at least MIN_CHANNELS. conv.py and f16.py route
+them here before conv_gemm.py. F(4x4, 3x3) (output planes from F4_MIN_PLANE on both sides) costs 36
+multiplications per channel pair for a 4x4 block of outputs, F(2x2, 3x3) 16 for a 2x2 block, against 144 and
+36 directly; those run as one batched product of matmul.wgsl (xi = 36 or 16 matrices [O, C] @ [C, tiles]; for
+the weight gradient [O, tiles] @ [tiles, C], split along the tiles by matmul_plan), between memory-bound
+transforms (see the shader's header; winograd_transforms.py writes them out).
 
-The transformed image V [16, C, T] and the products M [16, O, T] are 4 times the size of the image and of
-the output. They live in the runtime's kept scratches (Runtime.kept_scratch), shared by every Winograd
-convolution: "winograd-u" holds U [16, O, C] (the weight gradient: its chunks' dU), "winograd-in" V,
-"winograd-out" M (the weight gradient: D). A batch whose V or M would pass WORKSPACE bytes runs in chunks of
-images, one after another through the same buffers. Pooled storages per convolution, freed after it, went
-back to a captured step's pool, where kept activations took them, so each convolution drew new ones: ResNet-18
-at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without Winograd. The kept
-scratches add to the step's peak; WORKSPACE is set for ResNet-18's at batch 128 to stay within 1.3x PyTorch's
-(see there).
+The transformed image V [xi, C, T] and the products M [xi, O, T] are 2.25 (F(4x4)) or 4 (F(2x2)) times the size
+of the image and of the output. They live in the runtime's kept scratches (Runtime.kept_scratch), shared by
+every Winograd convolution: "winograd-u" holds U [xi, O, C] (the weight gradient: its chunks' dU),
+"winograd-in" V, "winograd-out" M (the weight gradient: D). A batch whose V or M would pass WORKSPACE bytes
+runs in chunks of images, one after another through the same buffers. Pooled storages per convolution, freed
+after it, went back to a captured step's pool, where kept activations took them, so each convolution drew new
+ones: ResNet-18 at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without
+Winograd. The kept scratches add to the step's peak; WORKSPACE is set for ResNet-18's at batch 128 to stay
+within 1.3x PyTorch's (see there).
 
-Numerics: the transforms add and halve (exactly, in binary), so a result differs from the direct sum
-only by the order of float32 additions, as conv_gemm's own K order does; tests/test_winograd.py checks
-it against the CPU backend at the tolerance of the other GPU convolutions.
+Numerics: F(2x2)'s transforms add and halve (exactly, in binary), so its results differ from the direct sum
+only by the order of float32 additions, as conv_gemm's own K order does. F(4x4)'s round (sixths, twenty-fourths)
+and scale by up to 8 before the sums; its results stay within the same tolerances of the CPU backend and
+torch in tests/test_winograd.py (both tiles), and ResNet-18's one training step within test_resnet18_parity's.
 
 Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
 """
@@ -27,7 +29,7 @@ import os
 import struct
 
 from ...dtypes import float16, float32
-from . import matmul_plan, typed
+from . import matmul_plan, typed, winograd_transforms
 from .matmul import profile, run_plan
 from .runtime import Kernel, PlannedDispatch, grid
 
@@ -37,57 +39,76 @@ _OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output
 _KERNELS = {}
 
 
-def _kernel(entry, src="f32", dst="f32"):
-    """Entry point `entry` of winograd.wgsl reading src and writing dst elements ("f32" or "f16"; the
-    bias is dst's type)."""
-    key = (entry, src, dst)
+def _kernel(entry, src="f32", dst="f32", tile=2):
+    """Entry point `entry` of winograd.wgsl for F(tile x tile, 3x3), reading src and writing dst elements
+    ("f32" or "f16"; the bias is dst's type)."""
+    key = (entry, src, dst, tile)
     k = _KERNELS.get(key)
     if k is None:
-        shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)))
+        shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)),
+                                    winograd_transforms.splices(tile))
         k = _KERNELS[key] = Kernel(shader, entry, _LAYOUT, _OVERRIDES[entry])
     return k
 
 
 _PARAMS = struct.Struct("<4I2i14I")
 THREADS = 256
-XI = 16  # points of the transformed 4x4 patch: the product's batch
+TILES = (2, 4)
 
+
+def points(tile):
+    """Points of a transformed patch, (tile + 2)^2: the batch of the products."""
+    return (tile + 2) ** 2
+
+
+# Both channel counts at least this, the weight gradient's too. With F(4x4) on ResNet-18's first stage (64
+# channels, 32x32 maps, batch 128) its weight gradients here rather than on conv_gemm took a replayed step's
+# GPU span from 13,602 to 13,162 us (bench replay, H200, /work/.device/4 of session 10); with F(2x2) only from
+# 128 channels paid (14,720 us against 14,829 and 14,853 from 64; /work/.device/14 of session 9).
 MIN_CHANNELS = 64
-# The weight gradient from this many channels on both sides: at 64 (ResNet-18's first stage, 32x32 maps, batch
-# 128, four chunks of 32 images) it took 4 x (70 + 16.7 + 16.8) + ~10 us against conv_gemm's 416 (H200,
-# bench replay --each, /work/.device/4 of session 9), at 128 ~240 against 323. Those are sums of dispatches timed
-# alone; a replayed step overlaps small dispatches, so the routing was checked by whole steps too (bench replay's
-# GPU span, the same call each): weight gradients from 64 channels 14,829 and 14,853 us against 14,720 for this
-# (/work/.device/14); everything from 128 (the first stage on conv_gemm) 15,118 against 14,786 (/12 and /13).
-WGRAD_MIN_CHANNELS = 128
-# Bytes of V (and of M) per chunk of images: the "winograd-in" and "winograd-out" scratches' size. H200, bench
-# scale (all three models, as in the README; /work/.device/9 of session 9), ResNet-18 at batch 128: 16 MiB
-# 8,362 samples/s and a peak of 924.8 MiB (1.28x PyTorch's 722.6), 24 MiB 8,432 and 940.8 (1.30x), 12 MiB
-# 7,612 and 932.8; without Winograd 6,602 and 876.8. (V and M together in 64 MiB: 8,610 and 972.8, 1.35x.)
-WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 16) << 20
+# Bytes of V (and of M) per chunk of images: the "winograd-in" and "winograd-out" scratches' size. H200, ResNet-18
+# at batch 128 with F(4x4) where the plane is 8x8 or more (session 10): a replayed step's GPU span 13,160 us at
+# 16 MiB, 12,832 at 20, 12,609 at 24 (bench replay, /work/.device/5); bench scale (all three models, as in the
+# README) 9,482 samples/s and a peak of 932.8 MiB at 20 (1.29x PyTorch's 722.6), 9,622 and 940.8 (1.30x) at 24.
+WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 20) << 20
 # WEBGRAD_WINOGRAD=0 turns these kernels off (conv.py then takes conv_gemm.py, as before them).
 FORCED = {"off": os.environ.get("WEBGRAD_WINOGRAD") == "0"}
+# The tile of a convolution whose output plane is at least F4_MIN_PLANE on both sides: F(4x4, 3x3) (fewer
+# products and smaller V and M; its transforms round); smaller planes take F(2x2, 3x3). WEBGRAD_WINOGRAD_TILE=2
+# or 4 forces one tile for every plane (TILE["size"]). H200, ResNet-18 at batch 128, a replayed step's GPU span
+# (bench replay; /work/.device/2 and 3 of session 10): F(2x2) everywhere 14,724 us (the hand-written F(2x2)
+# kernels before it 14,760), F(4x4) everywhere 13,615. On the 4x4 planes of the last stage F(4x4)'s products
+# ([512, 512] @ [512, 128 tiles], 36 of them) ran no faster than F(2x2)'s (16 of [512, 512] @ [512, 512]: 897
+# against 887 us) and its U is 2.25 times F(2x2)'s (37.7 MB for 512 channels), hence F4_MIN_PLANE.
+F4_MIN_PLANE = int(os.environ.get("WEBGRAD_WINOGRAD_F4_PLANE") or 8)
+TILE = {"size": int(os.environ.get("WEBGRAD_WINOGRAD_TILE") or 0) or None}
 
 
-def suits(in_channels, out_channels, window, geom, wgrad=False):
-    """Whether a convolution (or the input gradient of one; its weight gradient with wgrad) with this window
-    and geometry ((sh, sw), (ph, pw), (dh, dw)) runs here: 3x3, stride 1, no dilation, padding at most 2
-    (its input gradient pads by 2 - p), both channel counts at least MIN_CHANNELS (WGRAD_MIN_CHANNELS)."""
+def tile_for(OH, OW):
+    """The tile size of a convolution with an OH x OW output plane."""
+    return TILE["size"] or (4 if min(OH, OW) >= F4_MIN_PLANE else 2)
+
+
+def suits(in_channels, out_channels, window, geom):
+    """Whether a convolution (and its gradients) with this window and geometry ((sh, sw), (ph, pw), (dh, dw))
+    runs here: 3x3, stride 1, no dilation, padding at most 2 (its input gradient pads by 2 - p), both channel
+    counts at least MIN_CHANNELS."""
     (sh, sw), (ph, pw), (dh, dw) = geom
     return (not FORCED["off"] and tuple(window) == (3, 3) and (sh, sw, dh, dw) == (1, 1, 1, 1)
             and max(ph, pw) <= 2
-            and min(in_channels, out_channels) >= (WGRAD_MIN_CHANNELS if wgrad else MIN_CHANNELS))
+            and min(in_channels, out_channels) >= MIN_CHANNELS)
 
 
-def _step(entry, types, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
+def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
           bias_off=0, R=0, S=0, w_off=0, chunks=0):
-    """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst) over `count` threads."""
+    """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst; F(tile x tile, 3x3)) over
+    `count` threads."""
     values = (C, H, W, T, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks)
-    if not all(0 <= v < 2**32 for v in values) or count * XI * max(chunks, 1) >= 2**32:
+    if not all(0 <= v < 2**32 for v in values) or count * points(tile) * max(chunks, 1) >= 2**32:
         raise ValueError("conv2d: offsets and sizes must fit in u32")
     params = _PARAMS.pack(C, H, W, T, py, px, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks,
                           0, 0, 0)
-    return PlannedDispatch(_kernel(entry, *types), constants, params, grid(-(-count // THREADS)))
+    return PlannedDispatch(_kernel(entry, *types, tile), constants, params, grid(-(-count // THREADS)))
 
 
 class WinogradPlan:
@@ -109,33 +130,37 @@ class WinogradPlan:
         return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"
 
 
-def images_per_chunk(N, C, O, tiles_per_image):
-    """Images per chunk: as many as keep V and M ([16, C or O, tiles]) each within WORKSPACE."""
-    return max(1, min(N, WORKSPACE // (XI * max(C, O) * tiles_per_image * 4)))
+def images_per_chunk(N, C, O, tiles_per_image, xi):
+    """Images per chunk: as many as keep V and M ([xi, C or O, tiles]) each within WORKSPACE. (Chunks as even
+    as they go ran slower: ResNet-18's 256-channel products at 2 x 64 images took 921 us against 691 + 188 for
+    113 + 15, its 128-channel ones 775 against 711; bench replay --each, /work/.device/2 and 3 of session 10.)"""
+    return max(1, min(N, WORKSPACE // (xi * max(C, O) * tiles_per_image * 4)))
 
 
 @functools.lru_cache(maxsize=512)
 def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias_off=0, relu=False, flip=False,
-         matmul_profile="gpu", dtype="f32"):
+         matmul_profile="gpu", dtype="f32", tile=2):
     """out [N, O, OH, OW] = the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad = (py, px), with
     weight [O, C, 3, 3] (flip: weight [C, O, 3, 3], reversed and transposed: an input gradient) + bias
     (then ReLU). U, V and M sit at offset 0 of "winograd-u", "winograd-in" and "winograd-out". dtype: the
-    image's, the weight's, the bias's and out's element type, "f32" or "f16" (U, V and M are f32 either way)."""
+    image's, the weight's, the bias's and out's element type, "f32" or "f16" (U, V and M are f32 either way).
+    tile: F(2x2, 3x3) or F(4x4, 3x3)."""
     py, px = pad
-    TH, TW = -(-OH // 2), -(-OW // 2)
+    TH, TW = -(-OH // tile), -(-OW // tile)
     TP = TH * TW
-    nc = images_per_chunk(N, C, O, TP)
-    weight = _step("wino_weight", (dtype, "f32"), dict(FLIP=flip), O * C, R=O, S=C, w_off=w_off)
+    xi = points(tile)
+    nc = images_per_chunk(N, C, O, TP, xi)
+    weight = _step("wino_weight", (dtype, "f32"), tile, dict(FLIP=flip), O * C, R=O, S=C, w_off=w_off)
     chunks = []
     for n0 in range(0, N, nc):
         T = min(nc, N - n0) * TP
-        inp = _step("wino_input", (dtype, "f32"), dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py, px=px,
-                    x_off=x_off + n0 * C * H * W)
-        out = _step("wino_output", ("f32", dtype), dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
+        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py,
+                    px=px, x_off=x_off + n0 * C * H * W)
+        out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
                     OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off)
-        chunks.append((inp, _product(O, C, T, matmul_profile), out))
+        chunks.append((inp, _product(O, C, T, xi, matmul_profile), out))
     T = min(nc, N) * TP
-    return WinogradPlan(weight, tuple(chunks), XI * O * C, XI * C * T, XI * O * T)
+    return WinogradPlan(weight, tuple(chunks), xi * O * C, xi * C * T, xi * O * T)
 
 
 # The products M[xi] = U[xi] [O, C] @ V[xi] [C, T] of at least BIG_PRODUCT on every side take 128x128w16 tiles.
@@ -146,9 +171,9 @@ BIG_PRODUCT = 128
 BIG_PRODUCT_CONFIG = "128x128w16"
 
 
-def _product(O, C, T, matmul_profile):
+def _product(O, C, T, xi, matmul_profile):
     big = matmul_profile == "gpu" and min(O, C, T) >= BIG_PRODUCT
-    return matmul_plan.plan(XI, O, T, C, False, False, False, False, 0, 0, 0, 0, O * C, C * T,
+    return matmul_plan.plan(xi, O, T, C, False, False, False, False, 0, 0, 0, 0, O * C, C * T,
                             config=BIG_PRODUCT_CONFIG if big else None, profile=matmul_profile)
 
 
@@ -161,38 +186,40 @@ WGRAD_CONFIGS = ((128, "64x32k2"), (256, "64x128"), (None, "128x128w16"))  # (na
 WGRAD_WORKGROUPS = {"64x32k2": 512, "64x128": 256, "128x128w16": 256}
 
 
-def _wgrad_product(O, C, T, out_off, matmul_profile):
+def _wgrad_product(O, C, T, xi, out_off, matmul_profile):
     cfg = splits = None
     if matmul_profile == "gpu":
         cfg = next(c for below, c in WGRAD_CONFIGS if below is None or min(O, C) < below)
         bm, bn = matmul_plan.config_shape(cfg)
-        splits = max(1, WGRAD_WORKGROUPS[cfg] // (XI * -(-O // bm) * -(-C // bn)))
-    return matmul_plan.plan(XI, O, C, T, False, True, False, False, 0, 0, out_off, 0, O * T, C * T, config=cfg,
+        splits = max(1, WGRAD_WORKGROUPS[cfg] // (xi * -(-O // bm) * -(-C // bn)))
+    return matmul_plan.plan(xi, O, C, T, False, True, False, False, 0, 0, out_off, 0, O * T, C * T, config=cfg,
                             splits=splits, profile=matmul_profile)
 
 
 @functools.lru_cache(maxsize=512)
-def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", dtype="f32"):
+def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", dtype="f32", tile=2):
     """dW [O, C, 3, 3] = the weight gradient of the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad,
     with output gradient dY [N, O, OH, OW] at grad_off: per chunk of images V (at 0 of "winograd-in"), D
-    (at 0 of "winograd-out") and the chunk's dU (at chunk * 16*O*C of "winograd-u"); then their sum through
+    (at 0 of "winograd-out") and the chunk's dU (at chunk * xi*O*C of "winograd-u"); then their sum through
     G^T . G. A WinogradPlan whose weight dispatch is that last one, run after the chunks. dtype: x's, dY's and
-    dW's element type."""
+    dW's element type; tile as plan's."""
     py, px = pad
-    TH, TW = -(-OH // 2), -(-OW // 2)
+    TH, TW = -(-OH // tile), -(-OW // tile)
     TP = TH * TW
-    nc = images_per_chunk(N, C, O, TP)
+    xi = points(tile)
+    nc = images_per_chunk(N, C, O, TP, xi)
     T = min(nc, N) * TP
     chunks = []
     for k, n0 in enumerate(range(0, N, nc)):
         t = min(nc, N - n0) * TP
-        inp = _step("wino_input", (dtype, "f32"), dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py, px=px,
-                    x_off=x_off + n0 * C * H * W)
-        dy = _step("wino_grad_output", (dtype, "f32"), dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
+        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py,
+                    px=px, x_off=x_off + n0 * C * H * W)
+        dy = _step("wino_grad_output", (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
                    x_off=grad_off + n0 * O * OH * OW)
-        chunks.append((inp, dy, _wgrad_product(O, C, t, k * XI * O * C, matmul_profile)))
-    weight = _step("wino_grad_weight", ("f32", dtype), {}, O * C, R=O, S=C, w_off=out_off, chunks=len(chunks))
-    return WinogradPlan(weight, tuple(chunks), len(chunks) * XI * O * C, XI * C * T, XI * O * T)
+        chunks.append((inp, dy, _wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile)))
+    weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off,
+                   chunks=len(chunks))
+    return WinogradPlan(weight, tuple(chunks), len(chunks) * xi * O * C, xi * C * T, xi * O * T)
 
 
 def run(rt, p, x, weight, out, bias=None):
@@ -226,7 +253,8 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
     O = weight.shape[0]
     OH, OW = out.shape[2:]
     p = plan(N, C, H, W, O, OH, OW, geom[1], x.offset, weight.offset, out.offset, bias is not None,
-             bias.offset if bias is not None else 0, relu, matmul_profile=profile(rt), dtype=_type(out.dtype))
+             bias.offset if bias is not None else 0, relu, matmul_profile=profile(rt), dtype=_type(out.dtype),
+             tile=tile_for(OH, OW))
     run(rt, p, x.storage, weight.storage, out.storage, bias.storage if bias is not None else None)
 
 
@@ -238,7 +266,7 @@ def backward_input(rt, out, grad, weight, geom):
     OH, OW = grad.shape[2:]
     (ph, pw) = geom[1]
     p = plan(N, O, OH, OW, C, H, W, (2 - ph, 2 - pw), grad.offset, weight.offset, out.offset, flip=True,
-             matmul_profile=profile(rt), dtype=_type(out.dtype))
+             matmul_profile=profile(rt), dtype=_type(out.dtype), tile=tile_for(H, W))
     run(rt, p, grad.storage, weight.storage, out.storage)
 
 
@@ -248,7 +276,7 @@ def backward_weight(rt, out, grad, x, geom):
     O = out.shape[0]
     OH, OW = grad.shape[2:]
     p = plan_wgrad(N, C, H, W, O, OH, OW, geom[1], x.offset, grad.offset, out.offset, matmul_profile=profile(rt),
-                   dtype=_type(out.dtype))
+                   dtype=_type(out.dtype), tile=tile_for(OH, OW))
     du, v, d = _scratches(rt, p)
     for inp, dy, product in p.chunks:
         rt.record(inp, (x.storage, x.storage, v))

@@ -1,0 +1,83 @@
+"""The Winograd transforms' matrices, and the straight-line WGSL that applies them (spliced into
+shaders/winograd.wgsl by winograd.py).
+
+F(m x m, 3x3) computes an m x m block of a 3x3 convolution's outputs from an (m + 2) x (m + 2) input patch d
+and the filter g as Y = A^T [(G g G^T) * (B^T d B)] A (Lavin and Gray, "Fast Algorithms for Convolutional
+Neural Networks", 2015). Every step of the shader is such a product X -> M X M^T with one matrix M (B^T, G,
+A^T, or for the weight gradient A and G^T) on both sides: `sandwich` writes it out as WGSL `let` lines, each
+a sum of at most a row's nonzero terms. Written out, the transforms live in registers; the same steps as loops
+over function-local arrays ran 1.2-2.4x slower on the H200 (bench replay --each, /work/.device/1 of session 10).
+"""
+
+from fractions import Fraction
+
+_ = Fraction
+# tile m: (B^T, G, A^T)
+MATRICES = {
+    # F(2x2, 3x3): every coefficient 0, +-1 or +-1/2, so the transforms are exact in binary
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [_(1, 2), _(1, 2), _(1, 2)], [_(1, 2), _(-1, 2), _(1, 2)], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    # F(4x4, 3x3), interpolation points 0, +-1, +-2 and infinity: 36 products for 16 outputs against F(2x2)'s
+    # 16 for 4, but sixths and twenty-fourths round and coefficients up to 8 grow the sums' rounding
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+         [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[_(1, 4), 0, 0], [_(-1, 6), _(-1, 6), _(-1, 6)], [_(-1, 6), _(1, 6), _(-1, 6)],
+         [_(1, 24), _(1, 12), _(1, 6)], [_(1, 24), _(-1, 12), _(1, 6)], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+}
+
+
+def _transpose(m):
+    return [list(col) for col in zip(*m)]
+
+
+def _combine(coefficients, names):
+    """The WGSL sum of coefficient * name over the nonzero coefficients."""
+    text = ""
+    for c, x in zip(coefficients, names):
+        c = Fraction(c)
+        if c == 0:
+            continue
+        magnitude = abs(c)
+        term = x if magnitude == 1 else (f"{magnitude.numerator}.0 * {x}" if magnitude.denominator == 1 else
+                                         f"({magnitude.numerator}.0 / {magnitude.denominator}.0) * {x}")
+        text += (" - " if c < 0 else " + ") + term if text else ("-" if c < 0 else "") + term
+    return text
+
+
+def sandwich(m, load, store, prefix):
+    """WGSL lines for Y = M X M^T with X[i][j] = load(i, j) (an n x n grid of expressions, n = M's columns):
+    X's values, then M along each row of X, then along each column, then store(a, b, name) for each entry of
+    Y (p x p, p = M's rows)."""
+    p, n = len(m), len(m[0])
+    lines = [f"let {prefix}x{i}_{j} = {load(i, j)};" for i in range(n) for j in range(n)]
+    for i in range(n):  # (X M^T)[i][b] = sum_j M[b][j] X[i][j]
+        lines += [f"let {prefix}r{i}_{b} = {_combine(m[b], [f'{prefix}x{i}_{j}' for j in range(n)])};"
+                  for b in range(p)]
+    for a in range(p):  # (M X M^T)[a][b] = sum_i M[a][i] (X M^T)[i][b]
+        for b in range(p):
+            lines.append(f"let {prefix}y{a}_{b} = {_combine(m[a], [f'{prefix}r{i}_{b}' for i in range(n)])};")
+            lines.append(store(a, b, f"{prefix}y{a}_{b}"))
+    return "\n".join("    " + line for line in lines) + "\n"
+
+
+def splices(tile):
+    """winograd.wgsl's splices for F(tile x tile, 3x3): the constants TILE and ALPHA, and the body of each
+    entry point's transform (the names each uses are the ones its entry point defines before the splice)."""
+    bt, g, at = MATRICES[tile]
+    alpha = tile + 2
+    put = "put({} + {}u * step, {});".format
+    return (
+        ("TILE", f"const TILE: u32 = {tile}u;\nconst ALPHA: u32 = {alpha}u;\n"),
+        ("INPUT", sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})",
+                           lambda a, b, v: put("i0", a * alpha + b, v), "d")),
+        ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", lambda a, b, v: put("g", a * alpha + b, v),
+                            "g")),
+        ("OUTPUT", sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
+                            lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m")),
+        ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})",
+                                 lambda a, b, v: put("i0", a * alpha + b, v), "q")),
+        ("GRAD_WEIGHT", sandwich(_transpose(g), lambda i, j: f"du(g, {i * alpha + j}u)",
+                                 lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
+    )
