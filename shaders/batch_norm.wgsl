@@ -19,11 +19,13 @@
 //                merged the same way (software adapters)
 //   finish       a thread per channel merges the partials (Chan again) and finishes: save = (mean,
 //                invstd), running statistics updated with the unbiased variance
-//   normalize    out = (x - mean) * invstd * weight + bias, each thread `per_thread` consecutive values
+//   normalize    out = (x - mean) * invstd * weight + bias, each thread `per_thread` consecutive values;
+//                normalize4 one vec4 a thread (S and the offsets multiples of 4: a vec4 stays in one channel)
 // normalize also counts the batch in BatchNorm's num_batches_tracked (after the statistics read it).
 // Forward, eval: normalize alone, reading the running statistics (and writing them into save).
 // Backward: grad_sums(/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
-// (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass.
+// (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass (grad_input4
+// its vec4 twin, as normalize4).
 
 //! splice ELEMENT_TYPES
 
@@ -84,6 +86,10 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> gw: array<f32>;
 @group(0) @binding(11) var<storage, read_write> gb: array<f32>;
 @group(0) @binding(12) var<uniform> p: Params;
+// normalize4's and grad_input4's views of x, y and g: p's offsets are then multiples of 4, divided by 4
+@group(0) @binding(0) var<storage, read> x4: array<vec4<XT>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<XT>>;
+@group(0) @binding(2) var<storage, read> g4: array<vec4<XT>>;
 
 fn has(flag: u32) -> bool { return (p.flags & flag) != 0u; }
 
@@ -245,16 +251,37 @@ fn channel_stats(c: u32) -> vec2<f32> {
 
 fn weight_of(c: u32) -> f32 { return select(1.0, w[p.w_off + c], has(HAS_W)); }
 
-@compute @workgroup_size(WORKGROUP)
-fn normalize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-             @builtin(local_invocation_index) lid: u32) {
-    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+// The batch count's increment and eval's copy of the running statistics into save (normalize's first threads)
+fn normalize_extras(thread: u32) {
     if (has(INCREMENT) && thread == 0u) { cnt[p.cnt_off] += 1; }
     if (has(SAVE) && thread < p.c) {
         let st = channel_stats(thread);
         save[p.save_off + thread] = st.x;
         save[p.save_off + p.c + thread] = st.y;
     }
+}
+
+// Value i's channel
+fn channel_of(i: u32) -> u32 { return (i / p.s) % p.c; }
+
+@compute @workgroup_size(WORKGROUP)
+fn normalize4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    normalize_extras(thread);
+    if (thread >= p.total / 4u) { return; }
+    let c = channel_of(4u * thread);
+    let st = channel_stats(c);
+    let scale = st.y * weight_of(c);
+    let shift = select(0.0, b[p.b_off + c], has(HAS_B));
+    y4[p.y_off / 4u + thread] = to_XT4((vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn normalize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    normalize_extras(thread);
     var i = thread * p.per_thread;
     if (i >= p.total) { return; }
     let end = min(i + p.per_thread, p.total);
@@ -390,6 +417,16 @@ fn input_coefficients(c: u32) -> vec4<f32> {
     let k = p.part_off + 2u * p.c * p.chunks + 2u * c;
     let inv_m = 1.0 / f32(p.m);
     return vec4<f32>(k1, -k1 * invstd * part[k + 1u] * inv_m, -k1 * part[k] * inv_m, mean);
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn grad_input4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    if (thread >= p.total / 4u) { return; }
+    let k = input_coefficients(channel_of(4u * thread));
+    let gv = vec4<f32>(g4[p.g_off / 4u + thread]);
+    y4[p.y_off / 4u + thread] = to_XT4(k.x * gv + k.y * (vec4<f32>(x4[p.x_off / 4u + thread]) - k.w) + k.z);
 }
 
 @compute @workgroup_size(WORKGROUP)

@@ -1,9 +1,9 @@
 """Batch normalisation's fused kernels (the device's batch_norm / batch_norm_backward): finite-difference
 gradients, and PyTorch parity of the output, every gradient and the running statistics, in training and
 eval, for [N, C], [N, C, L], [N, C, H, W] and [N, C, D, H, W], on every device and, on WebGPU, in both
-kernel variants (GPU-shaped trees and the software adapters' thread per chunk). Shapes include channels
-split into several chunks and sizes that are no multiple of a workgroup; one is ResNet-18's first stage at
-batch 128 (128 x 64 x 32 x 32)."""
+kernel variants (GPU-shaped trees, with vec4 elementwise passes where the plane is a multiple of 4, and the
+software adapters' thread per chunk). Shapes include channels split into several chunks and sizes that are
+no multiple of a workgroup; one is ResNet-18's first stage at batch 128 (128 x 64 x 32 x 32)."""
 
 import numpy as np
 import pytest
@@ -71,7 +71,8 @@ def test_batch_norm_matches_torch(device, shape, training):
     _compare(device, _data(shape), training)
 
 
-@pytest.mark.parametrize("shape", [(4, 3, 7), (2, 5, 9, 11), (3, 70, 33), (16, 8, 31, 17), (2, 3, 1100)])
+@pytest.mark.parametrize("shape", [(4, 3, 7), (2, 5, 9, 11), (3, 70, 33), (16, 8, 31, 17), (2, 3, 1100),
+                                   (3, 6, 4, 4)])
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("device", WEBGPU)
 def test_batch_norm_kernel_variants(device, variant, shape, training):

@@ -4,7 +4,7 @@ that the GPU kernels are compiled and run. Every entry point of conv_gemm (vec4 
 split-K and both reductions, the one-matrix and blocked A operands, stride phases), of conv_direct (one
 or two positions per thread, the weight gradient's lanes and chunks, and their sum) and of winograd (its
 three products, chunks of images) against the software adapters' im2col path in the same run, and
-conv_pool.wgsl's GPU MaxPool2d(2) kernels likewise (tests/test_conv_gemm.py, test_conv_direct.py and
+conv_pool.wgsl's GPU MaxPool2d(2) kernels and batch_norm.wgsl's GPU training kernels likewise (tests/test_conv_gemm.py, test_conv_direct.py and
 test_winograd.py cover the configurations on wgpu-py; this takes a few minutes, mostly Pyodide's boot and
 SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint refused (a division by an
 override constant of 0 in a branch that never runs)."""
@@ -103,6 +103,22 @@ def pool(software, x):
 x = wg.randn(2, 3, 8, 6)
 err = max((g - e).abs().max().item() for g, e in zip(pool(False, x), pool(True, x)))
 print("RESULT " + json.dumps({"case": "max_pool2d 2x2", "err": err}), flush=True)
+
+
+def batch_norm(software, x):
+    rt.software = software
+    x = x.detach().clone().requires_grad_()
+    y = F.batch_norm(x, None, None, wg.ones(3), wg.zeros(3), training=True)
+    (y * y * x).sum().backward()
+    return [y, x.grad]
+
+
+# batch_norm.wgsl's GPU kernels (statistics and gradient sums in workgroup trees, normalize4 and grad_input4 on
+# vec4s of the 4x4 planes) against the software adapters' rows
+x = wg.randn(2, 3, 4, 4) * 2 + 1
+got, want = batch_norm(False, x), batch_norm(True, x)
+err = max(((g - e).abs().max() / (e.abs().max() + 1)).item() for g, e in zip(got, want))
+print("RESULT " + json.dumps({"case": "batch_norm 2x3x4x4", "err": err}), flush=True)
 '''
 
 
@@ -121,6 +137,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 21, proc.stdout[-3000:]
+    assert len(results) == 22, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r
