@@ -14,7 +14,8 @@
 //                them into (count, mean - origin, M2) (origin = the channel's first value: means kept
 //                relative to it lose nothing to float32's rounding of a large mean, 1000 + N(0, 0.01)
 //                say, when merged), and the workgroup merges those with Chan et al.'s pairwise
-//                formula; with one chunk it finishes the channel at once, else it writes a partial
+//                formula; with one chunk it finishes the channel at once, else it writes a partial;
+//                stats4 the same on vec4s (S and the offset multiples of 4)
 //   stats_rows   the same with one thread per (chunk, channel), a plain loop over blocks of BLOCK values
 //                merged the same way (software adapters)
 //   finish       a thread per channel merges the partials (Chan again) and finishes: save = (mean,
@@ -23,7 +24,7 @@
 //                normalize4 one vec4 a thread (S and the offsets multiples of 4: a vec4 stays in one channel)
 // normalize also counts the batch in BatchNorm's num_batches_tracked (after the statistics read it).
 // Forward, eval: normalize alone, reading the running statistics (and writing them into save).
-// Backward: grad_sums(/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
+// Backward: grad_sums(/4/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
 // (plain sums; they also give grad_bias and grad_weight), then grad_input is one elementwise pass (grad_input4
 // its vec4 twin, as normalize4).
 
@@ -86,7 +87,8 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> gw: array<f32>;
 @group(0) @binding(11) var<storage, read_write> gb: array<f32>;
 @group(0) @binding(12) var<uniform> p: Params;
-// normalize4's and grad_input4's views of x, y and g: p's offsets are then multiples of 4, divided by 4
+// The vec4 entries' views of x, y and g (stats4, normalize4, grad_sums4, grad_input4): p's offsets are then
+// multiples of 4, divided by 4
 @group(0) @binding(0) var<storage, read> x4: array<vec4<XT>>;
 @group(0) @binding(1) var<storage, read_write> y4: array<vec4<XT>>;
 @group(0) @binding(2) var<storage, read> g4: array<vec4<XT>>;
@@ -168,7 +170,40 @@ fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         n += p.dn;
         if (s >= p.s) { s -= p.s; n += 1u; }
     }
-    let mine = from_sums(count, shift - origin, sum, sum_sq);
+    stats_tree(lid, c, chunk, from_sums(count, shift - origin, sum, sum_sq), origin);
+}
+
+// stats4: stats on vec4s (S and x's offset multiples of 4, chunks of whole vec4s; p.dn and p.ds in vec4s)
+@compute @workgroup_size(WORKGROUP)
+fn stats4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let chunk = wid.x;
+    let c = wid.y;
+    let s4 = p.s / 4u;
+    let base = p.x_off / 4u;
+    let end = min((chunk + 1u) * p.chunk, p.m) / 4u;
+    var j = chunk * p.chunk / 4u + lid;
+    var n = j / s4;
+    var s = j - n * s4;
+    let shift = select(0.0, f32(x4[base + (n * p.c + c) * s4 + s].x), j < end);
+    let origin = f32(x4[base + c * s4].x);  // x[at(c, 0, 0)] (x itself is not bound beside x4)
+    var count = 0.0;
+    var sum = vec4<f32>(0.0);
+    var sum_sq = vec4<f32>(0.0);
+    for (; j < end; j += WORKGROUP) {
+        let d = vec4<f32>(x4[base + (n * p.c + c) * s4 + s]) - shift;
+        sum += d;
+        sum_sq += d * d;
+        count += 4.0;
+        s += p.ds;
+        n += p.dn;
+        if (s >= s4) { s -= s4; n += 1u; }
+    }
+    let ones = vec4<f32>(1.0);
+    stats_tree(lid, c, chunk, from_sums(count, shift - origin, dot(sum, ones), dot(sum_sq, ones)), origin);
+}
+
+// The workgroup's merge of its threads' moments, then channel c's statistics (one chunk) or partial `chunk`
+fn stats_tree(lid: u32, c: u32, chunk: u32, mine: Moments, origin: f32) {
     tree_n[lid] = mine.n;
     tree_mean[lid] = mine.mean;
     tree_m2[lid] = mine.m2;
@@ -349,6 +384,38 @@ fn grad_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         n += p.dn;
         if (s >= p.s) { s -= p.s; n += 1u; }
     }
+    sums_tree(lid, c, chunk, sum_g, sum_gx * invstd);
+}
+
+// grad_sums4: grad_sums on vec4s (as stats4; g's offset a multiple of 4 too)
+@compute @workgroup_size(WORKGROUP)
+fn grad_sums4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let chunk = wid.x;
+    let c = wid.y;
+    let mean = save[p.save_off + c];
+    let invstd = save[p.save_off + p.c + c];
+    let s4 = p.s / 4u;
+    let end = min((chunk + 1u) * p.chunk, p.m) / 4u;
+    var j = chunk * p.chunk / 4u + lid;
+    var n = j / s4;
+    var s = j - n * s4;
+    var sum_g = vec4<f32>(0.0);
+    var sum_gx = vec4<f32>(0.0);
+    for (; j < end; j += WORKGROUP) {
+        let k = (n * p.c + c) * s4 + s;
+        let gv = vec4<f32>(g4[p.g_off / 4u + k]);
+        sum_g += gv;
+        sum_gx += gv * (vec4<f32>(x4[p.x_off / 4u + k]) - mean);
+        s += p.ds;
+        n += p.dn;
+        if (s >= s4) { s -= s4; n += 1u; }
+    }
+    let ones = vec4<f32>(1.0);
+    sums_tree(lid, c, chunk, dot(sum_g, ones), dot(sum_gx, ones) * invstd);
+}
+
+// The workgroup's sums of its threads' (sum g, sum g * xhat), then channel c's or chunk `chunk`'s
+fn sums_tree(lid: u32, c: u32, chunk: u32, sum_g: f32, sum_gx: f32) {
     tree_g[lid] = sum_g;
     tree_gx[lid] = sum_gx;
     workgroupBarrier();
@@ -359,7 +426,7 @@ fn grad_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         }
         workgroupBarrier();
     }
-    if (lid == 0u) { finished_or_partial(c, chunk, tree_g[0], tree_gx[0] * invstd); }
+    if (lid == 0u) { finished_or_partial(c, chunk, tree_g[0], tree_gx[0]); }
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)

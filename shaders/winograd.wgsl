@@ -51,15 +51,17 @@ override TP: u32 = 1u;   // tiles per plane
 override FLIP: bool = false;     // wino_weight: the input gradient's filter (see above)
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
-const THREADS: u32 = 256u;
+const THREADS: u32 = 256u;       // a workgroup of the image-sized entries (a thread per channel and tile)
+const PAIR_THREADS: u32 = 64u;   // of wino_weight and wino_grad_weight (a thread per channel pair: 4,096 at
+                                 // 64 channels, spread over 64 workgroups rather than 16)
 const XI: u32 = ALPHA * ALPHA;
 
 fn put(i: u32, v: f32) {
     dst[i] = to_DT(v);
 }
 
-fn thread_id(li: u32, wid: vec3<u32>, nw: vec3<u32>) -> u32 {
-    return (wid.x + wid.y * nw.x) * THREADS + li;
+fn thread_id(li: u32, wid: vec3<u32>, nw: vec3<u32>, size: u32) -> u32 {
+    return (wid.x + wid.y * nw.x) * size + li;
 }
 
 // Tile t's image n and the row and column of its first output: (n, TILE ty, TILE tx)
@@ -86,10 +88,10 @@ fn pixel(plane: u32, y: i32, x: i32) -> f32 {
 }
 
 // ---- wino_input: one thread per (c, t); X = the input patch d, M = B^T, stored at V[xi][c][t]
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
+    let g = thread_id(li, wid, nw, THREADS);
     if (g >= P.count) { return; }
     let p = patch_of(g);
     let y0 = p.y - P.py;
@@ -107,10 +109,10 @@ fn tap(r: u32, s: u32, i: u32, j: u32) -> f32 {
     return f32(src[P.w_off + (r * P.S + s) * 9u + i * 3u + j]);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(PAIR_THREADS)
 fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
+    let g = thread_id(li, wid, nw, PAIR_THREADS);
     if (g >= P.count) { return; }
     let r = g / P.S;
     let s = g - r * P.S;
@@ -126,10 +128,10 @@ fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     put(plane + y * P.OW + x, r);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);  // = o * T + t: M[xi][o][t] at g + xi * step
+    let g = thread_id(li, wid, nw, THREADS);  // = o * T + t: M[xi][o][t] at g + xi * step
     if (g >= P.count) { return; }
     let o = g / P.T;
     let t = g - o * P.T;
@@ -143,10 +145,10 @@ fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 
 // ---- wino_grad_output: one thread per (c, t) of dY's C channels (Params as wino_input's, H x W = dY's plane);
 // X = the TILE x TILE block of dY, M = A (the transpose of A^T), stored at D[xi][c][t]
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
+    let g = thread_id(li, wid, nw, THREADS);
     if (g >= P.count) { return; }
     let p = patch_of(g);
     let i0 = p.c * P.T + p.t;
@@ -165,10 +167,10 @@ fn du(g: u32, xi: u32) -> f32 {
     return s;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(PAIR_THREADS)
 fn wino_grad_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
+    let g = thread_id(li, wid, nw, PAIR_THREADS);
     if (g >= P.count) { return; }
     let o = P.w_off + g * 9u;
 //! splice GRAD_WEIGHT

@@ -22,13 +22,13 @@ _UNIFORM = (12, "uniform")
 _STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM)
 _SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"), _UNIFORM)
 _LAYOUTS = {
-    "stats": _STATS, "stats_rows": _STATS,
+    "stats": _STATS, "stats4": _STATS, "stats_rows": _STATS,
     "finish": ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM),
     "normalize": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                   (8, "write"), _UNIFORM),
     "normalize4": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                    (8, "write"), _UNIFORM),
-    "grad_sums": _SUMS, "grad_sums_rows": _SUMS,
+    "grad_sums": _SUMS, "grad_sums4": _SUMS, "grad_sums_rows": _SUMS,
     "grad_finish": ((9, "write"), (10, "write"), (11, "write"), _UNIFORM),
     "grad_input": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
     "grad_input4": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
@@ -66,14 +66,24 @@ ROW_CHUNK = 4096
 ELEMENTWISE_PER_THREAD = (4, 16)
 
 
-def _plan(rt, c, m):
-    """(chunks, chunk): how each channel's m values are split for the statistics and gradient sums."""
+def _plan(rt, c, m, vec4=False):
+    """(chunks, chunk): how each channel's m values are split for the statistics and gradient sums (vec4:
+    chunks of whole vec4s)."""
     if rt.variant["batch_norm_rows"]:
         chunks = max(1, -(-m // ROW_CHUNK))
     else:
         chunks = max(1, min(-(-m // (WORKGROUP * PER_THREAD)), -(-MIN_GROUPS // c)))
     chunk = -(-m // chunks)
+    if vec4:
+        chunk = -(-chunk // 4) * 4
     return -(-m // chunk), chunk
+
+
+def _vec4(rt, views):
+    """Whether a GPU's vec4 entries take views [N, C, S]: S and every offset multiples of 4 (a vec4 then stays
+    in one channel)."""
+    return (not rt.variant["batch_norm_rows"] and views[0].shape[2] % 4 == 0
+            and all(v is None or v.offset % 4 == 0 for v in views))
 
 
 def _check(view, name, shape, dtype=float32):
@@ -87,9 +97,9 @@ def _off(view):
 
 
 def _params(x, c, chunks, chunk, flags, per_thread=1, y=None, g=None, w=None, b=None, rm=None, rv=None, cnt=None,
-            save=None, gw=None, gb=None, momentum=0.0, eps=0.0):
+            save=None, gw=None, gb=None, momentum=0.0, eps=0.0, vec4=False):
     n, _, s = x.shape
-    dn, ds = divmod(WORKGROUP, s)
+    dn, ds = divmod(WORKGROUP, s // 4 if vec4 else s)  # a workgroup's stride through a channel's (n, s)
     return _PARAMS.pack(n, c, s, n * s, chunks, chunk, dn, ds, x.numel, per_thread, flags, 0,
                         x.offset, _off(y), _off(g), _off(w), _off(b), _off(rm), _off(rv), _off(cnt), _off(save), 0,
                         _off(gw), _off(gb), float(momentum), float(eps))
@@ -101,12 +111,11 @@ def _storage(view, fallback):
 
 def _elementwise(rt, entry, views):
     """The elementwise pass `entry` (normalize, grad_input) over views [N, C, S]: (kernel name, values per
-    thread, workgroups). A GPU takes the vec4 twin where S and every offset are multiples of 4 (a vec4 then
-    stays in one channel; H200, ResNet-18 at batch 128: normalize's 20 dispatches took 505 us and
-    grad_input's 544 with 4 scalars a thread, bench replay --each, /work/.device/3 of session 10)."""
+    thread, workgroups). A GPU takes the vec4 twin where _vec4 holds (H200, ResNet-18 at batch 128, bench replay
+    --each: normalize's 20 dispatches took 505 us with 4 scalars a thread, 241 as normalize4; grad_input 544
+    and 290; /work/.device/3 and 6 of session 10)."""
     total = views[0].numel
-    vec4 = (not rt.variant["batch_norm_rows"] and views[0].shape[2] % 4 == 0
-            and all(v.offset % 4 == 0 for v in views))
+    vec4 = _vec4(rt, views)
     per_thread = 4 if vec4 else ELEMENTWISE_PER_THREAD[rt.variant["batch_norm_rows"]]
     threads = -(-total // per_thread)
     groups = grid(-(-threads // WORKGROUP), rt.limits["max_compute_workgroups_per_dimension"])
@@ -164,16 +173,17 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
         flags |= INCREMENT if cnt is not None else 0
         if rm is not None:
             flags |= RUNNING | (COUNT if momentum is None else 0)
-        chunks, chunk = _plan(rt, c, n * s)
+        vec4 = _vec4(rt, (x,))
+        chunks, chunk = _plan(rt, c, n * s, vec4)
         part = rt.storage(4 * c * chunks, float32) if chunks > 1 else rt.spare(2)
         stats_storages = (x.storage, _storage(rm, rt.spare(0)), _storage(rv, rt.spare(1)),
                           _storage(cnt, rt.spare(3)), save.storage, part)
         params = _params(x, c, chunks, chunk, flags, rm=rm, rv=rv, cnt=cnt, save=save, momentum=momentum or 0.0,
-                         eps=eps)
+                         eps=eps, vec4=vec4)
         if rt.variant["batch_norm_rows"]:
             rt.dispatch(kernel("stats_rows", dt), (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
         else:
-            rt.dispatch(kernel("stats", dt), (), stats_storages, params, (chunks, c, 1))
+            rt.dispatch(kernel("stats4" if vec4 else "stats", dt), (), stats_storages, params, (chunks, c, 1))
         if chunks > 1:
             rt.dispatch(kernel("finish", dt), (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
     else:
@@ -213,16 +223,18 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
     need_sums = grad_weight is not None or grad_bias is not None or (training and grad_input is not None)
     flags = ((HAS_W if weight is not None else 0) | (TRAINING if training else 0)
              | (GRAD_W if grad_weight is not None else 0) | (GRAD_B if grad_bias is not None else 0))
-    chunks, chunk = _plan(rt, c, n * s)
+    vec4 = _vec4(rt, (x, grad))
+    chunks, chunk = _plan(rt, c, n * s, vec4)
     part = rt.storage(2 * c * chunks + 2 * c, float32) if need_sums else rt.spare(2)
-    params = _params(x, c, chunks, chunk, flags, g=grad, w=weight, save=save, gw=grad_weight, gb=grad_bias)
+    params = _params(x, c, chunks, chunk, flags, g=grad, w=weight, save=save, gw=grad_weight, gb=grad_bias,
+                     vec4=vec4)
     if need_sums:
         storages = (x.storage, grad.storage, save.storage, part, _storage(grad_weight, rt.spare(0)),
                     _storage(grad_bias, rt.spare(1)))
         if rt.variant["batch_norm_rows"]:
             rt.dispatch(kernel("grad_sums_rows", dt), (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
         else:
-            rt.dispatch(kernel("grad_sums", dt), (), storages, params, (chunks, c, 1))
+            rt.dispatch(kernel("grad_sums4" if vec4 else "grad_sums", dt), (), storages, params, (chunks, c, 1))
         if chunks > 1:
             rt.dispatch(kernel("grad_finish", dt), (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
     if grad_input is not None:
