@@ -51,17 +51,15 @@ override TP: u32 = 1u;   // tiles per plane
 override FLIP: bool = false;     // wino_weight: the input gradient's filter (see above)
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
-const THREADS: u32 = 256u;       // a workgroup of the image-sized entries (a thread per channel and tile)
-const PAIR_THREADS: u32 = 64u;   // of wino_weight and wino_grad_weight (a thread per channel pair: 4,096 at
-                                 // 64 channels, spread over 64 workgroups rather than 16)
+const THREADS: u32 = 256u;
 const XI: u32 = ALPHA * ALPHA;
 
 fn put(i: u32, v: f32) {
     dst[i] = to_DT(v);
 }
 
-fn thread_id(li: u32, wid: vec3<u32>, nw: vec3<u32>, size: u32) -> u32 {
-    return (wid.x + wid.y * nw.x) * size + li;
+fn thread_id(li: u32, wid: vec3<u32>, nw: vec3<u32>) -> u32 {
+    return (wid.x + wid.y * nw.x) * THREADS + li;
 }
 
 // Tile t's image n and the row and column of its first output: (n, TILE ty, TILE tx)
@@ -91,7 +89,7 @@ fn pixel(plane: u32, y: i32, x: i32) -> f32 {
 @compute @workgroup_size(THREADS)
 fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw, THREADS);
+    let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let p = patch_of(g);
     let y0 = p.y - P.py;
@@ -109,10 +107,10 @@ fn tap(r: u32, s: u32, i: u32, j: u32) -> f32 {
     return f32(src[P.w_off + (r * P.S + s) * 9u + i * 3u + j]);
 }
 
-@compute @workgroup_size(PAIR_THREADS)
+@compute @workgroup_size(THREADS)
 fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw, PAIR_THREADS);
+    let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let r = g / P.S;
     let s = g - r * P.S;
@@ -131,7 +129,7 @@ fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
 @compute @workgroup_size(THREADS)
 fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw, THREADS);  // = o * T + t: M[xi][o][t] at g + xi * step
+    let g = thread_id(li, wid, nw);  // = o * T + t: M[xi][o][t] at g + xi * step
     if (g >= P.count) { return; }
     let o = g / P.T;
     let t = g - o * P.T;
@@ -148,7 +146,7 @@ fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 @compute @workgroup_size(THREADS)
 fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw, THREADS);
+    let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let p = patch_of(g);
     let i0 = p.c * P.T + p.t;
@@ -167,10 +165,10 @@ fn du(g: u32, xi: u32) -> f32 {
     return s;
 }
 
-@compute @workgroup_size(PAIR_THREADS)
+@compute @workgroup_size(THREADS)
 fn wino_grad_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw, PAIR_THREADS);
+    let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let o = P.w_off + g * 9u;
 //! splice GRAD_WEIGHT

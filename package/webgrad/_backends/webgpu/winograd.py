@@ -52,8 +52,7 @@ def _kernel(entry, src="f32", dst="f32", tile=2):
 
 
 _PARAMS = struct.Struct("<4I2i14I")
-THREADS = 256  # winograd.wgsl's workgroups: THREADS, PAIR_THREADS for the entries with a thread per channel pair
-PAIR_THREADS = 64
+THREADS = 256
 TILES = (2, 4)
 
 
@@ -109,8 +108,7 @@ def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, 
         raise ValueError("conv2d: offsets and sizes must fit in u32")
     params = _PARAMS.pack(C, H, W, T, py, px, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks,
                           0, 0, 0)
-    size = PAIR_THREADS if entry in ("wino_weight", "wino_grad_weight") else THREADS
-    return PlannedDispatch(_kernel(entry, *types, tile), constants, params, grid(-(-count // size)))
+    return PlannedDispatch(_kernel(entry, *types, tile), constants, params, grid(-(-count // THREADS)))
 
 
 class WinogradPlan:
