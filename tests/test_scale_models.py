@@ -24,7 +24,10 @@ def test_same_layout_as_torch(name):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_resnet18_training_step_matches_torch(device):
-    torch.manual_seed(0)
+    # Seed 5: its ReLU inputs keep at least 1.2e-5 from the kink. Seed 0 put one at 1.1e-7 (layer1.0's), where
+    # float32 rounding picks the side: a change of summation order in batch norm's statistics flipped it and
+    # moved layer1.0.conv1's weight gradient by 3% (session 10).
+    torch.manual_seed(5)
     ref = resnet18(nn=torch.nn).double()
     ours = resnet18()
     ours.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
@@ -32,8 +35,14 @@ def test_resnet18_training_step_matches_torch(device):
     x = torch.rand(2, 3, 16, 16, dtype=torch.float64)
     y = torch.tensor([3, 7])
 
+    gaps = []  # how far ReLU inputs keep from the kink
+    hooks = [m.register_forward_hook(lambda mod, inp, out: gaps.append(inp[0].abs().min().item()))
+             for m in ref.modules() if isinstance(m, torch.nn.ReLU)]
     ref_opt = benchmark_optimizer("resnet18", ref.parameters(), torch.optim)
     ref_loss = torch.nn.functional.cross_entropy(ref(x), y)
+    for h in hooks:
+        h.remove()
+    assert min(gaps) > 5e-6, "a ReLU input sits at its kink: the comparison would measure which side float32 picks"
     ref_opt.zero_grad()
     ref_loss.backward()
     grads = {k: p.grad.clone() for k, p in ref.named_parameters()}
