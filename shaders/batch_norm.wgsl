@@ -147,59 +147,64 @@ var<workgroup> tree_n: array<f32, WORKGROUP>;
 var<workgroup> tree_mean: array<f32, WORKGROUP>;
 var<workgroup> tree_m2: array<f32, WORKGROUP>;
 
+// A thread's walk through chunk `chunk` of channel c's (n, s) range, in units of `width` values (1, or 4 for
+// the vec4 entries: S and the offsets multiples of 4, chunks of whole vec4s, p.dn and p.ds in vec4s): its
+// position j up to the chunk's end, and (n, s) with sw units a plane
+struct Sweep { j: u32, end: u32, n: u32, s: u32, sw: u32, c: u32 }
+
+fn sweep_start(chunk: u32, c: u32, lid: u32, width: u32) -> Sweep {
+    let sw = p.s / width;
+    let j = chunk * p.chunk / width + lid;
+    let n = j / sw;
+    return Sweep(j, min((chunk + 1u) * p.chunk, p.m) / width, n, j - n * sw, sw, c);
+}
+
+// The unit's index in x (and g), from their offsets
+fn sweep_index(w: Sweep) -> u32 { return (w.n * p.c + w.c) * w.sw + w.s; }
+
+fn sweep_next(w: ptr<function, Sweep>) {
+    (*w).j += WORKGROUP;
+    (*w).s += p.ds;
+    (*w).n += p.dn;
+    if ((*w).s >= (*w).sw) { (*w).s -= (*w).sw; (*w).n += 1u; }
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn stats(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let chunk = wid.x;
-    let c = wid.y;
-    let end = min((chunk + 1u) * p.chunk, p.m);
-    var j = chunk * p.chunk + lid;
-    var n = j / p.s;
-    var s = j - n * p.s;
+    let first = sweep_start(wid.x, wid.y, lid, 1u);
     // Shifted by the thread's own first value, so the sums stay near the spread of the data.
-    let shift = select(0.0, f32(x[p.x_off + at(c, n, s)]), j < end);
-    let origin = f32(x[p.x_off + at(c, 0u, 0u)]);
+    let shift = select(0.0, f32(x[p.x_off + sweep_index(first)]), first.j < first.end);
+    let origin = f32(x[p.x_off + at(wid.y, 0u, 0u)]);
     var count = 0.0;
     var sum = 0.0;
     var sum_sq = 0.0;
-    for (; j < end; j += WORKGROUP) {
-        let d = f32(x[p.x_off + at(c, n, s)]) - shift;
+    for (var w = first; w.j < w.end; sweep_next(&w)) {
+        let d = f32(x[p.x_off + sweep_index(w)]) - shift;
         sum += d;
         sum_sq += d * d;
         count += 1.0;
-        s += p.ds;
-        n += p.dn;
-        if (s >= p.s) { s -= p.s; n += 1u; }
     }
-    stats_tree(lid, c, chunk, from_sums(count, shift - origin, sum, sum_sq), origin);
+    stats_tree(lid, wid.y, wid.x, from_sums(count, shift - origin, sum, sum_sq), origin);
 }
 
-// stats4: stats on vec4s (S and x's offset multiples of 4, chunks of whole vec4s; p.dn and p.ds in vec4s)
+// stats4: stats on vec4s (see Sweep)
 @compute @workgroup_size(WORKGROUP)
 fn stats4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let chunk = wid.x;
-    let c = wid.y;
-    let s4 = p.s / 4u;
     let base = p.x_off / 4u;
-    let end = min((chunk + 1u) * p.chunk, p.m) / 4u;
-    var j = chunk * p.chunk / 4u + lid;
-    var n = j / s4;
-    var s = j - n * s4;
-    let shift = select(0.0, f32(x4[base + (n * p.c + c) * s4 + s].x), j < end);
-    let origin = f32(x4[base + c * s4].x);  // x[at(c, 0, 0)] (x itself is not bound beside x4)
+    let first = sweep_start(wid.x, wid.y, lid, 4u);
+    let shift = select(0.0, f32(x4[base + sweep_index(first)].x), first.j < first.end);
+    let origin = f32(x4[base + wid.y * first.sw].x);  // x[at(c, 0, 0)] (x itself is not bound beside x4)
     var count = 0.0;
     var sum = vec4<f32>(0.0);
     var sum_sq = vec4<f32>(0.0);
-    for (; j < end; j += WORKGROUP) {
-        let d = vec4<f32>(x4[base + (n * p.c + c) * s4 + s]) - shift;
+    for (var w = first; w.j < w.end; sweep_next(&w)) {
+        let d = vec4<f32>(x4[base + sweep_index(w)]) - shift;
         sum += d;
         sum_sq += d * d;
         count += 4.0;
-        s += p.ds;
-        n += p.dn;
-        if (s >= s4) { s -= s4; n += 1u; }
     }
     let ones = vec4<f32>(1.0);
-    stats_tree(lid, c, chunk, from_sums(count, shift - origin, dot(sum, ones), dot(sum_sq, ones)), origin);
+    stats_tree(lid, wid.y, wid.x, from_sums(count, shift - origin, dot(sum, ones), dot(sum_sq, ones)), origin);
 }
 
 // The workgroup's merge of its threads' moments, then channel c's statistics (one chunk) or partial `chunk`
@@ -365,53 +370,34 @@ fn finished_or_partial(c: u32, chunk: u32, sum_g: f32, sum_gx: f32) {
 
 @compute @workgroup_size(WORKGROUP)
 fn grad_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let chunk = wid.x;
     let c = wid.y;
     let mean = save[p.save_off + c];
-    let invstd = save[p.save_off + p.c + c];
-    let end = min((chunk + 1u) * p.chunk, p.m);
-    var j = chunk * p.chunk + lid;
-    var n = j / p.s;
-    var s = j - n * p.s;
     var sum_g = 0.0;
     var sum_gx = 0.0;
-    for (; j < end; j += WORKGROUP) {
-        let k = at(c, n, s);
+    for (var w = sweep_start(wid.x, c, lid, 1u); w.j < w.end; sweep_next(&w)) {
+        let k = sweep_index(w);
         let gv = f32(g[p.g_off + k]);
         sum_g += gv;
         sum_gx += gv * (f32(x[p.x_off + k]) - mean);
-        s += p.ds;
-        n += p.dn;
-        if (s >= p.s) { s -= p.s; n += 1u; }
     }
-    sums_tree(lid, c, chunk, sum_g, sum_gx * invstd);
+    sums_tree(lid, c, wid.x, sum_g, sum_gx * save[p.save_off + p.c + c]);
 }
 
-// grad_sums4: grad_sums on vec4s (as stats4; g's offset a multiple of 4 too)
+// grad_sums4: grad_sums on vec4s (see Sweep; g's offset a multiple of 4 too)
 @compute @workgroup_size(WORKGROUP)
 fn grad_sums4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let chunk = wid.x;
     let c = wid.y;
     let mean = save[p.save_off + c];
-    let invstd = save[p.save_off + p.c + c];
-    let s4 = p.s / 4u;
-    let end = min((chunk + 1u) * p.chunk, p.m) / 4u;
-    var j = chunk * p.chunk / 4u + lid;
-    var n = j / s4;
-    var s = j - n * s4;
     var sum_g = vec4<f32>(0.0);
     var sum_gx = vec4<f32>(0.0);
-    for (; j < end; j += WORKGROUP) {
-        let k = (n * p.c + c) * s4 + s;
+    for (var w = sweep_start(wid.x, c, lid, 4u); w.j < w.end; sweep_next(&w)) {
+        let k = sweep_index(w);
         let gv = vec4<f32>(g4[p.g_off / 4u + k]);
         sum_g += gv;
         sum_gx += gv * (vec4<f32>(x4[p.x_off / 4u + k]) - mean);
-        s += p.ds;
-        n += p.dn;
-        if (s >= s4) { s -= s4; n += 1u; }
     }
     let ones = vec4<f32>(1.0);
-    sums_tree(lid, c, chunk, dot(sum_g, ones), dot(sum_gx, ones) * invstd);
+    sums_tree(lid, c, wid.x, dot(sum_g, ones), dot(sum_gx, ones) * save[p.save_off + p.c + c]);
 }
 
 // The workgroup's sums of its threads' (sum g, sum g * xhat), then channel c's or chunk `chunk`'s

@@ -70,14 +70,14 @@ fn block(t: u32) -> vec3<u32> {
     return vec3<u32>(n, TILE * ty, TILE * (r - ty * TW));
 }
 
-// The input transforms' thread g = c * T + t: channel c, tile t, c's image plane of t's image, the block's origin
-struct Patch { c: u32, t: u32, plane: u32, y: i32, x: i32 }
+// The input transforms' thread g = c * T + t (channel c, tile t; its results go to g + xi * C * T): c's image
+// plane of t's image and the block's origin
+struct Patch { plane: u32, y: i32, x: i32 }
 
 fn patch_of(g: u32) -> Patch {
     let c = g / P.T;
-    let t = g - c * P.T;
-    let b = block(t);
-    return Patch(c, t, P.x_off + (b.x * P.C + c) * P.H * P.W, i32(b.y), i32(b.z));
+    let b = block(g - c * P.T);
+    return Patch(P.x_off + (b.x * P.C + c) * P.H * P.W, i32(b.y), i32(b.z));
 }
 
 fn pixel(plane: u32, y: i32, x: i32) -> f32 {
@@ -94,7 +94,6 @@ fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w
     let p = patch_of(g);
     let y0 = p.y - P.py;
     let x0 = p.x - P.px;
-    let i0 = p.c * P.T + p.t;
     let step = P.C * P.T;
 //! splice INPUT
 }
@@ -149,7 +148,6 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
     let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let p = patch_of(g);
-    let i0 = p.c * P.T + p.t;
     let step = P.C * P.T;
 //! splice GRAD_OUTPUT
 }

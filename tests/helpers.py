@@ -128,3 +128,15 @@ def stored_view(backend, a, offset=0):
 def read_view(backend, v):
     """A float32 View's elements as an array of its shape."""
     return np.frombuffer(backend.to_bytes(v), np.float32).reshape(v.shape)
+
+
+CONV_PASSES = ("forward", "backward_input", "backward_weight")
+
+
+def record_calls(monkeypatch, module, names=CONV_PASSES):
+    """A list to which each call of module.<name>, for name in `names`, appends that name (the call goes on
+    to the function): which of a convolution family's passes ran."""
+    ran = []
+    for name in names:
+        monkeypatch.setattr(module, name, lambda *a, _f=getattr(module, name), _n=name: ran.append(_n) or _f(*a))
+    return ran

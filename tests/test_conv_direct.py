@@ -6,11 +6,10 @@ or many with a ragged last one; strides, dilations, rectangular windows, offset 
 ReLU epilogue; and conv.py's routing. The runtime is told it runs on a GPU, so lavapipe takes these
 kernels (test_conv_pool_parity's "gpu-per-image" profile keeps matmul.wgsl's per-image products tested)."""
 
-import numpy as np
 import pytest
 
-from helpers import DEVICES, read_view, stored_view
-from test_conv_gemm import check_conv
+from helpers import CONV_PASSES, DEVICES, record_calls
+from test_conv_gemm import check_conv, check_offset_operands
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
@@ -27,16 +26,14 @@ def direct(monkeypatch):
     monkeypatch.setattr(conv_direct, "MIN_POSITIONS", 0)  # these small test images too
     for f in (conv_direct.plan, conv_direct.plan_wgrad):
         f.cache_clear()
-    ran = []
-    for name in ("forward", "backward_input", "backward_weight"):
-        monkeypatch.setattr(conv_direct, name, lambda *a, _f=getattr(conv_direct, name), _n=name: ran.append(_n) or _f(*a))
+    ran = record_calls(monkeypatch, conv_direct)
     conv_direct.ran = ran
     yield conv_direct
     for f in (conv_direct.plan, conv_direct.plan_wgrad):
         f.cache_clear()
 
 
-ALL = ["forward", "backward_input", "backward_weight"]
+ALL = list(CONV_PASSES)
 # (x shape, weight shape, conv2d kwargs, the products that run here)
 CASES = [
     ((3, 1, 10, 10), (16, 1, 3, 3), dict(padding=1), ALL),                        # MNIST conv1; 21 lanes per block
@@ -104,9 +101,7 @@ def test_routing(direct, monkeypatch):
     # otherwise, and for all of them when conv_direct is off
     from webgrad._backends.webgpu import conv_gemm
 
-    gemm = []
-    for name in ("forward", "backward_input", "backward_weight"):
-        monkeypatch.setattr(conv_gemm, name, lambda *a, _f=getattr(conv_gemm, name), _n=name: gemm.append(_n) or _f(*a))
+    gemm = record_calls(monkeypatch, conv_gemm)
     check_conv((2, 33, 5, 5), (64, 33, 3, 3), padding=1)       # 64 rows; dW 16 x 75 blocks
     assert direct.ran == [] and gemm == ALL
     check_conv((2, 16, 6, 6), (32, 16, 3, 3), stride=2, padding=1)  # strided input gradient; 288 blocks
@@ -119,28 +114,5 @@ def test_routing(direct, monkeypatch):
 
 def test_offset_operands_and_relu_epilogue(direct):
     # views at odd offsets of larger storages (the scalar index paths) and conv.conv2d(relu=True)
-    from webgrad._backends.webgpu import conv, create_backend
-
-    be = create_backend()
-    be.runtime.software = False
-    rng = np.random.default_rng(5)
-    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 7, 6), (10, 3, 3, 3), (10,)))
-    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
-    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
-    y.backward(torch.tensor(g))
-
-    def stored(a, offset):
-        return stored_view(be, a, offset)
-
-    def read(v):
-        return read_view(be, v)
-
-    out, dx, dw = stored(0 * g, 3), stored(0 * x, 5), stored(0 * w, 1)
-    conv.conv2d(be.runtime, out, stored(x, 1), stored(w, 2), stored(b, 3), 1, 1, 1, relu=True)
-    conv.conv2d_backward_input(be.runtime, dx, stored(g, 2), stored(w, 3), 1, 1, 1)
-    conv.conv2d_backward_weight(be.runtime, dw, stored(g, 1), stored(x, 6), 1, 1, 1)
-    np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    check_offset_operands((2, 3, 7, 6), (10, 3, 3, 3), (1,), seed=5)
     assert direct.ran == ALL

@@ -12,7 +12,7 @@ import pytest
 
 import webgrad as wg
 import webgrad.nn.functional as F
-from helpers import DEVICES, read_view, stored_view
+from helpers import DEVICES, read_view, record_calls, stored_view
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
@@ -105,17 +105,18 @@ def test_every_tile_configuration(gpu_kernels):
         check_conv((2, 6, 4, 4), (7, 6, 3, 3), seed=i, padding=1)  # no bias: fwd and dgrad share a pipeline
 
 
-def test_offset_operands_and_relu_epilogue(gpu_kernels):
-    # views at offsets that are no multiple of 4 take the scalar loads and stores; relu (an argument of
-    # conv.conv2d only, not of the device interface) is applied in the store, after the bias
+def check_offset_operands(x_shape, w_shape, offsets, seed, dw_atol=1e-4):
+    """conv.py's conv2d (bias, then ReLU in the store; relu is an argument of conv.conv2d only, not of the
+    device interface), input gradient and weight gradient, padding 1, on views at `offset` + 0..3 of larger
+    storages for each of `offsets`, against torch."""
     from webgrad._backends.webgpu import conv, create_backend
 
     be = create_backend()
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
-    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(8).astype(np.float32)
-    g = rng.standard_normal((2, 8, 8, 8)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    g = rng.standard_normal((x_shape[0], w_shape[0]) + x_shape[2:]).astype(np.float32)
 
     def stored(a, offset):
         return stored_view(be, a, offset)
@@ -126,14 +127,20 @@ def test_offset_operands_and_relu_epilogue(gpu_kernels):
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
     y.backward(torch.tensor(g))
-    for off in (1, 3):
+    for off in offsets:
         out, dx, dw = stored(np.zeros(y.shape, np.float32), off + 2), stored(0 * x, off + 3), stored(0 * w, off)
         conv.conv2d(be.runtime, out, stored(x, off), stored(w, off + 1), stored(b, off), 1, 1, 1, relu=True)
         conv.conv2d_backward_input(be.runtime, dx, stored(g, off + 1), stored(w, off + 2), 1, 1, 1)
         conv.conv2d_backward_weight(be.runtime, dw, stored(g, off + 1), stored(x, off + 2), 1, 1, 1)
         np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=dw_atol)
+
+
+def test_offset_operands_and_relu_epilogue(gpu_kernels):
+    # views at offsets that are no multiple of 4 take the scalar loads and stores; relu in the store, after
+    # the bias
+    check_offset_operands((2, 4, 8, 8), (8, 4, 3, 3), (1, 3), seed=3)
 
 
 def test_narrow_convolutions_take_conv_gemm_forward_only(monkeypatch):
@@ -146,9 +153,7 @@ def test_narrow_convolutions_take_conv_gemm_forward_only(monkeypatch):
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setitem(conv_direct.FORCED, "off", True)
-    ran = []
-    for name in ("forward", "backward_input", "backward_weight"):
-        monkeypatch.setattr(conv_gemm, name, lambda *a, _f=getattr(conv_gemm, name), _n=name: ran.append(_n) or _f(*a))
+    ran = record_calls(monkeypatch, conv_gemm)
     check_conv((3, 1, 10, 10), (16, 1, 3, 3), bias=True, padding=1, seed=11)
     check_conv((3, 16, 7, 7), (32, 16, 3, 3), bias=True, padding=1, seed=12)
     assert ran == ["forward", "forward"]

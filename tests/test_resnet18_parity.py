@@ -26,7 +26,7 @@ import torch
 import webgrad as wg
 from webgrad.examples.models import benchmark_optimizer, resnet18, training_step
 
-from helpers import DEVICES
+from helpers import DEVICES, record_calls
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -85,9 +85,7 @@ def test_resnet18_matches_torch_on_the_gpu_routing(monkeypatch):
 
     monkeypatch.setattr(default_runtime(), "software", False)
     monkeypatch.setitem(winograd.FORCED, "off", False)
-    ran = []
-    for name in ("forward", "backward_input", "backward_weight"):
-        monkeypatch.setattr(winograd, name, lambda *a, _f=getattr(winograd, name), _n=name: ran.append(_n) or _f(*a))
+    ran = record_calls(monkeypatch, winograd)
     test_resnet18_matches_torch("webgpu")
     # 13 of the 20 convolutions (twice: the training step and the eval pass); their input and weight gradients
     assert (ran.count("forward"), ran.count("backward_input"), ran.count("backward_weight")) == (13 + 13, 13, 13)

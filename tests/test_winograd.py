@@ -11,8 +11,8 @@ import pytest
 import webgrad as wg
 import webgrad.nn.functional as F
 
-from helpers import DEVICES, read_view, stored_view
-from test_conv_gemm import check_conv
+from helpers import CONV_PASSES, DEVICES, record_calls
+from test_conv_gemm import check_conv, check_offset_operands
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
@@ -30,15 +30,13 @@ def wino(monkeypatch, request):
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
     monkeypatch.setitem(winograd.TILE, "size", request.param)
     winograd.plan.cache_clear(), winograd.plan_wgrad.cache_clear()
-    ran = []
-    for name in ("forward", "backward_input", "backward_weight"):
-        monkeypatch.setattr(winograd, name, lambda *a, _f=getattr(winograd, name), _n=name: ran.append(_n) or _f(*a))
+    ran = record_calls(monkeypatch, winograd)
     winograd.ran = ran
     yield winograd
     winograd.plan.cache_clear(), winograd.plan_wgrad.cache_clear()
 
 
-ALL = ["forward", "backward_input", "backward_weight"]
+ALL = list(CONV_PASSES)
 # (x shape, weight shape, conv2d kwargs)
 CASES = [
     ((2, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),      # ResNet-18's layer1 shape on a smaller map
@@ -64,38 +62,13 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     # transforms read and write at the offsets); a workspace of one image's V + M: 5 chunks of one image,
     # one after another through the same two buffers; relu (an argument of conv.conv2d only, as Conv2d +
     # ReLU fuse) in the output transform, after the bias
-    from webgrad._backends.webgpu import conv, create_backend
-
     tile = wino.TILE["size"]
     one_image = wino.points(tile) * 8 * (8 // tile) ** 2  # floats of an image's V: [points, 8 channels, tiles]
     if chunks > 1:
         monkeypatch.setattr(wino, "WORKSPACE", one_image * 4)
     p = wino.plan(5, 8, 8, 8, 6, 8, 8, (1, 1), 0, 0, 0, tile=tile)
     assert len(p.chunks) == chunks and p.in_size == one_image * 5 // chunks
-    be = create_backend()
-    rng = np.random.default_rng(offset)
-    x = rng.standard_normal((5, 8, 8, 8)).astype(np.float32)
-    w = rng.standard_normal((6, 8, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(6).astype(np.float32)
-    g = rng.standard_normal((5, 6, 8, 8)).astype(np.float32)
-
-    def stored(a, offset):
-        return stored_view(be, a, offset)
-
-    def read(v):
-        return read_view(be, v)
-
-    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    y = torch.nn.functional.conv2d(tx, tw, torch.tensor(b), padding=1)
-    y.backward(torch.tensor(g))
-    out, dx = stored(np.zeros(y.shape, np.float32), offset + 2), stored(0 * x, offset + 3)
-    dw = stored(0 * w, offset + 1)
-    conv.conv2d(be.runtime, out, stored(x, offset), stored(w, offset + 1), stored(b, offset), 1, 1, 1, relu=True)
-    conv.conv2d_backward_input(be.runtime, dx, stored(g, offset + 1), stored(w, offset + 2), 1, 1, 1)
-    conv.conv2d_backward_weight(be.runtime, dw, stored(g, offset + 3), stored(x, offset + 2), 1, 1, 1)
-    np.testing.assert_allclose(read(out), torch.relu(y).detach().numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(read(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(read(dw), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    check_offset_operands((5, 8, 8, 8), (6, 8, 3, 3), (offset,), seed=offset, dw_atol=1e-3)
     assert wino.ran == ALL
 
 

@@ -27,6 +27,7 @@ Plans are pure Python and cached; a plan's Launches are kept in the runtime's me
 import functools
 import os
 import struct
+from typing import NamedTuple
 
 from ...dtypes import float16, float32
 from . import matmul_plan, typed, winograd_transforms
@@ -111,20 +112,17 @@ def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, 
     return PlannedDispatch(_kernel(entry, *types, tile), constants, params, grid(-(-count // THREADS)))
 
 
-class WinogradPlan:
+class WinogradPlan(NamedTuple):
     """A convolution's dispatches: the weight transform, then per chunk of images the input transform, the
     batched product (a matmul_plan plan) and the output transform (the weight gradient: per chunk the two
     input transforms and the product, then the weight dispatch); the floats it needs of the "winograd-u",
     "winograd-in" and "winograd-out" scratches."""
 
-    __slots__ = ("weight", "chunks", "u_size", "in_size", "out_size")
-
-    def __init__(self, weight, chunks, u_size, in_size, out_size):
-        self.weight = weight
-        self.chunks = chunks
-        self.u_size = u_size
-        self.in_size = in_size
-        self.out_size = out_size
+    weight: PlannedDispatch
+    chunks: tuple
+    u_size: int
+    in_size: int
+    out_size: int
 
     def __repr__(self):
         return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"

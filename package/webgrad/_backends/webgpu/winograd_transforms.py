@@ -9,6 +9,7 @@ a sum of at most a row's nonzero terms. Written out, the transforms live in regi
 over function-local arrays ran 1.2-2.4x slower on the H200 (bench replay --each, /work/.device/1 of session 10).
 """
 
+import functools
 from fractions import Fraction
 
 _ = Fraction
@@ -62,22 +63,23 @@ def sandwich(m, load, store, prefix):
     return "\n".join("    " + line for line in lines) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def splices(tile):
     """winograd.wgsl's splices for F(tile x tile, 3x3): the constants TILE and ALPHA, and the body of each
     entry point's transform (the names each uses are the ones its entry point defines before the splice)."""
     bt, g, at = MATRICES[tile]
     alpha = tile + 2
-    put = "put({} + {}u * step, {});".format
+
+    def put(a, b, v):  # point xi = alpha * a + b of thread g's result, `step` apart (V, U, D)
+        return f"put(g + {a * alpha + b}u * step, {v});"
+
     return (
         ("TILE", f"const TILE: u32 = {tile}u;\nconst ALPHA: u32 = {alpha}u;\n"),
-        ("INPUT", sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})",
-                           lambda a, b, v: put("i0", a * alpha + b, v), "d")),
-        ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", lambda a, b, v: put("g", a * alpha + b, v),
-                            "g")),
+        ("INPUT", sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})", put, "d")),
+        ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", put, "g")),
         ("OUTPUT", sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
                             lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m")),
-        ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})",
-                                 lambda a, b, v: put("i0", a * alpha + b, v), "q")),
+        ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q")),
         ("GRAD_WEIGHT", sandwich(_transpose(g), lambda i, j: f"du(g, {i * alpha + j}u)",
                                  lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
     )
