@@ -45,6 +45,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read> bias: array<BT>;
 @group(0) @binding(2) var<storage, read_write> dst: array<DT>;
 @group(0) @binding(4) var<uniform> P: Params;
+// The vec4 entries' views of the same bindings (an entry point uses one view of each)
+@group(0) @binding(0) var<storage, read> src4: array<vec4<ST>>;
+@group(0) @binding(2) var<storage, read_write> dst4: array<vec4<DT>>;
 
 override TW: u32 = 1u;   // tiles per row of a plane
 override TP: u32 = 1u;   // tiles per plane
@@ -85,7 +88,23 @@ fn pixel(plane: u32, y: i32, x: i32) -> f32 {
     return f32(src[plane + u32(y) * P.W + u32(x)]);
 }
 
+// Pixels x .. x + 3 of row y (zeros outside the plane's rows): the vec4 entries' loads, where x and the plane's
+// row starts are multiples of 4 and x + 3 < W (winograd.py takes those entries only then)
+fn row4(plane: u32, y: i32, x: i32) -> vec4<f32> {
+    if (y < 0 || y >= i32(P.H)) { return vec4<f32>(0.0); }
+    return vec4<f32>(src4[(plane + u32(y) * P.W + u32(x)) / 4u]);
+}
+
+// pixel, read through the vec4 view (an entry point reads its binding through one view only)
+fn pixel4(plane: u32, y: i32, x: i32) -> f32 {
+    if (y < 0 || y >= i32(P.H) || x < 0 || x >= i32(P.W)) { return 0.0; }
+    let i = plane + u32(y) * P.W + u32(x);
+    return f32(src4[i / 4u][i % 4u]);
+}
+
 // ---- wino_input: one thread per (c, t); X = the input patch d, M = B^T, stored at V[xi][c][t]
+// (wino_input4: F(4x4) with rows of a multiple of 4 pixels and padding 1 on the left: the patch's middle 4
+// columns through row4)
 @compute @workgroup_size(THREADS)
 fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nw: vec3<u32>) {
@@ -96,6 +115,18 @@ fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w
     let x0 = p.x - P.px;
     let step = P.C * P.T;
 //! splice INPUT
+}
+
+@compute @workgroup_size(THREADS)
+fn wino_input4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nw: vec3<u32>) {
+    let g = thread_id(li, wid, nw);
+    if (g >= P.count) { return; }
+    let p = patch_of(g);
+    let y0 = p.y - P.py;
+    let x0 = p.x - P.px;
+    let step = P.C * P.T;
+//! splice INPUT4
 }
 
 // ---- wino_weight: one thread per (r, s) of U [ALPHA^2][R][S]; X = the filter g (tap), M = G
@@ -118,6 +149,7 @@ fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 }
 
 // ---- wino_output: one thread per (o, t); X = M[.][o][t], M = A^T, stored (+ bias, ReLU) at the tile's outputs
+// (wino_output4: each row of the tile through store4)
 fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     if (y >= P.OH || x >= P.OW) { return; }
     var r = v + b;
@@ -125,23 +157,54 @@ fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     put(plane + y * P.OW + x, r);
 }
 
+// A tile's row of 4 outputs x .. x + 3 in one store (wino_output4: F(4x4), output rows of a multiple of 4)
+fn store4(plane: u32, y: u32, x: u32, v: vec4<f32>, b: f32) {
+    if (y >= P.OH) { return; }
+    var r = v + vec4<f32>(b);
+    if (RELU) { r = max(r, vec4<f32>(0.0)); }
+    dst4[(plane + y * P.OW + x) / 4u] = to_DT4(r);
+}
+
+// The output transforms' thread g = o * T + t (M[xi][o][t] at g + xi * step): its tile and output plane
+struct Block { k: vec3<u32>, plane: u32, bias: f32 }
+
+fn block_of(g: u32) -> Block {
+    let o = g / P.T;
+    let k = block(g - o * P.T);
+    var b = 0.0;
+    if (HAS_BIAS) { b = f32(bias[P.bias_off + o]); }
+    return Block(k, P.out_off + (k.x * P.O + o) * P.OH * P.OW, b);
+}
+
 @compute @workgroup_size(THREADS)
 fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);  // = o * T + t: M[xi][o][t] at g + xi * step
+    let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
-    let o = g / P.T;
-    let t = g - o * P.T;
     let step = P.O * P.T;
-    var bias_o = 0.0;
-    if (HAS_BIAS) { bias_o = f32(bias[P.bias_off + o]); }
-    let k = block(t);
-    let plane = P.out_off + (k.x * P.O + o) * P.OH * P.OW;
+    let b = block_of(g);
+    let k = b.k;
+    let plane = b.plane;
+    let bias_o = b.bias;
 //! splice OUTPUT
 }
 
+@compute @workgroup_size(THREADS)
+fn wino_output4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(num_workgroups) nw: vec3<u32>) {
+    let g = thread_id(li, wid, nw);
+    if (g >= P.count) { return; }
+    let step = P.O * P.T;
+    let b = block_of(g);
+    let k = b.k;
+    let plane = b.plane;
+    let bias_o = b.bias;
+//! splice OUTPUT4
+}
+
 // ---- wino_grad_output: one thread per (c, t) of dY's C channels (Params as wino_input's, H x W = dY's plane);
-// X = the TILE x TILE block of dY, M = A (the transpose of A^T), stored at D[xi][c][t]
+// X = the TILE x TILE block of dY, M = A (the transpose of A^T), stored at D[xi][c][t] (wino_grad_output4:
+// F(4x4), rows of a multiple of 4: each row of the block through row4)
 @compute @workgroup_size(THREADS)
 fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
@@ -150,6 +213,16 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
     let p = patch_of(g);
     let step = P.C * P.T;
 //! splice GRAD_OUTPUT
+}
+
+@compute @workgroup_size(THREADS)
+fn wino_grad_output4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                     @builtin(num_workgroups) nw: vec3<u32>) {
+    let g = thread_id(li, wid, nw);
+    if (g >= P.count) { return; }
+    let p = patch_of(g);
+    let step = P.C * P.T;
+//! splice GRAD_OUTPUT4
 }
 
 // ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU

@@ -37,6 +37,7 @@ from .runtime import Kernel, PlannedDispatch, grid
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
 _OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU"),
               "wino_grad_output": ("TW", "TP"), "wino_grad_weight": ()}
+_OVERRIDES.update({f"{e}4": _OVERRIDES[e] for e in ("wino_input", "wino_output", "wino_grad_output")})
 _KERNELS = {}
 
 
@@ -100,6 +101,15 @@ def suits(in_channels, out_channels, window, geom):
             and min(in_channels, out_channels) >= MIN_CHANNELS)
 
 
+def _vec4(entry, tile, width, offset, px=1):
+    """`entry`, or its vec4 twin (a row's 4 pixels in one load or store) for F(4x4) where the image rows and the
+    offset are multiples of 4 and the padding on the left is 1 (the input patch's middle columns aligned).
+    ResNet-18 at batch 128 (H200, bench replay --each, /work/.device/2 and 3 of session 11), us per kernel,
+    scalar -> twin: wino_output on 32x32 maps 657 -> 366, on 16x16 282 -> 156; wino_input 776 -> 744 and
+    314 -> 293; wino_grad_output 208 -> 202. A replayed step's GPU span 12,159 -> 11,493 us."""
+    return f"{entry}4" if tile == 4 and width % 4 == 0 and offset % 4 == 0 and px == 1 else entry
+
+
 def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
           bias_off=0, R=0, S=0, w_off=0, chunks=0):
     """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst; F(tile x tile, 3x3)) over
@@ -128,11 +138,48 @@ class WinogradPlan(NamedTuple):
         return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"
 
 
-def images_per_chunk(N, C, O, tiles_per_image, xi):
-    """Images per chunk: as many as keep V and M ([xi, C or O, tiles]) each within WORKSPACE. (Chunks as even
-    as they go ran slower: ResNet-18's 256-channel products at 2 x 64 images took 921 us against 691 + 188 for
-    113 + 15, its 128-channel ones 775 against 711; bench replay --each, /work/.device/2 and 3 of session 10.)"""
-    return max(1, min(N, WORKSPACE // (xi * max(C, O) * tiles_per_image * 4)))
+def images_per_chunk(N, C, O, tiles_per_image, xi, product=None):
+    """Images per chunk: at most as many as keep V and M ([xi, C or O, tiles]) each within WORKSPACE. With
+    `product` (tiles -> the chunk's MatmulPlan; GPU adapters), the count whose chunks' products take the fewest
+    waves (product_waves), then the fewest chunks, then the most images (counts whose chunks all have 8x8
+    register tiles); else the most images. (Chunks as even
+    as they go, regardless of waves, ran slower: ResNet-18's 256-channel products at 2 x 64 images took 921 us
+    against 691 + 188 for 113 + 15; bench replay --each, /work/.device/2 and 3 of session 10.)"""
+    most = max(1, min(N, WORKSPACE // (xi * max(C, O) * tiles_per_image * 4)))
+    if product is None or product_waves(product(most * tiles_per_image)) is None:
+        return most
+
+    def cost(nc):  # None where a chunk's product has smaller register tiles (no wave count for them)
+        sizes = [nc] * (N // nc) + ([N % nc] if N % nc else [])
+        waves = [product_waves(product(n * tiles_per_image)) for n in sizes]
+        return None if None in waves else (sum(waves), len(sizes), -nc)
+
+    return min((c, nc) for nc in range(1, most + 1) if (c := cost(nc)) is not None)[1]
+
+
+# A product's workgroups run in waves of as many as the GPU holds at once, and a chunk one workgroup past a wave
+# takes about two waves' time. RESIDENT_THREADS: threads of 8x8-register-tile workgroups an H100 or H200 holds
+# at once (132 SMs, 512 such threads each: registers bound them), 528 workgroups of 64x128 tiles, 264 of
+# 128x128w16. WebGPU tells no SM count; on other GPUs the chunks stay within WORKSPACE, only less well sized.
+# H200, bench kernels (/work/.device/1 of session 11), us per product and per image of it: ResNet-18's first stage
+# (F(4x4), 64 channels, 32x32 maps: 64 tiles an image, 64x128 tiles) 23.8 us for 28 images (504 workgroups,
+# 0.85 us an image), 30.9 for 29 (540 workgroups, 1.07), 35.4 for 35 (1.01); its second (128 channels, 16x16,
+# 128x128w16 tiles) 37.7 us for 56 images (252 workgroups, 0.67 us an image), 55.1 for 57 (288, 0.97), 58.0
+# for 71 (0.82). A replayed step's GPU span (bench replay, /work/.device/3 of session 11): 11,620 us with chunks
+# of the most images, 11,493 and 11,529 in waves (ResNet-18's first stage in chunks of 28 images, not 35, its
+# second of 56, not 71).
+RESIDENT_THREADS = 132 * 512
+
+
+def product_waves(p):
+    """Waves of resident workgroups that MatmulPlan p's first dispatch takes; None where its tiles are not 8x8
+    per thread (RESIDENT_THREADS counts those)."""
+    c = matmul_plan.CONFIGS[p.config]
+    if c["TM"] * c["TN"] < 64:
+        return None
+    threads = c["WG_X"] * c["WG_Y"] * c["KS"]
+    x, y, z = p.workgroups
+    return -(-(x * y * z) // (RESIDENT_THREADS // threads))
 
 
 @functools.lru_cache(maxsize=512)
@@ -147,14 +194,15 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
     TH, TW = -(-OH // tile), -(-OW // tile)
     TP = TH * TW
     xi = points(tile)
-    nc = images_per_chunk(N, C, O, TP, xi)
+    waves = matmul_profile == "gpu"  # software adapters have no waves to fill
+    nc = images_per_chunk(N, C, O, TP, xi, (lambda T: _product(O, C, T, xi, matmul_profile)) if waves else None)
     weight = _step("wino_weight", (dtype, "f32"), tile, dict(FLIP=flip), O * C, R=O, S=C, w_off=w_off)
     chunks = []
     for n0 in range(0, N, nc):
         T = min(nc, N - n0) * TP
-        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py,
-                    px=px, x_off=x_off + n0 * C * H * W)
-        out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
+        inp = _step(_vec4("wino_input", tile, W, x_off, px), (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C,
+                    H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W)
+        out = _step(_vec4("wino_output", tile, OW, out_off), ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
                     OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off)
         chunks.append((inp, _product(O, C, T, xi, matmul_profile), out))
     T = min(nc, N) * TP
@@ -210,9 +258,9 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
     chunks = []
     for k, n0 in enumerate(range(0, N, nc)):
         t = min(nc, N - n0) * TP
-        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py,
-                    px=px, x_off=x_off + n0 * C * H * W)
-        dy = _step("wino_grad_output", (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
+        inp = _step(_vec4("wino_input", tile, W, x_off, px), (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C,
+                    H=H, W=W, T=t, py=py, px=px, x_off=x_off + n0 * C * H * W)
+        dy = _step(_vec4("wino_grad_output", tile, OW, grad_off), (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
                    x_off=grad_off + n0 * O * OH * OW)
         chunks.append((inp, dy, _wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile)))
     weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off,

@@ -50,7 +50,7 @@ def _combine(coefficients, names):
 def sandwich(m, load, store, prefix):
     """WGSL lines for Y = M X M^T with X[i][j] = load(i, j) (an n x n grid of expressions, n = M's columns):
     X's values, then M along each row of X, then along each column, then store(a, b, name) for each entry of
-    Y (p x p, p = M's rows)."""
+    Y (p x p, p = M's rows; an empty store is left out: a vec4 store takes a row's entries at its last one)."""
     p, n = len(m), len(m[0])
     lines = [f"let {prefix}x{i}_{j} = {load(i, j)};" for i in range(n) for j in range(n)]
     for i in range(n):  # (X M^T)[i][b] = sum_j M[b][j] X[i][j]
@@ -59,7 +59,7 @@ def sandwich(m, load, store, prefix):
     for a in range(p):  # (M X M^T)[a][b] = sum_i M[a][i] (X M^T)[i][b]
         for b in range(p):
             lines.append(f"let {prefix}y{a}_{b} = {_combine(m[a], [f'{prefix}r{i}_{b}' for i in range(n)])};")
-            lines.append(store(a, b, f"{prefix}y{a}_{b}"))
+            lines += [store(a, b, f"{prefix}y{a}_{b}")] if store(a, b, f"{prefix}y{a}_{b}") else []
     return "\n".join("    " + line for line in lines) + "\n"
 
 
@@ -73,13 +73,36 @@ def splices(tile):
     def put(a, b, v):  # point xi = alpha * a + b of thread g's result, `step` apart (V, U, D)
         return f"put(g + {a * alpha + b}u * step, {v});"
 
-    return (
+    output = sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
+                      lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m")
+    text = [
         ("TILE", f"const TILE: u32 = {tile}u;\nconst ALPHA: u32 = {alpha}u;\n"),
         ("INPUT", sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})", put, "d")),
         ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", put, "g")),
-        ("OUTPUT", sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
-                            lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m")),
+        ("OUTPUT", output),
         ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q")),
         ("GRAD_WEIGHT", sandwich(_transpose(g), lambda i, j: f"du(g, {i * alpha + j}u)",
                                  lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
-    )
+    ]
+    return tuple(text) + _vec4_splices(tile, dict(text), put)
+
+
+def _vec4_splices(tile, scalar, put):
+    """The vec4 entries' transforms (INPUT4, OUTPUT4, GRAD_OUTPUT4; winograd.py takes them for F(4x4) on planes
+    whose rows are multiples of 4 wide): an image row's 4 aligned pixels in one load (row4) and a tile's row of
+    4 outputs in one store (store4). F(4x4)'s input patch is 6 wide at x0 = 4 tx - 1: its middle 4 pixels are
+    one vec4. F(2x2)'s blocks are 2 wide: its vec4 entries hold the scalar code (winograd.py never takes them)."""
+    if tile != 4:
+        return (("INPUT4", scalar["INPUT"]), ("OUTPUT4", scalar["OUTPUT"]),
+                ("GRAD_OUTPUT4", scalar["GRAD_OUTPUT"]))
+    bt, _, at = MATRICES[tile]
+    lanes = "xyzw"
+    rows = "".join(f"    let dv{i} = row4(p.plane, y0 + {i}, x0 + 1);\n" for i in range(6))
+    inp = rows + sandwich(bt, lambda i, j: f"dv{i}.{lanes[j - 1]}" if 1 <= j <= 4 else
+                          f"pixel4(p.plane, y0 + {i}, x0 + {j})", put, "d")
+    out = sandwich(at, lambda i, j: f"f32(src[g + {i * 6 + j}u * step])",
+                   lambda a, b, v: "" if b < 3 else
+                   f"store4(plane, k.y + {a}u, k.z, vec4<f32>(my{a}_0, my{a}_1, my{a}_2, my{a}_3), bias_o);", "m")
+    rows = "".join(f"    let qv{i} = row4(p.plane, p.y + {i}, p.x);\n" for i in range(4))
+    grad = rows + sandwich(_transpose(at), lambda i, j: f"qv{i}.{lanes[j]}", put, "q")
+    return (("INPUT4", inp), ("OUTPUT4", out), ("GRAD_OUTPUT4", grad))
