@@ -21,7 +21,9 @@
 //   finish       a thread per channel merges the partials (Chan again) and finishes: save = (mean,
 //                invstd), running statistics updated with the unbiased variance
 //   normalize    out = (x - mean) * invstd * weight + bias, each thread `per_thread` consecutive values;
-//                normalize4 one vec4 a thread (S and the offsets multiples of 4: a vec4 stays in one channel)
+//                normalize4 one vec4 a thread (S and the offsets multiples of 4: a vec4 stays in one channel);
+//                normalize4_act the same (training, float32), then + r, then ReLU: what a captured step's
+//                normalize4, residual add and ReLU become (package/webgrad/_backends/webgpu/fusion.py)
 // normalize also counts the batch in BatchNorm's num_batches_tracked (after the statistics read it).
 // Forward, eval: normalize alone, reading the running statistics (and writing them into save).
 // Backward: grad_sums(/4/_rows) and grad_finish fold sum(g) and sum(g * xhat) per channel the same way
@@ -44,6 +46,9 @@ const GRAD_W: u32 = 32u;
 const GRAD_B: u32 = 64u;
 const SAVE: u32 = 128u;       // eval: normalize copies (running mean, invstd) into save
 const INCREMENT: u32 = 256u;  // normalize adds 1 to cnt[cnt_off] (BatchNorm's num_batches_tracked)
+const RESIDUAL: u32 = 512u;   // normalize4_act adds r (at p.unused) to the normalised values
+const RELU: u32 = 1024u;      // normalize4_act: then ReLU
+const RESIDUAL_IN_Y: u32 = 2048u;  // normalize4_act: r is read where each value goes, in y (its buffer is y's)
 
 struct Params {
     n: u32,
@@ -57,7 +62,7 @@ struct Params {
     total: u32,        // N * C * S
     per_thread: u32,   // elementwise kernels: consecutive values per thread
     flags: u32,
-    unused: u32,
+    unused: u32,       // normalize4_act: r's offset
     x_off: u32,
     y_off: u32,        // out (forward) or grad_input (backward)
     g_off: u32,
@@ -87,6 +92,7 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> gw: array<f32>;
 @group(0) @binding(11) var<storage, read_write> gb: array<f32>;
 @group(0) @binding(12) var<uniform> p: Params;
+@group(0) @binding(13) var<storage, read> r4: array<vec4<XT>>;  // normalize4_act's residual
 // The vec4 entries' views of x, y and g (stats4, normalize4, grad_sums4, grad_input4): p's offsets are then
 // multiples of 4, divided by 4
 @group(0) @binding(0) var<storage, read> x4: array<vec4<XT>>;
@@ -315,6 +321,32 @@ fn normalize4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let scale = st.y * weight_of(c);
     let shift = select(0.0, b[p.b_off + c], has(HAS_B));
     y4[p.y_off / 4u + thread] = to_XT4((vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift);
+}
+
+// normalize4, then + r (RESIDUAL), then ReLU (RELU) as elementwise.wgsl's relu: NaN kept, max(v, 0) otherwise.
+// Each step rounds as the separate passes did (float32: the normalised value, the sum), so a fused step
+// computes what the passes computed.
+@compute @workgroup_size(WORKGROUP)
+fn normalize4_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    let thread = (wid.x + wid.y * nwg.x) * WORKGROUP + lid;
+    if (has(INCREMENT) && thread == 0u) { cnt[p.cnt_off] += 1; }  // (training: the statistics are in save)
+    if (thread >= p.total / 4u) { return; }
+    let c = channel_of(4u * thread);
+    let st = vec2<f32>(save[p.save_off + c], save[p.save_off + p.c + c]);
+    let scale = st.y * weight_of(c);
+    let shift = select(0.0, b[p.b_off + c], has(HAS_B));
+    var v = vec4<f32>(to_XT4((vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift));
+    if (has(RESIDUAL_IN_Y)) {
+        v = v + vec4<f32>(y4[p.y_off / 4u + thread]);
+    } else if (has(RESIDUAL)) {
+        v = v + vec4<f32>(r4[p.unused / 4u + thread]);
+    }
+    if (has(RELU)) {
+        let nan = (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+        v = select(max(v, vec4<f32>(0.0)), v, nan);
+    }
+    y4[p.y_off / 4u + thread] = to_XT4(v);
 }
 
 @compute @workgroup_size(WORKGROUP)

@@ -119,6 +119,33 @@ x = wg.randn(2, 3, 4, 4) * 2 + 1
 got, want = batch_norm(False, x), batch_norm(True, x)
 err = max(((g - e).abs().max() / (e.abs().max() + 1)).item() for g, e in zip(got, want))
 print("RESULT " + json.dumps({"case": "batch_norm 2x3x4x4", "err": err}), flush=True)
+
+
+def block_losses(replay):
+    # batch norm, a residual add and ReLU: a replayed step runs them as batch_norm.wgsl's normalize4_act
+    # (fusion.py); the same numbers as the eager steps
+    rt.software = False
+    wg.manual_seed(0)
+    conv, bn, skip = wg.nn.Conv2d(3, 4, 3, padding=1), wg.nn.BatchNorm2d(4), wg.nn.Conv2d(3, 4, 1)
+    params = [*conv.parameters(), *bn.parameters(), *skip.parameters()]
+    opt = wg.optim.SGD(params, lr=0.1, momentum=0.9)
+
+    def step(x):
+        loss = (F.relu(bn(conv(x)) + skip(x)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = wg.replayable(step) if replay else step
+    losses = [run(wg.randn(2, 3, 4, 4, generator=wg.Generator().manual_seed(k))).item() for k in range(4)]
+    return losses, run.graph.fused if replay else 0
+
+
+eager, _ = block_losses(False)
+replayed, fused = block_losses(True)
+err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == 1 else float("inf")
+print("RESULT " + json.dumps({"case": "fused batch_norm + add + relu, replayed", "err": err}), flush=True)
 '''
 
 
@@ -137,6 +164,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 22, proc.stdout[-3000:]
+    assert len(results) == 23, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

@@ -32,6 +32,9 @@ _LAYOUTS = {
     "grad_finish": ((9, "write"), (10, "write"), (11, "write"), _UNIFORM),
     "grad_input": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
     "grad_input4": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
+    # a captured step's normalize4 + residual add + ReLU (fusion.py): normalize4's bindings in training, and r
+    "normalize4_act": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (7, "write"), (8, "write"), (13, "read"),
+                       _UNIFORM),
 }
 _KERNELS = {}
 
@@ -46,8 +49,10 @@ def kernel(entry, dtype=float32):
     return k
 
 
-HAS_W, HAS_B, TRAINING, RUNNING, COUNT, GRAD_W, GRAD_B, SAVE, INCREMENT = (1 << k for k in range(9))
+(HAS_W, HAS_B, TRAINING, RUNNING, COUNT, GRAD_W, GRAD_B, SAVE, INCREMENT, RESIDUAL, RELU,
+ RESIDUAL_IN_Y) = (1 << k for k in range(12))
 _PARAMS = struct.Struct("<24I2f")
+_FLAGS, _UNUSED, _Y_OFF = 10, 11, 13  # fields of _PARAMS
 WORKGROUP = 256  # batch_norm.wgsl's WORKGROUP
 ROW_WORKGROUP = 64
 # GPU: a workgroup per (chunk, channel) with at least PER_THREAD values per thread, and channels split
@@ -242,3 +247,24 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
         params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)
         storages = (x.storage, grad_input.storage, grad.storage, _storage(weight, rt.dummy), save.storage, part)
         rt.dispatch(kernel(entry, dt), (), storages, params, groups)
+
+
+def fused_normalize(rt, launch, out_offset, residual_offset=None, relu=True, residual_in_out=False):
+    """The Launch of normalize4_act for a recorded float32 training normalize4 `launch`: its values written at
+    out_offset, plus the residual at residual_offset (None: none), then ReLU if `relu` (fusion.py); None where
+    `launch` is not such a normalize4. The dispatch binds normalize4's x, weight, bias, count and save, the
+    output, and the residual (binding 13). residual_in_out: the residual is read from the output's buffer at
+    the very place each result goes (residual_offset == out_offset: WebGPU binds no buffer both writable and
+    read-only, and each value is read before it is overwritten)."""
+    if launch.kernel is not kernel("normalize4") or launch.params is None:
+        return None
+    fields = list(_PARAMS.unpack(launch.params))
+    if not fields[_FLAGS] & TRAINING:
+        return None
+    if residual_in_out and residual_offset != out_offset:
+        raise ValueError("fused_normalize: a residual in the output's buffer must sit where the output goes")
+    fields[_FLAGS] |= ((RELU if relu else 0) | (RESIDUAL if residual_offset is not None else 0)
+                       | (RESIDUAL_IN_Y if residual_in_out else 0))
+    fields[_UNUSED] = residual_offset or 0
+    fields[_Y_OFF] = out_offset
+    return rt.launch(kernel("normalize4_act"), (), _PARAMS.pack(*fields), launch.groups, launch.slots)

@@ -45,8 +45,11 @@ import collections
 import contextlib
 import heapq
 import itertools
+import os
 import struct
 import sys
+import weakref
+from typing import NamedTuple
 
 from ...dtypes import float16, float32, uint8
 from . import shaders
@@ -150,14 +153,16 @@ class PlannedDispatch:
 class Launch:
     """A pipeline with its uniform buffer, grid and dynamic scalar slots: a dispatch without buffers."""
 
-    __slots__ = ("kernel", "pipeline", "uniform", "groups", "slots")
+    __slots__ = ("kernel", "pipeline", "uniform", "groups", "slots", "constants", "params")
 
-    def __init__(self, kernel, pipeline, uniform, groups, slots):
+    def __init__(self, kernel, pipeline, uniform, groups, slots, constants=(), params=None):
         self.kernel = kernel
         self.pipeline = pipeline
         self.uniform = uniform
         self.groups = groups
         self.slots = slots
+        self.constants = constants  # what made it (fusion.py reads a captured step's dispatches by them)
+        self.params = params
 
 
 def grid(groups, max_per_dim=65535):
@@ -382,6 +387,20 @@ class DynamicScalar:
 # ---------------------------------------------------------------------------------------- graphs
 
 
+class TracedRecord(NamedTuple):
+    """What a captured record ran on: its Launch (None: a copy or an upload), and per storage binding (in
+    binding order) the storage's serial, its PooledBuffer and a weak reference to it."""
+
+    launch: object
+    serials: tuple
+    buffers: tuple
+    refs: tuple
+
+
+# A captured step's records are fused at its seal (fusion.py); WEBGRAD_FUSE=0 keeps them as recorded.
+FUSE = {"on": os.environ.get("WEBGRAD_FUSE") != "0"}
+
+
 class Graph:
     """A recorded sequence of GPU work (one training step, say) that can be re-issued.
 
@@ -406,18 +425,35 @@ class Graph:
         self._prepared = None
         self._failed = False
         self.checks_errors = False  # whether a recorded kernel may set the error word (see error_code)
+        # Per record, for fusion.py at the seal: a TracedRecord. Storages are told apart by a serial (an id
+        # can be reused once its storage is gone) and held weakly, so that the seal sees which outlive the step.
+        self.trace = []
+        self.fused = 0  # chains fusion.py fused at the seal
+        self._serials = weakref.WeakKeyDictionary()
+        self._next_serial = itertools.count()
 
-    def _add(self, record, storages, slots):
+    def _add(self, record, storages, slots, launch=None):
         self.records.append(record)
+        serials = []
         for s in storages:
             self.buffers.add(s.buffer)
             if s.pool is not self.pool:
                 self._keep[id(s)] = s
+            serial = self._serials.get(s)
+            if serial is None:
+                serial = self._serials[s] = next(self._next_serial)
+            serials.append(serial)
+        self.trace.append(TracedRecord(launch, tuple(serials), tuple(s.buffer for s in storages),
+                                       tuple(weakref.ref(s) for s in storages)))
         self.slots.update(slots)
 
     def _seal(self, failed):
         self._failed = failed
         if not failed:
+            if FUSE["on"]:
+                from .fusion import fuse  # (fusion.py imports batch_norm and elementwise, which import this)
+                self.records = fuse(self, self._runtime)
+            self.trace = None  # (its weak references and launches are needed no longer)
             self._prepared = self._runtime.binding.prepare(self.records)
             self._dispatch_count = self.dispatches  # counted once, not at every replay
 
@@ -761,7 +797,7 @@ class Runtime:
         if pipeline is None:
             pipeline = self._create_pipeline(kernel, constants)
         uniform = None if params is None else (self._uniforms.get(params) or self._create_uniform(params))
-        return Launch(kernel, pipeline, uniform, groups, tuple(slots))
+        return Launch(kernel, pipeline, uniform, groups, tuple(slots), constants, params)
 
     def record(self, dispatch, storages):
         """Record a PlannedDispatch on `storages` (see run), its Launch made once and kept in memo."""
@@ -776,10 +812,7 @@ class Runtime:
         # The hot path of every eager op (in the browser, CPython in WebAssembly): one pass over the
         # storages, no generator, and the pending set updated here rather than through _append's loop.
         buffers = tuple([s.buffer for s in storages])
-        key = (launch.kernel, buffers, launch.uniform)
-        bind_group = self._bind_groups.get(key)
-        if bind_group is None:
-            bind_group = self._create_bind_group(launch.kernel, buffers, launch.uniform, key)
+        record = self.dispatch_record(launch, buffers)
         self.stats["dispatches"] += 1
         if self.errors in storages:
             # Armed here, when the dispatch is recorded, not when its code was made: a read-back in between
@@ -787,10 +820,8 @@ class Runtime:
             self._errors_armed = True
             if self._graph is not None:
                 self._graph.checks_errors = True
-        groups = launch.groups
-        record = (0, launch.pipeline, bind_group, groups[0], groups[1], groups[2])
         if self._graph is not None:
-            self._append(record, storages, launch.slots)
+            self._append(record, storages, launch.slots, launch)
             return
         self._records.append(record)
         self._pending.update(buffers)
@@ -799,14 +830,24 @@ class Runtime:
         if len(self._records) >= self.FLUSH_AFTER:
             self.flush()
 
-    def _append(self, record, storages, slots):
+    def dispatch_record(self, launch, buffers):
+        """The record of `launch` on `buffers` (PooledBuffers, one per storage binding), its bind group made
+        once and kept."""
+        key = (launch.kernel, buffers, launch.uniform)
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            bind_group = self._create_bind_group(launch.kernel, buffers, launch.uniform, key)
+        groups = launch.groups
+        return (0, launch.pipeline, bind_group, groups[0], groups[1], groups[2])
+
+    def _append(self, record, storages, slots, launch=None):
         self._records.append(record)
         for s in storages:
             self._pending.add(s.buffer)
         if slots:
             self._pending_slots.update(slots)
         if self._graph is not None:
-            self._graph._add(record, storages, slots)
+            self._graph._add(record, storages, slots, launch)
         if record[0] == 1:
             self.stats["copies"] += 1
         if len(self._records) >= self.FLUSH_AFTER:

@@ -1,0 +1,157 @@
+"""Epilogue fusion in a captured step: batch norm's normalize4, then a residual add, then ReLU, become one
+dispatch (batch_norm.wgsl's normalize4_act) when the values between them are used by nothing else.
+
+Eager ops cannot fuse these: when batch_norm runs, nothing says whether its output will be read again (a
+user's `y = bn(x)` may be logged, returned or used twice). A captured step (Runtime.capture, replay.py) is
+known whole at its seal: every record, the storages it bound, and which of them outlive the step. So there,
+ResNet's `relu(bn(conv(x)))` and `relu(bn(conv(y)) + shortcut)` each become one pass that reads the
+convolution's output (and the shortcut) and writes the ReLU's output, instead of two or three passes through
+memory. Each rounds as the separate passes did, so a replay computes what the recorded step computed.
+
+A chain normalize4 -> [add] -> [relu] (at least one of the two) is fused where:
+- each value it passes on (batch norm's output; the sum, when ReLU follows) is bound by exactly its producer
+  and its consumer in the whole step, and no storage holding it outlives the capture;
+- the ops are the float32 vec4 kernels over the whole tensor (a training normalize4; unary4 relu; binary4
+  add of two operands, neither read in place);
+- the fused dispatch takes the place of the chain's last record, so the records it passes over must not write
+  what the chain reads, nor touch what it writes (buffer by buffer, copies counting as both).
+
+The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
+without it (WEBGRAD_FUSE=0).
+"""
+
+from . import batch_norm, elementwise
+from .elementwise import BINARY, UNARY, VEC4
+from .runtime import dtype_code
+from ...dtypes import float32
+
+_F32 = dtype_code(float32)
+
+
+def _modes(trace_record):
+    """Per storage binding of the record: "read" or "write" (a copy or an upload: "write", both)."""
+    launch = trace_record.launch
+    if launch is None:
+        return ("write",) * len(trace_record.buffers)
+    return tuple(mode for _, mode in launch.kernel.bindings if mode != "uniform")
+
+
+def _elementwise_op(trace_record, kernel, names):
+    """(op name, n, offsets (out, in0, in1)) of a float32 vec4 `kernel` record whose op is one of `names`
+    and reads no operand in place; else None."""
+    launch = trace_record.launch
+    if launch is None or launch.kernel is not kernel or launch.params is None:
+        return None
+    c = dict(launch.constants)
+    codes = elementwise.ops()
+    table = codes.binary if kernel is VEC4[BINARY] else codes.unary
+    op = next((n for n in names if table.get(n) == c.get("OP")), None)
+    inputs = 2 if kernel is VEC4[BINARY] else 1
+    if (op is None or c.get("INT_MATH") or c.get("OUT_DTYPE") != _F32
+            or any(c.get(f"IN{k}_FROM_OUT") or c.get(f"IN{k}_DTYPE") != _F32 for k in range(inputs))):
+        return None
+    fields = elementwise._PARAMS.unpack(launch.params)
+    return op, fields[0], fields[8:11]
+
+
+class _Fuser:
+    def __init__(self, graph, rt):
+        self.trace, self.rt = graph.trace, rt
+        self.users = {}  # serial -> the records binding that storage, in order
+        for i, t in enumerate(self.trace):
+            for s in t.serials:
+                self.users.setdefault(s, []).append(i)
+        self.normalize4 = batch_norm.kernel("normalize4")
+
+    def _only_use(self, producer, slot):
+        """The one record after `producer` that binds the storage in the producer's binding `slot`, where
+        that storage is bound by those two alone and does not outlive the capture; else None."""
+        t = self.trace[producer]
+        users = self.users[t.serials[slot]]
+        if len(users) != 2 or users[0] != producer or t.refs[slot]() is not None:
+            return None
+        return users[1]
+
+    def _clear_between(self, start, end, chain, reads, writes):
+        """Whether records strictly between start and end (the chain's own aside) leave the buffers `reads`
+        unwritten and the buffers `writes` untouched: then a record at start may run at end instead."""
+        for k in range(start + 1, end):
+            if k in chain:
+                continue
+            t = self.trace[k]
+            for buffer, mode in zip(t.buffers, _modes(t)):
+                if buffer in writes or (mode == "write" and buffer in reads):
+                    return False
+        return True
+
+    def chain(self, i):
+        """(the chain's records, its fused record) from the normalize4 at record i, or None."""
+        t = self.trace[i]
+        if t.launch is None or t.launch.kernel is not self.normalize4:
+            return None
+        fields = batch_norm._PARAMS.unpack(t.launch.params)
+        total = fields[8]
+        chain, residual = [i], None
+        value = (i, 1, fields[batch_norm._Y_OFF])  # the chain's value so far: (record, binding, offset)
+        j = self._only_use(i, 1)
+        add = None if j is None else _elementwise_op(self.trace[j], VEC4[BINARY], ("add",))
+        if add is not None:
+            _, n, (s_off, *offsets) = add
+            mine = [slot for slot in (1, 2) if self.trace[j].serials[slot] == t.serials[1]]
+            if n != total or len(mine) != 1 or offsets[mine[0] - 1] != value[2]:
+                return None
+            other = 3 - mine[0]
+            residual = (self.trace[j].buffers[other], offsets[other - 1])
+            chain.append(j)
+            value = (j, 0, s_off)
+            j = self._only_use(j, 0)
+        relu = None if j is None else _elementwise_op(self.trace[j], VEC4[UNARY], ("relu",))
+        if relu is not None:
+            _, n, (z_off, in_off, _) = relu
+            producer, slot, offset = value
+            if n == total and in_off == offset and self.trace[j].serials[1] == self.trace[producer].serials[slot]:
+                chain.append(j)
+                value = (j, 0, z_off)
+            else:
+                relu = None
+        if len(chain) == 1:
+            return None
+        end = chain[-1]
+        b = t.buffers  # normalize4's: x, y, weight, bias, rm, rv, count, save
+        if not self._clear_between(i, end, chain, reads={b[0], b[2], b[3], b[6], b[7]}, writes={b[6], b[7]}):
+            return None
+        if residual is not None and not self._clear_between(chain[1], end, chain, reads={residual[0]}, writes=()):
+            return None
+        out = self.trace[value[0]].buffers[value[1]]
+        if out in (b[0], b[2], b[3], b[6], b[7]):
+            return None
+        # The output may have taken the residual's buffer once the residual was read (the pool reuses a
+        # freed storage's buffer): then the residual is read from the output's own binding, if in place
+        in_out = residual is not None and residual[0] is out
+        if in_out and residual[1] != value[2]:
+            return None
+        launch = batch_norm.fused_normalize(self.rt, t.launch, value[2], None if residual is None else residual[1],
+                                            relu is not None, in_out)
+        if launch is None:
+            return None
+        r_buffer = residual[0] if residual is not None and not in_out else self.rt.dummy.buffer
+        return chain, self.rt.dispatch_record(launch, (b[0], out, b[2], b[3], b[6], b[7], r_buffer))
+
+
+def fuse(graph, rt):
+    """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch; sets
+    graph.fused to the number of chains fused."""
+    fuser = _Fuser(graph, rt)
+    records, dropped, claimed, fused = list(graph.records), set(), set(), 0
+    for i in range(len(records)):
+        found = fuser.chain(i)
+        # (a residual add reads two batch norms' outputs, ResNet's two branches: the first chain takes it)
+        if found is None or claimed.intersection(found[0]):
+            continue
+        chain, record = found
+        records[chain[-1]] = record
+        dropped.update(chain[:-1])
+        claimed.update(chain)
+        fused += 1
+    graph.fused = fused
+    return [r for k, r in enumerate(records) if k not in dropped]

@@ -1,0 +1,97 @@
+"""Epilogue fusion in captured steps (package/webgrad/_backends/webgpu/fusion.py): batch norm, a residual add
+and ReLU become one dispatch in a replayed step where nothing else uses the values between them, and the
+replayed step computes exactly what the eager step computes; where a value between them is used again, or
+outlives the step, nothing is fused. The runtime is told it runs on a GPU (the vec4 kernels that fuse)."""
+
+import numpy as np
+import pytest
+
+import webgrad as wg
+import webgrad.nn as nn
+import webgrad.nn.functional as F
+from helpers import webgpu_available
+
+pytestmark = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
+
+
+@pytest.fixture
+def gpu_kernels(monkeypatch):
+    from webgrad._backends.webgpu.runtime import default_runtime
+
+    monkeypatch.setattr(default_runtime(), "software", False)
+
+
+class Block(nn.Module):
+    """ResNet's basic block, and (`tail`) a pre-activation-style BN + add with no ReLU after it; `leak`: the
+    first BN's output is also returned (the step returns it too: it outlives the step), `twice`: the first BN's output feeds two ops."""
+
+    def __init__(self, leak=False, twice=False):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(4, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.shortcut = nn.Sequential(nn.Conv2d(4, 8, 1, bias=False), nn.BatchNorm2d(8))
+        self.bn3 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 3)
+        self.leak, self.twice = leak, twice
+
+    def forward(self, x):
+        y1 = self.bn1(self.conv1(x))
+        y = F.relu(y1)
+        if self.twice:
+            y = y + y1.sigmoid()
+        z = self.bn2(self.conv2(y))
+        out = F.relu(z + self.shortcut(x))
+        out = self.bn3(out) + out  # BN + add, no ReLU
+        logits = self.fc(out.mean((2, 3)))
+        return (logits, y1) if self.leak else logits
+
+
+def _train(replay, steps=5, **kw):
+    wg.manual_seed(0)
+    model = Block(**kw).to("webgpu")
+    opt = wg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, t):
+        out = model(x)
+        loss = F.cross_entropy(out[0] if isinstance(out, tuple) else out, t)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return (loss, out[1]) if isinstance(out, tuple) else loss  # (the step's outputs outlive it)
+
+    run = wg.replayable(step) if replay else step
+    data = wg.Generator().manual_seed(1)
+    losses = []
+    for _ in range(steps):
+        x = wg.randn(3, 4, 8, 8, device="webgpu", generator=data)
+        t = wg.randint(0, 3, (3,), device="webgpu", generator=data)
+        out = run(x, t)
+        losses.append((out[0] if isinstance(out, tuple) else out).item())
+    state = [v.detach().to("cpu").numpy() for v in model.state_dict().values()]
+    return np.array(losses), state, run
+
+
+@pytest.mark.parametrize("kw,fused", [({}, 3), (dict(leak=True), 2), (dict(twice=True), 2)],
+                         ids=["block", "bn-output-returned", "bn-output-used-twice"])
+def test_replay_fuses_and_computes_what_eager_computes(gpu_kernels, kw, fused):
+    eager_losses, eager_state, _ = _train(False, **kw)
+    losses, state, run = _train(True, **kw)
+    assert run.replays == 3
+    # bn1 + relu, bn2 + add + relu, bn3 + add; a returned bn1 output or one read twice stays as it was
+    assert run.graph.fused == fused
+    np.testing.assert_array_equal(losses, eager_losses)
+    for a, b in zip(eager_state, state):  # weights, biases, running statistics and the batch counts
+        np.testing.assert_array_equal(b, a)
+
+
+def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
+    from webgrad._backends.webgpu import runtime
+
+    _, _, run = _train(True, steps=2)
+    fused = run.graph.dispatches
+    monkeypatch.setitem(runtime.FUSE, "on", False)
+    _, _, run = _train(True, steps=2)
+    assert run.graph.fused == 0
+    assert run.graph.dispatches - fused == 4  # two ReLUs and two adds
+    names = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
+    assert "normalize4_act" not in names and names.count("normalize4") == 4
