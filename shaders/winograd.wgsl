@@ -226,21 +226,15 @@ fn wino_grad_output4(@builtin(local_invocation_index) li: u32, @builtin(workgrou
 }
 
 // ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU
-// [chunks][ALPHA^2][R][S]; X = the sum of the chunks' dU[.][r][s], M = G^T, stored at dW[o][c]
-fn du(g: u32, xi: u32) -> f32 {
-    let step = P.R * P.S;
-    var s = 0.0;
-    for (var k = 0u; k < P.chunks; k++) {
-        s += f32(src[(k * XI + xi) * step + g]);
-    }
-    return s;
-}
-
+// [chunks][ALPHA^2][R][S]; X = the sum of the chunks' dU[.][r][s], M = G^T, stored at dW[o][c]. The splice sums
+// the chunks in one loop with an accumulator per point, so each step's ALPHA^2 loads are independent (a loop
+// over the chunks per point chained each point's loads: 466 us for ResNet-18's 13 weight gradients, H200).
 @compute @workgroup_size(THREADS)
 fn wino_grad_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
     let g = thread_id(li, wid, nw);
     if (g >= P.count) { return; }
     let o = P.w_off + g * 9u;
+    let step = P.R * P.S;
 //! splice GRAD_WEIGHT
 }

@@ -81,10 +81,20 @@ def splices(tile):
         ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", put, "g")),
         ("OUTPUT", output),
         ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q")),
-        ("GRAD_WEIGHT", sandwich(_transpose(g), lambda i, j: f"du(g, {i * alpha + j}u)",
-                                 lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
+        ("GRAD_WEIGHT", _chunk_sums(alpha * alpha) + sandwich(_transpose(g), lambda i, j: f"us{i * alpha + j}",
+                                                               lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
     ]
     return tuple(text) + _vec4_splices(tile, dict(text), put)
+
+
+def _chunk_sums(points):
+    """wino_grad_weight's sums over the chunks' dU, us0 .. us<points - 1>: one loop over the chunks, each step's
+    loads independent of each other (in chunk order per point, as one loop per point summed)."""
+    lines = [f"var us{x} = 0.0;" for x in range(points)]
+    lines += ["for (var k = 0u; k < P.chunks; k++) {", "    let base = k * XI * step + g;"]
+    lines += [f"    us{x} += f32(src[base + {x}u * step]);" for x in range(points)]
+    lines.append("}")
+    return "".join(f"    {line}\n" for line in lines)
 
 
 def _vec4_splices(tile, scalar, put):
