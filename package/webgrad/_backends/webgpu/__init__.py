@@ -15,6 +15,12 @@ JS FFI), and one module per kernel family whose WGSL lives in the repository's s
     conv.py          conv2d and its gradients (the matmul kernel, gathering the image),
                      im2col, col2im, max/avg pooling                       shaders/conv_pool.wgsl
     optim.py         fused SGD, Adam/AdamW, RMSprop steps                  shaders/optim.wgsl
+    conv_gemm.py     implicit-GEMM convolutions of GPU adapters            shaders/conv_gemm.wgsl
+    conv_direct.py   narrow convolutions, a thread per output block        shaders/conv_direct.wgsl
+    winograd.py      3x3 stride-1 convolutions, Winograd F(2x2)/F(4x4)     shaders/winograd.wgsl
+                     (winograd_transforms.py writes the transforms out from their matrices)
+    batch_norm.py    batch norm's statistics, normalisation and gradients  shaders/batch_norm.wgsl
+    fusion.py        at a captured step's seal: batch norm + residual add + ReLU into one dispatch
 
 Adding a kernel: write the entry point in its family's .wgsl (WGSL `override` constants for what
 varies; integer codes the Python side owns are injected as `const`s, see shaders.py); declare it in
