@@ -45,7 +45,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> bias: array<BT>;
 @group(0) @binding(2) var<storage, read_write> dst: array<DT>;
 @group(0) @binding(4) var<uniform> P: Params;
-// The vec4 entries' views of the same bindings (an entry point uses one view of each)
+// The same bindings as vec4s: the row variants' transforms (winograd_transforms.py) read the image or dY, or
+// write the output, through these (an entry point uses one view of each binding)
 @group(0) @binding(0) var<storage, read> src4: array<vec4<ST>>;
 @group(0) @binding(2) var<storage, read_write> dst4: array<vec4<DT>>;
 
@@ -88,8 +89,8 @@ fn pixel(plane: u32, y: i32, x: i32) -> f32 {
     return f32(src[plane + u32(y) * P.W + u32(x)]);
 }
 
-// Pixels x .. x + 3 of row y (zeros outside the plane's rows): the vec4 entries' loads, where x and the plane's
-// row starts are multiples of 4 and x + 3 < W (winograd.py takes those entries only then)
+// Pixels x .. x + 3 of row y (zeros outside the plane's rows): the row variants' loads, where x and the plane's
+// row starts are multiples of 4 and x + 3 < W (winograd.py takes those variants only then)
 fn row4(plane: u32, y: i32, x: i32) -> vec4<f32> {
     if (y < 0 || y >= i32(P.H)) { return vec4<f32>(0.0); }
     return vec4<f32>(src4[(plane + u32(y) * P.W + u32(x)) / 4u]);
@@ -103,8 +104,6 @@ fn pixel4(plane: u32, y: i32, x: i32) -> f32 {
 }
 
 // ---- wino_input: one thread per (c, t); X = the input patch d, M = B^T, stored at V[xi][c][t]
-// (wino_input4: F(4x4) with rows of a multiple of 4 pixels and padding 1 on the left: the patch's middle 4
-// columns through row4)
 @compute @workgroup_size(THREADS)
 fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nw: vec3<u32>) {
@@ -115,18 +114,6 @@ fn wino_input(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w
     let x0 = p.x - P.px;
     let step = P.C * P.T;
 //! splice INPUT
-}
-
-@compute @workgroup_size(THREADS)
-fn wino_input4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
-               @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
-    if (g >= P.count) { return; }
-    let p = patch_of(g);
-    let y0 = p.y - P.py;
-    let x0 = p.x - P.px;
-    let step = P.C * P.T;
-//! splice INPUT4
 }
 
 // ---- wino_weight: one thread per (r, s) of U [ALPHA^2][R][S]; X = the filter g (tap), M = G
@@ -149,7 +136,6 @@ fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 }
 
 // ---- wino_output: one thread per (o, t); X = M[.][o][t], M = A^T, stored (+ bias, ReLU) at the tile's outputs
-// (wino_output4: each row of the tile through store4)
 fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     if (y >= P.OH || x >= P.OW) { return; }
     var r = v + b;
@@ -157,7 +143,7 @@ fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     put(plane + y * P.OW + x, r);
 }
 
-// A tile's row of 4 outputs x .. x + 3 in one store (wino_output4: F(4x4), output rows of a multiple of 4)
+// A tile's row of 4 outputs x .. x + 3 in one store (the row variant of F(4x4): output rows of a multiple of 4)
 fn store4(plane: u32, y: u32, x: u32, v: vec4<f32>, b: f32) {
     if (y >= P.OH) { return; }
     var r = v + vec4<f32>(b);
@@ -189,22 +175,8 @@ fn wino_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 //! splice OUTPUT
 }
 
-@compute @workgroup_size(THREADS)
-fn wino_output4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
-                @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
-    if (g >= P.count) { return; }
-    let step = P.O * P.T;
-    let b = block_of(g);
-    let k = b.k;
-    let plane = b.plane;
-    let bias_o = b.bias;
-//! splice OUTPUT4
-}
-
 // ---- wino_grad_output: one thread per (c, t) of dY's C channels (Params as wino_input's, H x W = dY's plane);
-// X = the TILE x TILE block of dY, M = A (the transpose of A^T), stored at D[xi][c][t] (wino_grad_output4:
-// F(4x4), rows of a multiple of 4: each row of the block through row4)
+// X = the TILE x TILE block of dY, M = A (the transpose of A^T), stored at D[xi][c][t]
 @compute @workgroup_size(THREADS)
 fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
@@ -213,16 +185,6 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
     let p = patch_of(g);
     let step = P.C * P.T;
 //! splice GRAD_OUTPUT
-}
-
-@compute @workgroup_size(THREADS)
-fn wino_grad_output4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
-                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
-    if (g >= P.count) { return; }
-    let p = patch_of(g);
-    let step = P.C * P.T;
-//! splice GRAD_OUTPUT4
 }
 
 // ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU

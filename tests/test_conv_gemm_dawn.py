@@ -78,7 +78,7 @@ conv_direct.FORCED["off"] = True
 
 # winograd.wgsl: every entry point (forward with its bias, input and weight gradients), odd planes, padding 2
 # (F(2x2, 3x3) on planes under 8x8), then a batch in chunks of one image (the weight gradient's chunk partials
-# summed; F(4x4, 3x3) on its 8x8 planes, through its vec4 twins: rows of 8 pixels, padding 1)
+# summed; F(4x4, 3x3) on its 8x8 planes, through its row variant: rows of 8 pixels, padding 1)
 winograd.MIN_CHANNELS = 1
 check((2, 5, 7, 9), (6, 5, 3, 3), {"padding": 1})
 check((2, 4, 6, 5), (3, 4, 3, 3), {"padding": 2})

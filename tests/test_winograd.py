@@ -1,7 +1,7 @@
 """Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions of GPU adapters (shaders/winograd.wgsl, winograd.py) against torch and the
 CPU backend: the forward product (bias and ReLU in its output transform) and the stride-1 input gradient,
 on ResNet-18's 3x3 stride-1 shapes at a small batch, odd planes (tiles past the edge), padding 0 and 2,
-offset operands, F(4x4)'s vec4 twins (rows of a multiple of 4), and a batch in chunks of images; the routing (what runs here and what does not) and the
+offset operands, F(4x4)'s row variant (rows of a multiple of 4), and a batch in chunks of images; the routing (what runs here and what does not) and the
 transforms' algebra on their own. The runtime is told it runs on a GPU, so lavapipe takes these kernels; every
 test of the `wino` fixture runs once per tile size."""
 
@@ -47,24 +47,27 @@ CASES = [
     ((2, 3, 5, 6), (4, 3, 3, 3), dict(padding=2)),         # padding 2 (the input gradient pads by 0)
     ((1, 2, 1, 1), (3, 2, 3, 3), dict(padding=1)),         # a 1x1 plane
     ((2, 6, 6, 5), (5, 6, 3, 3), dict(padding=(1, 2))),    # rectangular padding
-    ((2, 8, 6, 8), (8, 8, 3, 3), dict(padding=1)),         # F(4x4)'s vec4 twins with the last tile row past the edge
+    ((2, 8, 6, 8), (8, 8, 3, 3), dict(padding=1)),         # F(4x4)'s row variant, the last tile row past the edge
 ]
-VEC4_TWINS = {"wino_input4", "wino_output4", "wino_grad_output4"}
+ROW_ENTRIES = {"wino_input", "wino_output", "wino_grad_output"}
 
 
-def test_vec4_twins(wino, monkeypatch):
+def test_row_variant(wino, monkeypatch):
     # rows of a multiple of 4 pixels, padding 1: F(4x4) reads and writes whole rows of 4 in every transform of
-    # the image or dY (ResNet-18's maps); F(2x2) and rows of other widths keep the scalar entries
+    # the image or dY (ResNet-18's maps); F(2x2) and rows of other widths keep the transforms as written
     from webgrad._backends.webgpu.runtime import default_runtime
 
     rt = default_runtime()
-    entries, record = set(), rt.record
-    monkeypatch.setattr(rt, "record", lambda d, storages: entries.add(d.kernel.entry) or record(d, storages))
+    by_rows, record = set(), rt.record
+    row_shaders = {wino._kernel(e, "f32", "f32", 4, True).shader for e in ROW_ENTRIES}
+    monkeypatch.setattr(rt, "record", lambda d, storages: (by_rows.add(d.kernel.entry)
+                                                           if d.kernel.shader in row_shaders else None)
+                        or record(d, storages))
     check_conv((2, 8, 6, 8), (8, 8, 3, 3), bias=True, padding=1)
-    assert entries >= VEC4_TWINS if wino.TILE["size"] == 4 else not entries & VEC4_TWINS
-    entries.clear()
+    assert by_rows == (ROW_ENTRIES if wino.TILE["size"] == 4 else set())
+    by_rows.clear()
     check_conv((2, 8, 6, 6), (8, 8, 3, 3), bias=True, padding=1)
-    assert not entries & VEC4_TWINS
+    assert not by_rows
 
 
 @pytest.mark.parametrize("x,w,kwargs", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
@@ -197,9 +200,9 @@ def test_float16_operands(wino, monkeypatch, chunks):
         except AssertionError as err:
             raise AssertionError(f"{name}: {err}") from None
     assert wino.ran == ALL
-    twin = lambda entry: wino._vec4(entry, tile, 8, 0)  # noqa: E731  (8-wide planes: F(4x4)'s vec4 twins)
-    half = [wino._kernel(twin("wino_input"), "f16", "f32", tile), wino._kernel("wino_weight", "f16", "f32", tile),
-            wino._kernel(twin("wino_output"), "f32", "f16", tile),
-            wino._kernel(twin("wino_grad_output"), "f16", "f32", tile),
+    rows = wino.rows(tile, 8, 0)  # 8-wide planes: F(4x4)'s row variant of the transforms
+    half = [wino._kernel("wino_input", "f16", "f32", tile, rows), wino._kernel("wino_weight", "f16", "f32", tile),
+            wino._kernel("wino_output", "f32", "f16", tile, rows),
+            wino._kernel("wino_grad_output", "f16", "f32", tile, rows),
             wino._kernel("wino_grad_weight", "f32", "f16", tile)]
     assert all(k in kernels for k in half), "not the float16 kernels"

@@ -37,18 +37,17 @@ from .runtime import Kernel, PlannedDispatch, grid
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
 _OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU"),
               "wino_grad_output": ("TW", "TP"), "wino_grad_weight": ()}
-_OVERRIDES.update({f"{e}4": _OVERRIDES[e] for e in ("wino_input", "wino_output", "wino_grad_output")})
 _KERNELS = {}
 
 
-def _kernel(entry, src="f32", dst="f32", tile=2):
+def _kernel(entry, src="f32", dst="f32", tile=2, rows=False):
     """Entry point `entry` of winograd.wgsl for F(tile x tile, 3x3), reading src and writing dst elements
-    ("f32" or "f16"; the bias is dst's type)."""
-    key = (entry, src, dst, tile)
+    ("f32" or "f16"; the bias is dst's type); rows: F(4x4)'s row variant of the transforms (see rows)."""
+    key = (entry, src, dst, tile, rows)
     k = _KERNELS.get(key)
     if k is None:
         shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)),
-                                    winograd_transforms.splices(tile))
+                                    winograd_transforms.splices(tile, rows))
         k = _KERNELS[key] = Kernel(shader, entry, _LAYOUT, _OVERRIDES[entry])
     return k
 
@@ -101,25 +100,26 @@ def suits(in_channels, out_channels, window, geom):
             and min(in_channels, out_channels) >= MIN_CHANNELS)
 
 
-def _vec4(entry, tile, width, offset, px=1):
-    """`entry`, or its vec4 twin (a row's 4 pixels in one load or store) for F(4x4) where the image rows and the
-    offset are multiples of 4 and the padding on the left is 1 (the input patch's middle columns aligned).
-    ResNet-18 at batch 128 (H200, bench replay --each, /work/.device/2 and 3 of session 11), us per kernel,
-    scalar -> twin: wino_output on 32x32 maps 657 -> 366, on 16x16 282 -> 156; wino_input 776 -> 744 and
+def rows(tile, width, offset, px=1):
+    """Whether F(tile x tile)'s transform of an image (or of dY, or into the output) with rows `width` wide at
+    element `offset` takes the row variant: a row's 4 pixels in one load or store. F(4x4) where the rows and
+    the offset are multiples of 4 and the padding on the left is 1 (the input patch's middle columns aligned).
+    ResNet-18 at batch 128 (H200, bench replay --each, /work/.device/2 and 3 of session 11), us per kernel, as
+    written before -> rows: wino_output on 32x32 maps 657 -> 366, on 16x16 282 -> 156; wino_input 776 -> 744 and
     314 -> 293; wino_grad_output 208 -> 202. A replayed step's GPU span 12,159 -> 11,493 us."""
-    return f"{entry}4" if tile == 4 and width % 4 == 0 and offset % 4 == 0 and px == 1 else entry
+    return tile == 4 and width % 4 == 0 and offset % 4 == 0 and px == 1
 
 
 def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
-          bias_off=0, R=0, S=0, w_off=0, chunks=0):
-    """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst; F(tile x tile, 3x3)) over
-    `count` threads."""
+          bias_off=0, R=0, S=0, w_off=0, chunks=0, by_rows=False):
+    """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst; F(tile x tile, 3x3); by_rows:
+    the row variant) over `count` threads."""
     values = (C, H, W, T, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks)
     if not all(0 <= v < 2**32 for v in values) or count * points(tile) * max(chunks, 1) >= 2**32:
         raise ValueError("conv2d: offsets and sizes must fit in u32")
     params = _PARAMS.pack(C, H, W, T, py, px, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks,
                           0, 0, 0)
-    return PlannedDispatch(_kernel(entry, *types, tile), constants, params, grid(-(-count // THREADS)))
+    return PlannedDispatch(_kernel(entry, *types, tile, by_rows), constants, params, grid(-(-count // THREADS)))
 
 
 class WinogradPlan(NamedTuple):
@@ -200,10 +200,10 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
     chunks = []
     for n0 in range(0, N, nc):
         T = min(nc, N - n0) * TP
-        inp = _step(_vec4("wino_input", tile, W, x_off, px), (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C,
-                    H=H, W=W, T=T, py=py, px=px, x_off=x_off + n0 * C * H * W)
-        out = _step(_vec4("wino_output", tile, OW, out_off), ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
-                    OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off)
+        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py,
+                    px=px, x_off=x_off + n0 * C * H * W, by_rows=rows(tile, W, x_off, px))
+        out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
+                    OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off, by_rows=rows(tile, OW, out_off))
         chunks.append((inp, _product(O, C, T, xi, matmul_profile), out))
     T = min(nc, N) * TP
     return WinogradPlan(weight, tuple(chunks), xi * O * C, xi * C * T, xi * O * T)
@@ -258,10 +258,10 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
     chunks = []
     for k, n0 in enumerate(range(0, N, nc)):
         t = min(nc, N - n0) * TP
-        inp = _step(_vec4("wino_input", tile, W, x_off, px), (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C,
-                    H=H, W=W, T=t, py=py, px=px, x_off=x_off + n0 * C * H * W)
-        dy = _step(_vec4("wino_grad_output", tile, OW, grad_off), (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
-                   x_off=grad_off + n0 * O * OH * OW)
+        inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py,
+                    px=px, x_off=x_off + n0 * C * H * W, by_rows=rows(tile, W, x_off, px))
+        dy = _step("wino_grad_output", (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
+                   x_off=grad_off + n0 * O * OH * OW, by_rows=rows(tile, OW, grad_off))
         chunks.append((inp, dy, _wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile)))
     weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off,
                    chunks=len(chunks))

@@ -64,27 +64,31 @@ def sandwich(m, load, store, prefix):
 
 
 @functools.lru_cache(maxsize=None)
-def splices(tile):
+def splices(tile, rows=False):
     """winograd.wgsl's splices for F(tile x tile, 3x3): the constants TILE and ALPHA, and the body of each
-    entry point's transform (the names each uses are the ones its entry point defines before the splice)."""
+    entry point's transform (the names each uses are the ones its entry point defines before the splice).
+    rows: F(4x4)'s row variant (see _row_splices) for the transforms of the image, of the output and of dY."""
     bt, g, at = MATRICES[tile]
     alpha = tile + 2
 
     def put(a, b, v):  # point xi = alpha * a + b of thread g's result, `step` apart (V, U, D)
         return f"put(g + {a * alpha + b}u * step, {v});"
 
-    output = sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
-                      lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m")
-    text = [
-        ("TILE", f"const TILE: u32 = {tile}u;\nconst ALPHA: u32 = {alpha}u;\n"),
-        ("INPUT", sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})", put, "d")),
-        ("WEIGHT", sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", put, "g")),
-        ("OUTPUT", output),
-        ("GRAD_OUTPUT", sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q")),
-        ("GRAD_WEIGHT", _chunk_sums(alpha * alpha) + sandwich(_transpose(g), lambda i, j: f"us{i * alpha + j}",
-                                                               lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u")),
-    ]
-    return tuple(text) + _vec4_splices(tile, dict(text), put)
+    text = {
+        "TILE": f"const TILE: u32 = {tile}u;\nconst ALPHA: u32 = {alpha}u;\n",
+        "INPUT": sandwich(bt, lambda i, j: f"pixel(p.plane, y0 + {i}, x0 + {j})", put, "d"),
+        "WEIGHT": sandwich(g, lambda i, j: f"tap(r, s, {i}u, {j}u)", put, "g"),
+        "OUTPUT": sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
+                           lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m"),
+        "GRAD_OUTPUT": sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q"),
+        "GRAD_WEIGHT": _chunk_sums(alpha * alpha) + sandwich(_transpose(g), lambda i, j: f"us{i * alpha + j}",
+                                                             lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u"),
+    }
+    if rows:
+        if tile != 4:
+            raise ValueError("the row variant is F(4x4)'s: F(2x2)'s blocks are 2 wide")
+        text.update(_row_splices(put))
+    return tuple(text.items())
 
 
 def _chunk_sums(points):
@@ -97,15 +101,11 @@ def _chunk_sums(points):
     return "".join(f"    {line}\n" for line in lines)
 
 
-def _vec4_splices(tile, scalar, put):
-    """The vec4 entries' transforms (INPUT4, OUTPUT4, GRAD_OUTPUT4; winograd.py takes them for F(4x4) on planes
-    whose rows are multiples of 4 wide): an image row's 4 aligned pixels in one load (row4) and a tile's row of
-    4 outputs in one store (store4). F(4x4)'s input patch is 6 wide at x0 = 4 tx - 1: its middle 4 pixels are
-    one vec4. F(2x2)'s blocks are 2 wide: its vec4 entries hold the scalar code (winograd.py never takes them)."""
-    if tile != 4:
-        return (("INPUT4", scalar["INPUT"]), ("OUTPUT4", scalar["OUTPUT"]),
-                ("GRAD_OUTPUT4", scalar["GRAD_OUTPUT"]))
-    bt, _, at = MATRICES[tile]
+def _row_splices(put):
+    """F(4x4)'s transforms of the image, the output and dY through whole image rows (winograd.py takes them where
+    rows are multiples of 4 wide): an image row's 4 aligned pixels in one load (row4) and a tile's row of 4 outputs
+    in one store (store4). The input patch is 6 wide at x0 = 4 tx - 1: its middle 4 pixels are one vec4."""
+    bt, _, at = MATRICES[4]
     lanes = "xyzw"
     rows = "".join(f"    let dv{i} = row4(p.plane, y0 + {i}, x0 + 1);\n" for i in range(6))
     inp = rows + sandwich(bt, lambda i, j: f"dv{i}.{lanes[j - 1]}" if 1 <= j <= 4 else
@@ -115,4 +115,4 @@ def _vec4_splices(tile, scalar, put):
                    f"store4(plane, k.y + {a}u, k.z, vec4<f32>(my{a}_0, my{a}_1, my{a}_2, my{a}_3), bias_o);", "m")
     rows = "".join(f"    let qv{i} = row4(p.plane, p.y + {i}, p.x);\n" for i in range(4))
     grad = rows + sandwich(_transpose(at), lambda i, j: f"qv{i}.{lanes[j]}", put, "q")
-    return (("INPUT4", inp), ("OUTPUT4", out), ("GRAD_OUTPUT4", grad))
+    return {"INPUT": inp, "OUTPUT": out, "GRAD_OUTPUT": grad}
