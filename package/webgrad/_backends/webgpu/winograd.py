@@ -228,8 +228,14 @@ def _product(O, C, T, xi, matmul_profile):
 # (/work/.device/3 of session 9), us per product against matmul_plan's own choice: 16x64x64 @ K = 8192 67.5 as
 # 64x32k2 split 16 ways (104.9 as 32x32k4 split 9); 16x256x256 @ 2048 157.0 as 128x128w16 split 4 (280.8 as
 # 64x128 unsplit); 16x128x128 @ 4096 88.1 as 64x128 split 8 (the same).
-WGRAD_CONFIGS = ((128, "64x32k2"), (256, "64x128"), (None, "128x128w16"))  # (narrower side below, config)
-WGRAD_WORKGROUPS = {"64x32k2": 512, "64x128": 256, "128x128w16": 256}
+# With F(4x4) (36 points) the 64x128 tiles take 128 and 256 channels, split into pieces of WGRAD_SPLIT_K tiles of
+# K: bench kernels (/work/.device/12 of session 11), us per product, 36x128x128 @ K = 1136 69.5 split 3 ways (the
+# former rule), 59.4 split 7; 36x256x256 @ 512 148.7 as 128x128w16 unsplit (the former rule), 113.2 as 64x128
+# split 3 (and 5); 16x512x512 @ 512 keeps 128x128w16 unsplit (150.1; 184.1 as 64x128); 36x64x64 @ 2240 43.8 as
+# 64x32k2 split 7 (40.8 as 64x64 split 10: not taken).
+WGRAD_CONFIGS = ((128, "64x32k2"), (512, "64x128"), (None, "128x128w16"))  # (narrower side below, config)
+WGRAD_WORKGROUPS = {"64x32k2": 512, "128x128w16": 256}
+WGRAD_SPLIT_K = {"64x128": 160}
 
 
 def _wgrad_product(O, C, T, xi, out_off, matmul_profile):
@@ -237,7 +243,10 @@ def _wgrad_product(O, C, T, xi, out_off, matmul_profile):
     if matmul_profile == "gpu":
         cfg = next(c for below, c in WGRAD_CONFIGS if below is None or min(O, C) < below)
         bm, bn = matmul_plan.config_shape(cfg)
-        splits = max(1, WGRAD_WORKGROUPS[cfg] // (xi * -(-O // bm) * -(-C // bn)))
+        if cfg in WGRAD_SPLIT_K:
+            splits = max(1, T // WGRAD_SPLIT_K[cfg])
+        else:
+            splits = max(1, WGRAD_WORKGROUPS[cfg] // (xi * -(-O // bm) * -(-C // bn)))
     return matmul_plan.plan(xi, O, C, T, False, True, False, False, 0, 0, out_off, 0, O * T, C * T, config=cfg,
                             splits=splits, profile=matmul_profile)
 
