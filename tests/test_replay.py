@@ -153,7 +153,7 @@ def test_cpu_calls_the_function():
 
 @needs_webgpu
 def test_a_long_replay_goes_in_parts(monkeypatch):
-    """A replay of many records is submitted in growing parts (runtime.submit_parts), here forced on the MLP's
+    """A replay of many records is submitted in growing parts (runtime.replay_parts), here forced on the MLP's
     step: each replay makes that many submits, and the training matches eager training as before."""
     from webgrad._backends.webgpu import runtime
 
@@ -163,7 +163,7 @@ def test_a_long_replay_goes_in_parts(monkeypatch):
     rt = wg.device("webgpu").backend.runtime
     before = dict(rt.stats)
     losses, params, run = _train("webgpu", replay=True, optimizer="sgd")
-    parts = runtime.submit_parts(run.graph.records)
+    parts = runtime.replay_parts(run.graph.records)
     assert len(parts) >= 3 and sum(map(len, parts)) == len(run.graph.records)
     assert rt.stats["submits"] - before["submits"] >= run.replays * len(parts)
     np.testing.assert_allclose(losses, eager_losses, rtol=0, atol=1e-5)

@@ -18,15 +18,16 @@ def test_replay_profile_pieces_on_a_recorded_mlp_step():
     dispatches, copies, passes = rp.shape(records)
     assert dispatches == run.graph.dispatches and copies == len(records) - dispatches and 1 <= passes <= dispatches
 
-    span = rp.gpu_times(rt, records, run.graph._prepared, "span", 2)
-    each = rp.gpu_times(rt, records, run.graph._prepared, "each", 2)
+    prepared = rt.binding.prepare(records)
+    span = rp.gpu_times(rt, records, prepared, "span", 2)
+    each = rp.gpu_times(rt, records, prepared, "each", 2)
     assert len(span) == 2 and all(len(rep) == 1 and rep[0] > 0 for rep in span)
     assert len(each) == 2 and all(len(rep) == dispatches for rep in each)
 
     host, in_submit, submits = rp.host_split(run, inputs, steps=3)
     assert submits == 1.0 and 0 < in_submit <= host  # a replay is one submit
     assert type(rt.binding).submit is rt.binding.submit.__func__  # the timer's wrapper is gone again
-    assert all(t >= 0 for t in rp.submit_parts(rt, records, run.graph._prepared, n=2))
+    assert all(t >= 0 for t in rp.submit_parts(rt, records, prepared, n=2))
     loop, read = rp.loop_and_read(run, inputs, steps=10)
     assert loop > 0 and read > 0
     stalls = rp.read_stalls(run, inputs, 1, per=2)

@@ -408,7 +408,7 @@ SUBMIT_FIRST = 16
 SUBMIT_GROWTH = 3
 
 
-def submit_parts(records):
+def replay_parts(records):
     """`records` cut into the parts a replay submits one after another (one part if they are few)."""
     if len(records) < SUBMIT_SPLIT_MIN:
         return [records]
@@ -444,7 +444,7 @@ class Graph:
         self.pool = CapturePool(runtime.pool)
         self._keep = {}  # id -> Storage made before the capture and used by it
         self._uploads = []  # buffers holding data written during the capture
-        self._prepared = None
+        self._parts = None  # the records prepared for the binding, in the parts a replay submits
         self._failed = False
         self.checks_errors = False  # whether a recorded kernel may set the error word (see error_code)
         # Per record, for fusion.py at the seal: a TracedRecord. Storages are told apart by a serial (an id
@@ -476,8 +476,7 @@ class Graph:
                 from .fusion import fuse  # (fusion.py imports batch_norm and elementwise, which import this)
                 self.records = fuse(self, self._runtime)
             self.trace = None  # (its weak references and launches are needed no longer)
-            self._prepared = self._runtime.binding.prepare(self.records)  # (the profilers encode it whole)
-            self._parts = [self._runtime.binding.prepare(part) for part in submit_parts(self.records)]
+            self._parts = [self._runtime.binding.prepare(part) for part in replay_parts(self.records)]
             self._dispatch_count = self.dispatches  # counted once, not at every replay
 
     @property
@@ -492,7 +491,7 @@ class Graph:
 
     def replay(self):
         """Submit the recorded work again, with any eager work recorded before it (without waiting)."""
-        if self._prepared is None:
+        if self._parts is None:
             raise RuntimeError(
                 "this graph cannot be replayed: "
                 + ("its capture raised an exception" if self._failed else "it was released")
@@ -501,8 +500,8 @@ class Graph:
 
     def release(self):
         """Give the graph's buffers back to the pool; the graph cannot be replayed afterwards."""
-        if self._prepared is not None or not self.pool.closed:
-            self._prepared = self._parts = None
+        if self._parts is not None or not self.pool.closed:
+            self._parts = None
             self.records = []
             self._keep = {}
             self._uploads = []
@@ -1005,7 +1004,7 @@ class Runtime:
         # dynamic scalar (SGD) submitted nothing until the next read-back: the host encoded ten steps with
         # the GPU idle, then waited for all ten (H200, wide MLP: 1,780 us/step instead of ~1,330).
         self.flush()
-        for part in rest:  # (see submit_parts)
+        for part in rest:  # (see replay_parts)
             self._segments.append(part)
             self.flush()
 

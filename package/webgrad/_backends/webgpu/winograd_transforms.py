@@ -59,7 +59,9 @@ def sandwich(m, load, store, prefix):
     for a in range(p):  # (M X M^T)[a][b] = sum_i M[a][i] (X M^T)[i][b]
         for b in range(p):
             lines.append(f"let {prefix}y{a}_{b} = {_combine(m[a], [f'{prefix}r{i}_{b}' for i in range(n)])};")
-            lines += [store(a, b, f"{prefix}y{a}_{b}")] if store(a, b, f"{prefix}y{a}_{b}") else []
+            stored = store(a, b, f"{prefix}y{a}_{b}")
+            if stored:
+                lines.append(stored)
     return "\n".join("    " + line for line in lines) + "\n"
 
 
