@@ -317,10 +317,14 @@ fn normalize4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     normalize_extras(thread);
     if (thread >= p.total / 4u) { return; }
     let c = channel_of(4u * thread);
-    let st = channel_stats(c);
+    y4[p.y_off / 4u + thread] = to_XT4(normalized4(thread, c, channel_stats(c)));
+}
+
+// The thread's vec4 of x normalised with its channel c's statistics st (mean, invstd), weight and bias
+fn normalized4(thread: u32, c: u32, st: vec2<f32>) -> vec4<f32> {
     let scale = st.y * weight_of(c);
     let shift = select(0.0, b[p.b_off + c], has(HAS_B));
-    y4[p.y_off / 4u + thread] = to_XT4((vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift);
+    return (vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift;
 }
 
 // normalize4, then + r (RESIDUAL), then ReLU (RELU) as elementwise.wgsl's relu: NaN kept, max(v, 0) otherwise.
@@ -333,10 +337,7 @@ fn normalize4_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     if (has(INCREMENT) && thread == 0u) { cnt[p.cnt_off] += 1; }  // (training: the statistics are in save)
     if (thread >= p.total / 4u) { return; }
     let c = channel_of(4u * thread);
-    let st = vec2<f32>(save[p.save_off + c], save[p.save_off + p.c + c]);
-    let scale = st.y * weight_of(c);
-    let shift = select(0.0, b[p.b_off + c], has(HAS_B));
-    var v = vec4<f32>(to_XT4((vec4<f32>(x4[p.x_off / 4u + thread]) - st.x) * scale + shift));
+    var v = vec4<f32>(to_XT4(normalized4(thread, c, vec2<f32>(save[p.save_off + c], save[p.save_off + p.c + c]))));
     if (has(RESIDUAL_IN_Y)) {
         v = v + vec4<f32>(y4[p.y_off / 4u + thread]);
     } else if (has(RESIDUAL)) {
