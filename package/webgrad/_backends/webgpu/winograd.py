@@ -213,14 +213,23 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
 # H200, bench kernels (/work/.device/7 of session 9), us against matmul_plan's choice: 16x128x4096 @ K = 128
 # 76.2 (85.0 as 64x128), 16x256x2048 @ 256 142.8 (160.6 as 64x128), 16x512x512 @ 512 143.8 (157.0 as 128x128);
 # 16x64x8192 @ 64 keeps 64x128 (47.9; 75.6 as 128x128w16).
+# Where those tiles take more than one wave (product_waves), 64x128w16 tiles ran faster: H200, bench kernels
+# (/work/.device/2 of session 12), us per product as 128x128w16 / 64x128w16: 36x256x512 @ K = 256 (the third stage,
+# 288 workgroups of 128x128) 110.3 / 97.3; in one wave 36x128x896 @ 128 37.6 / 48.9, 16x512x512 @ 512 143.2 / 167.8.
 BIG_PRODUCT = 128
 BIG_PRODUCT_CONFIG = "128x128w16"
+BIG_PRODUCT_PAST_A_WAVE = "64x128w16"
 
 
 def _product(O, C, T, xi, matmul_profile):
-    big = matmul_profile == "gpu" and min(O, C, T) >= BIG_PRODUCT
-    return matmul_plan.plan(xi, O, T, C, False, False, False, False, 0, 0, 0, 0, O * C, C * T,
-                            config=BIG_PRODUCT_CONFIG if big else None, profile=matmul_profile)
+    def product(config=None):
+        return matmul_plan.plan(xi, O, T, C, False, False, False, False, 0, 0, 0, 0, O * C, C * T, config=config,
+                                profile=matmul_profile)
+
+    if matmul_profile != "gpu" or min(O, C, T) < BIG_PRODUCT:
+        return product()
+    p = product(BIG_PRODUCT_CONFIG)
+    return product(BIG_PRODUCT_PAST_A_WAVE) if product_waves(p) > 1 else p
 
 
 # The weight gradient's products dU[xi] = D[xi] [O, T] @ V[xi]ᵀ have a small output and a long K: tiles by the
