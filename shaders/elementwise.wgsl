@@ -479,6 +479,27 @@ fn unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     }
 }
 
+// add_unary_backward4: unary_backward4 of a gradient that is a sum, in0 + in3 (fusion.py: in a captured step, a
+// gradient accumulation's add and the op's backward that reads the sum alone, as one pass). The sum rounds to
+// f32 as binary4's add did. in3's offset (in elements) sits in p.stride[0].x, which no vec4 entry point reads.
+@group(0) @binding(7) var<storage, read> in3_4: array<vec4<f32>>;
+
+@compute @workgroup_size(WORKGROUP)
+fn add_unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = p.offset / 4;
+    let o3 = p.stride[0].x / 4;
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let j = i32(i);
+        let g = bitcast<vec4<u32>>(bitcast<vec4<f32>>(quad0(o.y + j)) + in3_4[o3 + j]);
+        let x = quad1(o.z + j);
+        let y = quad2(o.w + j);
+        out4[o.x + j] = vec4<u32>(backward_word(g.x, x.x, y.x, a, b), backward_word(g.y, x.y, y.y, a, b),
+                                  backward_word(g.z, x.z, y.z, a, b), backward_word(g.w, x.w, y.w, a, b));
+    }
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn binary4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let o = p.offset / 4;

@@ -123,15 +123,18 @@ print("RESULT " + json.dumps({"case": "batch_norm 2x3x4x4", "err": err}), flush=
 
 def block_losses(replay):
     # batch norm, a residual add and ReLU: a replayed step runs them as batch_norm.wgsl's normalize4_act
-    # (fusion.py); the same numbers as the eager steps
+    # (fusion.py), and h's two gradients' add with its ReLU's backward as elementwise.wgsl's
+    # add_unary_backward4; the same numbers as the eager steps
     rt.software = False
     wg.manual_seed(0)
     conv, bn, skip = wg.nn.Conv2d(3, 4, 3, padding=1), wg.nn.BatchNorm2d(4), wg.nn.Conv2d(3, 4, 1)
-    params = [*conv.parameters(), *bn.parameters(), *skip.parameters()]
+    conv2 = wg.nn.Conv2d(4, 4, 3, padding=1)
+    params = [*conv.parameters(), *bn.parameters(), *skip.parameters(), *conv2.parameters()]
     opt = wg.optim.SGD(params, lr=0.1, momentum=0.9)
 
     def step(x):
-        loss = (F.relu(bn(conv(x)) + skip(x)) ** 2).mean()
+        h = F.relu(bn(conv(x)) + skip(x))
+        loss = (F.relu(conv2(h) + h) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -144,8 +147,9 @@ def block_losses(replay):
 
 eager, _ = block_losses(False)
 replayed, fused = block_losses(True)
-err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == 1 else float("inf")
-print("RESULT " + json.dumps({"case": "fused batch_norm + add + relu, replayed", "err": err}), flush=True)
+err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == 2 else float("inf")
+print("RESULT " + json.dumps({"case": "fused batch_norm + add + relu and a gradient's add + relu backward, replayed",
+                              "err": err}), flush=True)
 '''
 
 

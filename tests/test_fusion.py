@@ -1,6 +1,7 @@
 """Epilogue fusion in captured steps (package/webgrad/_backends/webgpu/fusion.py): batch norm, a residual add
-and ReLU become one dispatch in a replayed step where nothing else uses the values between them, and the
-replayed step computes exactly what the eager step computes; where a value between them is used again, or
+and ReLU become one dispatch in a replayed step where nothing else uses the values between them, and so do a
+gradient accumulation's add and the ReLU backward that reads the sum; the replayed step computes exactly what
+the eager step computes; where a value between them is used again, or
 outlives the step, nothing is fused. The runtime is told it runs on a GPU (the vec4 kernels that fuse)."""
 
 import numpy as np
@@ -22,7 +23,8 @@ def gpu_kernels(monkeypatch):
 
 
 class Block(nn.Module):
-    """ResNet's basic block, and (`tail`) a pre-activation-style BN + add with no ReLU after it; `leak`: the
+    """ResNet's basic block, a second one whose input is also its residual (that input's gradient is a sum, then
+ReLU's backward), and a pre-activation-style BN + add with no ReLU after it; `leak`: the
     first BN's output is also returned (the step returns it too: it outlives the step), `twice`: the first BN's output feeds two ops."""
 
     def __init__(self, leak=False, twice=False):
@@ -30,6 +32,7 @@ class Block(nn.Module):
         self.conv1, self.bn1 = nn.Conv2d(4, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
         self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
         self.shortcut = nn.Sequential(nn.Conv2d(4, 8, 1, bias=False), nn.BatchNorm2d(8))
+        self.conv3, self.bn4 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
         self.bn3 = nn.BatchNorm2d(8)
         self.fc = nn.Linear(8, 3)
         self.leak, self.twice = leak, twice
@@ -41,6 +44,7 @@ class Block(nn.Module):
             y = y + y1.sigmoid()
         z = self.bn2(self.conv2(y))
         out = F.relu(z + self.shortcut(x))
+        out = F.relu(self.bn4(self.conv3(out)) + out)
         out = self.bn3(out) + out  # BN + add, no ReLU
         logits = self.fc(out.mean((2, 3)))
         return (logits, y1) if self.leak else logits
@@ -71,13 +75,14 @@ def _train(replay, steps=5, **kw):
     return np.array(losses), state, run
 
 
-@pytest.mark.parametrize("kw,fused", [({}, 3), (dict(leak=True), 2), (dict(twice=True), 2)],
+@pytest.mark.parametrize("kw,fused", [({}, 5), (dict(leak=True), 4), (dict(twice=True), 4)],
                          ids=["block", "bn-output-returned", "bn-output-used-twice"])
 def test_replay_fuses_and_computes_what_eager_computes(gpu_kernels, kw, fused):
     eager_losses, eager_state, _ = _train(False, **kw)
     losses, state, run = _train(True, **kw)
     assert run.replays == 3
-    # bn1 + relu, bn2 + add + relu, bn3 + add; a returned bn1 output or one read twice stays as it was
+    # bn1 + relu, bn2 + add + relu, bn4 + add + relu, bn3 + add, and the add of the first block's output's two
+    # gradients + its ReLU's backward; a returned bn1 output or one read twice stays as it was
     assert run.graph.fused == fused
     np.testing.assert_array_equal(losses, eager_losses)
     for a, b in zip(eager_state, state):  # weights, biases, running statistics and the batch counts
@@ -89,9 +94,12 @@ def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
 
     _, _, run = _train(True, steps=2)
     fused = run.graph.dispatches
+    entries = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
+    assert entries.count("normalize4_act") == 4 and entries.count("add_unary_backward4") == 1
     monkeypatch.setitem(runtime.FUSE, "on", False)
     _, _, run = _train(True, steps=2)
     assert run.graph.fused == 0
-    assert run.graph.dispatches - fused == 4  # two ReLUs and two adds
+    assert run.graph.dispatches - fused == 7  # three ReLUs and three adds, and a gradient's add
     names = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
-    assert "normalize4_act" not in names and names.count("normalize4") == 4
+    assert "normalize4_act" not in names and names.count("normalize4") == 5
+    assert "add_unary_backward4" not in names

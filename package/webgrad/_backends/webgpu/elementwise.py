@@ -88,6 +88,9 @@ VEC4 = {
     UNARY_BACKWARD: Kernel(SHADER, "unary_backward4", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
     BINARY: Kernel(SHADER, "binary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
 }
+# unary_backward4 of a sum in0 + in3 (in3 at binding 7): a captured step's fused gradient accumulation (fusion.py)
+ADD_UNARY_BACKWARD4 = Kernel(SHADER, "add_unary_backward4", _LAYOUT + ((7, "read"),),
+                             ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # Contiguous float16 operands, eight halves per thread step (elementwise.wgsl's float16 entry points):
 # offsets and element count multiples of 8 (half8_fits); f16.py routes other float16 work through float32.
 HALF8 = {

@@ -1,5 +1,6 @@
 """Epilogue fusion in a captured step: batch norm's normalize4, then a residual add, then ReLU, become one
-dispatch (batch_norm.wgsl's normalize4_act) when the values between them are used by nothing else.
+dispatch (batch_norm.wgsl's normalize4_act) when the values between them are used by nothing else; so do a
+gradient's add and the backward op that reads the sum (elementwise.wgsl's add_unary_backward4).
 
 Eager ops cannot fuse these: when batch_norm runs, nothing says whether its output will be read again (a
 user's `y = bn(x)` may be logged, returned or used twice). A captured step (Runtime.capture, replay.py) is
@@ -16,12 +17,18 @@ A chain normalize4 -> [add] -> [relu] (at least one of the two) is fused where:
 - the fused dispatch takes the place of the chain's last record, so the records it passes over must not write
   what the chain reads, nor touch what it writes (buffer by buffer, copies counting as both).
 
+In the backward pass, a gradient accumulation's add (a tensor read twice: a ResNet block's input, by its first
+convolution and by the shortcut) followed by the backward of the op that made the tensor (the ReLU before the
+block), the sum read by nothing else, becomes one add_unary_backward4 dispatch at the backward's place, under the
+same rules (grad_chain). It reads both gradients and the ReLU's output and writes the ReLU's input gradient:
+four passes through memory instead of six.
+
 The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
 without it (WEBGRAD_FUSE=0).
 """
 
 from . import batch_norm, elementwise
-from .elementwise import BINARY, UNARY, VEC4
+from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
 from .runtime import dtype_code
 from ...dtypes import float32
 
@@ -138,13 +145,51 @@ class _Fuser:
         return chain, self.rt.dispatch_record(launch, (b[0], out, b[2], b[3], b[6], b[7], r_buffer))
 
 
+    def grad_chain(self, j):
+        """(the pair's records, its fused record) from a gradient accumulation's add at record j whose sum only
+        an op's backward reads (ReLU's, at each ResNet block's input: the two branches' input gradients,
+        then the ReLU before them), as one add_unary_backward4; or None."""
+        add = _elementwise_op(self.trace[j], VEC4[BINARY], ("add",))
+        k = None if add is None else self._only_use(j, 0)
+        if k is None:
+            return None
+        t, u = self.trace[j], self.trace[k]
+        launch = u.launch
+        if launch is None or launch.kernel is not VEC4[UNARY_BACKWARD] or launch.params is None:
+            return None
+        n, (s_off, *summands) = add[1], add[2]
+        c = dict(launch.constants)
+        fields = list(elementwise._PARAMS.unpack(launch.params))
+        if (fields[0] != n or fields[9] != s_off or u.serials[1] != t.serials[0] or c["IN0_FROM_OUT"]
+                or c["IN0_DTYPE"] != _F32 or c["OUT_DTYPE"] != _F32):
+            return None
+        operands = [(t.buffers[1], summands[0]), (t.buffers[2], summands[1])]
+        out = u.buffers[0]
+        # A summand's storage freed after the add may have lent its buffer to the backward's output: that one
+        # is read through the output's binding (as IN0_FROM_OUT), where it sits where each result goes.
+        in_out = [k_ for k_, (buffer, offset) in enumerate(operands) if buffer is out]
+        if len(in_out) > 1 or in_out and operands[in_out[0]][1] != fields[8]:
+            return None
+        if in_out:
+            operands.insert(0, operands.pop(in_out[0]))
+        if not self._clear_between(j, k, (j, k), reads={buffer for buffer, _ in operands}, writes=()):
+            return None
+        c["IN0_FROM_OUT"] = bool(in_out)
+        fields[9], fields[20] = operands[0][1], operands[1][1]
+        fused = elementwise.ADD_UNARY_BACKWARD4
+        launch = self.rt.launch(fused, fused.constants(c), elementwise._PARAMS.pack(*fields), launch.groups,
+                                launch.slots)
+        first = self.rt.dummy.buffer if in_out else operands[0][0]
+        return (j, k), self.rt.dispatch_record(launch, (out, first, *u.buffers[2:], operands[1][0]))
+
+
 def fuse(graph, rt):
     """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch; sets
     graph.fused to the number of chains fused."""
     fuser = _Fuser(graph, rt)
     records, dropped, claimed, fused = list(graph.records), set(), set(), 0
     for i in range(len(records)):
-        found = fuser.chain(i)
+        found = fuser.chain(i) or fuser.grad_chain(i)
         # (a residual add reads two batch norms' outputs, ResNet's two branches: the first chain takes it)
         if found is None or claimed.intersection(found[0]):
             continue
