@@ -55,6 +55,12 @@ override TP: u32 = 1u;   // tiles per plane
 override FLIP: bool = false;     // wino_weight: the input gradient's filter (see above)
 override HAS_BIAS: bool = false;
 override RELU: bool = false;
+// wino_output: each value where y > 0, else 0: ReLU's backward fused into an input gradient's output transform in
+// a captured step (fusion.py). y (binding 3; the row variant reads it as vec4s) is the ReLU's output, laid out as
+// the gradient, its value for the output at P.out_off + j at P.bias_off + j.
+override MASK: bool = false;
+@group(0) @binding(3) var<storage, read> mask_y: array<DT>;
+@group(0) @binding(3) var<storage, read> mask_y4: array<vec4<DT>>;
 const THREADS: u32 = 256u;
 const XI: u32 = ALPHA * ALPHA;
 
@@ -138,17 +144,21 @@ fn wino_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
 // ---- wino_output: one thread per (o, t); X = M[.][o][t], M = A^T, stored (+ bias, ReLU) at the tile's outputs
 fn store(plane: u32, y: u32, x: u32, v: f32, b: f32) {
     if (y >= P.OH || x >= P.OW) { return; }
+    let i = plane + y * P.OW + x;
     var r = v + b;
     if (RELU) { r = max(r, 0.0); }
-    put(plane + y * P.OW + x, r);
+    if (MASK) { r = select(0.0, r, f32(mask_y[P.bias_off + i - P.out_off]) > 0.0); }
+    put(i, r);
 }
 
 // A tile's row of 4 outputs x .. x + 3 in one store (the row variant of F(4x4): output rows of a multiple of 4)
 fn store4(plane: u32, y: u32, x: u32, v: vec4<f32>, b: f32) {
     if (y >= P.OH) { return; }
+    let i = plane + y * P.OW + x;
     var r = v + vec4<f32>(b);
     if (RELU) { r = max(r, vec4<f32>(0.0)); }
-    dst4[(plane + y * P.OW + x) / 4u] = to_DT4(r);
+    if (MASK) { r = select(vec4<f32>(0.0), r, vec4<f32>(mask_y4[(P.bias_off + i - P.out_off) / 4u]) > vec4<f32>(0.0)); }
+    dst4[i / 4u] = to_DT4(r);
 }
 
 // The output transforms' thread g = o * T + t (M[xi][o][t] at g + xi * step): its tile and output plane

@@ -52,7 +52,7 @@ CASES = [
 def test_direct_parity(direct, x, w, kwargs, products, ppt):
     direct.FORCED["ppt"] = ppt
     check_conv(x, w, bias=True, seed=len(direct.ran), **kwargs)
-    assert direct.ran == products
+    assert sorted(direct.ran) == sorted(products)
 
 
 @pytest.mark.parametrize("chunks", [1, 3, 7, 50])
@@ -65,7 +65,7 @@ def test_weight_gradient_chunks(direct, chunks):
     assert qt == 64  # 7 tiles of 64 positions, the last one 8; chunks of 7, 3 (3, 3, 1 tiles), 1 tile
     assert p.workgroups[0] == {1: 1, 3: 3, 7: 7, 50: 7}[chunks]
     assert p.scratch == p.workgroups[0] * 16 * 27
-    assert direct.ran[-1] == "backward_weight"
+    assert "backward_weight" in direct.ran
 
 
 def test_wgrad_plan_shapes(direct):
@@ -103,7 +103,7 @@ def test_routing(direct, monkeypatch):
 
     gemm = record_calls(monkeypatch, conv_gemm)
     check_conv((2, 33, 5, 5), (64, 33, 3, 3), padding=1)       # 64 rows; dW 16 x 75 blocks
-    assert direct.ran == [] and gemm == ALL
+    assert direct.ran == [] and sorted(gemm) == sorted(ALL)
     check_conv((2, 16, 6, 6), (32, 16, 3, 3), stride=2, padding=1)  # strided input gradient; 288 blocks
     assert direct.ran == ["forward"]
     direct.ran.clear()
@@ -115,4 +115,4 @@ def test_routing(direct, monkeypatch):
 def test_offset_operands_and_relu_epilogue(direct):
     # views at odd offsets of larger storages (the scalar index paths) and conv.conv2d(relu=True)
     check_offset_operands((2, 3, 7, 6), (10, 3, 3, 3), (1,), seed=5)
-    assert direct.ran == ALL
+    assert sorted(direct.ran) == sorted(ALL)

@@ -103,3 +103,24 @@ def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
     names = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
     assert "normalize4_act" not in names and names.count("normalize4") == 5
     assert "add_unary_backward4" not in names
+
+
+def test_relu_backward_folds_into_a_winograd_input_gradient(gpu_kernels, monkeypatch):
+    # With 8 channels on Winograd, conv2's input gradient comes from winograd.wgsl's output transform, which then
+    # writes it masked by bn1's ReLU (its backward's pass gone); the replay still computes what eager steps do
+    from webgrad._backends.webgpu import runtime, winograd
+
+    monkeypatch.setattr(winograd, "MIN_CHANNELS", 8)
+    eager_losses, eager_state, _ = _train(False)
+    losses, state, run = _train(True)
+    assert run.graph.fused == 6  # the five fusions of the block, and this one
+    np.testing.assert_array_equal(losses, eager_losses)
+    for a, b in zip(eager_state, state):
+        np.testing.assert_array_equal(b, a)
+    describe = wg.device("webgpu").backend.runtime.describe
+    masked = [d for d in describe(run.graph.records) if d.kernel and d.kernel.entry == "wino_output"
+              and dict(d.constants)["MASK"]]
+    assert len(masked) == 1
+    monkeypatch.setitem(runtime.FUSE, "on", False)
+    _, _, plain = _train(True, steps=2)
+    assert plain.graph.dispatches - run.graph.dispatches == 8

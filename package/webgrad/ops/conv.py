@@ -129,12 +129,14 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
     def backward(g):
         g = g.contiguous()
         gx = gw = gb = None
-        if x.requires_grad:
-            gx = new(tuple(x.shape), g.dtype, g.device)
-            be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
+        # The weight gradient first: then the input gradient's last pass is the last to touch g, and in a
+        # captured step the backward of a ReLU before this convolution folds into it (WebGPU's fusion.py)
         if w.requires_grad:
             gw = new(tuple(w.shape), g.dtype, g.device)
             be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry, workspace=workspace)
+        if x.requires_grad:
+            gx = new(tuple(x.shape), g.dtype, g.device)
+            be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
         if b is not None and b.requires_grad:
             gb = g.sum((0, 2, 3))
         return gx, gw, gb

@@ -1,6 +1,7 @@
 """Epilogue fusion in a captured step: batch norm's normalize4, then a residual add, then ReLU, become one
 dispatch (batch_norm.wgsl's normalize4_act) when the values between them are used by nothing else; so do a
-gradient's add and the backward op that reads the sum (elementwise.wgsl's add_unary_backward4).
+gradient's add and the backward op that reads the sum (elementwise.wgsl's add_unary_backward4), and ReLU's
+backward folds into a Winograd input gradient's output transform (winograd.wgsl's wino_output with MASK).
 
 Eager ops cannot fuse these: when batch_norm runs, nothing says whether its output will be read again (a
 user's `y = bn(x)` may be logged, returned or used twice). A captured step (Runtime.capture, replay.py) is
@@ -21,13 +22,18 @@ In the backward pass, a gradient accumulation's add (a tensor read twice: a ResN
 convolution and by the shortcut) followed by the backward of the op that made the tensor (the ReLU before the
 block), the sum read by nothing else, becomes one add_unary_backward4 dispatch at the backward's place, under the
 same rules (grad_chain). It reads both gradients and the ReLU's output and writes the ReLU's input gradient:
-four passes through memory instead of six.
+four passes through memory instead of six. And a ReLU's backward whose gradient only a Winograd input gradient's
+output transforms wrote (a ResNet block's inner ReLU: conv2's input gradient) folds into those transforms
+(masked_output: wino_output's MASK): each chunk writes its values where the ReLU's output is > 0, else 0,
+straight into the backward's output, and the backward's pass is gone. The convolution's backward takes the
+weight gradient first (ops/conv.py), so that the input gradient's chunks are the last to read dY, whose buffer
+the backward's output may have taken: each chunk reads its images of dY before it writes the same images.
 
 The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
 without it (WEBGRAD_FUSE=0).
 """
 
-from . import batch_norm, elementwise
+from . import batch_norm, elementwise, winograd
 from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
 from .runtime import dtype_code
 from ...dtypes import float32
@@ -142,7 +148,7 @@ class _Fuser:
         if launch is None:
             return None
         r_buffer = residual[0] if residual is not None and not in_out else self.rt.dummy.buffer
-        return chain, self.rt.dispatch_record(launch, (b[0], out, b[2], b[3], b[6], b[7], r_buffer))
+        return chain, {end: self.rt.dispatch_record(launch, (b[0], out, b[2], b[3], b[6], b[7], r_buffer))}
 
 
     def grad_chain(self, j):
@@ -180,7 +186,75 @@ class _Fuser:
         launch = self.rt.launch(fused, fused.constants(c), elementwise._PARAMS.pack(*fields), launch.groups,
                                 launch.slots)
         first = self.rt.dummy.buffer if in_out else operands[0][0]
-        return (j, k), self.rt.dispatch_record(launch, (out, first, *u.buffers[2:], operands[1][0]))
+        return [j, k], {k: self.rt.dispatch_record(launch, (out, first, *u.buffers[2:], operands[1][0]))}
+
+    def masked_output(self, k):
+        """(the records, {chunk record: its fused record}) from a ReLU backward at record k whose gradient the
+        output transforms of a Winograd input gradient alone wrote (chunk by chunk), and read by nothing else:
+        each chunk writes its values where the ReLU's output is > 0, else 0, into the backward's output (at each
+        ResNet block's inner ReLU: conv2's input gradient), the backward's pass gone; or None."""
+        u = self.trace[k]
+        launch = u.launch
+        if launch is None or launch.kernel is not VEC4[UNARY_BACKWARD] or launch.params is None:
+            return None
+        c = dict(launch.constants)
+        fields = elementwise._PARAMS.unpack(launch.params)
+        n, (o_off, g_off, y_off) = fields[0], fields[8:11]
+        if (c["OP"] != elementwise.ops().backward.get("relu") or c["OUT_DTYPE"] != _F32
+                or any(c[f"IN{i}_FROM_OUT"] or c[f"IN{i}_DTYPE"] != _F32 for i in range(3))):
+            return None
+        users = self.users[u.serials[1]]
+        if users[-1] != k or u.refs[1]() is not None or users.count(k) != 1:
+            return None
+        chunks, regions = users[:-1], []
+        for i in chunks:
+            t = self.trace[i]
+            if (t.launch is None or t.launch.kernel.entry != "wino_output" or t.serials.count(u.serials[1]) != 1
+                    or t.serials[2] != u.serials[1]):
+                return None
+            regions.append((*winograd.output_region(t.launch), i))
+        regions.sort()
+        end = g_off
+        for first, count, _ in regions:  # the chunks tile the gradient exactly
+            if first != end:
+                return None
+            end += count
+        if not chunks or end != g_off + n:
+            return None
+        out, y = u.buffers[0], u.buffers[2]
+        writes = [(i, o_off + first - g_off, o_off + first - g_off + count) for first, count, i in regions]
+        if not self._clear_for_chunks(chunks[0], k, set(chunks), y, out, writes):
+            return None
+        fused = {}
+        for i, lo, _ in writes:
+            t = self.trace[i]
+            launch = winograd.masked_output(self.rt, t.launch, lo, y_off + lo - o_off)
+            if launch is None:
+                return None
+            fused[i] = self.rt.dispatch_record(launch, (t.buffers[0], t.buffers[1], out, y))
+        return chunks + [k], fused
+
+    def _clear_for_chunks(self, start, end, chunks, y, out, writes):
+        """Whether the chunks between start and end may write their masked values early, each at its own place:
+        the records between them leave y unwritten, and touch `out` only as the input gradient's own input
+        transforms reading dY, each before any chunk writes where it reads (the backward's output may have taken
+        dY's buffer once the convolution's backward let it go: chunk by chunk, a chunk's images of dY are read
+        before its images of the gradient are written, which is where the same images sit)."""
+        for p in range(start + 1, end):
+            if p in chunks:
+                continue
+            t = self.trace[p]
+            for buffer, mode in zip(t.buffers, _modes(t)):
+                if buffer is y and mode == "write":
+                    return False
+                if buffer is not out:
+                    continue
+                if mode == "write" or t.launch is None or t.launch.kernel.entry != "wino_input":
+                    return False
+                lo, count = winograd.input_region(t.launch)
+                if any(q < p and lo < hi and w_lo < lo + count for q, w_lo, hi in writes):
+                    return False
+        return True
 
 
 def fuse(graph, rt):
@@ -189,13 +263,14 @@ def fuse(graph, rt):
     fuser = _Fuser(graph, rt)
     records, dropped, claimed, fused = list(graph.records), set(), set(), 0
     for i in range(len(records)):
-        found = fuser.chain(i) or fuser.grad_chain(i)
+        found = fuser.chain(i) or fuser.grad_chain(i) or fuser.masked_output(i)
         # (a residual add reads two batch norms' outputs, ResNet's two branches: the first chain takes it)
         if found is None or claimed.intersection(found[0]):
             continue
-        chain, record = found
-        records[chain[-1]] = record
-        dropped.update(chain[:-1])
+        chain, replaced = found
+        for k, record in replaced.items():
+            records[k] = record
+        dropped.update(k for k in chain if k not in replaced)
         claimed.update(chain)
         fused += 1
     graph.fused = fused

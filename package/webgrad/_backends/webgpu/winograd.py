@@ -35,9 +35,14 @@ from .matmul import profile, run_plan
 from .runtime import Kernel, PlannedDispatch, grid
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
-_OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU"),
+# wino_output's: binding 3 holds MASK's y (see masked_output; else any readable buffer, unread)
+_OUTPUT_LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
+_OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU", "MASK"),
               "wino_grad_output": ("TW", "TP"), "wino_grad_weight": ()}
 _KERNELS = {}
+
+
+_KEYS = {}  # kernel -> its _KERNELS key
 
 
 def _kernel(entry, src="f32", dst="f32", tile=2, rows=False):
@@ -48,8 +53,40 @@ def _kernel(entry, src="f32", dst="f32", tile=2, rows=False):
     if k is None:
         shader = typed.typed_shader("winograd.wgsl", (("ST", src), ("DT", dst), ("BT", dst)),
                                     winograd_transforms.splices(tile, rows))
-        k = _KERNELS[key] = Kernel(shader, entry, _LAYOUT, _OVERRIDES[entry])
+        k = _KERNELS[key] = Kernel(shader, entry, _OUTPUT_LAYOUT if entry == "wino_output" else _LAYOUT,
+                                   _OVERRIDES[entry])
+        _KEYS[k] = key
     return k
+
+
+def masked_output(rt, launch, out_offset, y_offset):
+    """The Launch of a recorded float32 wino_output `launch` (no bias, no ReLU) writing at out_offset instead,
+    each value where y (the buffer bound at binding 3, y_offset at the launch's first value) is > 0, else 0:
+    ReLU's backward folded into an input gradient (fusion.py). None where `launch` is no such wino_output, or
+    where the row variant's vec4 stores would leave their alignment."""
+    key = _KEYS.get(launch.kernel)
+    if key is None or key[:3] != ("wino_output", "f32", "f32") or launch.params is None:
+        return None
+    c = dict(launch.constants)
+    if c["HAS_BIAS"] or c["RELU"] or c["MASK"] or key[4] and (out_offset % 4 or y_offset % 4):
+        return None
+    fields = list(_PARAMS.unpack(launch.params))
+    fields[10], fields[11] = out_offset, y_offset  # out_off, bias_off
+    return rt.launch(launch.kernel, launch.kernel.constants(dict(c, MASK=True)), _PARAMS.pack(*fields),
+                     launch.groups, launch.slots)
+
+
+def input_region(launch):
+    """(first element, elements) a wino_input Launch reads: its chunk's images."""
+    C, H, W, T, py, px, x_off = _PARAMS.unpack(launch.params)[:7]
+    return x_off, T // dict(launch.constants)["TP"] * C * H * W
+
+
+def output_region(launch):
+    """(first element, elements) a wino_output Launch writes: its chunk's images of the output."""
+    C, H, W, T, py, px, x_off, O, OH, OW, out_off = _PARAMS.unpack(launch.params)[:11]
+    TP = dict(launch.constants)["TP"]
+    return out_off, T // TP * O * OH * OW
 
 
 _PARAMS = struct.Struct("<4I2i14I")
@@ -202,7 +239,8 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
         T = min(nc, N - n0) * TP
         inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py,
                     px=px, x_off=x_off + n0 * C * H * W, by_rows=rows(tile, W, x_off, px))
-        out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu), O * T, T=T, O=O,
+        out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu, MASK=False),
+                    O * T, T=T, O=O,
                     OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off, by_rows=rows(tile, OW, out_off))
         chunks.append((inp, _product(O, C, T, xi, matmul_profile), out))
     T = min(nc, N) * TP
@@ -293,7 +331,7 @@ def run(rt, p, x, weight, out, bias=None):
     for inp, product, outp in p.chunks:
         rt.record(inp, (x, x, v))
         run_plan(rt, product, u, v, m)
-        rt.record(outp, (m, m if bias is None else bias, out))
+        rt.record(outp, (m, m if bias is None else bias, out, m))
 
 
 def _scratches(rt, p):
