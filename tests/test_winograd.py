@@ -92,6 +92,25 @@ def test_offsets_chunks_and_relu_store(wino, monkeypatch, offset, chunks):
     assert sorted(wino.ran) == sorted(ALL)
 
 
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_weight_gradient_slabs_in_the_split_k_scratch(wino, monkeypatch, chunks):
+    # weight-gradient products that split their K: no reduction runs; chunk after chunk writes its partial slabs
+    # into the split-K scratch (an unsplit last chunk its one slab), and wino_grad_weight sums them all
+    monkeypatch.setattr(wino, "WGRAD_CONFIGS", ((None, "64x128"),))
+    monkeypatch.setattr(wino, "WGRAD_SPLIT_K", {"64x128": 16})
+    tile = wino.TILE["size"]
+    tp = (16 // tile) ** 2
+    if chunks > 1:  # two images a chunk: 2, 2, 1
+        monkeypatch.setattr(wino, "WORKSPACE", wino.points(tile) * 8 * tp * 2 * 4)
+    p = wino.plan_wgrad(5, 8, 16, 16, 6, 16, 16, (1, 1), 0, 0, 0, tile=tile)
+    splits = [product.splits for _, _, product in p.chunks]
+    assert p.split_k and splits == ([5 * tp // 16] if chunks == 1 else [2 * tp // 16] * 2 + [tp // 16])
+    assert all(product.reduce is None for _, _, product in p.chunks)
+    assert p.u_size == sum(splits) * wino.points(tile) * 6 * 8
+    check_conv((5, 8, 16, 16), (6, 8, 3, 3), bias=True, padding=1, seed=chunks)
+    assert sorted(wino.ran) == sorted(ALL)
+
+
 @pytest.mark.parametrize("kwargs", [dict(stride=2, padding=1), dict(padding=1, dilation=2), dict(padding=3)])
 def test_other_geometries_do_not_run_here(wino, kwargs):
     check_conv((2, 4, 9, 9), (5, 4, 3, 3), seed=6, **kwargs)

@@ -163,13 +163,15 @@ class WinogradPlan(NamedTuple):
     """A convolution's dispatches: the weight transform, then per chunk of images the input transform, the
     batched product (a matmul_plan plan) and the output transform (the weight gradient: per chunk the two
     input transforms and the product, then the weight dispatch); the floats it needs of the "winograd-u",
-    "winograd-in" and "winograd-out" scratches."""
+    "winograd-in" and "winograd-out" scratches. split_k: a weight gradient whose dU slabs sit in the split-K
+    scratch (Runtime.split_k_scratch) instead of "winograd-u" (see plan_wgrad)."""
 
     weight: PlannedDispatch
     chunks: tuple
     u_size: int
     in_size: int
     out_size: int
+    split_k: bool = False
 
     def __repr__(self):
         return f"WinogradPlan({len(self.chunks)} chunks, U {self.u_size}, in {self.in_size}, out {self.out_size})"
@@ -283,6 +285,8 @@ def _product(O, C, T, xi, matmul_profile):
 WGRAD_CONFIGS = ((128, "64x32k2"), (512, "64x128"), (None, "128x128w16"))  # (narrower side below, config)
 WGRAD_WORKGROUPS = {"64x32k2": 512, "128x128w16": 256}
 WGRAD_SPLIT_K = {"64x128": 160}
+# {"on": False}: split weight-gradient products reduce each chunk's partials into "winograd-u" (before session 12)
+SPLIT_SLABS = {"on": os.environ.get("WEBGRAD_WINOGRAD_SLABS") != "0"}
 
 
 def _wgrad_product(O, C, T, xi, out_off, matmul_profile):
@@ -298,13 +302,27 @@ def _wgrad_product(O, C, T, xi, out_off, matmul_profile):
                             splits=splits, profile=matmul_profile)
 
 
+def _partials(p, offset):
+    """Split-K MatmulPlan p's first dispatch alone, its partial tiles [splits][xi][O][C] written at `offset` of
+    whatever it is run on, with no reduction after it."""
+    fields = list(matmul_plan._PARAMS.unpack(p.params))
+    fields[6] = offset  # the output's offset (0 in the split-K scratch as plan() makes it)
+    return matmul_plan.MatmulPlan(p.shader, p.entry_point, p.constants, matmul_plan._PARAMS.pack(*fields),
+                                  p.workgroups, p.config, p.splits)
+
+
 @functools.lru_cache(maxsize=512)
 def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_profile="gpu", dtype="f32", tile=2):
     """dW [O, C, 3, 3] = the weight gradient of the 3x3 stride-1 convolution of x [N, C, H, W] padded by pad,
     with output gradient dY [N, O, OH, OW] at grad_off: per chunk of images V (at 0 of "winograd-in"), D
     (at 0 of "winograd-out") and the chunk's dU (at chunk * xi*O*C of "winograd-u"); then their sum through
     G^T . G. A WinogradPlan whose weight dispatch is that last one, run after the chunks. dtype: x's, dY's and
-    dW's element type; tile as plan's."""
+    dW's element type; tile as plan's.
+    Where a chunk's product splits its K across workgroups, no reduction runs: every chunk's product writes
+    its slabs ([splits][xi][O][C], unsplit: one) one after another into the split-K scratch, and the weight
+    dispatch sums them all. H200, ResNet-18 at batch 128 (bench replay, /work/.device/10 of session 12): 25
+    dispatches fewer (611 -> 586), a replayed step's GPU span 10,601 -> 10,576 and 10,581 us; bench scale's peak
+    the same (948.8 MiB): the slabs fit in the split-K scratch the conv_gemm products had grown already."""
     py, px = pad
     TH, TW = -(-OH // tile), -(-OW // tile)
     TP = TH * TW
@@ -319,9 +337,19 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
         dy = _step("wino_grad_output", (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
                    x_off=grad_off + n0 * O * OH * OW, by_rows=rows(tile, OW, grad_off))
         chunks.append((inp, dy, _wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile)))
-    weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off,
-                   chunks=len(chunks))
-    return WinogradPlan(weight, tuple(chunks), len(chunks) * xi * O * C, xi * C * T, xi * O * T)
+    slabs = len(chunks)
+    split_k = SPLIT_SLABS["on"] and any(product.reduce is not None for _, _, product in chunks)
+    if split_k:
+        slabs, slab = 0, xi * O * C
+        for k, (inp, dy, product) in enumerate(chunks):
+            if product.reduce is None:
+                product = _wgrad_product(O, C, min(nc, N - k * nc) * TP, xi, slabs * slab, matmul_profile)
+            else:
+                product = _partials(product, slabs * slab)
+            chunks[k] = (inp, dy, product)
+            slabs += product.splits
+    weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off, chunks=slabs)
+    return WinogradPlan(weight, tuple(chunks), slabs * xi * O * C, xi * C * T, xi * O * T, split_k)
 
 
 def run(rt, p, x, weight, out, bias=None):
@@ -379,7 +407,11 @@ def backward_weight(rt, out, grad, x, geom):
     OH, OW = grad.shape[2:]
     p = plan_wgrad(N, C, H, W, O, OH, OW, geom[1], x.offset, grad.offset, out.offset, matmul_profile=profile(rt),
                    dtype=_type(out.dtype), tile=tile_for(OH, OW))
-    du, v, d = _scratches(rt, p)
+    if p.split_k:
+        du = rt.split_k_scratch(p.u_size)
+        v, d = rt.kept_scratch("winograd-in", p.in_size), rt.kept_scratch("winograd-out", p.out_size)
+    else:
+        du, v, d = _scratches(rt, p)
     for inp, dy, product in p.chunks:
         rt.record(inp, (x.storage, x.storage, v))
         rt.record(dy, (grad.storage, grad.storage, d))
