@@ -197,15 +197,23 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
 //! splice GRAD_OUTPUT
 }
 
-// ---- wino_grad_weight: one thread per (r, s) = (o, c): dW [O, C, 3, 3] at w_off from the chunks' dU
-// [chunks][ALPHA^2][R][S]; X = the sum of the chunks' dU[.][r][s], M = G^T, stored at dW[o][c]. The splice sums
-// the chunks in one loop with an accumulator per point, so each step's ALPHA^2 loads are independent (a loop
-// over the chunks per point chained each point's loads: 466 us for ResNet-18's 13 weight gradients, H200).
+// ---- wino_grad_weight: ALPHA threads per (r, s) = (o, c), one per row of X: dW [O, C, 3, 3] at w_off from the
+// slabs' dU [chunks][ALPHA^2][R][S]; X = the sum of the slabs' dU[.][r][s], M = G^T, stored at dW[o][c]. A
+// workgroup takes PW pairs; its thread li works on row li / PW of pair li % PW, so that a row's loads are
+// coalesced along the pairs. Each thread sums its row over the slabs in one loop with an accumulator per point
+// (each step's loads independent), puts its row of X M^T in workgroup memory, and rows 0 to 2 finish the pair's
+// 3x3. (One thread per pair summing all ALPHA^2 points ran ResNet-18's 13 weight gradients in 195 us; with
+// every split product's slabs to sum, 331 us. H200, bench replay --each, /work/.device/11 of session 12.)
+const PW: u32 = THREADS / ALPHA;
+var<workgroup> grad_rows: array<f32, 3u * ALPHA * PW>;  // [ALPHA rows][3][PW pairs]
+
 @compute @workgroup_size(THREADS)
 fn wino_grad_weight(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
                     @builtin(num_workgroups) nw: vec3<u32>) {
-    let g = thread_id(li, wid, nw);
-    if (g >= P.count) { return; }
+    let row = li / PW;
+    let j = li - row * PW;
+    let g = (wid.x + wid.y * nw.x) * PW + j;
+    let live = row < ALPHA && g < P.count;  // (no early return: every thread reaches the barrier)
     let o = P.w_off + g * 9u;
     let step = P.R * P.S;
 //! splice GRAD_WEIGHT

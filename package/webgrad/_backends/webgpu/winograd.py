@@ -148,15 +148,15 @@ def rows(tile, width, offset, px=1):
 
 
 def _step(entry, types, tile, constants, count, C=0, H=0, W=0, T=0, py=0, px=0, x_off=0, O=0, OH=0, OW=0, out_off=0,
-          bias_off=0, R=0, S=0, w_off=0, chunks=0, by_rows=False):
+          bias_off=0, R=0, S=0, w_off=0, chunks=0, by_rows=False, per_group=THREADS):
     """One dispatch of winograd.wgsl's `entry` (element types `types`: src, dst; F(tile x tile, 3x3); by_rows:
-    the row variant) over `count` threads."""
+    the row variant) over `count` threads, or `count` items of which each workgroup takes per_group."""
     values = (C, H, W, T, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks)
     if not all(0 <= v < 2**32 for v in values) or count * points(tile) * max(chunks, 1) >= 2**32:
         raise ValueError("conv2d: offsets and sizes must fit in u32")
     params = _PARAMS.pack(C, H, W, T, py, px, x_off, O, OH, OW, out_off, bias_off, R, S, w_off, count, chunks,
                           0, 0, 0)
-    return PlannedDispatch(_kernel(entry, *types, tile, by_rows), constants, params, grid(-(-count // THREADS)))
+    return PlannedDispatch(_kernel(entry, *types, tile, by_rows), constants, params, grid(-(-count // per_group)))
 
 
 class WinogradPlan(NamedTuple):
@@ -348,7 +348,8 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
                 product = _partials(product, slabs * slab)
             chunks[k] = (inp, dy, product)
             slabs += product.splits
-    weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off, chunks=slabs)
+    weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off, chunks=slabs,
+                   per_group=THREADS // (tile + 2))
     return WinogradPlan(weight, tuple(chunks), slabs * xi * O * C, xi * C * T, xi * O * T, split_k)
 
 

@@ -83,8 +83,7 @@ def splices(tile, rows=False):
         "OUTPUT": sandwich(at, lambda i, j: f"f32(src[g + {i * alpha + j}u * step])",
                            lambda a, b, v: f"store(plane, k.y + {a}u, k.z + {b}u, {v}, bias_o);", "m"),
         "GRAD_OUTPUT": sandwich(_transpose(at), lambda i, j: f"pixel(p.plane, p.y + {i}, p.x + {j})", put, "q"),
-        "GRAD_WEIGHT": _chunk_sums(alpha * alpha) + sandwich(_transpose(g), lambda i, j: f"us{i * alpha + j}",
-                                                             lambda a, b, v: f"put(o + {3 * a + b}u, {v});", "u"),
+        "GRAD_WEIGHT": _grad_weight(_transpose(g), alpha),
     }
     if rows:
         if tile != 4:
@@ -93,13 +92,26 @@ def splices(tile, rows=False):
     return tuple(text.items())
 
 
-def _chunk_sums(points):
-    """wino_grad_weight's sums over the chunks' dU, us0 .. us<points - 1>: one loop over the chunks, each step's
-    loads independent of each other (in chunk order per point, as one loop per point summed)."""
-    lines = [f"var us{x} = 0.0;" for x in range(points)]
-    lines += ["for (var k = 0u; k < P.chunks; k++) {", "    let base = k * XI * step + g;"]
-    lines += [f"    us{x} += f32(src[base + {x}u * step]);" for x in range(points)]
-    lines.append("}")
+def _grad_weight(m, alpha):
+    """wino_grad_weight's body, dW = M X M^T (M = G^T, 3 x alpha) with X the sum of the slabs' dU, a thread per
+    row of X: that row's sums over the slabs (in slab order, an accumulator per point: each step's loads
+    independent), then the row's part of X M^T into workgroup memory, then rows 0 to 2 of the workgroup's pairs
+    each finish a row of the 3x3 result from the alpha rows there. The sums as the one-thread-per-pair sandwich
+    wrote them (the same terms in the same order)."""
+    lines = [f"var us{b} = 0.0;" for b in range(alpha)]
+    lines += ["if (live) {", "    for (var k = 0u; k < P.chunks; k++) {",
+              "        let base = k * XI * step + row * ALPHA * step + g;"]
+    lines += [f"        us{b} += f32(src[base + {b}u * step]);" for b in range(alpha)]
+    lines += ["    }", "}", "if (row < ALPHA) {"]
+    lines += [f"    grad_rows[(row * 3u + {b}u) * PW + j] = {_combine(m[b], [f'us{x}' for x in range(alpha)])};"
+              for b in range(3)]
+    lines += ["}", "workgroupBarrier();"]
+    for a in range(3):
+        lines.append(f"if (live && row == {a}u) {{")
+        for b in range(3):
+            terms = [f"grad_rows[{i * 3 + b}u * PW + j]" for i in range(alpha)]
+            lines.append(f"    put(o + {3 * a + b}u, {_combine(m[a], terms)});")
+        lines.append("}")
     return "".join(f"    {line}\n" for line in lines)
 
 
