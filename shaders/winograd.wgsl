@@ -157,7 +157,9 @@ fn store4(plane: u32, y: u32, x: u32, v: vec4<f32>, b: f32) {
     let i = plane + y * P.OW + x;
     var r = v + vec4<f32>(b);
     if (RELU) { r = max(r, vec4<f32>(0.0)); }
-    if (MASK) { r = select(vec4<f32>(0.0), r, vec4<f32>(mask_y4[(P.bias_off + i - P.out_off) / 4u]) > vec4<f32>(0.0)); }
+    if (MASK) {
+        r = select(vec4<f32>(0.0), r, vec4<f32>(mask_y4[(P.bias_off + i - P.out_off) / 4u]) > vec4<f32>(0.0));
+    }
     dst4[i / 4u] = to_DT4(r);
 }
 
@@ -202,8 +204,8 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
 // workgroup takes PW pairs; its thread li works on row li / PW of pair li % PW, so that a row's loads are
 // coalesced along the pairs. Each thread sums its row over the slabs in one loop with an accumulator per point
 // (each step's loads independent), puts its row of X M^T in workgroup memory, and rows 0 to 2 finish the pair's
-// 3x3. (One thread per pair summing all ALPHA^2 points ran ResNet-18's 13 weight gradients in 195 us; with
-// every split product's slabs to sum, 331 us. H200, bench replay --each, /work/.device/11 of session 12.)
+// 3x3. H200, ResNet-18's 13 weight gradients (bench replay --each, /work/.device/11 and 12 of session 12): 243 us;
+// one thread per pair summing all ALPHA^2 points, 195 us over the chunks' reduced dU, 331 over all the slabs.
 const PW: u32 = THREADS / ALPHA;
 var<workgroup> grad_rows: array<f32, 3u * ALPHA * PW>;  // [ALPHA rows][3][PW pairs]
 

@@ -153,8 +153,8 @@ eager, _ = block_losses(False)
 replayed, fused = block_losses(True)
 winograd.MIN_CHANNELS = min_channels
 err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == 3 else float("inf")
-print("RESULT " + json.dumps({"case": "fused batch_norm + add + relu, a gradient's add + relu backward, relu backward in Winograd, replayed",
-                              "err": err}), flush=True)
+print("RESULT " + json.dumps({"case": "fused: batch_norm + add + relu, a gradient's add + relu backward, relu backward "
+                                      "in Winograd; replayed", "err": err}), flush=True)
 '''
 
 

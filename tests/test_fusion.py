@@ -24,8 +24,8 @@ def gpu_kernels(monkeypatch):
 
 class Block(nn.Module):
     """ResNet's basic block, a second one whose input is also its residual (that input's gradient is a sum, then
-ReLU's backward), and a pre-activation-style BN + add with no ReLU after it; `leak`: the
-    first BN's output is also returned (the step returns it too: it outlives the step), `twice`: the first BN's output feeds two ops."""
+    ReLU's backward), and a pre-activation-style BN + add with no ReLU after it; `leak`: the first BN's output is
+    also returned (the step returns it too: it outlives the step), `twice`: the first BN's output feeds two ops."""
 
     def __init__(self, leak=False, twice=False):
         super().__init__()

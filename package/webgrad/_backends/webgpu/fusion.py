@@ -98,7 +98,7 @@ class _Fuser:
         return True
 
     def chain(self, i):
-        """(the chain's records, its fused record) from the normalize4 at record i, or None."""
+        """(the chain's records, {its last record: the fused one}) from the normalize4 at record i, or None."""
         t = self.trace[i]
         if t.launch is None or t.launch.kernel is not self.normalize4:
             return None
@@ -150,11 +150,10 @@ class _Fuser:
         r_buffer = residual[0] if residual is not None and not in_out else self.rt.dummy.buffer
         return chain, {end: self.rt.dispatch_record(launch, (b[0], out, b[2], b[3], b[6], b[7], r_buffer))}
 
-
     def grad_chain(self, j):
-        """(the pair's records, its fused record) from a gradient accumulation's add at record j whose sum only
-        an op's backward reads (ReLU's, at each ResNet block's input: the two branches' input gradients,
-        then the ReLU before them), as one add_unary_backward4; or None."""
+        """(the pair's records, {the backward's record: the fused one}) from a gradient accumulation's add at record
+        j whose sum only an op's backward reads (ReLU's, at each ResNet block's input: the two branches' input
+        gradients, then the ReLU before them), as one add_unary_backward4; or None."""
         add = _elementwise_op(self.trace[j], VEC4[BINARY], ("add",))
         k = None if add is None else self._only_use(j, 0)
         if k is None:
@@ -173,7 +172,7 @@ class _Fuser:
         out = u.buffers[0]
         # A summand's storage freed after the add may have lent its buffer to the backward's output: that one
         # is read through the output's binding (as IN0_FROM_OUT), where it sits where each result goes.
-        in_out = [k_ for k_, (buffer, offset) in enumerate(operands) if buffer is out]
+        in_out = [i for i, (buffer, _) in enumerate(operands) if buffer is out]
         if len(in_out) > 1 or in_out and operands[in_out[0]][1] != fields[8]:
             return None
         if in_out:
@@ -209,8 +208,8 @@ class _Fuser:
         chunks, regions = users[:-1], []
         for i in chunks:
             t = self.trace[i]
-            if (t.launch is None or t.launch.kernel.entry != "wino_output" or t.serials.count(u.serials[1]) != 1
-                    or t.serials[2] != u.serials[1]):
+            if (t.launch is None or t.launch.kernel.entry != "wino_output"
+                    or t.serials.count(u.serials[1]) != 1 or t.serials[2] != u.serials[1]):
                 return None
             regions.append((*winograd.output_region(t.launch), i))
         regions.sort()

@@ -37,11 +37,10 @@ from .runtime import Kernel, PlannedDispatch, grid
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
 # wino_output's: binding 3 holds MASK's y (see masked_output; else any readable buffer, unread)
 _OUTPUT_LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
-_OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",), "wino_output": ("TW", "TP", "HAS_BIAS", "RELU", "MASK"),
-              "wino_grad_output": ("TW", "TP"), "wino_grad_weight": ()}
+_OVERRIDES = {"wino_input": ("TW", "TP"), "wino_weight": ("FLIP",),
+              "wino_output": ("TW", "TP", "HAS_BIAS", "RELU", "MASK"), "wino_grad_output": ("TW", "TP"),
+              "wino_grad_weight": ()}
 _KERNELS = {}
-
-
 _KEYS = {}  # kernel -> its _KERNELS key
 
 
@@ -242,8 +241,8 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
         inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * T, C=C, H=H, W=W, T=T, py=py,
                     px=px, x_off=x_off + n0 * C * H * W, by_rows=rows(tile, W, x_off, px))
         out = _step("wino_output", ("f32", dtype), tile, dict(TW=TW, TP=TP, HAS_BIAS=has_bias, RELU=relu, MASK=False),
-                    O * T, T=T, O=O,
-                    OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off, by_rows=rows(tile, OW, out_off))
+                    O * T, T=T, O=O, OH=OH, OW=OW, out_off=out_off + n0 * O * OH * OW, bias_off=bias_off,
+                    by_rows=rows(tile, OW, out_off))
         chunks.append((inp, _product(O, C, T, xi, matmul_profile), out))
     T = min(nc, N) * TP
     return WinogradPlan(weight, tuple(chunks), xi * O * C, xi * C * T, xi * O * T)
