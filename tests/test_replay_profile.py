@@ -32,4 +32,8 @@ def test_replay_profile_pieces_on_a_recorded_mlp_step():
     assert loop > 0 and read > 0
     stalls = rp.read_stalls(run, inputs, 1, per=2)
     assert [len(v) for v in stalls.values()] == [1, 1]
+    labels = [rp.label(d) for d in rt.describe(records)]
+    optimizer = sum(1 for name in labels if "optim:" in name)
+    kept, without = rp.span_without(rt, records, labels, "optim:", 2)
+    assert optimizer > 0 and kept == len(records) - optimizer and without > 0
     run.release()

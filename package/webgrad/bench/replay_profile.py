@@ -235,7 +235,16 @@ def read_stalls(run, inputs, segments, per=10):
 # ------------------------------------------------------------------------------------ report
 
 
-def profile(model_name, batch, repeats, each, top, full_list, reads=0):
+def span_without(rt, records, labels, pattern, repeats):
+    """(records kept, GPU span in seconds) of the step's records without those whose label contains `pattern`:
+    what such records cost in the span (the records left run on whatever their inputs hold: only the timing
+    means anything)."""
+    kept = [r for r, name in zip(records, labels) if pattern not in name]
+    prepared = rt.binding.prepare(kept)
+    return len(kept), statistics.median(rep[0] for rep in gpu_times(rt, kept, prepared, "span", repeats))
+
+
+def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out=()):
     rt = default_runtime()
     run, inputs = record_step(model_name, batch)
     graph = run.graph
@@ -271,6 +280,10 @@ def profile(model_name, batch, repeats, each, top, full_list, reads=0):
             print(f"  10 replays then {kind:4}: issue median {issue * 1e6:8.1f} us; wait min {waits[0] * 1e6:8.1f} "
                   f"median {statistics.median(waits) * 1e6:8.1f} max {waits[-1] * 1e6:8.1f} us "
                   f"(10 x GPU span = {10 * span * 1e6:.1f} us); all waits: {' '.join(f'{w * 1e3:.1f}' for _, w in segs)} ms")
+    for pattern in leave_out:
+        kept, without = span_without(rt, records, labels, pattern, repeats)
+        print(f"  GPU span without the {dispatches + copies - kept} records labelled *{pattern}*: "
+              f"{without * 1e6:9.1f} us ({(span - without) * 1e6:.1f} us less)", flush=True)
     if each:
         times = gpu_times(rt, records, prepared, "each", repeats)
         medians = [statistics.median(rep[j] for rep in times) for j in range(len(labels))]
@@ -299,6 +312,9 @@ def main(argv=None):
     p.add_argument("--list", action="store_true", help="print the dispatch list")
     p.add_argument("--reads", type=int, default=0, metavar="N",
                    help="also N segments of 10 replays then a read-back, and N then a synchronize: each wait")
+    p.add_argument("--leave-out", nargs="+", default=(), metavar="PATTERN",
+                   help="also the GPU span without the records whose label holds each PATTERN (e.g. optim: "
+                        "batch_norm:finish matmul_reduce): what they cost in the step")
     args = p.parse_args(argv)
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
@@ -308,7 +324,7 @@ def main(argv=None):
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
     for model in args.models:
         for batch in args.batch_sizes or [BATCH[model]]:
-            profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads)
+            profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads, args.leave_out)
     return 0
 
 
