@@ -20,7 +20,8 @@ JS FFI), and one module per kernel family whose WGSL lives in the repository's s
     winograd.py      3x3 stride-1 convolutions, Winograd F(2x2)/F(4x4)     shaders/winograd.wgsl
                      (winograd_transforms.py writes the transforms out from their matrices)
     batch_norm.py    batch norm's statistics, normalisation and gradients  shaders/batch_norm.wgsl
-    fusion.py        at a captured step's seal: batch norm + residual add + ReLU into one dispatch
+    fusion.py        at a captured step's seal: batch norm + residual add + ReLU into one dispatch;
+                     a gradient's add + ReLU backward; ReLU backward into a Winograd input gradient
 
 Adding a kernel: write the entry point in its family's .wgsl (WGSL `override` constants for what
 varies; integer codes the Python side owns are injected as `const`s, see shaders.py); declare it in
