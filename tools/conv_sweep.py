@@ -10,7 +10,10 @@ each with its shape) it runs conv_gemm.py's host functions with a forced tile co
 copies of a strided input gradient) and times them with GPU timestamps the way `python -m webgrad.bench
 profile` does (webgrad.bench.profile.time_dispatches: one pass per dispatch, median of --repeats). The
 candidates: the planner's own choice, every configuration with the planner's K split for it (the thin ones only
-for small products), then the two fastest configurations with other splits (unsplit, half, double, 4x the planner's). It prints, per
+for small products); then, beside the planner's choice again, the two fastest configurations with other splits
+(unsplit, half, double, 4x the planner's). Each phase's candidates are all captured (their pipelines compiled)
+before any is timed, then timed in ROUNDS rounds through all of them, each candidate's fastest round counting,
+so that no compilation idles the GPU between timings and a clock change touches every candidate alike. It prints, per
 convolution, a row per candidate: configuration, K split, workgroups, microseconds, TFLOP/s
 (the convolution's nominal 2*N*O*OH*OW*C*kh*kw), the candidate's largest difference to the planner's
 own choice (relative to that output's largest magnitude: a wrong kernel shows up here), then the best
@@ -103,21 +106,29 @@ class Case:
             conv_gemm.run = original
         return made
 
-    def measure(self, rt, repeats, warm=0.05):
-        """(GPU seconds summed over the case's dispatches, a sample of the output). The candidate first
-        runs back to back for `warm` seconds: an H200 left idle while the host compiles the next
-        pipeline dropped its clocks, and a cold candidate timed 3-5x slower than in a training step
-        (the first sweep, 24 Nov: the same dispatch 2376 us, then 431 us after a long one)."""
+    def capture(self, rt):
+        """The case's dispatches as the current FORCED settings plan them, captured (every pipeline compiled
+        now, before any timing), run once, and a sample of what they computed: (graph, sample)."""
         with rt.capture() as graph:
             self.fn(rt, *self.args)
+        graph.replay()
+        rt.synchronize()
+        return graph, self.sample(rt)
+
+    @staticmethod
+    def timed(rt, graph, repeats, warm=0.02):
+        """GPU seconds summed over a captured candidate's dispatches (median of `repeats`), after `warm` seconds
+        of it back to back. The sweep times its candidates round by round, all compiled beforehand: an H200
+        left idle while the host compiled the next pipeline dropped its clocks, and timed candidate by
+        candidate the same dispatch read 308 us, then 1,172 us later in the same case (session 12, /4). Round
+        by round, the planner's choice read 336.0-339.6 us in its five warm rounds (/16)."""
         start = time.perf_counter()
         while time.perf_counter() - start < warm:
             for _ in range(4):
                 graph.replay()
             rt.synchronize()
         _, times = time_dispatches(rt, graph.records, repeats)
-        graph.release()
-        return sum(times), self.sample(rt)
+        return sum(times)
 
     def sample(self, rt):
         # 4 runs of up to 16K values spread over the output (reading all 32 MB of one would cost more
@@ -129,6 +140,9 @@ class Case:
             start = (n - run) * i // 3
             got.frombytes(rt.read(self.out.storage, 4 * start, 4 * run))
         return got
+
+
+ROUNDS = 3  # rounds through a phase's candidates (each candidate's fastest counts)
 
 
 def warm_up(rt, case, seconds=1.0):
@@ -220,52 +234,71 @@ def main(argv=None):
         print(f"\n{name} x{count}  N={batch} C={c} O={o} {hw}x{hw} k{k} s{s}  {case.flops / 1e9:.2f} GFLOP"
               f"  product MxNxK {mnk}", flush=True)
         print(f"  {'config':<13}{'splits':>6}  {'dispatch':<22}{'us':>9}{'TFLOP/s':>9}{'diff':>10}")
-        rows, ref, seen = [], None, set()
+        rows, ref, seen, spread = [], None, set(), []
 
-        def measure(cfg, splits):
+        def candidate(cfg, splits):
+            """(label, splits shown, plans, graph, difference to the planner's output), or None."""
             nonlocal ref
             conv_gemm.FORCED.update(config=cfg, splits=splits)
             try:
                 plans = case.plans()
                 key = (cfg, tuple(q.workgroups for q in plans))
                 if cfg is not None and key in seen:
-                    return  # a split clamped to one already measured
+                    return None  # a split clamped to one already measured
                 seen.add(key)
-                secs, got = case.measure(rt, repeats)
+                graph, got = case.capture(rt)
             except Exception as e:  # a configuration the shape cannot take: say so and go on
                 print(f"  {cfg or 'planner':<13}{splits or '-':>6}  failed: {type(e).__name__}: {e}", flush=True)
-                return
+                return None
             finally:
                 conv_gemm.FORCED.update(config=None, splits=None)
             d = 0.0 if ref is None else diff(got, ref)
             ref = got if ref is None else ref
-            name = config_name(plans[0])
-            split_shown = max(q.workgroups[2] for q in plans)
-            rows.append((secs, cfg or "auto " + name, split_shown, name))
-            print(f"  {rows[-1][1]:<13}{split_shown:>6}  {describe(plans):<22}{secs * 1e6:9.1f}"
-                  f"{case.flops / secs / 1e12:9.2f}{d:10.1e}" + ("  WRONG" if d > 1e-3 else ""), flush=True)
+            return cfg, max(q.workgroups[2] for q in plans), plans, graph, d
+
+        def time_all(candidates):
+            """Time the candidates in ROUNDS rounds, each round through all of them (the clocks stay up and the
+            same for all), and print a row for each: its fastest round."""
+            best = [float("inf")] * len(candidates)
+            for _ in range(ROUNDS):
+                for i, (_, _, _, graph, _) in enumerate(candidates):
+                    secs = case.timed(rt, graph, repeats)
+                    best[i] = min(best[i], secs)
+                    if i == 0 and candidates[0][0] is None:
+                        spread.append(secs)
+            for (cfg, split_shown, plans, graph, d), secs in zip(candidates, best):
+                graph.release()
+                name = config_name(plans[0])
+                rows.append((secs, cfg or "auto " + name, split_shown, name))
+                print(f"  {rows[-1][1]:<13}{split_shown:>6}  {describe(plans):<22}{secs * 1e6:9.1f}"
+                      f"{case.flops / secs / 1e12:9.2f}{d:10.1e}" + ("  WRONG" if d > 1e-3 else ""), flush=True)
 
         # phase one: the planner's choice, then every configuration with the planner's K split for it;
-        # phase two: the three fastest configurations with other K splits
+        # phase two: the fastest configurations with other K splits, timed beside the planner's choice again
+        phase = []
         for cfg in [None] + [c for c in configs if worth_trying(case, c)]:
             if cfg is not None and time.perf_counter() - t0 > args.budget + 20:
                 print("  (budget overrun: the case's remaining candidates skipped)")
                 break
-            measure(cfg, None)
+            phase.append(candidate(cfg, None))
+        time_all([c for c in phase if c is not None])
         top = []
         for r in sorted(rows):
             if r[3] not in top:
                 top.append(r[3])
+        phase = [candidate(None, None)] if rows and not args.quick else []
         for cfg in top[:1 if args.quick else 2]:
             auto = max(r[2] for r in rows if r[3] == cfg)
             for splits in split_variants(auto, args.quick):
                 # the planner's scratch limit (a buffer of more could pass WebGPU's binding size limit)
                 fits = splits == 1 or splits * case.out.numel <= conv_gemm.MAX_SCRATCH
                 if fits and time.perf_counter() - t0 <= args.budget + 20:
-                    measure(cfg, splits)
-        if rows and not args.quick:  # the planner's choice again: how far the clocks moved meanwhile
-            again, _ = case.measure(rt, repeats)
-            print(f"  planner's choice again: {again * 1e6:.1f} us (first {rows[0][0] * 1e6:.1f})")
+                    phase.append(candidate(cfg, splits))
+        phase = [c for c in phase if c is not None]
+        if phase:
+            time_all(phase)
+        if len(spread) > 1:  # the planner's choice, round by round: how steady the clocks were
+            print(f"  planner's choice by round: {' '.join(f'{t * 1e6:.1f}' for t in spread)} us")
         print(f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
         if not rows:
             continue
