@@ -464,6 +464,14 @@ fn unary_from_u8x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     }
 }
 
+// Vec4 j of unary_backward4 (offsets o, in vec4s) with the gradient's words g
+fn backward_quad(o: vec4<i32>, j: i32, g: vec4<u32>, a: f32, b: f32) {
+    let x = quad1(o.z + j);
+    let y = quad2(o.w + j);
+    out4[o.x + j] = vec4<u32>(backward_word(g.x, x.x, y.x, a, b), backward_word(g.y, x.y, y.y, a, b),
+                              backward_word(g.z, x.z, y.z, a, b), backward_word(g.w, x.w, y.w, a, b));
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let o = p.offset / 4;
@@ -471,11 +479,7 @@ fn unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     let b = scalar_b();
     for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
         let j = i32(i);
-        let g = quad0(o.y + j);
-        let x = quad1(o.z + j);
-        let y = quad2(o.w + j);
-        out4[o.x + j] = vec4<u32>(backward_word(g.x, x.x, y.x, a, b), backward_word(g.y, x.y, y.y, a, b),
-                                  backward_word(g.z, x.z, y.z, a, b), backward_word(g.w, x.w, y.w, a, b));
+        backward_quad(o, j, quad0(o.y + j), a, b);
     }
 }
 
@@ -492,11 +496,7 @@ fn add_unary_backward4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     let b = scalar_b();
     for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
         let j = i32(i);
-        let g = bitcast<vec4<u32>>(bitcast<vec4<f32>>(quad0(o.y + j)) + in3_4[o3 + j]);
-        let x = quad1(o.z + j);
-        let y = quad2(o.w + j);
-        out4[o.x + j] = vec4<u32>(backward_word(g.x, x.x, y.x, a, b), backward_word(g.y, x.y, y.y, a, b),
-                                  backward_word(g.z, x.z, y.z, a, b), backward_word(g.w, x.w, y.w, a, b));
+        backward_quad(o, j, bitcast<vec4<u32>>(bitcast<vec4<f32>>(quad0(o.y + j)) + in3_4[o3 + j]), a, b);
     }
 }
 

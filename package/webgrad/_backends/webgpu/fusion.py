@@ -50,21 +50,21 @@ def _modes(trace_record):
 
 
 def _elementwise_op(trace_record, kernel, names):
-    """(op name, n, offsets (out, in0, in1)) of a float32 vec4 `kernel` record whose op is one of `names`
-    and reads no operand in place; else None."""
+    """(op name, n, offsets (out, then each input's)) of a float32 vec4 `kernel` record (unary4, binary4 or
+    unary_backward4) whose op is one of `names` and reads no operand in place; else None."""
     launch = trace_record.launch
     if launch is None or launch.kernel is not kernel or launch.params is None:
         return None
     c = dict(launch.constants)
     codes = elementwise.ops()
-    table = codes.binary if kernel is VEC4[BINARY] else codes.unary
+    table, inputs = {VEC4[BINARY]: (codes.binary, 2), VEC4[UNARY]: (codes.unary, 1),
+                     VEC4[UNARY_BACKWARD]: (codes.backward, 3)}[kernel]
     op = next((n for n in names if table.get(n) == c.get("OP")), None)
-    inputs = 2 if kernel is VEC4[BINARY] else 1
     if (op is None or c.get("INT_MATH") or c.get("OUT_DTYPE") != _F32
             or any(c.get(f"IN{k}_FROM_OUT") or c.get(f"IN{k}_DTYPE") != _F32 for k in range(inputs))):
         return None
     fields = elementwise._PARAMS.unpack(launch.params)
-    return op, fields[0], fields[8:11]
+    return op, fields[0], fields[8:9 + inputs]
 
 
 class _Fuser:
@@ -120,7 +120,7 @@ class _Fuser:
             j = self._only_use(j, 0)
         relu = None if j is None else _elementwise_op(self.trace[j], VEC4[UNARY], ("relu",))
         if relu is not None:
-            _, n, (z_off, in_off, _) = relu
+            _, n, (z_off, in_off) = relu
             producer, slot, offset = value
             if n == total and in_off == offset and self.trace[j].serials[1] == self.trace[producer].serials[slot]:
                 chain.append(j)
@@ -159,15 +159,13 @@ class _Fuser:
         if k is None:
             return None
         t, u = self.trace[j], self.trace[k]
-        launch = u.launch
-        if launch is None or launch.kernel is not VEC4[UNARY_BACKWARD] or launch.params is None:
-            return None
         n, (s_off, *summands) = add[1], add[2]
+        backward = _elementwise_op(u, VEC4[UNARY_BACKWARD], elementwise.ops().backward)
+        if backward is None or backward[1] != n or backward[2][1] != s_off or u.serials[1] != t.serials[0]:
+            return None
+        launch = u.launch
         c = dict(launch.constants)
         fields = list(elementwise._PARAMS.unpack(launch.params))
-        if (fields[0] != n or fields[9] != s_off or u.serials[1] != t.serials[0] or c["IN0_FROM_OUT"]
-                or c["IN0_DTYPE"] != _F32 or c["OUT_DTYPE"] != _F32):
-            return None
         operands = [(t.buffers[1], summands[0]), (t.buffers[2], summands[1])]
         out = u.buffers[0]
         # A summand's storage freed after the add may have lent its buffer to the backward's output: that one
@@ -193,15 +191,10 @@ class _Fuser:
         each chunk writes its values where the ReLU's output is > 0, else 0, into the backward's output (at each
         ResNet block's inner ReLU: conv2's input gradient), the backward's pass gone; or None."""
         u = self.trace[k]
-        launch = u.launch
-        if launch is None or launch.kernel is not VEC4[UNARY_BACKWARD] or launch.params is None:
+        relu = _elementwise_op(u, VEC4[UNARY_BACKWARD], ("relu",))
+        if relu is None:
             return None
-        c = dict(launch.constants)
-        fields = elementwise._PARAMS.unpack(launch.params)
-        n, (o_off, g_off, y_off) = fields[0], fields[8:11]
-        if (c["OP"] != elementwise.ops().backward.get("relu") or c["OUT_DTYPE"] != _F32
-                or any(c[f"IN{i}_FROM_OUT"] or c[f"IN{i}_DTYPE"] != _F32 for i in range(3))):
-            return None
+        _, n, (o_off, g_off, y_off, _) = relu
         users = self.users[u.serials[1]]
         if users[-1] != k or u.refs[1]() is not None or users.count(k) != 1:
             return None

@@ -328,25 +328,24 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
     xi = points(tile)
     nc = images_per_chunk(N, C, O, TP, xi)
     T = min(nc, N) * TP
+    tiles = [min(nc, N - n0) * TP for n0 in range(0, N, nc)]
+    products = [_wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile) for k, t in enumerate(tiles)]
+    split_k = SPLIT_SLABS["on"] and any(product.reduce is not None for product in products)
+    slabs = len(products)
+    if split_k:  # each chunk's slabs after the last chunk's, in the split-K scratch
+        slabs, slab, placed = 0, xi * O * C, []
+        for t, product in zip(tiles, products):
+            placed.append(_partials(product, slabs * slab) if product.reduce is not None else
+                          _wgrad_product(O, C, t, xi, slabs * slab, matmul_profile))
+            slabs += placed[-1].splits
+        products = placed
     chunks = []
-    for k, n0 in enumerate(range(0, N, nc)):
-        t = min(nc, N - n0) * TP
+    for n0, t, product in zip(range(0, N, nc), tiles, products):
         inp = _step("wino_input", (dtype, "f32"), tile, dict(TW=TW, TP=TP), C * t, C=C, H=H, W=W, T=t, py=py,
                     px=px, x_off=x_off + n0 * C * H * W, by_rows=rows(tile, W, x_off, px))
         dy = _step("wino_grad_output", (dtype, "f32"), tile, dict(TW=TW, TP=TP), O * t, C=O, H=OH, W=OW, T=t,
                    x_off=grad_off + n0 * O * OH * OW, by_rows=rows(tile, OW, grad_off))
-        chunks.append((inp, dy, _wgrad_product(O, C, t, xi, k * xi * O * C, matmul_profile)))
-    slabs = len(chunks)
-    split_k = SPLIT_SLABS["on"] and any(product.reduce is not None for _, _, product in chunks)
-    if split_k:
-        slabs, slab = 0, xi * O * C
-        for k, (inp, dy, product) in enumerate(chunks):
-            if product.reduce is None:
-                product = _wgrad_product(O, C, min(nc, N - k * nc) * TP, xi, slabs * slab, matmul_profile)
-            else:
-                product = _partials(product, slabs * slab)
-            chunks[k] = (inp, dy, product)
-            slabs += product.splits
+        chunks.append((inp, dy, product))
     weight = _step("wino_grad_weight", ("f32", dtype), tile, {}, O * C, R=O, S=C, w_off=out_off, chunks=slabs,
                    per_group=THREADS // (tile + 2))
     return WinogradPlan(weight, tuple(chunks), slabs * xi * O * C, xi * C * T, xi * O * T, split_k)
