@@ -4,6 +4,9 @@
 //
 // Entry points:
 //   h_from_f, f_from_h, h_from_h   out = in over strided views of one shape (casts and copies)
+//   h_from_f4, f_from_h4, h_from_h4  the same where both are contiguous, with offsets and size multiples of
+//                                  4: four elements a thread through vec4 views (a weight's cast under
+//                                  autocast, its gradient's back to f32)
 //   matmul_h                       (off by default until measured: f16.py NATIVE_MATMUL)
 //                                  out[z] = op(a[z]) @ op(b[z]) (+ bias) (then relu), f16 in and out,
 //                                  products and sums in f32 (the product of two halves is exact in f32),
@@ -23,8 +26,12 @@ struct CastParams {
 
 @group(0) @binding(0) var<storage, read_write> out_h: array<f16>;
 @group(0) @binding(0) var<storage, read_write> out_f: array<f32>;
+@group(0) @binding(0) var<storage, read_write> out_h4: array<vec4<f16>>;
+@group(0) @binding(0) var<storage, read_write> out_f4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> in_h: array<f16>;
 @group(0) @binding(1) var<storage, read> in_f: array<f32>;
+@group(0) @binding(1) var<storage, read> in_h4: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> in_f4: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> cp: CastParams;
 
 //! include "f16_round.wgsl"
@@ -72,6 +79,34 @@ fn h_from_h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
     if (i >= cp.n) { return; }
     let o = cast_offsets(i);
     out_h[o.x] = in_h[o.y];
+}
+
+// Contiguous casts: thread i converts elements 4i .. 4i+3 of cp.n (a multiple of 4) from cp.in_offset to
+// cp.out_offset (multiples of 4 too, so that a vec4 view's element j is elements 4j .. 4j+3). (An entry point
+// may use only one of the views declared at a binding: naga rejects two, so there is no scalar tail.)
+@compute @workgroup_size(256)
+fn h_from_f4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = linear_id(wid, lid, groups);
+    if (4u * i >= cp.n) { return; }
+    let v = in_f4[cp.in_offset / 4 + i32(i)];
+    out_h4[cp.out_offset / 4 + i32(i)] = vec4<f16>(to_f16(v.x), to_f16(v.y), to_f16(v.z), to_f16(v.w));
+}
+
+@compute @workgroup_size(256)
+fn f_from_h4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = linear_id(wid, lid, groups);
+    if (4u * i >= cp.n) { return; }
+    out_f4[cp.out_offset / 4 + i32(i)] = vec4<f32>(in_h4[cp.in_offset / 4 + i32(i)]);
+}
+
+@compute @workgroup_size(256)
+fn h_from_h4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = linear_id(wid, lid, groups);
+    if (4u * i >= cp.n) { return; }
+    out_h4[cp.out_offset / 4 + i32(i)] = in_h4[cp.in_offset / 4 + i32(i)];
 }
 
 // ------------------------------------------------------------------ matmul

@@ -34,11 +34,16 @@ override MOMENTUM: bool = false;       // SGD / RMSprop with a momentum buffer
 override NESTEROV: bool = false;
 override AMSGRAD: bool = false;
 override CENTERED: bool = false;
+// SKIP_IF: the update changes nothing where skip_flag[p.skip_offset] > 0 (GradScaler's step on a gradient
+// that held inf or NaN, decided on the device: a replayed step cannot read the flag back; see
+// amp/grad_scaler.py). Without it skip_flag is a spare buffer, never read.
+override SKIP_IF: bool = false;
 
 struct Params {
     n: u32,
     param_offset: u32,
     grad_offset: u32,
+    skip_offset: u32,
     state_offset: vec3<u32>,   // state buffers 1..3 (their meaning depends on the optimizer)
     slot: array<vec4<u32>, 3>, // where each hyperparameter lives in `scalars` (optim.py lists them)
 }
@@ -56,12 +61,15 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> state34: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> scalars: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(7) var<storage, read> skip_flag: array<f32>;
 
 // 256, or 64 for small parameters (optim.py): on SwiftShader every group of 4 invocations of a
 // workgroup pays a thread's fixed cost, with work or without.
 override WORKGROUP: u32 = 256u;
 
 fn hyper(k: u32) -> f32 { return scalars[p.slot[k / 4u][k % 4u]]; }
+
+fn skipped() -> bool { return SKIP_IF && skip_flag[p.skip_offset] > 0.0; }
 
 // e^x - 1 without cancellation for small |x| (bias corrections 1 - beta^t at small t).
 fn expm1_f32(x: f32) -> f32 {
@@ -123,6 +131,7 @@ fn sgd_update(h: SgdHyper, g0: vec4<f32>, w: vec4<f32>, buf0: vec4<f32>) -> SgdO
 
 @compute @workgroup_size(WORKGROUP)
 fn sgd(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = sgd_hyper();
     let n = p.n;
     for (var i = gid.x; i < n; i += groups.x * WORKGROUP) {
@@ -138,6 +147,7 @@ fn sgd(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) g
 
 @compute @workgroup_size(WORKGROUP)
 fn sgd4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = sgd_hyper();
     let range = vec4_range(gid, groups);
     let po = p.param_offset / 4u;
@@ -189,6 +199,7 @@ fn adam_update(h: AdamHyper, g0: vec4<f32>, w0: vec4<f32>, m0: vec4<f32>, v0: ve
 
 @compute @workgroup_size(WORKGROUP)
 fn adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = adam_hyper();
     let n = p.n;
     for (var i = gid.x; i < n; i += groups.x * WORKGROUP) {
@@ -207,6 +218,7 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 @compute @workgroup_size(WORKGROUP)
 fn adam4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = adam_hyper();
     let range = vec4_range(gid, groups);
     let po = p.param_offset / 4u;
@@ -260,6 +272,7 @@ fn rmsprop_update(h: RmspropHyper, g0: vec4<f32>, w: vec4<f32>, sq0: vec4<f32>, 
 
 @compute @workgroup_size(WORKGROUP)
 fn rmsprop(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = rmsprop_hyper();
     let n = p.n;
     for (var i = gid.x; i < n; i += groups.x * WORKGROUP) {
@@ -280,6 +293,7 @@ fn rmsprop(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 
 @compute @workgroup_size(WORKGROUP)
 fn rmsprop4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    if (skipped()) { return; }
     let h = rmsprop_hyper();
     let range = vec4_range(gid, groups);
     let po = p.param_offset / 4u;

@@ -103,6 +103,33 @@ def test_strided_views_casts_and_copies(f16_device):
     assert wg.tensor([True, False], device=f16_device).half().tolist() == [1.0, 0.0]
 
 
+@pytest.mark.parametrize("n", [1, 4, 7, 1032])
+@pytest.mark.parametrize("start", [0, 4, 5])
+def test_contiguous_casts_at_offsets(f16_device, n, start):
+    """The vec4 casts (both contiguous, offsets and size multiples of 4) and the strided ones (any other):
+    bit for bit with torch, nothing written outside the window."""
+    rng = np.random.default_rng(n + start)
+    a = (rng.standard_normal(start + n + 3) * 300).astype(np.float32)
+    a[start] = 1e6  # rounds to inf in float16
+    f = wg.tensor(a, device=f16_device)
+    h = f.half()
+    ref = torch.from_numpy(a).half()
+    assert np.array_equal(_np(h).view(np.uint16), ref.numpy().view(np.uint16))
+    out = wg.full((start + n + 3,), 7.0, dtype=wg.float16, device=f16_device)
+    out[start:start + n].copy_(f[start:start + n])       # f32 -> f16 into a window of a half storage
+    want = np.full(start + n + 3, 7.0, np.float16)
+    want[start:start + n] = ref.numpy()[start:start + n]
+    assert np.array_equal(_np(out).view(np.uint16), want.view(np.uint16))
+    back = wg.full((start + n + 3,), 7.0, device=f16_device)
+    back[start:start + n].copy_(h[start:start + n])      # f16 -> f32
+    want32 = np.full(start + n + 3, 7.0, np.float32)
+    want32[start:start + n] = ref.float().numpy()[start:start + n]
+    assert np.array_equal(_np(back), want32)
+    out.fill_(7.0)
+    out[start:start + n].copy_(h[start:start + n])       # f16 -> f16
+    assert np.array_equal(_np(out).view(np.uint16), want.view(np.uint16))
+
+
 # ===================================================================== kernels
 
 
@@ -386,13 +413,20 @@ def test_cnn_trains_under_autocast_as_well_as_float32():
 
 
 @pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
-def test_autocast_step_with_grad_scaler_replays_as_eager():
+@pytest.mark.parametrize("name", ["sgd", "rmsprop", "adagrad"])
+def test_autocast_step_with_grad_scaler_replays_as_eager(name):
     """A recorded autocast + GradScaler step replays with no read-back, skipping (on the device) a step
-    whose gradients overflow, and ends where eager training ends."""
+    whose gradients overflow, and ends where eager training ends. SGD and RMSprop skip through their
+    kernels' flag (SKIP_IF: no copies, no restores); Adagrad, composed of tensor ops, is undone from copies.
+    (Not Adam here: its host-side step count, and so its bias corrections, count a replayed skipped step.)"""
+    optimizers = {"sgd": lambda ps: wg.optim.SGD(ps, lr=0.1, momentum=0.9),
+                  "rmsprop": lambda ps: wg.optim.RMSprop(ps, lr=0.01, momentum=0.5),
+                  "adagrad": lambda ps: wg.optim.Adagrad(ps, lr=0.1)}
+
     def train(replay):
         wg.manual_seed(0)
         model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
-        opt = wg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        opt = optimizers[name](model.parameters())
         scaler = wg.amp.GradScaler("webgpu", init_scale=2.0**12, growth_interval=2)
 
         def step(x, y):
@@ -415,15 +449,23 @@ def test_autocast_step_with_grad_scaler_replays_as_eager():
                 x[3, 4] = 1e6  # float16 overflows: inf in the forward, NaN gradients: the step is skipped
             run(wg.tensor(x, device="webgpu"), wg.tensor(gen.integers(0, 3, 10).astype(np.int32), device="webgpu"))
         reads = stats["reads"] - reads  # read-backs of steps 2..7: one per eager step, none replayed
-        return [_np(p) for p in model.parameters()], scaler.get_scale(), run, reads
+        return [_np(p) for p in model.parameters()], scaler.get_scale(), run, reads, opt
 
-    eager, eager_scale, _, eager_reads = train(False)
-    replayed, replay_scale, run, replay_reads = train(True)
+    eager, eager_scale, _, eager_reads, _ = train(False)
+    replayed, replay_scale, run, replay_reads, opt = train(True)
     assert eager_reads == 6 and replay_reads == 0
     assert run.replays == 6 and eager_scale == replay_scale == 2.0**14  # grew x2 three times, backed off once
-    # the recorded step undoes itself with amp.wgsl's restore_if, one dispatch per parameter and buffer
-    entries = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
-    assert entries.count("restore_if") == 8 and entries.count("where_select") == 3  # update()'s scale, tracker
+    dispatches = wg.device("webgpu").backend.runtime.describe(run.graph.records)
+    entries = [d.kernel.entry for d in dispatches if d.kernel]
+    assert entries.count("where_select") == 3  # update()'s scale and tracker
+    if name == "adagrad":  # the recorded step undoes itself with amp.wgsl's restore_if, one per tensor
+        assert not opt.skips_on_device() and entries.count("restore_if") >= 4
+    else:
+        updates = [d for d in dispatches if d.kernel and d.kernel.entry.startswith(name)]
+        assert opt.skips_on_device() and "restore_if" not in entries
+        assert len(updates) == 4 and all(dict(d.constants)["SKIP_IF"] for d in updates)
+        copies = sum(r[0] == 1 for r in run.graph.records)
+        assert copies < 4  # none to restore from (the copies taken before the step would be one per tensor: 8)
     for a, b in zip(eager, replayed):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 

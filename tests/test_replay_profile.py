@@ -37,3 +37,17 @@ def test_replay_profile_pieces_on_a_recorded_mlp_step():
     kept, without = rp.span_without(rt, records, labels, "optim:", 2)
     assert optimizer > 0 and kept == len(records) - optimizer and without > 0
     run.release()
+
+
+def test_replay_profile_records_the_amp_step():
+    """--amp: the step of bench train --amp (autocast to float16, a GradScaler) is what gets recorded."""
+    from webgrad._backends.webgpu.runtime import default_runtime
+    from webgrad.bench import replay_profile as rp
+
+    rt = default_runtime()
+    if not rt.has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    run, _ = rp.record_step("mlp", 2, amp=True)
+    entries = [d.kernel.entry for d in rt.describe(run.graph.records) if d.kernel]
+    assert "unscale_check" in entries and any(e.startswith("h_from_f") for e in entries)
+    run.release()

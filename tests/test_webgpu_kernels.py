@@ -725,6 +725,35 @@ def test_optimizer_vec4_and_f32_paths(gpu, adapter_kind, n, offsets):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
 
 
+@pytest.mark.parametrize("flag", [0.0, 1.0, -2.0])
+def test_optimizer_skip_if(gpu, flag):
+    """hyper["skip_if"] (GradScaler's skipped step in a replayed step): where the one-element flag is above 0
+    the update changes nothing, else it runs as without the flag; the flag sits at an offset in its storage,
+    between values that would skip (or not) if read in its place."""
+    rng = np.random.default_rng(29)
+    n = 37
+    for method, states, hypers in OPTIM_CASES:
+        datas = [values(rng, F32, n) for _ in range(2)] + [np.abs(values(rng, F32, n)) * 0.1 for _ in states]
+        sides = []
+        for be in (gpu, CPU):
+            views = [View(be.from_bytes(d.tobytes(), F32), (n,), (1,), 0, F32) for d in datas]
+            args = views[:2] + [v if used else None for v, used in zip(views[2:], states)]
+            junk = -1.0 if flag > 0 else 1.0
+            skip = View(be.from_bytes(np.array([junk, flag, junk], np.float32).tobytes(), F32), (), (), 1, F32)
+            plain = [View(be.from_bytes(d.tobytes(), F32), (n,), (1,), 0, F32) for d in datas]
+            plain_args = plain[:2] + [v if used else None for v, used in zip(plain[2:], states)]
+            for hyper in hypers:
+                getattr(be, method)(*args, dict(hyper, skip_if=skip))
+                getattr(be, method)(*plain_args, hyper)
+            got = [np.frombuffer(be.to_bytes(v), np.float32) for v in views]
+            unflagged = [np.frombuffer(be.to_bytes(v), np.float32) for v in plain]
+            for k, (g, d, u) in enumerate(zip(got, datas, unflagged)):
+                np.testing.assert_array_equal(g, d if flag > 0 else u, err_msg=f"{method} tensor {k}")
+            sides.append(got)
+        for k, (got, want) in enumerate(zip(*sides)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
+
+
 def test_optimizer_update_follows_every_change_between_calls(gpu):
     """webgpu/optim.py reuses a parameter's last launch and scalar slots while its values and layout stay
     the same (a steady training loop). Each call below changes one thing for the same parameter: the

@@ -455,7 +455,14 @@ class CPUBackend(Backend):
             g = g + hyper["weight_decay"] * self._f64(param)
         return g
 
+    def _skipped(self, hyper):
+        """hyper['skip_if'] holds a value above 0: the update changes nothing (see the interface)."""
+        flag = hyper.get("skip_if")
+        return flag is not None and float(self.array(flag).reshape(-1)[0]) > 0.0
+
     def sgd_step(self, param, grad, momentum_buffer, hyper):
+        if self._skipped(hyper):
+            return
         g = self._optim_grad(param, grad, hyper)
         if momentum_buffer is not None:
             m = hyper["momentum"]
@@ -465,6 +472,8 @@ class CPUBackend(Backend):
         self._write(param, self._f64(param) - hyper["lr"] * g)
 
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+        if self._skipped(hyper):
+            return
         lr, b1, b2, t = hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["step"]
         g = self._optim_grad(param, grad, hyper)
         p = self._f64(param)
@@ -483,6 +492,8 @@ class CPUBackend(Backend):
         self._write(param, p - (lr / bias_correction1) * m / denom)
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
+        if self._skipped(hyper):
+            return
         alpha, eps = hyper["alpha"], hyper["eps"]
         g = self._optim_grad(param, grad, hyper)
         sq = alpha * self._f64(square_avg) + (1.0 - alpha) * g * g

@@ -264,6 +264,8 @@ class Backend:
     # values that change every step (lr, step) in a small device buffer so recorded steps can replay.
     # A backend that has a `scalar(value)` method (WebGPU's dynamic scalars) receives hyper['lr'] and
     # hyper['step'] as its own scalar objects, which webgrad.optim rewrites only when they change.
+    # hyper['skip_if'], when present and not None, is a one-element float32 view: where it holds a value above 0
+    # the update changes nothing (GradScaler's skipped step, decided on the device without a read-back).
     def sgd_step(self, param, grad, momentum_buffer, hyper):
         """PyTorch SGD. hyper: lr, momentum, dampening, weight_decay, nesterov, maximize, first.
         g = grad + weight_decay*param (negated first if maximize); with momentum:

@@ -8,10 +8,12 @@ Everything lives on the device, as in PyTorch: the scale and the growth tracker 
 the inf/NaN check runs on the device (on WebGPU fused with the unscale, one kernel per gradient; no
 per-parameter read-back), and update() computes the new scale with tensor ops (PyTorch's
 _amp_update_scale_). Eager, step() reads one flag to decide whether to run
-the optimizer. Inside a recording of webgrad.replayable no value can be read, so there the optimizer
-step always runs and is then undone on the device where the flag is set: parameters and optimizer state
-tensors are restored from copies taken before the step (zero read-backs per replayed step; an
-optimizer's host-side step counter still counts the skipped step).
+the optimizer. Inside a recording of webgrad.replayable no value can be read, so there the step is
+skipped on the device: SGD, Adam, AdamW and RMSprop pass the flag to their fused update kernels, which
+change nothing where it is set (as PyTorch's fused optimizers take found_inf); any other optimizer's step
+runs and is then undone where the flag is set, its parameters and state tensors restored from copies
+taken before the step. Zero read-backs per replayed step either way; an optimizer's host-side step
+counter still counts the skipped step.
 """
 
 from collections import abc, defaultdict
@@ -164,7 +166,19 @@ class GradScaler:
         return retval
 
     def _step_undone_on_device(self, optimizer, flags, args, kwargs):
-        """Run the step, then put parameters and tensor state back where a flag is set (no read-back)."""
+        """The step, with no effect where a flag is set, decided on the device (no read-back). An optimizer
+        whose every change is a fused update (Optimizer.skips_on_device: SGD, Adam, AdamW, RMSprop) gets
+        the flag and its kernels change nothing where it is set; any other runs its step, then parameters
+        and tensor state are put back from copies taken before it."""
+        found = {}
+        for flag in flags:
+            found.setdefault(flag.device.type, []).append(flag)
+        if optimizer.skips_on_device():
+            optimizer._skip_if = {dev: fs[0] if len(fs) == 1 else stack(fs).sum() for dev, fs in found.items()}
+            try:
+                return optimizer.step(*args, **kwargs)
+            finally:
+                optimizer._skip_if = None
         with no_grad():
             kept = []
             for group in optimizer.param_groups:
@@ -176,9 +190,6 @@ class GradScaler:
                         if isinstance(value, Tensor) and value.device == p.device:
                             kept.append((p, key, value.clone()))
             retval = optimizer.step(*args, **kwargs)
-            found = {}
-            for flag in flags:
-                found.setdefault(flag.device.type, []).append(flag)
             found = {dev: stack(fs).sum() for dev, fs in found.items()}  # > 0: a flag was set
             for p, key, old in kept:
                 now = p if key is None else optimizer.state[p].get(key)

@@ -1,5 +1,5 @@
 """Where a replayed training step's time goes, on either binding:
-`python -m webgrad.bench replay [--models transformer cnn] [--batch-sizes N] [--each] [--list]`
+`python -m webgrad.bench replay [--models transformer cnn] [--batch-sizes N] [--each] [--list] [--amp]`
 natively (wgpu-py), `python tools/bench_dawn.py --profile [same arguments]` in Pyodide on Dawn.
 
 The same code runs on both bindings so that their figures compare line by line. For each model it records
@@ -244,15 +244,15 @@ def span_without(rt, records, labels, pattern, repeats):
     return len(kept), statistics.median(rep[0] for rep in gpu_times(rt, kept, prepared, "span", repeats))
 
 
-def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out=()):
+def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out=(), amp=False):
     rt = default_runtime()
-    run, inputs = record_step(model_name, batch)
+    run, inputs = record_step(model_name, batch, amp)
     graph = run.graph
     records = graph.records
     dispatches, copies, passes = shape(records)
     labels = [label(d) for d in rt.describe(records)]
     digest = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12]
-    print(f"\n{model_name} batch {batch} on {rt.binding.name}: {dispatches} dispatches, {copies} copies, "
+    print(f"\n{model_name}{' (autocast float16, GradScaler)' if amp else ''} batch {batch} on {rt.binding.name}: {dispatches} dispatches, {copies} copies, "
           f"{passes} compute passes; dispatch list digest {digest}", flush=True)
     if full_list:
         for i, name in enumerate(labels):
@@ -315,6 +315,8 @@ def main(argv=None):
     p.add_argument("--leave-out", nargs="+", default=(), metavar="PATTERN",
                    help="also the GPU span without the records whose label holds each PATTERN (e.g. optim: "
                         "batch_norm:finish matmul_reduce): what they cost in the step")
+    p.add_argument("--amp", action="store_true", help="the step of bench train --amp: autocast to float16 and a "
+                   "GradScaler (needs an adapter with shader-f16)")
     args = p.parse_args(argv)
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
@@ -324,7 +326,8 @@ def main(argv=None):
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
     for model in args.models:
         for batch in args.batch_sizes or [BATCH[model]]:
-            profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads, args.leave_out)
+            profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads, args.leave_out,
+                    args.amp)
     return 0
 
 

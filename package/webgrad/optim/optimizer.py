@@ -81,6 +81,9 @@ class Optimizer:
         self.param_groups = []
         self._scalars = {}  # key -> the backend's dynamic scalar for a per-step value (see module doc)
         self._replaying = False
+        # {device type: one-element float32 tensor} while GradScaler captures a step (skips_on_device): each
+        # fused update then passes its device's flag as hyper["skip_if"], and changes nothing where it is > 0.
+        self._skip_if = None
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
@@ -150,6 +153,16 @@ class Optimizer:
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns closure() if a closure is given."""
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    def skips_on_device(self):
+        """Whether everything step() changes goes through fused updates (_fused_update), so that a device flag
+        can skip the whole step (GradScaler's skipped step in a captured, replayed step: no read-back, no copies
+        to restore from). True for SGD, Adam, AdamW and RMSprop; False for an optimizer composed of tensor ops,
+        and for a subclass whose own step() may do more."""
+        for cls in type(self).__mro__:
+            if "step" in cls.__dict__:
+                return cls.__dict__.get("_steps_through_fused_updates", False)
+        return False
 
     def prepare_replay(self):
         """Before replaying a captured ``step()``: count the step and write this step's lr and step
@@ -222,6 +235,9 @@ class Optimizer:
         them) is updated through a packed copy that is written back."""
         if self._replaying:
             return
+        flag = self._skip_if.get(p.device.type) if getattr(self, "_skip_if", None) else None
+        if flag is not None:
+            hyper = dict(hyper, skip_if=flag._view)
         views = [s._view if s is not None else None for s in states]
         run = getattr(p.device.backend, kernel)
         if p._view.is_contiguous():

@@ -8,6 +8,8 @@ from .optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
+    _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
                  foreach=None, maximize=False):
         # foreach: accepted for PyTorch scripts; webgrad's update is always one fused kernel.

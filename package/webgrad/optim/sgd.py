@@ -8,6 +8,8 @@ from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
+    _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, fused=None):
         # foreach / fused select PyTorch implementations; webgrad always runs one fused kernel per

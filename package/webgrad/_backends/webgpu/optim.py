@@ -7,6 +7,10 @@ creates no GPU objects. A hyperparameter given as a DynamicScalar (kind "f32": `
 read from that scalar's slot instead: this is how a replayed graph gets a new step or learning rate
 without any Python op code running (set the scalars, then replay).
 
+hyper["skip_if"] (a one-element float32 view, optional) guards an update on the device: where it holds a value
+above 0 the kernel returns at once (SKIP_IF), which is how GradScaler skips a replayed step whose gradients held
+inf or NaN without a read-back.
+
 Each optimizer has a vec4 entry point (`adam4`, ...), used when every offset (parameter, gradient,
 states) is a multiple of 4, and an f32 one for any other views: see the comment atop optim.wgsl.
 """
@@ -21,16 +25,18 @@ from .runtime import DynamicScalar, Kernel, Shader
 from .views import check_view, f32
 
 SHADER = Shader("optim.wgsl", {})
-_LAYOUT = ((0, "write"), (1, "read"), (2, "write"), (3, "write"), (4, "write"), (5, "read"), (6, "uniform"))
-_SGD_FLAGS = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "MOMENTUM", "NESTEROV")
-_ADAM_FLAGS = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "AMSGRAD")
-_RMSPROP_FLAGS = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "MOMENTUM", "CENTERED")
+_LAYOUT = ((0, "write"), (1, "read"), (2, "write"), (3, "write"), (4, "write"), (5, "read"), (6, "uniform"),
+           (7, "read"))
+_COMMON_FLAGS = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "SKIP_IF")
+_SGD_FLAGS = _COMMON_FLAGS + ("MOMENTUM", "NESTEROV")
+_ADAM_FLAGS = _COMMON_FLAGS + ("AMSGRAD",)
+_RMSPROP_FLAGS = _COMMON_FLAGS + ("MOMENTUM", "CENTERED")
 # (f32 entry point, vec4 entry point) of each optimizer
 SGD = (Kernel(SHADER, "sgd", _LAYOUT, _SGD_FLAGS), Kernel(SHADER, "sgd4", _LAYOUT, _SGD_FLAGS))
 ADAM = (Kernel(SHADER, "adam", _LAYOUT, _ADAM_FLAGS), Kernel(SHADER, "adam4", _LAYOUT, _ADAM_FLAGS))
 RMSPROP = (Kernel(SHADER, "rmsprop", _LAYOUT, _RMSPROP_FLAGS), Kernel(SHADER, "rmsprop4", _LAYOUT, _RMSPROP_FLAGS))
 
-# n, param_offset, grad_offset, pad | state offsets x3, pad | 12 hyperparameter slots
+# n, param_offset, grad_offset, skip_offset | state offsets x3, pad | 12 hyperparameter slots
 _PARAMS = struct.Struct("<20I")
 WORKGROUP = 256
 SMALL_WORKGROUP = 64  # for parameters that 64 threads cover
@@ -90,39 +96,48 @@ def _slots(rt, block, values):
     return block.slots
 
 
-def _checked(param, grad, states):
+def _checked(param, grad, states, skip):
     """param's element count, once param, grad and every state are contiguous float32 views of WebGPU
-    storages of param's size (check_view names the operand at fault)."""
+    storages of param's size, and skip (or None) a one-element float32 view (check_view names the operand
+    at fault)."""
     n = _dense(check_view(param, "param", dtype=float32, contiguous=True).shape)[1]
     for name, v in (("grad", grad), *states):
         if v is not None and _dense(check_view(v, name, dtype=float32, contiguous=True).shape)[1] != n:
             raise ValueError(f"{name} has {v.numel} elements for a parameter of {n}")
+    if skip is not None and check_view(skip, "skip_if", dtype=float32).numel != 1:
+        raise ValueError(f"skip_if must have one element, not {skip.numel}")
     return n  # (empty views: every check passes and nothing is run)
 
 
-def _run(rt, kernels, flags, param, grad, states, values):
-    n = _checked(param, grad, states)
+def _run(rt, kernels, flags, param, grad, states, values, skip):
+    """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
+    makes the update change nothing (the kernels' SKIP_IF)."""
+    n = _checked(param, grad, states, skip)
     if n == 0:
         return
+    flags += (("SKIP_IF", skip is not None),)
     block = _blocks.get(param.storage)
     if block is None or len(block.scalars) != len(values):
         block = _blocks[param.storage] = _Block(len(values))
     slots = _slots(rt, block, values)
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
     # (the kernel variant too: a runtime switched between software and GPU kernels keeps its storages)
-    key = (kernels, flags, n, param.offset, grad.offset, offsets, slots, rt.variant["optim_vec4_per_thread"])
+    skip_offset = skip.offset if skip is not None else 0
+    key = (kernels, flags, n, param.offset, grad.offset, skip_offset, offsets, slots,
+           rt.variant["optim_vec4_per_thread"])
     if key == block.key:
         prepared = block.launch
     else:
-        prepared = _launch(rt, kernels, flags, n, param.offset, grad.offset, offsets, slots)
+        prepared = _launch(rt, kernels, flags, n, param.offset, grad.offset, skip_offset, offsets, slots)
         block.key, block.launch = key, prepared
     # Unused state bindings get distinct spare buffers: WebGPU rejects one buffer bound writable twice.
     storages = [s.storage if s is not None else rt.spare(k) for k, (_, s) in enumerate(states)]
     storages += [rt.spare(k) for k in range(len(states), 3)]
-    rt.run(prepared, (param.storage, grad.storage, *storages, rt.scalars))
+    rt.run(prepared, (param.storage, grad.storage, *storages, rt.scalars,
+                      skip.storage if skip is not None else rt.spare(3)))
 
 
-def _launch(rt, kernels, flags, n, param_offset, grad_offset, offsets, slots):
+def _launch(rt, kernels, flags, n, param_offset, grad_offset, skip_offset, offsets, slots):
     """The Launch of one update (rt.memo keeps it for every parameter laid out alike)."""
     per_thread = rt.variant["optim_vec4_per_thread"]
     aligned = param_offset % 4 == 0 and grad_offset % 4 == 0 and all(o % 4 == 0 for o in offsets)
@@ -131,10 +146,11 @@ def _launch(rt, kernels, flags, n, param_offset, grad_offset, offsets, slots):
     per_thread = 4 * per_thread if vec4 else 1  # elements
     workgroup = SMALL_WORKGROUP if n <= SMALL_WORKGROUP * per_thread else WORKGROUP
     constants = kernel.constants(dict(flags, WORKGROUP=workgroup))
-    key = (kernel, constants, n, param_offset, grad_offset, offsets, slots, per_thread)
+    key = (kernel, constants, n, param_offset, grad_offset, skip_offset, offsets, slots, per_thread)
     prepared = rt.memo.get(key)
     if prepared is None:
-        params = _PARAMS.pack(n, param_offset, grad_offset, 0, *offsets, 0, *slots, *[0] * (12 - len(slots)))
+        params = _PARAMS.pack(n, param_offset, grad_offset, skip_offset, *offsets, 0, *slots,
+                              *[0] * (12 - len(slots)))
         groups = min(-(-n // (workgroup * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
         prepared = rt.memo[key] = rt.launch(kernel, constants, params, (groups, 1, 1), slots)
     return prepared
@@ -150,7 +166,7 @@ def sgd_step(rt, param, grad, momentum_buffer, hyper):
     flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
     values = (hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
               1.0 if hyper.get("first") else 0.0)
-    _run(rt, SGD, flags, param, grad, (("momentum_buffer", momentum_buffer),), values)
+    _run(rt, SGD, flags, param, grad, (("momentum_buffer", momentum_buffer),), values, hyper.get("skip_if"))
 
 
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
@@ -159,7 +175,7 @@ def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
     values = (hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
               hyper["weight_decay"])
     states = (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq))
-    _run(rt, ADAM, flags, param, grad, states, values)
+    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"))
 
 
 def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
@@ -167,4 +183,4 @@ def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
     flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, CENTERED=grad_avg is not None)
     values = (hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"])
     states = (("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg))
-    _run(rt, RMSPROP, flags, param, grad, states, values)
+    _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"))
