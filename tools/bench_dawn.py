@@ -4,7 +4,7 @@ Runs webgrad's built wheel inside Pyodide under Node with Dawn (Chrome's WebGPU 
 `webgpu`) as `navigator.gpu`, times the training steps of `python -m webgrad.bench train` there (the
 same functions, webgrad.bench.train.webgrad_rate), and prints the same table, with PyTorch on this
 machine's best device side by side when torch is importable (run after the Dawn rows, so the two never
-share the GPU).
+share the GPU). `--amp` runs both sides under autocast (float16) with a GradScaler, as bench train --amp.
 
 `python tools/bench_dawn.py --scale [--models resnet18 widemlp transformer] [--batch N] [--steps N]` does
 the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result in Pyodide): samples/s,
@@ -62,8 +62,8 @@ set_windows(CONFIG["windows"])
 for model in CONFIG["models"]:
     for batch in CONFIG["batch_sizes"]:
         steps = step_count(model, batch, CONFIG["steps"])
-        replay = webgrad_rate(model, batch, steps, True, "webgpu")
-        eager = None if CONFIG["no_eager"] else webgrad_rate(model, batch, steps, False, "webgpu")
+        replay = webgrad_rate(model, batch, steps, True, "webgpu", CONFIG["amp"])
+        eager = None if CONFIG["no_eager"] else webgrad_rate(model, batch, steps, False, "webgpu", CONFIG["amp"])
         print("RESULT " + json.dumps({"model": model, "batch": batch, "steps": steps, "replay": replay,
                                       "eager": eager}), flush=True)
 """
@@ -214,14 +214,14 @@ def main(argv=None):
         return main_scale(argv)
     args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)
     config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
-              "no_eager": args.no_eager, "windows": args.windows}
+              "no_eager": args.no_eager, "windows": args.windows, "amp": args.amp}
     train.set_windows(args.windows)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _TRAIN_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
     print(train.header())
     for r in rows:
-        t = None if args.no_torch else train.try_torch_rate(r["model"], r["batch"], r["steps"])
+        t = None if args.no_torch else train.try_torch_rate(r["model"], r["batch"], r["steps"], args.amp)
         print(train.row(r["model"], r["batch"], r["replay"], r["eager"], t), flush=True)
     return 0
 
