@@ -140,6 +140,8 @@ def parser(description):
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--no-eager", action="store_true", help="leave out webgrad's eager column")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's column")
+    p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
+                   "GradScaler (webgrad needs an adapter with shader-f16)")
     add_windows_argument(p)
     return p
 
@@ -182,8 +184,6 @@ def try_torch_rate(model, batch, steps, amp=False):
 def main(argv=None):
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--device", default="webgpu", help="webgrad device (default webgpu)")
-    p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
-                   "GradScaler (webgrad needs an adapter with shader-f16)")
     args = p.parse_args(argv)
     set_windows(args.windows)
     if args.device == "webgpu":
