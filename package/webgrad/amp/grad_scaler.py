@@ -170,11 +170,13 @@ class GradScaler:
         whose every change is a fused update (Optimizer.skips_on_device: SGD, Adam, AdamW, RMSprop) gets
         the flag and its kernels change nothing where it is set; any other runs its step, then parameters
         and tensor state are put back from copies taken before it."""
-        found = {}
+        by_device = {}
         for flag in flags:
-            found.setdefault(flag.device.type, []).append(flag)
+            by_device.setdefault(flag.device.type, []).append(flag)
+        # per device, a flag > 0 where any was set
+        found = {dev: fs[0] if len(fs) == 1 else stack(fs).sum() for dev, fs in by_device.items()}
         if optimizer.skips_on_device():
-            optimizer._skip_if = {dev: fs[0] if len(fs) == 1 else stack(fs).sum() for dev, fs in found.items()}
+            optimizer._skip_if = found
             try:
                 return optimizer.step(*args, **kwargs)
             finally:
@@ -190,7 +192,6 @@ class GradScaler:
                         if isinstance(value, Tensor) and value.device == p.device:
                             kept.append((p, key, value.clone()))
             retval = optimizer.step(*args, **kwargs)
-            found = {dev: stack(fs).sum() for dev, fs in found.items()}  # > 0: a flag was set
             for p, key, old in kept:
                 now = p if key is None else optimizer.state[p].get(key)
                 if now is None:

@@ -252,7 +252,8 @@ def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out
     dispatches, copies, passes = shape(records)
     labels = [label(d) for d in rt.describe(records)]
     digest = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12]
-    print(f"\n{model_name}{' (autocast float16, GradScaler)' if amp else ''} batch {batch} on {rt.binding.name}: {dispatches} dispatches, {copies} copies, "
+    step = " (autocast float16, GradScaler)" if amp else ""
+    print(f"\n{model_name}{step} batch {batch} on {rt.binding.name}: {dispatches} dispatches, {copies} copies, "
           f"{passes} compute passes; dispatch list digest {digest}", flush=True)
     if full_list:
         for i, name in enumerate(labels):

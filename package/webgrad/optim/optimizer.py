@@ -235,7 +235,7 @@ class Optimizer:
         them) is updated through a packed copy that is written back."""
         if self._replaying:
             return
-        flag = self._skip_if.get(p.device.type) if getattr(self, "_skip_if", None) else None
+        flag = self._skip_if.get(p.device.type) if self._skip_if else None
         if flag is not None:
             hyper = dict(hyper, skip_if=flag._view)
         views = [s._view if s is not None else None for s in states]

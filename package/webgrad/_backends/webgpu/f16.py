@@ -97,6 +97,7 @@ def copy(rt, out, x):
         tmp = contiguous_view(rt.storage(x.numel, x.dtype), x.shape, x.dtype)
         copy(rt, tmp, x)
         x = tmp
+    # (the key names the pair's strided kernel; the launch may be its contiguous twin, chosen from the layout)
     key = (CASTS[(out.dtype, x.dtype)], out.shape, out.strides, out.offset, x.strides, x.offset)
     launch = rt.memo.get(key)
     if launch is None:

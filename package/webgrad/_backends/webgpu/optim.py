@@ -115,7 +115,6 @@ def _run(rt, kernels, flags, param, grad, states, values, skip):
     n = _checked(param, grad, states, skip)
     if n == 0:
         return
-    flags += (("SKIP_IF", skip is not None),)
     block = _blocks.get(param.storage)
     if block is None or len(block.scalars) != len(values):
         block = _blocks[param.storage] = _Block(len(values))
@@ -159,7 +158,8 @@ def _launch(rt, kernels, flags, n, param_offset, grad_offset, skip_offset, offse
 def _flags(hyper, **more):
     """The kernel's flags as a hashable, comparable tuple of (name, bool) (a launch key's part)."""
     return (("MAXIMIZE", bool(hyper["maximize"])), ("WEIGHT_DECAY", hyper["weight_decay"] != 0),
-            ("DECOUPLED", bool(hyper.get("decoupled", False)))) + tuple(more.items())
+            ("DECOUPLED", bool(hyper.get("decoupled", False))),
+            ("SKIP_IF", hyper.get("skip_if") is not None)) + tuple(more.items())
 
 
 def sgd_step(rt, param, grad, momentum_buffer, hyper):
