@@ -465,6 +465,10 @@ OTHER_DEVICES = [d for d in DEVICES if d != "cpu"]
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01)),
     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.9, weight_decay=0.1, maximize=True)),
+    ("Adadelta", dict(lr=0.5, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.5, maximize=True)),
+    ("Adamax", dict(lr=0.05, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
 ], ids=_param_id)
 def test_device_parity_with_cpu(device, size, name, kwargs):
     """Float32 on the device against float32 on the CPU, gradients set by hand, with an lr change
@@ -500,10 +504,17 @@ def test_device_parity_with_cpu(device, size, name, kwargs):
     ("Adam", dict(lr=0.05, amsgrad=True, weight_decay=0.1)),
     ("AdamW", dict(lr=0.05, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.9)),
+    # composed of tensor ops: lr and the values computed from the step count reach them as 0-d tensors
+    ("Adadelta", dict(lr=0.5, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.5, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.05, betas=(0.5, 0.8))),
+    ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
+    ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5)),
 ], ids=_param_id)
 def test_replayed_step_reads_new_lr_and_step(device, name, kwargs):
     """A captured optimizer step, replayed after prepare_replay() with a scheduler changing the lr,
-    follows the eager CPU run: lr and the step count (Adam's bias corrections) are re-read."""
+    follows the eager CPU run: lr and the step count (Adam's bias corrections; Adagrad's lr decay,
+    Adamax's and NAdam's step sizes) are re-read, not frozen at the recorded step's values."""
     rng = np.random.default_rng(1)
     p0 = rng.standard_normal(37).astype(np.float32)
     g = rng.standard_normal(37).astype(np.float32)

@@ -2,8 +2,14 @@
 
 Unlike SGD/Adam/RMSprop it has no fused backend kernel: each step is a handful of elementwise ops per
 parameter (about ten dispatches on WebGPU), which is fine for the scripts that use it (pytorch/examples
-mnist). A step recorded for replay bakes lr, rho, eps and weight_decay in as constants: a scheduler that
-changes lr between replays is not seen (replay an optimizer with a fused kernel for that).
+mnist).
+
+Replay (the composed optimizers alike: adagrad.py, adamax.py, nadam.py). A step recorded for replay runs
+its recorded ops again, so every number that may change from step to step (lr, which a scheduler sets; the
+bias corrections and step sizes computed from the step count) reaches them as a 0-d tensor that the step
+fills from a dynamic scalar (Optimizer._operand): each replay computes with its own step's values, as an
+eager step does. The other hyperparameters (rho, betas, eps, weight_decay, ...) are recorded as constants,
+as the fused optimizers record theirs as override constants.
 
 Update, as PyTorch:
     g = grad (+ weight_decay * p);  v = rho v + (1 - rho) g^2
@@ -42,12 +48,13 @@ class Adadelta(Optimizer):
                 square_avg = self._state_tensor(state, "square_avg", p)
                 acc_delta = self._state_tensor(state, "acc_delta", p)
                 state["step"] += 1.0
-                if self._replaying:  # the recorded ops run on replay; only the host count moves
+                lr_t = self._operand(("lr", id(group), p.device.type), lr, p)
+                if self._replaying:  # the recorded ops run on replay; only the host values move
                     continue
                 with no_grad():
                     grad = coupled_grad(grad, p, group["maximize"], wd)
                     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                     delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
                     acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    p.add_(delta, alpha=-lr)
+                    p.sub_(delta * lr_t)
         return loss

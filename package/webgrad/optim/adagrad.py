@@ -1,4 +1,4 @@
-"""Adagrad (torch.optim.Adagrad), composed of tensor ops (as Adadelta: see adadelta.py's note on replay).
+"""Adagrad (torch.optim.Adagrad), composed of tensor ops (replay: see adadelta.py's note).
 
     g = grad (+ weight_decay * p);  sum += g^2;  p -= lr / (1 + (step - 1) * lr_decay) * g / (sqrt(sum) + eps)
 """
@@ -36,11 +36,12 @@ class Adagrad(Optimizer):
                 if "sum" not in state:
                     state["sum"] = p.detach().clone().fill_(group["initial_accumulator_value"])
                 state["step"] += 1.0
+                clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+                clr = self._operand(("clr", id(p)), clr, p)
                 if self._replaying:
                     continue
                 with no_grad():
                     grad = coupled_grad(grad, p, group["maximize"], group["weight_decay"])
-                    clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
                     state["sum"].addcmul_(grad, grad, value=1)
-                    p.addcdiv_(grad, state["sum"].sqrt() + group["eps"], value=-clr)
+                    p.sub_(grad / (state["sum"].sqrt() + group["eps"]) * clr)
         return loss

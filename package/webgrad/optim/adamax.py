@@ -1,4 +1,4 @@
-"""Adamax (torch.optim.Adamax), composed of tensor ops (as Adadelta: see adadelta.py's note on replay).
+"""Adamax (torch.optim.Adamax), composed of tensor ops (replay: see adadelta.py's note).
 
     m = lerp(m, g, 1 - beta1);  u = max(beta2 * u, |g| + eps);  p -= lr / (1 - beta1^step) * m / u
 """
@@ -28,12 +28,12 @@ class Adamax(Optimizer):
                 exp_avg = self._state_tensor(state, "exp_avg", p)
                 exp_inf = self._state_tensor(state, "exp_inf", p)
                 state["step"] += 1.0
+                clr = self._operand(("clr", id(p)), group["lr"] / (1 - beta1 ** state["step"]), p)
                 if self._replaying:
                     continue
                 with no_grad():
                     grad = coupled_grad(grad, p, group["maximize"], group["weight_decay"])
                     lerp_(exp_avg, grad, 1 - beta1)
                     exp_inf.copy_((exp_inf * beta2).maximum(grad.abs() + group["eps"]))
-                    clr = group["lr"] / (1 - beta1 ** state["step"])
-                    p.addcdiv_(exp_avg, exp_inf, value=-clr)
+                    p.sub_(exp_avg / exp_inf * clr)
         return loss

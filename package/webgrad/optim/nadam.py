@@ -1,4 +1,4 @@
-"""NAdam (torch.optim.NAdam), composed of tensor ops (as Adadelta: see adadelta.py's note on replay).
+"""NAdam (torch.optim.NAdam), composed of tensor ops (replay: see adadelta.py's note).
 
 Adam with Nesterov momentum and a momentum schedule mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay)).
 The running product of the mu_t is kept in float32, as PyTorch keeps it (a float32 0-d tensor), so the
@@ -43,21 +43,24 @@ class NAdam(Optimizer):
                 step = state["step"]
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
-                state["mu_product"] = _f32(state["mu_product"] * _f32(mu))  # float32 * float32, as torch
+                state["mu_product"] = mu_product = _f32(state["mu_product"] * _f32(mu))  # float32 * float32, as torch
+                decoupled = wd != 0 and group["decoupled_weight_decay"]
+                shrink = self._operand(("shrink", id(group), p.device.type), 1 - lr * wd, p) if decoupled else None
+                bias_correction2 = self._operand(("bc2", id(p)), 1 - beta2 ** step, p)
+                grad_step = self._operand(("grad_step", id(p)), lr * (1.0 - mu) / (1.0 - mu_product), p)
+                avg_step = self._operand(("avg_step", id(p)), lr * mu_next / (1.0 - mu_product * mu_next), p)
                 if self._replaying:
                     continue
-                mu_product = state["mu_product"]
                 with no_grad():
                     if group["maximize"]:
                         grad = -grad
-                    if wd != 0:
-                        if group["decoupled_weight_decay"]:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            grad = grad.add(p, alpha=wd)
+                    if decoupled:
+                        p.mul_(shrink)
+                    elif wd != 0:
+                        grad = grad.add(p, alpha=wd)
                     lerp_(exp_avg, grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                    denom = (exp_avg_sq / (1 - beta2 ** step)).sqrt() + eps
-                    p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
-                    p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
+                    denom = (exp_avg_sq / bias_correction2).sqrt() + eps
+                    p.sub_(grad / denom * grad_step)
+                    p.sub_(exp_avg / denom * avg_step)
         return loss

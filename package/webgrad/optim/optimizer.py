@@ -12,7 +12,8 @@ step to compute bias corrections, and a tensor on the GPU would cost a read-back
 
 Replaying a captured step (WebGPU). The values that change from step to step (each group's lr, each
 parameter's step count) reach the kernels as the backend's *dynamic scalars*: device-resident words
-that a replayed command sequence reads afresh. ``prepare_replay()`` does the host half of ``step()``
+that a replayed command sequence reads afresh (the optimizers composed of tensor ops get them as 0-d tensors
+that the step fills from such scalars: ``_operand``). ``prepare_replay()`` does the host half of ``step()``
 (count the step, write the new lr and step values) without launching kernels:
 
     opt.step()                                   # one eager step first: it creates the state tensors
@@ -28,7 +29,8 @@ from itertools import chain
 
 from .. import replay
 from .._autograd import enable_grad
-from .._tensor import Tensor, tensor, zeros_like
+from .._tensor import Tensor, empty, tensor, zeros_like
+from ..dtypes import float32
 
 
 class _RequiredParameter:
@@ -80,6 +82,8 @@ class Optimizer:
         self.state = defaultdict(dict)
         self.param_groups = []
         self._scalars = {}  # key -> the backend's dynamic scalar for a per-step value (see module doc)
+        self._operands = {}  # key -> a 0-d tensor filled from self._scalars[key] (_operand)
+        self._filled = set()  # keys of self._operands filled in this step()
         self._replaying = False
         # {device type: one-element float32 tensor} while GradScaler captures a step (skips_on_device): each
         # fused update then passes its device's flag as hyper["skip_if"], and changes nothing where it is > 0.
@@ -180,6 +184,7 @@ class Optimizer:
         webgrad/replay.py) asks to have its host half, prepare_replay(), run before each replay."""
         if replay.capturing() and not self._replaying:
             replay.on_replay(self.prepare_replay)
+        self._filled.clear()
         if closure is None:
             return None
         with enable_grad():
@@ -228,6 +233,24 @@ class Optimizer:
         elif held.value != value:
             held.set(value)
         return held
+
+    def _operand(self, key, value, p):
+        """`value`, a number that may change from step to step (lr, a bias correction), as an operand of the
+        tensor ops of a composed step(): on a backend with dynamic scalars, a 0-d tensor on p's device that a
+        fill from the dynamic scalar under `key` sets in each step (once per step for a key shared by several
+        parameters), so that a replayed step computes with this step's value rather than the recorded one;
+        elsewhere, or for a parameter that is not float32, the number itself. Under prepare_replay() it only
+        writes the new value."""
+        scalar = self._device_scalar(key, value, p)
+        if isinstance(scalar, (int, float)) or p.dtype is not float32:
+            return value
+        t = self._operands.get(key)
+        if t is None:
+            t = self._operands[key] = empty((), dtype=float32, device=p.device)
+        if not self._replaying and key not in self._filled:
+            self._filled.add(key)
+            p.device.backend.fill(t._view, scalar)
+        return t
 
     def _fused_update(self, kernel, p, grad, states, hyper):
         """Run backend kernel `kernel` (e.g. "adam_step") once on p, its gradient and its state tensors
@@ -301,6 +324,7 @@ class Optimizer:
         self.state = state
         self.param_groups = groups
         self._scalars = {}  # keyed by the old groups; a step captured before this load is stale anyway
+        self._operands, self._filled = {}, set()
 
 
 def _load_value(p, index, name, value):
