@@ -169,3 +169,52 @@ def test_a_long_replay_goes_in_parts(monkeypatch):
     np.testing.assert_allclose(losses, eager_losses, rtol=0, atol=1e-5)
     for a, b in zip(eager_params, params):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-4)
+
+
+@needs_webgpu
+def test_a_step_that_reads_back_runs_eagerly_with_a_warning():
+    """A value read back while recording decided something on the host that a replay would repeat
+    unchanged (here LBFGS's line search, from its closure's loss): the step is not replayed but runs
+    eagerly on every call, and ends where the eager loop ends."""
+    def train(replay):
+        wg.manual_seed(0)
+        model = nn.Linear(4, 2).to("webgpu")
+        opt = wg.optim.LBFGS(model.parameters(), lr=0.5, max_iter=3)
+        x, y = wg.randn(8, 4, device="webgpu"), wg.randn(8, 2, device="webgpu")
+
+        def step(x):
+            def closure():
+                opt.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+            return opt.step(closure)
+
+        run = wg.replayable(step) if replay else step
+        losses = [float(run(x)) for _ in range(5)]
+        return losses, model.weight.detach().numpy(), run
+
+    eager_losses, eager_w, _ = train(False)
+    with pytest.warns(RuntimeWarning, match=r"read \d+ value\(s\) back .* runs eagerly on every call"):
+        losses, w, run = train(True)
+    assert run.replays == 0 and run.graph is None
+    np.testing.assert_array_equal(losses, eager_losses)
+    np.testing.assert_array_equal(w, eager_w)
+
+
+@needs_webgpu
+def test_a_graph_that_read_back_refuses_to_replay():
+    backend = wg.device("webgpu").backend
+    x = wg.ones(4, device="webgpu")
+    with backend.capture() as graph:
+        y = x * 2
+        assert y.sum().item() == 8.0
+    assert graph.read_backs == 1
+    with pytest.raises(RuntimeError, match=r"read 1 value\(s\) back .* would repeat|repeating whatever"):
+        graph.replay()
+    graph.release()
+    with backend.capture() as clean:
+        y = x * 3
+    assert clean.read_backs == 0
+    clean.replay()
+    assert y.tolist() == [3.0] * 4

@@ -15,9 +15,11 @@ new lr, dropout draws new random numbers) and replay. They return the same outpu
 refreshed by the replay, as torch.cuda.graphs do.
 
 Rules, as with CUDA graphs: shapes stay the same (a call with other shapes, e.g. a smaller last
-batch, simply runs eagerly); Python control flow that depends on tensor values is frozen as recorded;
-`fn` must not read values back (no .item() inside). On a backend without capture (the CPU) the wrapper
-just calls `fn`.
+batch, simply runs eagerly); Python control flow that depends on tensor values is frozen as recorded,
+so `fn` must not read values back (no .item() inside, no optimizer that takes a closure, as LBFGS). A
+recording that did read values back (the backend counts them) is not replayed: a warning says so, and
+`fn` runs eagerly on every call, as the eager loop would. On a backend without capture (the CPU) the
+wrapper just calls `fn`.
 
 Divergence: ``replayable(step, check_finite=True)`` checks the loss `fn` returns (the output, or its first
 tensor) on every call: on WebGPU one tiny recorded kernel sets the runtime's error word when the loss is
@@ -28,6 +30,7 @@ CPU the check runs at once.
 
 import math
 import threading
+import warnings
 
 from ._tensor import Tensor
 
@@ -84,12 +87,13 @@ class Replayable:
         self.graph = None
         self._static = self._outputs = self._signature = None
         self._hooks = []
+        self._reads_back = False  # the recording read values back: fn runs eagerly from then on
 
     def __call__(self, *args):
         tensors = [a for a in args if isinstance(a, Tensor)]
         backend = tensors[0].device.backend if tensors else None
         self.calls += 1
-        if backend is None or not backend.supports_capture or self.calls <= self.warmup:
+        if backend is None or not backend.supports_capture or self.calls <= self.warmup or self._reads_back:
             return self._checked(self.fn(*args))
         if self.graph is None:
             return self._record(backend, args)
@@ -115,8 +119,17 @@ class Replayable:
                 out = self._checked(self.fn(*self._static))  # the check is recorded: every replay runs it
         finally:
             _active.hooks = None
-        self.graph, self._hooks = graph, hooks
         self._outputs = _detach(out)
+        if getattr(graph, "read_backs", 0):
+            graph.release()
+            self._static = None
+            self._reads_back = True
+            warnings.warn(f"webgrad.replayable: {getattr(self.fn, '__name__', 'the step')} read {graph.read_backs} "
+                          "value(s) back from the GPU while it was being recorded (.item(), .tolist(), printing a "
+                          "tensor, an optimizer that takes a closure such as LBFGS). A replay would repeat what was "
+                          "decided from them, so the step runs eagerly on every call.", RuntimeWarning, stacklevel=3)
+            return self._outputs
+        self.graph, self._hooks = graph, hooks
         return self._outputs
 
     def _checked(self, out):

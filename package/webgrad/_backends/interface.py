@@ -73,7 +73,9 @@ class Backend:
 
     def capture(self):
         """``with backend.capture() as graph:`` runs and records the work issued inside; then
-        ``graph.replay()`` runs it again and ``graph.release()`` frees it."""
+        ``graph.replay()`` runs it again and ``graph.release()`` frees it. ``graph.read_backs`` counts the
+        values read back inside the block; a graph with any refuses to replay (RuntimeError): a replay would
+        repeat what the host decided from them."""
         raise NotImplementedError(f"the {self.name} backend cannot capture work for replay")
 
     def scalar(self, value, kind="f32"):

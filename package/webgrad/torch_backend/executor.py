@@ -268,6 +268,12 @@ class GraphExecutor:
                     try:
                         self._replay = _Replay.record(self, inputs, args)
                         values, reads = self._replay.outputs, self._replay.reads
+                        if self._replay.graph.read_backs:  # (this call's values are right: it ran)
+                            self._replay.graph.release()
+                            self._replay, self.replay = None, False
+                            warnings.warn("webgrad torch backend: a graph read values back from the GPU while it "
+                                          "was recorded, which a replay would not redo; it runs node by node",
+                                          stacklevel=2)
                     except Exception as e:  # something in the graph cannot be recorded: run it node by node
                         self.replay = False
                         warnings.warn(f"webgrad torch backend: a graph could not be recorded for replay ({e}); "

@@ -447,6 +447,9 @@ class Graph:
         self._parts = None  # the records prepared for the binding, in the parts a replay submits
         self._failed = False
         self.checks_errors = False  # whether a recorded kernel may set the error word (see error_code)
+        # Values read back while recording (Runtime.read): the host decided something from them that a replay,
+        # which runs only the recorded GPU work, would repeat unchanged. Such a graph refuses to replay.
+        self.read_backs = 0
         # Per record, for fusion.py at the seal: a TracedRecord. Storages are told apart by a serial (an id
         # can be reused once its storage is gone) and held weakly, so that the seal sees which outlive the step.
         self.trace = []
@@ -496,6 +499,13 @@ class Graph:
                 "this graph cannot be replayed: "
                 + ("its capture raised an exception" if self._failed else "it was released")
             )
+        if self.read_backs:
+            raise RuntimeError(
+                f"this graph cannot be replayed: its capture read {self.read_backs} value(s) back from the GPU "
+                "(.item(), .tolist(), .numpy(), a tensor printed or used in a Python condition, an optimizer "
+                "that takes a closure such as LBFGS), and a replay runs only the recorded GPU work, repeating "
+                "whatever was decided from those values. Capture work that reads nothing back "
+                "(webgrad.replayable runs such a step eagerly instead)")
         self._runtime._replay(self)
 
     def release(self):
@@ -710,6 +720,8 @@ class Runtime:
         # one more small copy into the same staging buffer, no extra map or sync.
         total = nbytes + (ERROR_WORD_BYTES if self._errors_armed else 0)
         staging = self._readback_pool.acquire(total)
+        if self._graph is not None:
+            self._graph.read_backs += 1
         # Not part of any capture: the staging buffer is reused for other reads.
         if nbytes:
             self._records.append((1, storage.buffer.handle, byte_offset, staging.handle, 0, nbytes))
