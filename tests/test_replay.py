@@ -218,3 +218,32 @@ def test_a_graph_that_read_back_refuses_to_replay():
     assert clean.read_backs == 0
     clean.replay()
     assert y.tolist() == [3.0] * 4
+
+
+def test_replayable_needs_an_eager_call_first():
+    """The eager call makes the state a step keeps; recorded, that state's initial values would be written
+    again at every replay (an optimizer's moments reset, GradScaler's scale stuck)."""
+    with pytest.raises(ValueError, match=r"warmup=0.*at least one eager call"):
+        wg.replayable(lambda x: x, warmup=0)
+
+
+@needs_webgpu
+def test_state_made_inside_a_capture_is_an_error():
+    backend = wg.device("webgpu").backend
+    model = nn.Linear(4, 2).to("webgpu")
+    opt = wg.optim.Adam(model.parameters(), lr=0.1)
+    scaler = wg.amp.GradScaler()
+    x = wg.ones(3, 4, device="webgpu")
+    with pytest.raises(RuntimeError, match=r"Adam.step\(\) inside a capture made a parameter's state"):
+        with backend.capture():
+            model(x).sum().backward()
+            opt.step()
+    assert not backend.capturing and not opt.state  # nothing half made
+    with pytest.raises(RuntimeError, match="GradScaler: the first scale"):
+        with backend.capture():
+            scaler.scale(model(x).sum())
+    model(x).sum().backward()
+    opt.step()  # eager: the state is made here, and a capture may then use it
+    with backend.capture() as graph:
+        opt.step()
+    assert graph.dispatches == 2

@@ -329,3 +329,20 @@ def test_compile_mnist_example_matches_eager(device, capsys):
     theirs = compile_mnist.main(args + ["--backend", "eager"])
     assert ours > 0.3 and abs(ours - theirs) <= 0.01, (ours, theirs)
     assert f"(webgrad, {device})" in capsys.readouterr().out
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="needs a WebGPU adapter")
+def test_a_graph_that_reads_back_while_recorded_runs_node_by_node():
+    """stats with an "error" key compares every node against eager PyTorch, reading its result back: such
+    a graph's recording read values back, so it is not replayed (a replay would skip those reads) but runs
+    node by node, with a warning, and gives the right values."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    stats = {"error": {}}
+    f = torch_backend.compile(model, device="webgpu", fallback="error", stats=stats)
+    x = torch.randn(4, 6)
+    with pytest.warns(UserWarning, match="read values back from the GPU while it was recorded"):
+        outs = [f(x) for _ in range(4)]
+    assert stats.get("replays", 0) == 0 and stats["error"]
+    for out in outs:
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-6)

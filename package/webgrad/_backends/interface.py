@@ -68,8 +68,14 @@ class Backend:
 
     # ----------------------------------------------------------------- graph capture (a capability)
     # A backend that queues its work can record it once and replay it (webgrad.replayable). It sets
-    # supports_capture and implements the three methods below; the engine asks the flag, never probes.
+    # supports_capture and implements the methods below; the engine asks the flag, never probes.
     supports_capture = False
+
+    @property
+    def capturing(self):
+        """Whether a capture is recording: state made now would be made again at every replay (its
+        initialisation is recorded), so the engine's lazily made state refuses to be made then."""
+        return False
 
     def capture(self):
         """``with backend.capture() as graph:`` runs and records the work issued inside; then

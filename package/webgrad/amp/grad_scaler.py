@@ -73,6 +73,9 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev):
+        if dev.backend.capturing:
+            raise RuntimeError("GradScaler: the first scale() call makes the scale, and it ran inside a capture, "
+                               "where the scale would be reset at every replay. Take one eager step first")
         self._scale = full((), float(self._init_scale), dtype=dtypes.float32, device=dev)
         self._growth_tracker = full((), float(self._init_growth_tracker), dtype=dtypes.float32, device=dev)
 

@@ -207,9 +207,14 @@ class Optimizer:
 
     def _state_of(self, p):
         """self.state[p]. A replay cannot allocate: under prepare_replay() the state must exist already."""
-        if self._replaying and not self.state.get(p):
-            raise RuntimeError("prepare_replay(): the optimizer has no state for a parameter yet; take one "
-                               "eager step() before capturing the step to replay")
+        if not self.state.get(p):
+            if self._replaying:
+                raise RuntimeError("prepare_replay(): the optimizer has no state for a parameter yet; take one "
+                                   "eager step() before capturing the step to replay")
+            if p.device.backend.capturing:
+                raise RuntimeError(f"{type(self).__name__}.step() inside a capture made a parameter's state: its "
+                                   "initial values would be written again at every replay. Take one eager step() "
+                                   "before capturing the step")
         return self.state[p]
 
     @staticmethod

@@ -120,6 +120,10 @@ class WebGPUBackend(Backend):
         """``with backend.capture() as graph:`` records the work issued inside; ``graph.replay()``."""
         return self.runtime.capture()
 
+    @property
+    def capturing(self):
+        return self.runtime.capturing
+
     def check_finite(self, view, nan_message, inf_message, error=FloatingPointError):
         """Report a NaN (inf) in the contiguous float32 `view` at the next read-back: raise
         error(nan_message), or, when `error` is a plain callable, call error(message) there. Not part of the

@@ -982,6 +982,11 @@ class Runtime:
 
     # ------------------------------------------------------------------ capture / replay
 
+    @property
+    def capturing(self):
+        """Whether a capture is recording."""
+        return self._graph is not None
+
     @contextlib.contextmanager
     def capture(self):
         """Record the work issued inside the block into a :class:`Graph` (the work also runs)."""
