@@ -38,6 +38,8 @@ override CENTERED: bool = false;
 // that held inf or NaN, decided on the device: a replayed step cannot read the flag back; see
 // amp/grad_scaler.py). Without it skip_flag is a spare buffer, never read.
 override SKIP_IF: bool = false;
+// COUNT_SKIPS (with SKIP_IF; Adam, RMSprop): a skipped update counts itself in skipped_steps (counted_skip)
+override COUNT_SKIPS: bool = false;
 
 struct Params {
     n: u32,
@@ -45,6 +47,7 @@ struct Params {
     grad_offset: u32,
     skip_offset: u32,
     state_offset: vec3<u32>,   // state buffers 1..3 (their meaning depends on the optimizer)
+    skipped_offset: u32,       // COUNT_SKIPS: where the parameter's skipped-step count is in skipped_steps
     slot: array<vec4<u32>, 3>, // where each hyperparameter lives in `scalars` (optim.py lists them)
 }
 
@@ -62,6 +65,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> scalars: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
 @group(0) @binding(7) var<storage, read> skip_flag: array<f32>;
+// COUNT_SKIPS (Adam, RMSprop): the parameter's count of skipped steps (see counted_skip); else a spare, unused.
+@group(0) @binding(8) var<storage, read_write> skipped_steps: array<f32>;
 
 // 256, or 64 for small parameters (optim.py): on SwiftShader every group of 4 invocations of a
 // workgroup pays a thread's fixed cost, with work or without.
@@ -70,6 +75,18 @@ override WORKGROUP: u32 = 256u;
 fn hyper(k: u32) -> f32 { return scalars[p.slot[k / 4u][k % 4u]]; }
 
 fn skipped() -> bool { return SKIP_IF && skip_flag[p.skip_offset] > 0.0; }
+
+// skipped(), counting the skip in the parameter's skipped_steps word (Adam and RMSprop, which keep a step count).
+// The host's step count (Adam's slot 1; RMSprop's only in its state dict) counts the replayed steps the flag
+// skipped too, which the host cannot see; Adam's bias corrections use the difference, the steps taken, as
+// PyTorch's fused Adam subtracts found_inf from its step count (optim/optimizer.py's state_dict() subtracts it
+// too). A skipped update's first thread adds one to the word; no thread of that dispatch reads it (all of them
+// return at once), and an update that is not skipped only reads it, so the word needs no barrier.
+fn counted_skip(gid: vec3<u32>) -> bool {
+    if (!skipped()) { return false; }
+    if (COUNT_SKIPS && gid.x == 0u) { skipped_steps[p.skipped_offset] += 1.0; }
+    return true;
+}
 
 // e^x - 1 without cancellation for small |x| (bias corrections 1 - beta^t at small t).
 fn expm1_f32(x: f32) -> f32 {
@@ -176,7 +193,8 @@ struct AdamHyper {
 
 fn adam_hyper() -> AdamHyper {
     let lr = hyper(0u);
-    let step = hyper(1u);
+    var step = hyper(1u);
+    if (COUNT_SKIPS) { step -= skipped_steps[p.skipped_offset]; }
     // 1 - beta^t = -expm1(t ln beta), accurate also when it is tiny (t = 1, beta2 = 0.999).
     let step_size = lr / -expm1_f32(step * hyper(6u));
     let inv_sqrt_bc2 = inverseSqrt(-expm1_f32(step * hyper(7u)));
@@ -199,7 +217,7 @@ fn adam_update(h: AdamHyper, g0: vec4<f32>, w0: vec4<f32>, m0: vec4<f32>, v0: ve
 
 @compute @workgroup_size(WORKGROUP)
 fn adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    if (skipped()) { return; }
+    if (counted_skip(gid)) { return; }
     let h = adam_hyper();
     let n = p.n;
     for (var i = gid.x; i < n; i += groups.x * WORKGROUP) {
@@ -218,7 +236,7 @@ fn adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 @compute @workgroup_size(WORKGROUP)
 fn adam4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    if (skipped()) { return; }
+    if (counted_skip(gid)) { return; }
     let h = adam_hyper();
     let range = vec4_range(gid, groups);
     let po = p.param_offset / 4u;
@@ -272,7 +290,7 @@ fn rmsprop_update(h: RmspropHyper, g0: vec4<f32>, w: vec4<f32>, sq0: vec4<f32>, 
 
 @compute @workgroup_size(WORKGROUP)
 fn rmsprop(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    if (skipped()) { return; }
+    if (counted_skip(gid)) { return; }
     let h = rmsprop_hyper();
     let n = p.n;
     for (var i = gid.x; i < n; i += groups.x * WORKGROUP) {
@@ -293,7 +311,7 @@ fn rmsprop(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 
 @compute @workgroup_size(WORKGROUP)
 fn rmsprop4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    if (skipped()) { return; }
+    if (counted_skip(gid)) { return; }
     let h = rmsprop_hyper();
     let range = vec4_range(gid, groups);
     let po = p.param_offset / 4u;

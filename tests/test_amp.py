@@ -413,14 +413,17 @@ def test_cnn_trains_under_autocast_as_well_as_float32():
 
 
 @pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
-@pytest.mark.parametrize("name", ["sgd", "rmsprop", "adagrad"])
+@pytest.mark.parametrize("name", ["sgd", "rmsprop", "adam", "adamw", "adagrad"])
 def test_autocast_step_with_grad_scaler_replays_as_eager(name):
     """A recorded autocast + GradScaler step replays with no read-back, skipping (on the device) a step
-    whose gradients overflow, and ends where eager training ends. SGD and RMSprop skip through their
-    kernels' flag (SKIP_IF: no copies, no restores); Adagrad, composed of tensor ops, is undone from copies.
-    (Not Adam here: its host-side step count, and so its bias corrections, count a replayed skipped step.)"""
+    whose gradients overflow, and ends where eager training ends. SGD, RMSprop and Adam skip through their
+    kernels' flag (SKIP_IF: no copies, no restores), Adam's kernel counting the skipped step so that its bias
+    corrections and state_dict()'s "step" leave it out, as an eager step that GradScaler skips does;
+    Adagrad, composed of tensor ops, is undone from copies."""
     optimizers = {"sgd": lambda ps: wg.optim.SGD(ps, lr=0.1, momentum=0.9),
                   "rmsprop": lambda ps: wg.optim.RMSprop(ps, lr=0.01, momentum=0.5),
+                  "adam": lambda ps: wg.optim.Adam(ps, lr=0.01, amsgrad=True),
+                  "adamw": lambda ps: wg.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
                   "adagrad": lambda ps: wg.optim.Adagrad(ps, lr=0.1)}
 
     def train(replay):
@@ -451,7 +454,7 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
         reads = stats["reads"] - reads  # read-backs of steps 2..7: one per eager step, none replayed
         return [_np(p) for p in model.parameters()], scaler.get_scale(), run, reads, opt
 
-    eager, eager_scale, _, eager_reads, _ = train(False)
+    eager, eager_scale, _, eager_reads, eager_opt = train(False)
     replayed, replay_scale, run, replay_reads, opt = train(True)
     assert eager_reads == 6 and replay_reads == 0
     assert run.replays == 6 and eager_scale == replay_scale == 2.0**14  # grew x2 three times, backed off once
@@ -461,13 +464,16 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
     if name == "adagrad":  # the recorded step undoes itself with amp.wgsl's restore_if, one per tensor
         assert not opt.skips_on_device() and entries.count("restore_if") >= 4
     else:
-        updates = [d for d in dispatches if d.kernel and d.kernel.entry.startswith(name)]
+        updates = [d for d in dispatches if d.kernel and d.kernel.entry.startswith(name.removesuffix("w"))]
         assert opt.skips_on_device() and "restore_if" not in entries
         assert len(updates) == 4 and all(dict(d.constants)["SKIP_IF"] for d in updates)
         copies = sum(r[0] == 1 for r in run.graph.records)
         assert copies < 4  # none to restore from (the copies taken before the step would be one per tensor: 8)
     for a, b in zip(eager, replayed):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    if name != "sgd":  # (SGD keeps no step count)
+        steps = [[s["step"] for s in o.state_dict()["state"].values()] for o in (eager_opt, opt)]
+        assert steps[0] == steps[1] == [7.0] * 4  # eight steps, the overflowing one skipped
 
 
 # ===================================================================== without shader-f16 and files

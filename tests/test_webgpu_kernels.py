@@ -757,6 +757,42 @@ def test_optimizer_skip_if(gpu, flag):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
 
 
+@pytest.mark.parametrize("offset", [0, 1, 4])  # vec4 and f32 entry points (the param's offset decides)
+def test_optimizer_counts_skipped_steps(gpu, offset):
+    """hyper["skipped_steps"] (Adam, RMSprop under skip_if): a skipped update adds 1 to the count, once per
+    call whatever the parameter's size (one thread of the many adds it); an update that runs leaves it and
+    Adam takes its bias corrections at step - count: the same result as step - count steps without it."""
+    rng = np.random.default_rng(31)
+    n = 4099
+    adam = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2, amsgrad=False, maximize=False,
+                decoupled=True)
+    rms = dict(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, maximize=False)
+    for method, hyper, nstates in (("adam_step", adam, 2), ("rmsprop_step", rms, 1)):
+        datas = [values(rng, F32, n) for _ in range(2)]
+        datas += [np.abs(values(rng, F32, n)) * 0.1 for _ in range(nstates)]
+        sides = []
+        for be in (gpu, CPU):
+            def views():
+                return [View(be.from_bytes(np.pad(d, (offset, 0)).tobytes(), F32), (n,), (1,), offset, F32)
+                        for d in datas] + [None] * (3 - nstates)
+            counted, plain = views(), views()
+            flag = View(be.from_bytes(np.array([0.0, 0.0], np.float32).tobytes(), F32), (), (), 1, F32)
+            count = View(be.from_bytes(np.array([7.0, 0.0, 7.0], np.float32).tobytes(), F32), (), (), 1, F32)
+            for skip in (1.0, 1.0, 0.0):  # two skipped steps, then one that runs at host step 5
+                flag.storage = be.from_bytes(np.array([0.0, skip], np.float32).tobytes(), F32)
+                getattr(be, method)(*counted, dict(hyper, step=5.0, skip_if=flag, skipped_steps=count))
+            getattr(be, method)(*plain, dict(hyper, step=3.0))  # the steps taken: 5 - 2
+            words = np.frombuffer(be.to_bytes(full_view(be, count)), np.float32)
+            np.testing.assert_array_equal(words, [7.0, 2.0, 7.0], err_msg=f"{method}: the count, nothing beside it")
+            got = [np.frombuffer(be.to_bytes(v), np.float32) for v in counted[:2 + nstates]]
+            want = [np.frombuffer(be.to_bytes(v), np.float32) for v in plain[:2 + nstates]]
+            for k, (g, w) in enumerate(zip(got, want)):
+                np.testing.assert_array_equal(g, w, err_msg=f"{method} tensor {k}")
+            sides.append(got)
+        for k, (got, want) in enumerate(zip(*sides)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
+
+
 def test_optimizer_update_follows_every_change_between_calls(gpu):
     """webgpu/optim.py reuses a parameter's last launch and scalar slots while its values and layout stay
     the same (a steady training loop). Each call below changes one thing for the same parameter: the

@@ -471,10 +471,20 @@ class CPUBackend(Backend):
             g = g + m * buf if hyper["nesterov"] else buf
         self._write(param, self._f64(param) - hyper["lr"] * g)
 
+    def _counted_skip(self, hyper):
+        """_skipped, adding 1 to hyper['skipped_steps'] (Adam, RMSprop) when the update is skipped."""
+        if not self._skipped(hyper):
+            return False
+        if hyper.get("skipped_steps") is not None:
+            self.array(hyper["skipped_steps"]).reshape(-1)[0] += 1
+        return True
+
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
-        if self._skipped(hyper):
+        if self._counted_skip(hyper):
             return
         lr, b1, b2, t = hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["step"]
+        if hyper.get("skipped_steps") is not None:
+            t -= float(self.array(hyper["skipped_steps"]).reshape(-1)[0])
         g = self._optim_grad(param, grad, hyper)
         p = self._f64(param)
         if hyper["decoupled"]:  # AdamW: decay the parameter itself, not through the gradient
@@ -492,7 +502,7 @@ class CPUBackend(Backend):
         self._write(param, p - (lr / bias_correction1) * m / denom)
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
-        if self._skipped(hyper):
+        if self._counted_skip(hyper):
             return
         alpha, eps = hyper["alpha"], hyper["eps"]
         g = self._optim_grad(param, grad, hyper)

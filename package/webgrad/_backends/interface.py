@@ -28,6 +28,8 @@ later, as long as ``to_bytes`` returns the data after all queued work that write
 The op tables (names a kernel understands) are listed below; each backend implements every name.
 """
 
+import contextlib
+
 # Unary and binary ops are the records of the op table, webgrad/ops/table.py (UNARY, BINARY): each
 # record carries its CPU reference and its WGSL, so a backend implements `unary`/`binary` once for all
 # of them. Unary: out = f(x, a, b), `a` and `b` the op's scalar parameters (unused ones are 0); records
@@ -73,9 +75,15 @@ class Backend:
 
     @property
     def capturing(self):
-        """Whether a capture is recording: state made now would be made again at every replay (its
-        initialisation is recorded), so the engine's lazily made state refuses to be made then."""
+        """Whether a capture is recording."""
         return False
+
+    def outside_capture(self):
+        """A context in which work runs once and is not recorded, even inside a capture, and new storages
+        do not belong to the graph: how state that outlives a step (an optimizer's moments, GradScaler's
+        scale) is made when the step that first needs it is being recorded. Else its initialisation would be
+        recorded and run again at every replay."""
+        return contextlib.nullcontext()
 
     def capture(self):
         """``with backend.capture() as graph:`` runs and records the work issued inside; then
@@ -274,6 +282,9 @@ class Backend:
     # hyper['step'] as its own scalar objects, which webgrad.optim rewrites only when they change.
     # hyper['skip_if'], when present and not None, is a one-element float32 view: where it holds a value above 0
     # the update changes nothing (GradScaler's skipped step, decided on the device without a read-back).
+    # Adam's and RMSprop's hyper['skipped_steps'], given only with skip_if, is another: a skipped update adds 1
+    # to it, and Adam's bias corrections use t = step - skipped_steps (the host's step count includes the
+    # skipped steps).
     def sgd_step(self, param, grad, momentum_buffer, hyper):
         """PyTorch SGD. hyper: lr, momentum, dampening, weight_decay, nesterov, maximize, first.
         g = grad + weight_decay*param (negated first if maximize); with momentum:

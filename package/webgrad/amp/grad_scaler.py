@@ -10,12 +10,14 @@ per-parameter read-back), and update() computes the new scale with tensor ops (P
 _amp_update_scale_). Eager, step() reads one flag to decide whether to run
 the optimizer. Inside a recording of webgrad.replayable no value can be read, so there the step is
 skipped on the device: SGD, Adam, AdamW and RMSprop pass the flag to their fused update kernels, which
-change nothing where it is set (as PyTorch's fused optimizers take found_inf); any other optimizer's step
+change nothing where it is set (as PyTorch's fused optimizers take found_inf; Adam's kernel also counts the
+skipped steps, which its bias corrections and state_dict()'s "step" leave out); any other optimizer's step
 runs and is then undone where the flag is set, its parameters and state tensors restored from copies
-taken before the step. Zero read-backs per replayed step either way; an optimizer's host-side step
-counter still counts the skipped step.
+taken before the step (its host-side step counter still counts the skipped step). Zero read-backs per
+replayed step either way.
 """
 
+import warnings
 from collections import abc, defaultdict
 from enum import Enum
 
@@ -73,11 +75,9 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev):
-        if dev.backend.capturing:
-            raise RuntimeError("GradScaler: the first scale() call makes the scale, and it ran inside a capture, "
-                               "where the scale would be reset at every replay. Take one eager step first")
-        self._scale = full((), float(self._init_scale), dtype=dtypes.float32, device=dev)
-        self._growth_tracker = full((), float(self._init_growth_tracker), dtype=dtypes.float32, device=dev)
+        with dev.backend.outside_capture():  # (made while a step is recorded: not reset at every replay)
+            self._scale = full((), float(self._init_scale), dtype=dtypes.float32, device=dev)
+            self._growth_tracker = full((), float(self._init_growth_tracker), dtype=dtypes.float32, device=dev)
 
     # ------------------------------------------------------------------ scale / unscale
 
@@ -159,7 +159,7 @@ class GradScaler:
         if len(state["found_inf_per_device"]) == 0:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         flags = list(state["found_inf_per_device"].values())
-        if replay.capturing():
+        if replay.capturing() or any(f.device.backend.capturing for f in flags):
             retval = self._step_undone_on_device(optimizer, flags, args, kwargs)
         elif not sum(v.item() for v in flags):  # the one read-back of an eager step
             retval = optimizer.step(*args, **kwargs)
@@ -184,6 +184,12 @@ class GradScaler:
                 return optimizer.step(*args, **kwargs)
             finally:
                 optimizer._skip_if = None
+        if optimizer._step_count_in_math() and not getattr(optimizer, "_warned_step_count", False):
+            optimizer._warned_step_count = True
+            warnings.warn(f"GradScaler in a replayed step: a step it skips on the device still counts in "
+                          f"{type(optimizer).__name__}'s step count where step() computes from it on the host "
+                          "(bias corrections, lr decay), unlike PyTorch's, which leaves a skipped step out; "
+                          "Adam, AdamW, RMSprop and SGD skip exactly", RuntimeWarning, stacklevel=3)
         with no_grad():
             kept = []
             for group in optimizer.param_groups:
@@ -195,7 +201,13 @@ class GradScaler:
                         if isinstance(value, Tensor) and value.device == p.device:
                             kept.append((p, key, value.clone()))
             retval = optimizer.step(*args, **kwargs)
+            skipped = {}  # per device: 1.0 where the step is skipped, else 0.0
             for p, key, old in kept:
+                if key is None and "step" in optimizer.state.get(p, {}):  # (the count state_dict() leaves out)
+                    dev = p.device.type
+                    if dev not in skipped:
+                        skipped[dev] = (found[dev] > 0).to(dtypes.float32).reshape(1)
+                    optimizer._skipped_steps(p).add_(skipped[dev])
                 now = p if key is None else optimizer.state[p].get(key)
                 if now is None:
                     continue

@@ -27,14 +27,16 @@ class Adagrad(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
+    def _step_count_in_math(self):  # (the lr decay)
+        return any(g["lr_decay"] != 0 for g in self.param_groups)
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:
             for p, grad in self._params_with_grad(group):
                 state = self._state_of(p)
                 state.setdefault("step", 0.0)
-                if "sum" not in state:
-                    state["sum"] = p.detach().clone().fill_(group["initial_accumulator_value"])
+                self._state_tensor(state, "sum", p, group["initial_accumulator_value"])
                 state["step"] += 1.0
                 clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
                 clr = self._operand(("clr", id(p)), clr, p)

@@ -18,6 +18,9 @@ class Adamax(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
+    def _step_count_in_math(self):  # (the bias correction)
+        return True
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:

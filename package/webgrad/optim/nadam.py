@@ -28,6 +28,9 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
+    def _step_count_in_math(self):  # (the momentum schedule, the bias correction)
+        return True
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:

@@ -29,7 +29,7 @@ from itertools import chain
 
 from .. import replay
 from .._autograd import enable_grad
-from .._tensor import Tensor, empty, tensor, zeros_like
+from .._tensor import Tensor, empty, full_like, tensor, zeros, zeros_like
 from ..dtypes import float32
 
 
@@ -88,6 +88,8 @@ class Optimizer:
         # {device type: one-element float32 tensor} while GradScaler captures a step (skips_on_device): each
         # fused update then passes its device's flag as hyper["skip_if"], and changes nothing where it is > 0.
         self._skip_if = None
+        # param -> the steps a device flag skipped (_skipped_steps), where the update counts them
+        self._skip_counts = {}
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
@@ -207,22 +209,20 @@ class Optimizer:
 
     def _state_of(self, p):
         """self.state[p]. A replay cannot allocate: under prepare_replay() the state must exist already."""
-        if not self.state.get(p):
-            if self._replaying:
-                raise RuntimeError("prepare_replay(): the optimizer has no state for a parameter yet; take one "
-                                   "eager step() before capturing the step to replay")
-            if p.device.backend.capturing:
-                raise RuntimeError(f"{type(self).__name__}.step() inside a capture made a parameter's state: its "
-                                   "initial values would be written again at every replay. Take one eager step() "
-                                   "before capturing the step")
+        if self._replaying and not self.state.get(p):
+            raise RuntimeError("prepare_replay(): the optimizer has no state for a parameter yet; take one "
+                               "eager step() before capturing the step to replay")
         return self.state[p]
 
     @staticmethod
-    def _state_tensor(state, key, p):
-        """state[key], created as zeros shaped like p (on its device, in its dtype) the first time only."""
+    def _state_tensor(state, key, p, value=0.0):
+        """state[key], created as `value` everywhere, shaped like p (on its device, in its dtype), the first time
+        only. Made while a step is recorded (its first step, or one after GradScaler skipped the eager steps),
+        it is made outside the recording: a replay must not write the initial values again."""
         t = state.get(key)
         if t is None:
-            t = state[key] = zeros_like(p)
+            with p.device.backend.outside_capture():
+                t = state[key] = zeros_like(p) if value == 0 else full_like(p, value)
         return t
 
     def _device_scalar(self, key, value, p):
@@ -251,11 +251,33 @@ class Optimizer:
             return value
         t = self._operands.get(key)
         if t is None:
-            t = self._operands[key] = empty((), dtype=float32, device=p.device)
+            with p.device.backend.outside_capture():
+                t = self._operands[key] = empty((), dtype=float32, device=p.device)
         if not self._replaying and key not in self._filled:
             self._filled.add(key)
             p.device.backend.fill(t._view, scalar)
         return t
+
+    # Whether the fused update's kernel counts its skipped steps (hyper["skipped_steps"]): Adam's, whose bias
+    # corrections depend on the step count, and RMSprop's (its state dict's "step").
+    _counts_skipped_steps = False
+    # Whether step() computes values from the step count on the host (bias corrections, lr decay): a step that
+    # GradScaler skips on the device and undoes from copies (skips_on_device() False) still counts in them.
+    # (A method: Adagrad's depends on lr_decay.)
+
+    def _step_count_in_math(self):
+        return False
+
+    def _skipped_steps(self, p):
+        """The count of p's steps that a device flag skipped (GradScaler's replayed steps on inf/NaN), a
+        one-element float32 tensor on p's device, made outside any recording and kept by the update's kernel.
+        The host's state["step"] counts those steps too, as it cannot see them; the kernel subtracts the
+        count (as PyTorch's fused Adam subtracts found_inf from its step), and so does state_dict()."""
+        count = self._skip_counts.get(p)
+        if count is None:
+            with p.device.backend.outside_capture():
+                count = self._skip_counts[p] = zeros(1, device=p.device)
+        return count
 
     def _fused_update(self, kernel, p, grad, states, hyper):
         """Run backend kernel `kernel` (e.g. "adam_step") once on p, its gradient and its state tensors
@@ -266,6 +288,8 @@ class Optimizer:
         flag = self._skip_if.get(p.device.type) if self._skip_if else None
         if flag is not None:
             hyper = dict(hyper, skip_if=flag._view)
+            if self._counts_skipped_steps:
+                hyper["skipped_steps"] = self._skipped_steps(p)._view
         views = [s._view if s is not None else None for s in states]
         run = getattr(p.device.backend, kernel)
         if p._view.is_contiguous():
@@ -291,6 +315,10 @@ class Optimizer:
             packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        for p, count in self._skip_counts.items():  # steps skipped on the device, which "step" counts too
+            skipped = count.item() if id(p) in index else 0
+            if skipped:
+                state[index[id(p)]]["step"] -= skipped
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
@@ -329,7 +357,7 @@ class Optimizer:
         self.state = state
         self.param_groups = groups
         self._scalars = {}  # keyed by the old groups; a step captured before this load is stale anyway
-        self._operands, self._filled = {}, set()
+        self._operands, self._filled, self._skip_counts = {}, set(), {}
 
 
 def _load_value(p, index, name, value):

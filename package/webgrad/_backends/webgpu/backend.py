@@ -124,6 +124,9 @@ class WebGPUBackend(Backend):
     def capturing(self):
         return self.runtime.capturing
 
+    def outside_capture(self):
+        return self.runtime.outside_capture()
+
     def check_finite(self, view, nan_message, inf_message, error=FloatingPointError):
         """Report a NaN (inf) in the contiguous float32 `view` at the next read-back: raise
         error(nan_message), or, when `error` is a plain callable, call error(message) there. Not part of the

@@ -9,7 +9,9 @@ without any Python op code running (set the scalars, then replay).
 
 hyper["skip_if"] (a one-element float32 view, optional) guards an update on the device: where it holds a value
 above 0 the kernel returns at once (SKIP_IF), which is how GradScaler skips a replayed step whose gradients held
-inf or NaN without a read-back.
+inf or NaN without a read-back. Adam's and RMSprop's hyper["skipped_steps"] (a one-element float32 view, with
+skip_if) counts the parameter's skipped steps: a skipped update adds one; Adam's bias corrections take step
+minus it.
 
 Each optimizer has a vec4 entry point (`adam4`, ...), used when every offset (parameter, gradient,
 states) is a multiple of 4, and an f32 one for any other views: see the comment atop optim.wgsl.
@@ -29,14 +31,16 @@ _LAYOUT = ((0, "write"), (1, "read"), (2, "write"), (3, "write"), (4, "write"), 
            (7, "read"))
 _COMMON_FLAGS = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "SKIP_IF")
 _SGD_FLAGS = _COMMON_FLAGS + ("MOMENTUM", "NESTEROV")
-_ADAM_FLAGS = _COMMON_FLAGS + ("AMSGRAD",)
-_RMSPROP_FLAGS = _COMMON_FLAGS + ("MOMENTUM", "CENTERED")
+_ADAM_FLAGS = _COMMON_FLAGS + ("COUNT_SKIPS", "AMSGRAD")
+_RMSPROP_FLAGS = _COMMON_FLAGS + ("COUNT_SKIPS", "MOMENTUM", "CENTERED")
 # (f32 entry point, vec4 entry point) of each optimizer
 SGD = (Kernel(SHADER, "sgd", _LAYOUT, _SGD_FLAGS), Kernel(SHADER, "sgd4", _LAYOUT, _SGD_FLAGS))
-ADAM = (Kernel(SHADER, "adam", _LAYOUT, _ADAM_FLAGS), Kernel(SHADER, "adam4", _LAYOUT, _ADAM_FLAGS))
-RMSPROP = (Kernel(SHADER, "rmsprop", _LAYOUT, _RMSPROP_FLAGS), Kernel(SHADER, "rmsprop4", _LAYOUT, _RMSPROP_FLAGS))
+_COUNTING = _LAYOUT + ((8, "write"),)  # the skipped-step count of optimizers that keep a step count
+ADAM = (Kernel(SHADER, "adam", _COUNTING, _ADAM_FLAGS), Kernel(SHADER, "adam4", _COUNTING, _ADAM_FLAGS))
+RMSPROP = (Kernel(SHADER, "rmsprop", _COUNTING, _RMSPROP_FLAGS),
+           Kernel(SHADER, "rmsprop4", _COUNTING, _RMSPROP_FLAGS))
 
-# n, param_offset, grad_offset, skip_offset | state offsets x3, pad | 12 hyperparameter slots
+# n, param_offset, grad_offset, skip_offset | state offsets x3, skipped_offset | 12 hyperparameter slots
 _PARAMS = struct.Struct("<20I")
 WORKGROUP = 256
 SMALL_WORKGROUP = 64  # for parameters that 64 threads cover
@@ -96,23 +100,27 @@ def _slots(rt, block, values):
     return block.slots
 
 
-def _checked(param, grad, states, skip):
+def _checked(param, grad, states, skip, skipped):
     """param's element count, once param, grad and every state are contiguous float32 views of WebGPU
-    storages of param's size, and skip (or None) a one-element float32 view (check_view names the operand
-    at fault)."""
+    storages of param's size, and skip and skipped (or None) one-element float32 views, skipped only with
+    skip (check_view names the operand at fault)."""
     n = _dense(check_view(param, "param", dtype=float32, contiguous=True).shape)[1]
     for name, v in (("grad", grad), *states):
         if v is not None and _dense(check_view(v, name, dtype=float32, contiguous=True).shape)[1] != n:
             raise ValueError(f"{name} has {v.numel} elements for a parameter of {n}")
-    if skip is not None and check_view(skip, "skip_if", dtype=float32).numel != 1:
-        raise ValueError(f"skip_if must have one element, not {skip.numel}")
+    for name, v in (("skip_if", skip), ("skipped_steps", skipped)):
+        if v is not None and check_view(v, name, dtype=float32).numel != 1:
+            raise ValueError(f"{name} must have one element, not {v.numel}")
+    if skipped is not None and skip is None:
+        raise ValueError("skipped_steps counts the steps skip_if skips: it needs skip_if")
     return n  # (empty views: every check passes and nothing is run)
 
 
-def _run(rt, kernels, flags, param, grad, states, values, skip):
+def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None):
     """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
-    makes the update change nothing (the kernels' SKIP_IF)."""
-    n = _checked(param, grad, states, skip)
+    makes the update change nothing (the kernels' SKIP_IF); skipped (Adam's hyper["skipped_steps"]): None, or
+    a one-element float32 view counting the skipped updates."""
+    n = _checked(param, grad, states, skip, skipped)
     if n == 0:
         return
     block = _blocks.get(param.storage)
@@ -121,22 +129,24 @@ def _run(rt, kernels, flags, param, grad, states, values, skip):
     slots = _slots(rt, block, values)
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
     # (the kernel variant too: a runtime switched between software and GPU kernels keeps its storages)
-    skip_offset = skip.offset if skip is not None else 0
-    key = (kernels, flags, n, param.offset, grad.offset, skip_offset, offsets, slots,
+    skip_offsets = (skip.offset if skip is not None else 0, skipped.offset if skipped is not None else 0)
+    key = (kernels, flags, n, param.offset, grad.offset, skip_offsets, offsets, slots,
            rt.variant["optim_vec4_per_thread"])
     if key == block.key:
         prepared = block.launch
     else:
-        prepared = _launch(rt, kernels, flags, n, param.offset, grad.offset, skip_offset, offsets, slots)
+        prepared = _launch(rt, kernels, flags, n, param.offset, grad.offset, skip_offsets, offsets, slots)
         block.key, block.launch = key, prepared
     # Unused state bindings get distinct spare buffers: WebGPU rejects one buffer bound writable twice.
     storages = [s.storage if s is not None else rt.spare(k) for k, (_, s) in enumerate(states)]
     storages += [rt.spare(k) for k in range(len(states), 3)]
-    rt.run(prepared, (param.storage, grad.storage, *storages, rt.scalars,
-                      skip.storage if skip is not None else rt.spare(3)))
+    storages = (param.storage, grad.storage, *storages, rt.scalars, skip.storage if skip is not None else rt.spare(3))
+    if kernels in (ADAM, RMSPROP):  # (their layout, _COUNTING)
+        storages += (skipped.storage if skipped is not None else rt.spare(4),)
+    rt.run(prepared, storages)
 
 
-def _launch(rt, kernels, flags, n, param_offset, grad_offset, skip_offset, offsets, slots):
+def _launch(rt, kernels, flags, n, param_offset, grad_offset, skip_offsets, offsets, slots):
     """The Launch of one update (rt.memo keeps it for every parameter laid out alike)."""
     per_thread = rt.variant["optim_vec4_per_thread"]
     aligned = param_offset % 4 == 0 and grad_offset % 4 == 0 and all(o % 4 == 0 for o in offsets)
@@ -145,10 +155,11 @@ def _launch(rt, kernels, flags, n, param_offset, grad_offset, skip_offset, offse
     per_thread = 4 * per_thread if vec4 else 1  # elements
     workgroup = SMALL_WORKGROUP if n <= SMALL_WORKGROUP * per_thread else WORKGROUP
     constants = kernel.constants(dict(flags, WORKGROUP=workgroup))
-    key = (kernel, constants, n, param_offset, grad_offset, skip_offset, offsets, slots, per_thread)
+    key = (kernel, constants, n, param_offset, grad_offset, skip_offsets, offsets, slots, per_thread)
     prepared = rt.memo.get(key)
     if prepared is None:
-        params = _PARAMS.pack(n, param_offset, grad_offset, skip_offset, *offsets, 0, *slots,
+        skip_offset, skipped_offset = skip_offsets
+        params = _PARAMS.pack(n, param_offset, grad_offset, skip_offset, *offsets, skipped_offset, *slots,
                               *[0] * (12 - len(slots)))
         groups = min(-(-n // (workgroup * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
         prepared = rt.memo[key] = rt.launch(kernel, constants, params, (groups, 1, 1), slots)
@@ -171,16 +182,17 @@ def sgd_step(rt, param, grad, momentum_buffer, hyper):
 
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
     b1, b2 = hyper["beta1"], hyper["beta2"]
-    flags = _flags(hyper, AMSGRAD=max_exp_avg_sq is not None)
+    flags = _flags(hyper, COUNT_SKIPS=hyper.get("skipped_steps") is not None, AMSGRAD=max_exp_avg_sq is not None)
     values = (hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
               hyper["weight_decay"])
     states = (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq))
-    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"))
+    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"))
 
 
 def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
     alpha = hyper["alpha"]
-    flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, CENTERED=grad_avg is not None)
+    flags = _flags(hyper, COUNT_SKIPS=hyper.get("skipped_steps") is not None, MOMENTUM=momentum_buffer is not None,
+                   CENTERED=grad_avg is not None)
     values = (hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"])
     states = (("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg))
-    _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"))
+    _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"))

@@ -988,6 +988,19 @@ class Runtime:
         return self._graph is not None
 
     @contextlib.contextmanager
+    def outside_capture(self):
+        """Inside a capture, work issued in the block runs once, in order, and is not recorded, and its
+        storages come from the runtime's pool, not the graph's: state that outlives the step, made while the
+        step is recorded (an optimizer's first moments, a loss scale), initialised once. The graph then uses
+        those storages as it uses any made before the capture. Outside a capture it changes nothing."""
+        graph, alloc = self._graph, self._alloc
+        self._graph, self._alloc = None, self.pool
+        try:
+            yield
+        finally:
+            self._graph, self._alloc = graph, alloc
+
+    @contextlib.contextmanager
     def capture(self):
         """Record the work issued inside the block into a :class:`Graph` (the work also runs)."""
         if self._graph is not None:
