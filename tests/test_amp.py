@@ -476,6 +476,45 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
         assert steps[0] == steps[1] == [7.0] * 4  # eight steps, the overflowing one skipped
 
 
+@pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
+def test_replayed_adam_after_skipped_first_steps_matches_eager():
+    """A scale so large that the first steps overflow: GradScaler skips the eager warm-up step, so Adam has
+    no state when the step is recorded; the recording makes it outside the graph (a replay must not zero the
+    moments again), the skipped replays are counted on the device, and training ends where eager training
+    ends, with the same step counts."""
+    def train(replay):
+        wg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
+        opt = wg.optim.Adam(model.parameters(), lr=0.01)
+        scaler = wg.amp.GradScaler("webgpu", init_scale=2.0**24)
+
+        def step(x, y):
+            with wg.autocast("webgpu"):
+                loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        run = wg.replayable(step) if replay else step
+        gen = np.random.default_rng(1)
+        scales = []
+        for _ in range(12):
+            x = gen.standard_normal((10, 12)).astype(np.float32)
+            run(wg.tensor(x, device="webgpu"), wg.tensor(gen.integers(0, 3, 10).astype(np.int32), device="webgpu"))
+            scales.append(scaler.get_scale())
+        steps = [s["step"] for s in opt.state_dict()["state"].values()]
+        return [_np(p) for p in model.parameters()], scales, steps, run
+
+    eager, eager_scales, eager_steps, _ = train(False)
+    replayed, scales, steps, run = train(True)
+    assert run.replays == 10 and scales == eager_scales and eager_scales[0] < 2.0**24
+    assert 0 < eager_steps[0] < 12 and steps == eager_steps  # the skipped steps left out of both counts
+    for a, b in zip(eager, replayed):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
 # ===================================================================== without shader-f16 and files
 
 

@@ -78,9 +78,10 @@ class Replayable:
 
     def __init__(self, fn, warmup=1, check_finite=False):
         if not isinstance(warmup, int) or warmup < 1:
-            raise ValueError(f"replayable(warmup={warmup!r}): at least one eager call comes before the recording; "
-                             "it makes the state a step keeps (optimizer moments, GradScaler's scale), which a "
-                             "recording would write afresh at every replay")
+            raise ValueError(f"replayable(warmup={warmup!r}): at least one eager call comes before the recording "
+                             "(as CUDA graphs want warm-up iterations): state that a step's code makes on its first "
+                             "call, if made while recording, would be written afresh at every replay (webgrad's "
+                             "optimizers and GradScaler make theirs outside the recording; other code may not)")
         if not (isinstance(check_finite, bool) or callable(check_finite)):
             raise TypeError(f"replayable(check_finite=...) takes a bool or a callable, got {type(check_finite).__name__}")
         self.fn = fn
