@@ -476,6 +476,56 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
         assert steps[0] == steps[1] == [7.0] * 4  # eight steps, the overflowing one skipped
 
 
+@needs_webgpu
+@pytest.mark.parametrize("bad", [None, 0, 5, 6, 12])  # which gradient holds an inf / NaN (None: none)
+def test_unscale_check_six_gradients_a_dispatch(bad):
+    """amp.wgsl's unscale_check6 through backend.amp_unscale_check: thirteen gradients of many sizes (an
+    empty one; two views of one storage, which must go to two dispatches), each multiplied by inv_scale
+    exactly as NumPy's float32 product, nothing written outside the views, and the flag 1.0 exactly where a
+    gradient held inf or NaN."""
+    from webgrad._backends.webgpu import amp
+    from webgrad._view import View
+    backend = wg.device("webgpu").backend
+    rt = backend.runtime
+    rng = np.random.default_rng(7)
+    sizes = [1, 255, 256, 257, 0, 1000, 3, 70001, 17, 4, 300, 2, 9]
+    storages, views, datas = [], [], []
+    for k, n in enumerate(sizes):
+        data = rng.standard_normal(n + 9).astype(np.float32)
+        if k == bad:
+            data[3 + n // 2] = np.inf if k % 2 else np.nan
+        if k == 6:  # a view into gradient 5's storage, after its view
+            storage, offset = storages[5], 3 + sizes[5] + 1
+            datas[5][offset:offset + n] = data[3:3 + n]
+        else:
+            storage, offset = backend.from_bytes(data.tobytes(), wg.float32), 3
+            storages.append(storage)
+            datas.append(data)
+        views.append(View(storage, (n,), (1,), offset, wg.float32))
+    datas.insert(6, None)
+    for k, d in enumerate(datas):
+        if d is not None and k != 5:
+            backend.write(storages[k if k < 6 else k - 1], d.tobytes())
+    backend.write(storages[5], datas[5].tobytes())
+    inv = View(backend.from_bytes(np.array([9.0, 0.125], np.float32).tobytes(), wg.float32), (), (), 1, wg.float32)
+    flag = View(backend.from_bytes(np.zeros(3, np.float32).tobytes(), wg.float32), (), (), 2, wg.float32)
+    before = rt.stats["dispatches"]
+    backend.amp_unscale_check(views, inv, flag)
+    assert rt.stats["dispatches"] - before == 3  # 12 non-empty gradients, 6 a dispatch; 6 and 5 apart
+    got_flag = np.frombuffer(backend.to_bytes(View(flag.storage, (3,), (1,), 0, wg.float32)), np.float32)
+    assert got_flag.tolist() == [0.0, 0.0, 0.0 if bad is None else 1.0]
+    for k, data in enumerate(datas):
+        if data is None:
+            continue
+        storage = storages[k if k < 6 else k - 1]
+        got = np.frombuffer(backend.to_bytes(View(storage, (len(data),), (1,), 0, wg.float32)), np.float32)
+        want = data.copy()
+        spans = [(3, sizes[k])] + ([(3 + sizes[5] + 1, sizes[6])] if k == 5 else [])
+        for start, n in spans:
+            want[start:start + n] = data[start:start + n] * np.float32(0.125)
+        np.testing.assert_array_equal(got, want, err_msg=f"storage of gradient {k}")
+
+
 @pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
 def test_replayed_adam_after_skipped_first_steps_matches_eager():
     """A scale so large that the first steps overflow: GradScaler skips the eager warm-up step, so Adam has

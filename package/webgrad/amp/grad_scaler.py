@@ -101,10 +101,11 @@ class GradScaler:
 
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16):
         """Multiply every gradient by inv_scale in place; return {device: 0-d float32 flag}, 1.0 where a
-        gradient (before unscaling, as PyTorch checks) holds inf or NaN. Without a read-back: on WebGPU one
-        fused kernel per gradient (backend.amp_unscale_check) sets the flag; elsewhere inf * 0 and NaN * 0
-        are NaN, so one sum of zeros per gradient, and one over those, carry the verdict."""
+        gradient (before unscaling, as PyTorch checks) holds inf or NaN. Without a read-back: on WebGPU a
+        fused kernel (backend.amp_unscale_check, six gradients a dispatch) sets the flag; elsewhere inf * 0
+        and NaN * 0 are NaN, so one sum of zeros per gradient, and one over those, carry the verdict."""
         fused, sums = {}, defaultdict(list)
+        batches = defaultdict(list)  # device -> the gradients for its fused kernel
         with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -117,11 +118,14 @@ class GradScaler:
                     inv = inv_scale.to(g.device)
                     if hasattr(backend, "amp_unscale_check") and g.dtype is dtypes.float32 and g.is_contiguous():
                         if dev not in fused:
-                            fused[dev] = zeros((), device=g.device)
-                        backend.amp_unscale_check(g._view, inv._view, fused[dev]._view)
+                            fused[dev] = (zeros((), device=g.device), inv)
+                        batches[dev].append(g._view)
                         continue
                     sums[dev].append((g * 0.0).sum())
                     g.mul_(inv)
+            for dev, (flag, inv) in fused.items():
+                flag.device.backend.amp_unscale_check(batches[dev], inv._view, flag._view)
+                fused[dev] = flag
             flags = {dev: stack(s).sum().isnan().float() for dev, s in sums.items()}
             for dev, flag in fused.items():
                 flags[dev] = flag if dev not in flags else flags[dev].maximum(flag)

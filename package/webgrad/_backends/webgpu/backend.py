@@ -263,10 +263,11 @@ class WebGPUBackend(Backend):
         code = self.runtime.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
         grad_norm.clip_grad_norm(self.runtime, out, grads, max_norm, norm_type, code)
 
-    def amp_unscale_check(self, grad, inv_scale, found_inf):
-        """GradScaler's fused unscale (not part of the device interface): grad *= inv_scale in place, and
-        found_inf (float32, one element) set to 1.0 where grad held inf/NaN; see amp.py."""
-        amp.unscale_check(self.runtime, grad, inv_scale, found_inf)
+    def amp_unscale_check(self, grads, inv_scale, found_inf):
+        """GradScaler's fused unscale (not part of the device interface): each of `grads` (contiguous float32
+        views) *= inv_scale in place, and found_inf (float32, one element) set to 1.0 where one held inf/NaN;
+        six gradients a dispatch (amp.py)."""
+        amp.unscale_check(self.runtime, grads, inv_scale, found_inf)
 
     def amp_restore_if(self, out, saved, found):
         """GradScaler's undo of a step (not part of the device interface): out = saved where found (float32,
