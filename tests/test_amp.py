@@ -377,12 +377,8 @@ def _cnn():
                          nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 16, 4))
 
 
-def _train_cnn(device, amp, steps=40, replay=False):
-    wg.manual_seed(0)
-    model = _cnn().to(device)
-    opt = wg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    scaler = wg.amp.GradScaler(device, enabled=amp)
-
+def _amp_step(model, opt, scaler, device, amp=True):
+    """step(x, y) -> loss: PyTorch's autocast + GradScaler training step."""
     def step(x, y):
         with wg.autocast(device_type=device, enabled=amp):
             loss = F.cross_entropy(model(x), y)
@@ -391,7 +387,15 @@ def _train_cnn(device, amp, steps=40, replay=False):
         scaler.step(opt)
         scaler.update()
         return loss
+    return step
 
+
+def _train_cnn(device, amp, steps=40, replay=False):
+    wg.manual_seed(0)
+    model = _cnn().to(device)
+    opt = wg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scaler = wg.amp.GradScaler(device, enabled=amp)
+    step = _amp_step(model, opt, scaler, device, amp)
     run = wg.replayable(step) if replay else step
     x, y = _blobs(512, 0, device)
     for i in range(steps):
@@ -412,6 +416,17 @@ def test_cnn_trains_under_autocast_as_well_as_float32():
     assert all(p.dtype is wg.float32 for p in model.parameters()) and scaler.get_scale() == 65536.0
 
 
+def _autocast_training(make_optimizer, replay, **scaler_kwargs):
+    """(model, optimizer, scaler, step): a small MLP's autocast + GradScaler training step on WebGPU, replayable
+    or eager."""
+    wg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
+    opt = make_optimizer(model.parameters())
+    scaler = wg.amp.GradScaler("webgpu", **scaler_kwargs)
+    step = _amp_step(model, opt, scaler, "webgpu")
+    return model, opt, scaler, wg.replayable(step) if replay else step
+
+
 @pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
 @pytest.mark.parametrize("name", ["sgd", "rmsprop", "adam", "adamw", "adagrad"])
 def test_autocast_step_with_grad_scaler_replays_as_eager(name):
@@ -427,21 +442,7 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
                   "adagrad": lambda ps: wg.optim.Adagrad(ps, lr=0.1)}
 
     def train(replay):
-        wg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
-        opt = optimizers[name](model.parameters())
-        scaler = wg.amp.GradScaler("webgpu", init_scale=2.0**12, growth_interval=2)
-
-        def step(x, y):
-            with wg.autocast("webgpu"):
-                loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            return loss
-
-        run = wg.replayable(step) if replay else step
+        model, opt, scaler, run = _autocast_training(optimizers[name], replay, init_scale=2.0**12, growth_interval=2)
         gen = np.random.default_rng(0)
         stats = wg.device("webgpu").backend.runtime.stats
         for i in range(8):
@@ -533,21 +534,7 @@ def test_replayed_adam_after_skipped_first_steps_matches_eager():
     moments again), the skipped replays are counted on the device, and training ends where eager training
     ends, with the same step counts."""
     def train(replay):
-        wg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to("webgpu")
-        opt = wg.optim.Adam(model.parameters(), lr=0.01)
-        scaler = wg.amp.GradScaler("webgpu", init_scale=2.0**24)
-
-        def step(x, y):
-            with wg.autocast("webgpu"):
-                loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            return loss
-
-        run = wg.replayable(step) if replay else step
+        model, opt, scaler, run = _autocast_training(lambda ps: wg.optim.Adam(ps, lr=0.01), replay, init_scale=2.0**24)
         gen = np.random.default_rng(1)
         scales = []
         for _ in range(12):
