@@ -12,6 +12,7 @@ Tolerances (float16 has an 11-bit significand: one unit in the last place is 2**
 
 import io
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -475,6 +476,24 @@ def test_autocast_step_with_grad_scaler_replays_as_eager(name):
     if name != "sgd":  # (SGD keeps no step count)
         steps = [[s["step"] for s in o.state_dict()["state"].values()] for o in (eager_opt, opt)]
         assert steps[0] == steps[1] == [7.0] * 4  # eight steps, the overflowing one skipped
+
+
+@pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter with shader-f16")
+@pytest.mark.parametrize("name,warns", [("Adamax", True), ("NAdam", True), ("Adagrad", False)])
+def test_replayed_grad_scaler_warns_where_the_step_count_is_host_math(name, warns):
+    """A composed optimizer whose step() computes from its step count on the host (Adamax's bias correction,
+    NAdam's momentum schedule; Adagrad's only with lr_decay) cannot leave a step skipped on the device out of
+    that math: GradScaler says so once, when the step is recorded."""
+    _, _, _, run = _autocast_training(lambda ps: getattr(wg.optim, name)(ps), True)
+    x, y = wg.randn(10, 12, device="webgpu"), wg.randint(0, 3, (10,), device="webgpu")
+    run(x, y)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            run(x, y)
+    messages = [str(w.message) for w in seen if "step count" in str(w.message)]
+    assert run.replays == 2 and len(messages) == int(warns)
+    assert not warns or f"still counts in {name}'s step count" in messages[0]
 
 
 @needs_webgpu

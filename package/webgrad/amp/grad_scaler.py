@@ -10,11 +10,12 @@ per-parameter read-back), and update() computes the new scale with tensor ops (P
 _amp_update_scale_). Eager, step() reads one flag to decide whether to run
 the optimizer. Inside a recording of webgrad.replayable no value can be read, so there the step is
 skipped on the device: SGD, Adam, AdamW and RMSprop pass the flag to their fused update kernels, which
-change nothing where it is set (as PyTorch's fused optimizers take found_inf; Adam's kernel also counts the
-skipped steps, which its bias corrections and state_dict()'s "step" leave out); any other optimizer's step
-runs and is then undone where the flag is set, its parameters and state tensors restored from copies
-taken before the step (its host-side step counter still counts the skipped step). Zero read-backs per
-replayed step either way.
+change nothing where it is set (as PyTorch's fused optimizers take found_inf; Adam's and RMSprop's kernels
+also count the skipped steps, which Adam's bias corrections and state_dict()'s "step" leave out); any other
+optimizer's step runs and is then undone where the flag is set, its parameters and state tensors restored
+from copies taken before the step. Its skipped steps are counted on the device too, for state_dict(), but the
+host-side step count that its step() computes from still holds them: GradScaler warns where that changes
+the math (Adamax, NAdam, Adagrad with lr_decay). Zero read-backs per replayed step either way.
 """
 
 import warnings
@@ -105,7 +106,7 @@ class GradScaler:
         fused kernel (backend.amp_unscale_check, six gradients a dispatch) sets the flag; elsewhere inf * 0
         and NaN * 0 are NaN, so one sum of zeros per gradient, and one over those, carry the verdict."""
         fused, sums = {}, defaultdict(list)
-        batches = defaultdict(list)  # device -> the gradients for its fused kernel
+        batches, invs = defaultdict(list), {}  # device -> the gradients for its fused kernel, its inv_scale
         with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -118,14 +119,13 @@ class GradScaler:
                     inv = inv_scale.to(g.device)
                     if hasattr(backend, "amp_unscale_check") and g.dtype is dtypes.float32 and g.is_contiguous():
                         if dev not in fused:
-                            fused[dev] = (zeros((), device=g.device), inv)
+                            fused[dev], invs[dev] = zeros((), device=g.device), inv
                         batches[dev].append(g._view)
                         continue
                     sums[dev].append((g * 0.0).sum())
                     g.mul_(inv)
-            for dev, (flag, inv) in fused.items():
-                flag.device.backend.amp_unscale_check(batches[dev], inv._view, flag._view)
-                fused[dev] = flag
+            for dev, flag in fused.items():
+                flag.device.backend.amp_unscale_check(batches[dev], invs[dev]._view, flag._view)
             flags = {dev: stack(s).sum().isnan().float() for dev, s in sums.items()}
             for dev, flag in fused.items():
                 flags[dev] = flag if dev not in flags else flags[dev].maximum(flag)

@@ -30,6 +30,7 @@ from itertools import chain
 from .. import replay
 from .._autograd import enable_grad
 from .._tensor import Tensor, empty, full_like, tensor, zeros, zeros_like
+from ..ops.shape import cat
 from ..dtypes import float32
 
 
@@ -261,11 +262,11 @@ class Optimizer:
     # Whether the fused update's kernel counts its skipped steps (hyper["skipped_steps"]): Adam's, whose bias
     # corrections depend on the step count, and RMSprop's (its state dict's "step").
     _counts_skipped_steps = False
-    # Whether step() computes values from the step count on the host (bias corrections, lr decay): a step that
-    # GradScaler skips on the device and undoes from copies (skips_on_device() False) still counts in them.
-    # (A method: Adagrad's depends on lr_decay.)
 
     def _step_count_in_math(self):
+        """Whether step() computes values from the step count on the host (bias corrections, lr decay): a step
+        that GradScaler skips on the device and undoes from copies (skips_on_device() False) still counts in
+        them, and GradScaler warns."""
         return False
 
     def _skipped_steps(self, p):
@@ -315,10 +316,15 @@ class Optimizer:
             packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
-        for p, count in self._skip_counts.items():  # steps skipped on the device, which "step" counts too
-            skipped = count.item() if id(p) in index else 0
-            if skipped:
-                state[index[id(p)]]["step"] -= skipped
+        counted = [(p, count) for p, count in self._skip_counts.items() if id(p) in index]
+        if counted:  # steps skipped on the device, which "step" counts too: one read-back per device
+            by_device = defaultdict(list)
+            for p, count in counted:
+                by_device[count.device].append((p, count))
+            for pairs in by_device.values():
+                for (p, _), skipped in zip(pairs, cat([c for _, c in pairs]).tolist()):
+                    if skipped and "step" in state[index[id(p)]]:
+                        state[index[id(p)]]["step"] -= skipped
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
