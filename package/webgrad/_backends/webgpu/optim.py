@@ -118,7 +118,7 @@ def _checked(param, grad, states, skip, skipped):
 
 def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None):
     """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
-    makes the update change nothing (the kernels' SKIP_IF); skipped (Adam's hyper["skipped_steps"]): None, or
+    makes the update change nothing (the kernels' SKIP_IF); skipped (hyper["skipped_steps"], Adam and RMSprop): None, or
     a one-element float32 view counting the skipped updates."""
     n = _checked(param, grad, states, skip, skipped)
     if n == 0:
