@@ -543,6 +543,77 @@ def test_replayed_step_reads_new_lr_and_step(device, name, kwargs):
     np.testing.assert_allclose(results[device], results["cpu"], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(not OTHER_DEVICES, reason="no WebGPU adapter in this environment")
+@pytest.mark.parametrize("device", OTHER_DEVICES)
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.01, momentum=0.9, nesterov=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True)),
+], ids=_param_id)
+def test_replay_follows_a_scheduler_that_cycles_momentum(device, name, kwargs):
+    """OneCycleLR (cycle_momentum, its default) changes momentum or beta1 every step: a replayed step takes
+    them as an eager step does (prepare_replay writes every hyperparameter of the fused updates)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    results = []
+    for replay in (False, True):
+        wg.manual_seed(0)
+        model = wg.nn.Linear(8, 4).to(device)
+        opt = getattr(wg.optim, name)(model.parameters(), **kwargs)
+        sched = wg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=20)
+        xs = wg.tensor(x, device=device)
+
+        def step(xs):
+            opt.zero_grad()
+            loss = (model(xs) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = wg.replayable(step) if replay else step
+        for _ in range(12):
+            run(xs)
+            sched.step()
+        results.append(model.weight.detach().to("cpu").numpy())
+    assert run.replays == 10
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.skipif(not OTHER_DEVICES, reason="no WebGPU adapter in this environment")
+@pytest.mark.parametrize("device", OTHER_DEVICES)
+@pytest.mark.parametrize("name,kwargs,change,value", [
+    ("SGD", dict(lr=0.1, momentum=0.9), "weight_decay", 0.1),   # picks another kernel
+    ("Adam", dict(lr=0.1), "amsgrad", True),
+    ("Adamax", dict(lr=0.1), "betas", (0.8, 0.999)),             # recorded as constants of its ops
+    ("Adadelta", dict(lr=0.1), "rho", 0.5),
+], ids=["SGD-weight_decay", "Adam-amsgrad", "Adamax-betas", "Adadelta-rho"])
+def test_replay_refuses_a_change_it_cannot_follow(device, name, kwargs, change, value):
+    """A hyperparameter that a replay cannot take a new value of raises at the next replay, naming it, before
+    anything is counted; released and recorded again, the step goes on."""
+    model = wg.nn.Linear(8, 4).to(device)
+    opt = getattr(wg.optim, name)(model.parameters(), **kwargs)
+    xs = wg.ones(16, 8, device=device)
+
+    def step(xs):
+        opt.zero_grad()
+        (model(xs) ** 2).mean().backward()
+        opt.step()
+
+    run = wg.replayable(step)
+    for _ in range(3):
+        run(xs)
+    steps = [dict(s).get("step") for s in opt.state.values()]
+    opt.param_groups[0][change] = value
+    with pytest.raises(RuntimeError, match=f"{name}: {change} changed since its step was recorded"):
+        run(xs)
+    assert [dict(s).get("step") for s in opt.state.values()] == steps
+    run.release()
+    for _ in range(3):
+        run(xs)
+    assert run.replays == 3  # one before the change, two after the new recording
+
+
 def test_prepare_replay_counts_without_launching(monkeypatch):
     params, loss = _problem(wg)
     opt = wg.optim.Adam(params, lr=0.05)

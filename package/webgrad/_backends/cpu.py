@@ -461,6 +461,8 @@ class CPUBackend(Backend):
         return flag is not None and float(self.array(flag).reshape(-1)[0]) > 0.0
 
     def sgd_step(self, param, grad, momentum_buffer, hyper):
+        if hyper.get("prepare"):  # (nothing recorded here to prepare)
+            return
         if self._skipped(hyper):
             return
         g = self._optim_grad(param, grad, hyper)
@@ -480,6 +482,8 @@ class CPUBackend(Backend):
         return True
 
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+        if hyper.get("prepare"):  # (nothing recorded here to prepare)
+            return
         if self._counted_skip(hyper):
             return
         lr, b1, b2, t = hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["step"]
@@ -502,6 +506,8 @@ class CPUBackend(Backend):
         self._write(param, p - (lr / bias_correction1) * m / denom)
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
+        if hyper.get("prepare"):  # (nothing recorded here to prepare)
+            return
         if self._counted_skip(hyper):
             return
         alpha, eps = hyper["alpha"], hyper["eps"]

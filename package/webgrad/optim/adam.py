@@ -21,6 +21,10 @@ class Adam(Optimizer):
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
+    def _replay_invariants(self):  # (what picks adam_step's kernel; the rest is re-read by a replay)
+        return [dict(amsgrad=g["amsgrad"], maximize=g["maximize"], weight_decay=g["weight_decay"] != 0,
+                     decoupled_weight_decay=g["decoupled_weight_decay"]) for g in self.param_groups]
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:

@@ -91,6 +91,8 @@ class Optimizer:
         self._skip_if = None
         # param -> the steps a device flag skipped (_skipped_steps), where the update counts them
         self._skip_counts = {}
+        self._recorded_hyper = None  # _replay_invariants() when a step was last recorded (prepare_replay checks)
+        self._packed = {}  # strided param -> the contiguous copy its last fused update ran on
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
@@ -173,12 +175,31 @@ class Optimizer:
 
     def prepare_replay(self):
         """Before replaying a captured ``step()``: count the step and write this step's lr and step
-        values where the captured kernels read them, launching nothing (see the module doc)."""
+        values where the captured kernels read them, launching nothing (see the module doc). The fused
+        updates' other hyperparameters (momentum, betas, eps, weight_decay: a scheduler such as OneCycleLR
+        cycles momentum) are written likewise. What cannot change in a replay (_replay_invariants: for a fused
+        update what picks its kernel, as weight_decay from 0 or nesterov; for an optimizer composed of tensor
+        ops every hyperparameter but lr, recorded as constants of its ops) raises if it changed since the
+        recording, before anything is counted."""
+        if self._recorded_hyper is not None:
+            now = self._replay_invariants()
+            changed = sorted({k for g, r in zip(now, self._recorded_hyper) for k in g if g[k] != r.get(k)})
+            if changed or len(now) != len(self._recorded_hyper):
+                raise RuntimeError(f"{type(self).__name__}: {', '.join(changed) or 'the parameter groups'} changed "
+                                   "since its step was recorded, and the replay cannot follow (it runs the recorded "
+                                   "kernels and ops); record the step again (webgrad.replayable(...).release()) or "
+                                   "keep them fixed")
         self._replaying = True
         try:
             self.step()
         finally:
             self._replaying = False
+
+    def _replay_invariants(self):
+        """Per group, what a replayed step cannot take a new value of (prepare_replay compares it with the
+        recording's): here every hyperparameter but lr (an optimizer composed of tensor ops records them as
+        constants of its ops); the fused optimizers keep only what picks their kernels."""
+        return [{k: v for k, v in g.items() if k not in ("params", "lr")} for g in self.param_groups]
 
     # ----------------------------------------------------------------- helpers for step()
     def _evaluate(self, closure):
@@ -187,6 +208,8 @@ class Optimizer:
         webgrad/replay.py) asks to have its host half, prepare_replay(), run before each replay."""
         if replay.capturing() and not self._replaying:
             replay.on_replay(self.prepare_replay)
+        if not self._replaying and any(p.device.backend.capturing for g in self.param_groups for p in g["params"][:1]):
+            self._recorded_hyper = copy.deepcopy(self._replay_invariants())
         self._filled.clear()
         if closure is None:
             return None
@@ -283,8 +306,13 @@ class Optimizer:
     def _fused_update(self, kernel, p, grad, states, hyper):
         """Run backend kernel `kernel` (e.g. "adam_step") once on p, its gradient and its state tensors
         (None for unused ones). The kernels want a contiguous parameter; a strided one (PyTorch allows
-        them) is updated through a packed copy that is written back."""
+        them) is updated through a packed copy that is written back. Under prepare_replay() the kernel only
+        takes this step's hyperparameters (hyper["prepare"]), launching nothing."""
         if self._replaying:
+            if p.device.backend.supports_capture:  # (the update ran on a packed copy for a strided p)
+                target = self._packed.get(p, p) if not p._view.is_contiguous() else p
+                views = [s._view if s is not None else None for s in states]
+                getattr(p.device.backend, kernel)(target._view, grad._view, *views, dict(hyper, prepare=True))
             return
         flag = self._skip_if.get(p.device.type) if self._skip_if else None
         if flag is not None:
@@ -296,7 +324,7 @@ class Optimizer:
         if p._view.is_contiguous():
             run(p._view, grad._view, *views, hyper)
         else:
-            packed = p.detach().contiguous()
+            packed = self._packed[p] = p.detach().contiguous()  # (kept: a replay's prepare finds its kernel's values)
             run(packed._view, grad._view, *views, hyper)
             p.device.backend.copy(p._view, packed._view)
 

@@ -28,6 +28,10 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)
 
+    def _replay_invariants(self):  # (what picks rmsprop_step's kernel; the rest is re-read by a replay)
+        return [dict(momentum=g["momentum"] > 0, centered=g["centered"], maximize=g["maximize"],
+                     weight_decay=g["weight_decay"] != 0) for g in self.param_groups]
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:

@@ -26,6 +26,10 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
 
+    def _replay_invariants(self):  # (what picks sgd_step's kernel; the rest is re-read by a replay)
+        return [dict(momentum=g["momentum"] != 0, nesterov=g["nesterov"], maximize=g["maximize"],
+                     weight_decay=g["weight_decay"] != 0) for g in self.param_groups]
+
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:

@@ -116,10 +116,20 @@ def _checked(param, grad, states, skip, skipped):
     return n  # (empty views: every check passes and nothing is run)
 
 
-def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None):
+# Flags a replayed step's kernel may differ in from the host's view of them (GradScaler's, set while recording)
+_SKIP_FLAGS = ("SKIP_IF", "COUNT_SKIPS")
+
+
+def _structure(flags):
+    return tuple(f for f in flags if f[0] not in _SKIP_FLAGS)
+
+
+def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, prepare=False):
     """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
     makes the update change nothing (the kernels' SKIP_IF); skipped (hyper["skipped_steps"], Adam and RMSprop): None, or
-    a one-element float32 view counting the skipped updates."""
+    a one-element float32 view counting the skipped updates. prepare (hyper["prepare"]: a recorded update about
+    to be replayed): write the values into the slots its launch reads, and launch nothing; a change of the flags
+    (which pick the kernel) since that launch raises."""
     n = _checked(param, grad, states, skip, skipped)
     if n == 0:
         return
@@ -127,6 +137,15 @@ def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None):
     if block is None or len(block.scalars) != len(values):
         block = _blocks[param.storage] = _Block(len(values))
     slots = _slots(rt, block, values)
+    if prepare:
+        if block.key is not None and _structure(block.key[1]) != _structure(flags):
+            was, now = dict(_structure(block.key[1])), dict(_structure(flags))
+            changed = ", ".join(f"{k} {was.get(k)} -> {now.get(k)}" for k in sorted(set(was) | set(now))
+                                if was.get(k) != now.get(k))
+            raise RuntimeError(f"a recorded optimizer update would replay another kernel than this step's "
+                               f"hyperparameters need ({changed}: e.g. weight_decay from 0, nesterov, amsgrad); "
+                               "record the step again (webgrad.replayable(...).release())")
+        return
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
     # (the kernel variant too: a runtime switched between software and GPU kernels keeps its storages)
     skip_offsets = (skip.offset if skip is not None else 0, skipped.offset if skipped is not None else 0)
@@ -177,7 +196,8 @@ def sgd_step(rt, param, grad, momentum_buffer, hyper):
     flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
     values = (hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
               1.0 if hyper.get("first") else 0.0)
-    _run(rt, SGD, flags, param, grad, (("momentum_buffer", momentum_buffer),), values, hyper.get("skip_if"))
+    _run(rt, SGD, flags, param, grad, (("momentum_buffer", momentum_buffer),), values, hyper.get("skip_if"),
+         prepare=bool(hyper.get("prepare")))
 
 
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
@@ -186,7 +206,8 @@ def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
     values = (hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
               hyper["weight_decay"])
     states = (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq))
-    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"))
+    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"),
+         bool(hyper.get("prepare")))
 
 
 def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
@@ -195,4 +216,5 @@ def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
                    CENTERED=grad_avg is not None)
     values = (hyper["lr"], alpha, 1.0 - alpha, hyper["eps"], hyper["weight_decay"], hyper["momentum"])
     states = (("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg))
-    _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"))
+    _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"),
+         bool(hyper.get("prepare")))
