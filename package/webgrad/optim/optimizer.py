@@ -93,6 +93,7 @@ class Optimizer:
         self._skip_counts = {}
         self._recorded_hyper = None  # _replay_invariants() when a step was last recorded (prepare_replay checks)
         self._packed = {}  # strided param -> the contiguous copy its last fused update ran on
+        self._prepared = {}  # param -> the hyper its last prepare_replay() wrote (_fused_update)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
@@ -208,8 +209,9 @@ class Optimizer:
         webgrad/replay.py) asks to have its host half, prepare_replay(), run before each replay."""
         if replay.capturing() and not self._replaying:
             replay.on_replay(self.prepare_replay)
-        if not self._replaying and any(p.device.backend.capturing for g in self.param_groups for p in g["params"][:1]):
+        if not self._replaying and (replay.capturing() or self.param_groups[0]["params"][0].device.backend.capturing):
             self._recorded_hyper = copy.deepcopy(self._replay_invariants())
+            self._prepared = {}  # (a new recording: its kernels' slots are written at its first replay)
         self._filled.clear()
         if closure is None:
             return None
@@ -309,8 +311,11 @@ class Optimizer:
         them) is updated through a packed copy that is written back. Under prepare_replay() the kernel only
         takes this step's hyperparameters (hyper["prepare"]), launching nothing."""
         if self._replaying:
-            if p.device.backend.supports_capture:  # (the update ran on a packed copy for a strided p)
-                target = self._packed.get(p, p) if not p._view.is_contiguous() else p
+            # (hyper as the last replay of p had it: nothing to write. lr and step are dynamic scalars, the same
+            # objects every step, whose values _device_scalar has written already.)
+            if p.device.backend.supports_capture and self._prepared.get(p) != hyper:
+                self._prepared[p] = hyper
+                target = self._packed.get(p, p) if not p._view.is_contiguous() else p  # (the copy it ran on)
                 views = [s._view if s is not None else None for s in states]
                 getattr(p.device.backend, kernel)(target._view, grad._view, *views, dict(hyper, prepare=True))
             return
