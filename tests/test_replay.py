@@ -263,3 +263,42 @@ def test_state_made_inside_a_capture_is_made_once():
     for _ in range(3):
         graph.replay()
     assert scaler.get_scale() == 8.0 * 2 ** 4  # grown at the capture and at each replay, never reset
+
+
+@needs_webgpu
+@pytest.mark.parametrize("kind", ["onecycle", "sequential"])
+def test_a_scheduler_stepped_inside_the_step_steps_at_every_replay(kind):
+    """scheduler.step() inside the replayed function (a per-batch schedule): a replay does not run the
+    function's Python, so the call runs again before each replay, as the optimizer's host half does; the
+    lrs and the weights follow the eager loop. SequentialLR's children step inside it, not twice."""
+    def train(replay):
+        wg.manual_seed(0)
+        model = nn.Linear(8, 4).to("webgpu")
+        opt = wg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        if kind == "onecycle":
+            sched = wg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=20)
+        else:
+            sched = wg.optim.lr_scheduler.SequentialLR(
+                opt, [wg.optim.lr_scheduler.LinearLR(opt, start_factor=0.2, total_iters=3),
+                      wg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=6)], milestones=[3])
+        x = wg.randn(16, 8, device="webgpu")
+
+        def step(x):
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        run = wg.replayable(step) if replay else step
+        lrs = []
+        for _ in range(10):
+            run(x)
+            lrs.append(opt.param_groups[0]["lr"])
+        return lrs, sched.last_epoch, model.weight.detach().numpy(), run
+
+    eager_lrs, eager_epoch, eager_w, _ = train(False)
+    lrs, epoch, w, run = train(True)
+    assert run.replays == 8 and lrs == eager_lrs and epoch == eager_epoch == 10
+    np.testing.assert_allclose(w, eager_w, rtol=1e-6, atol=1e-7)

@@ -2,19 +2,42 @@
 
 A scheduler rewrites ``group["lr"]`` of its optimizer's parameter groups (OneCycleLR also the momentum:
 ``group["momentum"]`` or ``group["betas"][0]``). Optimizers read their groups' hyperparameters at every
-step, so nothing else needs telling. Call ``scheduler.step()`` after ``optimizer.step()``.
+step, so nothing else needs telling. Call ``scheduler.step()`` after ``optimizer.step()``. Called inside a
+step being recorded by webgrad.replayable, ``step()`` runs again before each replay, as the rest of the
+step's host work does (a replay does not run the recorded function's Python).
 
 Most schedulers use PyTorch's *recursive* form (the new lr from the group's current lr), which is what
 makes them composable with other changes to the lr; ``_get_closed_form_lr`` is the direct formula,
 used when a scheduler is told the epoch (``step(epoch)``, and by SequentialLR at its milestones).
 """
 
+import functools
 import math
+import threading
 import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from .. import replay
 from .optimizer import Optimizer
+
+_stepping = threading.local()  # .depth: scheduler steps in progress (SequentialLR steps its children)
+
+
+def _replayed(step):
+    """`step`, and during a recording (webgrad.replayable) the same call registered to run before each replay:
+    only the outermost scheduler's (SequentialLR's children step inside it), not the constructor's."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        depth = getattr(_stepping, "depth", 0)
+        if depth == 0 and replay.capturing() and not self._is_initial:
+            replay.on_replay(functools.partial(wrapper, self, *args, **kwargs))
+        _stepping.depth = depth + 1
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            _stepping.depth = depth
+    return wrapper
 
 _EPOCH_DEPRECATION = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. "
@@ -27,6 +50,11 @@ class LRScheduler:
     """Base class: subclasses implement get_lr() (the lrs for epoch self.last_epoch, just incremented)."""
 
     _is_initial = False  # True during the step() made by the constructor
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _replayed(cls.__dict__["step"])
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -65,10 +93,10 @@ class LRScheduler:
             warnings.warn(
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call them in the "
                 "order `optimizer.step()`, then `lr_scheduler.step()`; otherwise the first value of the learning "
-                "rate schedule is skipped.", UserWarning, stacklevel=2)
+                "rate schedule is skipped.", UserWarning, stacklevel=3)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=3)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
@@ -94,6 +122,7 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+LRScheduler.step = _replayed(LRScheduler.step)
 _LRScheduler = LRScheduler  # the old public name, still subclassed by custom schedulers
 
 
@@ -428,7 +457,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=3)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current
