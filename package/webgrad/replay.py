@@ -11,7 +11,9 @@ How: the first call runs eagerly (it creates optimizer state); the second copies
 into *static* input tensors and runs `fn` on them inside ``backend.capture()``, which both runs and
 records the step. Later calls copy the new arguments into the static inputs, run the replay hooks
 (host-side bookkeeping registered during the recording: the optimizer counts its step and writes the
-new lr, dropout draws new random numbers) and replay. They return the same output tensors each time,
+new lr and other hyperparameters, a scheduler stepped inside `fn` steps again, dropout draws new random
+numbers) and replay. Any other Python in `fn` does not run again: a counter it increments, a value it
+computes on the host, stay as recorded. They return the same output tensors each time,
 refreshed by the replay, as torch.cuda.graphs do.
 
 Rules, as with CUDA graphs: shapes stay the same (a call with other shapes, e.g. a smaller last
