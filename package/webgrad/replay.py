@@ -160,11 +160,13 @@ class Replayable:
         return out
 
     def release(self):
-        """Free the recording's buffers; the next call records again."""
+        """Free the recording's buffers; the next call records again (also after a recording that read values
+        back, for a step whose code has changed since)."""
         if self.graph is not None:
             self.graph.release()
         self.graph = None
         self._static = self._outputs = None
+        self._reads_back = False
 
 
 def replayable(fn=None, *, warmup=1, check_finite=False):
