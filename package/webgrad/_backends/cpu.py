@@ -456,13 +456,16 @@ class CPUBackend(Backend):
         return g
 
     def _skipped(self, hyper):
-        """hyper['skip_if'] holds a value above 0: the update changes nothing (see the interface)."""
+        """hyper['skip_if'] holds a value above 0: the update changes nothing, and adds 1 to
+        hyper['skipped_steps'] where given (see the interface)."""
         flag = hyper.get("skip_if")
-        return flag is not None and float(self.array(flag).reshape(-1)[0]) > 0.0
+        if flag is None or not float(self.array(flag).reshape(-1)[0]) > 0.0:
+            return False
+        if hyper.get("skipped_steps") is not None:
+            self.array(hyper["skipped_steps"]).reshape(-1)[0] += 1
+        return True
 
     def sgd_step(self, param, grad, momentum_buffer, hyper):
-        if hyper.get("prepare"):  # (nothing recorded here to prepare)
-            return
         if self._skipped(hyper):
             return
         g = self._optim_grad(param, grad, hyper)
@@ -473,18 +476,8 @@ class CPUBackend(Backend):
             g = g + m * buf if hyper["nesterov"] else buf
         self._write(param, self._f64(param) - hyper["lr"] * g)
 
-    def _counted_skip(self, hyper):
-        """_skipped, adding 1 to hyper['skipped_steps'] (Adam, RMSprop) when the update is skipped."""
-        if not self._skipped(hyper):
-            return False
-        if hyper.get("skipped_steps") is not None:
-            self.array(hyper["skipped_steps"]).reshape(-1)[0] += 1
-        return True
-
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
-        if hyper.get("prepare"):  # (nothing recorded here to prepare)
-            return
-        if self._counted_skip(hyper):
+        if self._skipped(hyper):
             return
         lr, b1, b2, t = hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["step"]
         if hyper.get("skipped_steps") is not None:
@@ -506,9 +499,7 @@ class CPUBackend(Backend):
         self._write(param, p - (lr / bias_correction1) * m / denom)
 
     def rmsprop_step(self, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
-        if hyper.get("prepare"):  # (nothing recorded here to prepare)
-            return
-        if self._counted_skip(hyper):
+        if self._skipped(hyper):
             return
         alpha, eps = hyper["alpha"], hyper["eps"]
         g = self._optim_grad(param, grad, hyper)

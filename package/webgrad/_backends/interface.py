@@ -284,8 +284,9 @@ class Backend:
     # the update changes nothing (GradScaler's skipped step, decided on the device without a read-back).
     # Adam's and RMSprop's hyper['skipped_steps'], given only with skip_if, is another: a skipped update adds 1
     # to it, and Adam's bias corrections use t = step - skipped_steps (the host's step count includes the
-    # skipped steps). hyper['prepare'] True (a recorded update about to be replayed, Optimizer.prepare_replay):
-    # launch nothing; a backend that keeps the hyperparameters on the device writes this step's values there.
+    # skipped steps). hyper['prepare'] True, given only to a backend with supports_capture (a recorded update
+    # about to be replayed, Optimizer.prepare_replay): launch nothing, write this step's values where the
+    # recorded update reads them.
     def sgd_step(self, param, grad, momentum_buffer, hyper):
         """PyTorch SGD. hyper: lr, momentum, dampening, weight_decay, nesterov, maximize, first.
         g = grad + weight_decay*param (negated first if maximize); with momentum:

@@ -27,7 +27,6 @@ from .._autograd import no_grad
 from .._tensor import Tensor, full, zeros
 from ..ops.elementwise import where
 from ..ops.shape import stack
-from .. import replay
 
 
 def _device_type(device):
@@ -163,7 +162,7 @@ class GradScaler:
         if len(state["found_inf_per_device"]) == 0:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         flags = list(state["found_inf_per_device"].values())
-        if replay.capturing() or any(f.device.backend.capturing for f in flags):
+        if any(f.device.backend.capturing for f in flags):  # (webgrad.replayable's recording too)
             retval = self._step_undone_on_device(optimizer, flags, args, kwargs)
         elif not sum(v.item() for v in flags):  # the one read-back of an eager step
             retval = optimizer.step(*args, **kwargs)

@@ -11,7 +11,6 @@ from .optimizer import Optimizer, check_hyperparameters
 
 class Adam(Optimizer):
     _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
-    _counts_skipped_steps = True  # (Optimizer._skipped_steps)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, fused=None, decoupled_weight_decay=False):

@@ -29,7 +29,7 @@ from itertools import chain
 
 from .. import replay
 from .._autograd import enable_grad
-from .._tensor import Tensor, empty, full_like, tensor, zeros, zeros_like
+from .._tensor import Tensor, empty, full_like, tensor, zeros
 from ..ops.shape import cat
 from ..dtypes import float32
 
@@ -209,7 +209,7 @@ class Optimizer:
         webgrad/replay.py) asks to have its host half, prepare_replay(), run before each replay."""
         if replay.capturing() and not self._replaying:
             replay.on_replay(self.prepare_replay)
-        if not self._replaying and (replay.capturing() or self.param_groups[0]["params"][0].device.backend.capturing):
+        if not self._replaying and self.param_groups[0]["params"][0].device.backend.capturing:
             self._recorded_hyper = copy.deepcopy(self._replay_invariants())
             self._prepared = {}  # (a new recording: its kernels' slots are written at its first replay)
         self._filled.clear()
@@ -248,7 +248,7 @@ class Optimizer:
         t = state.get(key)
         if t is None:
             with p.device.backend.outside_capture():
-                t = state[key] = zeros_like(p) if value == 0 else full_like(p, value)
+                t = state[key] = full_like(p, value)
         return t
 
     def _device_scalar(self, key, value, p):
@@ -284,10 +284,6 @@ class Optimizer:
             p.device.backend.fill(t._view, scalar)
         return t
 
-    # Whether the fused update's kernel counts its skipped steps (hyper["skipped_steps"]): Adam's, whose bias
-    # corrections depend on the step count, and RMSprop's (its state dict's "step").
-    _counts_skipped_steps = False
-
     def _step_count_in_math(self):
         """Whether step() computes values from the step count on the host (bias corrections, lr decay): a step
         that GradScaler skips on the device and undoes from copies (skips_on_device() False) still counts in
@@ -322,7 +318,7 @@ class Optimizer:
         flag = self._skip_if.get(p.device.type) if self._skip_if else None
         if flag is not None:
             hyper = dict(hyper, skip_if=flag._view)
-            if self._counts_skipped_steps:
+            if "step" in self.state.get(p, ()):  # a kept step count (Adam's, RMSprop's): its kernel counts skips
                 hyper["skipped_steps"] = self._skipped_steps(p)._view
         views = [s._view if s is not None else None for s in states]
         run = getattr(p.device.backend, kernel)

@@ -9,7 +9,6 @@ from .optimizer import Optimizer
 
 class RMSprop(Optimizer):
     _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
-    _counts_skipped_steps = True  # (Optimizer._skipped_steps: its state_dict's "step")
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
                  foreach=None, maximize=False):

@@ -116,20 +116,12 @@ def _checked(param, grad, states, skip, skipped):
     return n  # (empty views: every check passes and nothing is run)
 
 
-# Flags a replayed step's kernel may differ in from the host's view of them (GradScaler's, set while recording)
-_SKIP_FLAGS = ("SKIP_IF", "COUNT_SKIPS")
-
-
-def _structure(flags):
-    return tuple(f for f in flags if f[0] not in _SKIP_FLAGS)
-
-
 def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, prepare=False):
     """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
     makes the update change nothing (the kernels' SKIP_IF); skipped (hyper["skipped_steps"], Adam and RMSprop): None, or
     a one-element float32 view counting the skipped updates. prepare (hyper["prepare"]: a recorded update about
-    to be replayed): write the values into the slots its launch reads, and launch nothing; a change of the flags
-    (which pick the kernel) since that launch raises."""
+    to be replayed): write the values into the slots its launch reads, and launch nothing (what picks the kernel
+    cannot change in a replay: Optimizer.prepare_replay checks that first)."""
     n = _checked(param, grad, states, skip, skipped)
     if n == 0:
         return
@@ -138,13 +130,6 @@ def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, pr
         block = _blocks[param.storage] = _Block(len(values))
     slots = _slots(rt, block, values)
     if prepare:
-        if block.key is not None and _structure(block.key[1]) != _structure(flags):
-            was, now = dict(_structure(block.key[1])), dict(_structure(flags))
-            changed = ", ".join(f"{k} {was.get(k)} -> {now.get(k)}" for k in sorted(set(was) | set(now))
-                                if was.get(k) != now.get(k))
-            raise RuntimeError(f"a recorded optimizer update would replay another kernel than this step's "
-                               f"hyperparameters need ({changed}: e.g. weight_decay from 0, nesterov, amsgrad); "
-                               "record the step again (webgrad.replayable(...).release())")
         return
     offsets = tuple(s.offset if s is not None else 0 for _, s in states) + (0,) * (3 - len(states))
     # (the kernel variant too: a runtime switched between software and GPU kernels keeps its storages)
