@@ -127,7 +127,7 @@ class Replayable:
         finally:
             _active.hooks = None
         self._outputs = _detach(out)
-        if getattr(graph, "read_backs", 0):
+        if graph.read_backs:  # (every capture graph counts them: the interface says so)
             graph.release()
             self._static = None
             self._reads_back = True
