@@ -4,7 +4,8 @@
   closure needs is freed during the forward (relu, sigmoid, tanh keep their output only), and a loss kept
   after backward holds no activation;
 - a recorded step (webgrad.replayable) reuses a larger free buffer for a request of another size class
-  instead of adding a buffer that every replay would hold (the capture pool's best fit, runtime.py);
+  instead of adding a buffer that every replay would hold (the capture pool's best fit, runtime.py), but
+  not one far larger, which a later larger request needs (FIT_CLASSES);
 - on the benchmark's ResNet-18 at a small batch, what a replay holds stays within a bound of what the
   step's tensors need.
 """
@@ -92,10 +93,31 @@ def test_a_recorded_step_reuses_a_larger_free_buffer():
     step.release()
 
 
+def test_a_recorded_step_leaves_a_far_larger_free_buffer_to_a_larger_request():
+    x = wg.ones(256, 1024, device="webgpu")  # 1 MiB
+
+    @wg.replayable
+    def step(x):
+        big = x * 2.0  # 1 MiB, freed at once
+        total = big.sum()
+        del big
+        tiny = x[:1] * 3.0  # 4 KiB, alive to the end: big's buffer is 256 times its size class
+        again = x * 4.0  # 1 MiB: takes big's buffer
+        return total + tiny.sum() + again.sum()
+
+    for _ in range(3):  # eager, recorded, replayed
+        assert step(x).item() == 256 * 1024 * 2 + 1024 * 3 + 256 * 1024 * 4
+    assert step.replays == 1
+    # Without FIT_CLASSES, tiny took big's buffer and `again` held a second MiB for the graph's life.
+    assert step.graph.idle_bytes < size_class(MIB) + size_class(150 * 1024 * 4)
+    step.release()
+
+
 def test_resnet18_replay_holds_near_what_its_tensors_need():
     """ResNet-18 (the scale benchmark's), batch 2 of 3x16x16, on the CI adapter: parameters, their gradients
     and momentum buffers are 3 x 42.6 MiB. A replay held 1.39x that (178.3 MiB) while the graph held every
-    op's inputs and the capture reused only buffers of the exact size class; now 1.30x (165.7 MiB). Most of
+    op's inputs and the capture reused only buffers of the exact size class; 1.30x (165.7 MiB) with any
+    larger free buffer reused; now 1.20x (153.6 MiB), reusing those of up to twice the class. Most of
     the rest is the size classes' rounding of those three (up to 25% per buffer) and the batch's saved
     activations; at batch 128 the activations dominate (bench scale)."""
     from webgrad.bench.scale import MODELS, peak_bytes
@@ -113,5 +135,5 @@ def test_resnet18_replay_holds_near_what_its_tensors_need():
     gc.collect()
     held = peak_bytes(step) - base
     print(f"\nresnet18 b2 16x16: a replay holds {held / MIB:.1f} MiB, {held / state:.2f}x the training state")
-    assert held < 1.34 * state, f"a replay holds {held / state:.2f}x the training state, was 1.30x"
+    assert held < 1.24 * state, f"a replay holds {held / state:.2f}x the training state, was 1.20x"
     step.release()
