@@ -17,6 +17,19 @@
 // no work is spent on the zeros a single gather would multiply (3/4 of it). A phase writes every s-th
 // column of every s-th row (o_row = s*W, OSX = s); conv_gemm.py copies its taps of W into a matrix.
 //
+// PHASED: the s*s phases of a stride-2 input gradient in one dispatch (conv_gemm.py's backward_input), where
+// s*s dispatches wrote every s-th element of the output with scalar stores (3.6 floats a sector: a 1-tap
+// phase of a [128, 64, 32, 32] input gradient spent half its time storing). Workgroup z takes slice z of
+// the phase table Params.ph: the slices of phase p are its K split, z0 .. z0 + slices - 1. A phase's K
+// runs over (tap u, tap v, dY channel o), o innermost, so that A is read as vec4s from the weight
+// transposed once to [C, kh, kw, O] (PH_O = O): A(c, (u, v, o)) = a[a_off + c*lda + tap(u, v)*O + o],
+// tap(u, v) = t0 + u*t_row + v*t_col. The gather reads dY[n, o, y + py + u*dy, x + px + v*dx]. Every
+// slice writes its raw tile into the scratch [slices][M][N] (vec4 stores where N % 4 == 0); conv_unphase
+// then writes each element of the output once, in order (coalesced), from the slices of its phase (0
+// where the phase has no taps). PHASED's loads and its loop are functions of their own (the *_ph ones,
+// entry points conv_phased4/1): with them as branches on PHASED inside the shared functions, every other
+// product of this shader ran 20-25% slower on an H200 (naga, Vulkan), the branches folded or not.
+//
 // A(m, k) = a[a_off + (k / A_BLK) * a_bs + m * lda + k % A_BLK]: K comes in blocks of A_BLK contiguous
 // elements (A_BLK = 0: one row-major matrix). conv2d: one matrix; input gradient: the weight itself read as Wᵀ
 // (blocks of kh*kw, C*kh*kw apart: no transposed copy); weight gradient: dY (blocks of one image plane,
@@ -48,6 +61,13 @@
 // reduction AT = f32.
 //! splice ELEMENT_TYPES
 
+struct Phase {
+    slices: vec4<u32>,  // first slice (workgroup z), slices, K steps, K steps per slice
+    a: vec4<u32>,       // K, t0, t_row, t_col (A's tap offsets, in units of O)
+    taps: vec4<u32>,    // log2 of the taps along x (1 or 2 taps), 0, 0, 0
+    gather: vec4<i32>,  // dy, dx, py, px
+}
+
 struct Params {
     M: u32, N: u32, K: u32, steps: u32,       // steps = ceil(K / BK)
     a_off: u32, g_off: u32, o_off: u32, bias_off: u32,
@@ -55,6 +75,7 @@ struct Params {
     iw: u32, qh: u32, splits: u32, split_steps: u32,
     o_plane: u32, o_row: u32,                 // NCHW output: plane size, row stride (x stride: OSX)
     sy: u32, sx: u32, dy: i32, dx: i32, py: i32, px: i32,  // the gather's S, D and P
+    ph: array<Phase, 4>,                      // PHASED (and conv_unphase): the phases; zeros elsewhere
 }
 
 @group(0) @binding(0) var<storage, read> a1: array<AT>;
@@ -89,6 +110,7 @@ override SWIZZLE: bool = false;
 // Workgroup buffers: 2 (double-buffered, one barrier per K step) or 1 (matmul.wgsl's NBUF: a deeper BK
 // in the same memory, two barriers per step, as the multiply must finish before the next stash).
 override NBUF: u32 = 2u;
+override PH_O: u32 = 1u;         // PHASED: dY's channels (the weight's O)
 
 override NT: u32 = WG_X * WG_Y;
 override BM4: u32 = WG_Y * TM / 4u;
@@ -185,13 +207,16 @@ fn at_q(c: u32, q: u32, oy: i32, ox: i32) -> f32 {  // q < the number of positio
 }
 
 fn g_run(r: u32, q0: u32, rows: u32, qs: u32) -> vec4<f32> {  // G[r, q0 .. q0+3], q0 % 4 == 0
-    var v = vec4<f32>(0.0);
-    if (r >= rows || q0 >= qs) { return v; }
+    if (r >= rows || q0 >= qs) { return vec4<f32>(0.0); }
     let j = r % KW;
     let t = r / KW;
     let c = t / KH;
-    let oy = i32(t - c * KH) * P.dy + P.py;
-    let ox = i32(j) * P.dx + P.px;
+    return g_positions(c, i32(t - c * KH) * P.dy + P.py, i32(j) * P.dx + P.px, q0, qs);
+}
+
+// G at channel c, tap offsets (oy, ox), positions q0 .. q0+3 (q0 < qs)
+fn g_positions(c: u32, oy: i32, ox: i32, q0: u32, qs: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
     if (QW % 4u == 0u) {
         // the four positions lie in one row of one image (and qs % 4 == 0: all four exist)
         let n = q0 / QP;
@@ -231,6 +256,42 @@ fn fetch_b(kt: u32) {
     if (LB > 1u) { pb1 = b_piece(1u, kt); }
     if (LB > 2u) { pb2 = b_piece(2u, kt); }
     if (LB > 3u) { pb3 = b_piece(3u, kt); }
+}
+
+// ---- PHASED's operands (see the header): the phase's K, A's taps and the gather, from setup_ph
+var<private> ph_k: u32;
+var<private> ph_a: vec4<u32>;   // K, t0, t_row, t_col
+var<private> ph_lv: u32;        // log2 of the taps along x
+var<private> ph_g: vec4<i32>;   // dy, dx, py, px
+
+fn a_vec_ph(l: u32, kt: u32) -> vec4<f32> {  // four k of one tap: PH_O % 4 == 0
+    let mk = a_mk(l, kt);
+    if (mk.x >= P.M || mk.y >= ph_k) { return vec4<f32>(0.0); }
+    let t = mk.y / PH_O;
+    let tap = ph_a.y + (t >> ph_lv) * ph_a.z + (t & ((1u << ph_lv) - 1u)) * ph_a.w;
+    return vec4<f32>(a4[(P.a_off + mk.x * P.lda + tap * PH_O + (mk.y - t * PH_O)) / 4u]);
+}
+
+fn b_piece_ph(l: u32, kt: u32) -> vec4<f32> {  // r = (tap u, tap v, channel o), along n
+    let idx = tid + l * NT;
+    let r = kt * BK + idx / BN4;
+    let q0 = col0 + (idx % BN4) * 4u;
+    if (r >= ph_k || q0 >= P.N) { return vec4<f32>(0.0); }
+    let t = r / PH_O;
+    let oy = i32(t >> ph_lv) * ph_g.x + ph_g.z;
+    let ox = i32(t & ((1u << ph_lv) - 1u)) * ph_g.y + ph_g.w;
+    return g_positions(r - t * PH_O, oy, ox, q0, P.N);
+}
+
+fn fetch_ph(kt: u32) {
+    pa0 = a_vec_ph(0u, kt);
+    if (LA > 1u) { pa1 = a_vec_ph(1u, kt); }
+    if (LA > 2u) { pa2 = a_vec_ph(2u, kt); }
+    if (LA > 3u) { pa3 = a_vec_ph(3u, kt); }
+    pb0 = b_piece_ph(0u, kt);
+    if (LB > 1u) { pb1 = b_piece_ph(1u, kt); }
+    if (LB > 2u) { pb2 = b_piece_ph(2u, kt); }
+    if (LB > 3u) { pb3 = b_piece_ph(3u, kt); }
 }
 
 // ---- registers -> workgroup buffer `stage`, k-major
@@ -357,6 +418,19 @@ fn loop_as(s0: u32, count: u32) {
     }
 }
 
+fn loop_ph(s0: u32, count: u32) {  // loop_av with PHASED's fetches
+    if (count > 0u) { fetch_ph(s0); stash(0u); }
+    workgroupBarrier();
+    for (var s = 0u; s < count; s++) {
+        let more = s + 1u < count;
+        if (more) { fetch_ph(s0 + s + 1u); }
+        compute(s & (NBUF - 1u));
+        if (NBUF == 1u) { workgroupBarrier(); }
+        if (more) { stash((s + 1u) & (NBUF - 1u)); }
+        workgroupBarrier();
+    }
+}
+
 // ---- epilogue
 fn finish1(x: f32, m: u32) -> f32 {
     var v = x;
@@ -473,6 +547,37 @@ fn conv_gemm_s1(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id)
     setup(li, wid); loop_as(first_step(wid), step_count(wid)); epilogue1();
 }
 
+// PHASED (SPLIT: the scratch): workgroup z is slice z of the phase table, in z order; the slice's K steps
+// come from the uniform table and the workgroup id (uniform, as the loop's barriers need)
+fn phase_of(z: u32) -> u32 {
+    var p = 0u;
+    for (var i = 1u; i < 4u; i++) {
+        if (P.ph[i].slices.y > 0u && P.ph[i].slices.x <= z) { p = i; }
+    }
+    return p;
+}
+
+fn setup_ph(li: u32, wid: vec3<u32>) -> vec2<u32> {  // (first K step, K steps)
+    setup(li, wid);
+    let f = P.ph[phase_of(wid.z)];
+    ph_k = f.a.x;
+    ph_a = f.a;
+    ph_lv = f.taps.x;
+    ph_g = f.gather;
+    let s0 = (wid.z - f.slices.x) * f.slices.w;
+    return vec2<u32>(s0, select(0u, min(f.slices.z - s0, f.slices.w), s0 < f.slices.z));
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn conv_phased4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let steps = setup_ph(li, wid); loop_ph(steps.x, steps.y); epilogue4();
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn conv_phased1(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let steps = setup_ph(li, wid); loop_ph(steps.x, steps.y); epilogue1();
+}
+
 // ---- split-K reduction: out(m, q) = epilogue(sum over splits s of scratch[s][m][q]). Binding 0 is
 // the scratch. A workgroup covers RED_OUT consecutive elements (or vec4s: N % 4 == 0), RED_LANES threads
 // each: lane l sums splits l, l + RED_LANES, ... and lane 0 adds the lanes in order (a fixed order, and
@@ -516,5 +621,44 @@ fn conv_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_inv
         for (var l = 1u; l < RED_LANES; l++) { s += lanes4[l * RED_OUT + lid.x]; }
         let m = (4u * i) / P.N;
         out4[out_index(m, 4u * i - m * P.N) / 4u] = to_OT4(finish4(s, m));
+    }
+}
+
+// ---- PHASED's output: out[o_off + i] for every element i of the [images][M][ih][iw] input gradient
+// (its Params: M, N, o_off, ih and iw the input gradient's height and width, sy and sx the stride, splits
+// its element count), in order, from the slices of its phase (h % sy, w % sx) at position q = (n, h / sy,
+// w / sx) of the QH x QW grid (QP positions per image); conv_unphase4 four at a time (iw % 4 == 0 and
+// o_off % 4 == 0: one vec4 store).
+fn unphased(i: u32) -> f32 {
+    let plane = P.ih * P.iw;
+    let nc = i / plane;
+    let hw = i - nc * plane;
+    let h = hw / P.iw;
+    let w = hw - h * P.iw;
+    let n = nc / P.M;
+    let m = nc - n * P.M;
+    let y = h / P.sy;
+    let x = w / P.sx;
+    let f = P.ph[(h - y * P.sy) * P.sx + (w - x * P.sx)].slices;
+    let q = n * QP + y * QW + x;
+    var s = 0.0;
+    for (var z = f.x; z < f.x + f.y; z++) { s += f32(a1[(z * P.M + m) * P.N + q]); }
+    return s;
+}
+
+@compute @workgroup_size(256)
+fn conv_unphase1(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) nw: vec3<u32>) {
+    let i = (wid.x + wid.y * nw.x) * 256u + li;
+    if (i < P.splits) { out1[P.o_off + i] = to_OT(unphased(i)); }
+}
+
+@compute @workgroup_size(256)
+fn conv_unphase4(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) nw: vec3<u32>) {
+    let i = 4u * ((wid.x + wid.y * nw.x) * 256u + li);
+    if (i < P.splits) {
+        out4[(P.o_off + i) / 4u] = to_OT4(vec4<f32>(unphased(i), unphased(i + 1u), unphased(i + 2u),
+                                                    unphased(i + 3u)));
     }
 }

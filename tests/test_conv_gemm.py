@@ -97,6 +97,65 @@ def test_odd_shapes(gpu_kernels, x, w, kwargs):
     check_conv(x, w, bias=True, **kwargs)
 
 
+def _planned(monkeypatch, module):
+    """A list to which every plan module.run records is appended (the call goes on)."""
+    plans, run = [], module.run
+    monkeypatch.setattr(module, "run", lambda rt, p, *a: plans.append(p) or run(rt, p, *a))
+    return plans
+
+
+@pytest.mark.parametrize("x,w,kwargs,splits", [
+    ((2, 9, 6, 6), (20, 9, 3, 3), {"stride": 2, "padding": 1}, None),    # odd channels, scalar scratch stores
+    ((3, 8, 8, 8), (12, 8, 3, 3), {"stride": 2, "padding": 1}, 3),       # K slices (balanced: 1, 2, 2, 3 steps)
+    ((2, 5, 8, 6), (8, 5, 1, 1), {"stride": 2}, None),                   # three phases without taps
+    ((2, 4, 12, 8), (8, 4, 3, 2), {"stride": (2, 1), "padding": (1, 0), "dilation": (2, 1)}, None),
+    ((2, 4, 8, 8), (8, 4, 2, 2), {"stride": 2}, 2),                      # one tap each
+    ((1, 6, 4, 8), (16, 6, 4, 4), {"stride": 2, "padding": 1}, None),    # 2 x 2 taps in every phase
+], ids=["odd-channels", "splits", "1x1", "s2x1-dilated", "2x2", "4x4"])
+def test_strided_input_gradient_in_one_dispatch(gpu_kernels, monkeypatch, x, w, kwargs, splits):
+    # PHASED (conv_gemm.wgsl): every phase of a strided input gradient in one dispatch, then conv_unphase
+    # writing the input gradient in order; against torch and the CPU backend
+    plans = _planned(monkeypatch, gpu_kernels)
+    gpu_kernels.FORCED.update(splits=splits)
+    check_conv(x, w, **kwargs)
+    phased = [p for p in plans if p.entry.startswith("conv_phased")]
+    assert len(phased) == 1 and phased[0].reduce.entry == "conv_unphase" + ("4" if x[3] % 4 == 0 else "1"), plans
+    if splits:
+        assert phased[0].workgroups[2] > 2, phased[0]
+
+
+def test_strided_input_gradient_that_phased_cannot_take(gpu_kernels, monkeypatch):
+    # odd sizes (phases of unequal grids), three taps along x, more phases than the table holds, output
+    # channels no multiple of 4: one product per phase, as before PHASED
+    plans = _planned(monkeypatch, gpu_kernels)
+    check_conv((2, 6, 9, 9), (10, 6, 3, 3), stride=2, padding=1)
+    check_conv((2, 3, 8, 8), (4, 3, 5, 5), stride=2, padding=2)
+    check_conv((2, 3, 9, 9), (4, 3, 3, 3), stride=3)
+    check_conv((2, 3, 8, 8), (6, 3, 3, 3), stride=2, padding=1)
+    assert plans and not any(p.entry.startswith("conv_phased") for p in plans)
+
+
+def test_phase_slices_balance_the_taps():
+    # ResNet-18's 256->512 stride-2 input gradient at batch 128: the phases' tiles (64) leave the GPU short,
+    # so each phase's K is cut in proportion to its taps (1, 2, 2, 4), every slice the same 32 steps
+    from webgrad._backends.webgpu import conv_gemm
+
+    table = conv_gemm.phase_table(3, 3, (2, 2), (1, 1), (1, 1), 8, 8)
+    p = conv_gemm.plan_phased(table, 256, 128, 512, 9, 3, 0, 0, 4, 4, 0, 8, 8, (2, 2))
+    assert p.entry == "conv_phased4" and p.workgroups == (32, 2, 1 + 2 + 2 + 4)
+    rows = [conv_gemm._PHASE.unpack_from(p.params, conv_gemm._PARAMS.size + i * conv_gemm._PHASE.size)
+            for i in range(4)]
+    assert [r[:4] for r in rows] == [(0, 1, 32, 32), (1, 2, 64, 32), (3, 2, 64, 32), (5, 4, 128, 32)]
+    # a smaller batch: more slices in the same proportion, each of at least MIN_SPLIT_STEPS (16) steps
+    p = conv_gemm.plan_phased(table, 256, 32, 512, 9, 3, 0, 0, 4, 4, 0, 8, 8, (2, 2))
+    assert p.workgroups == (8, 2, 2 * (1 + 2 + 2 + 4))
+    assert p.scratch <= conv_gemm.MAX_SCRATCH
+    # the 64->128 one fills the GPU unsplit: a slice per phase, the scratch the input gradient's size
+    table = conv_gemm.phase_table(3, 3, (2, 2), (1, 1), (1, 1), 32, 32)
+    p = conv_gemm.plan_phased(table, 64, 128, 128, 9, 3, 0, 0, 16, 16, 0, 32, 32, (2, 2))
+    assert p.workgroups[2] == 4 and p.scratch == 128 * 64 * 32 * 32
+
+
 def test_every_tile_configuration(gpu_kernels):
     # each configuration's load pattern and register block, split-K (conv_reduce4, and conv_reduce1 for
     # the weight gradient's 7 x 54 output) and unsplit; the sizes keep the compiled pipelines few

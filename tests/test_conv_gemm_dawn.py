@@ -1,7 +1,8 @@
 """conv_gemm.wgsl, conv_direct.wgsl and winograd.wgsl through Dawn (Chrome's WebGPU, whose WGSL compiler Tint is
 stricter than wgpu-py's naga): the wheel in Pyodide under Node, on SwiftShader, told it runs on a GPU so
 that the GPU kernels are compiled and run. Every entry point of conv_gemm (vec4 / scalar loads and stores,
-split-K and both reductions, the one-matrix and blocked A operands, stride phases), of conv_direct (one
+split-K and both reductions, the one-matrix and blocked A operands, stride phases one dispatch each and
+all in one), of conv_direct (one
 or two positions per thread, the weight gradient's lanes and chunks, and their sum) and of winograd (its
 three products, chunks of images) against the software adapters' im2col path in the same run, and
 conv_pool.wgsl's GPU MaxPool2d(2) kernels and batch_norm.wgsl's GPU training kernels likewise (tests/test_conv_gemm.py, test_conv_direct.py and
@@ -57,6 +58,8 @@ def check(x_shape, w_shape, kwargs):
 check((2, 4, 8, 8), (8, 4, 3, 3), {"padding": 1})                  # vec4 stores, blocked A (input gradient)
 check((2, 6, 9, 9), (10, 6, 3, 3), {"stride": 2, "padding": 1})    # stride phases, scalar stores
 check((2, 5, 7, 7), (7, 5, 1, 1), {"stride": 2})                   # phases without taps
+check((2, 6, 8, 8), (12, 6, 3, 3), {"stride": 2, "padding": 1})    # PHASED, conv_unphase
+check((2, 5, 6, 6), (8, 5, 1, 1), {"stride": 2})                   # PHASED, scalar stores, no taps
 # split-K, conv_reduce4 and conv_reduce1; 8x8 and 4x4 blocks per thread; the warp-tiled swizzled twins, and
 # one buffer of BK = 16 (NBUF=1: a barrier under an override constant)
 for name in ("64x128", "32x32", "64x128w", "128x64w16"):
@@ -173,6 +176,6 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 23, proc.stdout[-3000:]
+    assert len(results) == 25, proc.stdout[-3000:]
     for r in results:
         assert r["err"] < 1e-4, r

@@ -198,6 +198,9 @@ class ConvPlan:
 
 
 _PARAMS = struct.Struct("<20I4i")
+_PHASE = struct.Struct("<12I4i")  # a row of Params.ph (PHASED's phase table)
+PHASE_ROWS = 4
+NO_PHASES = bytes(PHASE_ROWS * _PHASE.size)  # the table of every plan but PHASED's
 
 
 def plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, window, taps, o_off,
@@ -242,7 +245,7 @@ def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, 
     shape = dict(WGRAD=int(wgrad), HAS_BIAS=int(has_bias), RELU=int(relu), QP=qp, QW=qw, OSX=osx)
     constants = dict(c, SPLIT=int(split), A_BLK=a_blk, KH=kh, KW=kw, **shape)
     params = _PARAMS.pack(M, N, K, steps, a_off, img_off, o_off, bias_off, lda, a_bs, ch, ih, iw, qh, splits,
-                          split_steps, o_plane, o_row, sy, sx, dy, dx, py, px)
+                          split_steps, o_plane, o_row, sy, sx, dy, dx, py, px) + NO_PHASES
     entry = "conv_gemm_" + ("v" if a_vec else "s") + ("4" if store_vec else "1")
     main_types, reduce_types = _types(dtype, split)
     main = ConvPlan(entry, tuple(sorted(constants.items())), params, workgroups, types=main_types)
@@ -255,6 +258,109 @@ def _plan(wgrad, M, N, K, a_off, lda, a_blk, a_bs, img_off, ch, ih, iw, qh, qw, 
     reduce = ConvPlan("conv_reduce4" if reduce_vec else "conv_reduce1",
                       tuple(sorted(dict(shape, SPLIT=0).items())), params, grid, types=reduce_types)
     main.scratch, main.reduce = splits * M * N, reduce
+    return main
+
+
+def phase_table(kh, kw, stride, padding, dilation, H, W):
+    """The phases of a strided input gradient as PHASED runs them in one dispatch, row-major over (h % sh,
+    w % sw): ((i0, nu, su, oy, dy), (j0, nv, sv, ox, dx)) each (phase_taps'), or None where PHASED cannot
+    take them: more than PHASE_ROWS phases, an output size that is no multiple of the stride (phases of
+    unequal grids), or a count of taps along x that is not a power of two (the shader splits a tap index
+    with a shift)."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    if sh * sw > PHASE_ROWS or H % sh or W % sw:
+        return None
+    rows = [phase_taps(kh, sh, ph, dh, r) for r in range(sh)]
+    cols = [phase_taps(kw, sw, pw, dw, r) for r in range(sw)]
+    if any(c[1] & (c[1] - 1) for c in cols):
+        return None
+    return tuple((r, c) for r in rows for c in cols)
+
+
+def _phase_slices(cfg, M, N, steps, forced):
+    """K slices per phase (0 for a phase without taps): one each where a phase's tiles fill the GPU; else
+    about TARGET workgroups in all, each phase's slices in proportion to its K steps so that every slice
+    does about the same work (3x3 at stride 2: 1, 2, 2 and 4 taps)."""
+    tiles = _tiles(cfg, M, N)
+    live = [s for s in steps if s]
+    if forced:
+        want = [forced if s else 0 for s in steps]
+    elif tiles >= FULL:
+        want = [1 if s else 0 for s in steps]
+    else:
+        unit = -(-TARGET // (tiles * sum(s / min(live) for s in live)))
+        want = [max(1, min(round(unit * s / min(live)), s // MIN_SPLIT_STEPS, MAX_SPLITS)) if s else 0
+                for s in steps]
+    out = []
+    for s, n in zip(steps, want):
+        n = max(1, min(n, s)) if s else 0
+        per = -(-s // n) if s else 0
+        out.append((-(-s // per) if s else 0, per))  # no empty slice
+    return out
+
+
+# PHASED's tiles. Measured on an H200 (tools/conv_sweep.py --cases dgrad:64-128-32-s2 dgrad:128-256-16-s2
+# dgrad:256-512-8-s2, ResNet-18 at batch 128, session 15's /work/.device/6; each input gradient's weight copy,
+# product and conv_unphase): choose_config's tiles took 303.7, 267.9 and 282.1 us; these 275.8, 234.5 and
+# 244.5, the fastest of every configuration at the balanced K slices. The one-dispatch-per-phase products
+# they replace took about 311, 289 and 311 us there (bench replay --each, /1).
+PHASED_NARROW = "64x128w16"  # 64 input channels or fewer
+PHASED_WIDE = "128x64w16"
+
+
+def plan_phased(table, C, Nb, O, kk, kw, a_off, img_off, OH, OW, o_off, H, W, stride, config=None, splits=None,
+                dtype=float32):
+    """The two dispatches of a strided input gradient as PHASED (see conv_gemm.wgsl): out [Nb, C, H, W] at
+    o_off from dY [Nb, O, OH, OW] at img_off and the weight transposed to [C, kh, kw, O] at a_off. table:
+    phase_table's. None where the scratch would pass MAX_SCRATCH or where O is no multiple of 4 (then one
+    product per phase)."""
+    return _plan_phased(table, C, Nb, O, kk, kw, a_off, img_off, OH, OW, o_off, H, W, stride,
+                        config or FORCED["config"], splits or FORCED["splits"], dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_phased(table, C, Nb, O, kk, kw, a_off, img_off, OH, OW, o_off, H, W, stride, config, splits, dtype):
+    sh, sw = stride
+    qh, qw = H // sh, W // sw
+    N = Nb * qh * qw
+    Ks = [O * ty[1] * tx[1] for ty, tx in table]
+    config = config or (PHASED_NARROW if C <= 64 else PHASED_WIDE)
+    c = CONFIGS[config]
+    bm, bn = _shape(config)
+    steps = [-(-K // c["BK"]) for K in Ks]
+    slices = _phase_slices(config, C, N, steps, splits)
+    total = sum(n for n, _ in slices)
+    if total * C * N > MAX_SCRATCH or O % 4 or a_off % 4:  # (A is read as vec4s along o)
+        return None
+    rows, z = [], 0
+    for ((i0, _, su, oy, dy), (j0, nv, sv, ox, dx)), K, st, (n, per) in zip(table, Ks, steps, slices):
+        rows.append(_PHASE.pack(z, n, st, per, K, i0 * kw + j0, su * kw, sv, max(nv, 1).bit_length() - 1, 0, 0, 0,
+                                -dy, -dx, oy, ox))
+        z += n
+    table_bytes = b"".join(rows) + bytes((PHASE_ROWS - len(rows)) * _PHASE.size)
+    numel = Nb * C * H * W
+    workgroups = (-(-N // bn), -(-C // bm), total)
+    if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
+        raise ValueError(f"convolution too large for one dispatch: workgroups {workgroups}")
+    for v in (a_off, img_off, o_off, total * C * N, numel):
+        if not 0 <= v < 2**32:
+            raise ValueError("conv2d: offsets and sizes must fit in u32")
+    lda = kk * O
+    grid = dict(QP=qh * qw, QW=qw)
+    constants = dict(c, SPLIT=1, A_BLK=0, KH=1, KW=1, WGRAD=0, HAS_BIAS=0, RELU=0, OSX=1, PH_O=O, **grid)
+    params = _PARAMS.pack(C, N, max(Ks), max(steps), a_off, img_off, 0, 0, lda, 0, O, OH, OW, qh, total, 0,
+                          0, 0, 1, 1, 0, 0, 0, 0) + table_bytes
+    main_types, reduce_types = _types(dtype, True)
+    main = ConvPlan("conv_phased" + ("4" if N % 4 == 0 else "1"),
+                    tuple(sorted(constants.items())), params, workgroups, types=main_types)
+    vec = W % 4 == 0 and o_off % 4 == 0
+    groups = -(-(numel // 4 if vec else numel) // 256)
+    red_grid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
+        (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
+    red_params = _PARAMS.pack(C, N, 0, 0, 0, 0, o_off, 0, 0, 0, 0, H, W, qh, numel, 0, 0, 0, sh, sw, 0, 0, 0, 0) \
+        + table_bytes
+    main.reduce = ConvPlan("conv_unphase" + ("4" if vec else "1"), tuple(sorted(grid.items())), red_params, red_grid, types=reduce_types)
+    main.scratch = total * C * N
     return main
 
 
@@ -328,8 +434,10 @@ def phase_taps(k, s, p, d, r):
 
 def backward_input(rt, out, grad, weight, geom):
     """out [N, C, H, W] = the input gradient, Wᵀ [C, O*kh*kw] @ G(dY). Stride 1: one product whose
-    gather reads dY[h + p - i*d]. Stride s: one product per output phase (h % s, w % s) over that phase's
-    taps only (see conv_gemm.wgsl), its taps of W copied into a [C, O*taps] matrix."""
+    gather reads dY[h + p - i*d]. Stride s: a product per output phase (h % s, w % s) over that phase's
+    taps only (see conv_gemm.wgsl): all of them in one dispatch (PHASED, then conv_unphase) where
+    phase_table and plan_phased take them; else one dispatch each, its taps of W copied into a [C, O*taps]
+    matrix."""
     Nb, C, H, W = out.shape
     O, _, kh, kw = weight.shape
     OH, OW = grad.shape[2:]
@@ -340,6 +448,17 @@ def backward_input(rt, out, grad, weight, geom):
                  (kh, kw), (1, 1, -dh, -dw, ph, pw), out.offset, dtype=out.dtype)
         run(rt, p, weight.storage, grad.storage, out.storage)
         return
+    dtype = out.dtype
+    table = phase_table(kh, kw, (sh, sw), (ph, pw), (dh, dw), H, W)
+    p = table and plan_phased(table, C, Nb, O, kk, kw, 0, grad.offset, OH, OW, out.offset, H, W, (sh, sw),
+                              dtype=dtype)
+    if p:
+        # the weight once as [C, kh, kw, O] (at offset 0 of its storage): each tap's O values in a row
+        wt = contiguous_view(rt.storage(C * kk * O, dtype), (C, kh, kw, O), dtype)
+        (_half_copy() if dtype is float16 else copy)(
+            rt, wt, View(weight.storage, (C, kh, kw, O), (kk, kw, 1, C * kk), weight.offset, dtype))
+        run(rt, p, wt.storage, grad.storage, out.storage)
+        return
     phases = [(ry, rx, phase_taps(kh, sh, ph, dh, ry), phase_taps(kw, sw, pw, dw, rx))
               for ry in range(min(sh, H)) for rx in range(min(sw, W))]
     if any(ty[1] * tx[1] == 0 for _, _, ty, tx in phases):
@@ -347,7 +466,6 @@ def backward_input(rt, out, grad, weight, geom):
         # products of K = 0 their strided scalar stores took 78 us for a [128, 64, 32, 32] input gradient
         # (H200), more than the phase with taps (54 us).
         _zero(rt, out)
-    dtype = out.dtype
     for ry, rx, (i0, nu, su, oy, dy), (j0, nv, sv, ox, dx) in phases:
         K = O * nu * nv
         if not K:
