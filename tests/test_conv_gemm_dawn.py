@@ -128,7 +128,9 @@ def block_losses(replay):
     # batch norm, a residual add and ReLU: a replayed step runs them as batch_norm.wgsl's normalize4_act
     # (fusion.py), h's two gradients' add with its ReLU's backward as elementwise.wgsl's add_unary_backward4,
     # and z's ReLU backward in conv3's Winograd input gradient (wino_output's MASK, the row variant on 8x8
-    # planes; 4 channels take Winograd here); the same numbers as the eager steps
+    # planes; 4 channels take Winograd here), and the 10 parameters' SGD updates as sgd4_group dispatches
+    # (optim_group.wgsl, as many members a dispatch as the adapter's storage buffers allow); the same numbers as
+    # the eager steps
     rt.software = False
     wg.manual_seed(0)
     conv, bn, skip = wg.nn.Conv2d(3, 4, 3, padding=1), wg.nn.BatchNorm2d(4), wg.nn.Conv2d(3, 4, 1)
@@ -147,7 +149,7 @@ def block_losses(replay):
 
     run = wg.replayable(step) if replay else step
     losses = [run(wg.randn(2, 3, 8, 8, generator=wg.Generator().manual_seed(k))).item() for k in range(4)]
-    return losses, run.graph.fused if replay else 0
+    return losses, (run.graph.fused, run.graph.grouped) if replay else None
 
 
 from webgrad._backends.webgpu import winograd
@@ -155,9 +157,13 @@ winograd.MIN_CHANNELS, min_channels = 4, winograd.MIN_CHANNELS
 eager, _ = block_losses(False)
 replayed, fused = block_losses(True)
 winograd.MIN_CHANNELS = min_channels
-err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == 3 else float("inf")
+from webgrad._backends.webgpu import optim
+size = optim.group_size(rt, True)  # (SwiftShader through Dawn: 12 storage buffers a stage, 3 members a group)
+grouped = sum(n for n in (min(size, 10 - i) for i in range(0, 10, size)) if n > 1)
+print("fused, grouped:", fused, "expected", (3, grouped), flush=True)
+err = max(abs(a - b) for a, b in zip(eager, replayed)) if fused == (3, grouped) and grouped else float("inf")
 print("RESULT " + json.dumps({"case": "fused: batch_norm + add + relu, a gradient's add + relu backward, relu backward "
-                                      "in Winograd; replayed", "err": err}), flush=True)
+                                      "in Winograd, grouped SGD; replayed", "err": err}), flush=True)
 '''
 
 
@@ -178,4 +184,4 @@ def test_conv_gemm_compiles_and_matches_on_dawn():
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(results) == 25, proc.stdout[-3000:]
     for r in results:
-        assert r["err"] < 1e-4, r
+        assert r["err"] < 1e-4, (r, proc.stdout[-2000:])

@@ -90,16 +90,20 @@ def test_replay_fuses_and_computes_what_eager_computes(gpu_kernels, kw, fused):
 
 
 def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
-    from webgrad._backends.webgpu import runtime
+    from webgrad._backends.webgpu import optim, runtime
 
     _, _, run = _train(True, steps=2)
     fused = run.graph.dispatches
     entries = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
     assert entries.count("normalize4_act") == 4 and entries.count("add_unary_backward4") == 1
+    # and the 16 parameters' SGD updates take as few dispatches as the device's bindings allow (test_sgd_group.py)
+    groups = -(-16 // optim.group_size(wg.device("webgpu").backend.runtime, True))
+    assert entries.count("sgd4_group") == groups and "sgd4" not in entries and run.graph.grouped == 16
     monkeypatch.setitem(runtime.FUSE, "on", False)
     _, _, run = _train(True, steps=2)
-    assert run.graph.fused == 0
-    assert run.graph.dispatches - fused == 7  # three ReLUs and three adds, and a gradient's add
+    assert run.graph.fused == 0 and run.graph.grouped == 0
+    # three ReLUs and three adds, a gradient's add; the updates
+    assert run.graph.dispatches - fused == 7 + 16 - groups
     names = [d.kernel.entry for d in wg.device("webgpu").backend.runtime.describe(run.graph.records) if d.kernel]
     assert "normalize4_act" not in names and names.count("normalize4") == 5
     assert "add_unary_backward4" not in names
@@ -123,4 +127,6 @@ def test_relu_backward_folds_into_a_winograd_input_gradient(gpu_kernels, monkeyp
     assert len(masked) == 1
     monkeypatch.setitem(runtime.FUSE, "on", False)
     _, _, plain = _train(True, steps=2)
-    assert plain.graph.dispatches - run.graph.dispatches == 8
+    groups = sum(1 for d in describe(run.graph.records) if d.kernel and d.kernel.entry == "sgd4_group")
+    assert run.graph.grouped == 16 and plain.graph.grouped == 0
+    assert plain.graph.dispatches - run.graph.dispatches == 8 + 16 - groups

@@ -37,7 +37,9 @@ _USAGE = {
 _COMPUTE_STAGE = 0x4
 _BINDING_TYPES = {"read": "read-only-storage", "write": "storage", "uniform": "uniform"}
 _DEFER_MAX = 1 << 16  # bytes: larger writes are not deferred (see BrowserBinding.write_buffer)
-_WANTED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize")
+# (maxStorageBuffersPerShaderStage: sgd4_group binds three per parameter it updates, optim.group_size)
+_WANTED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize",
+                  "maxStorageBuffersPerShaderStage")
 # Record lists kept with their JS arrays (see BrowserBinding._js_records): an eager training loop submits a
 # handful of distinct lists (one per batch buffer it cycles through, one with a read-back's copy, ...).
 _SEGMENTS_KEPT = 16

@@ -29,11 +29,17 @@ straight into the backward's output, and the backward's pass is gone. The convol
 weight gradient first (ops/conv.py), so that the input gradient's chunks are the last to read dY, whose buffer
 the backward's output may have taken: each chunk reads its images of dY before it writes the same images.
 
+An optimizer's step is one small dispatch per parameter (optim.py's sgd4), and each costs about as much as a
+dispatch's start and drain however small the parameter. Consecutive sgd4 records alike but for their parameter
+(the same flags, the same skip flag, every buffer distinct) become one sgd4_group dispatch (optim_group.wgsl) of
+up to optim.group_size members, at the last one's place: nothing runs between them. Only where sgd4 does one
+vec4 a thread (a GPU's variant), as sgd4_group does. Its graph counts them in `grouped`.
+
 The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
 without it (WEBGRAD_FUSE=0).
 """
 
-from . import batch_norm, elementwise, winograd
+from . import batch_norm, elementwise, optim, winograd
 from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
 from .runtime import dtype_code
 from ...dtypes import float32
@@ -75,6 +81,10 @@ class _Fuser:
             for s in t.serials:
                 self.users.setdefault(s, []).append(i)
         self.normalize4 = batch_norm.kernel("normalize4")
+        # sgd4_group's members at most, without and with momentum; None where sgd4 runs several vec4s a thread
+        self.group_size = None
+        if rt.variant["optim_vec4_per_thread"] == 1:
+            self.group_size = (optim.group_size(rt, False), optim.group_size(rt, True))
 
     def _only_use(self, producer, slot):
         """The one record after `producer` that binds the storage in the producer's binding `slot`, where
@@ -226,6 +236,39 @@ class _Fuser:
             fused[i] = self.rt.dispatch_record(launch, (t.buffers[0], t.buffers[1], out, y))
         return chunks + [k], fused
 
+    def sgd_group(self, i):
+        """(the records, {the last: the fused one}) of the run of alike sgd4 records from record i, as one
+        sgd4_group dispatch; or None (a run of one, or sgd4 running several vec4s a thread)."""
+        first = self.trace[i]
+        if self.group_size is None or not self._sgd4(first):
+            return None
+        constants = dict(first.launch.constants)
+        size = self.group_size[bool(constants["MOMENTUM"])]
+        alike = {k: v for k, v in constants.items() if k != "WORKGROUP"}
+        skip = (first.buffers[6], optim._PARAMS.unpack(first.launch.params)[3])
+        run, seen = [], set()
+        for k in range(i, min(i + size, len(self.trace))):
+            t = self.trace[k]
+            if (not self._sgd4(t) or {n: v for n, v in t.launch.constants if n != "WORKGROUP"} != alike
+                    or (t.buffers[6], optim._PARAMS.unpack(t.launch.params)[3]) != skip):
+                break
+            own = t.buffers[:3] if alike["MOMENTUM"] else t.buffers[:2]
+            if seen.intersection(own) or len(set(own)) != len(own):  # (WebGPU: no buffer bound writable twice)
+                break
+            seen.update(own)
+            run.append(k)
+        if len(run) < 2:
+            return None
+        launch = optim.group_launch(self.rt, [self.trace[k].launch for k in run])
+        if launch.groups[0] > self.rt.limits["max_compute_workgroups_per_dimension"]:
+            return None
+        per = 3 if alike["MOMENTUM"] else 2
+        buffers = [b for k in run for b in self.trace[k].buffers[:per]] + list(first.buffers[5:7])
+        return run, {run[-1]: self.rt.dispatch_record(launch, tuple(buffers))}
+
+    def _sgd4(self, t):
+        return t.launch is not None and t.launch.kernel is optim.SGD[1]
+
     def _clear_for_chunks(self, start, end, chunks, y, out, writes):
         """Whether the chunks between start and end may write their masked values early, each at its own place:
         the records between them leave y unwritten, and touch `out` only as the input gradient's own input
@@ -251,11 +294,15 @@ class _Fuser:
 
 def fuse(graph, rt):
     """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch; sets
-    graph.fused to the number of chains fused."""
+    graph.fused to the number of chains fused, and graph.grouped to the number of sgd4 updates grouped."""
     fuser = _Fuser(graph, rt)
-    records, dropped, claimed, fused = list(graph.records), set(), set(), 0
+    records, dropped, claimed, fused, grouped = list(graph.records), set(), set(), 0, 0
     for i in range(len(records)):
+        if i in claimed:
+            continue
         found = fuser.chain(i) or fuser.grad_chain(i) or fuser.masked_output(i)
+        group = None if found is not None else fuser.sgd_group(i)
+        found = found or group
         # (a residual add reads two batch norms' outputs, ResNet's two branches: the first chain takes it)
         if found is None or claimed.intersection(found[0]):
             continue
@@ -264,6 +311,9 @@ def fuse(graph, rt):
             records[k] = record
         dropped.update(k for k in chain if k not in replaced)
         claimed.update(chain)
-        fused += 1
-    graph.fused = fused
+        if group is None:
+            fused += 1
+        else:
+            grouped += len(chain)
+    graph.fused, graph.grouped = fused, grouped
     return [r for k, r in enumerate(records) if k not in dropped]

@@ -77,9 +77,10 @@ class NativeBinding:
         self._adapter = adapter
         self._params_in_storage = _inlines_uniforms(adapter.info)
         # Ask for the adapter's own maxima where a bigger tensor or dataset would need them.
-        wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size")
-        if self._params_in_storage:  # Params takes a storage binding of its own
-            wanted += ("max-storage-buffers-per-shader-stage",)
+        # Storage buffers per stage: Params takes one of its own where it lives in storage, and sgd4_group binds
+        # three per parameter it updates (optim.group_size).
+        wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size",
+                  "max-storage-buffers-per-shader-stage")
         # timestamp-query costs nothing unless used; webgrad.bench.profile times each dispatch with it.
         # shader-f16 (float16 storages, f16.py) where the adapter has it; without_features leaves features out
         # (tests open a device without shader-f16 on an adapter that has it).

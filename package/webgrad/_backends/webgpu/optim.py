@@ -15,8 +15,12 @@ minus it.
 
 Each optimizer has a vec4 entry point (`adam4`, ...), used when every offset (parameter, gradient,
 states) is a multiple of 4, and an f32 one for any other views: see the comment atop optim.wgsl.
+
+A captured step's consecutive sgd4 updates become one dispatch at its seal (fusion.py's sgd_group, through
+group_launch here: shaders/optim_group.wgsl).
 """
 
+import functools
 import math
 import struct
 import weakref
@@ -203,3 +207,68 @@ def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
     states = (("square_avg", square_avg), ("momentum_buffer", momentum_buffer), ("grad_avg", grad_avg))
     _run(rt, RMSPROP, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"),
          bool(hyper.get("prepare")))
+
+
+# ------------------------------------------------------------------ several SGD updates in one dispatch
+
+GROUP_MAX = 16  # members of one sgd4_group dispatch at most (its uniform table has room for this many)
+_GROUP_HEAD = struct.Struct("<4I")
+_MEMBER = struct.Struct("<12I")
+
+
+def group_size(rt, momentum):
+    """How many sgd4 updates one sgd4_group dispatch may take on this device: each member binds 3 storage
+    buffers (2 without momentum), the group 2 more, and the uniform may take one where it lives in storage."""
+    per = 3 if momentum else 2
+    return max(0, min(GROUP_MAX, (rt.limits["max_storage_buffers_per_shader_stage"] - 3) // per))
+
+
+@functools.lru_cache(maxsize=None)
+def group_kernel(members, momentum):
+    """The sgd4_group Kernel of `members` parameters (its bindings and switch cases spliced for that count)."""
+    per = 3 if momentum else 2
+    lines, cases = [], []
+    for k in range(members):
+        lines.append(f"@group(0) @binding({per * k}) var<storage, read_write> gp{k}: array<vec4<f32>>;")
+        lines.append(f"@group(0) @binding({per * k + 1}) var<storage, read> gg{k}: array<vec4<f32>>;")
+        buf = "vec4<f32>()"
+        if momentum:
+            lines.append(f"@group(0) @binding({per * k + 2}) var<storage, read_write> gm{k}: array<vec4<f32>>;")
+            buf = f"gm{k}[m.at.w + j]"
+        update = (f"            let w = gp{k}[m.at.y + j];\n"
+                  f"            let buf0 = {buf};\n"
+                  f"            let r = sgd_update(h, gg{k}[m.at.z + j], w, buf0);\n")
+        if momentum:
+            update += f"            gm{k}[m.at.w + j] = select(buf0, r.buf, own);\n"
+        cases.append(f"        case {k}u: {{\n{update}            gp{k}[m.at.y + j] = select(w, r.w, own);\n        }}")
+    first = per * members
+    lines.append(f"@group(0) @binding({first}) var<storage, read> group_scalars: array<f32>;")
+    lines.append(f"@group(0) @binding({first + 1}) var<storage, read> group_skip: array<f32>;")
+    lines.append(f"@group(0) @binding({first + 2}) var<uniform> group_table: Group;")
+    splices = {"GROUP_BINDINGS": "\n".join(lines), "GROUP_CASES": "\n".join(cases)}
+    shader = Shader("optim_group.wgsl", lambda: ({"GROUP_MAX": GROUP_MAX}, splices))
+    layout = [(k, mode) for m in range(members) for k, mode in
+              zip(range(per * m, per * m + per), ("write", "read", "write"))]
+    layout += [(first, "read"), (first + 1, "read"), (first + 2, "uniform")]
+    return Kernel(shader, "sgd4_group", layout, _SGD_FLAGS)
+
+
+def group_launch(rt, launches):
+    """The Launch of one sgd4_group dispatch doing what the sgd4 `launches` (one per parameter, alike but for
+    their sizes, offsets and slots) do. Its storages: each member's parameter, gradient and momentum buffer (not
+    without MOMENTUM), then the scalars and the skip flag."""
+    flags = dict(launches[0].constants)
+    momentum = bool(flags["MOMENTUM"])
+    kernel = group_kernel(len(launches), momentum)
+    flags["WORKGROUP"] = WORKGROUP
+    rows, first, slots, skip_offset = [], 0, set(), None
+    for launch in launches:
+        f = _PARAMS.unpack(launch.params)
+        n, param_offset, grad_offset, skip_offset, state_offset = f[:5]
+        rows.append(_MEMBER.pack(n, param_offset // 4, grad_offset // 4, state_offset // 4, *f[8:12], f[12], first,
+                                 0, 0))
+        first += -(-n // (4 * WORKGROUP))
+        slots.update(launch.slots)
+    params = _GROUP_HEAD.pack(skip_offset, len(launches), 0, 0) + b"".join(rows) + \
+        bytes(_MEMBER.size * (GROUP_MAX - len(launches)))
+    return rt.launch(kernel, kernel.constants(flags), params, (first, 1, 1), tuple(sorted(slots)))

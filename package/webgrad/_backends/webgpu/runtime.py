@@ -468,6 +468,7 @@ class Graph:
         # can be reused once its storage is gone) and held weakly, so that the seal sees which outlive the step.
         self.trace = []
         self.fused = 0  # chains fusion.py fused at the seal
+        self.grouped = 0  # sgd4 updates fusion.py grouped into sgd4_group dispatches at the seal
         self._serials = weakref.WeakKeyDictionary()
         self._next_serial = itertools.count()
 
