@@ -73,6 +73,13 @@ def test_retain_grad_still_fills_an_intermediate_grad():
     assert y.grad.tolist() == [6.0] * 4 and x.grad.tolist() == [18.0] * 4
 
 
+def _eager_recorded_replayed(step, x, want):
+    """Run the replayable `step` eagerly, recorded and replayed, each returning `want`."""
+    for _ in range(3):
+        assert step(x).item() == want
+    assert step.replays == 1
+
+
 def test_a_recorded_step_reuses_a_larger_free_buffer():
     x = wg.ones(256, 1024, device="webgpu")  # 1 MiB
 
@@ -84,9 +91,7 @@ def test_a_recorded_step_reuses_a_larger_free_buffer():
         small = x[:150] * 3.0  # 600 KiB: another size class, fits in big's buffer
         return total + small.sum()
 
-    for _ in range(3):  # eager, recorded, replayed
-        assert step(x).item() == 256 * 1024 * 2 + 150 * 1024 * 3
-    assert step.replays == 1
+    _eager_recorded_replayed(step, x, 256 * 1024 * 2 + 150 * 1024 * 3)
     # The graph owns big's buffer and the sums' small ones; the 600 KiB result took big's buffer. A buffer
     # of its own class would add 640 KiB that every replay holds.
     assert size_class(MIB) <= step.graph.idle_bytes < size_class(MIB) + size_class(150 * 1024 * 4)
@@ -105,9 +110,7 @@ def test_a_recorded_step_leaves_a_far_larger_free_buffer_to_a_larger_request():
         again = x * 4.0  # 1 MiB: takes big's buffer
         return total + tiny.sum() + again.sum()
 
-    for _ in range(3):  # eager, recorded, replayed
-        assert step(x).item() == 256 * 1024 * 2 + 1024 * 3 + 256 * 1024 * 4
-    assert step.replays == 1
+    _eager_recorded_replayed(step, x, 256 * 1024 * 2 + 1024 * 3 + 256 * 1024 * 4)
     # Without FIT_CLASSES, tiny took big's buffer and `again` held a second MiB for the graph's life.
     assert step.graph.idle_bytes < size_class(MIB) + size_class(150 * 1024 * 4)
     step.release()

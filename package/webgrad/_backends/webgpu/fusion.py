@@ -237,37 +237,30 @@ class _Fuser:
         return chunks + [k], fused
 
     def sgd_group(self, i):
-        """(the records, {the last: the fused one}) of the run of alike sgd4 records from record i, as one
-        sgd4_group dispatch; or None (a run of one, or sgd4 running several vec4s a thread)."""
+        """(the records, {the last: the fused one}) of the run of sgd4 records of one group_key from record i,
+        each with its own buffers, as one sgd4_group dispatch; or None (a run of one, or sgd4 running several
+        vec4s a thread)."""
         first = self.trace[i]
-        if self.group_size is None or not self._sgd4(first):
+        key = optim.group_key(first.launch)
+        if self.group_size is None or key is None:
             return None
-        constants = dict(first.launch.constants)
-        size = self.group_size[bool(constants["MOMENTUM"])]
-        alike = {k: v for k, v in constants.items() if k != "WORKGROUP"}
-        skip = (first.buffers[6], optim._PARAMS.unpack(first.launch.params)[3])
+        momentum = bool(dict(key[0])["MOMENTUM"])
+        per = optim.member_bindings(momentum)
         run, seen = [], set()
-        for k in range(i, min(i + size, len(self.trace))):
+        for k in range(i, min(i + self.group_size[momentum], len(self.trace))):
             t = self.trace[k]
-            if (not self._sgd4(t) or {n: v for n, v in t.launch.constants if n != "WORKGROUP"} != alike
-                    or (t.buffers[6], optim._PARAMS.unpack(t.launch.params)[3]) != skip):
+            if optim.group_key(t.launch) != key or t.buffers[6] is not first.buffers[6]:  # (the skip flag's)
                 break
-            own = t.buffers[:3] if alike["MOMENTUM"] else t.buffers[:2]
-            if seen.intersection(own) or len(set(own)) != len(own):  # (WebGPU: no buffer bound writable twice)
+            own = t.buffers[:per]
+            if seen.intersection(own) or len(set(own)) != per:  # (WebGPU: no buffer bound writable twice)
                 break
             seen.update(own)
             run.append(k)
-        if len(run) < 2:
+        launch = optim.group_launch(self.rt, [self.trace[k].launch for k in run]) if len(run) > 1 else None
+        if launch is None:
             return None
-        launch = optim.group_launch(self.rt, [self.trace[k].launch for k in run])
-        if launch.groups[0] > self.rt.limits["max_compute_workgroups_per_dimension"]:
-            return None
-        per = 3 if alike["MOMENTUM"] else 2
         buffers = [b for k in run for b in self.trace[k].buffers[:per]] + list(first.buffers[5:7])
         return run, {run[-1]: self.rt.dispatch_record(launch, tuple(buffers))}
-
-    def _sgd4(self, t):
-        return t.launch is not None and t.launch.kernel is optim.SGD[1]
 
     def _clear_for_chunks(self, start, end, chunks, y, out, writes):
         """Whether the chunks between start and end may write their masked values early, each at its own place:

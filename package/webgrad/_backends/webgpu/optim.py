@@ -216,17 +216,30 @@ _GROUP_HEAD = struct.Struct("<4I")
 _MEMBER = struct.Struct("<12I")
 
 
+def member_bindings(momentum):
+    """Storage buffers one sgd4_group member binds: its parameter, gradient and (with momentum) momentum buffer."""
+    return 3 if momentum else 2
+
+
 def group_size(rt, momentum):
-    """How many sgd4 updates one sgd4_group dispatch may take on this device: each member binds 3 storage
-    buffers (2 without momentum), the group 2 more, and the uniform may take one where it lives in storage."""
-    per = 3 if momentum else 2
-    return max(0, min(GROUP_MAX, (rt.limits["max_storage_buffers_per_shader_stage"] - 3) // per))
+    """How many sgd4 updates one sgd4_group dispatch may take on this device: each member's bindings, 2 more for
+    the group, and the uniform may take one where it lives in storage."""
+    return max(0, min(GROUP_MAX, (rt.limits["max_storage_buffers_per_shader_stage"] - 3) // member_bindings(momentum)))
+
+
+def group_key(launch):
+    """What sgd4 launches must share to run in one sgd4_group: their flags (but the workgroup size, which
+    sgd4_group picks) and the skip flag's offset; None for a launch of another kernel."""
+    if launch is None or launch.kernel is not SGD[1]:
+        return None
+    flags = tuple((name, v) for name, v in launch.constants if name != "WORKGROUP")
+    return flags, _PARAMS.unpack(launch.params)[3]
 
 
 @functools.lru_cache(maxsize=None)
 def group_kernel(members, momentum):
     """The sgd4_group Kernel of `members` parameters (its bindings and switch cases spliced for that count)."""
-    per = 3 if momentum else 2
+    per = member_bindings(momentum)
     lines, cases = [], []
     for k in range(members):
         lines.append(f"@group(0) @binding({per * k}) var<storage, read_write> gp{k}: array<vec4<f32>>;")
@@ -254,9 +267,9 @@ def group_kernel(members, momentum):
 
 
 def group_launch(rt, launches):
-    """The Launch of one sgd4_group dispatch doing what the sgd4 `launches` (one per parameter, alike but for
-    their sizes, offsets and slots) do. Its storages: each member's parameter, gradient and momentum buffer (not
-    without MOMENTUM), then the scalars and the skip flag."""
+    """The Launch of one sgd4_group dispatch doing what the sgd4 `launches` (one per parameter, of one group_key)
+    do, or None where it would take more workgroups than a dispatch may. Its storages: each member's
+    member_bindings, then the scalars and the skip flag."""
     flags = dict(launches[0].constants)
     momentum = bool(flags["MOMENTUM"])
     kernel = group_kernel(len(launches), momentum)
@@ -269,6 +282,8 @@ def group_launch(rt, launches):
                                  0, 0))
         first += -(-n // (4 * WORKGROUP))
         slots.update(launch.slots)
+    if first > rt.limits["max_compute_workgroups_per_dimension"]:
+        return None
     params = _GROUP_HEAD.pack(skip_offset, len(launches), 0, 0) + b"".join(rows) + \
         bytes(_MEMBER.size * (GROUP_MAX - len(launches)))
     return rt.launch(kernel, kernel.constants(flags), params, (first, 1, 1), tuple(sorted(slots)))

@@ -300,9 +300,8 @@ class CapturePool:
     and held it for the graph's life (counted in memory_allocated as 1 MiB, as it is held), a later 1 MiB
     request then took a larger buffer or made one, and ResNet-18's recorded step at batch 128 held 948.8
     MiB at its peak; with it, 934.1, with as many bytes reserved (lavapipe; of the bounds tried, 1, 1.5,
-    2, 4 and none, 2 held least). It also keeps
-    the peak from hanging on which sizes the eager warm-up step happened to free: a change to one op's
-    scratch had moved the whole step's peak by 76 MiB.
+    2, 4 and none, 2 held least). It also keeps the peak from hanging on which sizes the eager warm-up
+    step happened to free: a change to one op's scratch had moved the whole step's peak by 76 MiB.
     """
 
     def __init__(self, parent):
