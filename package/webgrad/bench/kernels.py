@@ -23,6 +23,7 @@ import sys
 import time
 
 from webgrad._backends.webgpu import matmul_plan, shaders
+from webgrad._backends.webgpu.native import shader_module
 
 
 def request_device(power_preference="high-performance"):
@@ -69,7 +70,7 @@ class MatmulRunner:
         pipe = self.pipelines.get(key)
         if pipe is None:
             if p.shader not in self.modules:
-                self.modules[p.shader] = self.device.create_shader_module(code=shaders.source(p.shader))
+                self.modules[p.shader] = shader_module(self.device, shaders.source(p.shader), p.shader)
             pipe = self.device.create_compute_pipeline(
                 layout=self.pipeline_layout,
                 compute={"module": self.modules[p.shader], "entry_point": p.entry_point, "constants": p.constants},

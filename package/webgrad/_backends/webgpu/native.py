@@ -3,6 +3,7 @@
 Implements the binding interface described in runtime.py; everything else is shared with the browser.
 """
 
+import os
 import re
 
 _HOW_TO_ENABLE = (
@@ -52,6 +53,41 @@ def _chosen_adapter(wgpu):
     log.info("WebGPU adapter %d (%s, %s) chosen by %s", index, info.get("device", ""), info.get("backend_type", ""),
              reason)
     return adapters[index]
+
+
+# WEBGRAD_SHADER_CHECKS picks which of its runtime checks naga (wgpu-native's WGSL compiler) puts into every
+# shader, to measure what they cost (bench replay, bench kernels): "all" (the default: wgpu-py's own
+# create_shader_module), "bounds" (index clamps only), "loops" (loop bounding only) or "none". Measurement only:
+# without the clamps an index past a workgroup or private array is undefined behaviour, and webgrad's kernels are
+# meant to keep theirs in range but nothing would catch a mistake. H200, session 17 (/work/.device/1-3): ResNet-18's
+# replayed step (bench replay) 10,184 us of GPU span with all, 10,018 bounds, 9,883 loops, 9,561 none; matmul
+# 4096^3 (bench kernels) 37.5 TFLOP/s with all, 40.9 none. Dawn's alike switch, its toggle disable_robustness
+# (tools/bench_dawn.py --profile --also 'enable-dawn-features=disable_robustness'), took the span 10,377 -> 9,728.
+SHADER_CHECKS = {"all": 3, "bounds": 1, "loops": 2, "none": 0}  # -> WGPUShaderRuntimeChecks flags
+
+
+def shader_module(device, code, label):
+    """A shader module of wgpu-py device `device`, with the runtime checks WEBGRAD_SHADER_CHECKS names."""
+    checks = os.environ.get("WEBGRAD_SHADER_CHECKS") or "all"
+    if checks not in SHADER_CHECKS:
+        raise ValueError(f"WEBGRAD_SHADER_CHECKS={checks!r}: expected one of {', '.join(SHADER_CHECKS)}")
+    if checks == "all":
+        return device.create_shader_module(code=code, label=label)
+    try:  # wgpu-native's wgpuDeviceCreateShaderModuleTrusted, through wgpu-py's internals (no public API)
+        from wgpu.backends.wgpu_native import _api
+        create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
+    except (ImportError, AttributeError) as e:
+        raise RuntimeError(f"WEBGRAD_SHADER_CHECKS={checks}: this wgpu-py has no trusted shader modules ({e})") from None
+    source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+    source[0].chain.next = _api.ffi.NULL
+    source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
+    descriptor = _api.new_struct_p("WGPUShaderModuleDescriptor *",
+                                   nextInChain=_api.ffi.cast("WGPUChainedStruct *", source),
+                                   label=_api.to_c_string_view(label))
+    handle = create(device._internal, descriptor, SHADER_CHECKS[checks])
+    if handle == _api.ffi.NULL:
+        raise RuntimeError(f"shader module {label!r} could not be created")
+    return _api.GPUShaderModule(label, handle, device)
 
 
 class NativeBinding:
@@ -139,7 +175,7 @@ class NativeBinding:
     def create_module(self, code, label):
         if self._params_in_storage:
             code = _UNIFORM_VAR.sub("var<storage, read>", code)
-        return self._device.create_shader_module(code=code, label=label)
+        return shader_module(self._device, code, label)
 
     def create_layout(self, bindings):
         compute = self._wgpu.ShaderStage.COMPUTE
