@@ -121,8 +121,19 @@ override TN4: u32 = TN / 4u;
 override LA: u32 = BK * BM4 / NT;  // pieces (4 elements) of the A tile per thread, 1..4
 override LB: u32 = BK * BN4 / NT;
 
-var<workgroup> As: array<vec4<f32>, NBUF * BK * BM4>;  // [NBUF buffers][BK][BM/4]
-var<workgroup> Bs: array<vec4<f32>, NBUF * BK * BN4>;  // [NBUF buffers][BK][BN/4]
+// The workgroup tiles As[buffer][k][m / 4] and Bs[buffer][k][n / 4]. Their sizes are constants the host splices
+// in for each configuration (conv_gemm.py's tile_declarations: TILE_STAGES = NBUF, TILE_BK = BK, TILE_BM4 =
+// BM4, TILE_BN4 = BN4), not the overrides, so that the multiply indexes them with a constant k: WebGPU's
+// robustness clamps every dynamic index into a workgroup array (naga and Tint alike), and a flat array indexed
+// by base + k * BM4 took a clamp and an add per fragment read, which the driver cannot fold into the load; here
+// k's clamp folds away once compute's calls are inlined and the column's (the same every K step) is hoisted.
+// H200, ResNet-18 at batch 128 (bench replay --each, session 17): its implicit-GEMM convolutions (all BK = 16,
+// NBUF = 1) ran 5-10% faster (conv_gemm_v4 197 -> 183 us for the 256-position weight gradient, conv_phased4
+// 260 -> 248). matmul.wgsl's alike change ran its BK = 8, NBUF = 2 tiles slower (4096^3 as 128x128w 37.4 ->
+// 22.7 TFLOP/s) and was left out there.
+//! splice TILES
+var<workgroup> As: array<array<array<vec4<f32>, TILE_BM4>, TILE_BK>, TILE_STAGES>;
+var<workgroup> Bs: array<array<array<vec4<f32>, TILE_BN4>, TILE_BK>, TILE_STAGES>;
 
 // c<r><h>: row r (0..7) of the thread's block, columns 4h..4h+3 (h = 0, 1)
 var<private> c00: vec4<f32>; var<private> c01: vec4<f32>;
@@ -306,12 +317,12 @@ fn put_a(l: u32, stage: u32, v: vec4<f32>) {  // the piece runs along k: one sca
     let idx = tid + l * NT;
     let m = idx / BK4;
     let k = (idx % BK4) * 4u;
-    let i = (stage * BK + k) * BM4 + ((m / 4u) ^ swz(k));
+    let i = (m / 4u) ^ swz(k);
     let e = m % 4u;
-    As[i][e] = v.x;
-    As[i + BM4][e] = v.y;
-    As[i + 2u * BM4][e] = v.z;
-    As[i + 3u * BM4][e] = v.w;
+    As[stage][k][i][e] = v.x;
+    As[stage][k + 1u][i][e] = v.y;
+    As[stage][k + 2u][i][e] = v.z;
+    As[stage][k + 3u][i][e] = v.w;
 }
 
 fn put_b(l: u32, stage: u32, v: vec4<f32>) {
@@ -319,15 +330,15 @@ fn put_b(l: u32, stage: u32, v: vec4<f32>) {
     if (WGRAD) {  // along k
         let n = idx / BK4;
         let k = (idx % BK4) * 4u;
-        let i = (stage * BK + k) * BN4 + ((n / 4u) ^ swz(k));
+        let i = (n / 4u) ^ swz(k);
         let e = n % 4u;
-        Bs[i][e] = v.x;
-        Bs[i + BN4][e] = v.y;
-        Bs[i + 2u * BN4][e] = v.z;
-        Bs[i + 3u * BN4][e] = v.w;
+        Bs[stage][k][i][e] = v.x;
+        Bs[stage][k + 1u][i][e] = v.y;
+        Bs[stage][k + 2u][i][e] = v.z;
+        Bs[stage][k + 3u][i][e] = v.w;
     } else {      // along n: one vec4 store
         let k = idx / BN4;
-        Bs[(stage * BK + k) * BN4 + ((idx % BN4) ^ swz(k))] = v;
+        Bs[stage][k][(idx % BN4) ^ swz(k)] = v;
     }
 }
 
@@ -342,14 +353,15 @@ fn stash(stage: u32) {
     if (LB > 3u) { put_b(3u, stage, pb3); }
 }
 
-// ---- the multiply: acc += As[stage] @ Bs[stage], one k (an outer product) at a time
-fn kstep(ai: u32, bi: u32) {
-    let a0 = As[ai];
-    let b0 = Bs[bi];
+// ---- the multiply: acc += As[stage] @ Bs[stage], one k (an outer product) at a time; k is a constant once
+// the driver inlines compute's calls (see As), ai, bi: the thread's first A and B fragments of row k
+fn kstep(stage: u32, k: u32, ai: u32, bi: u32) {
+    let a0 = As[stage][k][ai];
+    let b0 = Bs[stage][k][bi];
     var a1v = vec4<f32>(0.0);
     var b1v = vec4<f32>(0.0);
-    if (TM4 > 1u) { a1v = As[ai + WG_Y]; }
-    if (TN4 > 1u) { b1v = Bs[bi + WG_X]; }
+    if (TM4 > 1u) { a1v = As[stage][k][ai + WG_Y]; }
+    if (TN4 > 1u) { b1v = Bs[stage][k][bi + WG_X]; }
     c00 = fma(vec4<f32>(a0.x), b0, c00);
     c10 = fma(vec4<f32>(a0.y), b0, c10);
     c20 = fma(vec4<f32>(a0.z), b0, c20);
@@ -374,20 +386,23 @@ fn kstep(ai: u32, bi: u32) {
     }
 }
 
+// Rows k .. k + 3; the second fragments (+ WG_Y, + WG_X) XOR alike: WG_X, WG_Y are multiples of 8 under SWIZZLE
+fn kgroup(stage: u32, k: u32) {
+    let a0 = ty ^ swz(k);
+    let b0 = tx ^ swz(k);
+    kstep(stage, k, a0, b0);
+    kstep(stage, k + 1u, a0, b0);
+    kstep(stage, k + 2u, a0, b0);
+    kstep(stage, k + 3u, a0, b0);
+}
+
+// BK (a multiple of 4 up to 32) rows written out rather than looped over, so that each row's k is a constant
+// (see As) and no loop counter is added (wgpu-native bounds every loop)
 fn compute(stage: u32) {
-    var ai = stage * BK * BM4;
-    var bi = stage * BK * BN4;
-    for (var k = 0u; k < BK; k += 4u) {
-        // the second fragments (+ WG_Y, + WG_X) XOR alike: WG_X, WG_Y are multiples of 8 under SWIZZLE
-        let a0 = ai + (ty ^ swz(k));
-        let b0 = bi + (tx ^ swz(k));
-        kstep(a0, b0);
-        kstep(a0 + BM4, b0 + BN4);
-        kstep(a0 + 2u * BM4, b0 + 2u * BN4);
-        kstep(a0 + 3u * BM4, b0 + 3u * BN4);
-        ai += 4u * BM4;
-        bi += 4u * BN4;
-    }
+    kgroup(stage, 0u);
+    if (BK > 4u) { kgroup(stage, 4u); }
+    if (BK > 8u) { kgroup(stage, 8u); kgroup(stage, 12u); }
+    if (BK > 16u) { kgroup(stage, 16u); kgroup(stage, 20u); kgroup(stage, 24u); kgroup(stage, 28u); }
 }
 
 // ---- main loops (A fetched as vec4s or as scalars): `count` K steps from s0; the counts come from

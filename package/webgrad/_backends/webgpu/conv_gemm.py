@@ -24,9 +24,26 @@ _KERNELS = {}
 F32 = ("f32", "f32", "f32")  # the element types (AT, GT, OT) of conv_gemm.wgsl's ELEMENT_TYPES
 
 
-def shader(types=F32):
-    """conv_gemm.wgsl with element types (AT, GT, OT) (see its header); float16 ones need shader-f16."""
-    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT"), types)))
+# The tile overrides' defaults in conv_gemm.wgsl (a plan's constants may leave them out)
+TILE_DEFAULTS = dict(WG_X=16, WG_Y=16, TM=8, TN=8, BK=8, NBUF=2)
+
+
+def tile_declarations(constants):
+    """The text of conv_gemm.wgsl's ``//! splice TILES`` for a pipeline's override constants ((name, value)
+    pairs or a dict): the sizes of the workgroup tiles As [TILE_STAGES][TILE_BK][TILE_BM4] and Bs [..][TILE_BN4]
+    as WGSL constants, so that the multiply's row index k is a constant (see As in the shader). One module per
+    tile shape; the other overrides stay pipeline constants."""
+    c = dict(TILE_DEFAULTS, **dict(constants))
+    sizes = (("TILE_STAGES", c["NBUF"]), ("TILE_BK", c["BK"]), ("TILE_BM4", c["WG_Y"] * c["TM"] // 4),
+             ("TILE_BN4", c["WG_X"] * c["TN"] // 4))
+    return "".join(f"const {name}: u32 = {value}u;\n" for name, value in sizes)
+
+
+def shader(types=F32, constants=()):
+    """conv_gemm.wgsl with element types (AT, GT, OT) (see its header) and the workgroup tiles of a pipeline's
+    override constants (tile_declarations); float16 ones need shader-f16."""
+    return typed.typed_shader("conv_gemm.wgsl", tuple(zip(("AT", "GT", "OT"), types)),
+                              (("TILES", tile_declarations(constants)),))
 
 
 def _types(dtype, split):
@@ -72,7 +89,7 @@ CONFIGS = {
 def _check(c, max_workgroup_bytes=16384):
     nt = c["WG_X"] * c["WG_Y"]
     bm, bn = c["WG_Y"] * c["TM"], c["WG_X"] * c["TN"]
-    if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or nt > 256:
+    if c["TM"] not in (4, 8) or c["TN"] not in (4, 8) or c["BK"] % 4 or not 4 <= c["BK"] <= 32 or nt > 256:
         raise ValueError(f"bad conv_gemm config {c}")
     for rows in (bm, bn):
         pieces = c["BK"] * rows // 4
@@ -364,10 +381,11 @@ def _plan_phased(table, C, Nb, O, kk, kw, a_off, img_off, OH, OW, o_off, H, W, s
     return main
 
 
-def _kernel(entry, types):
-    kernel = _KERNELS.get((entry, types))
+def _kernel(entry, types, constants):
+    tiles = tile_declarations(constants)
+    kernel = _KERNELS.get((entry, types, tiles))
     if kernel is None:
-        kernel = _KERNELS[entry, types] = Kernel(shader(types), entry, _LAYOUT)
+        kernel = _KERNELS[entry, types, tiles] = Kernel(shader(types, constants), entry, _LAYOUT)
     return kernel
 
 
@@ -375,7 +393,7 @@ def run(rt, p, a, img, out, bias=None):
     """Record plan p on storages a (binding 0), img, out and bias (None: none)."""
     launches = rt.memo.get(p)
     if launches is None:
-        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry, q.types), q.constants, q.params, q.workgroups)
+        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry, q.types, q.constants), q.constants, q.params, q.workgroups)
                                       for q in (p, p.reduce) if q is not None)
     if bias is None:
         bias = a  # any read-only buffer: HAS_BIAS is off
