@@ -8,6 +8,8 @@ wgpu = pytest.importorskip("wgpu")
 
 from webgrad._backends.webgpu.native import SHADER_CHECKS, shader_module  # noqa: E402
 
+from test_matmul_kernel import runner  # noqa: E402,F401  (its wgpu-py device, on the default adapter)
+
 # A loop and an index into a workgroup array: the two things naga guards
 _DOUBLE_SUMS = """
 @group(0) @binding(0) var<storage, read_write> data: array<f32>;
@@ -24,19 +26,9 @@ fn main(@builtin(local_invocation_index) i: u32) {
 """
 
 
-@pytest.fixture(scope="module")
-def device():
-    try:
-        adapter = wgpu.gpu.request_adapter_sync()
-    except Exception as e:  # pragma: no cover - no Vulkan driver
-        pytest.skip(f"no WebGPU adapter: {e}")
-    if adapter is None:
-        pytest.skip("no WebGPU adapter")
-    return adapter.request_device_sync()
-
-
 @pytest.mark.parametrize("checks", sorted(SHADER_CHECKS))
-def test_every_setting_compiles_and_runs_alike(device, monkeypatch, checks):
+def test_every_setting_compiles_and_runs_alike(runner, monkeypatch, checks):  # noqa: F811
+    device = runner.device
     monkeypatch.setenv("WEBGRAD_SHADER_CHECKS", checks)
     x = np.arange(64, dtype=np.float32) / 7
     buf = device.create_buffer_with_data(data=x, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
@@ -55,7 +47,7 @@ def test_every_setting_compiles_and_runs_alike(device, monkeypatch, checks):
     np.testing.assert_allclose(out, 2 * np.cumsum(x), rtol=1e-6)
 
 
-def test_a_bad_setting_names_the_choices(device, monkeypatch):
+def test_a_bad_setting_names_the_choices(runner, monkeypatch):  # noqa: F811
     monkeypatch.setenv("WEBGRAD_SHADER_CHECKS", "off")
     with pytest.raises(ValueError, match="WEBGRAD_SHADER_CHECKS='off': expected one of all, bounds, loops, none"):
-        shader_module(device, _DOUBLE_SUMS, "bad")
+        shader_module(runner.device, _DOUBLE_SUMS, "bad")

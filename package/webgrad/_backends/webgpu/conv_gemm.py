@@ -393,7 +393,8 @@ def run(rt, p, a, img, out, bias=None):
     """Record plan p on storages a (binding 0), img, out and bias (None: none)."""
     launches = rt.memo.get(p)
     if launches is None:
-        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry, q.types, q.constants), q.constants, q.params, q.workgroups)
+        launches = rt.memo[p] = tuple(rt.launch(_kernel(q.entry, q.types, q.constants), q.constants, q.params,
+                                                q.workgroups)
                                       for q in (p, p.reduce) if q is not None)
     if bias is None:
         bias = a  # any read-only buffer: HAS_BIAS is off

@@ -77,7 +77,8 @@ def shader_module(device, code, label):
         from wgpu.backends.wgpu_native import _api
         create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
     except (ImportError, AttributeError) as e:
-        raise RuntimeError(f"WEBGRAD_SHADER_CHECKS={checks}: this wgpu-py has no trusted shader modules ({e})") from None
+        raise RuntimeError(f"WEBGRAD_SHADER_CHECKS={checks}: this wgpu-py has no trusted shader modules "
+                           f"({e})") from None
     source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
     source[0].chain.next = _api.ffi.NULL
     source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
