@@ -204,7 +204,8 @@ def test_step_is_one_kernel_per_parameter_and_reuses_state(monkeypatch, device, 
     calls = _spy_backend(monkeypatch, device)
     for _ in range(3):
         opt.step()
-    assert calls == [kernel] * len(params) * 3  # no elementwise chain, no allocation, nothing for `frozen`
+    # no elementwise chain, no allocation, nothing for `frozen`; then the step's work is submitted
+    assert calls == ([kernel] * len(params) + ["submit"]) * 3
     for p in params:
         now = {k: v for k, v in opt.state[p].items() if isinstance(v, wg.Tensor)}
         assert now.keys() == state[id(p)].keys()

@@ -1,6 +1,7 @@
-"""How a replayed training loop meets the GPU (issue 11: the host's work overlaps the GPU's): each replay
-is submitted at once, in one submit, with no wait; a periodic loss read costs one submit and one read;
-values read after many queued replays are those of the latest step. Counts, not times."""
+"""How a training loop meets the GPU (issue 11: the host's work overlaps the GPU's): each replay is
+submitted at once, in one submit, with no wait, and so is each eager step, at its optimizer step; a
+periodic loss read costs one submit and one read; values read after many queued replays are those of the
+latest step. Counts, not times."""
 
 import numpy as np
 import pytest
@@ -75,6 +76,33 @@ def test_each_replay_is_one_submit_and_no_wait(monkeypatch, optimizer):
     assert {k: v for k, v in calls.take().items() if k != "write_buffer"} == {"submit": 2, "wait": 0, "read": 1}
     wg.webgpu.synchronize()  # all was read: a plain wait, nothing to submit
     assert calls.take() == {"submit": 0, "wait": 1, "read": 0, "write_buffer": 0}
+
+
+@needs_webgpu
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_each_eager_step_is_submitted_at_its_optimizer_step(monkeypatch, optimizer):
+    """Without replay, the optimizer's step() submits the step's queued work (forward, backward, update) in
+    one submit and waits for nothing, so the GPU computes it while the host issues the next step (before,
+    eager work waited for the next read-back: ten steps of host time, then ten of GPU time). The values are
+    those of the same steps on the CPU."""
+    model, step = _model_and_step("webgpu", optimizer)
+    ref_model, ref_step = _model_and_step("cpu", optimizer)
+    gpu_batches, cpu_batches = _batches("webgpu", 8), _batches("cpu", 8)
+    for (x, y), (cx, cy) in zip(gpu_batches[:2], cpu_batches[:2]):  # warm-up: pipelines, state, pool
+        step(x, y)
+        ref_step(cx, cy)
+    wg.webgpu.synchronize()
+    rt = wg.device("webgpu").backend.runtime
+    calls = _Calls(monkeypatch, rt.binding)
+    for (x, y), (cx, cy) in zip(gpu_batches[2:], cpu_batches[2:]):
+        loss = step(x, y)
+        ref_loss = ref_step(cx, cy)
+        assert not rt._records, "work of the step left queued after opt.step()"
+        counts = calls.take()
+        assert (counts["submit"], counts["wait"], counts["read"]) == (1, 0, 0), counts
+    assert loss.item() == pytest.approx(ref_loss.item(), abs=1e-5)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        np.testing.assert_allclose(p.detach().to("cpu").numpy(), q.detach().numpy(), rtol=0, atol=1e-5)
 
 
 @needs_webgpu

@@ -68,6 +68,11 @@ class Backend:
     def synchronize(self):
         """Submit queued work and wait for it to finish."""
 
+    def submit(self):
+        """Start queued work without waiting for it: called at the end of each optimizer step, so that a
+        backend which queues (WebGPU) computes one training step while the host issues the next, as CUDA's
+        asynchronous launches do. A backend that runs each kernel at once has nothing to do."""
+
     # ----------------------------------------------------------------- graph capture (a capability)
     # A backend that queues its work can record it once and replay it (webgrad.replayable). It sets
     # supports_capture and implements the methods below; the engine asks the flag, never probes.

@@ -111,6 +111,9 @@ class WebGPUBackend(Backend):
     def synchronize(self):
         self.runtime.synchronize()
 
+    def submit(self):
+        self.runtime.flush()
+
     # ----------------------------------------------------------------- graph capture
     def scalar(self, value, kind="f32"):
         """A DynamicScalar: pass it as a kernel scalar that must change between replays."""
