@@ -49,6 +49,7 @@ const INCREMENT: u32 = 256u;  // normalize adds 1 to cnt[cnt_off] (BatchNorm's n
 const RESIDUAL: u32 = 512u;   // normalize4_act adds r (at p.unused) to the normalised values
 const RELU: u32 = 1024u;      // normalize4_act: then ReLU
 const RESIDUAL_IN_Y: u32 = 2048u;  // normalize4_act: r is read where each value goes, in y (its buffer is y's)
+const FOLD: u32 = 4096u;      // stats(4), grad_sums(4) with chunks > 1: the last chunk's workgroup merges (below)
 
 struct Params {
     n: u32,
@@ -93,6 +94,8 @@ struct Params {
 @group(0) @binding(11) var<storage, read_write> gb: array<f32>;
 @group(0) @binding(12) var<uniform> p: Params;
 @group(0) @binding(13) var<storage, read> r4: array<vec4<XT>>;  // normalize4_act's residual
+// FOLD: the chunks' partials and a ticket counter per channel (stats, stats4, grad_sums, grad_sums4; see fold)
+@group(0) @binding(14) var<storage, read_write> tickets: array<atomic<u32>>;  // Runtime.tickets
 // The vec4 entries' views of x, y and g (stats4, normalize4, grad_sums4, grad_input4): p's offsets are then
 // multiples of 4, divided by 4
 @group(0) @binding(0) var<storage, read> x4: array<vec4<XT>>;
@@ -147,6 +150,33 @@ fn write_partial(q: u32, mo: Moments, origin: f32) {
     part[k + 1u] = mo.mean;
     part[k + 2u] = mo.m2;
     part[k + 3u] = origin;
+}
+
+// ---- FOLD: merging a channel's chunks in the dispatch that computes them (batch_norm.py sets the flag where
+// the binding vouches for device-scope storageBarrier: natively, as reduce.wgsl's STAGE 3, which says why).
+// Each chunk's workgroup stores its partial in `tickets` (`words` words per chunk after the TICKET_COUNTERS
+// counter words: runtime.py's constant), then takes a ticket from its channel's counter (word c); the
+// workgroup drawing the channel's last ticket reads the partials back, finishes the channel and sets the
+// counter back to zero for the next batch norm. Without it a second dispatch (finish, grad_finish) merged
+// them: ResNet-18 has 30 such (H200: ~4 us each on their own and a barrier on each side).
+var<workgroup> last_ticket: u32;
+
+fn put_partial(c: u32, chunk: u32, words: u32, i: u32, v: f32) {
+    atomicStore(&tickets[TICKET_COUNTERS + (c * p.chunks + chunk) * words + i], bitcast<u32>(v));
+}
+
+fn partial_word(c: u32, chunk: u32, words: u32, i: u32) -> f32 {
+    return bitcast<f32>(atomicLoad(&tickets[TICKET_COUNTERS + (c * p.chunks + chunk) * words + i]));
+}
+
+// After the workgroup's thread 0 stored its partial: whether this workgroup drew channel c's last ticket
+// (workgroup-uniform; every partial of the channel is then visible to its thread 0).
+fn drew_last_ticket(lid: u32, c: u32) -> bool {
+    storageBarrier();  // the partial is visible device-wide before this workgroup's ticket is taken
+    if (lid == 0u) { last_ticket = select(0u, 1u, atomicAdd(&tickets[c], 1u) == p.chunks - 1u); }
+    let last = workgroupUniformLoad(&last_ticket) == 1u;
+    if (last) { storageBarrier(); }  // every partial, stored before its ticket, is seen after the last one
+    return last;
 }
 
 var<workgroup> tree_n: array<f32, WORKGROUP>;
@@ -229,13 +259,27 @@ fn stats_tree(lid: u32, c: u32, chunk: u32, mine: Moments, origin: f32) {
         }
         workgroupBarrier();
     }
+    let fold = p.chunks > 1u && has(FOLD);
     if (lid == 0u) {
         let total = Moments(tree_n[0], tree_mean[0], tree_m2[0]);
         if (p.chunks == 1u) {
             finish_channel(c, total, origin);
+        } else if (fold) {
+            put_partial(c, chunk, 3u, 0u, total.n);
+            put_partial(c, chunk, 3u, 1u, total.mean);
+            put_partial(c, chunk, 3u, 2u, total.m2);
         } else {
             write_partial(c * p.chunks + chunk, total, origin);
         }
+    }
+    if (fold && drew_last_ticket(lid, c) && lid == 0u) {  // finish's merge, in chunk order
+        var all = Moments(0.0, 0.0, 0.0);
+        for (var k = 0u; k < p.chunks; k++) {
+            all = merge(all, Moments(partial_word(c, k, 3u, 0u), partial_word(c, k, 3u, 1u),
+                                     partial_word(c, k, 3u, 2u)));
+        }
+        finish_channel(c, all, origin);  // every chunk's origin is the channel's first value
+        atomicStore(&tickets[c], 0u);
     }
 }
 
@@ -445,7 +489,25 @@ fn sums_tree(lid: u32, c: u32, chunk: u32, sum_g: f32, sum_gx: f32) {
         }
         workgroupBarrier();
     }
-    if (lid == 0u) { finished_or_partial(c, chunk, tree_g[0], tree_gx[0]); }
+    let fold = p.chunks > 1u && has(FOLD);
+    if (lid == 0u) {
+        if (fold) {
+            put_partial(c, chunk, 2u, 0u, tree_g[0]);
+            put_partial(c, chunk, 2u, 1u, tree_gx[0]);
+        } else {
+            finished_or_partial(c, chunk, tree_g[0], tree_gx[0]);
+        }
+    }
+    if (fold && drew_last_ticket(lid, c) && lid == 0u) {  // grad_finish's sums, in chunk order
+        var sum_g = 0.0;
+        var sum_gx = 0.0;
+        for (var k = 0u; k < p.chunks; k++) {
+            sum_g += partial_word(c, k, 2u, 0u);
+            sum_gx += partial_word(c, k, 2u, 1u);
+        }
+        finish_sums(c, sum_g, sum_gx);
+        atomicStore(&tickets[c], 0u);
+    }
 }
 
 @compute @workgroup_size(ROW_WORKGROUP)

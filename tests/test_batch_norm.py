@@ -2,7 +2,7 @@
 gradients, and PyTorch parity of the output, every gradient and the running statistics, in training and
 eval, for [N, C], [N, C, L], [N, C, H, W] and [N, C, D, H, W], on every device and, on WebGPU, in both
 kernel variants (GPU-shaped trees, with vec4 elementwise passes where the plane is a multiple of 4, and the
-software adapters' thread per chunk). Shapes include channels split into several chunks and sizes that are
+software adapters' thread per chunk; a GPU's chunks merged in one dispatch or two). Shapes include channels split into several chunks and sizes that are
 no multiple of a workgroup; one is ResNet-18's first stage at batch 128 (128 x 64 x 32 x 32)."""
 
 import numpy as np
@@ -18,13 +18,16 @@ F = nn.functional
 WEBGPU = [d for d in DEVICES if d == "webgpu"]
 
 
-@pytest.fixture(params=["gpu", "software"])
-def variant(request):
-    """On WebGPU, run the kernels of one kind of adapter (runtime.KERNEL_VARIANTS), whatever this one is."""
+@pytest.fixture(params=["gpu", "gpu-two-dispatches", "software"])
+def variant(request, monkeypatch):
+    """On WebGPU, run the kernels of one kind of adapter (runtime.KERNEL_VARIANTS), whatever this one is; a GPU's
+    chunks merged in the dispatch that computes them (FOLD: natively) or by a second one (a browser's Tint gives
+    storageBarrier workgroup scope only)."""
     from webgrad._backends.webgpu.runtime import default_runtime
     rt = default_runtime()
     old = rt.software
     rt.software = request.param == "software"
+    monkeypatch.setattr(rt.binding, "device_scope_storage_barrier", request.param == "gpu", raising=False)
     yield request.param
     rt.software = old
 
@@ -83,6 +86,26 @@ def test_batch_norm_kernel_variants(device, variant, shape, training):
 def test_batch_norm_resnet_first_stage_size(device, variant):
     """128 x 64 x 32 x 32: 131,072 values per channel, split into chunks and merged."""
     _compare(device, _data((128, 64, 32, 32)), True)
+
+
+@pytest.mark.parametrize("device", WEBGPU)
+def test_batch_norm_chunk_merges_and_tickets_reset(device, variant, monkeypatch):
+    """Channels split into chunks: merged in the statistics' and the gradient sums' own dispatches where the
+    binding vouches for device-scope storageBarrier (no finish or grad_finish dispatch), else by them. Shapes
+    of different channel and chunk counts alternate over one ticket buffer, so each stays right only if every
+    batch norm leaves its channels' counters at zero."""
+    from webgrad._backends.webgpu import batch_norm as bn
+    from webgrad._backends.webgpu.runtime import default_runtime
+    rt = default_runtime()
+    seen = []
+    real = rt.run
+    monkeypatch.setattr(rt, "run", lambda launch, storages: (seen.append(launch.kernel.entry), real(launch, storages))[1])
+    shapes = [(16, 8, 31, 17), (128, 3, 8, 8), (64, 24, 16, 16)]
+    assert all(bn._plan(rt, s[1], s[0] * s[2] * s[3])[0] > 1 for s in shapes)
+    for i in range(6):
+        _compare(device, _data(shapes[i % 3], seed=i), True)
+    merges = seen.count("finish") + seen.count("grad_finish")
+    assert merges == (0 if variant == "gpu" else 12), seen
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -12,23 +12,25 @@ import struct
 from ...dtypes import float16, float32, int32
 from . import typed
 from .elementwise import materialize
-from .runtime import Kernel, grid
+from .runtime import TICKET_COUNTERS, Kernel, grid
 from .views import check_view, contiguous_view
 
 # Binding numbers as in batch_norm.wgsl: 0 x, 1 y (out / grad_input), 2 g, 3 w, 4 b, 5 rm, 6 rv, 7 cnt,
-# 8 save, 9 part, 10 gw, 11 gb, 12 params. Each entry point's layout holds only what it uses (WebGPU
-# guarantees 8 storage buffers per stage).
+# 8 save, 9 part, 10 gw, 11 gb, 12 params, 13 r, 14 tickets. Each entry point's layout holds only what it uses
+# (WebGPU guarantees 8 storage buffers per stage).
 _UNIFORM = (12, "uniform")
-_STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM)
-_SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"), _UNIFORM)
+_STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"))
+_SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"))
+_TICKETS = (14, "write")
 _LAYOUTS = {
-    "stats": _STATS, "stats4": _STATS, "stats_rows": _STATS,
+    "stats": _STATS + (_TICKETS, _UNIFORM), "stats4": _STATS + (_TICKETS, _UNIFORM), "stats_rows": _STATS + (_UNIFORM,),
     "finish": ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM),
     "normalize": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                   (8, "write"), _UNIFORM),
     "normalize4": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                    (8, "write"), _UNIFORM),
-    "grad_sums": _SUMS, "grad_sums4": _SUMS, "grad_sums_rows": _SUMS,
+    "grad_sums": _SUMS + (_TICKETS, _UNIFORM), "grad_sums4": _SUMS + (_TICKETS, _UNIFORM),
+    "grad_sums_rows": _SUMS + (_UNIFORM,),
     "grad_finish": ((9, "write"), (10, "write"), (11, "write"), _UNIFORM),
     "grad_input": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
     "grad_input4": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
@@ -44,20 +46,22 @@ def kernel(entry, dtype=float32):
     k = _KERNELS.get((entry, dtype))
     if k is None:
         xt = {float32: "f32", float16: "f16"}[dtype]
-        k = _KERNELS[entry, dtype] = Kernel(typed.typed_shader("batch_norm.wgsl", (("XT", xt),)), entry,
-                                            _LAYOUTS[entry])
+        shader = typed.typed_shader("batch_norm.wgsl", (("XT", xt),), constants=(("TICKET_COUNTERS", TICKET_COUNTERS),))
+        k = _KERNELS[entry, dtype] = Kernel(shader, entry, _LAYOUTS[entry])
     return k
 
 
 (HAS_W, HAS_B, TRAINING, RUNNING, COUNT, GRAD_W, GRAD_B, SAVE, INCREMENT, RESIDUAL, RELU,
- RESIDUAL_IN_Y) = (1 << k for k in range(12))
+ RESIDUAL_IN_Y, FOLD) = (1 << k for k in range(13))
 _PARAMS = struct.Struct("<24I2f")
 _FLAGS, _UNUSED, _Y_OFF = 10, 11, 13  # fields of _PARAMS
 WORKGROUP = 256  # batch_norm.wgsl's WORKGROUP
 ROW_WORKGROUP = 64
 # GPU: a workgroup per (chunk, channel) with at least PER_THREAD values per thread, and channels split
 # into chunks until about MIN_GROUPS workgroups fill the GPU (ResNet-18's first stage at batch 128 has
-# only 64 channels of 131,072 values: 16 chunks each). A second, tiny dispatch merges the chunks.
+# only 64 channels of 131,072 values: 16 chunks each). The chunks are merged by the last workgroup of each
+# channel where the binding gives storageBarrier device scope (natively: FOLD in batch_norm.wgsl), else by a
+# second, tiny dispatch (finish, grad_finish).
 MIN_GROUPS = 1024
 PER_THREAD = 16
 # Software adapter: a thread per (chunk, channel) folds its chunk of at most ROW_CHUNK values in a plain loop
@@ -82,6 +86,24 @@ def _plan(rt, c, m, vec4=False):
     if vec4:
         chunk = -(-chunk // 4) * 4
     return -(-m // chunk), chunk
+
+
+def _chunked_sums(rt, stats_entry, finish_entry, storages, params, chunks, c, words, dt):
+    """The statistics (or gradient sums) pass `stats_entry` over (chunks, c) workgroups and, with several
+    chunks, their merge: in the same dispatch where the binding vouches for device-scope storageBarrier
+    (FOLD: a counter per channel and `words` words of partial per chunk in the runtime's ticket buffer), else
+    in a dispatch of
+    `finish_entry`. `storages` are the pass's bindings before the tickets; params its packed Params."""
+    fold = chunks > 1 and c <= TICKET_COUNTERS and getattr(rt.binding, "device_scope_storage_barrier", False)
+    if fold:
+        fields = list(_PARAMS.unpack(params))
+        fields[_FLAGS] |= FOLD
+        params = _PARAMS.pack(*fields)
+    tickets = rt.tickets(TICKET_COUNTERS + words * c * chunks) if fold else rt.spare(4)
+    rt.dispatch(kernel(stats_entry, dt), (), storages + (tickets,), params, (chunks, c, 1))
+    if chunks > 1 and not fold:
+        rt.dispatch(kernel(finish_entry, dt), (), storages[-len(_LAYOUTS[finish_entry]) + 1:], params,
+                    (-(-c // ROW_WORKGROUP), 1, 1))
 
 
 def _vec4(rt, views):
@@ -187,10 +209,10 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
                          eps=eps, vec4=vec4)
         if rt.variant["batch_norm_rows"]:
             rt.dispatch(kernel("stats_rows", dt), (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+            if chunks > 1:
+                rt.dispatch(kernel("finish", dt), (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
         else:
-            rt.dispatch(kernel("stats4" if vec4 else "stats", dt), (), stats_storages, params, (chunks, c, 1))
-        if chunks > 1:
-            rt.dispatch(kernel("finish", dt), (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+            _chunked_sums(rt, "stats4" if vec4 else "stats", "finish", stats_storages, params, chunks, c, 3, dt)
     else:
         flags |= SAVE
     entry, per_thread, groups = _elementwise(rt, "normalize", (x, out))
@@ -238,10 +260,11 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
                     _storage(grad_bias, rt.spare(1)))
         if rt.variant["batch_norm_rows"]:
             rt.dispatch(kernel("grad_sums_rows", dt), (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
+            if chunks > 1:
+                rt.dispatch(kernel("grad_finish", dt), (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
         else:
-            rt.dispatch(kernel("grad_sums4" if vec4 else "grad_sums", dt), (), storages, params, (chunks, c, 1))
-        if chunks > 1:
-            rt.dispatch(kernel("grad_finish", dt), (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
+            _chunked_sums(rt, "grad_sums4" if vec4 else "grad_sums", "grad_finish", storages, params, chunks, c, 2,
+                          dt)
     if grad_input is not None:
         entry, per_thread, groups = _elementwise(rt, "grad_input", (x, grad, grad_input))
         params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)

@@ -2,17 +2,16 @@
 
 import functools
 import struct
-import weakref
 
 from ...dtypes import float32, int32, uint8
 from ..interface import REDUCE_OPS
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
-from .runtime import Kernel, Shader, dtype_code, grid
+from .runtime import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid
 from .views import check_view, contiguous_view
 
 RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
-# reduce_rows4's scratch words before the partials: one ticket counter per row (see reduce.wgsl).
-ROWS4_TICKETS = 4096
+# reduce_rows4's ticket counters, one per row (see reduce.wgsl): the runtime's ticket buffer's counter words.
+ROWS4_TICKETS = TICKET_COUNTERS
 SHADER = Shader("reduce.wgsl", dict({"RED_" + n.upper(): c for n, c in RED_CODES.items()},
                                     ROWS4_TICKETS=ROWS4_TICKETS))
 REDUCE = Kernel(
@@ -160,20 +159,7 @@ def _reduce_rows4(rt, op, out, x):
         rt.run(first, (dest, x.storage, rt.dummy, rt.spare(0)))
         rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
     else:
-        rt.run(first, (out.storage, x.storage, rt.dummy, _scratch(rt, words) if words else rt.spare(0)))
-
-
-# Each runtime's buffer of reduce_rows4's partials and row counters. Outside the pools (nothing else may
-# write it: its counters must read zero between reductions) and zero when made (WebGPU zeroes new buffers);
-# a larger one replaces it when a shape needs more (submitted work and graphs keep the old one alive).
-_scratches = weakref.WeakKeyDictionary()
-
-
-def _scratch(rt, words):
-    s = _scratches.get(rt)
-    if s is None or s.numel < words:
-        s = _scratches[rt] = rt._permanent(4 * max(_pow2_at_least(words), 1024))
-    return s
+        rt.run(first, (out.storage, x.storage, rt.dummy, rt.tickets(words) if words else rt.spare(0)))
 
 
 @functools.lru_cache(maxsize=256)

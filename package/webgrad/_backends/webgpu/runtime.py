@@ -567,6 +567,10 @@ KERNEL_VARIANTS = {
 }
 
 
+# Words of counters at the start of Runtime.tickets (the kernels' partials follow them).
+TICKET_COUNTERS = 4096
+
+
 class Runtime:
     FLUSH_AFTER = 1024  # dispatches recorded before an automatic submit
     CACHE_LIMIT = 8192  # bind groups / uniform buffers kept; the caches are cleared at a submit beyond it
@@ -595,6 +599,7 @@ class Runtime:
         self._readback_pool = BufferPool(lambda size: self._create_buffer(size, "readback"))
         self._alloc = self.pool  # the pool new storages draw from (a CapturePool while capturing)
         self._kept_scratch = {}  # name -> Storage: see kept_scratch
+        self._tickets = None  # see tickets
         self._modules = {}
         self._layouts = {}
         self._pipelines = {}
@@ -681,6 +686,17 @@ class Runtime:
             buffer = self.pool.acquire(nbytes)  # self.pool, not self._alloc: a capture's pool would own it
             s = self._kept_scratch[name] = Storage(buffer, buffer.size // 4, float32, self.pool)
         return s
+
+    def tickets(self, words):
+        """The runtime's ticket buffer, at least `words` 32-bit words, for kernels whose last workgroup to finish
+        merges the others' partials in the same dispatch (reduce_rows4's STAGE 3, batch norm's FOLD): ticket
+        counters in its first TICKET_COUNTERS words, partials after them (so that one kernel's partials never
+        land on another's counters). Outside the pools (nothing else may write it: its counters must read zero between
+        dispatches, and every kernel that uses it leaves them so) and zero when made (WebGPU zeroes new buffers);
+        a larger one replaces it when a shape needs more (submitted work and graphs keep the old one alive)."""
+        if self._tickets is None or self._tickets.numel < words:
+            self._tickets = self._permanent(4 * max(1 << max(words - 1, 0).bit_length(), 4096))
+        return self._tickets
 
     def write(self, storage, data, byte_offset=0):
         """Copy `data` (bytes-like, a multiple of 4 bytes) into `storage` at `byte_offset`, in order

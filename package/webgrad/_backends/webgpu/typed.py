@@ -36,13 +36,13 @@ def element_types(types):
     return "\n".join(text) + "\n"
 
 
-def typed_shader(name, types, splices=()):
-    """Shader file `name` with its ELEMENT_TYPES spliced for `types` ((alias, "f32" or "f16"), ...) and the
-    other splices (NAME, text) of `splices`, one object per combination (so its pipelines are cached); float16
-    ones start with `enable f16;`."""
-    key = (name, tuple(types), tuple(splices))
+def typed_shader(name, types, splices=(), constants=()):
+    """Shader file `name` with its ELEMENT_TYPES spliced for `types` ((alias, "f32" or "f16"), ...), the other
+    splices (NAME, text) of `splices` and the integer constants (NAME, value) of `constants`, one object per
+    combination (so its pipelines are cached); float16 ones start with `enable f16;`."""
+    key = (name, tuple(types), tuple(splices), tuple(constants))
     shader = _TYPED.get(key)
     if shader is None:
         cls = F16Shader if "f16" in dict(types).values() else Shader
-        shader = _TYPED[key] = cls(name, lambda: ({}, dict(splices, ELEMENT_TYPES=element_types(types))))
+        shader = _TYPED[key] = cls(name, lambda: (dict(constants), dict(splices, ELEMENT_TYPES=element_types(types))))
     return shader
