@@ -1,9 +1,10 @@
 """Batch normalisation's fused kernels (the device's batch_norm / batch_norm_backward): finite-difference
 gradients, and PyTorch parity of the output, every gradient and the running statistics, in training and
-eval, for [N, C], [N, C, L], [N, C, H, W] and [N, C, D, H, W], on every device and, on WebGPU, in both
-kernel variants (GPU-shaped trees, with vec4 elementwise passes where the plane is a multiple of 4, and the
-software adapters' thread per chunk; a GPU's chunks merged in one dispatch or two). Shapes include channels split into several chunks and sizes that are
-no multiple of a workgroup; one is ResNet-18's first stage at batch 128 (128 x 64 x 32 x 32)."""
+eval, for [N, C], [N, C, L], [N, C, H, W] and [N, C, D, H, W], on every device and, on WebGPU, in every
+kernel variant (GPU-shaped trees, with vec4 elementwise passes where the plane is a multiple of 4, their chunks
+merged in one dispatch or in two; the software adapters' thread per chunk). Shapes include channels split into
+several chunks and sizes that are no multiple of a workgroup; one is ResNet-18's first stage at batch 128
+(128 x 64 x 32 x 32)."""
 
 import numpy as np
 import pytest
@@ -99,7 +100,11 @@ def test_batch_norm_chunk_merges_and_tickets_reset(device, variant, monkeypatch)
     rt = default_runtime()
     seen = []
     real = rt.run
-    monkeypatch.setattr(rt, "run", lambda launch, storages: (seen.append(launch.kernel.entry), real(launch, storages))[1])
+    def spy(launch, storages):
+        seen.append(launch.kernel.entry)
+        return real(launch, storages)
+
+    monkeypatch.setattr(rt, "run", spy)
     shapes = [(16, 8, 31, 17), (128, 3, 8, 8), (64, 24, 16, 16)]
     assert all(bn._plan(rt, s[1], s[0] * s[2] * s[3])[0] > 1 for s in shapes)
     for i in range(6):

@@ -23,7 +23,8 @@ _STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (
 _SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"))
 _TICKETS = (14, "write")
 _LAYOUTS = {
-    "stats": _STATS + (_TICKETS, _UNIFORM), "stats4": _STATS + (_TICKETS, _UNIFORM), "stats_rows": _STATS + (_UNIFORM,),
+    "stats": _STATS + (_TICKETS, _UNIFORM), "stats4": _STATS + (_TICKETS, _UNIFORM),
+    "stats_rows": _STATS + (_UNIFORM,),
     "finish": ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM),
     "normalize": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                   (8, "write"), _UNIFORM),
@@ -46,7 +47,8 @@ def kernel(entry, dtype=float32):
     k = _KERNELS.get((entry, dtype))
     if k is None:
         xt = {float32: "f32", float16: "f16"}[dtype]
-        shader = typed.typed_shader("batch_norm.wgsl", (("XT", xt),), constants=(("TICKET_COUNTERS", TICKET_COUNTERS),))
+        shader = typed.typed_shader("batch_norm.wgsl", (("XT", xt),),
+                                    constants=(("TICKET_COUNTERS", TICKET_COUNTERS),))
         k = _KERNELS[entry, dtype] = Kernel(shader, entry, _LAYOUTS[entry])
     return k
 
@@ -91,9 +93,9 @@ def _plan(rt, c, m, vec4=False):
 def _chunked_sums(rt, stats_entry, finish_entry, storages, params, chunks, c, words, dt):
     """The statistics (or gradient sums) pass `stats_entry` over (chunks, c) workgroups and, with several
     chunks, their merge: in the same dispatch where the binding vouches for device-scope storageBarrier
-    (FOLD: a counter per channel and `words` words of partial per chunk in the runtime's ticket buffer), else
-    in a dispatch of
-    `finish_entry`. `storages` are the pass's bindings before the tickets; params its packed Params."""
+    (FOLD: a counter per channel and `words` words of partial per chunk in the runtime's ticket buffer),
+    else in a dispatch of `finish_entry`. `storages` are the pass's bindings before the tickets; params its
+    packed Params."""
     fold = chunks > 1 and c <= TICKET_COUNTERS and getattr(rt.binding, "device_scope_storage_barrier", False)
     if fold:
         fields = list(_PARAMS.unpack(params))

@@ -688,12 +688,13 @@ class Runtime:
         return s
 
     def tickets(self, words):
-        """The runtime's ticket buffer, at least `words` 32-bit words, for kernels whose last workgroup to finish
-        merges the others' partials in the same dispatch (reduce_rows4's STAGE 3, batch norm's FOLD): ticket
-        counters in its first TICKET_COUNTERS words, partials after them (so that one kernel's partials never
-        land on another's counters). Outside the pools (nothing else may write it: its counters must read zero between
-        dispatches, and every kernel that uses it leaves them so) and zero when made (WebGPU zeroes new buffers);
-        a larger one replaces it when a shape needs more (submitted work and graphs keep the old one alive)."""
+        """The runtime's ticket buffer, at least `words` 32-bit words, for kernels whose last workgroup to
+        finish merges the others' partials in the same dispatch (reduce_rows4's STAGE 3, batch norm's FOLD):
+        ticket counters in its first TICKET_COUNTERS words, partials after them (so that one kernel's partials
+        never land on another's counters). Outside the pools (nothing else may write it: its counters must read
+        zero between dispatches, and every kernel that uses it leaves them so) and zero when made (WebGPU zeroes
+        new buffers); a larger one replaces it when a shape needs more (submitted work and graphs keep the old
+        one alive)."""
         if self._tickets is None or self._tickets.numel < words:
             self._tickets = self._permanent(4 * max(1 << max(words - 1, 0).bit_length(), 4096))
         return self._tickets

@@ -44,5 +44,6 @@ def typed_shader(name, types, splices=(), constants=()):
     shader = _TYPED.get(key)
     if shader is None:
         cls = F16Shader if "f16" in dict(types).values() else Shader
-        shader = _TYPED[key] = cls(name, lambda: (dict(constants), dict(splices, ELEMENT_TYPES=element_types(types))))
+        shader = _TYPED[key] = cls(name, lambda: (dict(constants),
+                                                  dict(splices, ELEMENT_TYPES=element_types(types))))
     return shader
