@@ -19,19 +19,17 @@ from .views import check_view, contiguous_view
 # 8 save, 9 part, 10 gw, 11 gb, 12 params, 13 r, 14 tickets. Each entry point's layout holds only what it uses
 # (WebGPU guarantees 8 storage buffers per stage).
 _UNIFORM = (12, "uniform")
-_STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"))
-_SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"))
-_TICKETS = (14, "write")
+# (the software adapters' *_rows entries never fold, but take the tickets' binding too: one layout, one call)
+_STATS = ((0, "read"), (5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), (14, "write"), _UNIFORM)
+_SUMS = ((0, "read"), (2, "read"), (8, "write"), (9, "write"), (10, "write"), (11, "write"), (14, "write"), _UNIFORM)
 _LAYOUTS = {
-    "stats": _STATS + (_TICKETS, _UNIFORM), "stats4": _STATS + (_TICKETS, _UNIFORM),
-    "stats_rows": _STATS + (_UNIFORM,),
+    "stats": _STATS, "stats4": _STATS, "stats_rows": _STATS,
     "finish": ((5, "write"), (6, "write"), (7, "write"), (8, "write"), (9, "write"), _UNIFORM),
     "normalize": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                   (8, "write"), _UNIFORM),
     "normalize4": ((0, "read"), (1, "write"), (3, "read"), (4, "read"), (5, "write"), (6, "write"), (7, "write"),
                    (8, "write"), _UNIFORM),
-    "grad_sums": _SUMS + (_TICKETS, _UNIFORM), "grad_sums4": _SUMS + (_TICKETS, _UNIFORM),
-    "grad_sums_rows": _SUMS + (_UNIFORM,),
+    "grad_sums": _SUMS, "grad_sums4": _SUMS, "grad_sums_rows": _SUMS,
     "grad_finish": ((9, "write"), (10, "write"), (11, "write"), _UNIFORM),
     "grad_input": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
     "grad_input4": ((0, "read"), (1, "write"), (2, "read"), (3, "read"), (8, "write"), (9, "write"), _UNIFORM),
@@ -90,22 +88,26 @@ def _plan(rt, c, m, vec4=False):
     return -(-m // chunk), chunk
 
 
-def _chunked_sums(rt, stats_entry, finish_entry, storages, params, chunks, c, words, dt):
-    """The statistics (or gradient sums) pass `stats_entry` over (chunks, c) workgroups and, with several
-    chunks, their merge: in the same dispatch where the binding vouches for device-scope storageBarrier
-    (FOLD: a counter per channel and `words` words of partial per chunk in the runtime's ticket buffer),
-    else in a dispatch of `finish_entry`. `storages` are the pass's bindings before the tickets; params its
-    packed Params."""
-    fold = chunks > 1 and c <= TICKET_COUNTERS and getattr(rt.binding, "device_scope_storage_barrier", False)
-    if fold:
-        fields = list(_PARAMS.unpack(params))
-        fields[_FLAGS] |= FOLD
-        params = _PARAMS.pack(*fields)
+def _folds(rt, c, chunks):
+    """Whether a channel's chunks are merged in the dispatch that computes them (FOLD: by each channel's last
+    workgroup, where the binding vouches for device-scope storageBarrier), rather than by a second one."""
+    return (chunks > 1 and c <= TICKET_COUNTERS and not rt.variant["batch_norm_rows"]
+            and getattr(rt.binding, "device_scope_storage_barrier", False))
+
+
+def _sums_pass(rt, name, vec4, storages, params, chunks, c, fold, words, finish, finish_storages, dt):
+    """The statistics (or gradient sums) pass `name` ("stats", "grad_sums") in the adapter's variant, then, with
+    several chunks and no fold, their merge: a dispatch of `finish` on `finish_storages`. `storages` are the
+    pass's bindings before the tickets (FOLD: a counter per channel and `words` words of partial per chunk in
+    the runtime's ticket buffer); params were packed with FOLD where `fold`."""
     tickets = rt.tickets(TICKET_COUNTERS + words * c * chunks) if fold else rt.spare(4)
-    rt.dispatch(kernel(stats_entry, dt), (), storages + (tickets,), params, (chunks, c, 1))
+    if rt.variant["batch_norm_rows"]:
+        entry, groups = name + "_rows", (-(-c * chunks // ROW_THREADS), 1, 1)
+    else:
+        entry, groups = name + ("4" if vec4 else ""), (chunks, c, 1)
+    rt.dispatch(kernel(entry, dt), (), storages + (tickets,), params, groups)
     if chunks > 1 and not fold:
-        rt.dispatch(kernel(finish_entry, dt), (), storages[-len(_LAYOUTS[finish_entry]) + 1:], params,
-                    (-(-c // ROW_WORKGROUP), 1, 1))
+        rt.dispatch(kernel(finish, dt), (), finish_storages, params, (-(-c // ROW_WORKGROUP), 1, 1))
 
 
 def _vec4(rt, views):
@@ -204,17 +206,13 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
             flags |= RUNNING | (COUNT if momentum is None else 0)
         vec4 = _vec4(rt, (x,))
         chunks, chunk = _plan(rt, c, n * s, vec4)
-        part = rt.storage(4 * c * chunks, float32) if chunks > 1 else rt.spare(2)
+        fold = _folds(rt, c, chunks)
+        part = rt.storage(4 * c * chunks, float32) if chunks > 1 and not fold else rt.spare(2)
         stats_storages = (x.storage, _storage(rm, rt.spare(0)), _storage(rv, rt.spare(1)),
                           _storage(cnt, rt.spare(3)), save.storage, part)
-        params = _params(x, c, chunks, chunk, flags, rm=rm, rv=rv, cnt=cnt, save=save, momentum=momentum or 0.0,
-                         eps=eps, vec4=vec4)
-        if rt.variant["batch_norm_rows"]:
-            rt.dispatch(kernel("stats_rows", dt), (), stats_storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
-            if chunks > 1:
-                rt.dispatch(kernel("finish", dt), (), stats_storages[1:], params, (-(-c // ROW_WORKGROUP), 1, 1))
-        else:
-            _chunked_sums(rt, "stats4" if vec4 else "stats", "finish", stats_storages, params, chunks, c, 3, dt)
+        params = _params(x, c, chunks, chunk, flags | (FOLD if fold else 0), rm=rm, rv=rv, cnt=cnt, save=save,
+                         momentum=momentum or 0.0, eps=eps, vec4=vec4)
+        _sums_pass(rt, "stats", vec4, stats_storages, params, chunks, c, fold, 3, "finish", stats_storages[1:], dt)
     else:
         flags |= SAVE
     entry, per_thread, groups = _elementwise(rt, "normalize", (x, out))
@@ -255,18 +253,13 @@ def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
     vec4 = _vec4(rt, (x, grad))
     chunks, chunk = _plan(rt, c, n * s, vec4)
     part = rt.storage(2 * c * chunks + 2 * c, float32) if need_sums else rt.spare(2)
-    params = _params(x, c, chunks, chunk, flags, g=grad, w=weight, save=save, gw=grad_weight, gb=grad_bias,
-                     vec4=vec4)
     if need_sums:
+        fold = _folds(rt, c, chunks)
+        params = _params(x, c, chunks, chunk, flags | (FOLD if fold else 0), g=grad, w=weight, save=save,
+                         gw=grad_weight, gb=grad_bias, vec4=vec4)
         storages = (x.storage, grad.storage, save.storage, part, _storage(grad_weight, rt.spare(0)),
                     _storage(grad_bias, rt.spare(1)))
-        if rt.variant["batch_norm_rows"]:
-            rt.dispatch(kernel("grad_sums_rows", dt), (), storages, params, (-(-c * chunks // ROW_THREADS), 1, 1))
-            if chunks > 1:
-                rt.dispatch(kernel("grad_finish", dt), (), storages[3:], params, (-(-c // ROW_WORKGROUP), 1, 1))
-        else:
-            _chunked_sums(rt, "grad_sums4" if vec4 else "grad_sums", "grad_finish", storages, params, chunks, c, 2,
-                          dt)
+        _sums_pass(rt, "grad_sums", vec4, storages, params, chunks, c, fold, 2, "grad_finish", storages[3:], dt)
     if grad_input is not None:
         entry, per_thread, groups = _elementwise(rt, "grad_input", (x, grad, grad_input))
         params = _params(x, c, chunks, chunk, flags, per_thread, y=grad_input, g=grad, w=weight, save=save)
