@@ -6,7 +6,7 @@ import struct
 from ...dtypes import float32, int32, uint8
 from ..interface import REDUCE_OPS
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
-from .runtime import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid
+from .runtime import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid, pow2_at_least
 from .views import check_view, contiguous_view
 
 RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
@@ -38,10 +38,6 @@ MIN_GROUPS = 1024
 PER_THREAD = 32  # elements each thread folds per chunk, at least
 
 
-def _pow2_at_least(n):
-    return 1 << max(n - 1, 0).bit_length()
-
-
 def split(outer, size, inner, software=False):
     """(lanes, chunks, chunk): outputs per workgroup, chunks per output row, elements per chunk.
     software: a CPU adapter, where every output gets one thread that folds its row in a plain loop (the
@@ -52,12 +48,12 @@ def split(outer, size, inner, software=False):
         lanes = THREADS
     else:
         min_groups, per_thread = MIN_GROUPS, PER_THREAD
-        threads = min(_pow2_at_least(size), THREADS)
+        threads = min(pow2_at_least(size), THREADS)
         lanes = THREADS // threads
     threads = THREADS // lanes
     if inner > 1 and not software:
         # Neighbouring lanes read neighbouring inner positions: give coalescing at least 32 lanes.
-        lanes = max(lanes, min(_pow2_at_least(inner), 32))
+        lanes = max(lanes, min(pow2_at_least(inner), 32))
         threads = THREADS // lanes
     groups = -(-outer * inner // lanes)
     chunks = 1

@@ -69,12 +69,17 @@ def storage_nbytes(numel, dtype):
     return 4 * max(words, 1)
 
 
+def pow2_at_least(n):
+    """The least power of two >= n (1 for n <= 1)."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def size_class(nbytes):
     """The pooled buffer size for a request: 256 bytes, or the next of 1, 1.25, 1.5, 1.75 x 2**k
     (at most 25% waste, few distinct sizes so buffers are found again)."""
     if nbytes <= 256:
         return 256
-    top = 1 << (nbytes - 1).bit_length()  # power of two >= nbytes
+    top = pow2_at_least(nbytes)
     quarter = top // 8  # steps of top/8 between top/2 and top
     return max(256, -(-nbytes // quarter) * quarter)
 
@@ -696,7 +701,7 @@ class Runtime:
         new buffers); a larger one replaces it when a shape needs more (submitted work and graphs keep the old
         one alive)."""
         if self._tickets is None or self._tickets.numel < words:
-            self._tickets = self._permanent(4 * max(1 << max(words - 1, 0).bit_length(), 4096))
+            self._tickets = self._permanent(4 * max(pow2_at_least(words), 4096))
         return self._tickets
 
     def write(self, storage, data, byte_offset=0):

@@ -7,7 +7,7 @@ from ..._view import View
 from ...dtypes import float32, int32
 from .elementwise import binary, copy, materialize
 from .reduce import reduce
-from .runtime import Kernel, Shader, grid
+from .runtime import Kernel, Shader, grid, pow2_at_least
 from .views import check_view, contiguous_view
 
 SHADER = Shader("softmax_loss.wgsl", {})
@@ -41,7 +41,7 @@ _PARAMS = struct.Struct("<11IifII")
 
 def _lanes(cols):
     """Rows per workgroup: enough threads per row to cover it (up to all 256)."""
-    threads = min(1 << max(cols - 1, 0).bit_length(), 256)
+    threads = min(pow2_at_least(cols), 256)
     return 256 // threads
 
 
