@@ -90,6 +90,20 @@ def test_batch_norm_resnet_first_stage_size(device, variant):
 
 
 @pytest.mark.parametrize("device", WEBGPU)
+def test_batch_norm_more_chunks_than_a_workgroup(device, variant, monkeypatch):
+    """A channel split into more chunks than a workgroup has threads: the last workgroup gathers the partials
+    a workgroup at a time (batch_norm.wgsl's FOLD), or the finish dispatches merge them all."""
+    from webgrad._backends.webgpu import batch_norm as bn
+    from webgrad._backends.webgpu.runtime import default_runtime
+    monkeypatch.setattr(bn, "PER_THREAD", 1)
+    monkeypatch.setattr(bn, "MIN_GROUPS", 4096)
+    shape = (300, 2, 256)
+    if variant != "software":
+        assert bn._plan(default_runtime(), 2, 300 * 256, vec4=True)[0] > bn.WORKGROUP
+    _compare(device, _data(shape, seed=2), True)
+
+
+@pytest.mark.parametrize("device", WEBGPU)
 def test_batch_norm_chunk_merges_and_tickets_reset(device, variant, monkeypatch):
     """Channels split into chunks: merged in the statistics' and the gradient sums' own dispatches where the
     binding vouches for device-scope storageBarrier (no finish or grad_finish dispatch), else by them. Shapes
