@@ -189,6 +189,22 @@ var<workgroup> tree_n: array<f32, WORKGROUP>;
 var<workgroup> tree_mean: array<f32, WORKGROUP>;
 var<workgroup> tree_m2: array<f32, WORKGROUP>;
 
+// FOLD's merge, a round of WORKGROUP chunks from chunk k0: the last workgroup's threads put the partials of
+// channel c (`words` words a chunk: 3 for the statistics, 2 for the gradient sums) into tree_n, tree_mean (and
+// tree_m2), chunk k0 + i at i, once every thread is past the tree's or the previous round's reads; returns how
+// many the round holds.
+fn gather_round(lid: u32, c: u32, k0: u32, words: u32) -> u32 {
+    workgroupBarrier();
+    let k = k0 + lid;
+    if (k < p.chunks) {
+        tree_n[lid] = partial_word(c, k, words, 0u);
+        tree_mean[lid] = partial_word(c, k, words, 1u);
+        if (words == 3u) { tree_m2[lid] = partial_word(c, k, words, 2u); }
+    }
+    workgroupBarrier();
+    return min(WORKGROUP, p.chunks - k0);
+}
+
 // A thread's walk through chunk `chunk` of channel c's (n, s) range, in units of `width` values (1, or 4 for
 // the vec4 entries: S and the offsets multiples of 4, chunks of whole vec4s, p.dn and p.ds in vec4s): its
 // position j up to the chunk's end, and (n, s) with sw units a plane
@@ -281,18 +297,9 @@ fn stats_tree(lid: u32, c: u32, chunk: u32, mine: Moments, origin: f32) {
     if (fold && drew_last_ticket(lid, c)) {  // finish's merge, in chunk order (see FOLD above)
         var all = Moments(0.0, 0.0, 0.0);
         for (var k0 = 0u; k0 < p.chunks; k0 += WORKGROUP) {
-            workgroupBarrier();  // (the tree's last reads, or the previous round's merge, are done)
-            let k = k0 + lid;
-            if (k < p.chunks) {
-                tree_n[lid] = partial_word(c, k, 3u, 0u);
-                tree_mean[lid] = partial_word(c, k, 3u, 1u);
-                tree_m2[lid] = partial_word(c, k, 3u, 2u);
-            }
-            workgroupBarrier();
+            let n = gather_round(lid, c, k0, 3u);
             if (lid == 0u) {
-                for (var i = 0u; i < min(WORKGROUP, p.chunks - k0); i++) {
-                    all = merge(all, Moments(tree_n[i], tree_mean[i], tree_m2[i]));
-                }
+                for (var i = 0u; i < n; i++) { all = merge(all, Moments(tree_n[i], tree_mean[i], tree_m2[i])); }
             }
         }
         if (lid == 0u) {
@@ -521,17 +528,11 @@ fn sums_tree(lid: u32, c: u32, chunk: u32, sum_g: f32, sum_gx: f32) {
         var sum_g = 0.0;
         var sum_gx = 0.0;
         for (var k0 = 0u; k0 < p.chunks; k0 += WORKGROUP) {
-            workgroupBarrier();  // (the tree's last reads, or the previous round's sums, are done)
-            let k = k0 + lid;
-            if (k < p.chunks) {
-                tree_g[lid] = partial_word(c, k, 2u, 0u);
-                tree_gx[lid] = partial_word(c, k, 2u, 1u);
-            }
-            workgroupBarrier();
+            let n = gather_round(lid, c, k0, 2u);
             if (lid == 0u) {
-                for (var i = 0u; i < min(WORKGROUP, p.chunks - k0); i++) {
-                    sum_g += tree_g[i];
-                    sum_gx += tree_gx[i];
+                for (var i = 0u; i < n; i++) {
+                    sum_g += tree_n[i];  // (gather_round's arrays: the sums' words 0 and 1)
+                    sum_gx += tree_mean[i];
                 }
             }
         }
