@@ -27,12 +27,38 @@ def test_bench_scale_prints_the_table(capsys):
     out = capsys.readouterr().out
     print(out)
     assert "webgrad samples/s" in out and "torch samples/s" in out, out
+    assert re.search(r"^PyTorch \S+ .*float32", out, re.M), out  # what PyTorch's float32 math is, stated
     row = re.search(r"^transformer +1 \| +([\d.,]+) +([\d.]+) +([\d.]+) \| +([\d.,]+) +([\d.]+) +(\S+) +(cpu|cuda) "
                     r"\| +([\d.]+)x +(\S+)$", out, re.M)
     assert row, out
     params = sum(p.numel() for p in transformer().parameters()) * 4
     assert float(row.group(3)) * 2**20 >= 3 * params  # parameters, gradients, momentum at least
     assert float(row.group(1).replace(",", "")) > 0 and float(row.group(4).replace(",", "")) > 0
+
+
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_torch_tf32_sets_pytorchs_float32_math(mode, monkeypatch):
+    """--torch-tf32 off/on sets PyTorch's TF32 switches for convolutions and matmuls (restored afterwards); default
+    leaves them as PyTorch has them."""
+    from webgrad.bench import train
+
+    flags = (torch.backends.cudnn, torch.backends.cuda.matmul)  # the second answers getattr, not monkeypatch
+    saved = [f.allow_tf32 for f in flags]
+    monkeypatch.setattr(train, "TORCH_TF32", "default")
+    try:
+        for f in flags:
+            f.allow_tf32 = mode != "on"
+        train.torch_float32_math(torch)
+        assert [f.allow_tf32 for f in flags] == [mode != "on"] * 2
+        train.set_torch_tf32(mode)
+        line = train.torch_float32_math(torch)
+        assert [f.allow_tf32 for f in flags] == [mode == "on"] * 2
+        assert line.startswith(f"PyTorch {torch.__version__}"), line
+        if torch.cuda.is_available():  # pragma: no cover - CI has no CUDA
+            assert ("TF32" in line) is (mode == "on"), line
+    finally:
+        for f, value in zip(flags, saved):
+            f.allow_tf32 = value
 
 
 def test_bench_scale_refuses_a_warmup_without_the_recording():

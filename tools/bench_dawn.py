@@ -161,9 +161,11 @@ def main_scale(argv):
         raise SystemExit("bench_dawn: --warmup must be at least 2 (an eager call, then the recording)")
     config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup, "windows": args.windows}
     train.set_windows(args.windows)  # PyTorch's side here, timed alike
+    train.set_torch_tf32(args.torch_tf32)
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _SCALE_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
+    train.print_torch_float32_math(args.no_torch)
     print(scale.header())
     for r in rows:
         theirs = None if args.no_torch else scale.torch_result(r["model"], r["batch"], args.steps, args.warmup)
@@ -216,9 +218,11 @@ def main(argv=None):
     config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
               "no_eager": args.no_eager, "windows": args.windows, "amp": args.amp}
     train.set_windows(args.windows)  # PyTorch's side here, timed alike
+    train.set_torch_tf32(args.torch_tf32)
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _TRAIN_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
+    train.print_torch_float32_math(args.no_torch)
     print(train.header())
     for r in rows:
         t = None if args.no_torch else train.try_torch_rate(r["model"], r["batch"], r["steps"], args.amp)

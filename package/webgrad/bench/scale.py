@@ -26,8 +26,9 @@ import gc
 import time
 
 import webgrad as wg
-from webgrad.bench.train import add_windows_argument, set_windows, time_loop, torch_training  # bench train's loop (loss read every 10 steps,
-# warmed up) and its PyTorch side
+# bench train's loop (loss read every 10 steps, warmed up) and its PyTorch side
+from webgrad.bench.train import (add_torch_tf32_argument, add_windows_argument, print_torch_float32_math,
+                                 set_torch_tf32, set_windows, time_loop, torch_training)
 from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
                                      training_step)
 
@@ -97,6 +98,7 @@ def parser(description):
                                                           "(default 10)")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's columns")
     add_windows_argument(p)
+    add_torch_tf32_argument(p)
     return p
 
 
@@ -132,10 +134,12 @@ def row(model, batch, ours, theirs):
 def main(argv=None):
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     set_windows(args.windows)
+    set_torch_tf32(args.torch_tf32)
     if args.warmup < 2:
         raise SystemExit("bench scale: --warmup must be at least 2 (an eager call, then the recording)")
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
+    print_torch_float32_math(args.no_torch)
     print(header(), flush=True)
     start = time.perf_counter()
     for model, batch in rows(args):

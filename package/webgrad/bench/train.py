@@ -32,6 +32,11 @@ WARMUP_SECONDS = 1.0
 # wheel's MLP-1024 replay gave 1.6M and 3.4M samples/s in one call. Both libraries are timed alike.
 WINDOWS = 3
 MIN_WINDOW_SECONDS = 0.2
+# PyTorch's float32 math on CUDA (--torch-tf32): "default" leaves PyTorch's settings as they are. Those run cuDNN's
+# float32 convolutions in TF32 on the tensor cores (torch.backends.cudnn.allow_tf32 is True by default; inputs
+# rounded to 10 mantissa bits) and matmuls in full float32 (torch.backends.cuda.matmul.allow_tf32 False). webgrad
+# computes both in full float32, so "off" compares like with like and "on" gives PyTorch TF32 for both.
+TORCH_TF32 = "default"
 
 
 def time_loop(step, batches, steps, sync, warmup=10, windows=None):
@@ -96,6 +101,7 @@ def torch_training(torch, models, model_name, batch, dev):
     """PyTorch eager's side of a row (bench train and bench scale): the model (from `models`, a name ->
     factory table) built with torch.nn and seed 0, the benchmark's optimizer, a training step, four
     random batches and the device's sync."""
+    torch_float32_math(torch)
     torch.manual_seed(0)
     model = models[model_name](nn=torch.nn).to(dev)
     opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
@@ -143,12 +149,50 @@ def parser(description):
     p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
                    "GradScaler (webgrad needs an adapter with shader-f16)")
     add_windows_argument(p)
+    add_torch_tf32_argument(p)
     return p
 
 
 def add_windows_argument(p):
     p.add_argument("--windows", type=int, default=WINDOWS, help="timed windows per figure (their median; "
                    f"default {WINDOWS}, each at least {MIN_WINDOW_SECONDS} s)")
+
+
+def add_torch_tf32_argument(p):
+    p.add_argument("--torch-tf32", choices=["default", "off", "on"], default="default",
+                   help="PyTorch's TF32 tensor-core math for float32 convolutions and matmuls on CUDA: default = "
+                        "PyTorch's defaults (convolutions TF32, matmuls float32), off = both in float32 as "
+                        "webgrad computes them, on = both in TF32")
+
+
+def set_torch_tf32(mode):
+    global TORCH_TF32
+    TORCH_TF32 = mode
+
+
+def torch_float32_math(torch):
+    """Applies --torch-tf32 to PyTorch and says what its float32 convolutions and matmuls compute in (a line for
+    the table's header, so that every figure against PyTorch states it)."""
+    if TORCH_TF32 != "default":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = TORCH_TF32 == "on"
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__} on the CPU: float32"
+
+    def math(tf32):
+        return "TF32 (tensor cores)" if tf32 else "float32"
+    return (f"PyTorch {torch.__version__} (--torch-tf32 {TORCH_TF32}): convolutions "
+            f"{math(torch.backends.cudnn.allow_tf32)}, matmuls {math(torch.backends.cuda.matmul.allow_tf32)}")
+
+
+def print_torch_float32_math(no_torch):
+    """The header line of torch_float32_math, where PyTorch is importable and its columns are asked for."""
+    if no_torch:
+        return
+    try:
+        import torch
+    except ImportError:
+        return
+    print(torch_float32_math(torch))
 
 
 def set_windows(n):
@@ -186,11 +230,13 @@ def main(argv=None):
     p.add_argument("--device", default="webgpu", help="webgrad device (default webgpu)")
     args = p.parse_args(argv)
     set_windows(args.windows)
+    set_torch_tf32(args.torch_tf32)
     if args.device == "webgpu":
         info = wg.webgpu.adapter_info()
         print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
     if args.amp:
         print("mixed precision: autocast(float16) + GradScaler on both sides")
+    print_torch_float32_math(args.no_torch)
     print(header())
     for model in args.models:
         for batch in args.batch_sizes:
