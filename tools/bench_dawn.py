@@ -160,8 +160,7 @@ def main_scale(argv):
     if args.warmup < 2:
         raise SystemExit("bench_dawn: --warmup must be at least 2 (an eager call, then the recording)")
     config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup, "windows": args.windows}
-    train.set_windows(args.windows)  # PyTorch's side here, timed alike
-    train.set_torch_tf32(args.torch_tf32)
+    train.apply_comparison_arguments(args)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _SCALE_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
@@ -217,8 +216,7 @@ def main(argv=None):
     args = _options(train.parser(__doc__.splitlines()[0])).parse_args(argv)
     config = {"models": args.models, "batch_sizes": args.batch_sizes, "steps": args.steps,
               "no_eager": args.no_eager, "windows": args.windows, "amp": args.amp}
-    train.set_windows(args.windows)  # PyTorch's side here, timed alike
-    train.set_torch_tf32(args.torch_tf32)
+    train.apply_comparison_arguments(args)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _TRAIN_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)

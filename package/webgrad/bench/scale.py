@@ -27,8 +27,8 @@ import time
 
 import webgrad as wg
 # bench train's loop (loss read every 10 steps, warmed up) and its PyTorch side
-from webgrad.bench.train import (add_torch_tf32_argument, add_windows_argument, print_torch_float32_math,
-                                 set_torch_tf32, set_windows, time_loop, torch_training)
+from webgrad.bench.train import (add_comparison_arguments, apply_comparison_arguments, print_torch_float32_math,
+                                 time_loop, torch_training)
 from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
                                      training_step)
 
@@ -97,8 +97,7 @@ def parser(description):
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first, at least 2 and a second "
                                                           "(default 10)")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's columns")
-    add_windows_argument(p)
-    add_torch_tf32_argument(p)
+    add_comparison_arguments(p)
     return p
 
 
@@ -133,8 +132,7 @@ def row(model, batch, ours, theirs):
 
 def main(argv=None):
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    set_windows(args.windows)
-    set_torch_tf32(args.torch_tf32)
+    apply_comparison_arguments(args)
     if args.warmup < 2:
         raise SystemExit("bench scale: --warmup must be at least 2 (an eager call, then the recording)")
     info = wg.webgpu.adapter_info()

@@ -149,21 +149,24 @@ def parser(description):
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's column")
     p.add_argument("--amp", action="store_true", help="mixed precision on both sides: autocast to float16 and a "
                    "GradScaler (webgrad needs an adapter with shader-f16)")
-    add_windows_argument(p)
-    add_torch_tf32_argument(p)
+    add_comparison_arguments(p)
     return p
 
 
-def add_windows_argument(p):
+def add_comparison_arguments(p):
+    """The arguments of how a table times both libraries and what PyTorch computes in (bench train, bench scale,
+    tools/bench_dawn.py); apply_comparison_arguments applies them."""
     p.add_argument("--windows", type=int, default=WINDOWS, help="timed windows per figure (their median; "
                    f"default {WINDOWS}, each at least {MIN_WINDOW_SECONDS} s)")
-
-
-def add_torch_tf32_argument(p):
     p.add_argument("--torch-tf32", choices=["default", "off", "on"], default="default",
                    help="PyTorch's TF32 tensor-core math for float32 convolutions and matmuls on CUDA: default = "
                         "PyTorch's defaults (convolutions TF32, matmuls float32), off = both in float32 as "
                         "webgrad computes them, on = both in TF32")
+
+
+def apply_comparison_arguments(args):
+    set_windows(args.windows)
+    set_torch_tf32(args.torch_tf32)
 
 
 def set_torch_tf32(mode):
@@ -230,8 +233,7 @@ def main(argv=None):
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--device", default="webgpu", help="webgrad device (default webgpu)")
     args = p.parse_args(argv)
-    set_windows(args.windows)
-    set_torch_tf32(args.torch_tf32)
+    apply_comparison_arguments(args)
     if args.device == "webgpu":
         info = wg.webgpu.adapter_info()
         print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
