@@ -22,7 +22,7 @@ from helpers import DEVICES  # noqa: E402
 def test_bench_scale_prints_the_table(capsys):
     if not wg.webgpu.is_available():  # pragma: no cover - no Vulkan driver on this machine
         pytest.skip("no WebGPU adapter")
-    assert scale.main(["--models", "transformer", "--batch", "1", "--steps", "1", "--warmup", "2",
+    assert scale.main(["--models", "transformer", "--batch", "1", "--steps", "1", "--warmup", "3",
                        "--windows", "1"]) == 0
     out = capsys.readouterr().out
     print(out)
@@ -63,7 +63,7 @@ def test_torch_tf32_sets_pytorchs_float32_math(mode, monkeypatch):
 
 def test_bench_scale_refuses_a_warmup_without_the_recording():
     with pytest.raises(SystemExit, match="warmup"):
-        scale.main(["--warmup", "1"])
+        scale.main(["--warmup", "2"])
 
 
 def test_transformer_has_torchs_layout():

@@ -16,6 +16,12 @@ numbers) and replay. Any other Python in `fn` does not run again: a counter it i
 computes on the host, stay as recorded. They return the same output tensors each time,
 refreshed by the replay, as torch.cuda.graphs do.
 
+Memory planning: a recorded step owns its intermediates' buffers for as long as it is replayed, and its
+first recording can only hand them out in the order the step asks for them. Where that recording says a
+plan made with the whole step known would hold at least 1/16 less memory (the graph's plan_gain), the third
+call records the step once more, following that plan, and replays start with the fourth
+(_backends/webgpu/memory_plan.py; ResNet-18's step at batch 128 on WebGPU).
+
 Rules, as with CUDA graphs: shapes stay the same (a call with other shapes, e.g. a smaller last
 batch, simply runs eagerly); Python control flow that depends on tensor values is frozen as recorded,
 so `fn` must not read values back (no .item() inside, no optimizer that takes a closure, as LBFGS). A
@@ -95,6 +101,7 @@ class Replayable:
         self._static = self._outputs = self._signature = None
         self._hooks = []
         self._reads_back = False  # the recording read values back: fn runs eagerly from then on
+        self._replan = False  # the next call records again, with the memory plan the recording offers
 
     def __call__(self, *args):
         tensors = [a for a in args if isinstance(a, Tensor)]
@@ -109,20 +116,28 @@ class Replayable:
         for static, a in zip(self._static, args):
             if isinstance(a, Tensor):
                 backend.copy(static._view, a._view)
+        if self._replan:
+            return self._record(backend, args, replacing=self.graph)
         for hook in self._hooks:
             hook()
         self.graph.replay()
         self.replays += 1
         return self._outputs
 
-    def _record(self, backend, args):
-        # static inputs are made before the capture, so they are inputs of the graph, not its own buffers
-        self._static = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
-        self._signature = _signature(args)
+    def _record(self, backend, args, replacing=None):
+        """Record the step on static copies of `args` (already copied into them when `replacing` the first
+        recording: see the module doc's memory planning)."""
+        if replacing is None:
+            # static inputs are made before the capture, so they are inputs of the graph, not its own buffers
+            self._static = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
+            self._signature = _signature(args)
+        # (a recording that raises leaves no graph: the next call records); the first recording's hooks and
+        # outputs may hold its tensors (a gradient), whose buffers this one's plan takes back
+        self.graph, self._replan, self._hooks, self._outputs = None, False, [], None
         hooks = []
         _active.hooks = hooks
         try:
-            with backend.capture() as graph:
+            with backend.capture(replacing, plannable=True) as graph:
                 out = self._checked(self.fn(*self._static))  # the check is recorded: every replay runs it
         finally:
             _active.hooks = None
@@ -137,6 +152,7 @@ class Replayable:
                           "decided from them, so the step runs eagerly on every call.", RuntimeWarning, stacklevel=3)
             return self._outputs
         self.graph, self._hooks = graph, hooks
+        self._replan = replacing is None and graph.plan_gain > 0
         return self._outputs
 
     def _checked(self, out):
@@ -167,6 +183,7 @@ class Replayable:
         self.graph = None
         self._static = self._outputs = None
         self._reads_back = False
+        self._replan = False
 
 
 def replayable(fn=None, *, warmup=1, check_finite=False):

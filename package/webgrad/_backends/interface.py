@@ -90,11 +90,14 @@ class Backend:
         recorded and run again at every replay."""
         return contextlib.nullcontext()
 
-    def capture(self):
+    def capture(self, replacing=None, plannable=False):
         """``with backend.capture() as graph:`` runs and records the work issued inside; then
         ``graph.replay()`` runs it again and ``graph.release()`` frees it. ``graph.read_backs`` counts the
         values read back inside the block; a graph with any refuses to replay (RuntimeError): a replay would
-        repeat what the host decided from them."""
+        repeat what the host decided from them. With ``plannable=True`` the caller may record the same step
+        again: ``graph.plan_gain`` is the bytes of memory that recording it with ``capture(replacing=graph)``
+        would save (0 where that does not pay); that recording releases `graph` and lays out its own memory
+        from what `graph` learned."""
         raise NotImplementedError(f"the {self.name} backend cannot capture work for replay")
 
     def scalar(self, value, kind="f32"):

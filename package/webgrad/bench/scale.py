@@ -94,7 +94,7 @@ def parser(description):
     p.add_argument("--batch", type=int, help="one batch size for every model (default: resnet18 128, "
                                              "widemlp 128, transformer 32)")
     p.add_argument("--steps", type=int, default=30, help="timed steps per row, after a warm-up (default 30)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed steps first, at least 2 and a second "
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first, at least 3 and a second "
                                                           "(default 10)")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's columns")
     add_comparison_arguments(p)
@@ -133,8 +133,9 @@ def row(model, batch, ours, theirs):
 def main(argv=None):
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     apply_comparison_arguments(args)
-    if args.warmup < 2:
-        raise SystemExit("bench scale: --warmup must be at least 2 (an eager call, then the recording)")
+    if args.warmup < 3:
+        raise SystemExit("bench scale: --warmup must be at least 3 (an eager call, the recording, and "
+                         "the planned recording that may replace it)")
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
     print_torch_float32_math(args.no_torch)

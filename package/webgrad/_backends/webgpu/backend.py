@@ -119,9 +119,9 @@ class WebGPUBackend(Backend):
         """A DynamicScalar: pass it as a kernel scalar that must change between replays."""
         return self.runtime.scalar(value, kind)
 
-    def capture(self):
+    def capture(self, replacing=None, plannable=False):
         """``with backend.capture() as graph:`` records the work issued inside; ``graph.replay()``."""
-        return self.runtime.capture()
+        return self.runtime.capture(replacing, plannable)
 
     @property
     def capturing(self):

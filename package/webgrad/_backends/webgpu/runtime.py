@@ -52,6 +52,7 @@ import weakref
 from typing import NamedTuple
 
 from ...dtypes import float16, float32, uint8
+from . import memory_plan
 from . import shaders
 
 # Dtype codes, the same in every shader (injected as DT_* constants by shaders.source).
@@ -282,7 +283,11 @@ def _best_fit(free, nbytes, largest):
     return heapq.heappop(free[min(sizes)]) if sizes else None
 
 
-FIT_CLASSES = 2  # a capture's request takes a free buffer of at most this many times its size class
+FIT_CLASSES = 1  # a capture's request takes a free buffer of at most this many times its size class
+# A step is recorded again, planned, where that saves at least 1/16 of its graph's buffers and 1 MiB: a small
+# step's few KiB do not pay for a second recording (its Python once more, hooks registered anew)
+REPLAN_SHARE = 16
+REPLAN_MIN_BYTES = 1 << 20
 
 
 class CapturePool:
@@ -293,40 +298,101 @@ class CapturePool:
     reused (in recorded order, which is safe: the GPU runs the records in order). Its buffers count
     in the parent pool's `reserved`, and in its `allocated` while a storage holds them.
 
-    Memory planning: a recorded step's intermediates live in the graph's buffers for good, so each buffer
-    the capture adds is held by every replay. A request therefore takes the smallest free buffer that
-    fits, of a larger size class too: first among those freed earlier in the capture, then among the
-    pool's free ones (the eager warm-up step's), and only then makes a buffer. A fitting buffer of a
-    larger class costs nothing here, where a new one of the exact class would be held for as long as the
-    graph lives.
+    Memory planning, online: a recorded step's intermediates live in the graph's buffers for good, so each
+    buffer the capture adds is held by every replay. A request therefore takes a free buffer of its size
+    class before it makes one: first among those freed earlier in the capture, then among the pool's free
+    ones (the eager warm-up step's). Of its class only (FIT_CLASSES = 1). Until session 22 a larger one was
+    taken too, up to twice the request's class: in a graph that nothing replaced that held less (ResNet-18's
+    recorded step at batch 128: 934.1 MiB at its peak, the least of the bounds 1, 1.5, 2, 4 and none tried).
+    But a storage that outlives the step then kept the larger buffer: the gradients a first recording made took
+    77 MiB instead of 47, and those are alive while the step is recorded again, planned (below), whose peak was
+    then 864.6 MiB instead of 842.4 (lavapipe, GPU kernel variants). A first recording is now either replaced by
+    a planned one or holds within 1/REPLAN_SHARE of what the plan would.
 
-    But at most twice the request's class (FIT_CLASSES): a much larger buffer is worth more to the larger
-    requests that come later. Without the bound a 512-byte BatchNorm statistic took a free 1 MiB buffer
-    and held it for the graph's life (counted in memory_allocated as 1 MiB, as it is held), a later 1 MiB
-    request then took a larger buffer or made one, and ResNet-18's recorded step at batch 128 held 948.8
-    MiB at its peak; with it, 934.1, with as many bytes reserved (lavapipe; of the bounds tried, 1, 1.5,
-    2, 4 and none, 2 held least). It also keeps the peak from hanging on which sizes the eager warm-up
-    step happened to free: a change to one op's scratch had moved the whole step's peak by 76 MiB.
+    Planned: given a `plan` (memory_plan.BufferPlan, made from `events` of an earlier recording of the same
+    step; see memory_plan), the k-th request takes the plan's buffer for it, made at its first use, as long
+    as the request asks what the plan's did and no live storage holds that buffer; else the plan is dropped
+    and the pool goes on online, its planned buffers among the free ones.
     """
 
-    def __init__(self, parent):
+    def __init__(self, parent, plan=None):
         self._parent = parent
         self._free = {}
         self.closed = False
+        # ("acquire", bytes) per request and ("release", its index) per storage freed, in order: what a
+        # later recording of the same step plans from (memory_plan.plan)
+        self.events = []
+        self._holder = {}  # buffer -> the index of the request whose storage holds it
+        self.owned = set()  # every buffer this capture took (the graph's)
+        self._requests = 0
+        self._plan = plan
+        self._planned = {}  # slot -> its buffer, once made
+        self._planned_buffers = set()  # their buffers
+        self._planned_free = set()  # planned buffers no storage holds
+
+    @property
+    def idle_bytes(self):
+        """Bytes of the buffers the capture took that no storage holds."""
+        return (sum(b.size for free in self._free.values() for b in free)
+                + sum(b.size for b in self._planned_free))
 
     def acquire(self, nbytes):
-        largest = FIT_CLASSES * size_class(nbytes)
-        buffer = _best_fit(self._free, nbytes, largest)
-        if buffer is not None:
-            self._parent._count(buffer.size)
+        k = self._requests
+        self._requests += 1
+        self.events.append(("acquire", nbytes))
+        buffer = self._from_plan(k, nbytes) if self._plan is not None else None
+        if buffer is None:
+            largest = FIT_CLASSES * size_class(nbytes)
+            buffer = _best_fit(self._free, nbytes, largest)
+            if buffer is not None:
+                self._parent._count(buffer.size)
+            else:
+                buffer = self._parent.take_fitting(nbytes, largest) or self._parent.acquire(nbytes)
+                self.owned.add(buffer)
+        self._holder[buffer] = k
+        return buffer
+
+    def _from_plan(self, k, nbytes):
+        """The k-th request's planned buffer, or None (the plan dropped) where the request differs from the
+        plan's or that buffer is held."""
+        plan = self._plan
+        if k >= len(plan.requests) or plan.requests[k] != nbytes:
+            return self._drop_plan()
+        slot = plan.slots[k]
+        buffer = self._planned.get(slot)
+        if buffer is None:
+            buffer = self._planned[slot] = self._parent.acquire(plan.sizes[slot])
+            self._planned_buffers.add(buffer)
+            self.owned.add(buffer)
             return buffer
-        return self._parent.take_fitting(nbytes, largest) or self._parent.acquire(nbytes)
+        if buffer not in self._planned_free:
+            return self._drop_plan()
+        self._planned_free.remove(buffer)
+        self._parent._count(buffer.size)
+        return buffer
+
+    def _drop_plan(self):
+        self._plan = None
+        for buffer in self._planned_free:
+            heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
+        self._planned_free.clear()
+        self._planned.clear()
+        self._planned_buffers.clear()
+
+    @property
+    def planned(self):
+        """Whether the capture followed its plan throughout (False without one)."""
+        return self._plan is not None
 
     def release(self, buffer):
         if self.closed:
             self._parent.release(buffer)
+            return
+        self.events.append(("release", self._holder.pop(buffer)))
+        self._parent.allocated -= buffer.size
+        if buffer in self._planned_buffers:
+            self._planned_free.add(buffer)
         else:
-            self._parent.allocated -= buffer.size
             heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
 
     def close(self):
@@ -335,7 +401,10 @@ class CapturePool:
         for free in self._free.values():
             for buffer in free:
                 self._parent._take_back(buffer)
+        for buffer in self._planned_free:
+            self._parent._take_back(buffer)
         self._free.clear()
+        self._planned_free.clear()
 
 
 class Storage:
@@ -454,12 +523,13 @@ class Graph:
     the buffers of storages made during it (they return to the pool when the graph is released).
     """
 
-    def __init__(self, runtime):
+    def __init__(self, runtime, plan=None, plannable=False):
         self._runtime = runtime
+        self.plannable = plannable  # see Runtime.capture
         self.records = []
         self.buffers = set()  # PooledBuffers the records use (for write ordering)
         self.slots = set()  # dynamic scalar slots the records read
-        self.pool = CapturePool(runtime.pool)
+        self.pool = CapturePool(runtime.pool, plan)
         self._keep = {}  # id -> Storage made before the capture and used by it
         self._uploads = []  # buffers holding data written during the capture
         self._parts = None  # the records prepared for the binding, in the parts a replay submits
@@ -468,6 +538,7 @@ class Graph:
         # Values read back while recording (Runtime.read): the host decided something from them that a replay,
         # which runs only the recorded GPU work, would repeat unchanged. Such a graph refuses to replay.
         self.read_backs = 0
+        self._plan_gain = None  # see plan_gain
         # Per record, for fusion.py at the seal: a TracedRecord. Storages are told apart by a serial (an id
         # can be reused once its storage is gone) and held weakly, so that the seal sees which outlive the step.
         self.trace = []
@@ -509,7 +580,26 @@ class Graph:
     def idle_bytes(self):
         """Bytes of the buffers the graph owns that no live storage holds (its intermediates): not in
         the pool's `allocated`, yet a replay writes into them, so no one else may use them meanwhile."""
-        return sum(b.size for free in self.pool._free.values() for b in free)
+        return self.pool.idle_bytes
+
+    @property
+    def own_bytes(self):
+        """Bytes of every buffer the graph owns: its intermediates' (idle_bytes) and those of the storages it
+        made that outlive it (a parameter's gradient, the returned loss)."""
+        return sum(b.size for b in self.pool.owned)
+
+    @property
+    def plan_gain(self):
+        """Bytes that recording this step again, planned from this recording (capture(replacing=self);
+        memory_plan.py), would save: 0 unless that is at least 1/REPLAN_SHARE of own_bytes and REPLAN_MIN_BYTES,
+        and where this graph was not recorded plannable (Runtime.capture), cannot be replayed or was planned."""
+        if self._plan_gain is None:
+            self._plan_gain = 0
+            if self.plannable and self._parts is not None and not self.read_backs and not self.pool.planned:
+                gain = self.own_bytes - memory_plan.plan(self.pool.events, size_class).nbytes
+                if gain * REPLAN_SHARE >= self.own_bytes and gain >= REPLAN_MIN_BYTES:
+                    self._plan_gain = gain
+        return self._plan_gain
 
     def replay(self):
         """Submit the recorded work again, with any eager work recorded before it (without waiting)."""
@@ -680,7 +770,18 @@ class Runtime:
         """The runtime's kept float32 scratch `name`, at least `numel` floats, as split_k_scratch describes:
         "split-k" (split products' partial tiles); "winograd-u", "winograd-in" and "winograd-out"
         (winograd.py's transformed operands and products: a dispatch reads some and writes another, which
-        WebGPU allows only for distinct buffers; a split product inside it uses "split-k" too)."""
+        WebGPU allows only for distinct buffers; a split product inside it uses "split-k" too).
+
+        While a plannable capture records (capture(plannable=True), replay.py's), a new storage of the graph's
+        instead, which the op drops when it returns: a recorded step owns its buffers for good, and a kept
+        scratch would be held beside them, sized for the step's largest op (96 MiB in ResNet-18's step at
+        batch 128). A scratch of the graph's lives only through its op, so a planned recording
+        (capture(replacing=...)) lets it share buffers with activations not yet made or already freed. A
+        capture that no plan follows keeps the kept scratches: online, a freed per-op scratch was taken by a
+        kept activation and the graph made a new one for the next op (ResNet-18 peaked at 1263.8 MiB against
+        988.8, session 10)."""
+        if self._graph is not None and self._graph.plannable:
+            return self.storage(numel, float32)  # the graph's, for this op alone (see capture)
         s = self._kept_scratch.get(name)
         if s is None or s.numel < numel:
             nbytes = storage_nbytes(numel, float32)
@@ -1037,11 +1138,24 @@ class Runtime:
             self._graph, self._alloc = graph, alloc
 
     @contextlib.contextmanager
-    def capture(self):
-        """Record the work issued inside the block into a :class:`Graph` (the work also runs)."""
+    def capture(self, replacing=None, plannable=False):
+        """Record the work issued inside the block into a :class:`Graph` (the work also runs).
+
+        plannable: the step may be recorded again, planned (replay.py): the graph's scratches are then storages
+        of its own, one per op (kept_scratch), which a plan can place, and the kept ones are given back first.
+        replacing: a plannable graph recorded before of the same step, released here; where its plan_gain is
+        not 0, this recording's buffers follow the plan made from it (memory_plan.py)."""
         if self._graph is not None:
             raise RuntimeError("runtime.capture() does not nest")
-        graph = Graph(self)
+        plan = None
+        if replacing is not None:
+            if replacing.plan_gain:
+                plan = memory_plan.plan(replacing.pool.events, size_class)
+            replacing.release()
+            plannable = True
+        if plannable:
+            self._kept_scratch.clear()
+        graph = Graph(self, plan, plannable)
         self._graph, self._alloc = graph, graph.pool
         failed = True
         try:

@@ -7,7 +7,8 @@ the weight gradient [O, tiles] @ [tiles, C], split along the tiles by matmul_pla
 transforms (see the shader's header; winograd_transforms.py writes them out).
 
 The transformed image V [xi, C, T] and the products M [xi, O, T] are 2.25 (F(4x4)) or 4 (F(2x2)) times the size
-of the image and of the output. They live in the runtime's kept scratches (Runtime.kept_scratch), shared by
+of the image and of the output. They live in the runtime's kept scratches (Runtime.kept_scratch; while a step
+is recorded, storages of its graph's that the graph's memory plan places, memory_plan.py), shared by
 every Winograd convolution: "winograd-u" holds U [xi, O, C] (the weight gradient: its chunks' dU),
 "winograd-in" V, "winograd-out" M (the weight gradient: D). A batch whose V or M would pass WORKSPACE bytes
 runs in chunks of images, one after another through the same buffers. Pooled storages per convolution, freed
