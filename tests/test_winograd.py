@@ -40,7 +40,7 @@ ALL = list(CONV_PASSES)
 # (x shape, weight shape, conv2d kwargs)
 CASES = [
     ((2, 64, 8, 8), (64, 64, 3, 3), dict(padding=1)),      # ResNet-18's layer1 shape on a smaller map
-    ((2, 128, 4, 4), (128, 128, 3, 3), dict(padding=1)),   # layer4's map, 4 tiles per image
+    ((2, 128, 4, 4), (128, 128, 3, 3), dict(padding=1)),   # layer4's map: 4 tiles per image in F(2x2), 1 in F(4x4)
     ((2, 128, 16, 16), (128, 128, 3, 3), dict(padding=1)), # 128 tiles: the products on 128x128w16 (BIG_PRODUCT)
     ((3, 5, 7, 9), (6, 5, 3, 3), dict(padding=1)),         # odd planes: the last tiles hang over the edge
     ((2, 4, 9, 7), (3, 4, 3, 3), dict()),                  # padding 0 (the input gradient pads by 2)
@@ -118,7 +118,7 @@ def test_other_geometries_do_not_run_here(wino, kwargs):
 
 
 def test_routing_by_channels(monkeypatch):
-    # MIN_CHANNELS on both sides: ResNet's 64-channel 3x3 convolutions take Winograd (F(4x4, 3x3) on 8x8 planes
+    # MIN_CHANNELS on both sides: ResNet's 64-channel 3x3 convolutions take Winograd (F(4x4, 3x3) on 4x4 planes
     # and larger, F(2x2, 3x3) below), the stem (3 input channels) and 1x1 or 5x5 windows do not, and
     # WEBGRAD_WINOGRAD=0 (FORCED["off"]) turns it off
     from webgrad._backends.webgpu import winograd
@@ -127,7 +127,7 @@ def test_routing_by_channels(monkeypatch):
     monkeypatch.setitem(winograd.FORCED, "off", False)
     assert winograd.suits(64, 64, (3, 3), geom) and winograd.suits(512, 512, (3, 3), geom)
     monkeypatch.setitem(winograd.TILE, "size", None)
-    assert [winograd.tile_for(*plane) for plane in ((32, 32), (8, 8), (8, 7), (4, 4))] == [4, 4, 2, 2]
+    assert [winograd.tile_for(*plane) for plane in ((32, 32), (8, 8), (4, 4), (4, 3), (2, 2))] == [4, 4, 4, 2, 2]
     assert not winograd.suits(3, 64, (3, 3), geom)
     assert not winograd.suits(64, 32, (3, 3), geom)
     assert not winograd.suits(64, 64, (1, 1), ((1, 1), (0, 0), (1, 1)))
@@ -226,3 +226,16 @@ def test_float16_operands(wino, monkeypatch, chunks):
             wino._kernel("wino_grad_output", "f16", "f32", tile, rows),
             wino._kernel("wino_grad_weight", "f32", "f16", tile)]
     assert all(k in kernels for k in half), "not the float16 kernels"
+
+
+def test_big_products_take_64x128_tiles_past_a_wave_and_below_three_quarters_of_one():
+    """BIG_PRODUCT_MIN_FILL: ResNet-18's last stage at batch 128 (512 channels, 4x4 planes) in F(4x4) is one tile
+    an image, 36 products [512, 512] @ [512, 128]: 144 workgroups of 128x128, 0.55 of a wave, take 64x128w16; in
+    F(2x2), 16 of [512, 512] @ [512, 512], 256 workgroups, keep 128x128w16; the third stage's F(4x4) products at
+    batch 128 ([256, 256] @ [256, 512]: over a wave) take 64x128w16."""
+    from webgrad._backends.webgpu import winograd
+
+    assert winograd._product(512, 512, 128, 36, "gpu").config == "64x128w16"
+    assert winograd._product(512, 512, 512, 16, "gpu").config == "128x128w16"
+    assert winograd.product_fill(winograd._product(512, 512, 512, 16, "gpu")) > winograd.BIG_PRODUCT_MIN_FILL
+    assert winograd._product(256, 256, 512, 36, "gpu").config == "64x128w16"

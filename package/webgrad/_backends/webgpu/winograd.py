@@ -26,6 +26,7 @@ Plans are pure Python and cached; a plan's Launches are kept in the runtime's me
 """
 
 import functools
+import math
 import os
 import struct
 from typing import NamedTuple
@@ -117,8 +118,13 @@ FORCED = {"off": os.environ.get("WEBGRAD_WINOGRAD") == "0"}
 # (bench replay; /work/.device/2 and 3 of session 10): F(2x2) everywhere 14,724 us (the hand-written F(2x2)
 # kernels before it 14,760), F(4x4) everywhere 13,615. On the 4x4 planes of the last stage F(4x4)'s products
 # ([512, 512] @ [512, 128 tiles], 36 of them) ran no faster than F(2x2)'s (16 of [512, 512] @ [512, 512]: 897
-# against 887 us) and its U is 2.25 times F(2x2)'s (37.7 MB for 512 channels), hence F4_MIN_PLANE.
-F4_MIN_PLANE = int(os.environ.get("WEBGRAD_WINOGRAD_F4_PLANE") or 8)
+# against 887 us) and its U is 2.25 times F(2x2)'s (37.7 MB for 512 channels), hence F4_MIN_PLANE 8 until
+# session 22. Then the products' tiles below (BIG_PRODUCT_MIN_FILL) made them faster, and a recorded step's
+# memory plan (memory_plan.py) took the larger scratches without raising its peak. H200, ResNet-18 at batch 128:
+# with 128x128w16 tiles, bench scale 12,647 samples/s against 12,484 at 8, peak 845.4 MiB either way (964.9
+# and 940.9 before the plan; /work/devlogs22/1); with BIG_PRODUCT_MIN_FILL, a replayed step's GPU span 9,662 us
+# against 10,006 (bench replay) and bench scale 12,900 samples/s against 12,495 (/work/devlogs22/2).
+F4_MIN_PLANE = int(os.environ.get("WEBGRAD_WINOGRAD_F4_PLANE") or 4)
 TILE = {"size": int(os.environ.get("WEBGRAD_WINOGRAD_TILE") or 0) or None}
 
 
@@ -210,15 +216,21 @@ def images_per_chunk(N, C, O, tiles_per_image, xi, product=None):
 RESIDENT_THREADS = 132 * 512
 
 
-def product_waves(p):
-    """Waves of resident workgroups that MatmulPlan p's first dispatch takes; None where its tiles are not 8x8
-    per thread (RESIDENT_THREADS counts those)."""
+def product_fill(p):
+    """Waves of resident workgroups, a fraction, that MatmulPlan p's first dispatch fills; None where its tiles
+    are not 8x8 per thread (RESIDENT_THREADS counts those)."""
     c = matmul_plan.CONFIGS[p.config]
     if c["TM"] * c["TN"] < 64:
         return None
     threads = c["WG_X"] * c["WG_Y"] * c["KS"]
     x, y, z = p.workgroups
-    return -(-(x * y * z) // (RESIDENT_THREADS // threads))
+    return x * y * z / (RESIDENT_THREADS // threads)
+
+
+def product_waves(p):
+    """Waves of resident workgroups that MatmulPlan p's first dispatch takes (product_fill rounded up), or None."""
+    fill = product_fill(p)
+    return None if fill is None else math.ceil(fill)
 
 
 @functools.lru_cache(maxsize=512)
@@ -256,9 +268,13 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
 # Where those tiles take more than one wave (product_waves), 64x128w16 tiles ran faster: H200, bench kernels
 # (/work/.device/2 of session 12), us per product as 128x128w16 / 64x128w16: 36x256x512 @ K = 256 (the third stage,
 # 288 workgroups of 128x128) 110.3 / 97.3; in one wave 36x128x896 @ 128 37.6 / 48.9, 16x512x512 @ 512 143.2 / 167.8.
+# And where they fill less than BIG_PRODUCT_MIN_FILL of one wave: the last stage's F(4x4) products on 4x4 planes,
+# 36x512x128 @ K = 512 (144 workgroups of 128x128, 0.55 of a wave), ran at 16.7 TFLOP/s as 128x128w16 and 21.4
+# as 64x128w16 (bench kernels --shapes 36,512,128,512, /work/devlogs21/5).
 BIG_PRODUCT = 128
 BIG_PRODUCT_CONFIG = "128x128w16"
 BIG_PRODUCT_PAST_A_WAVE = "64x128w16"
+BIG_PRODUCT_MIN_FILL = 0.75
 
 
 def _product(O, C, T, xi, matmul_profile):
@@ -269,7 +285,8 @@ def _product(O, C, T, xi, matmul_profile):
     if matmul_profile != "gpu" or min(O, C, T) < BIG_PRODUCT:
         return product()
     p = product(BIG_PRODUCT_CONFIG)
-    return product(BIG_PRODUCT_PAST_A_WAVE) if product_waves(p) > 1 else p
+    fill = product_fill(p)
+    return product(BIG_PRODUCT_PAST_A_WAVE) if fill > 1 or fill < BIG_PRODUCT_MIN_FILL else p
 
 
 # The weight gradient's products dU[xi] = D[xi] [O, T] @ V[xi]ᵀ have a small output and a long K: tiles by the
