@@ -2,7 +2,8 @@
 
     step = webgrad.replayable(train_step)     # train_step(x, y) does forward, backward, optimizer.step()
     for x, y in loader:
-        loss = step(x, y)                      # after a warm-up call and a recording call: one replay
+        loss = step(x, y)                      # after a warm-up call and a recording call (and a second
+                                               # one where a memory plan pays; see below): one replay
 
 Why: from Python, every op costs tens of microseconds of FFI work (ENVIRONMENT.md) while the GPU work of
 a small model's step takes less. A replay hands the whole recorded step to the binding in one call.
@@ -18,7 +19,7 @@ refreshed by the replay, as torch.cuda.graphs do.
 
 Memory planning: a recorded step owns its intermediates' buffers for as long as it is replayed, and its
 first recording can only hand them out in the order the step asks for them. Where that recording says a
-plan made with the whole step known would hold at least 1/16 less memory (the graph's plan_gain), the third
+plan made with the whole step known would hold at least 1/16 and 1 MiB less (the graph's plan_gain), the third
 call records the step once more, following that plan, and replays start with the fourth
 (_backends/webgpu/memory_plan.py; ResNet-18's step at batch 128 on WebGPU).
 
