@@ -319,9 +319,11 @@ class CapturePool:
         self._parent = parent
         self._free = {}
         self.closed = False
-        # ("acquire", bytes) per request and ("release", its index) per storage freed, in order: what a
-        # later recording of the same step plans from (memory_plan.plan)
+        # ("acquire", bytes) per request and ("release", its index) per storage freed, in order, until the
+        # capture ends (seal): what a later recording of the same step plans from (memory_plan.plan). A storage
+        # freed afterwards (the returned loss, at the next call) outlived the step.
         self.events = []
+        self.sealed = False
         self._holder = {}  # buffer -> the index of the request whose storage holds it
         self.owned = set()  # every buffer this capture took (the graph's)
         self._requests = 0
@@ -388,7 +390,9 @@ class CapturePool:
         if self.closed:
             self._parent.release(buffer)
             return
-        self.events.append(("release", self._holder.pop(buffer)))
+        k = self._holder.pop(buffer)
+        if not self.sealed:
+            self.events.append(("release", k))
         self._parent.allocated -= buffer.size
         if buffer in self._planned_buffers:
             self._planned_free.add(buffer)
@@ -539,6 +543,7 @@ class Graph:
         # which runs only the recorded GPU work, would repeat unchanged. Such a graph refuses to replay.
         self.read_backs = 0
         self._plan_gain = None  # see plan_gain
+        self.better_plan = None  # the plan plan_gain found, where it pays
         # Per record, for fusion.py at the seal: a TracedRecord. Storages are told apart by a serial (an id
         # can be reused once its storage is gone) and held weakly, so that the seal sees which outlive the step.
         self.trace = []
@@ -564,6 +569,7 @@ class Graph:
 
     def _seal(self, failed):
         self._failed = failed
+        self.pool.sealed = True
         if not failed:
             if FUSE["on"]:
                 from .fusion import fuse  # (fusion.py imports batch_norm and elementwise, which import this)
@@ -596,9 +602,10 @@ class Graph:
         if self._plan_gain is None:
             self._plan_gain = 0
             if self.plannable and self._parts is not None and not self.read_backs and not self.pool.planned:
-                gain = self.own_bytes - memory_plan.plan(self.pool.events, size_class).nbytes
+                plan = memory_plan.plan(self.pool.events, size_class)
+                gain = self.own_bytes - plan.nbytes
                 if gain * REPLAN_SHARE >= self.own_bytes and gain >= REPLAN_MIN_BYTES:
-                    self._plan_gain = gain
+                    self._plan_gain, self.better_plan = gain, plan
         return self._plan_gain
 
     def replay(self):
@@ -779,7 +786,7 @@ class Runtime:
         (capture(replacing=...)) lets it share buffers with activations not yet made or already freed. A
         capture that no plan follows keeps the kept scratches: online, a freed per-op scratch was taken by a
         kept activation and the graph made a new one for the next op (ResNet-18 peaked at 1263.8 MiB against
-        988.8, session 10)."""
+        988.8)."""
         if self._graph is not None and self._graph.plannable:
             return self.storage(numel, float32)  # the graph's, for this op alone (see capture)
         s = self._kept_scratch.get(name)
@@ -1150,7 +1157,7 @@ class Runtime:
         plan = None
         if replacing is not None:
             if replacing.plan_gain:
-                plan = memory_plan.plan(replacing.pool.events, size_class)
+                plan = replacing.better_plan
             replacing.release()
             plannable = True
         if plannable:
