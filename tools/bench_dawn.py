@@ -157,9 +157,7 @@ def main_scale(argv):
     from webgrad.bench import scale, train
 
     args = _options(scale.parser(__doc__.splitlines()[0])).parse_args(argv)
-    if args.warmup < 3:
-        raise SystemExit("bench_dawn: --warmup must be at least 3 (an eager call, the recording, and "
-                         "the planned recording that may replace it)")
+    scale.check_warmup(args, "bench_dawn")
     config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup, "windows": args.windows}
     train.apply_comparison_arguments(args)  # PyTorch's side here, timed alike
     start = time.perf_counter()

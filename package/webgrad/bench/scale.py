@@ -35,6 +35,9 @@ from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MOD
 MODELS = {**SCALE_MODELS, **TRANSFORMER_MODELS}
 BATCH = {"resnet18": 128, "widemlp": 128, "transformer": 32}  # the issue's configurations
 CLASSES = 10
+# replayable's calls before its first replay: an eager call, the recording, and the planned recording that may
+# replace it (replay.py's memory planning)
+MIN_WARMUP = 3
 def peak_bytes(step):
     """webgrad's peak GPU memory so far: max_memory_allocated(), or what a replay of `step` (a Replayable)
     holds if that is more. A recorded step owns the buffers of the intermediates it made; between replays
@@ -94,8 +97,8 @@ def parser(description):
     p.add_argument("--batch", type=int, help="one batch size for every model (default: resnet18 128, "
                                              "widemlp 128, transformer 32)")
     p.add_argument("--steps", type=int, default=30, help="timed steps per row, after a warm-up (default 30)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed steps first, at least 3 and a second "
-                                                          "(default 10)")
+    p.add_argument("--warmup", type=int, default=10, help=f"untimed steps first, at least {MIN_WARMUP} and a "
+                                                          "second (default 10)")
     p.add_argument("--no-torch", action="store_true", help="leave out PyTorch's columns")
     add_comparison_arguments(p)
     return p
@@ -130,12 +133,17 @@ def row(model, batch, ours, theirs):
             f"{theirs['device']:>6} | {speed:>6} {memory:>6}")
 
 
+def check_warmup(args, prog):
+    """Refuse a --warmup whose untimed calls would not reach the first replay (see MIN_WARMUP)."""
+    if args.warmup < MIN_WARMUP:
+        raise SystemExit(f"{prog}: --warmup must be at least {MIN_WARMUP} (an eager call, the recording, and "
+                         "the planned recording that may replace it)")
+
+
 def main(argv=None):
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     apply_comparison_arguments(args)
-    if args.warmup < 3:
-        raise SystemExit("bench scale: --warmup must be at least 3 (an eager call, the recording, and "
-                         "the planned recording that may replace it)")
+    check_warmup(args, "bench scale")
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
     print_torch_float32_math(args.no_torch)

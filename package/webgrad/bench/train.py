@@ -13,8 +13,9 @@ Prints steady-state samples/s after warm-up and the ratios. Data are random tens
 shapes: throughput does not depend on pixel values. `--no-eager` leaves the eager column out (slow models
 at large scale), `--no-torch` the PyTorch one; `--amp` runs both sides under autocast (float16) with a
 GradScaler; `--torch-tf32 off` makes PyTorch compute its float32 convolutions in float32, as webgrad does (its
-default is TF32 on the tensor cores; the table's first line says which). tools/bench_dawn.py prints the same table for the browser path (the wheel in Pyodide under
-Node with Dawn) using webgrad_rate and torch_rate from here.
+default is TF32 on the tensor cores; the table's first line says which). tools/bench_dawn.py prints the same
+table for the browser path (the wheel in Pyodide under Node with Dawn) using webgrad_rate and torch_rate from
+here.
 """
 
 import argparse

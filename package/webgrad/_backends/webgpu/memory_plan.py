@@ -3,9 +3,10 @@ from a recording of the same step that came before.
 
 A captured step (Runtime.capture, replay.py) owns the buffers of the storages it made for as long as it
 lives, so its memory is the sum of those buffers. While it is first recorded its pool (CapturePool) can
-only hand them out online, in the order the step asks: a request takes the smallest free buffer that fits
-(up to twice its size class) or a new one, not knowing which larger requests follow. ResNet-18's recorded
-step at batch 128 owned 735 MiB that way, where its storages alive at once never took more than 600.
+only hand them out online, in the order the step asks: a request takes a free buffer of its size class or
+a new one, not knowing which requests follow. ResNet-18's recorded step at batch 128 owned 735 MiB that way
+(taking free buffers of up to twice the class, as the pool did then), where its storages alive at once never
+took more than 600.
 
 But a step that is recorded again asks for the same storages in the same order, and its first recording
 says when each one was made and when it died. So its second recording can follow a plan made with all of

@@ -14,8 +14,9 @@ every Winograd convolution: "winograd-u" holds U [xi, O, C] (the weight gradient
 runs in chunks of images, one after another through the same buffers. Pooled storages per convolution, freed
 after it, went back to a captured step's pool, where kept activations took them, so each convolution drew new
 ones: ResNet-18 at batch 128 (bench scale, H200) peaked at 1263.8 MiB that way, against 892.8 without
-Winograd. The kept scratches add to the step's peak; WORKSPACE is set for ResNet-18's at batch 128 to stay
-within 1.3x PyTorch's (see there).
+Winograd. A planned recording (memory_plan.py) places such per-convolution storages among the activations
+instead, which is why replay.py's recordings use them. WORKSPACE bounds the scratches of one convolution
+(see there).
 
 Numerics: F(2x2)'s transforms add and halve (exactly, in binary), so its results differ from the direct sum
 only by the order of float32 additions, as conv_gemm's own K order does. F(4x4)'s round (sixths, twenty-fourths)
