@@ -48,3 +48,32 @@ def test_short_windows_grow_before_they_count(quick):
 def test_windows_must_be_positive():
     with pytest.raises(SystemExit, match="--windows"):
         train.set_windows(0)
+
+
+class NoGpu:
+    """A backend stand-in for bench kernels' _time_backend: nothing to wait for."""
+
+    def synchronize(self):
+        pass
+
+
+def test_backend_timing_keeps_the_gpu_busy_before_it_times():
+    # bench kernels' backend add/sum: an idle gap (NumPy making the inputs) clocked an H100 down, so on a
+    # discrete GPU each op first runs untimed for BACKEND_WARM_UP seconds
+    from webgrad.bench import kernels
+
+    calls = []
+
+    def op():
+        time.sleep(0.001)
+        calls.append(time.perf_counter())
+
+    start = time.perf_counter()
+    kernels._time_backend(NoGpu(), op, iters=5, warm_up=0.05)
+    timed = 3 * 5  # 3 timed rounds of 5 calls, after one untimed call
+    assert len(calls) > 1 + timed
+    assert calls[-timed] - start >= 0.05  # the first timed call ended after the warm-up's 0.05 s
+    quiet = []
+    kernels._time_backend(NoGpu(), lambda: quiet.append(0), iters=5)  # no warm-up asked: no extra calls
+    assert len(quiet) == 1 + timed
+    assert kernels.BACKEND_WARM_UP > 0

@@ -352,9 +352,16 @@ def _backend():
         return None, f"{type(e).__name__}: {e}".splitlines()[0][:120]
 
 
-def _time_backend(be, fn, iters=20):
+def _time_backend(be, fn, iters=20, warm_up=0.0):
+    """Best of 3 of `iters` calls of fn between synchronize()s, in seconds per call; first, with warm_up > 0,
+    fn itself in a loop for that many seconds (see bench_backend_ops)."""
     fn()
     be.synchronize()
+    start = time.perf_counter()
+    while time.perf_counter() - start < warm_up:
+        for _ in range(iters):
+            fn()
+        be.synchronize()
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
@@ -370,11 +377,19 @@ def _time_backend(be, fn, iters=20):
 SUM_ITERS = 100
 
 
-def bench_backend_ops(be, n):
+# Seconds each backend op runs untimed before its timing on a discrete GPU. Making the 16.7M-float inputs
+# (NumPy, ~0.2 s) leaves the GPU idle, and an H100 clocked down in that gap: the backend's sum read 1,028 GB/s
+# (those dispatches alone 1,196) after it, and 1,550-1,860 (alone 2,295-2,416) with its clocks up (a probe
+# sweeping reduce.py's ROWS4 constants, each timing after 0.5 s of matmuls; the constants changed nothing).
+BACKEND_WARM_UP = 0.5
+
+
+def bench_backend_ops(be, n, warm_up=0.0):
     """GB/s of add and sum through the WebGPU backend (the engine's path: views, plan, runtime
     batching), timed with synchronize() around `iters` queued ops: the host's recording, the submit and
-    the GPU's work all count. An op that fails reports its error. Also `sum_detail` (see
-    backend_sum_detail) where the binding exposes its wgpu device."""
+    the GPU's work all count; each op first runs `warm_up` seconds untimed (BACKEND_WARM_UP on a discrete
+    GPU). An op that fails reports its error. Also `sum_detail` (see backend_sum_detail) where the
+    binding exposes its wgpu device."""
     import numpy as np
 
     from webgrad import dtypes
@@ -395,7 +410,7 @@ def bench_backend_ops(be, n):
         ("sum", sum_op, 4 * n, SUM_ITERS),
     ):
         try:
-            res[name] = nbytes / _time_backend(be, fn, iters) / 1e9
+            res[name] = nbytes / _time_backend(be, fn, iters, warm_up) / 1e9
         except Exception as e:
             res[name] = f"{type(e).__name__}: {e}".splitlines()[0][:80]
     if isinstance(res["sum"], float):
@@ -580,7 +595,7 @@ def main(argv=None):
                     back_mm[shape, var] = f"{bench_backend_matmul(be, shape, ta, tb):9.1f}"
                 except Exception as e:
                     back_mm[shape, var] = f"{type(e).__name__}: {e}".splitlines()[0][:60]
-        back = bench_backend_ops(be, n_mem)
+        back = bench_backend_ops(be, n_mem, BACKEND_WARM_UP if discrete else 0.0)
 
     print("\nsummary, GFLOP/s: GPU kernel (timestamps, else wall clock)"
           + ("" if args.no_numpy else ", NumPy on the CPU") + (", through webgrad's backend" if be else ""))
