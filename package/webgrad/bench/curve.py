@@ -1,10 +1,18 @@
-"""Learning curves side by side: `python -m webgrad.bench curve --model mlp|cnn --epochs N [--normalize]`.
+"""Learning curves side by side: `python -m webgrad.bench curve --model mlp|cnn|resnet18 --epochs N [--normalize] [--amp]`.
 
 webgrad and PyTorch train the same model from the SAME initial weights (PyTorch's init, copied in
 through state_dict) on the SAME batches in the same order (one shuffled order per epoch shared by
-both), with the reference recipe (cross-entropy, Adam lr 1e-3, batch 128). Test accuracy after each
-epoch is printed for both: differences come only from floating-point rounding, so the curves should
+all), batch 128, with the model's benchmark recipe (webgrad.examples.models.benchmark_optimizer: Adam lr
+1e-3 for the MNIST MLP and CNN, SGD lr 0.01 with momentum 0.9 for ResNet-18). Test accuracy after each
+epoch is printed for each run: differences come only from floating-point rounding, so the curves should
 agree within noise. Needs torch and NumPy (to hand the data to torch).
+
+--model resnet18 trains ResNet-18 (the CIFAR variant of `bench scale`, webgrad.models.resnet18) with one
+input channel on MNIST padded to 32x32, and tests it in eval mode (batch norm's running statistics).
+--amp adds a run of each library under autocast (float16) with a GradScaler (bench train --amp's step),
+from the same weights on the same batches: whether mixed precision reaches float32's accuracy. The two
+float32 runs, the same math rounded differently, show how far two runs differ by rounding alone; the
+summary line sets each mixed-precision run's gap from its library's float32 run against that.
 """
 
 import argparse
@@ -15,81 +23,164 @@ import numpy as np
 
 import webgrad as wg
 from webgrad.datasets import MNIST
-from webgrad.examples.models import MODELS, training_step
+from webgrad.bench.train import amp_step
+from webgrad.examples.models import MODELS, benchmark_optimizer, training_step
+from webgrad.models import resnet18
+
+CURVE_MODELS = ("mlp", "cnn", "resnet18")
+BATCH = 128
+EVAL_BATCH = 1000
 
 
-def torch_model(name):
-    import torch.nn as nn
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(1568, 10))
+def build(name, nn):
+    """The model `name` built with `nn` (webgrad.nn or torch.nn): ResNet-18 takes MNIST's one channel."""
+    if name == "resnet18":
+        return resnet18(num_classes=10, in_channels=1, nn=nn)
+    return MODELS[name](nn=nn)
+
+
+def mnist_arrays(root, model, normalize):
+    """{split: (float32 images [n, 1, s, s], int64 labels)}: pixels in [0, 1] or standardised, padded from
+    28x28 to 32x32 with background for ResNet-18 (the CIFAR shape of its stem and stages)."""
+    mean, std = (0.1307, 0.3081) if normalize else (0.0, 1.0)
+    data = {}
+    for split in ("train", "test"):
+        ds = MNIST(root, train=split == "train")
+        x = (ds.data.numpy().astype(np.float32) / 255.0 - mean) / std
+        if model == "resnet18":
+            x = np.pad(x, ((0, 0), (2, 2), (2, 2)), constant_values=(0.0 - mean) / std)
+        data[split] = (x[:, None], ds.targets.numpy().astype(np.int64))
+    return data
+
+
+class TorchRun:
+    """One PyTorch training run: the model from `state` on `dev`, the recipe's optimizer, plain or --amp steps."""
+
+    def __init__(self, torch, name, state, dev, amp, data):
+        self.torch, self.amp = torch, amp
+        self.model = build(name, torch.nn)
+        self.model.load_state_dict(state)
+        self.model.to(dev)
+        opt = benchmark_optimizer(name, self.model.parameters(), torch.optim)
+        self.step_fn = amp_step(torch, self.model, opt, dev) if amp else self._plain(opt)
+        (xtr, ytr), (xte, yte) = data["train"], data["test"]
+        self.x, self.y = torch.tensor(xtr, device=dev), torch.tensor(ytr, device=dev)
+        self.xte, self.yte, self.dev = xte, yte, dev
+
+    def _plain(self, opt):
+        def step(x, y):
+            loss = self.torch.nn.functional.cross_entropy(self.model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    def epoch(self, order):
+        index = self.torch.tensor(order, device=self.dev)
+        for i in range(0, len(order), BATCH):
+            loss = self.step_fn(self.x[index[i:i + BATCH]], self.y[index[i:i + BATCH]])
+        return loss.item()
+
+    def accuracy(self):
+        self.model.eval()
+        correct = 0
+        with self.torch.no_grad():
+            for i in range(0, len(self.yte), EVAL_BATCH):
+                out = self.model(self.torch.tensor(self.xte[i:i + EVAL_BATCH], device=self.dev)).argmax(1)
+                correct += int((out.cpu().numpy() == self.yte[i:i + EVAL_BATCH]).sum())
+        self.model.train()
+        return correct / len(self.yte)
+
+
+class WebgradRun:
+    """One webgrad training run, its step replayed (webgrad.replayable): as TorchRun."""
+
+    def __init__(self, name, state, device, amp, data):
+        self.model = build(name, wg.nn)
+        self.model.load_state_dict(state)
+        self.model.to(device)
+        opt = benchmark_optimizer(name, self.model.parameters(), wg.optim)
+        step = amp_step(wg, self.model, opt, device) if amp else training_step(self.model, opt)
+        self.step_fn = wg.replayable(step)
+        (xtr, ytr), (xte, yte) = data["train"], data["test"]
+        self.x, self.y = wg.tensor(xtr, device=device), wg.tensor(ytr, device=device)
+        self.xte, self.yte, self.device = xte, yte, device
+
+    def epoch(self, order):
+        index = wg.tensor(order, device=self.device)
+        for i in range(0, len(order), BATCH):
+            rows = index[i:i + BATCH]
+            loss = self.step_fn(self.x.index_select(0, rows), self.y.index_select(0, rows))
+        return loss.item()
+
+    def accuracy(self):
+        self.model.eval()
+        correct = 0
+        with wg.no_grad():
+            for i in range(0, len(self.yte), EVAL_BATCH):
+                out = self.model(wg.tensor(self.xte[i:i + EVAL_BATCH], device=self.device)).argmax(1)
+                correct += int((out.to("cpu").numpy() == self.yte[i:i + EVAL_BATCH]).sum())
+        self.model.train()
+        return correct / len(self.yte)
+
+
+def amp_summary(final):
+    """The last epoch's accuracies {run name: accuracy} in one line: each mixed-precision run's gap from its
+    library's float32 run, against the float32 runs' gap from each other (rounding alone)."""
+    noise = abs(final["torch f32"] - final["webgrad f32"])
+    gaps = [f"{lib} amp - {lib} f32 {100 * (final[f'{lib} amp'] - final[f'{lib} f32']):+.2f} points"
+            for lib in ("webgrad", "torch")]
+    return f"after the last epoch: {'; '.join(gaps)}; torch f32 - webgrad f32 {100 * noise:.2f} points apart"
 
 
 def main(argv=None):
     import torch
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    p.add_argument("--model", choices=CURVE_MODELS, default="mlp")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--device", default="webgpu")
-    p.add_argument("--root", default=None)
+    p.add_argument("--root", default=None, help="a folder with MNIST's IDX files (default: find_mnist)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--normalize", action="store_true", help="standardise pixels (mean 0.1307, std 0.3081)")
+    p.add_argument("--amp", action="store_true", help="also a mixed-precision run of each library")
+    p.add_argument("--images", type=int, default=None, metavar="N",
+                   help="the first N images of each split only (a quick check)")
     args = p.parse_args(argv)
-    mean, std = (0.1307, 0.3081) if args.normalize else (0.0, 1.0)
     tdev = "cuda" if torch.cuda.is_available() else "cpu"
 
-    data = {}
-    for split in ("train", "test"):
-        ds = MNIST(args.root, train=split == "train")
-        x = (ds.data.numpy().astype(np.float32) / 255.0 - mean) / std
-        data[split] = (x.reshape(-1, 1, 28, 28), ds.targets.numpy().astype(np.int64))
-    (xtr, ytr), (xte, yte) = data["train"], data["test"]
+    data = mnist_arrays(args.root, args.model, args.normalize)
+    if args.images:
+        data = {split: tuple(a[:args.images] for a in arrays) for split, arrays in data.items()}
 
     torch.manual_seed(args.seed)
-    tm = torch_model(args.model)
-    wm = MODELS[args.model]()
-    wm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
-    tm, wm = tm.to(tdev), wm.to(args.device)
-    topt, wopt = torch.optim.Adam(tm.parameters(), lr=1e-3), wg.optim.Adam(wm.parameters(), lr=1e-3)
+    state = build(args.model, torch.nn).state_dict()
+    runs = {}
+    for amp in (False, True) if args.amp else (False,):
+        tag = "amp" if amp else "f32"
+        runs[f"torch {tag}"] = TorchRun(torch, args.model, state, tdev, amp, data)
+        runs[f"webgrad {tag}"] = WebgradRun(args.model, {k: v.numpy() for k, v in state.items()}, args.device,
+                                            amp, data)
 
-    wstep = wg.replayable(training_step(wm, wopt))
-
-    txtr, tytr = torch.tensor(xtr, device=tdev), torch.tensor(ytr, device=tdev)
-    wxtr, wytr = wg.tensor(xtr, device=args.device), wg.tensor(ytr, device=args.device)
-
-    def accuracy_torch():
-        with torch.no_grad():
-            out = tm(torch.tensor(xte, device=tdev)).argmax(1).cpu().numpy()
-        return (out == yte).mean()
-
-    def accuracy_webgrad():
-        with wg.no_grad():
-            correct = 0
-            for i in range(0, len(yte), 1000):
-                out = wm(wg.tensor(xte[i:i + 1000], device=args.device)).argmax(1)
-                correct += int((out.to("cpu").numpy() == yte[i:i + 1000]).sum())
-        return correct / len(yte)
-
-    print(f"{args.model}, {args.epochs} epochs, Adam 1e-3, batch 128, "
-          f"{'standardised' if args.normalize else '[0, 1]'} inputs; torch on {tdev}, webgrad on {args.device}")
-    print(f"{'epoch':>5} {'torch acc':>10} {'webgrad acc':>12} {'torch loss':>11} {'webgrad loss':>13}")
+    recipe = "Adam 1e-3" if args.model in MODELS else "SGD 0.01, momentum 0.9"
+    print(f"{args.model}, {args.epochs} epochs, {recipe}, batch {BATCH}, "
+          f"{'standardised' if args.normalize else '[0, 1]'} inputs{' padded to 32x32' if args.model == 'resnet18' else ''}"
+          f"; torch on {tdev}, webgrad on {args.device}; {len(data['train'][1])} training and {len(data['test'][1])} test images")
+    print(f"{'epoch':>5} " + " ".join(f"{name + ' acc':>16}" for name in runs)
+          + " " + " ".join(f"{name + ' loss':>17}" for name in runs))
     rng = random.Random(args.seed)
+    accuracies = {}
     for epoch in range(args.epochs):
-        order = list(range(len(ytr)))
+        order = list(range(len(data["train"][1])))
         rng.shuffle(order)
-        torder, worder = torch.tensor(order, device=tdev), wg.tensor(order, device=args.device)
         start = time.perf_counter()
-        for i in range(0, len(order), 128):
-            ti, wi = torder[i:i + 128], worder[i:i + 128]
-            tloss = torch.nn.functional.cross_entropy(tm(txtr[ti]), tytr[ti])
-            topt.zero_grad()
-            tloss.backward()
-            topt.step()
-            wloss = wstep(wxtr.index_select(0, wi), wytr.index_select(0, wi))
-        print(f"{epoch + 1:5d} {accuracy_torch():10.2%} {accuracy_webgrad():12.2%} {tloss.item():11.4f} "
-              f"{wloss.item():13.4f}   ({time.perf_counter() - start:.1f} s)", flush=True)
+        losses = {name: run.epoch(order) for name, run in runs.items()}
+        accuracies = {name: run.accuracy() for name, run in runs.items()}
+        print(f"{epoch + 1:5d} " + " ".join(f"{accuracies[n]:16.2%}" for n in runs)
+              + " " + " ".join(f"{losses[n]:17.4f}" for n in runs)
+              + f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    if args.amp and accuracies:
+        print(amp_summary(accuracies))
     return 0
 
 
