@@ -3,7 +3,8 @@
 Subcommands:
   kernels   GPU kernel throughput: matmul GFLOP/s, elementwise and reduction GB/s (vs NumPy)
   train     MNIST-shaped training samples/s: webgrad replayed and eager vs PyTorch eager, side by side
-  curve     learning curves of webgrad and PyTorch from the same weights on the same batches
+  curve     learning curves of webgrad and PyTorch from the same weights on the same batches (MNIST MLP, CNN,
+            ResNet-18; --amp: mixed precision against float32)
   scale     ResNet-18, wide MLP and a transformer block: samples/s, ms/step and peak GPU memory vs PyTorch eager
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
   replay    where a replayed step's time goes: host (in and outside the binding's submit), wall, GPU span,
