@@ -23,8 +23,8 @@ import numpy as np
 
 import webgrad as wg
 from webgrad.datasets import MNIST
-from webgrad.bench.train import amp_step
-from webgrad.examples.models import MODELS, benchmark_optimizer, training_step
+from webgrad.bench.train import amp_step, plain_step
+from webgrad.examples.models import MODELS, benchmark_optimizer
 from webgrad.models import resnet18
 
 CURVE_MODELS = ("mlp", "cnn", "resnet18")
@@ -53,73 +53,36 @@ def mnist_arrays(root, model, normalize):
     return data
 
 
-class TorchRun:
-    """One PyTorch training run: the model from `state` on `dev`, the recipe's optimizer, plain or --amp steps."""
+class Run:
+    """One training run in webgrad or torch (`lib`): the model from `state` on `device`, the recipe's optimizer,
+    plain or --amp steps (webgrad's replayed: webgrad.replayable), the data resident on the device."""
 
-    def __init__(self, torch, name, state, dev, amp, data):
-        self.torch, self.amp = torch, amp
-        self.model = build(name, torch.nn)
-        self.model.load_state_dict(state)
-        self.model.to(dev)
-        opt = benchmark_optimizer(name, self.model.parameters(), torch.optim)
-        self.step_fn = amp_step(torch, self.model, opt, dev) if amp else self._plain(opt)
-        (xtr, ytr), (xte, yte) = data["train"], data["test"]
-        self.x, self.y = torch.tensor(xtr, device=dev), torch.tensor(ytr, device=dev)
-        self.xte, self.yte, self.dev = xte, yte, dev
-
-    def _plain(self, opt):
-        def step(x, y):
-            loss = self.torch.nn.functional.cross_entropy(self.model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-
-    def epoch(self, order):
-        index = self.torch.tensor(order, device=self.dev)
-        for i in range(0, len(order), BATCH):
-            loss = self.step_fn(self.x[index[i:i + BATCH]], self.y[index[i:i + BATCH]])
-        return loss.item()
-
-    def accuracy(self):
-        self.model.eval()
-        correct = 0
-        with self.torch.no_grad():
-            for i in range(0, len(self.yte), EVAL_BATCH):
-                out = self.model(self.torch.tensor(self.xte[i:i + EVAL_BATCH], device=self.dev)).argmax(1)
-                correct += int((out.cpu().numpy() == self.yte[i:i + EVAL_BATCH]).sum())
-        self.model.train()
-        return correct / len(self.yte)
-
-
-class WebgradRun:
-    """One webgrad training run, its step replayed (webgrad.replayable): as TorchRun."""
-
-    def __init__(self, name, state, device, amp, data):
-        self.model = build(name, wg.nn)
+    def __init__(self, lib, name, state, device, amp, data):
+        self.lib, self.device = lib, device
+        self.model = build(name, lib.nn)
         self.model.load_state_dict(state)
         self.model.to(device)
-        opt = benchmark_optimizer(name, self.model.parameters(), wg.optim)
-        step = amp_step(wg, self.model, opt, device) if amp else training_step(self.model, opt)
-        self.step_fn = wg.replayable(step)
-        (xtr, ytr), (xte, yte) = data["train"], data["test"]
-        self.x, self.y = wg.tensor(xtr, device=device), wg.tensor(ytr, device=device)
-        self.xte, self.yte, self.device = xte, yte, device
+        opt = benchmark_optimizer(name, self.model.parameters(), lib.optim)
+        step = amp_step(lib, self.model, opt, device) if amp else plain_step(lib, self.model, opt)
+        self.step_fn = wg.replayable(step) if lib is wg else step
+        (xtr, ytr), (self.xte, self.yte) = data["train"], data["test"]
+        self.x, self.y = lib.tensor(xtr, device=device), lib.tensor(ytr, device=device)
 
     def epoch(self, order):
-        index = wg.tensor(order, device=self.device)
+        """Train on the batches of `order` (training image indices); the last batch's loss."""
+        index = self.lib.tensor(order, device=self.device)
         for i in range(0, len(order), BATCH):
             rows = index[i:i + BATCH]
             loss = self.step_fn(self.x.index_select(0, rows), self.y.index_select(0, rows))
         return loss.item()
 
     def accuracy(self):
+        """Test accuracy in eval mode (batch norm's running statistics)."""
         self.model.eval()
         correct = 0
-        with wg.no_grad():
+        with self.lib.no_grad():
             for i in range(0, len(self.yte), EVAL_BATCH):
-                out = self.model(wg.tensor(self.xte[i:i + EVAL_BATCH], device=self.device)).argmax(1)
+                out = self.model(self.lib.tensor(self.xte[i:i + EVAL_BATCH], device=self.device)).argmax(1)
                 correct += int((out.to("cpu").numpy() == self.yte[i:i + EVAL_BATCH]).sum())
         self.model.train()
         return correct / len(self.yte)
@@ -158,9 +121,9 @@ def main(argv=None):
     runs = {}
     for amp in (False, True) if args.amp else (False,):
         tag = "amp" if amp else "f32"
-        runs[f"torch {tag}"] = TorchRun(torch, args.model, state, tdev, amp, data)
-        runs[f"webgrad {tag}"] = WebgradRun(args.model, {k: v.numpy() for k, v in state.items()}, args.device,
-                                            amp, data)
+        runs[f"torch {tag}"] = Run(torch, args.model, state, tdev, amp, data)
+        runs[f"webgrad {tag}"] = Run(wg, args.model, {k: v.numpy() for k, v in state.items()}, args.device, amp,
+                                     data)
 
     recipe = "Adam 1e-3" if args.model in MODELS else "SGD 0.01, momentum 0.9"
     print(f"{args.model}, {args.epochs} epochs, {recipe}, batch {BATCH}, "

@@ -70,6 +70,17 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
     return sorted(per_step)[len(per_step) // 2] * steps
 
 
+def plain_step(lib, model, optimizer):
+    """training_step in webgrad or torch (`lib`): cross-entropy, backward, the optimizer's step."""
+    def step(x, y):
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
 def amp_step(lib, model, optimizer, device_type):
     """training_step under autocast (float16) with a GradScaler, in webgrad or torch (`lib`): --amp."""
     scaler = lib.amp.GradScaler(device_type)
@@ -107,13 +118,7 @@ def torch_training(torch, models, model_name, batch, dev):
     torch.manual_seed(0)
     model = models[model_name](nn=torch.nn).to(dev)
     opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
-
-    def step(x, y):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
+    step = plain_step(torch, model, opt)
     shape = INPUT_SHAPES[model_name]
     batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
                for _ in range(4)]
