@@ -26,7 +26,7 @@ def test_names_and_shapes_are_pytorch_s(build, params):
 
 
 def test_input_channels_classes_and_sizes():
-    model = models.resnet8(num_classes=3, in_channels=1).eval()
+    model = models.resnet8((1, 28, 28), num_classes=3).eval()
     with wg.no_grad():
         assert model(wg.zeros(2, 1, 28, 28)).shape == (2, 3)  # global pooling: any size of at least 8x8
         assert models.resnet18(num_classes=5).eval()(wg.zeros(1, 3, 16, 16)).shape == (1, 5)

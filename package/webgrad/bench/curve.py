@@ -2,7 +2,7 @@
 
 webgrad and PyTorch train the same model from the SAME initial weights (PyTorch's init, copied in
 through state_dict) on the SAME batches in the same order (one shuffled order per epoch shared by
-all), batch 128, with the model's benchmark recipe (webgrad.examples.models.benchmark_optimizer: Adam lr
+all), batch 128, with the model's benchmark recipe (webgrad.bench.recipes.benchmark_optimizer: Adam lr
 1e-3 for the MNIST MLP and CNN, SGD lr 0.01 with momentum 0.9 for ResNet-18). Test accuracy after each
 epoch is printed for each run: differences come only from floating-point rounding, so the curves should
 agree within noise. Needs torch and NumPy (to hand the data to torch).
@@ -23,9 +23,8 @@ import numpy as np
 
 import webgrad as wg
 from webgrad.datasets import MNIST
-from webgrad.bench.train import amp_step, plain_step
-from webgrad.examples.models import MODELS, benchmark_optimizer
-from webgrad.models import resnet18
+from webgrad import models
+from webgrad.bench.recipes import MNIST_MODELS, benchmark_optimizer
 
 CURVE_MODELS = ("mlp", "cnn", "resnet18")
 BATCH = 128
@@ -35,8 +34,8 @@ EVAL_BATCH = 1000
 def build(name, nn):
     """The model `name` built with `nn` (webgrad.nn or torch.nn): ResNet-18 takes MNIST's one channel."""
     if name == "resnet18":
-        return resnet18(num_classes=10, in_channels=1, nn=nn)
-    return MODELS[name](nn=nn)
+        return models.resnet18((1, 32, 32), num_classes=10, nn=nn)
+    return models.get_model(name, nn=nn)
 
 
 def mnist_arrays(root, model, normalize):
@@ -63,8 +62,7 @@ class Run:
         self.model.load_state_dict(state)
         self.model.to(device)
         opt = benchmark_optimizer(name, self.model.parameters(), lib.optim)
-        step = amp_step(lib, self.model, opt, device) if amp else plain_step(lib, self.model, opt)
-        self.step_fn = wg.replayable(step) if lib is wg else step
+        self.step_fn = models.train_step(self.model, opt, amp=device if amp else None, replay=lib is wg, lib=lib)
         (xtr, ytr), (self.xte, self.yte) = data["train"], data["test"]
         self.x, self.y = lib.tensor(xtr, device=device), lib.tensor(ytr, device=device)
 
@@ -125,7 +123,7 @@ def main(argv=None):
         runs[f"webgrad {tag}"] = Run(wg, args.model, {k: v.numpy() for k, v in state.items()}, args.device, amp,
                                      data)
 
-    recipe = "Adam 1e-3" if args.model in MODELS else "SGD 0.01, momentum 0.9"
+    recipe = "Adam 1e-3" if args.model in MNIST_MODELS else "SGD 0.01, momentum 0.9"
     print(f"{args.model}, {args.epochs} epochs, {recipe}, batch {BATCH}, "
           f"{'standardised' if args.normalize else '[0, 1]'} inputs{' padded to 32x32' if args.model == 'resnet18' else ''}"
           f"; torch on {tdev}, webgrad on {args.device}; {len(data['train'][1])} training and {len(data['test'][1])} test images")

@@ -9,10 +9,12 @@ builds have the same submodules under the same names, so their state_dicts are i
   linear layer. Names follow torchvision (conv1, bn1, layer1..layer4, fc; a block's downsample is a
   Sequential of conv and bn), so torchvision-style checkpoints of this variant load.
 Both pool globally, so any input size of at least 8x8 works (the page trains them on 28x28 MNIST and on
-the user's own images at the size they choose).
+the user's own images at the size they choose): the builders take the input's channels from input_shape.
 """
 
 import webgrad.nn as _webgrad_nn
+
+from .registry import CIFAR_SHAPE, check_classes, image_shape, register
 
 _DEFINED = {}  # id(nn namespace) -> its classes (each namespace's are made once)
 
@@ -128,21 +130,29 @@ BasicBlock = _ours["BasicBlock"]
 ResNet18 = _ours["ResNet18"]
 
 
-def resnet_cifar(depth=8, num_classes=10, width=16, in_channels=3, device=None, nn=None):
-    """A CIFAR ResNet of `depth` (6n + 2) built with `nn` (webgrad.nn by default; torch.nn for PyTorch's)."""
-    return _define(nn or _webgrad_nn)["CifarResNet"](depth, num_classes, width, in_channels, device=device)
+def resnet_cifar(depth=8, input_shape=CIFAR_SHAPE, num_classes=10, width=16, device=None, nn=None):
+    """A CIFAR ResNet of `depth` (6n + 2) for images of `input_shape` (its channels; it pools globally, so any
+    height and width), built with `nn` (webgrad.nn by default; torch.nn for PyTorch's)."""
+    c, _, _ = image_shape(input_shape, f"ResNet-{depth}")
+    check_classes(num_classes, f"ResNet-{depth}")
+    return _define(nn or _webgrad_nn)["CifarResNet"](depth, num_classes, width, c, device=device)
 
 
-def resnet8(num_classes=10, in_channels=3, width=16, device=None, nn=None):
+@register("resnet8", CIFAR_SHAPE)
+def resnet8(input_shape=CIFAR_SHAPE, num_classes=10, width=16, device=None, nn=None):
     """ResNet-8, CIFAR style: one basic block per stage (78k parameters at width 16)."""
-    return resnet_cifar(8, num_classes, width, in_channels, device, nn)
+    return resnet_cifar(8, input_shape, num_classes, width, device, nn)
 
 
-def resnet20(num_classes=10, in_channels=3, width=16, device=None, nn=None):
+@register("resnet20", CIFAR_SHAPE)
+def resnet20(input_shape=CIFAR_SHAPE, num_classes=10, width=16, device=None, nn=None):
     """ResNet-20, CIFAR style: three basic blocks per stage (0.27M parameters at width 16)."""
-    return resnet_cifar(20, num_classes, width, in_channels, device, nn)
+    return resnet_cifar(20, input_shape, num_classes, width, device, nn)
 
 
-def resnet18(num_classes=10, in_channels=3, device=None, nn=None):
+@register("resnet18", CIFAR_SHAPE)
+def resnet18(input_shape=CIFAR_SHAPE, num_classes=10, device=None, nn=None):
     """ResNet-18, CIFAR variant (11M parameters)."""
-    return _define(nn or _webgrad_nn)["ResNet18"](num_classes, in_channels, device=device)
+    c, _, _ = image_shape(input_shape, "ResNet-18")
+    check_classes(num_classes, "ResNet-18")
+    return _define(nn or _webgrad_nn)["ResNet18"](num_classes, c, device=device)

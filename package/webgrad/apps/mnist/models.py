@@ -1,8 +1,7 @@
-"""The dashboard's models and its model files. The MLP and the CNN on MNIST are webgrad.examples.models'
-(the ones the example script, the benchmarks and the notebooks train), so a file saved by any of them
-loads here and the dashboard's exports load there, and in the same torch.nn.Sequential. On other data the
-same layouts take the dataset's input size and class count. ResNet-8 and ResNet-18 are webgrad.models'
-(their state_dicts load into the same networks written in PyTorch).
+"""The dashboard's models and its model files. The models are webgrad.models' (the MLP and the CNN are the
+ones the example script, the benchmarks and the notebooks train), built for the dataset's input size and
+class count: on MNIST a file saved by any of them loads here, the dashboard's exports load there, and
+every export loads into the same networks built with torch.nn (webgrad.models' builders with nn=torch.nn).
 
 `load_model(data, device, name, shape, classes)` is what the page's "Import" calls: it reads a
 .safetensors file, finds which model (for the current dataset's input size and classes) the tensors
@@ -12,13 +11,11 @@ belong to, and returns that model with the weights in it.
 import io
 
 import webgrad as wg
-import webgrad.nn as nn
 from webgrad import models as zoo
-from webgrad.examples.models import MODELS
 
 NAMES = {"mlp": "MLP 784-128-10", "cnn": "CNN conv16-pool-conv32-pool-fc", "resnet8": "ResNet-8",
          "resnet18": "ResNet-18"}
-MNIST_SHAPE = (1, 28, 28)
+MNIST_SHAPE = zoo.MNIST_SHAPE
 
 
 def describe(kind, shape=MNIST_SHAPE, classes=10):
@@ -38,23 +35,7 @@ def build(kind, device=None, shape=MNIST_SHAPE, classes=10):
     (C, H, W) and `classes` classes."""
     if kind not in NAMES:
         raise ValueError(f"unknown model {kind!r}: choose one of {', '.join(NAMES)}")
-    c, h, w = shape
-    if kind in MODELS and (tuple(shape), classes) == (MNIST_SHAPE, 10):
-        return MODELS[kind](device=device)
-    if kind == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, 128, device=device), nn.ReLU(),
-                             nn.Linear(128, classes, device=device))
-    if kind == "cnn":
-        if h < 4 or w < 4:
-            raise ValueError(f"the CNN pools twice: images of at least 4x4 pixels, got {h}x{w}")
-        return nn.Sequential(
-            nn.Conv2d(c, 16, 3, padding=1, device=device), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1, device=device), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(32 * (h // 4) * (w // 4), classes, device=device),
-        )
-    if kind == "resnet8":
-        return zoo.resnet8(num_classes=classes, in_channels=c, device=device)
-    return zoo.resnet18(num_classes=classes, in_channels=c, device=device)
+    return zoo.get_model(kind, input_shape=tuple(shape), num_classes=classes, device=device)
 
 
 def _layer_order(key):
