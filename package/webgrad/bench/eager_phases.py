@@ -4,11 +4,11 @@
 
 An eager step is host-bound where the GPU work is small (bench train's eager column; Pyodide runs CPython
 in WebAssembly): its speed is the Python each op costs. This times each phase of bench train's eager step
-(the same model, optimizer and step: forward, loss, zero_grad, backward, optimizer step) and then the
-submit of the step's recorded work, with the GPU idle when each step starts (a synchronize first, outside
-the timing), so the figures are host time alone, not waits. It prints the median and the 10th percentile
-(the machine's quiet moments: a shared machine's noise only ever adds) per phase, in microseconds, and
-the dispatches recorded per step.
+(the same model and optimizer; webgrad.models.train_step's forward, loss, zero_grad, backward and optimizer
+step, written out here with a clock between them) and then the submit of the step's recorded work, with the
+GPU idle when each step starts (a synchronize first, outside the timing), so the figures are host time
+alone, not waits. It prints the median and the 10th percentile (the machine's quiet moments: a shared
+machine's noise only ever adds) per phase, in microseconds, and the dispatches recorded per step.
 """
 
 import argparse
@@ -17,7 +17,7 @@ import time
 import webgrad as wg
 import webgrad.nn.functional as F
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.examples.models import INPUT_SHAPES, MODELS, benchmark_optimizer
+from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, benchmark_optimizer
 
 PHASES = ("forward", "loss", "zero_grad", "backward", "step", "submit")
 
@@ -26,7 +26,7 @@ def phase_times(model_name, batch, steps, warmup=20):
     """{phase: [seconds per step]} of `steps` eager steps (after `warmup` untimed ones), and the
     dispatches one step records."""
     wg.manual_seed(0)
-    model = MODELS[model_name]().to("webgpu")
+    model = MNIST_MODELS[model_name]().to("webgpu")
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
     x = wg.rand(batch, *INPUT_SHAPES[model_name], device="webgpu")
     y = wg.randint(0, 10, (batch,), device="webgpu")
@@ -71,7 +71,7 @@ def report(model_name, batch, times, dispatches):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m webgrad.bench phases", description=__doc__.split("\n")[0])
-    p.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["mlp", "cnn"])
+    p.add_argument("--models", nargs="+", choices=sorted(MNIST_MODELS), default=["mlp", "cnn"])
     p.add_argument("--batch-sizes", nargs="+", type=int, default=[128])
     p.add_argument("--steps", type=int, default=300, help="timed steps per row (default 300)")
     args = p.parse_args(argv)

@@ -20,21 +20,19 @@ import time
 import webgrad as wg
 from webgrad._backends.webgpu import matmul_plan
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.examples.models import (INPUT_SHAPES, MODELS, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
-                                     training_step)
+from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer
+from webgrad.models import train_step
 
-ALL_MODELS = {**MODELS, **SCALE_MODELS, **TRANSFORMER_MODELS}
+ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS, **TRANSFORMER_MODELS}
 
 
 def record_step(model_name, batch, amp=False):
     """The replayable training step after its recording and one replay, and its inputs. amp: the step of
     `bench train --amp` (autocast to float16 and a GradScaler)."""
-    from webgrad.bench.train import amp_step
     wg.manual_seed(0)
     model = ALL_MODELS[model_name]().to("webgpu")
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
-
-    run = wg.replayable(amp_step(wg, model, opt, "webgpu") if amp else training_step(model, opt))
+    run = train_step(model, opt, amp="webgpu" if amp else None, replay=True)
     x = wg.rand(batch, *INPUT_SHAPES[model_name], device="webgpu")
     y = wg.randint(0, 10, (batch,), device="webgpu")
     for _ in range(3):  # eager warm-up, recording, one replay

@@ -3,7 +3,7 @@
 Training steps of the models users train at scale, webgrad replayed (webgrad.replayable, on WebGPU) against
 PyTorch eager on its best device here (CUDA if present), in one run:
 
-  resnet18     ResNet-18, CIFAR variant, 3x32x32 inputs, batch 128       (webgrad.examples.models)
+  resnet18     ResNet-18, CIFAR variant, 3x32x32 inputs, batch 128       (webgrad.models, webgrad.bench.recipes)
   widemlp      MLP 3072-4096-4096-10, batch 128
   transformer  one encoder block, d_model 256, 4 heads, sequence 128, batch 32, mean-pooled into a classifier
 
@@ -29,8 +29,8 @@ import webgrad as wg
 # bench train's loop (loss read every 10 steps, warmed up) and its PyTorch side
 from webgrad.bench.train import (add_comparison_arguments, apply_comparison_arguments, print_torch_float32_math,
                                  time_loop, torch_training)
-from webgrad.examples.models import (INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer,
-                                     training_step)
+from webgrad.bench.recipes import INPUT_SHAPES, SCALE_MODELS, TRANSFORMER_MODELS, benchmark_optimizer
+from webgrad.models import train_step
 
 MODELS = {**SCALE_MODELS, **TRANSFORMER_MODELS}
 BATCH = {"resnet18": 128, "widemlp": 128, "transformer": 32}  # the configurations
@@ -61,7 +61,7 @@ def webgrad_result(model_name, batch, steps, warmup=10, device="webgpu"):
     wg.manual_seed(0)
     model = MODELS[model_name]().to(device)
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
-    step = wg.replayable(training_step(model, opt))
+    step = train_step(model, opt, replay=True)
     shape = INPUT_SHAPES[model_name]
     batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, CLASSES, (batch,), device=device))
                for _ in range(4)]
@@ -84,7 +84,7 @@ def torch_result(model_name, batch, steps, warmup=10):
         torch.cuda.empty_cache()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-    _, _, step, batches, sync = torch_training(torch, MODELS, model_name, batch, dev)
+    step, batches, sync = torch_training(torch, MODELS, model_name, batch, dev)
     seconds = time_loop(step, batches, steps, sync, warmup)
     peak = torch.cuda.max_memory_allocated() - base if dev == "cuda" else None
     return {"samples_s": batch * steps / seconds, "ms": 1000 * seconds / steps, "peak": peak, "device": dev}

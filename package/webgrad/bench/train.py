@@ -3,7 +3,7 @@
 Training steps timed side by side in one run: the MNIST models of the reference recipe (ENVIRONMENT.md:
 cross-entropy, Adam lr 1e-3, data resident on the device, loss read back every 10 steps), and with
 `--models widemlp resnet18` the CIFAR-shaped scale models (SGD lr 0.01, momentum 0.9; see
-webgrad.examples.models):
+webgrad.bench.recipes; the models are webgrad.models', the step webgrad.models.train_step):
 
   webgrad replay   the step recorded once and replayed (webgrad.replayable), on WebGPU
   webgrad eager    every op issued from Python, on WebGPU
@@ -22,9 +22,10 @@ import argparse
 import time
 
 import webgrad as wg
-from webgrad.examples.models import INPUT_SHAPES, MODELS, SCALE_MODELS, benchmark_optimizer, training_step
+from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS, benchmark_optimizer
+from webgrad.models import train_step
 
-ALL_MODELS = {**MODELS, **SCALE_MODELS}
+ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS}
 
 
 WARMUP_SECONDS = 1.0
@@ -70,39 +71,11 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
     return sorted(per_step)[len(per_step) // 2] * steps
 
 
-def plain_step(lib, model, optimizer):
-    """training_step in webgrad or torch (`lib`): cross-entropy, backward, the optimizer's step."""
-    def step(x, y):
-        loss = lib.nn.functional.cross_entropy(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss
-    return step
-
-
-def amp_step(lib, model, optimizer, device_type):
-    """training_step under autocast (float16) with a GradScaler, in webgrad or torch (`lib`): --amp."""
-    scaler = lib.amp.GradScaler(device_type)
-
-    def step(x, y):
-        with lib.autocast(device_type=device_type, dtype=lib.float16):
-            loss = lib.nn.functional.cross_entropy(model(x), y)
-        optimizer.zero_grad()
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss
-    return step
-
-
 def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     wg.manual_seed(0)
     model = ALL_MODELS[model_name]().to(device)
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
-
-    step = amp_step(wg, model, opt, device) if amp else training_step(model, opt)
-    run = wg.replayable(step) if replay else step
+    run = train_step(model, opt, amp=device if amp else None, replay=replay)
     shape = INPUT_SHAPES[model_name]
     batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, 10, (batch,), device=device))
                for _ in range(4)]
@@ -110,28 +83,26 @@ def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     return batch * steps / time_loop(run, batches, steps, sync)
 
 
-def torch_training(torch, models, model_name, batch, dev):
+def torch_training(torch, models, model_name, batch, dev, amp=False):
     """PyTorch eager's side of a row (bench train and bench scale): the model (from `models`, a name ->
-    factory table) built with torch.nn and seed 0, the benchmark's optimizer, a training step, four
-    random batches and the device's sync."""
+    builder table) built with torch.nn and seed 0 and its benchmark optimizer: (its training step, under
+    autocast with a GradScaler where `amp`; four random batches; the device's sync)."""
     torch_float32_math(torch)
     torch.manual_seed(0)
     model = models[model_name](nn=torch.nn).to(dev)
     opt = benchmark_optimizer(model_name, model.parameters(), torch.optim)
-    step = plain_step(torch, model, opt)
+    step = train_step(model, opt, amp=dev if amp else None, lib=torch)
     shape = INPUT_SHAPES[model_name]
     batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev))
                for _ in range(4)]
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    return model, opt, step, batches, sync
+    return step, batches, sync
 
 
 def torch_rate(model_name, batch, steps, amp=False):
     import torch
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    model, opt, step, batches, sync = torch_training(torch, ALL_MODELS, model_name, batch, dev)
-    if amp:
-        step = amp_step(torch, model, opt, dev)
+    step, batches, sync = torch_training(torch, ALL_MODELS, model_name, batch, dev, amp)
     return batch * steps / time_loop(step, batches, steps, sync), dev
 
 

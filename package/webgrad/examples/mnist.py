@@ -13,11 +13,12 @@ import time
 import webgrad as wg
 import webgrad.webgpu
 from webgrad.datasets import MNIST
-from webgrad.examples.models import MODELS, training_step
+from webgrad import models
 
 # The reference recipe feeds pixels scaled to [0, 1]; --normalize uses the training set's mean and std.
 MEAN, STD = 0.0, 1.0
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+MODELS = ("mlp", "cnn")  # webgrad.models' MLP 784-128-10 and small CNN
 
 
 def evaluate(model, test, mean=MEAN, std=STD):
@@ -59,7 +60,7 @@ def main(argv=None):
     mean, std = (MNIST_MEAN, MNIST_STD) if args.normalize else (MEAN, STD)
     wg.manual_seed(args.seed)
     train, test = MNIST(args.root, train=True, device=device), MNIST(args.root, train=False, device=device)
-    model = MODELS[args.model]().to(device)
+    model = models.get_model(args.model).to(device)
     optimizer = wg.optim.Adam(model.parameters(), lr=args.lr)
     steps = len(train) // args.batch_size + (len(train) % args.batch_size > 0)
     if args.max_steps:
@@ -67,9 +68,8 @@ def main(argv=None):
     print(f"{args.model} on {device}: {sum(p.numel() for p in model.parameters()):,} parameters, "
           f"{steps} steps/epoch of {args.batch_size}")
 
-    train_step = training_step(model, optimizer)
-    if not args.eager:
-        train_step = wg.replayable(train_step)  # on WebGPU: record one step, then replay it
+    # on WebGPU the step is recorded once, then replayed (webgrad.replayable), unless --eager
+    train_step = models.train_step(model, optimizer, replay=not args.eager)
 
     accuracy = None
     for epoch in range(args.epochs):

@@ -2,7 +2,7 @@
 the repository's web/ folder: the worker (web/worker.js) installs the webgrad wheel in Pyodide, imports
 this module and feeds the App that `start(js_post)` gives with the page's messages. See app.py for the
 messages, train.py for the training run, data.py for the datasets on the GPU, models.py for the models
-(webgrad.examples.models' and webgrad.models') and their files, gputimer.py for GPU time per step,
+(webgrad.models') and their files, gputimer.py for GPU time per step,
 bench.py for the in-page benchmark. In CPython, App(post, device="cpu") runs the same code.
 """
 

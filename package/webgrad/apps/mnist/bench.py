@@ -14,7 +14,7 @@ import time
 
 import webgrad as wg
 from webgrad import webgpu
-from webgrad.examples.models import training_step
+from webgrad.models import train_step
 
 from . import models
 
@@ -30,8 +30,7 @@ class _Steps:
         self.loader = app.data.train_loader(len(app.data.train), batch_size)
         self.batches = iter(self.loader)
         self.loss_sum = wg.zeros((), device=app.device)
-        step = training_step(self.model, self.opt)  # the example's step, as the page trains
-        self.train_step = wg.replayable(step) if replay else step
+        self.train_step = train_step(self.model, self.opt, replay=replay)  # the step the page trains with
 
     def __call__(self):
         try:

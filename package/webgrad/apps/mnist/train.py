@@ -14,10 +14,9 @@ import math
 import time
 
 import webgrad as wg
-import webgrad.nn.functional as F
 from webgrad import optim
 from webgrad import transforms as T
-from webgrad.examples.models import training_step
+from webgrad.models import train_step
 
 from . import checkpoint, gputimer, models
 
@@ -107,25 +106,6 @@ def amp_unavailable(device):
         return ("mixed precision needs the WebGPU feature shader-f16 (16-bit floats in shaders), which this GPU "
                 "adapter does not offer")
     return None
-
-
-def amp_training_step(model, optimizer):
-    """step(x, y) -> loss with the forward pass in float16 (webgrad.autocast) and the loss scaled
-    (webgrad.amp.GradScaler) so that small float16 gradients do not flush to zero."""
-    from webgrad import amp
-
-    scaler = amp.GradScaler("webgpu")
-
-    def step(x, y):
-        with wg.autocast(device_type="webgpu", dtype=wg.float16):
-            loss = F.cross_entropy(model(x), y)
-        optimizer.zero_grad()
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss
-    step.scaler = scaler  # its scale and growth tracker go into checkpoints
-    return step
 
 
 def make_optimizer(kind, params, lr):
@@ -227,14 +207,13 @@ class Run:
         self.opt = make_optimizer(cfg["optimizer"], self.model.parameters(), cfg["lr"])
         self.sched, self.sched_per_step = make_scheduler(cfg["scheduler"], self.opt, cfg["epochs"], self.steps_per_epoch)
         self.snapshots = Snapshots(self.model.parameters())
-        # The step (the example's, webgrad.examples.models.training_step) is recorded once and then
+        # The step (webgrad.models.train_step, the example's and the benchmarks') is recorded once and then
         # replayed in one call (webgrad.replayable); the scheduler's lr reaches the replays through the
-        # optimizer.
-        # With mixed precision the step runs eagerly: GradScaler decides at each step whether to update.
-        if cfg["amp"]:
-            self.train_step = amp_training_step(self.model, self.opt)
-        else:
-            self.train_step = wg.replayable(training_step(self.model, self.opt))
+        # optimizer. With mixed precision (the forward pass in float16 under webgrad.autocast, the loss
+        # scaled by a GradScaler, the step's .scaler, so that small float16 gradients do not flush to zero)
+        # the step runs eagerly: GradScaler decides at each step whether to update.
+        amp = "webgpu" if cfg["amp"] else None
+        self.train_step = train_step(self.model, self.opt, amp=amp, replay=amp is None)
         # RandomErasing works on the normalised floats: it is the last step of the batch's pipeline
         self.erase = T.RandomErasing(cfg["erasing_p"]) if cfg["erasing_p"] else None
         self.gpu_timer = gputimer.GpuTimer()
