@@ -1,6 +1,6 @@
 """tools/coop_matrix_probe.mjs and .py, the probes for matrix units (tensor cores) on both bindings: they
 answer on the software adapters too (SwiftShader through Dawn, lavapipe through wgpu-native: neither offers
-them), and refuse a mistyped option. What they measured on an H200 is in README.md."""
+them), and refuse a mistyped option. What they found on NVIDIA GPUs is in docs/PERFORMANCE.md."""
 
 import os
 import subprocess

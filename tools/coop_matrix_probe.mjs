@@ -6,7 +6,7 @@
 //   node tools/coop_matrix_probe.mjs [--webgpu node_modules/webgpu] [--size 4096] [--toggle NAME]... [--only I:VARIANT]
 // --toggle enables a Dawn toggle (e.g. vulkan_enable_f16_on_nvidia: without it Dawn offers NVIDIA's Vulkan
 // driver no shader-f16, and so no f16 configurations); --only runs one configuration index and variant name
-// prefix (a driver crash then takes only that one). What it found on an H200 is in README.md ("Measured").
+// prefix (a driver crash then takes only that one). What it found on NVIDIA GPUs is in docs/PERFORMANCE.md ("What limits speed").
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
