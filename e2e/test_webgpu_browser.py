@@ -21,6 +21,7 @@ import struct
 from webgrad import dtypes
 from webgrad._view import View
 from webgrad._backends.webgpu import create_backend
+from webgrad._backends import kernels  # noqa: E402
 be = create_backend()
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
 
@@ -72,22 +73,22 @@ def test_adapter_elementwise_reduce_softmax(py):
 x = put({x}, F32, (4, 3), (1, 8), 0)          # strided (transposed, every other element)
 y = put({y}, F32, (4, 3), (1, 0), 0)          # broadcast along dim 1
 g, s, sm = new((4, 3)), new((4, 3)), new((4, 3))
-be.unary("gelu", g, x)
-be.binary("mul", s, x, y)
-be.softmax(sm, s)
+kernels.unary(be, "gelu", g, x)
+kernels.binary(be, "mul", s, x, y)
+kernels.softmax(be, sm, s)
 red = new((4, 1))
-be.reduce("sum", red, View(s.storage, (4, 3, 1), (3, 1, 1), 0, F32))
+kernels.reduce(be, "sum", red, View(s.storage, (4, 3, 1), (3, 1, 1), 0, F32))
 arg = new((4, 1), I32)
-be.reduce("argmax", arg, View(s.storage, (4, 3, 1), (3, 1, 1), 0, F32))
+kernels.reduce(be, "argmax", arg, View(s.storage, (4, 3, 1), (3, 1, 1), 0, F32))
 [get(g), get(s), get(sm), get(red), get(arg)]
 """)
     cx, cy = cpu_view(x, dtypes.float32, (4, 3), (1, 8)), cpu_view(y, dtypes.float32, (4, 3), (1, 0))
     g, s, sm, red, arg = cpu_new((4, 3)), cpu_new((4, 3)), cpu_new((4, 3)), cpu_new((4, 1)), cpu_new((4, 1), dtypes.int32)
-    CPU.unary("gelu", g, cx)
-    CPU.binary("mul", s, cx, cy)
-    CPU.softmax(sm, s)
-    CPU.reduce("sum", red, View(s.storage, (4, 3, 1), (3, 1, 1), 0, dtypes.float32))
-    CPU.reduce("argmax", arg, View(s.storage, (4, 3, 1), (3, 1, 1), 0, dtypes.float32))
+    kernels.unary(CPU, "gelu", g, cx)
+    kernels.binary(CPU, "mul", s, cx, cy)
+    kernels.softmax(CPU, sm, s)
+    kernels.reduce(CPU, "sum", red, View(s.storage, (4, 3, 1), (3, 1, 1), 0, dtypes.float32))
+    kernels.reduce(CPU, "argmax", arg, View(s.storage, (4, 3, 1), (3, 1, 1), 0, dtypes.float32))
     for got_part, want in zip(got[:4], (g, s, sm, red)):
         np.testing.assert_allclose(got_part, cpu_get(want), rtol=1e-5, atol=1e-6)
     assert got[4] == cpu_get(arg, np.int32).tolist()
@@ -102,26 +103,26 @@ def test_mnist_path_and_adam(py):
     got = py(f"""
 data = put({images}, U8, (1, 5, 784))
 batch = new((1, 3, 784), U8)
-be.index_select(batch, data, put({idx}, I32, (3,)))
+kernels.index_select(be, batch, data, put({idx}, I32, (3,)))
 xf = new((1, 3, 784))
-be.unary("affine", xf, batch, 1 / 255, 0.0)
+kernels.unary(be, "affine", xf, batch, 1 / 255, 0.0)
 logits = new((1, 3, 10))
-be.matmul(logits, xf, put({w}, F32, (1, 784, 10)))
+kernels.matmul(be, logits, xf, put({w}, F32, (1, 784, 10)))
 loss, dlogits = new((3,)), new((3, 10))
 t = put({target}, I32, (3,))
-be.cross_entropy(loss, logits.reshaped((3, 10)), t)
-be.cross_entropy_backward(dlogits, logits.reshaped((3, 10)), t, put([1 / 3], F32, (3,), (0,)))
+kernels.cross_entropy(be, loss, logits.reshaped((3, 10)), t)
+kernels.cross_entropy_backward(be, dlogits, logits.reshaped((3, 10)), t, put([1 / 3], F32, (3,), (0,)))
 [get(batch), get(loss), get(dlogits)]
 """)
     cdata = cpu_view(images, dtypes.uint8, (1, 5, 784))
     batch, xf, logits = cpu_new((1, 3, 784), dtypes.uint8), cpu_new((1, 3, 784)), cpu_new((1, 3, 10))
-    CPU.index_select(batch, cdata, cpu_view(idx, dtypes.int32, (3,)))
-    CPU.unary("affine", xf, batch, 1 / 255, 0.0)
-    CPU.matmul(logits, xf, cpu_view(w, dtypes.float32, (1, 784, 10)))
+    kernels.index_select(CPU, batch, cdata, cpu_view(idx, dtypes.int32, (3,)))
+    kernels.unary(CPU, "affine", xf, batch, 1 / 255, 0.0)
+    kernels.matmul(CPU, logits, xf, cpu_view(w, dtypes.float32, (1, 784, 10)))
     loss, dlogits = cpu_new((3,)), cpu_new((3, 10))
     t = cpu_view(target, dtypes.int32, (3,))
-    CPU.cross_entropy(loss, logits.reshaped((3, 10)), t)
-    CPU.cross_entropy_backward(dlogits, logits.reshaped((3, 10)), t, cpu_view([1 / 3], dtypes.float32, (3,), (0,)))
+    kernels.cross_entropy(CPU, loss, logits.reshaped((3, 10)), t)
+    kernels.cross_entropy_backward(CPU, dlogits, logits.reshaped((3, 10)), t, cpu_view([1 / 3], dtypes.float32, (3,), (0,)))
     assert got[0] == cpu_get(batch, np.uint8).tolist()
     np.testing.assert_allclose(got[1], cpu_get(loss), rtol=1e-4)
     np.testing.assert_allclose(got[2], cpu_get(dlogits), rtol=1e-4, atol=1e-6)
@@ -132,13 +133,13 @@ be.cross_entropy_backward(dlogits, logits.reshaped((3, 10)), t, put([1 / 3], F32
     got = py(f"""
 p, g, m, v = put({p}, F32, (300,)), put({g}, F32, (300,)), put([0.0] * 300, F32, (300,)), put([0.0] * 300, F32, (300,))
 for t in (1.0, 2.0, 3.0):
-    be.adam_step(p, g, m, v, None, dict({hyper!r}, step=t))
+    kernels.adam_step(be, p, g, m, v, None, dict({hyper!r}, step=t))
 get(p)
 """)
     cp, cg = cpu_view(p, dtypes.float32, (300,)), cpu_view(g, dtypes.float32, (300,))
     cm, cv = cpu_view([0.0] * 300, dtypes.float32, (300,)), cpu_view([0.0] * 300, dtypes.float32, (300,))
     for t in (1.0, 2.0, 3.0):
-        CPU.adam_step(cp, cg, cm, cv, None, dict(hyper, step=t))
+        kernels.adam_step(CPU, cp, cg, cm, cv, None, dict(hyper, step=t))
     np.testing.assert_allclose(got, cpu_get(cp), rtol=1e-5, atol=1e-6)
 
 
@@ -156,18 +157,18 @@ def test_optimizer_paths_and_row_kernels(py):
 out = []
 for off in (0, 1):  # offset 0: vec4 path (301 = 75 vec4s + 1); offset 1: f32 path
     p, g, b = put({p}, F32, ({n},), None, off), put({g}, F32, ({n},), None, off), put({b}, F32, ({n},), None, off)
-    be.sgd_step(p, g, b, {sgd!r})
+    kernels.sgd_step(be, p, g, b, {sgd!r})
     sq, buf = put({sq}, F32, ({n},), None, off), put({b}, F32, ({n},), None, off)
-    be.rmsprop_step(p, g, sq, buf, None, {rms!r})
+    kernels.rmsprop_step(be, p, g, sq, buf, None, {rms!r})
     out += [get(p), get(b), get(sq), get(buf)]
 out
 """)
     want = []
     for off in (0, 1):
         cp, cg, cb = (cpu_view(v, dtypes.float32, (n,), None, off) for v in (p, g, b))
-        CPU.sgd_step(cp, cg, cb, sgd)
+        kernels.sgd_step(CPU, cp, cg, cb, sgd)
         csq, cbuf = cpu_view(sq, dtypes.float32, (n,), None, off), cpu_view(b, dtypes.float32, (n,), None, off)
-        CPU.rmsprop_step(cp, cg, csq, cbuf, None, rms)
+        kernels.rmsprop_step(CPU, cp, cg, csq, cbuf, None, rms)
         want += [cpu_get(cp), cpu_get(cb), cpu_get(csq), cpu_get(cbuf)]
     for got_part, want_part in zip(got, want):
         np.testing.assert_allclose(got_part, want_part, rtol=1e-5, atol=1e-6)
@@ -180,16 +181,16 @@ out
         got = py(f"""
 x, t = put({x}, F32, ({rows}, {cols})), put({t}, I32, ({rows},))
 sm, loss, dx = new(({rows}, {cols})), new(({rows},)), new(({rows}, {cols}))
-be.softmax(sm, x, log=True)
-be.cross_entropy(loss, x, t, -100, 0.1)
-be.cross_entropy_backward(dx, x, t, put([0.5], F32, ({rows},), (0,)), -100, 0.1)
+kernels.softmax(be, sm, x, log=True)
+kernels.cross_entropy(be, loss, x, t, -100, 0.1)
+kernels.cross_entropy_backward(be, dx, x, t, put([0.5], F32, ({rows},), (0,)), -100, 0.1)
 [get(sm), get(loss), get(dx)]
 """)
         cx, ct = cpu_view(x, dtypes.float32, (rows, cols)), cpu_view(t, dtypes.int32, (rows,))
         sm, loss, dx = cpu_new((rows, cols)), cpu_new((rows,)), cpu_new((rows, cols))
-        CPU.softmax(sm, cx, log=True)
-        CPU.cross_entropy(loss, cx, ct, -100, 0.1)
-        CPU.cross_entropy_backward(dx, cx, ct, cpu_view([0.5], dtypes.float32, (rows,), (0,)), -100, 0.1)
+        kernels.softmax(CPU, sm, cx, log=True)
+        kernels.cross_entropy(CPU, loss, cx, ct, -100, 0.1)
+        kernels.cross_entropy_backward(CPU, dx, cx, ct, cpu_view([0.5], dtypes.float32, (rows,), (0,)), -100, 0.1)
         for got_part, want in zip(got, (sm, loss, dx)):
             np.testing.assert_allclose(got_part, cpu_get(want), rtol=1e-4, atol=1e-6)
 
@@ -197,13 +198,13 @@ be.cross_entropy_backward(dx, x, t, put([0.5], F32, ({rows},), (0,)), -100, 0.1)
 def test_random_async_read_capture_replay(py):
     got = py("""
 out = new((1000,))
-be.random(out, "normal", 1234, 77, 0.0, 1.0)
+kernels.random(be, out, "normal", 1234, 77, 0.0, 1.0)
 first = get(out)
 await_read = await be.to_bytes_async(out)
 [first[:50], list(struct.unpack("<50f", await_read[:200]))]
 """)
     out = cpu_new((1000,))
-    CPU.random(out, "normal", 1234, 77, 0.0, 1.0)
+    kernels.random(CPU, out, "normal", 1234, 77, 0.0, 1.0)
     np.testing.assert_allclose(got[0], cpu_get(out)[:50], rtol=1e-5, atol=1e-6)
     assert got[0] == got[1]
     # capture / replay: the whole graph goes to JavaScript in one call (encode.js submit)
@@ -212,7 +213,7 @@ x = put([1.0, 2.0, 3.0, 4.0], F32, (4,))
 lr = be.scalar(0.5)
 y = new((4,))
 with be.capture() as graph:
-    be.unary("affine", y, x, lr, 1.0)      # y = x * lr + 1
+    kernels.unary(be, "affine", y, x, lr, 1.0)      # y = x * lr + 1
 first = get(y)
 be.write(x.storage, struct.pack("<4f", 10, 20, 30, 40))
 lr.set(2.0)

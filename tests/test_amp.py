@@ -22,6 +22,7 @@ import webgrad as wg
 import webgrad.nn as nn
 import webgrad.nn.functional as F
 from helpers import DEVICES, webgpu_available
+from webgrad._backends import kernels  # noqa: E402
 
 needs_webgpu = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
 
@@ -530,7 +531,7 @@ def test_unscale_check_six_gradients_a_dispatch(bad):
     inv = View(backend.from_bytes(np.array([9.0, 0.125], np.float32).tobytes(), wg.float32), (), (), 1, wg.float32)
     flag = View(backend.from_bytes(np.zeros(3, np.float32).tobytes(), wg.float32), (), (), 2, wg.float32)
     before = rt.stats["dispatches"]
-    backend.amp_unscale_check(views, inv, flag)
+    kernels.amp_unscale_check(backend, views, inv, flag)
     assert rt.stats["dispatches"] - before == 3  # 12 non-empty gradients, 6 a dispatch; 6 and 5 apart
     got_flag = np.frombuffer(backend.to_bytes(View(flag.storage, (3,), (1,), 0, wg.float32)), np.float32)
     assert got_flag.tolist() == [0.0, 0.0, 0.0 if bad is None else 1.0]

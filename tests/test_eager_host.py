@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("wgpu")
 
 import webgrad as wg  # noqa: E402
-from webgrad._backends.webgpu.runtime import BufferPool  # noqa: E402
+from webgrad._backends.webgpu.memory import BufferPool  # noqa: E402
 
 from helpers import webgpu_available  # noqa: E402
 

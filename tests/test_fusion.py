@@ -90,7 +90,7 @@ def test_replay_fuses_and_computes_what_eager_computes(gpu_kernels, kw, fused):
 
 
 def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
-    from webgrad._backends.webgpu import optim, runtime
+    from webgrad._backends.webgpu import optim, recording
 
     _, _, run = _train(True, steps=2)
     fused = run.graph.dispatches
@@ -99,7 +99,7 @@ def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
     # and the 16 parameters' SGD updates take as few dispatches as the device's bindings allow (test_sgd_group.py)
     groups = -(-16 // optim.group_size(wg.device("webgpu").backend.runtime, True))
     assert entries.count("sgd4_group") == groups and "sgd4" not in entries and run.graph.grouped == 16
-    monkeypatch.setitem(runtime.FUSE, "on", False)
+    monkeypatch.setitem(recording.FUSE, "on", False)
     _, _, run = _train(True, steps=2)
     assert run.graph.fused == 0 and run.graph.grouped == 0
     # three ReLUs and three adds, a gradient's add; the updates
@@ -112,7 +112,7 @@ def test_fusion_removes_the_passes(gpu_kernels, monkeypatch):
 def test_relu_backward_folds_into_a_winograd_input_gradient(gpu_kernels, monkeypatch):
     # With 8 channels on Winograd, conv2's input gradient comes from winograd.wgsl's output transform, which then
     # writes it masked by bn1's ReLU (its backward's pass gone); the replay still computes what eager steps do
-    from webgrad._backends.webgpu import runtime, winograd
+    from webgrad._backends.webgpu import recording, winograd
 
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 8)
     eager_losses, eager_state, _ = _train(False)
@@ -125,7 +125,7 @@ def test_relu_backward_folds_into_a_winograd_input_gradient(gpu_kernels, monkeyp
     masked = [d for d in describe(run.graph.records) if d.kernel and d.kernel.entry == "wino_output"
               and dict(d.constants)["MASK"]]
     assert len(masked) == 1
-    monkeypatch.setitem(runtime.FUSE, "on", False)
+    monkeypatch.setitem(recording.FUSE, "on", False)
     _, _, plain = _train(True, steps=2)
     groups = sum(1 for d in describe(run.graph.records) if d.kernel and d.kernel.entry == "sgd4_group")
     assert run.graph.grouped == 16 and plain.graph.grouped == 0

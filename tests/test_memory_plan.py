@@ -1,5 +1,5 @@
 """The memory plan of a recorded step (_backends/webgpu/memory_plan.py) and the capture pool that follows
-it (runtime.CapturePool), without a GPU: the pools' buffers here are plain objects.
+it (memory.CapturePool), without a GPU: the pools' buffers here are plain objects.
 
 - every planned buffer is free for the whole life of each request placed in it, and large enough;
 - the plan is the greedy-by-size one (checked against a plain re-implementation on random steps);
@@ -13,7 +13,7 @@ import random
 import pytest
 
 from webgrad._backends.webgpu import memory_plan
-from webgrad._backends.webgpu.runtime import BufferPool, CapturePool, size_class
+from webgrad._backends.webgpu.memory import BufferPool, CapturePool, size_class
 
 MIB = 1 << 20
 SIZES = (100, 300, 1000, 4096, 5000, MIB, 3 * MIB // 2, 4 * MIB)

@@ -20,7 +20,7 @@ pytest.importorskip("wgpu")
 
 import webgrad as wg  # noqa: E402
 import webgrad.webgpu as webgpu  # noqa: E402
-from webgrad._backends.webgpu.runtime import size_class  # noqa: E402
+from webgrad._backends.webgpu.memory import size_class  # noqa: E402
 
 MIB = 1 << 20
 

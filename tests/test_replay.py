@@ -153,17 +153,17 @@ def test_cpu_calls_the_function():
 
 @needs_webgpu
 def test_a_long_replay_goes_in_parts(monkeypatch):
-    """A replay of many records is submitted in growing parts (runtime.replay_parts), here forced on the MLP's
+    """A replay of many records is submitted in growing parts (recording.replay_parts), here forced on the MLP's
     step: each replay makes that many submits, and the training matches eager training as before."""
-    from webgrad._backends.webgpu import runtime
+    from webgrad._backends.webgpu import recording
 
-    monkeypatch.setattr(runtime, "SUBMIT_SPLIT_MIN", 8)
-    monkeypatch.setattr(runtime, "SUBMIT_FIRST", 2)
+    monkeypatch.setattr(recording, "SUBMIT_SPLIT_MIN", 8)
+    monkeypatch.setattr(recording, "SUBMIT_FIRST", 2)
     eager_losses, eager_params, _ = _train("cpu", optimizer="sgd")
     rt = wg.device("webgpu").backend.runtime
     before = dict(rt.stats)
     losses, params, run = _train("webgpu", replay=True, optimizer="sgd")
-    parts = runtime.replay_parts(run.graph.records)
+    parts = recording.replay_parts(run.graph.records)
     assert len(parts) >= 3 and sum(map(len, parts)) == len(run.graph.records)
     assert rt.stats["submits"] - before["submits"] >= run.replays * len(parts)
     np.testing.assert_allclose(losses, eager_losses, rtol=0, atol=1e-5)

@@ -16,10 +16,11 @@ pytest.importorskip("wgpu")
 
 from webgrad import dtypes  # noqa: E402
 from webgrad._backends.cpu import CPUBackend  # noqa: E402
-from webgrad._backends.interface import RANDOM_DISTS, REDUCE_OPS  # noqa: E402
+from webgrad._backends.kernels import RANDOM_DISTS, REDUCE_OPS  # noqa: E402
 from webgrad._view import View  # noqa: E402
 from webgrad._backends.webgpu import elementwise as ew  # noqa: E402
 from webgrad.ops import table  # noqa: E402
+from webgrad._backends import kernels  # noqa: E402
 
 # Every kernel of the op table (webgrad/ops/table.py) is tested here: a new record is picked up at once.
 UNARY_OPS = tuple(table.UNARY)
@@ -117,7 +118,7 @@ def run(gpu, method, args, kwargs=None, rtol=1e-5, atol=1e-6):
     results = []
     for be in (gpu, CPU):
         built = [a.view(be) if isinstance(a, Arg) else a for a in args]
-        getattr(be, method)(*built, **kwargs)
+        kernels.REGISTRY[method](be, *built, **kwargs)
         outs = [v for a, v in zip(args, built) if isinstance(a, Arg) and a.is_out]
         results.append([np.frombuffer(be.to_bytes(full_view(be, v)), NP[v.dtype]) for v in outs])
     for got, want in zip(*results):
@@ -131,7 +132,7 @@ def reference_unary(op, x, a=0.0, b=0.0, out_dtype=F32):
     """y = op(x) on the CPU, for backward tests."""
     vx = View(CPU.from_bytes(x.astype(np.float32).tobytes(), F32), x.shape, View.contiguous_strides(x.shape), 0, F32)
     vy = View(CPU.empty(x.size, out_dtype), x.shape, View.contiguous_strides(x.shape), 0, out_dtype)
-    CPU.unary(op, vy, vx, a, b)
+    kernels.unary(CPU, op, vy, vx, a, b)
     return np.frombuffer(CPU.to_bytes(vy), NP[out_dtype]).reshape(x.shape)
 
 
@@ -191,7 +192,7 @@ def test_unary_int_clamp_unbounded(gpu):
     x = np.arange(-20, 21, dtype=np.int32)
     s = gpu.from_bytes(x.tobytes(), I32)
     v = View(s, x.shape, (1,), 0, I32)
-    gpu.unary("clamp", v, v, -math.inf, 4)
+    kernels.unary(gpu, "clamp", v, v, -math.inf, 4)
     assert np.frombuffer(gpu.to_bytes(v), np.int32).tolist() == np.minimum(x, 4).tolist()
 
 
@@ -267,8 +268,8 @@ def test_vec4_entry_points_integers_and_in_place(gpu, op):
     run(gpu, "unary", ["affine", make(rng, I32, (4, 12), "aligned", out=True), x, 3, -2])
     s = gpu.from_bytes(np.arange(-8, 8, dtype=np.float32).tobytes(), F32)
     v = View(s, (3, 4), (4, 1), 4, F32)
-    gpu.unary("relu", v, v, 0.0, 0.0)
-    gpu.binary("mul", v, v, v)
+    kernels.unary(gpu, "relu", v, v, 0.0, 0.0)
+    kernels.binary(gpu, "mul", v, v, v)
     want = np.arange(-8, 8, dtype=np.float32)
     want[4:] = np.maximum(want[4:], 0) ** 2
     assert np.frombuffer(gpu.to_bytes(View(s, (16,), (1,), 0, F32)), np.float32).tolist() == want.tolist()
@@ -321,12 +322,12 @@ def test_in_place_binary_and_unary(gpu):
         data = values(rng, F32, 40)
         s = be.from_bytes(data.tobytes(), F32)
         v = View(s, (40,), (1,), 0, F32)
-        be.binary("add", v, v, v)  # out aliases both inputs
-        be.unary("affine", v, v, 2.0, 1.0)
+        kernels.binary(be, "add", v, v, v)  # out aliases both inputs
+        kernels.unary(be, "affine", v, v, 2.0, 1.0)
         np.testing.assert_allclose(np.frombuffer(be.to_bytes(v), np.float32), (data + data) * 2 + 1, rtol=1e-6)
         # Overlapping but different views of one storage: read through a copy.
         s2 = be.from_bytes(np.arange(10, dtype=np.float32).tobytes(), F32)
-        be.copy(View(s2, (9,), (1,), 1, F32), View(s2, (9,), (1,), 0, F32))
+        kernels.copy(be, View(s2, (9,), (1,), 1, F32), View(s2, (9,), (1,), 0, F32))
         assert np.frombuffer(be.to_bytes(View(s2, (10,), (1,), 0, F32)), np.float32).tolist() == [0, 0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
@@ -496,11 +497,11 @@ def test_cross_entropy_mean_is_one_dispatch_and_reports_bad_targets(gpu, adapter
     t = rng.integers(0, classes, rows).astype(np.int32)
     out = View(gpu.empty(2, F32), (2,), (1,), 0, F32)
     before = rt.stats["dispatches"]
-    gpu.cross_entropy_mean(out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
+    kernels.cross_entropy_mean(gpu, out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
     assert rt.stats["dispatches"] - before == 1
     assert np.frombuffer(gpu.to_bytes(out), np.float32)[1] == rows
     t[257] = classes  # a thread's second row
-    gpu.cross_entropy_mean(out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
+    kernels.cross_entropy_mean(gpu, out, logits, View(gpu.from_bytes(t.tobytes(), I32), (rows,), (1,), 0, I32))
     with pytest.raises(IndexError, match=r"cross_entropy: target 10 is out of bounds for 10 classes"):
         gpu.to_bytes(out)
 
@@ -526,11 +527,11 @@ def test_cross_entropy_bad_target_raises_at_the_read_back(gpu, adapter_kind):
     logits = View(gpu.from_bytes(values(rng, F32, rows * classes).tobytes(), F32), (rows, classes), (classes, 1), 0, F32)
     target = View(gpu.from_bytes(np.array([-5, classes, 3, -100], np.int32).tobytes(), I32), (rows,), (1,), 0, I32)
     out = View(gpu.empty(rows, F32), (rows,), (1,), 0, F32)
-    gpu.cross_entropy(out, logits, target, ignore_index=-100, label_smoothing=0.1)
+    kernels.cross_entropy(gpu, out, logits, target, ignore_index=-100, label_smoothing=0.1)
     with pytest.raises(IndexError, match=r"cross_entropy: target (-5|10) is out of bounds for 10 classes"):
         gpu.to_bytes(out)
     good = View(gpu.from_bytes(np.array([0, 9, 3, -100], np.int32).tobytes(), I32), (rows,), (1,), 0, I32)
-    gpu.cross_entropy(out, logits, good, ignore_index=-100, label_smoothing=0.1)
+    kernels.cross_entropy(gpu, out, logits, good, ignore_index=-100, label_smoothing=0.1)
     loss = np.frombuffer(gpu.to_bytes(out), np.float32)
     assert np.isfinite(loss[:3]).all() and loss[3] == 0.0
 
@@ -613,7 +614,7 @@ def _out_hw(H, W, k, s, p, d):
 
 
 def _needs_cpu(method):
-    if getattr(CPUBackend, method) is getattr(CPUBackend.__mro__[1], method, None):
+    if "cpu" not in kernels.REGISTRY[method].impls:
         pytest.fail(f"the CPU reference has no {method} yet")
 
 
@@ -641,7 +642,7 @@ def test_pooling(gpu, adapter_kind):  # software: the row kernels
         # backward from the CPU's indices (both backends must route gradients the same way)
         vi = idx.view(CPU)
         vo = View(CPU.empty(out.data.size, F32), out.shape, out.strides, out.offset, F32)
-        CPU.max_pool2d(vo, vi, x.view(CPU), k, s, p, d)
+        kernels.max_pool2d(CPU, vo, vi, x.view(CPU), k, s, p, d)
         indices = Arg(np.frombuffer(CPU.to_bytes(vi), np.int32).copy(), I32, vi.shape, vi.strides, 0)
         run(gpu, "max_pool2d_backward", [make(rng, F32, (N, C, H, W), "offset", out=True), make(rng, F32, (N, C, OH, OW), "offset"), indices], atol=1e-5)
         # with the geometry (non-overlapping windows take WebGPU's gather kernel)
@@ -668,7 +669,7 @@ def _optim_case(gpu, method, states, hypers, n=1000):
         param, grad, *rest = views
         args = [param, grad] + [v if used else None for v, used in zip(rest, states)]
         for hyper in hypers:
-            getattr(be, method)(*args, hyper)
+            kernels.REGISTRY[method](be, *args, hyper)
         sides.append([np.frombuffer(be.to_bytes(v), np.float32) for v, a in zip(views, [1, 1] + list(states)) if a])
     for got, want in zip(*sides):
         assert np.isfinite(want).all()  # (values that went NaN on both sides would compare equal)
@@ -722,7 +723,7 @@ def test_optimizer_vec4_and_f32_paths(gpu, adapter_kind, n, offsets):
             views = [View(be.from_bytes(d.tobytes(), F32), (n,), (1,), off, F32) for d, off in zip(datas, offsets)]
             args = views[:2] + [v if used else None for v, used in zip(views[2:], states)]
             for hyper in hypers:
-                getattr(be, method)(*args, hyper)
+                kernels.REGISTRY[method](be, *args, hyper)
             sides.append([np.frombuffer(be.to_bytes(full_view(be, v)), np.float32) for v in views])
         for k, (got, want) in enumerate(zip(*sides)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{method} tensor {k}")
@@ -748,8 +749,8 @@ def test_optimizer_skip_if(gpu, flag):
             plain = [View(be.from_bytes(d.tobytes(), F32), (n,), (1,), 0, F32) for d in datas]
             plain_args = plain[:2] + [v if used else None for v, used in zip(plain[2:], states)]
             for hyper in hypers:
-                getattr(be, method)(*args, dict(hyper, skip_if=skip))
-                getattr(be, method)(*plain_args, hyper)
+                kernels.REGISTRY[method](be, *args, dict(hyper, skip_if=skip))
+                kernels.REGISTRY[method](be, *plain_args, hyper)
             got = [np.frombuffer(be.to_bytes(v), np.float32) for v in views]
             unflagged = [np.frombuffer(be.to_bytes(v), np.float32) for v in plain]
             for k, (g, d, u) in enumerate(zip(got, datas, unflagged)):
@@ -783,8 +784,8 @@ def test_optimizer_counts_skipped_steps(gpu, offset):
             count = View(be.from_bytes(np.array([7.0, 0.0, 7.0], np.float32).tobytes(), F32), (), (), 1, F32)
             for skip in (1.0, 1.0, 0.0):  # two skipped steps, then one that runs at host step 5
                 flag.storage = be.from_bytes(np.array([0.0, skip], np.float32).tobytes(), F32)
-                getattr(be, method)(*counted, dict(hyper, step=5.0, skip_if=flag, skipped_steps=count))
-            getattr(be, method)(*plain, dict(hyper, step=3.0))  # the steps taken: 5 - 2
+                kernels.REGISTRY[method](be, *counted, dict(hyper, step=5.0, skip_if=flag, skipped_steps=count))
+            kernels.REGISTRY[method](be, *plain, dict(hyper, step=3.0))  # the steps taken: 5 - 2
             words = np.frombuffer(be.to_bytes(full_view(be, count)), np.float32)
             np.testing.assert_array_equal(words, [7.0, 2.0, 7.0], err_msg=f"{method}: the count, nothing beside it")
             got = [np.frombuffer(be.to_bytes(v), np.float32) for v in counted[:2 + nstates]]
@@ -816,7 +817,7 @@ def test_optimizer_update_follows_every_change_between_calls(gpu):
         for (_, g_off, m_off, _), hyper in calls:
             grad = View(storages[1 + g_off % 2], (n,), (1,), g_off, F32)
             m = View(storages[3 if m_off == 0 else 5], (n,), (1,), m_off, F32)
-            be.adam_step(param, grad, m, v, None, hyper)
+            kernels.adam_step(be, param, grad, m, v, None, hyper)
             sides.append(np.frombuffer(be.to_bytes(full_view(be, param)), np.float32).copy())
     half = len(sides) // 2
     for k, (got, want) in enumerate(zip(sides[:half], sides[half:])):
@@ -840,7 +841,7 @@ def test_optimizer_update_follows_a_kernel_variant_switch(gpu, monkeypatch):
         for step, per_thread in ((1.0, 1), (2.0, 0), (3.0, 1)):
             if be is gpu:
                 monkeypatch.setitem(gpu.runtime.variant, "optim_vec4_per_thread", per_thread)
-            be.adam_step(param, grad, m, v, None, dict(hyper, step=step))
+            kernels.adam_step(be, param, grad, m, v, None, dict(hyper, step=step))
             if be is gpu:
                 assert optim._blocks[param.storage].launch.kernel.entry == ("adam4" if per_thread else "adam")
             sides.append(np.frombuffer(be.to_bytes(param), np.float32).copy())

@@ -13,7 +13,7 @@ pytest.importorskip("wgpu")
 import webgrad as wg  # noqa: E402
 import webgrad.nn as nn  # noqa: E402
 import webgrad.webgpu as webgpu  # noqa: E402
-from webgrad._backends.webgpu.runtime import size_class  # noqa: E402
+from webgrad._backends.webgpu.memory import size_class  # noqa: E402
 from webgrad.examples.models import training_step  # noqa: E402
 
 

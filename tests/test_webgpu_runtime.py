@@ -15,7 +15,10 @@ import webgrad  # noqa: E402
 from webgrad import dtypes  # noqa: E402
 from webgrad._view import View  # noqa: E402
 from webgrad._backends.webgpu import shaders  # noqa: E402
-from webgrad._backends.webgpu.runtime import DynamicScalar, Runtime, size_class  # noqa: E402
+from webgrad._backends.webgpu.dispatch import DynamicScalar  # noqa: E402
+from webgrad._backends.webgpu.memory import size_class  # noqa: E402
+from webgrad._backends.webgpu.runtime import Runtime  # noqa: E402
+from webgrad._backends import kernels  # noqa: E402
 
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,23 +52,23 @@ def training_step(be, x, w, b, target, ones, m, v, t):
     """One MLP-like step made of the backend's kernels: forward, loss, backward, Adam update."""
     batch, classes = x.shape[1], w.shape[2]
     logits = new(be, (1, batch, classes))
-    be.matmul(logits, x, w, bias=b)
+    kernels.matmul(be, logits, x, w, bias=b)
     relu = new(be, logits.shape)
-    be.unary("relu", relu, logits)
+    kernels.unary(be, "relu", relu, logits)
     flat = relu.reshaped((batch, classes))
     loss = new(be, (batch,))
-    be.cross_entropy(loss, flat, target)
+    kernels.cross_entropy(be, loss, flat, target)
     total = new(be, (1, 1))
-    be.reduce("sum", total, loss.reshaped((1, batch, 1)))
+    kernels.reduce(be, "sum", total, loss.reshaped((1, batch, 1)))
     dflat = new(be, (batch, classes))
-    be.cross_entropy_backward(dflat, flat, target, ones)
+    kernels.cross_entropy_backward(be, dflat, flat, target, ones)
     dlogits = new(be, (1, batch, classes))
-    be.unary_backward("relu", dlogits, dflat.reshaped(logits.shape), logits, relu)
+    kernels.unary_backward(be, "relu", dlogits, dflat.reshaped(logits.shape), logits, relu)
     dw = new(be, w.shape)
-    be.matmul(dw, x, dlogits, trans_a=True)
+    kernels.matmul(be, dw, x, dlogits, trans_a=True)
     hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
                  decoupled=False, step=t if isinstance(t, DynamicScalar) else float(t))
-    be.adam_step(w.reshaped((w.numel,)), dw.reshaped((w.numel,)), m, v, None, hyper)
+    kernels.adam_step(be, w.reshaped((w.numel,)), dw.reshaped((w.numel,)), m, v, None, hyper)
     return total
 
 
@@ -79,10 +82,10 @@ def test_size_classes_are_coarse_and_cover():
 def test_pipelines_compile_once(gpu):
     rt = gpu.runtime
     x, out = put(gpu, np.ones(100, np.float32)), new(gpu, (100,))
-    gpu.unary("exp", out, x)
+    kernels.unary(gpu, "exp", out, x)
     before = dict(rt.stats)
     for _ in range(5):
-        gpu.unary("exp", out, x)
+        kernels.unary(gpu, "exp", out, x)
     gpu.synchronize()
     assert rt.stats["pipelines_created"] == before["pipelines_created"]
     assert rt.stats["bind_groups_created"] == before["bind_groups_created"]
@@ -131,8 +134,8 @@ def test_one_submit_per_sync_point(gpu):
     gpu.synchronize()
     submits = rt.stats["submits"]
     for _ in range(50):
-        gpu.unary("neg", out, x)
-        gpu.binary("add", out, out, x)
+        kernels.unary(gpu, "neg", out, x)
+        kernels.binary(gpu, "add", out, out, x)
     assert rt.stats["submits"] == submits  # recorded, not submitted
     result = get(gpu, out)
     assert rt.stats["submits"] == submits + 1
@@ -147,7 +150,7 @@ def test_submits_after_many_dispatches_without_sync(gpu):
     gpu.synchronize()
     submits = rt.stats["submits"]
     for _ in range(Runtime.FLUSH_AFTER + 5):
-        gpu.unary("affine", x, x, 1.0, 1.0)
+        kernels.unary(gpu, "affine", x, x, 1.0, 1.0)
     assert rt.stats["submits"] == submits + 1
     assert get(gpu, x)[0] == Runtime.FLUSH_AFTER + 6
 
@@ -156,10 +159,10 @@ def test_write_waits_for_recorded_readers(gpu):
     # queue.writeBuffer lands before any later submit: the runtime must submit the recorded reader first.
     x = put(gpu, np.full(16, 3.0, np.float32))
     out = new(gpu, (16,))
-    gpu.unary("square", out, x)
+    kernels.unary(gpu, "square", out, x)
     gpu.write(x.storage, np.full(16, 5.0, np.float32).tobytes())
     out2 = new(gpu, (16,))
-    gpu.unary("square", out2, x)
+    kernels.unary(gpu, "square", out2, x)
     assert get(gpu, out).tolist() == [9.0] * 16
     assert get(gpu, out2).tolist() == [25.0] * 16
 
@@ -229,13 +232,13 @@ def test_replay_is_one_record_list_and_draws_new_random_numbers(gpu):
     out = new(gpu, (257,))
     offset = gpu.scalar(0, kind="u32")
     with gpu.capture() as graph:
-        gpu.random(out, "uniform", 42, offset, -1.0, 1.0)
+        kernels.random(gpu, out, "uniform", 42, offset, -1.0, 1.0)
     assert graph.dispatches == 1
     for k in (0, 1000, 2**32 - 5):
         offset.set(k)
         graph.replay()
         ref = View(cpu.empty(257, F32), (257,), (1,), 0, F32)
-        cpu.random(ref, "uniform", 42, k, -1.0, 1.0)
+        kernels.random(cpu, ref, "uniform", 42, k, -1.0, 1.0)
         np.testing.assert_allclose(get(gpu, out), np.frombuffer(cpu.to_bytes(ref), np.float32), rtol=1e-6, atol=1e-7)
     assert rt.stats["replays"] >= 3
 
@@ -245,9 +248,9 @@ def test_dynamic_scalar_changes_between_eager_calls(gpu):
     x = put(gpu, np.ones(4, np.float32))
     a, b = new(gpu, (4,)), new(gpu, (4,))
     scale = gpu.scalar(2.0)
-    gpu.unary("affine", a, x, scale, 0.0)
+    kernels.unary(gpu, "affine", a, x, scale, 0.0)
     scale.set(3.0)
-    gpu.unary("affine", b, x, scale, 0.0)
+    kernels.unary(gpu, "affine", b, x, scale, 0.0)
     assert get(gpu, a).tolist() == [2.0] * 4 and get(gpu, b).tolist() == [3.0] * 4
 
 
@@ -257,10 +260,10 @@ def test_capture_records_data_written_inside_it(gpu):
     out = new(gpu, (4,))
     with gpu.capture() as graph:
         c = put(gpu, np.array([1, 2, 3, 4], np.float32))
-        gpu.unary("neg", out, c)
+        kernels.unary(gpu, "neg", out, c)
         del c
         junk = new(gpu, (4,))
-        gpu.fill(junk, 9.0)
+        kernels.fill(gpu, junk, 9.0)
     graph.replay()
     assert get(gpu, out).tolist() == [-1, -2, -3, -4]
 
@@ -268,21 +271,21 @@ def test_capture_records_data_written_inside_it(gpu):
 def test_errors_name_the_problem(gpu):
     x = new(gpu, (4,))
     with pytest.raises(ValueError, match="unknown unary op 'expp'"):
-        gpu.unary("expp", x, x)
+        kernels.unary(gpu, "expp", x, x)
     with pytest.raises(TypeError, match="float64"):
         gpu.empty(4, dtypes.float64)
     with pytest.raises(IndexError, match="outside its storage"):
-        gpu.unary("exp", View(x.storage, (5,), (1,), 0, F32), x)
+        kernels.unary(gpu, "exp", View(x.storage, (5,), (1,), 0, F32), x)
     with pytest.raises(TypeError, match="not a WebGPU storage"):
-        gpu.unary("exp", x, View(np.zeros(4, np.float32), (4,), (1,), 0, F32))
+        kernels.unary(gpu, "exp", x, View(np.zeros(4, np.float32), (4,), (1,), 0, F32))
     with pytest.raises(TypeError, match="writes bool"):
-        gpu.unary("lt", x, x, 0.0)
+        kernels.unary(gpu, "lt", x, x, 0.0)
     with pytest.raises(ValueError, match="has shape"):
-        gpu.binary("add", x, x, new(gpu, (2, 2)))
+        kernels.binary(gpu, "add", x, x, new(gpu, (2, 2)))
     with pytest.raises(ValueError, match="not a whole number of webgrad.int32 elements"):
         gpu.from_bytes(b"123", I32)
     with pytest.raises(TypeError, match="int32 indices"):
-        gpu.reduce("argmax", new(gpu, (1, 1)), new(gpu, (1, 4, 1)))
+        kernels.reduce(gpu, "argmax", new(gpu, (1, 1)), new(gpu, (1, 4, 1)))
     with pytest.raises(RuntimeError, match="does not nest"):
         with gpu.capture():
             with gpu.capture():
@@ -328,9 +331,9 @@ def test_public_module(gpu):
 def test_describe_names_each_recorded_dispatch(gpu):
     out, copy = new(gpu, (257,)), new(gpu, (257,))
     with gpu.capture() as graph:
-        gpu.random(out, "uniform", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
+        kernels.random(gpu, out, "uniform", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
         gpu.runtime.copy(out.storage, 0, copy.storage, 0, 257 * 4)  # a copy record: not a dispatch
-        gpu.random(out, "normal", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
+        kernels.random(gpu, out, "normal", 7, gpu.scalar(0, kind="u32"), 0.0, 1.0)
     described = gpu.runtime.describe(graph.records)
     assert [d.record for d in described] == [r for r in graph.records if r[0] == 0] and len(described) == 2
     assert len(graph.records) == 3

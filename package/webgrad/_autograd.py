@@ -14,6 +14,7 @@ import threading
 import weakref
 
 from ._anomaly import check_anomaly, forward_trace, is_anomaly_enabled
+from ._view import View
 
 _state = threading.local()
 
@@ -250,12 +251,16 @@ def _refcounts(g):
 
 
 _OWNED_COUNTS = []
+_TENSOR = []  # the Tensor class, registered by _tensor.py as it is defined (the engine never imports it)
+
+
+def register_tensor_type(cls):
+    _TENSOR[:] = [cls]
 
 
 def _owned_counts():
     if not _OWNED_COUNTS:
-        from ._tensor import Tensor
-        from ._view import View
+        Tensor = _TENSOR[0]
 
         class _Storage:
             numel = 1

@@ -11,6 +11,7 @@ import struct
 from . import _autograd, devices, dtypes
 from ._autograd import record
 from ._view import View
+from ._backends import kernels
 
 
 _CONTIGUOUS = {}  # shape -> (numel, contiguous strides), for Tensor._empty
@@ -384,6 +385,9 @@ class Size(tuple):
         return f"webgrad.Size([{', '.join(str(s) for s in self)}])"
 
 
+_autograd.register_tensor_type(Tensor)
+
+
 def _rebuild(raw, dtype_name, shape, device, requires_grad):
     t = frombuffer(raw, dtype=dtypes.to_dtype(dtype_name), device=device).reshape(shape)
     t.requires_grad = requires_grad
@@ -395,7 +399,7 @@ def cast(x, dtype):
     if x.dtype is dtype:
         return x
     out = Tensor._empty(x.shape, dtype, x.device)
-    x.device.backend.copy(out._view, x._view)
+    kernels.copy(x.device.backend, out._view, x._view)
     if dtype.is_floating and x.dtype.is_floating:
         # the gradient goes back in the input's dtype (autocast's float16 copies feed float32 parameters)
         record(out, "ToCopy", (x,), lambda g: (cast(g, x.dtype),))
@@ -614,7 +618,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     size = _shape_args((size,) if isinstance(size, int) else (tuple(size),))
     dtype = dtypes.to_dtype(dtype) or (dtypes.scalar_dtype(fill_value) if not isinstance(fill_value, float) else dtypes.float32)
     t = Tensor._empty(size, dtype, devices.get(device))
-    t.device.backend.fill(t._view, fill_value)
+    kernels.fill(t.device.backend, t._view, fill_value)
     return t.requires_grad_(True) if requires_grad else t
 
 

@@ -36,7 +36,7 @@ import struct
 
 from . import devices, dtypes
 from ._tensor import Tensor
-from ._backends.webgpu.runtime import Kernel as _EntryPoint, Shader
+from ._backends.webgpu.dispatch import Kernel as _EntryPoint, Shader
 
 _PARAM_CHARS = frozenset("Iif")  # 4-byte scalars: packed back to back they match WGSL's struct layout
 _ids = itertools.count()

@@ -1,11 +1,12 @@
 """Random numbers: a counter-based generator (seed + offset), so the same seed gives the same numbers on
-every backend (the hash is specified in backends/device.py) and no state lives on the device.
+every backend (the hash is specified in _backends/kernels.py) and no state lives on the device.
 """
 
 import random as _pyrandom
 
 from . import devices, dtypes, replay
 from ._tensor import Tensor, _shape_args, tensor
+from ._backends import kernels
 
 DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator()
 
@@ -87,9 +88,9 @@ def fill_random(t, dist, a, b, generator=None):
         # device scalars, and the hook advances the generator as an eager call would
         seed32, offset = backend.scalar(seed32, "u32"), backend.scalar(offset, "u32")
         replay.on_replay(lambda n=t.numel(), s=seed32, o=offset: _advance(gen, n, s, o))
-    backend.random(target._view, dist, seed32, offset, float(a), float(b))
+    kernels.random(backend, target._view, dist, seed32, offset, float(a), float(b))
     if target is not t:
-        t.device.backend.copy(t._view, target._view)
+        kernels.copy(t.device.backend, t._view, target._view)
     return t
 
 

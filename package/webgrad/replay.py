@@ -42,6 +42,7 @@ import threading
 import warnings
 
 from ._tensor import Tensor
+from ._backends import kernels
 
 _active = threading.local()
 
@@ -116,7 +117,7 @@ class Replayable:
             return self._checked(self.fn(*args))
         for static, a in zip(self._static, args):
             if isinstance(a, Tensor):
-                backend.copy(static._view, a._view)
+                kernels.copy(backend, static._view, a._view)
         if self._replan:
             return self._record(backend, args, replacing=self.graph)
         for hook in self._hooks:
@@ -164,8 +165,9 @@ class Replayable:
         handler = self.check_finite if callable(self.check_finite) else FloatingPointError
         what = "replayable(check_finite): the step's loss is {}"
         backend = loss.device.backend
-        if hasattr(backend, "check_finite"):  # on the device, read with the next read-back
-            backend.check_finite(loss.detach().contiguous()._view, what.format("NaN"), what.format("infinite"), handler)
+        if backend.has(kernels.check_finite):  # on the device, read with the next read-back
+            kernels.check_finite(backend, loss.detach().contiguous()._view, what.format("NaN"), what.format("infinite"),
+                                 handler)
             return out
         values = loss.detach().reshape(-1).tolist()
         bad = next((v for v in values if not math.isfinite(v)), None)

@@ -27,6 +27,7 @@ from .._autograd import no_grad
 from .._tensor import Tensor, full, zeros
 from ..ops.elementwise import where
 from ..ops.shape import stack
+from .._backends import kernels
 
 
 def _device_type(device):
@@ -116,7 +117,7 @@ class GradScaler:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     dev, backend = g.device.type, g.device.backend
                     inv = inv_scale.to(g.device)
-                    if hasattr(backend, "amp_unscale_check") and g.dtype is dtypes.float32 and g.is_contiguous():
+                    if backend.has(kernels.amp_unscale_check) and g.dtype is dtypes.float32 and g.is_contiguous():
                         if dev not in fused:
                             fused[dev], invs[dev] = zeros((), device=g.device), inv
                         batches[dev].append(g._view)
@@ -124,7 +125,7 @@ class GradScaler:
                     sums[dev].append((g * 0.0).sum())
                     g.mul_(inv)
             for dev, flag in fused.items():
-                flag.device.backend.amp_unscale_check(batches[dev], invs[dev]._view, flag._view)
+                kernels.amp_unscale_check(flag.device.backend, batches[dev], invs[dev]._view, flag._view)
             flags = {dev: stack(s).sum().isnan().float() for dev, s in sums.items()}
             for dev, flag in fused.items():
                 flags[dev] = flag if dev not in flags else flags[dev].maximum(flag)
@@ -215,9 +216,9 @@ class GradScaler:
                 if now is None:
                     continue
                 total, backend = found[old.device.type], now.device.backend
-                if (hasattr(backend, "amp_restore_if") and now.dtype in (dtypes.float32, dtypes.int32)
+                if (backend.has(kernels.amp_restore_if) and now.dtype in (dtypes.float32, dtypes.int32)
                         and now.dtype is old.dtype and now.is_contiguous() and now.shape == old.shape):
-                    backend.amp_restore_if(now._view, old._view, total._view)  # one dispatch, no copy
+                    kernels.amp_restore_if(backend, now._view, old._view, total._view)  # one dispatch, no copy
                 else:
                     now.copy_(where(total > 0, old, now))
         return retval

@@ -24,6 +24,7 @@ import time
 
 from webgrad._backends.webgpu import matmul_plan, shaders
 from webgrad._backends.webgpu.native import shader_module
+from .._backends import kernels
 
 
 def request_device(power_preference="high-performance"):
@@ -402,11 +403,11 @@ def bench_backend_ops(be, n, warm_up=0.0):
     vr, vsum = View(sr, (1, 1), (1, 1), 0, f32), View(sx, (1, n, 1), (n, 1, 1), 0, f32)
 
     def sum_op():
-        be.reduce("sum", vr, vsum)
+        kernels.reduce(be, "sum", vr, vsum)
 
     res = {}
     for name, fn, nbytes, iters in (
-        ("add", lambda: be.binary("add", vo, vx, vx), 12 * n, 20),
+        ("add", lambda: kernels.binary(be, "add", vo, vx, vx), 12 * n, 20),
         ("sum", sum_op, 4 * n, SUM_ITERS),
     ):
         try:
@@ -465,7 +466,7 @@ def bench_backend_matmul(be, shape, trans_a, trans_b):
         arr = rng.standard_normal(sh, dtype=np.float32)
         views.append(View(be.from_bytes(arr.tobytes(), f32), sh, View.contiguous_strides(sh), 0, f32))
     out = View(be.empty(batch * M * N, f32), (batch, M, N), View.contiguous_strides((batch, M, N)), 0, f32)
-    t = _time_backend(be, lambda: be.matmul(out, views[0], views[1], trans_a, trans_b), iters=50)
+    t = _time_backend(be, lambda: kernels.matmul(be, out, views[0], views[1], trans_a, trans_b), iters=50)
     return matmul_plan.flops(*shape) / t / 1e9
 
 

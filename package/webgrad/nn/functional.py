@@ -23,6 +23,7 @@ from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, u
 from ..ops.reduce import log_softmax, softmax  # noqa: F401
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
+from .._backends import kernels
 
 
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
@@ -179,7 +180,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     def view(t, *shape):
         return None if t is None else (t.reshape(*shape) if shape else t)._view
 
-    backend.batch_norm(view(out, n, c, spatial), save._view, view(x, n, c, spatial), view(weight), view(bias),
+    kernels.batch_norm(backend, view(out, n, c, spatial), save._view, view(x, n, c, spatial), view(weight), view(bias),
                        view(work[0]), view(work[1]), bool(training), None if momentum is None else float(momentum),
                        float(eps), view(counter))
     if training and update:
@@ -192,7 +193,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         g = g.to(dtype).contiguous()
         grads = [Tensor._empty(shape, t.dtype, device) if t is not None and t.requires_grad else None
                  for t, shape in ((x, tuple(x.shape)), (weight, (c,)), (bias, (c,)))]
-        backend.batch_norm_backward(view(grads[0], n, c, spatial), view(grads[1]), view(grads[2]),
+        kernels.batch_norm_backward(backend, view(grads[0], n, c, spatial), view(grads[1]), view(grads[2]),
                                     view(g, n, c, spatial), view(x, n, c, spatial), save._view, view(weight),
                                     bool(training))
         return tuple(grads)

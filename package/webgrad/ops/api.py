@@ -14,7 +14,8 @@ _HAND_WRITTEN = {
     elementwise: "add sub mul div true_divide divide floor_divide remainder pow clamp clip affine where clone "
                  "contiguous maximum minimum gelu nan_to_num eq ne lt le gt ge greater greater_equal less less_equal not_equal "
                  "logical_and logical_or logical_xor",
-    reduce: "sum prod mean max min argmax argmin amax amin var std var_mean std_mean logsumexp softmax log_softmax",
+    reduce: "sum prod mean max min argmax argmin amax amin var std var_mean std_mean logsumexp softmax log_softmax "
+            "cumsum",
     matmul: "matmul mm bmm dot linear",
     shape: "view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand expand_as "
            "broadcast_to squeeze unsqueeze narrow cat concat concatenate stack split chunk unbind select index_select "
@@ -32,7 +33,7 @@ FUNCTIONS["broadcast_shapes"] = lambda *shapes: elementwise.broadcast_shapes(*(t
 _METHODS = (
     "add sub mul div true_divide floor_divide remainder pow maximum minimum clamp clip where clone contiguous "
     "eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and logical_or logical_xor "
-    "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax "
+    "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax cumsum "
     "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
     "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv"

@@ -1,7 +1,7 @@
 """Convolution, pooling and padding: conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, pad.
 
 conv2d is three backend kernels: the convolution (bias included) and its input and weight gradients
-(backends/device.py). The CPU backend builds them from im2col and BLAS; WebGPU multiplies with the
+(_backends/kernels.py). The CPU backend builds them from im2col and BLAS; WebGPU multiplies with the
 matmul kernel reading the image in place (backends/webgpu/conv.py). The bias gradient is a sum of the
 output gradient over images and positions.
 
@@ -17,6 +17,7 @@ from .._tensor import Tensor, full, tensor
 from .elementwise import check_same_device, new
 from .shape import cat, index_select
 from .autocast_policy import full_precision, lower_precision  # noqa: F401
+from .._backends import kernels
 
 
 def _pair(value, name, op):
@@ -124,7 +125,7 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
     # keep: the weight gradient will be taken, and a backend may hand it work of the forward's
     # (WebGPU on a software adapter: the unfolded image), held here until backward
     keep = w.requires_grad and is_grad_enabled()
-    workspace = be.conv2d(out._view, x._view, w._view, b._view if b is not None else None, *geometry, keep=keep)
+    workspace = kernels.conv2d(be, out._view, x._view, w._view, b._view if b is not None else None, *geometry, keep=keep)
 
     def backward(g):
         g = g.contiguous()
@@ -133,10 +134,10 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
         # captured step the backward of a ReLU before this convolution folds into it (WebGPU's fusion.py)
         if w.requires_grad:
             gw = new(tuple(w.shape), g.dtype, g.device)
-            be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry, workspace=workspace)
+            kernels.conv2d_backward_weight(be, gw._view, g._view, x._view, *geometry, workspace=workspace)
         if x.requires_grad:
             gx = new(tuple(x.shape), g.dtype, g.device)
-            be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
+            kernels.conv2d_backward_input(be, gx._view, g._view, w._view, *geometry)
         if b is not None and b.requires_grad:
             gb = g.sum((0, 2, 3))
         return gx, gw, gb
@@ -172,11 +173,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     oh, ow = _geometry("max_pool2d", x.shape, kernel, stride, padding, dilation)
     shape = tuple(x.shape[:2]) + (oh, ow)
     out, indices = new(shape, x.dtype, x.device), new(shape, dtypes.int32, x.device)
-    x.device.backend.max_pool2d(out._view, indices._view, x._view, kernel, stride, padding, dilation)
+    kernels.max_pool2d(x.device.backend, out._view, indices._view, x._view, kernel, stride, padding, dilation)
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
-        g.device.backend.max_pool2d_backward(gx._view, g.contiguous()._view, indices._view, kernel, stride, padding,
+        kernels.max_pool2d_backward(g.device.backend, gx._view, g.contiguous()._view, indices._view, kernel, stride, padding,
                                              dilation)
         return (gx,)
     record(out, "MaxPool2DWithIndices", (x,), backward)
@@ -200,11 +201,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x = x.contiguous()
     oh, ow = _geometry("avg_pool2d", x.shape, kernel, stride, padding, (1, 1))
     out = new(tuple(x.shape[:2]) + (oh, ow), x.dtype, x.device)
-    x.device.backend.avg_pool2d(out._view, x._view, kernel, stride, padding, bool(count_include_pad))
+    kernels.avg_pool2d(x.device.backend, out._view, x._view, kernel, stride, padding, bool(count_include_pad))
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
-        g.device.backend.avg_pool2d_backward(gx._view, g.contiguous()._view, kernel, stride, padding,
+        kernels.avg_pool2d_backward(g.device.backend, gx._view, g.contiguous()._view, kernel, stride, padding,
                                              bool(count_include_pad))
         return (gx,)
     record(out, "AvgPool2D", (x,), backward)
@@ -271,7 +272,7 @@ def _constant_pad(input, per_dim, value):
     o = out._view
     inner = tuple(slice(b, b + n) for b, n in zip(before, x.shape))
     offset = o.offset + sum(b * s for b, s in zip(before, o.strides))
-    x.device.backend.copy(View(o.storage, tuple(x.shape), o.strides, offset, x.dtype), x._view)
+    kernels.copy(x.device.backend, View(o.storage, tuple(x.shape), o.strides, offset, x.dtype), x._view)
     return record(out, "ConstantPadNd", (x,), lambda g: (g[inner],))
 
 
@@ -353,16 +354,16 @@ def _conv_transpose2d(input, weight, size, geometry):
     x, w = input.contiguous(), weight.contiguous()
     be = x.device.backend
     out = new((x.shape[0], w.shape[1]) + size, x.dtype, x.device)
-    be.conv2d_backward_input(out._view, x._view, w._view, *geometry)
+    kernels.conv2d_backward_input(be, out._view, x._view, w._view, *geometry)
 
     def backward(g):
         g = g.contiguous()
         gx = gw = None
         if x.requires_grad:  # the adjoint of the adjoint: conv2d of the output gradient
             gx = new(tuple(x.shape), g.dtype, g.device)
-            be.conv2d(gx._view, g._view, w._view, None, *geometry)
+            kernels.conv2d(be, gx._view, g._view, w._view, None, *geometry)
         if w.requires_grad:  # d<g, T_w x>/dw: conv2d's weight gradient, x playing conv2d's output gradient
             gw = new(tuple(w.shape), g.dtype, g.device)
-            be.conv2d_backward_weight(gw._view, x._view, g._view, *geometry)
+            kernels.conv2d_backward_weight(be, gw._view, x._view, g._view, *geometry)
         return gx, gw
     return record(out, "Convolution", (x, w), backward)

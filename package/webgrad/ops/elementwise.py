@@ -12,6 +12,7 @@ from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
 from .inplace import assign_
+from .._backends import kernels
 
 INF = float("inf")
 
@@ -25,7 +26,7 @@ def _float_input(x, op):
 # ===================================================================== unary
 def _unary(x, op, a=0.0, b=0.0, dtype=None, name=None, grad_op=None):
     out = new(x.shape, dtype or x.dtype, x.device)
-    x.device.backend.unary(op, out._view, x._view, a, b)
+    kernels.unary(x.device.backend, op, out._view, x._view, a, b)
     if grad_op is not None:
         record(out, name or op.capitalize(), (x,), lambda g: (_unary_grad(grad_op, g, x, out, a, b),))
     return out
@@ -33,7 +34,7 @@ def _unary(x, op, a=0.0, b=0.0, dtype=None, name=None, grad_op=None):
 
 def _unary_grad(op, g, x, y, a, b):
     out = new(x.shape, x.dtype, x.device)
-    x.device.backend.unary_backward(op, out._view, g._view, x._view, y._view, a, b)
+    kernels.unary_backward(x.device.backend, op, out._view, g._view, x._view, y._view, a, b)
     return out
 
 
@@ -210,7 +211,7 @@ def _promote_pair(x, y, op):
 def _binary_kernel(op, x, y, dtype, out_dtype=None):
     shape = broadcast_shapes(x.shape, y.shape, op=op)
     out = new(shape, out_dtype or dtype, x.device)
-    x.device.backend.binary(op, out._view, expanded_view(x, shape), expanded_view(y, shape))
+    kernels.binary(x.device.backend, op, out._view, expanded_view(x, shape), expanded_view(y, shape))
     return out
 
 
@@ -415,7 +416,7 @@ def where(condition, input, other):
     cond = cast(condition, dtypes.bool_)
     shape = broadcast_shapes(cond.shape, x.shape, y.shape, op="where")
     out = new(shape, dtype, x.device)
-    x.device.backend.where(out._view, expanded_view(cond, shape), expanded_view(x, shape), expanded_view(y, shape))
+    kernels.where(x.device.backend, out._view, expanded_view(cond, shape), expanded_view(x, shape), expanded_view(y, shape))
 
     def backward(g):
         zero = full_scalar_like_dtype(g, 0.0, g.dtype)
@@ -444,7 +445,7 @@ def full_scalar_like_dtype(t, value, dtype):
 
 def clone(input, memory_format=None):
     out = new(input.shape, input.dtype, input.device)
-    input.device.backend.copy(out._view, input._view)
+    kernels.copy(input.device.backend, out._view, input._view)
     return record(out, "Clone", (input,), lambda g: (g,))
 
 

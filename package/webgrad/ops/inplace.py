@@ -9,6 +9,7 @@ from .. import random
 from .._tensor import Tensor
 from .._autograd import is_grad_enabled, no_grad
 from .core import broadcast_shapes, cast, expanded_view
+from .._backends import kernels
 
 
 def check_inplace(x, op):
@@ -33,7 +34,7 @@ def assign_(x, value, op="in-place op"):
             raise RuntimeError(f"{op}: result of shape {list(value.shape)} doesn't match the in-place target's "
                                f"shape {list(shape)}")
     value = cast(value, x.dtype)
-    x.device.backend.copy(x._view, expanded_view(value, shape))
+    kernels.copy(x.device.backend, x._view, expanded_view(value, shape))
     return x
 
 
@@ -56,7 +57,7 @@ def fill_(x, value):
     check_inplace(x, "fill_")
     if isinstance(value, Tensor):
         return assign_(x, value, "fill_")
-    x.device.backend.fill(x._view, value)
+    kernels.fill(x.device.backend, x._view, value)
     return x
 
 

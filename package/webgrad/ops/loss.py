@@ -14,6 +14,7 @@ from .._view import View
 from .elementwise import check_same_device, function, new, where
 from .autocast_policy import full_precision
 from .reduce import log_softmax
+from .._backends import kernels
 
 softplus = function("softplus")
 
@@ -72,20 +73,20 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
 
     def backward_rows(g_rows):  # the gradient for upstream per-row gradients g_rows ([n], any stride >= 0)
         out = new((n, c), logits.dtype, logits.device)
-        backend.cross_entropy_backward(out._view, logits._view, tgt._view, g_rows._view, ignore_index,
+        kernels.cross_entropy_backward(backend, out._view, logits._view, tgt._view, g_rows._view, ignore_index,
                                        float(label_smoothing))
         return out
 
     if reduction != "mean":
         per_row = new((n,), logits.dtype, logits.device)
-        backend.cross_entropy(per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+        kernels.cross_entropy(backend, per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
         record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
         return _reduce_rows(per_row, reduction, n)
     # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
     # padding). The backend writes (mean, count) on the device: no read-back, and for a classifier's batch
     # one dispatch (webgpu: softmax_loss.cross_entropy_mean). Both are read as 0-d tensors of that storage.
     pair = new((2,), logits.dtype, logits.device)._view
-    backend.cross_entropy_mean(pair, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    kernels.cross_entropy_mean(backend, pair, logits._view, tgt._view, ignore_index, float(label_smoothing))
     loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
     return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / count).reshape(1).expand(n)),))

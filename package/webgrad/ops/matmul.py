@@ -11,6 +11,7 @@ from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
 from .._tensor import Tensor
 from .autocast_policy import full_precision, lower_precision  # noqa: F401
+from .._backends import kernels
 
 
 def _prod(shape):
@@ -91,7 +92,7 @@ def matmul(input, other):
     out = new(batch + (m, n), a.dtype, a.device)
     av, ta = operand(a, batch)
     bv, tb = operand(b, batch)
-    a.device.backend.matmul(out._view.reshaped((_prod(batch), m, n)), av, bv, trans_a=ta, trans_b=tb)
+    kernels.matmul(a.device.backend, out._view.reshaped((_prod(batch), m, n)), av, bv, trans_a=ta, trans_b=tb)
 
     def backward(g):
         ga = unbroadcast(matmul(g, b.mT), a.shape) if a.requires_grad else None
@@ -147,7 +148,7 @@ def linear(input, weight, bias=None):
     xv, tx = operand(x, ())
     wv, tw = operand(_transposed(weight), ())
     bv = bias.contiguous()._view if bias is not None else None
-    input.device.backend.matmul(out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
+    kernels.matmul(input.device.backend, out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
 
     def backward(g):
         gx = matmul(g, weight) if x.requires_grad else None

@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, max, min, argmax, var, std, logsumexp) and softmax / log_softmax.
+"""Reductions (sum, mean, max, min, argmax, var, std, logsumexp), prefix sums (cumsum) and softmax / log_softmax.
 
 Every reduction is one backend kernel over a contiguous [outer, size, inner] layout: reduced dims that
 form one block of a contiguous tensor are reduced in place. Sum, prod, max and min over several blocks
@@ -15,6 +15,7 @@ from .._tensor import Tensor, _norm_dim, ones
 from .core import cast, new
 from .elementwise import maximum, minimum, where
 from .autocast_policy import full_precision
+from .._backends import kernels
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 
@@ -88,7 +89,7 @@ def _reduce(op, x, dims, keepdim, dtype):
         return y if keepdim else y.reshape(_out_shape(x.shape, dims, False))
     v = _layout(x, dims)
     out = new(_out_shape(x.shape, dims, keepdim), dtype, x.device)
-    x.device.backend.reduce(op, out._view.reshaped((v.shape[0], v.shape[2])), v)
+    kernels.reduce(x.device.backend, op, out._view.reshaped((v.shape[0], v.shape[2])), v)
     return out
 
 
@@ -152,14 +153,14 @@ def _pick_extreme(op, x, dims, keepdim):
     outer, size, inner = v.shape
     shape = _out_shape(x.shape, dims, keepdim)
     idx = new(shape, dtypes.int32, x.device)
-    x.device.backend.reduce("arg" + op, idx._view.reshaped((outer, inner)), v)
+    kernels.reduce(x.device.backend, "arg" + op, idx._view.reshaped((outer, inner)), v)
     values = new(shape, x.dtype, x.device)
-    x.device.backend.gather(values._view.reshaped((outer, 1, inner)), v, idx._view.reshaped((outer, 1, inner)))
+    kernels.gather(x.device.backend, values._view.reshaped((outer, 1, inner)), v, idx._view.reshaped((outer, 1, inner)))
 
     def backward(g):
         out = new((outer, size, inner), g.dtype, g.device)
         gc = g.contiguous()
-        g.device.backend.gather_backward(out._view, gc._view.reshaped((outer, 1, inner)), idx._view.reshaped((outer, 1, inner)))
+        kernels.gather_backward(g.device.backend, out._view, gc._view.reshaped((outer, 1, inner)), idx._view.reshaped((outer, 1, inner)))
         return out.reshape(x.shape)
     record(values, op.capitalize(), (x,), lambda g: (backward(g),))
     return values, idx
@@ -274,12 +275,12 @@ def _softmax(log):
         x = cast(input, dtypes.to_dtype(dtype, dtypes.float32)) if (dtype or not input.dtype.is_floating) else input
         moved, rows, cols, restore = _rows(x, dim)
         y = new((rows, cols), x.dtype, x.device)
-        x.device.backend.softmax(y._view, moved._view.reshaped((rows, cols)), log=log)
+        kernels.softmax(x.device.backend, y._view, moved._view.reshaped((rows, cols)), log=log)
 
         def backward(g):
             gm, _, _, _ = _rows(g, dim)
             out = new((rows, cols), x.dtype, g.device)
-            g.device.backend.softmax_backward(out._view, gm._view.reshaped((rows, cols)), y._view, log=log)
+            kernels.softmax_backward(g.device.backend, out._view, gm._view.reshaped((rows, cols)), y._view, log=log)
             return restore(out)
         out = restore(y)
         return record(out, name, (x,), lambda g: (backward(g),))
@@ -289,3 +290,27 @@ def _softmax(log):
 
 softmax = full_precision("softmax")(_softmax(False))
 log_softmax = full_precision("log_softmax")(_softmax(True))
+
+
+# ===================================================================== prefix sums
+def cumsum(input, dim, *, dtype=None):
+    """The inclusive prefix sums of `input` along `dim`, as torch.cumsum. Integer and bool inputs sum in the
+    integer dtype (int32 here; torch's int64), unless `dtype` says otherwise."""
+    x = input
+    if dtype is not None:
+        x = cast(x, dtypes.to_dtype(dtype))
+    elif not x.dtype.is_floating:
+        x = cast(x, dtypes.int32)
+    if x.dtype is dtypes.float16:  # (summed in float32 and rounded once, as PyTorch's half cumsum)
+        return cast(cumsum(cast(x, dtypes.float32), dim), dtypes.float16)
+    if x.ndim == 0:
+        _norm_dim(dim, 1)  # 0 and -1 are the only dims of a scalar
+        return x.clone()
+    d = _norm_dim(dim, x.ndim)
+    v = _layout(x, (d,))
+    y = new(x.shape, x.dtype, x.device)
+    kernels.cumsum(x.device.backend, y._view.reshaped(v.shape), v)
+    if x.dtype.is_floating:
+        # d cumsum_k / d x_j = [j <= k]: the gradient is the reversed prefix sum of g
+        record(y, "Cumsum", (x,), lambda g: (cumsum(g.flip(d), d).flip(d),))
+    return y

@@ -9,6 +9,7 @@ from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
 from .elementwise import contiguous, where
 from .inplace import check_inplace
+from .._backends import kernels
 
 
 def _view_of(x, shape, strides, offset, name, backward):
@@ -295,7 +296,7 @@ def getitem(input, index):
 
     def backward(g):
         out = _zeros_like(input, g.dtype)
-        out.device.backend.copy(View(out._view.storage, shape, strides, offset - input._view.offset, g.dtype), g._view)
+        kernels.copy(out.device.backend, View(out._view.storage, shape, strides, offset - input._view.offset, g.dtype), g._view)
         return out
     out = Tensor._make(View(input._view.storage, shape, strides, offset, input.dtype), input.device)
     return record(out, "Select", (input,), lambda g: (backward(g),))
@@ -496,7 +497,7 @@ def index_select_backward_add(src, index, size):
     """zeros([size, ...]) with src's rows added at `index` (the scatter of index_select's gradient)."""
     x = new((size,) + tuple(src.shape[1:]), src.dtype, src.device)
     inner = _numel(src.shape[1:])
-    src.device.backend.index_select_backward(x._view.reshaped((1, size, inner)),
+    kernels.index_select_backward(src.device.backend, x._view.reshaped((1, size, inner)),
                                              src.contiguous()._view.reshaped((1, src.shape[0], inner)), index._view)
     return x
 
@@ -538,9 +539,9 @@ def setitem(input, index, value):
             value = value.reshape(value.shape[len(value.shape) - len(shape):]) if value.numel() else value
         # snapshot first: the value may alias the target (x[1:] = x[:-1])
         src = cast(value, input.dtype).clone().detach() if value.dtype is input.dtype else cast(value, input.dtype)
-        be.copy(target, expanded_view(src, shape))
+        kernels.copy(be, target, expanded_view(src, shape))
     else:
-        be.fill(target, value)
+        kernels.fill(be, target, value)
 
 
 # ===================================================================== joining and splitting
@@ -569,7 +570,7 @@ def cat(tensors, dim=0):
         sizes.append(n)
         o = out._view
         target = View(o.storage, t.shape, o.strides, o.offset + pos * o.strides[d], dtype)
-        ref.device.backend.copy(target, t._view)
+        kernels.copy(ref.device.backend, target, t._view)
         pos += n
 
     def backward(g):
@@ -661,12 +662,12 @@ def index_select(input, dim, index):
     shape = tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:])
     out = new(shape, x.dtype, x.device)
     with _bounds.reporting(f"index_select(): index {{value}} is out of range for dimension {d} with size {{size}}"):
-        x.device.backend.index_select(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+        kernels.index_select(x.device.backend, out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
                                       index._view)
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
-        g.device.backend.index_select_backward(gx._view.reshaped((outer, size, inner)),
+        kernels.index_select_backward(g.device.backend, gx._view.reshaped((outer, size, inner)),
                                                g.contiguous()._view.reshaped((outer, k, inner)), index._view)
         return gx
     return record(out, "IndexSelect", (x,), lambda g: (backward(g),))
@@ -689,12 +690,12 @@ def gather(input, dim, index):
     k = index.shape[d]
     out = new(tuple(index.shape), x.dtype, x.device)
     with _bounds.reporting(f"gather(): index {{value}} is out of bounds for dimension {d} with size {{size}}"):
-        x.device.backend.gather(out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
+        kernels.gather(x.device.backend, out._view.reshaped((outer, k, inner)), x._view.reshaped((outer, size, inner)),
                                 index._view.reshaped((outer, k, inner)))
 
     def backward(g):
         gx = new(tuple(x.shape), g.dtype, g.device)
-        g.device.backend.gather_backward(gx._view.reshaped((outer, size, inner)),
+        kernels.gather_backward(g.device.backend, gx._view.reshaped((outer, size, inner)),
                                          g.contiguous()._view.reshaped((outer, k, inner)),
                                          index._view.reshaped((outer, k, inner)))
         return gx

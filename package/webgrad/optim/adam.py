@@ -3,10 +3,11 @@
 AdamW is Adam with *decoupled* weight decay: the parameter shrinks by lr*weight_decay before the Adam
 step instead of weight_decay*param being added to the gradient. As in PyTorch, both are one class
 (``decoupled_weight_decay``) and AdamW only changes the defaults. The update rule is in
-``backends/device.py`` (``adam_step``); each parameter's update is one call of that fused kernel.
+``_backends/kernels.py`` (``adam_step``); each parameter's update is one call of that fused kernel.
 """
 
 from .optimizer import Optimizer, check_hyperparameters
+from .._backends import kernels
 
 
 class Adam(Optimizer):
@@ -41,7 +42,7 @@ class Adam(Optimizer):
                 state["step"] += 1.0
                 lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
                 step = self._device_scalar(("step", id(p)), state["step"], p)
-                self._fused_update("adam_step", p, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq),
+                self._fused_update(kernels.adam_step, p, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq),
                                    dict(hyper, lr=lr, step=step))
         return loss
 

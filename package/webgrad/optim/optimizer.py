@@ -2,7 +2,7 @@
 
 Subclasses (sgd.py, adam.py, rmsprop.py) only implement ``step``. Each of their updates is ONE fused
 backend kernel per parameter (``sgd_step``, ``adam_step``, ``rmsprop_step``, specified in
-``backends/device.py``), never a chain of elementwise ops: on WebGPU every op is a dispatch with a
+``_backends/kernels.py``), never a chain of elementwise ops: on WebGPU every op is a dispatch with a
 Python-side cost, and a fused kernel also lets a captured training step replay with new learning rates.
 
 State tensors (momentum buffers, moment estimates) are created once, on the parameter's device and in
@@ -32,6 +32,7 @@ from .._autograd import enable_grad
 from .._tensor import Tensor, empty, full_like, tensor, zeros
 from ..ops.shape import cat
 from ..dtypes import float32
+from .._backends import kernels
 
 
 class _RequiredParameter:
@@ -281,7 +282,7 @@ class Optimizer:
                 t = self._operands[key] = empty((), dtype=float32, device=p.device)
         if not self._replaying and key not in self._filled:
             self._filled.add(key)
-            p.device.backend.fill(t._view, scalar)
+            kernels.fill(p.device.backend, t._view, scalar)
         return t
 
     def _step_count_in_math(self):
@@ -302,7 +303,7 @@ class Optimizer:
         return count
 
     def _fused_update(self, kernel, p, grad, states, hyper):
-        """Run backend kernel `kernel` (e.g. "adam_step") once on p, its gradient and its state tensors
+        """Run the fused update `kernel` (a record of _backends/kernels.py, e.g. kernels.adam_step) once on p, its gradient and its state tensors
         (None for unused ones). The kernels want a contiguous parameter; a strided one (PyTorch allows
         them) is updated through a packed copy that is written back. Under prepare_replay() the kernel only
         takes this step's hyperparameters (hyper["prepare"]), launching nothing."""
@@ -313,7 +314,7 @@ class Optimizer:
                 self._prepared[p] = hyper
                 target = self._packed.get(p, p) if not p._view.is_contiguous() else p  # (the copy it ran on)
                 views = [s._view if s is not None else None for s in states]
-                getattr(p.device.backend, kernel)(target._view, grad._view, *views, dict(hyper, prepare=True))
+                kernel(p.device.backend, target._view, grad._view, *views, dict(hyper, prepare=True))
             return
         flag = self._skip_if.get(p.device.type) if self._skip_if else None
         if flag is not None:
@@ -321,13 +322,13 @@ class Optimizer:
             if "step" in self.state.get(p, ()):  # a kept step count (Adam's, RMSprop's): its kernel counts skips
                 hyper["skipped_steps"] = self._skipped_steps(p)._view
         views = [s._view if s is not None else None for s in states]
-        run = getattr(p.device.backend, kernel)
+        backend = p.device.backend
         if p._view.is_contiguous():
-            run(p._view, grad._view, *views, hyper)
+            kernel(backend, p._view, grad._view, *views, hyper)
         else:
             packed = self._packed[p] = p.detach().contiguous()  # (kept: a replay's prepare finds its kernel's values)
-            run(packed._view, grad._view, *views, hyper)
-            p.device.backend.copy(p._view, packed._view)
+            kernel(backend, packed._view, grad._view, *views, hyper)
+            kernels.copy(p.device.backend, p._view, packed._view)
 
     # ----------------------------------------------------------------- state dicts
     def state_dict(self):

@@ -1,10 +1,11 @@
 """RMSprop, plain or centered, with optional momentum and weight decay (torch.optim.RMSprop).
 
-The update rule is in ``backends/device.py`` (``rmsprop_step``); each parameter's update is one call of
+The update rule is in ``_backends/kernels.py`` (``rmsprop_step``); each parameter's update is one call of
 that fused kernel.
 """
 
 from .optimizer import Optimizer
+from .._backends import kernels
 
 
 class RMSprop(Optimizer):
@@ -44,5 +45,5 @@ class RMSprop(Optimizer):
                 grad_avg = self._state_tensor(state, "grad_avg", p) if group["centered"] else None
                 state["step"] += 1.0
                 lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
-                self._fused_update("rmsprop_step", p, grad, (square_avg, buf, grad_avg), dict(hyper, lr=lr))
+                self._fused_update(kernels.rmsprop_step, p, grad, (square_avg, buf, grad_avg), dict(hyper, lr=lr))
         return loss

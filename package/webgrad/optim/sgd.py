@@ -1,10 +1,11 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (torch.optim.SGD).
 
-The update rule is written out in ``backends/device.py`` (``sgd_step``); each parameter's update is one
+The update rule is written out in ``_backends/kernels.py`` (``sgd_step``); each parameter's update is one
 call of that fused kernel.
 """
 
 from .optimizer import Optimizer
+from .._backends import kernels
 
 
 class SGD(Optimizer):
@@ -43,5 +44,5 @@ class SGD(Optimizer):
                     first = state.get("momentum_buffer") is None
                     buf = self._state_tensor(state, "momentum_buffer", p)
                 lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
-                self._fused_update("sgd_step", p, grad, (buf,), dict(hyper, lr=lr, first=first))
+                self._fused_update(kernels.sgd_step, p, grad, (buf,), dict(hyper, lr=lr, first=first))
         return loss

@@ -12,6 +12,7 @@ from webgrad import dtypes
 from webgrad.ops.elementwise import new
 
 import torch
+from .._backends import kernels
 
 aten = torch.ops.aten
 
@@ -63,10 +64,10 @@ def _convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, tra
     gx = gw = gb = None
     if output_mask[0]:
         gx = new(tuple(x.shape), g.dtype, g.device)
-        be.conv2d_backward_input(gx._view, g._view, w._view, *geometry)
+        kernels.conv2d_backward_input(be, gx._view, g._view, w._view, *geometry)
     if output_mask[1]:
         gw = new(tuple(w.shape), g.dtype, g.device)
-        be.conv2d_backward_weight(gw._view, g._view, x._view, *geometry)
+        kernels.conv2d_backward_weight(be, gw._view, g._view, x._view, *geometry)
     if output_mask[2]:
         gb = g.sum((0, 2, 3))
     return gx, gw, gb
@@ -87,7 +88,7 @@ def _max_pool2d_backward(grad, x, kernel, stride, padding, dilation, ceil_mode, 
     gx = new(tuple(x.shape), grad.dtype, grad.device)
     kernel = _pair(kernel)
     stride = _pair(stride) if len(stride) else kernel
-    grad.device.backend.max_pool2d_backward(gx._view, grad.contiguous()._view, indices.contiguous()._view,
+    kernels.max_pool2d_backward(grad.device.backend, gx._view, grad.contiguous()._view, indices.contiguous()._view,
                                             kernel, stride, _pair(padding), _pair(dilation))
     return gx
 
@@ -105,7 +106,7 @@ def _avg_pool2d_backward(grad, x, kernel, stride, padding, ceil_mode, count_incl
     gx = new(tuple(x.shape), grad.dtype, grad.device)
     kernel = _pair(kernel)
     stride = _pair(stride) if len(stride) else kernel
-    grad.device.backend.avg_pool2d_backward(gx._view, grad.contiguous()._view, kernel, stride, _pair(padding),
+    kernels.avg_pool2d_backward(grad.device.backend, gx._view, grad.contiguous()._view, kernel, stride, _pair(padding),
                                             bool(count_include_pad))
     return gx
 
@@ -122,7 +123,7 @@ def _rows(x, dim):
 def _softmax(x, dim, half_to_float=False, log=False):
     rows, back = _rows(x, dim)
     out = new(tuple(rows.shape), rows.dtype, rows.device)
-    rows.device.backend.softmax(out._view, rows._view, log=log)
+    kernels.softmax(rows.device.backend, out._view, rows._view, log=log)
     return back(out)
 
 
@@ -130,7 +131,7 @@ def _softmax_backward(grad, y, dim, input_dtype, log=False):
     g, back = _rows(grad, dim)
     yr, _ = _rows(y, dim)
     out = new(tuple(g.shape), g.dtype, g.device)
-    g.device.backend.softmax_backward(out._view, g._view, yr._view, log=log)
+    kernels.softmax_backward(g.device.backend, out._view, g._view, yr._view, log=log)
     return back(out)
 
 
@@ -265,7 +266,7 @@ def _unary_backward(op):
         name = "gelu_tanh" if op == "gelu" and approximate == "tanh" else op
         out = new(tuple(g.shape), g.dtype, g.device)
         x, y = (z, z)  # each kernel reads the one it needs: tanh/sigmoid read y, gelu reads x
-        g.device.backend.unary_backward(name, out._view, g._view, x._view, y._view)
+        kernels.unary_backward(g.device.backend, name, out._view, g._view, x._view, y._view)
         return out
     return backward
 

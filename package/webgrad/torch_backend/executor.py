@@ -42,6 +42,7 @@ from webgrad._tensor import Tensor
 from webgrad._view import View
 
 from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
+from .._backends import kernels
 
 _TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int32: torch.int32,
                  dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
@@ -389,7 +390,7 @@ class GraphExecutor:
                 n = x.numel()
                 if n:
                     shape = tuple(x.shape)
-                    be.copy(View(packed, shape, View.contiguous_strides(shape), offset, dtype), x._view)
+                    kernels.copy(be, View(packed, shape, View.contiguous_strides(shape), offset, dtype), x._view)
                 parts.append((i, offset, n))
                 offset += n
             reads.append((Tensor._make(View(packed, (total,), (1,), 0, dtype), self.device), parts))
@@ -531,9 +532,9 @@ class _Replay:
                 continue
             resident.forget(static)
             if x is not None:
-                backend.copy(static._view, x._view)
+                kernels.copy(backend, static._view, x._view)
             elif static.dtype is dtypes.bool_ or not a.numel():  # no in-place write for bools: upload, copy
-                backend.copy(static._view, upload(a, static.device)._view)
+                kernels.copy(backend, static._view, upload(a, static.device)._view)
                 resident.stats["uploads"] += 1
             else:  # torch data straight into the static tensor: no new device memory, no copy
                 backend.write(static._view.storage, _host_bytes(a))

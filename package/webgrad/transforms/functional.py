@@ -13,8 +13,9 @@ import numbers
 
 from .. import dtypes, replay
 from .. import random as _random
-from .._backends.interface import AUGMENT_MAX_CHANNELS, AUGMENT_PAD_MODES
+from .._backends.kernels import AUGMENT_MAX_CHANNELS, AUGMENT_PAD_MODES
 from .._tensor import Tensor, tensor
+from .._backends import kernels
 
 _DRAWS_PER_IMAGE = 3
 
@@ -40,7 +41,7 @@ def _draw(device, count, generator):
     gen = generator or _random.default_generator
     seed, offset = gen.take(count)
     backend = device.backend
-    if replay.capturing() and hasattr(backend, "scalar"):
+    if replay.capturing() and backend.supports_capture:
         seed, offset = backend.scalar(seed, "u32"), backend.scalar(offset, "u32")
         replay.on_replay(lambda: _random._advance(gen, count, seed, offset))
     return seed, offset
@@ -97,7 +98,7 @@ def _crop_flip(img, size, pad, mode, fill, flip_p, generator, name):
         raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(ph, pw)}")
     out = Tensor._empty((n, c, th, tw), x.dtype, x.device)
     seed, offset = _draw(x.device, _DRAWS_PER_IMAGE * n, generator)
-    x.device.backend.augment_crop_flip(out._view, x._view, seed, offset, pad, mode, fill, flip_p)
+    kernels.augment_crop_flip(x.device.backend, out._view, x._view, seed, offset, pad, mode, fill, flip_p)
     return out.reshape(*lead, c, th, tw)
 
 
@@ -138,7 +139,7 @@ def color_jitter(img, brightness=(1.0, 1.0), contrast=(1.0, 1.0), saturation=(1.
     out = Tensor._empty(x.shape, x.dtype, x.device)
     seed, offset = _draw(x.device, 4 * x.shape[0], generator)
     ranges = [tuple(float(v) for v in r) for r in (brightness, contrast, saturation)]
-    x.device.backend.augment_color(out._view, x._view, seed, offset, *ranges)
+    kernels.augment_color(x.device.backend, out._view, x._view, seed, offset, *ranges)
     return out.reshape(*lead, *x.shape[1:])
 
 
@@ -150,7 +151,7 @@ def random_erasing(img, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, ge
     out = Tensor._empty(x.shape, x.dtype, x.device)
     seed, offset = _draw(x.device, 41 * x.shape[0], generator)
     log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-    x.device.backend.augment_erase(out._view, x._view, seed, offset, float(p), tuple(map(float, scale)), log_ratio,
+    kernels.augment_erase(x.device.backend, out._view, x._view, seed, offset, float(p), tuple(map(float, scale)), log_ratio,
                                    float(value))
     return out.reshape(*lead, *x.shape[1:])
 
@@ -169,7 +170,7 @@ def _affine(img, scale, shift, name, channels_last=False):
     if len(scale) != c:
         raise ValueError(f"{name}: {len(scale)} values for an image of {c} channels")
     out = Tensor._empty((n, c, h, w), dtypes.float32, x.device)
-    x.device.backend.augment_affine(out._view, x._view, scale, shift, channels_last)
+    kernels.augment_affine(x.device.backend, out._view, x._view, scale, shift, channels_last)
     return out.reshape(*lead, c, h, w)
 
 

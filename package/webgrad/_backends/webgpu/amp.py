@@ -5,7 +5,8 @@ taken on inf/NaN gradients (one dispatch per tensor, writing nothing on a clean 
 import struct
 
 from ...dtypes import float32, int32
-from .runtime import Kernel, Shader, grid
+from .. import kernels
+from .dispatch import Kernel, Shader, grid
 from .views import check_view
 
 SHADER = Shader("amp.wgsl", {})
@@ -17,6 +18,7 @@ RESTORE_IF = Kernel(SHADER, "restore_if", ((0, "write"), (1, "read"), (2, "read"
 _PARAMS = struct.Struct("<4I")
 
 
+@kernels.amp_unscale_check.implement("webgpu")
 def unscale_check(rt, grads, inv_scale, found_inf):
     """Each of `grads` *= inv_scale (in place); found_inf = 1.0 where a gradient held inf/NaN before (else left
     as it was). grads: contiguous float32 views; inv_scale, found_inf: one-element float32 views of two other
@@ -58,6 +60,7 @@ def _unscale_check6(rt, grads, inv_scale, found_inf):
     rt.run(launch, (*(g.storage for g in grads), *spares, inv_scale.storage, found_inf.storage))
 
 
+@kernels.amp_restore_if.implement("webgpu")
 def restore_if(rt, out, saved, found):
     """out = saved where found (a one-element float32 view) is above 0, else out is left as it is. out
     and saved: contiguous views of one shape, float32 or int32, in two storages apart from found's."""

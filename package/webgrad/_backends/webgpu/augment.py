@@ -4,8 +4,9 @@ affine that turns uint8 images into normalised floats. Semantics: backends/inter
 import struct
 
 from ...dtypes import float32, uint8
-from ..interface import AUGMENT_MAX_CHANNELS, AUGMENT_PAD_MODES
-from .runtime import Kernel, Shader, dtype_code
+from ..kernels import AUGMENT_MAX_CHANNELS, AUGMENT_PAD_MODES
+from .. import kernels
+from .dispatch import Kernel, Shader, dtype_code
 from .views import check_view, f32, u32_fields
 
 SHADER = Shader("augment.wgsl", {})
@@ -33,6 +34,7 @@ def _check_images(out, x, out_dtype):
         raise TypeError(f"augmentation kernels read float32 or uint8 images, not {x.dtype}")
 
 
+@kernels.augment_crop_flip.implement("webgpu")
 def crop_flip(rt, out, x, seed, offset, pad, mode, fill, flip_p):
     _check_images(out, x, x.dtype)
     n, c, h, w = x.shape
@@ -56,6 +58,7 @@ def crop_flip(rt, out, x, seed, offset, pad, mode, fill, flip_p):
     rt.dispatch(CROP_FLIP, constants, (out.storage, x.storage, rt.scalars), params, _groups(rt, rows), slots)
 
 
+@kernels.augment_affine.implement("webgpu")
 def affine(rt, out, x, scale, shift, channels_last=False):
     _check_images(out, x, float32)
     n, c, h, w = out.shape
@@ -77,6 +80,7 @@ def affine(rt, out, x, scale, shift, channels_last=False):
     rt.dispatch(AFFINE, constants, (out.storage, x.storage), params, _groups(rt, -(-out.numel // 4)))
 
 
+@kernels.augment_color.implement("webgpu")
 def color(rt, out, x, seed, offset, brightness, contrast, saturation):
     _check_images(out, x, x.dtype)
     n, c, h, w = x.shape
@@ -100,6 +104,7 @@ def color(rt, out, x, seed, offset, brightness, contrast, saturation):
                 params, groups, slots)
 
 
+@kernels.augment_erase.implement("webgpu")
 def erase(rt, out, x, seed, offset, p, scale, log_ratio, value):
     _check_images(out, x, x.dtype)
     if out.shape != x.shape:

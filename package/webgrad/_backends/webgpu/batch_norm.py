@@ -10,9 +10,10 @@ parameters, running statistics and save stay float32 (batch_norm.wgsl's element 
 import struct
 
 from ...dtypes import float16, float32, int32
+from .. import kernels
 from . import typed
 from .elementwise import materialize
-from .runtime import TICKET_COUNTERS, Kernel, grid
+from .dispatch import TICKET_COUNTERS, Kernel, grid
 from .views import check_view, contiguous_view
 
 # Binding numbers as in batch_norm.wgsl: 0 x, 1 y (out / grad_input), 2 g, 3 w, 4 b, 5 rm, 6 rv, 7 cnt,
@@ -167,6 +168,7 @@ def _activation_dtype(x):
     return x.dtype
 
 
+@kernels.batch_norm.implement("webgpu")
 def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, training, momentum, eps, count=None):
     dt = _activation_dtype(x)
     check_view(x, "x", dtype=dt, contiguous=True, ndim=3)
@@ -227,6 +229,7 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
             rt.copy(own.storage, 4 * own.offset, v.storage, 4 * v.offset, 4 * v.numel)
 
 
+@kernels.batch_norm_backward.implement("webgpu")
 def batch_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight, training):
     dt = _activation_dtype(x)
     check_view(x, "x", dtype=dt, contiguous=True, ndim=3)

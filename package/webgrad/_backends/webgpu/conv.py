@@ -30,11 +30,12 @@ im2col, col2im and pooling are shaders/conv_pool.wgsl.
 import struct
 
 from ..._view import View
-from ...dtypes import float32, int32
+from ...dtypes import float16, float32, int32
+from .. import kernels
 from . import conv_direct, conv_gemm, matmul_plan, winograd
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
-from .runtime import Kernel, Shader
+from .dispatch import Kernel, Shader
 from .views import check_view, contiguous_view
 
 SHADER = Shader("conv_pool.wgsl", {})
@@ -105,6 +106,7 @@ def _pooled(x_shape, geom, out, name="out"):
     return OH, OW
 
 
+@kernels.im2col.implement("webgpu")
 def im2col(rt, out, x, kernel, stride, padding, dilation):
     geom = _geometry(kernel, stride, padding, dilation)
     N, C, H, W = _image(x, "x")
@@ -122,6 +124,7 @@ def im2col(rt, out, x, kernel, stride, padding, dilation):
     _launch(rt, IM2COL, (out.storage, x.storage), out.numel, C, H, W, OH, OW, geom, x.offset, out.offset)
 
 
+@kernels.col2im.implement("webgpu")
 def col2im(rt, out, cols, kernel, stride, padding, dilation):
     geom = _geometry(kernel, stride, padding, dilation)
     N, C, H, W = _image(out, "out")
@@ -144,6 +147,7 @@ def _even_2x2(geom, H, W, OH, OW):
     return geom == ((2, 2), (2, 2), (0, 0), (1, 1)) and (H, W) == (2 * OH, 2 * OW)
 
 
+@kernels.max_pool2d.implement("webgpu")
 def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
     geom = _geometry(kernel, stride, padding, dilation)
     N, C, H, W = _image(x, "x")
@@ -163,6 +167,7 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
             x.offset, out.offset, indices.offset)
 
 
+@kernels.max_pool2d_backward.implement("webgpu")
 def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
     N, C, H, W = _image(out, "out")
     check_view(grad, "grad", dtype=float32, contiguous=True, ndim=4)
@@ -192,6 +197,7 @@ def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, paddin
             grad.offset, out.offset, indices.offset)
 
 
+@kernels.avg_pool2d.implement("webgpu")
 def avg_pool2d(rt, out, x, kernel, stride, padding, count_include_pad=True):
     geom = _geometry(kernel, stride, padding)
     N, C, H, W = _image(x, "x")
@@ -203,6 +209,7 @@ def avg_pool2d(rt, out, x, kernel, stride, padding, count_include_pad=True):
             include_pad=count_include_pad)
 
 
+@kernels.avg_pool2d_backward.implement("webgpu")
 def avg_pool2d_backward(rt, out, grad, kernel, stride, padding, count_include_pad=True):
     geom = _geometry(kernel, stride, padding)
     N, C, H, W = _image(out, "out")
@@ -273,6 +280,7 @@ def _padded_weight(rt, weight, kp):
     return padded
 
 
+@kernels.conv2d.implement("webgpu")
 def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu=False):
     """The convolution; with keep, on a software adapter, returns the unfolded image for the weight
     gradient (conv2d_backward_weight's workspace: one im2col pass less per training step), else None.
@@ -314,6 +322,7 @@ def conv2d(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu
     run_plan(rt, p, weight.storage, x.storage, out.storage, bias.storage if bias is not None else None)
 
 
+@kernels.conv2d_backward_weight.implement("webgpu")
 def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspace=None):
     geom = _conv_geom(stride, padding, dilation)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -355,6 +364,7 @@ def conv2d_backward_weight(rt, out, grad, x, stride, padding, dilation, workspac
     run_plan(rt, p, grad.storage, x.storage, out.storage)
 
 
+@kernels.conv2d_backward_input.implement("webgpu")
 def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     geom = _conv_geom(stride, padding, dilation)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
@@ -393,3 +403,69 @@ def conv2d_backward_input(rt, out, grad, weight, stride, padding, dilation):
     p = matmul_plan.plan(N, C, H * W, O * kk, False, False, False, False, 0, grad.offset, out.offset, 0, 0,
                          O * OH * OW, gather=(OH, OW, W, kh, kw, 1, 1, -dh, -dw, -ph, -pw), profile=profile(rt))
     run_plan(rt, p, wt.storage, grad.storage, out.storage)
+
+
+# ------------------------------------------------------------------ float16 (the records' HALF policy)
+# conv_gemm's (or winograd's) float16 kernels when every view is a contiguous float16 NCHW tensor of its own
+# storage and the convolution is one conv_gemm takes (a GPU adapter, at least conv_gemm.MIN_CHANNELS output
+# channels); else NotImplemented, and f16.run goes through float32 (which also raises the errors for operands
+# that do not fit).
+
+
+def _native_conv(rt, out_channels, out, *inputs):
+    """Whether conv_gemm takes this convolution natively: a GPU adapter, conv_gemm's channel counts, and
+    every view (None: no bias) contiguous float16 with a storage apart from out's. Shapes: the callers."""
+    if rt.variant["conv_unfold"] or not conv_gemm.suits(out_channels):
+        return False
+    for v in (out, *inputs):
+        if v is not None and not (isinstance(v, View) and v.dtype is float16 and v.is_contiguous()
+                                  and (v is out or v.storage is not out.storage)):
+            return False
+    return True
+
+
+def _conv_sizes(x_shape, weight_shape, geom):
+    """(N, O, OH, OW): the output shape of a convolution of 4-D shapes (None where they do not match)."""
+    if len(x_shape) != 4 or len(weight_shape) != 4 or x_shape[1] != weight_shape[1]:
+        return None
+    (sh, sw), (ph, pw), (dh, dw) = geom
+    N, C, H, W = x_shape
+    O, _, kh, kw = weight_shape
+    return N, O, _out_size(H, kh, sh, ph, dh), _out_size(W, kw, sw, pw, dw)
+
+
+@kernels.conv2d.implement("webgpu", half=True)
+def conv2d_half(rt, out, x, weight, bias, stride, padding, dilation, keep=False, relu=False):
+    geom = _conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, weight.shape, geom)
+    if size is None or out.shape != size or not _native_conv(rt, size[1], out, x, weight, bias) or \
+            bias is not None and bias.shape != (size[1],):
+        return NotImplemented
+    if out.numel:
+        (winograd if winograd.suits(x.shape[1], size[1], weight.shape[2:], geom) else conv_gemm).forward(
+            rt, out, x, weight, bias, geom, relu)
+    return None
+
+
+@kernels.conv2d_backward_input.implement("webgpu", half=True)
+def conv2d_backward_input_half(rt, out, grad, weight, stride, padding, dilation):
+    geom = _conv_geom(stride, padding, dilation)
+    size = _conv_sizes(out.shape, weight.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, weight):
+        return NotImplemented
+    if out.numel:
+        (winograd if winograd.suits(out.shape[1], size[1], weight.shape[2:], geom) else conv_gemm).backward_input(
+            rt, out, grad, weight, geom)
+    return None
+
+
+@kernels.conv2d_backward_weight.implement("webgpu", half=True)
+def conv2d_backward_weight_half(rt, out, grad, x, stride, padding, dilation, workspace=None):
+    geom = _conv_geom(stride, padding, dilation)
+    size = _conv_sizes(x.shape, out.shape, geom)
+    if size is None or grad.shape != size or not _native_conv(rt, size[1], out, grad, x):
+        return NotImplemented
+    if out.numel:
+        (winograd if winograd.suits(x.shape[1], size[1], out.shape[2:], geom) else conv_gemm
+         ).backward_weight(rt, out, grad, x, geom)
+    return None

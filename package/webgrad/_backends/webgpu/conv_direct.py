@@ -34,7 +34,7 @@ import struct
 from ..._view import View
 from ...dtypes import float32
 from .reduce import reduce
-from .runtime import Kernel, PlannedDispatch, Shader, grid
+from .dispatch import Kernel, PlannedDispatch, Shader, grid
 
 SHADER = Shader("conv_direct.wgsl", {})
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))

@@ -15,8 +15,9 @@ from ..._view import View
 from ...dtypes import float16, float32
 from . import typed
 from .elementwise import copy, fill
+from .f16 import copy as half_copy
 from .matmul_plan import parse_config_spec
-from .runtime import Kernel
+from .dispatch import Kernel
 from .views import contiguous_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -474,7 +475,7 @@ def backward_input(rt, out, grad, weight, geom):
     if p:
         # the weight once as [C, kh, kw, O] (at offset 0 of its storage): each tap's O values in a row
         wt = contiguous_view(rt.storage(C * kk * O, dtype), (C, kh, kw, O), dtype)
-        (_half_copy() if dtype is float16 else copy)(
+        (half_copy if dtype is float16 else copy)(
             rt, wt, View(weight.storage, (C, kh, kw, O), (kk, kw, 1, C * kk), weight.offset, dtype))
         run(rt, p, wt.storage, grad.storage, out.storage)
         return
@@ -491,7 +492,7 @@ def backward_input(rt, out, grad, weight, geom):
             continue
         # this phase's taps: wp [C, O, nu, nv] = W[o, c, i0 + u*su, j0 + v*sv]
         wp = contiguous_view(rt.storage(C * K, dtype), (C, O, nu, nv), dtype)
-        (_half_copy() if dtype is float16 else copy)(
+        (half_copy if dtype is float16 else copy)(
             rt, wp, View(weight.storage, (C, O, nu, nv), (kk, C * kk, su * kw, sv), weight.offset + i0 * kw + j0,
                          dtype))
         qh, qw = -(-(H - ry) // sh), -(-(W - rx) // sw)
@@ -521,11 +522,4 @@ def _zero(rt, out):
         return
     tmp = contiguous_view(rt.storage(out.numel, float32), out.shape, float32)
     fill(rt, tmp, 0.0)
-    _half_copy()(rt, out, tmp)
-
-
-def _half_copy():
-    """f16.copy (casts and copies of float16 views), imported when first needed: f16.py routes float16
-    convolutions here, so a module-level import would be a cycle."""
-    from .f16 import copy as half_copy
-    return half_copy
+    half_copy(rt, out, tmp)

@@ -13,7 +13,8 @@ import struct
 
 from ...dtypes import bool_, float16, float32, int32, uint8
 from ...ops import table
-from .runtime import DynamicScalar, Kernel, Shader, dtype_code
+from .. import kernels
+from .dispatch import DynamicScalar, Kernel, Shader, dtype_code
 from .views import (
     MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view, scalar_fields,
 )
@@ -211,6 +212,7 @@ def _via_int32(rt, out, compute):
 # ------------------------------------------------------------------ the backend methods
 
 
+@kernels.fill.implement("webgpu")
 def fill(rt, out, value):
     check_view(out, "out")
     integral = is_integral(value)
@@ -218,6 +220,7 @@ def fill(rt, out, value):
     launch(rt, kernel, FILL, out, [], a=value, int_math=integral and not out.dtype.is_floating)
 
 
+@kernels.copy.implement("webgpu")
 def copy(rt, out, x):
     check_view(out, "out")
     check_view(x, "x")
@@ -247,6 +250,7 @@ def _record(op, kind, codes):
     return rec
 
 
+@kernels.unary.implement("webgpu")
 def unary(rt, op, out, x, a=0.0, b=0.0):
     codes = ops()
     rec = _record(op, "unary", codes)
@@ -263,6 +267,7 @@ def unary(rt, op, out, x, a=0.0, b=0.0):
     launch(rt, kernel, codes.unary[op], out, [x], a, b, int_math)
 
 
+@kernels.unary_backward.implement("webgpu")
 def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
     codes = ops()
     if op not in codes.backward:
@@ -276,6 +281,7 @@ def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
     launch(rt, UNARY_BACKWARD, codes.backward[op], out, [grad, x, y], a, b)
 
 
+@kernels.binary.implement("webgpu")
 def binary(rt, op, out, x, y):
     codes = ops()
     rec = _record(op, "binary", codes)
@@ -297,6 +303,24 @@ def binary(rt, op, out, x, y):
         launch(rt, BINARY, code, out, [x, y], int_math=int_math)
 
 
+# float16 (the records' HALF policy): elementwise.wgsl's float16 entry points where every view fits HALF8;
+# else NotImplemented, and f16.run goes through float32.
+@kernels.unary.implement("webgpu", half=True)
+def unary_half(rt, op, out, x, a=0.0, b=0.0):
+    return unary(rt, op, out, x, a, b) if half8_fits(out, (x,)) else NotImplemented
+
+
+@kernels.unary_backward.implement("webgpu", half=True)
+def unary_backward_half(rt, op, out, grad, x, y, a=0.0, b=0.0):
+    return unary_backward(rt, op, out, grad, x, y, a, b) if half8_fits(out, (grad, x, y)) else NotImplemented
+
+
+@kernels.binary.implement("webgpu", half=True)
+def binary_half(rt, op, out, x, y):
+    return binary(rt, op, out, x, y) if half8_fits(out, (x, y)) else NotImplemented
+
+
+@kernels.where.implement("webgpu")
 def where(rt, out, cond, x, y):
     check_view(out, "out")
     check_view(cond, "cond", dtype=bool_)

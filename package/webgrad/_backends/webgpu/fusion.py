@@ -41,7 +41,7 @@ without it (WEBGRAD_FUSE=0).
 
 from . import batch_norm, elementwise, optim, winograd
 from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
-from .runtime import dtype_code
+from .dispatch import dtype_code
 from ...dtypes import float32
 
 _F32 = dtype_code(float32)

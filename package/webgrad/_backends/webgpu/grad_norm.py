@@ -4,8 +4,9 @@ scaling, in 2 * ceil(len(grads) / 4) + 1 dispatches, with no read-back (so it re
 import math
 import struct
 
+from .. import kernels
 from ...dtypes import float32
-from .runtime import Kernel, Shader
+from .dispatch import Kernel, Shader
 from .views import check_view
 
 SHADER = Shader("grad_norm.wgsl", {})
@@ -54,6 +55,13 @@ def _params(chunk, partial_offset=0, count=0, p=0.0, max_norm=0.0, error_code=0)
     n = [g.numel for g in chunk] + [0] * (GRADS - len(chunk))
     off = [g.offset for g in chunk] + [0] * (GRADS - len(chunk))
     return _PARAMS.pack(*n, *off, partial_offset, count, p, max_norm, error_code)
+
+
+@kernels.clip_grad_norm.implement("webgpu")
+def clip_grad_norm_kernel(rt, out, grads, max_norm, norm_type, nonfinite_message=None):
+    """The registry's clip_grad_norm: the message becomes an error code (Runtime.error_code)."""
+    code = rt.error_code(nonfinite_message, RuntimeError) if nonfinite_message else 0
+    clip_grad_norm(rt, out, grads, max_norm, norm_type, code)
 
 
 def clip_grad_norm(rt, out, grads, max_norm, norm_type, error_code=0):

@@ -4,8 +4,9 @@ import struct
 
 from ... import _bounds
 from ...dtypes import float32, int32, uint8
+from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch, materialize
-from .runtime import Kernel, Shader, dtype_code
+from .dispatch import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view
 
 SHADER = Shader("index.wgsl", {})
@@ -84,17 +85,21 @@ def _scatter_add(rt, kernel, out, grad, index, gather):
     rt.dispatch(kernel, constants, (grad.storage, index.storage, out.storage), params, _groups(rt, n))
 
 
+@kernels.index_select.implement("webgpu")
 def index_select(rt, out, x, index):
     _select(rt, INDEX_SELECT, out, x, index, gather=False)
 
 
+@kernels.gather.implement("webgpu")
 def gather(rt, out, x, index):
     _select(rt, GATHER, out, x, index, gather=True)
 
 
+@kernels.index_select_backward.implement("webgpu")
 def index_select_backward(rt, out, grad, index):
     _scatter_add(rt, INDEX_SELECT_ADD, out, grad, index, gather=False)
 
 
+@kernels.gather_backward.implement("webgpu")
 def gather_backward(rt, out, grad, index):
     _scatter_add(rt, GATHER_ADD, out, grad, index, gather=True)

@@ -6,9 +6,10 @@ which the convolutions in conv.py use too).
 """
 
 from ...dtypes import float32
+from .. import kernels
 from . import matmul_plan
 from .elementwise import materialize
-from .runtime import Kernel, Shader
+from .dispatch import Kernel, Shader
 from .views import check_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
@@ -43,6 +44,7 @@ def profile(rt):
     return rt.variant["matmul_profile"]
 
 
+@kernels.matmul.implement("webgpu")
 def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     check_view(out, "out", dtype=float32, contiguous=True, ndim=3)
     batch, M, N = out.shape

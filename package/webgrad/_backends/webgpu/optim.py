@@ -27,7 +27,8 @@ import weakref
 
 from ..._view import _dense
 from ...dtypes import float32
-from .runtime import DynamicScalar, Kernel, Shader
+from .. import kernels
+from .dispatch import DynamicScalar, Kernel, Shader
 from .views import check_view, f32
 
 SHADER = Shader("optim.wgsl", {})
@@ -181,6 +182,7 @@ def _flags(hyper, **more):
             ("SKIP_IF", hyper.get("skip_if") is not None)) + tuple(more.items())
 
 
+@kernels.sgd_step.implement("webgpu")
 def sgd_step(rt, param, grad, momentum_buffer, hyper):
     flags = _flags(hyper, MOMENTUM=momentum_buffer is not None, NESTEROV=bool(hyper["nesterov"]))
     values = (hyper["lr"], hyper["momentum"], 1.0 - hyper["dampening"], hyper["weight_decay"],
@@ -189,6 +191,7 @@ def sgd_step(rt, param, grad, momentum_buffer, hyper):
          prepare=bool(hyper.get("prepare")))
 
 
+@kernels.adam_step.implement("webgpu")
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
     b1, b2 = hyper["beta1"], hyper["beta2"]
     flags = _flags(hyper, COUNT_SKIPS=hyper.get("skipped_steps") is not None, AMSGRAD=max_exp_avg_sq is not None)
@@ -199,6 +202,7 @@ def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
          bool(hyper.get("prepare")))
 
 
+@kernels.rmsprop_step.implement("webgpu")
 def rmsprop_step(rt, param, grad, square_avg, momentum_buffer, grad_avg, hyper):
     alpha = hyper["alpha"]
     flags = _flags(hyper, COUNT_SKIPS=hyper.get("skipped_steps") is not None, MOMENTUM=momentum_buffer is not None,

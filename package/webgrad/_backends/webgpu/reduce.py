@@ -4,9 +4,10 @@ import functools
 import struct
 
 from ...dtypes import float32, int32, uint8
-from ..interface import REDUCE_OPS
+from ..kernels import REDUCE_OPS
+from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
-from .runtime import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid, pow2_at_least
+from .dispatch import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid, pow2_at_least
 from .views import check_view, contiguous_view
 
 RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
@@ -63,6 +64,7 @@ def split(outer, size, inner, software=False):
     return lanes, -(-size // chunk), chunk
 
 
+@kernels.reduce.implement("webgpu")
 def reduce(rt, op, out, x):
     if op not in RED_CODES:
         raise ValueError(f"unknown reduction {op!r}; expected one of {REDUCE_OPS}")

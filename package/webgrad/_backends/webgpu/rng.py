@@ -4,9 +4,10 @@ import math
 import struct
 
 from ...dtypes import float32, int32, uint8
-from ..interface import RANDOM_DISTS
+from ..kernels import RANDOM_DISTS
+from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, launch
-from .runtime import Kernel, Shader, dtype_code
+from .dispatch import Kernel, Shader, dtype_code
 from .views import check_view, contiguous_view, f32, u32_fields
 
 DIST_CODES = {name: code for code, name in enumerate(RANDOM_DISTS)}
@@ -17,6 +18,7 @@ _PARAMS = struct.Struct("<7Ii2f")  # n, out_offset, seed, offset, seed_slot, off
 WORKGROUP = 256
 
 
+@kernels.random.implement("webgpu")
 def random(rt, out, dist, seed, offset, a=0.0, b=1.0):
     """seed and offset: ints, or DynamicScalars of kind "u32" (to draw new numbers on each replay)."""
     if dist not in DIST_CODES:

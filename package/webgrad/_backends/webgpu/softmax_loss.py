@@ -5,9 +5,10 @@ import struct
 from ... import _bounds
 from ..._view import View
 from ...dtypes import float32, int32
+from .. import kernels
 from .elementwise import binary, copy, materialize
 from .reduce import reduce
-from .runtime import Kernel, Shader, grid, pow2_at_least
+from .dispatch import Kernel, Shader, grid, pow2_at_least
 from .views import check_view, contiguous_view
 
 SHADER = Shader("softmax_loss.wgsl", {})
@@ -94,6 +95,7 @@ def _vector(view, name, dtype, rows):
         raise ValueError(f"{name} must not have a negative stride")
 
 
+@kernels.softmax.implement("webgpu")
 def softmax(rt, out, x, log=False):
     rows, cols = _rows(x, "x")
     if _rows(out, "out") != (rows, cols):
@@ -103,6 +105,7 @@ def softmax(rt, out, x, log=False):
          x_offset=x.offset, out_offset=out.offset)
 
 
+@kernels.softmax_backward.implement("webgpu")
 def softmax_backward(rt, out, grad, y, log=False):
     rows, cols = _rows(y, "y")
     if _rows(grad, "grad") != (rows, cols) or _rows(out, "out") != (rows, cols):
@@ -112,6 +115,7 @@ def softmax_backward(rt, out, grad, y, log=False):
          x_offset=grad.offset, y_offset=y.offset, out_offset=out.offset)
 
 
+@kernels.cross_entropy.implement("webgpu")
 def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
     rows, cols = _rows(logits, "logits")
     _vector(target, "target", int32, rows)
@@ -135,6 +139,7 @@ MEAN_MAX_ELEMENTS = 65536
 SOFTWARE_MEAN_MAX_ROWS = 512
 
 
+@kernels.cross_entropy_mean.implement("webgpu")
 def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
     """out [2] = (the mean of the per-row losses over the rows whose target is not ignore_index, that
     count). One dispatch for a small problem (MEAN_MAX_ELEMENTS, SOFTWARE_MEAN_MAX_ROWS); else per-row
@@ -163,6 +168,7 @@ def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothi
                                                                    rt.errors), params, (1, 1, 1))
 
 
+@kernels.cross_entropy_backward.implement("webgpu")
 def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
     rows, cols = _rows(logits, "logits")
     if _rows(out, "out") != (rows, cols):

@@ -4,7 +4,7 @@ operands (conv_gemm.wgsl, batch_norm.wgsl). A module that uses f16 starts with `
 adapter's shader-f16 feature: f16.py checks it before any float16 storage exists)."""
 
 from . import shaders
-from .runtime import Shader
+from .dispatch import Shader
 
 
 class F16Shader(Shader):

@@ -4,7 +4,8 @@ import math
 import numbers
 
 from ..._view import View, _dense
-from .runtime import DynamicScalar, Storage
+from .dispatch import DynamicScalar
+from .memory import Storage
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 F32_MAX = 3.4028234663852886e38

@@ -35,7 +35,7 @@ from typing import NamedTuple
 from ...dtypes import float16, float32
 from . import matmul_plan, typed, winograd_transforms
 from .matmul import profile, run_plan
-from .runtime import Kernel, PlannedDispatch, grid
+from .dispatch import Kernel, PlannedDispatch, grid
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (4, "uniform"))
 # wino_output's: binding 3 holds MASK's y (see masked_output; else any readable buffer, unread)

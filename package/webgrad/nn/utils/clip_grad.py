@@ -10,6 +10,7 @@ import math
 from ... import dtypes
 from ...autograd import no_grad
 from ..._tensor import Tensor, tensor
+from ..._backends import kernels
 
 _NONFINITE = ("The total norm of order {p} for gradients from `parameters` is non-finite, so it cannot be "
               "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
@@ -37,10 +38,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         raise RuntimeError(f"clip_grad_norm_: all gradients must be on one device, got {sorted(map(str, devices))}")
     device = grads[0].device
     message = _NONFINITE.format(p=norm_type) if error_if_nonfinite else None
-    fused = getattr(device.backend, "clip_grad_norm", None)  # WebGPU's fused kernels (not a device-interface method)
-    if fused is not None and all(g.dtype is dtypes.float32 and g.is_contiguous() for g in grads):
+    if device.backend.has(kernels.clip_grad_norm) and all(g.dtype is dtypes.float32 and g.is_contiguous() for g in grads):
         total = tensor([0.0], device=device)
-        fused(total._view, [g._view for g in grads], max_norm, norm_type, message)
+        kernels.clip_grad_norm(device.backend, total._view, [g._view for g in grads], max_norm, norm_type, message)
         return total.reshape(())
     if norm_type == math.inf:
         norms = [g.abs().max() for g in grads]

@@ -1,0 +1,76 @@
+"""NumPy arrays over CPU storages: the helpers every CPU kernel shares.
+
+Storages are flat 1-D NumPy arrays; a View becomes an `as_strided` window onto one. NumPy is optional for
+webgrad as a whole: this package is imported only when the CPU device is used.
+"""
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a subprocess
+    np = None
+
+from ... import _bounds, dtypes
+
+if np is not None:
+    NP_DTYPES = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64,
+                 dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
+
+
+def require_numpy():
+    if np is None:
+        raise RuntimeError(
+            "the CPU device needs NumPy, which is not installed (pip install numpy, or webgrad[cpu]). "
+            "In Pyodide without NumPy, use device='webgpu'."
+        )
+
+
+def array(view):
+    """The NumPy array a view describes (a window onto the storage, no copy)."""
+    item = view.storage.itemsize
+    base = view.storage[view.offset:] if view.numel else view.storage
+    return np.lib.stride_tricks.as_strided(
+        base, shape=view.shape, strides=tuple(s * item for s in view.strides), writeable=True
+    )
+
+
+def write(out, value):
+    """out[...] = value, converted to out's dtype (a kernel computes in float64 and rounds once here)."""
+    array(out)[...] = np.asarray(value).astype(NP_DTYPES[out.dtype], copy=False)
+
+
+def f64(view):
+    return array(view).astype(np.float64)
+
+
+def wide(a):
+    """float16 operands of a product as float32: half products accumulate in float32 and round once."""
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def int_param(v):
+    """A scalar parameter for an integer kernel: +-inf (clamp's "no bound") becomes the int32 limit."""
+    if v == float("inf"):
+        return 2**31 - 1
+    if v == float("-inf"):
+        return -2**31
+    return int(v)
+
+
+def lowbias32(x):
+    """The u32 hash of the random stream (kernels.random)."""
+    x = x.astype(np.uint32)
+    x ^= x >> np.uint32(16)
+    x *= np.uint32(0x7FEB352D)
+    x ^= x >> np.uint32(15)
+    x *= np.uint32(0x846CA68B)
+    x ^= x >> np.uint32(16)
+    return x
+
+
+def checked(index, size, default):
+    """`index` as an intp array, every entry in [0, size), else IndexError with the op's message."""
+    idx = np.asarray(index, np.intp)
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        raise IndexError(_bounds.template(default).format(value=int(idx[bad].flat[0]), size=size))
+    return idx
