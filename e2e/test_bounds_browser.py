@@ -1,5 +1,5 @@
 """Out-of-range indices in the browser (Pyodide, the JS binding, SwiftShader): the error word travels
-with the read-back and the IndexError reaches Python there, as with wgpu-py (tests/test_bounds.py)."""
+with the read-back and the IndexError reaches Python there, as with wgpu-py (tests/backends/webgpu/test_bounds.py)."""
 
 CODE = """
 import webgrad as wg

@@ -7,9 +7,14 @@ float32 and is compared with the float64 numeric gradient at a float32-sized tol
 check_parity: the same function on the CPU and on another device, forward values and gradients.
 """
 
+from pathlib import Path
+
 import numpy as np
 
 import webgrad as wg
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+PACKAGE_DIR = ROOT / "package"  # what PYTHONPATH needs for a subprocess to import this checkout's webgrad
 
 
 def webgpu_available():

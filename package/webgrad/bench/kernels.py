@@ -14,7 +14,7 @@ per dispatch is the best of 3 such submits after a warm-up, from timestamp queri
 has them (wall clock otherwise, also reported). All GPU measurements run before the NumPy ones, after
 ~1 s of busy warm-up on a discrete GPU: an idle GPU clocks down and would slow small kernels ~2x.
 
-The helpers here (device, `MatmulRunner`) are also the raw harness of tests/test_matmul_kernel.py.
+The helpers here (device, `MatmulRunner`) are also the raw harness of tests/backends/webgpu/test_matmul_kernel.py.
 """
 
 import argparse

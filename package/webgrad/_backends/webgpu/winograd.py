@@ -21,7 +21,7 @@ instead, which is why replay.py's recordings use them. WORKSPACE bounds the scra
 Numerics: F(2x2)'s transforms add and halve (exactly, in binary), so its results differ from the direct sum
 only by the order of float32 additions, as conv_gemm's own K order does. F(4x4)'s round (sixths, twenty-fourths)
 and scale by up to 8 before the sums; its results stay within the same tolerances of the CPU backend and
-torch in tests/test_winograd.py (both tiles), and ResNet-18's one training step within test_resnet18_parity's.
+torch in tests/backends/webgpu/test_winograd.py (both tiles), and ResNet-18's one training step within test_resnet18_parity's.
 
 Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
 """

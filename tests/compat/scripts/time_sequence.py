@@ -1,6 +1,6 @@
 """The structure of pytorch/examples time_sequence_prediction/train.py (two LSTMCells unrolled over a sine
 wave in float64, LBFGS with a closure, predicting the future under no_grad, reading the result with
-.cpu().detach().numpy()), written with PyTorch's API and run by tests/test_example_scripts.py with
+.cpu().detach().numpy()), written with PyTorch's API and run by tests/compat/test_example_scripts.py with
 webgrad standing in for torch. The data are made here (the example reads a pickled NumPy array)."""
 
 import numpy as np

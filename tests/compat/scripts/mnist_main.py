@@ -1,6 +1,6 @@
 """The structure of pytorch/examples mnist/main.py (device discovery through torch.accelerator,
 Adadelta, StepLR, nll_loss, the test loop's argmax/eq/view_as, saving mnist_cnn.pt), written with
-PyTorch's API and run by tests/test_example_scripts.py with webgrad standing in for torch and a tiny
+PyTorch's API and run by tests/compat/test_example_scripts.py with webgrad standing in for torch and a tiny
 synthetic MNIST, after webgrad.as_torch(): nothing in it knows about webgrad."""
 
 import argparse

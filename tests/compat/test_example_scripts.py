@@ -16,6 +16,7 @@ import torch
 import webgrad as wg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)  # torchvision_standin.py
 SCRIPTS = os.path.join(HERE, "scripts")
 
 
@@ -27,7 +28,7 @@ class _Run:
             "import json, sys\n"
             "import webgrad\n"
             "torch = webgrad.as_torch()\n"
-            f"sys.path[:0] = [{SCRIPTS!r}, {HERE!r}]\n"
+            f"sys.path[:0] = [{SCRIPTS!r}, {TESTS!r}]\n"
             "import torch as imported\n"
             "assert imported is webgrad, imported\n"
             f"result = {call}\n"
@@ -37,7 +38,7 @@ class _Run:
             "    return v\n"
             "print('@@RESULT@@' + json.dumps(plain(result)))\n"
         )
-        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "package"))
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(TESTS), "package"))
         proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "package" / "webgrad"
+PACKAGE = Path(__file__).resolve().parents[2] / "package" / "webgrad"
 # Modules that need a platform or an optional extra to import at all.
 PLATFORM_ONLY = {
     "webgrad._backends.webgpu.browser": "Pyodide's js module",

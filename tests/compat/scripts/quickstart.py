@@ -1,7 +1,7 @@
 """The structure of the PyTorch tutorials' quickstart_tutorial.py (an MLP on FashionMNIST: accelerator
 discovery by device type, DataLoader, CrossEntropyLoss, SGD, the train/test loops with their f-string
 formats, saving model.pth and loading it back with weights_only=True, one prediction), written with
-PyTorch's API and run by tests/test_example_scripts.py with webgrad standing in for torch."""
+PyTorch's API and run by tests/compat/test_example_scripts.py with webgrad standing in for torch."""
 
 import torch
 from torchvision_standin import ToTensor, datasets

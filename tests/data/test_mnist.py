@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import webgrad as wg
-from helpers import DEVICES
+from helpers import PACKAGE_DIR, DEVICES
 from webgrad.data import DataLoader, Subset, default_collate
 from webgrad.datasets import MNIST, find_mnist
 from webgrad.datasets import mnist as mnist_module
@@ -192,7 +192,7 @@ def test_readers_need_no_numpy(tmp_path):
         "    x, y = next(iter(ds.loader(batch_size=4, mean=0.5, std=0.5)))\n"
         "    print(tuple(x.shape), y.tolist(), round(x[1, 0, 0, 0].item(), 4))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "package"))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

@@ -5,7 +5,7 @@ split-K and both reductions, the one-matrix and blocked A operands, stride phase
 all in one), of conv_direct (one
 or two positions per thread, the weight gradient's lanes and chunks, and their sum) and of winograd (its
 three products, chunks of images) against the software adapters' im2col path in the same run, and
-conv_pool.wgsl's GPU MaxPool2d(2) kernels and batch_norm.wgsl's GPU training kernels likewise (tests/test_conv_gemm.py, test_conv_direct.py and
+conv_pool.wgsl's GPU MaxPool2d(2) kernels and batch_norm.wgsl's GPU training kernels likewise (tests/backends/webgpu/test_conv_gemm.py, test_conv_direct.py and
 test_winograd.py cover the configurations on wgpu-py; this takes a few minutes, mostly Pyodide's boot and
 SwiftShader's compiles). It once caught a pipeline that naga accepted and Tint refused (a division by an
 override constant of 0 in a branch that never runs)."""
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from tools import bootstrap  # noqa: E402

@@ -112,7 +112,7 @@ def test_device_mismatch_is_reported():
 
 
 def _webgpu():
-    from helpers import webgpu_available
+    from helpers import PACKAGE_DIR, webgpu_available
     return webgpu_available()
 
 
@@ -164,7 +164,7 @@ def test_import_without_numpy():
         "    assert x.grad.tolist() == [2.0, 4.0]\n"
         "    print('trained without numpy')\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "package"))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "clear error" in out.stdout

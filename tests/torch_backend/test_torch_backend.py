@@ -15,7 +15,7 @@ from helpers import DEVICES  # noqa: E402
 from webgrad import torch_backend  # noqa: E402
 from webgrad.torch_backend import parity  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ from webgrad._backends.webgpu.runtime import Runtime  # noqa: E402
 from webgrad._backends import kernels  # noqa: E402
 
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.fixture(scope="module")

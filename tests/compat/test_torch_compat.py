@@ -194,5 +194,5 @@ def test_summarised_repr_reads_only_the_shown_entries(monkeypatch):
     assert max(read) == 36  # 6 x 6 entries, not 39 million
 
 
-def test_half_is_float16():  # float16 itself: tests/test_amp.py
+def test_half_is_float16():  # float16 itself: tests/ops/test_amp.py
     assert wg.ones(2).half().dtype is wg.float16 is wg.half

@@ -16,7 +16,7 @@ import safetensors.torch
 import torch
 
 import webgrad as wg
-from helpers import DEVICES
+from helpers import PACKAGE_DIR, DEVICES
 
 
 def _state(device):
@@ -238,7 +238,7 @@ def test_parser_needs_no_numpy(tmp_path):
         f"    webgrad.save(state, {path!r} + '.copy')\n"
         f"    print(sorted((k, v.tolist()) for k, v in webgrad.load({path!r} + '.copy', device='webgpu').items()))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "package"))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     on_gpu = ["[('n', [4, -5]), ('w', [1.0, -2.5])]"] if "webgpu" in DEVICES else []

@@ -14,7 +14,7 @@ from webgrad.datasets import CIFAR10, CIFAR100, ImageFolder
 from webgrad.datasets import unpickle
 
 from cifar_files import binary_records, synthetic_images, write_cifar10
-from helpers import DEVICES
+from helpers import PACKAGE_DIR, DEVICES
 
 
 def _record(label, pixel):
@@ -192,7 +192,7 @@ def test_readers_need_no_numpy(tmp_path):
         "    x, y = next(iter(ds.loader(batch_size=4)))\n"
         "    print(tuple(x.shape), y.tolist())\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "package"))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
