@@ -1,0 +1,149 @@
+"""What runs an ATen op that has no webgpu kernel: PyTorch's CPU kernel on copies, with one warning per op.
+
+The inputs are read back from the GPU, the op runs on the CPU, and the results are uploaded again; arguments
+the op writes (in-place and out= ops) get the CPU result copied back into their GPU memory. Correct, slow,
+and said once per op (``UserWarning`` naming it), so that a model's missing kernels show. With
+``set_fallback("error")`` (or ``with strict():``) the op raises NotImplementedError naming it instead: for
+checking that a model runs wholly on the GPU. ``fallback_counts()`` tells which ops fell back how often.
+"""
+
+import contextlib
+import warnings
+
+import torch
+
+from . import storage as st
+from .storage import DEVICE
+
+_mode = ["cpu"]
+_warned = set()
+COUNTS = {}
+
+# ops that take CPU index tensors beside device tensors in PyTorch (advanced indexing)
+_CPU_INDICES_OK = ("aten.index.", "aten.index_put", "aten._index_put_impl_")
+
+
+def set_fallback(mode):
+    """"cpu" (default): an op without a webgpu kernel runs on the CPU, one warning per op; "error": it raises
+    NotImplementedError naming the op."""
+    if mode not in ("cpu", "error"):
+        raise ValueError(f"set_fallback: mode must be 'cpu' or 'error', got {mode!r}")
+    _mode[0] = mode
+
+
+def get_fallback():
+    return _mode[0]
+
+
+@contextlib.contextmanager
+def strict():
+    """Within the block an op without a webgpu kernel raises NotImplementedError instead of running on the CPU."""
+    before = _mode[0]
+    _mode[0] = "error"
+    try:
+        yield
+    finally:
+        _mode[0] = before
+
+
+def fallback_counts():
+    """{op name: calls that ran on the CPU} since the process started (or reset_fallback_counts())."""
+    return dict(COUNTS)
+
+
+def reset_fallback_counts():
+    COUNTS.clear()
+
+
+def _check_devices(name, args, kwargs):
+    devices = set()
+
+    def visit(a):
+        if isinstance(a, torch.Tensor):
+            if a.dim() or a.device.type != "cpu":
+                devices.add(a.device.type)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                visit(x)
+    visit(args)
+    visit(list(kwargs.values()))
+    if len(devices) > 1 and not name.startswith(_CPU_INDICES_OK):
+        other = next(d for d in devices if d != DEVICE.type)
+        from .kernels import device_mismatch
+        raise device_mismatch(torch.device(other))
+
+
+def run_on_cpu(op, args, kwargs, why=None):
+    """Run ATen `op` on CPU copies of its webgpu arguments; results back on webgpu (see the module doc)."""
+    name = str(op)
+    if _mode[0] == "error":
+        raise NotImplementedError(f"webgpu: {name} has no webgrad kernel{f' ({why})' if why else ''}, and the "
+                                  "CPU fallback is off (webgrad.torch_device.set_fallback('error'))")
+    _check_devices(name, args, kwargs)
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"webgpu: {name} has no webgrad kernel{f' ({why})' if why else ''}; it runs on the CPU "
+                      "(inputs read back from the GPU, results uploaded again). One warning per op; "
+                      "webgrad.torch_device.fallback_counts() lists them", stacklevel=3)
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+    on_device = [False]
+
+    def to_cpu(a):
+        if isinstance(a, torch.Tensor) and a.device.type == DEVICE.type:
+            on_device[0] = True
+            return st.to_cpu(a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(to_cpu(x) for x in a)
+        return a
+
+    cpu_args = to_cpu(list(args))
+    cpu_kwargs = {k: to_cpu(v) for k, v in kwargs.items()}
+    device = cpu_kwargs.get("device")
+    if device is not None and torch.device(device).type == DEVICE.type:
+        cpu_kwargs["device"] = torch.device("cpu")
+        on_device[0] = True
+    out = op(*cpu_args, **cpu_kwargs)
+
+    # write back what the op mutated, and hand back the mutated arguments themselves where it returns them
+    schema = op._schema
+    written = {}
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        if arg.kwarg_only or i >= len(args):
+            original, result = kwargs.get(arg.name), cpu_kwargs.get(arg.name)
+        else:
+            original, result = args[i], cpu_args[i]
+        for o, r in zip(original if isinstance(original, (list, tuple)) else [original],
+                        result if isinstance(result, (list, tuple)) else [result]):
+            if isinstance(o, torch.Tensor) and o.device.type == DEVICE.type:
+                if tuple(o.shape) != tuple(r.shape):
+                    o.resize_(r.shape)
+                from .kernels import copy_from
+                copy_from(r, o)
+        written[tuple(sorted(arg.alias_info.before_set))] = original
+
+    def back(value, ret):
+        if ret is not None and ret.alias_info is not None:
+            key = tuple(sorted(ret.alias_info.before_set))
+            if key in written:
+                return written[key]
+        if isinstance(value, torch.Tensor) and on_device[0]:
+            return st.from_cpu(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(back(v, None) for v in value)
+        return value
+
+    if len(schema.returns) == 1:
+        return back(out, schema.returns[0])
+    if not schema.returns:
+        return None
+    return tuple(back(v, r) for v, r in zip(out, schema.returns))
+
+
+def _boxed(op, *args, **kwargs):
+    return run_on_cpu(op, args, kwargs)
+
+
+_LIB = torch.library.Library("_", "IMPL")
+_LIB.fallback(_boxed, "PrivateUse1")

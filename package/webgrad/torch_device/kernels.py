@@ -1,0 +1,785 @@
+"""The webgpu device's ATen kernels: PyTorch's operators run on webgrad's kernels, registered at PrivateUse1.
+
+Most compute ops come from the compile backend's table (``webgrad.torch_backend.aten_table.ATEN``: one
+mapping serves both, written once), wrapped so that webgpu torch tensors become webgrad Tensors and results
+become webgpu torch tensors again, with no copy either way. In-place variants (``add_``) run the functional
+op and write the result through the target's view. Memory (empty, copy, moves between devices, ``.item()``),
+views (PyTorch's own C++ view kernels, which only touch sizes and strides), random fills, batch norm and the
+fused optimizers are written here. What no kernel covers goes to the CPU fallback (fallback.py).
+"""
+
+import math
+import numbers
+
+import torch
+
+import webgrad as wg
+from webgrad import dtypes
+from webgrad.ops.elementwise import new
+from webgrad.random import fill_random
+from webgrad._view import View
+from webgrad._backends import kernels as K
+
+from ..torch_backend import aten_table
+from ..torch_backend.aten_table import ATEN, NEEDS_DEVICE, Unsupported
+from . import storage as st
+from .storage import DEVICE, unwrap, wrap
+
+aten = torch.ops.aten
+_LIB = torch.library.Library("aten", "IMPL")
+_CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+KERNELS = {}  # OpOverload -> the Python kernel registered for it
+
+
+def register(*ops):
+    def deco(fn):
+        for op in ops:
+            _LIB.impl(op, fn, "PrivateUse1")
+            KERNELS[op] = fn
+        return fn
+    return deco
+
+
+# ------------------------------------------------------------------ arguments in, results out
+def device_mismatch(other):
+    return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                        f"{DEVICE} and {other}!")
+
+
+def _to_webgrad(a, found):
+    """A kernel argument with webgpu tensors as webgrad Tensors (noting their torch dtypes in `found`) and
+    0-dim CPU tensors (wrapped numbers, torch.tensor(2.0)) as Python numbers, as PyTorch allows."""
+    if isinstance(a, torch.Tensor):
+        if a.device.type == DEVICE.type:
+            found.append(a)
+            return unwrap(a)
+        if a.dim() == 0 and a.device.type == "cpu":
+            return a.item()
+        raise device_mismatch(a.device)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_to_webgrad(x, found) for x in a)
+    return a
+
+
+def _result_dtype(inputs):
+    """The torch dtype for a webgrad int32 result: int64 (PyTorch's index dtype) unless the op's integer
+    inputs were all int32."""
+    ints = [t.dtype for t in inputs if not t.dtype.is_floating_point and t.dtype is not torch.bool]
+    return torch.int32 if ints and all(d is torch.int32 for d in ints) else torch.int64
+
+
+def _to_torch(out, inputs, fresh=True):
+    """Webgrad results as webgpu torch tensors. fresh: the op is functional, so a result that shares memory
+    with an input (a webgrad op that returned a view) is copied, and a broadcast view made dense: PyTorch
+    assumes a functional op's result owns its memory."""
+    if isinstance(out, wg.Tensor):
+        if fresh:
+            storage = out._view.storage
+            if any(st.storage_of(t) is storage for t in inputs):
+                out = out.clone()
+            elif not _dense(out._view):
+                out = out.contiguous()
+        if out.dtype is dtypes.int32:
+            return wrap(out, _result_dtype(inputs))
+        return wrap(out)
+    if isinstance(out, (list, tuple)):
+        return type(out)(_to_torch(x, inputs, fresh) for x in out)
+    return out
+
+
+def _dense(view):
+    """Whether a view covers its elements once each (no stride-0 broadcast, no gaps): a valid ATen result."""
+    expected = 1
+    for size, stride in sorted((d for d in zip(view.shape, view.strides) if d[0] != 1), key=lambda d: d[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def functional(fn, op):
+    """A kernel for ATen op `op` from `fn` (webgrad Tensors in, webgrad Tensors out)."""
+    needs_device = op in NEEDS_DEVICE
+
+    def kernel(*args, **kwargs):
+        found = []
+        wargs = _to_webgrad(args, found)
+        wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()}
+        if needs_device:
+            wkwargs["target"] = st.webgrad_device()
+        try:
+            with wg.no_grad():
+                out = fn(*wargs, **wkwargs)
+        except Unsupported as e:
+            from .fallback import run_on_cpu
+            return run_on_cpu(op, args, kwargs, why=str(e))
+        return _to_torch(out, found)
+    kernel.__name__ = f"webgpu_{op}"
+    return kernel
+
+
+def write_into(target, value):
+    """Write webgrad Tensor `value` (broadcast to its shape, converted to its dtype) into webgpu tensor
+    `target`'s memory, through its strides."""
+    view = unwrap(target)
+    st.forget_scalars(target)
+    shape = tuple(target.shape)
+    if tuple(value.shape) != shape:
+        try:
+            value = value.expand(*shape)
+        except Exception:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                               f"{list(value.shape)}") from None
+    if view.numel():
+        K.copy(view.device.backend, view._view, value._view)
+    return target
+
+
+def in_place(fn, op):
+    """The in-place variant's kernel (add_ from add): the functional result written through self's view."""
+    def kernel(self, *args, **kwargs):
+        found = [self]
+        wself = unwrap(self)
+        wargs = _to_webgrad(args, found)
+        wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()}
+        try:
+            with wg.no_grad():
+                out = fn(wself, *wargs, **wkwargs)
+        except Unsupported as e:
+            from .fallback import run_on_cpu
+            return run_on_cpu(op, (self,) + args, kwargs, why=str(e))
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        if out.dtype is not wself.dtype and out.dtype.is_floating and not wself.dtype.is_floating:
+            raise RuntimeError(f"result type {st.TO_TORCH[out.dtype]} can't be cast to the desired output type "
+                               f"{self.dtype}")
+        return write_into(self, out)
+    kernel.__name__ = f"webgpu_{op}"
+    return kernel
+
+
+# the compile table's entries that are views, or that the kernels below write for eager use: PyTorch's own view
+# kernels make views of webgpu tensors, and the copies need the eager forms
+_NOT_FROM_TABLE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.alias.default,
+                   aten.detach.default, aten.t.default, aten.permute.default, aten.transpose.int,
+                   aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
+                   aten.squeeze.default, aten.slice.Tensor, aten.select.int, aten._to_copy.default,
+                   aten.clone.default, aten.lift_fresh_copy.default, aten.empty_like.default,
+                   aten._native_batch_norm_legit_functional.default,
+                   aten._native_batch_norm_legit_no_training.default}
+
+
+def _register_table():
+    for op, fn in ATEN.items():
+        if op in _NOT_FROM_TABLE:
+            continue
+        register(op)(functional(fn, op))
+        packet = getattr(aten, op.overloadpacket.__name__ + "_", None)
+        inplace = getattr(packet, op._overloadname, None) if packet is not None else None
+        if inplace is not None and inplace not in KERNELS:
+            register(inplace)(in_place(fn, inplace))
+
+
+# ------------------------------------------------------------------ memory: creation, copies, moves, scalars
+def _dtype(dtype):
+    return dtype if dtype is not None else torch.get_default_dtype()
+
+
+@register(aten.empty.memory_format)
+def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if memory_format is torch.channels_last and len(size) == 4:
+        n, c, h, w = size
+        return st.empty(size, _dtype(dtype), (h * w * c, 1, w * c, c))
+    return st.empty(size, _dtype(dtype))
+
+
+@register(aten.empty_strided.default)
+def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    return st.empty(size, _dtype(dtype), tuple(stride))
+
+
+def _fill(self, value):
+    st.forget_scalars(self)
+    view = unwrap(self)
+    if view.numel():
+        K.fill(view.device.backend, view._view, value)
+    return self
+
+
+@register(aten.fill_.Scalar)
+def fill_scalar(self, value):
+    _fill(self, value)
+    if self.numel() == 1:
+        st.note_scalar(self, value)
+    return self
+
+
+@register(aten.fill_.Tensor)
+def fill_tensor(self, value):
+    if value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                           "dimensions.")
+    if value.device.type == DEVICE.type:
+        return write_into(self, unwrap(value))
+    return _fill(self, value.item())
+
+
+@register(aten.zero_.default)
+def zero_(self):
+    _fill(self, 0)
+    if self.numel() == 1:
+        st.note_scalar(self, 0)
+    return self
+
+
+@register(aten._foreach_add_.Scalar)
+def _foreach_add_scalar(tensors, scalar):
+    """The slow path's loop, noting the new values of one-element tensors the host knows (optimizer steps)."""
+    for t in tensors:
+        known = st.known_scalar(t) if t.numel() == 1 else None
+        t.add_(scalar)
+        if known is not None:
+            st.note_scalar(t, known + scalar)
+
+
+def copy_from(src, dst):
+    """dst[...] = src across devices: webgpu <- webgpu (a device copy), webgpu <- cpu (an upload), cpu <-
+    webgpu (a read-back); broadcasting src to dst's shape and converting its dtype, as Tensor.copy_."""
+    if src.device.type == DEVICE.type and dst.device.type == DEVICE.type:
+        return write_into(dst, unwrap(src))
+    if dst.device.type == DEVICE.type:
+        if src.device.type != "cpu":
+            raise RuntimeError(f"copy from {src.device} to {dst.device}: webgpu tensors exchange data with the CPU")
+        host = src.detach().to(dst.dtype).expand(dst.shape)
+        target = unwrap(dst)
+        if not host.numel():
+            return dst
+        value = unwrap(st.from_cpu(host.contiguous()))
+        K.copy(target.device.backend, target._view, value._view)
+        return dst
+    if dst.device.type != "cpu":
+        raise RuntimeError(f"copy from {src.device} to {dst.device}: webgpu tensors exchange data with the CPU")
+    host = st.to_cpu(src)
+    with torch.no_grad():
+        dst.copy_(host)
+    return dst
+
+
+@register(aten.copy_.default)
+def copy_(self, src, non_blocking=False):
+    return copy_from(src, self)
+
+
+@register(aten._copy_from.default)
+def _copy_from(self, dst, non_blocking=False):
+    return copy_from(self, dst)
+
+
+@register(aten._copy_from_and_resize.default)
+def _copy_from_and_resize(self, dst):
+    if tuple(dst.shape) != tuple(self.shape):
+        dst.resize_(self.shape)
+    return copy_from(self, dst)
+
+
+@register(aten._to_copy.default)
+def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    dtype = dtype or self.dtype
+    target = torch.device(device) if device is not None else self.device
+    if target.type == "cpu":
+        out = st.to_cpu(self)
+        return out if out.dtype is dtype else out.to(dtype)
+    if target.type != DEVICE.type:
+        raise RuntimeError(f"webgpu tensors move to the CPU or stay on webgpu, not to {target}")
+    if self.device.type == "cpu":  # BackendSelect sends cpu -> webgpu moves here too
+        return st.from_cpu(self, dtype)
+    if self.device.type != DEVICE.type:
+        raise RuntimeError(f"copy from {self.device} to {target}: webgpu tensors exchange data with the CPU")
+    x = unwrap(self)
+    out = st.empty(self.shape, dtype)
+    if self.numel():
+        K.copy(x.device.backend, unwrap(out)._view, x._view)
+    return out
+
+
+@register(aten.clone.default)
+def clone(self, memory_format=None):
+    return _to_copy(self)
+
+
+@register(aten._local_scalar_dense.default)
+def _local_scalar_dense(self):
+    return st.to_cpu(self).item()
+
+
+# views: PyTorch's own (CPU) view kernels touch only sizes, strides and the storage, never data
+def _view_kernel(op):
+    def kernel(*args, **kwargs):
+        return op.redispatch(_CPU_KEYS, *args, **kwargs)
+    return kernel
+
+
+for _op in (aten.as_strided.default, aten.view.default, aten._reshape_alias.default, aten.unfold.default,
+            aten.set_.source_Storage_storage_offset, aten.set_.source_Storage, aten.set_.source_Tensor):
+    register(_op)(_view_kernel(_op))
+
+
+@register(aten.set_.default)
+def set_empty(self):
+    _, held = st.new_storage(0, self.dtype)
+    return aten.set_.source_Storage_storage_offset.redispatch(_CPU_KEYS, self, held, 0, [0], [1])
+
+
+@register(aten.resize_.default)
+def resize_(self, size, memory_format=None):
+    size = tuple(size)
+    if tuple(self.shape) == size:
+        return self
+    numel = math.prod(size)
+    strides = list(View.contiguous_strides(size))
+    offset = self.storage_offset()
+    held = self.untyped_storage()
+    st.forget_scalars(self)
+    if (offset + numel) * self.dtype.itemsize > held.nbytes():
+        # new memory, holding the old elements first (as PyTorch's resize_ keeps them)
+        old = unwrap(self).contiguous() if self.numel() else None
+        storage, held = st.new_storage(numel, self.dtype)
+        if old is not None:
+            n = min(old.numel(), numel)
+            K.copy(old.device.backend, View(storage, (n,), (1,), 0, old.dtype), old._view.reshaped((old.numel(),)) if
+                                    n == old.numel() else old.reshape(-1)[:n]._view)
+        offset = 0
+    return aten.set_.source_Storage_storage_offset.redispatch(_CPU_KEYS, self, held, offset, list(size), strides)
+
+
+# ------------------------------------------------------------------ random numbers (webgrad's generator)
+@register(aten.normal_.default)
+def normal_(self, mean=0.0, std=1.0, generator=None):
+    return _random(self, "normal", mean, std)
+
+
+@register(aten.uniform_.default)
+def uniform_(self, from_=0.0, to=1.0, generator=None):
+    return _random(self, "uniform", from_, to)
+
+
+@register(getattr(aten.random_, "from"))
+def random_from(self, from_, to=None, generator=None):
+    if to is None:
+        raise Unsupported("random_ without an upper bound")
+    return _random(self, "randint", from_, to)
+
+
+@register(aten.random_.to)
+def random_to(self, to, generator=None):
+    return _random(self, "randint", 0, to)
+
+
+def _random(self, dist, a, b):
+    x = unwrap(self)
+    if not x.numel():
+        return self
+    if dist == "randint" and x.dtype.is_floating:
+        target = new(tuple(x.shape), dtypes.int32, x.device)
+        fill_random(target, dist, a, b)
+        K.copy(x.device.backend, x._view, target._view)
+    else:
+        fill_random(x, dist, a, b)
+    return self
+
+
+@register(aten.bernoulli_.float)
+def bernoulli_(self, p=0.5, generator=None):
+    x = unwrap(self)
+    u = new(tuple(x.shape), dtypes.float32, x.device)
+    fill_random(u, "uniform", 0.0, 1.0)
+    with wg.no_grad():
+        write_into(self, (u < p).to(dtype=x.dtype))
+    return self
+
+
+@register(aten.native_dropout.default)
+def native_dropout(x, p, train):
+    if train is False or p == 0.0:
+        w = unwrap(x)
+        return _to_torch((w.clone(), wg.ones(tuple(w.shape), dtype=dtypes.bool_, device=w.device)), [x])
+    w = unwrap(x)
+    u = new(tuple(w.shape), dtypes.float32, w.device)
+    fill_random(u, "uniform", 0.0, 1.0)
+    with wg.no_grad():
+        keep = u >= p
+        out = wg.where(keep, w * (1.0 / (1.0 - p)), 0.0) if p < 1.0 else w * 0.0
+    return _to_torch((out, keep), [x])
+
+
+@register(aten.native_dropout_backward.default)
+def native_dropout_backward(grad, mask, scale):
+    g, m = unwrap(grad), unwrap(mask)
+    with wg.no_grad():
+        return _to_torch(wg.where(m, g * scale, 0.0), [grad])
+
+
+# ------------------------------------------------------------------ ops written for eager use
+def _batch_norm_views(x):
+    n, c = x.shape[0], x.shape[1]
+    s = x.numel() // max(n * c, 1)
+    return x.contiguous()._view.reshaped((n, c, s))
+
+
+@register(aten.native_batch_norm.default)
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(out, save_mean, save_invstd); running statistics updated in place on the device."""
+    found = []
+    x, w, b, rm, rv = _to_webgrad((input, weight, bias, running_mean, running_var), found)
+    for t in (running_mean, running_var):
+        if t is not None:
+            st.forget_scalars(t)
+    c = x.shape[1]
+    out = new(tuple(x.shape), x.dtype, x.device)
+    save = new((2, c), x.dtype, x.device)
+    xv = x.contiguous()
+    shape3 = (x.shape[0], c, x.numel() // max(x.shape[0] * c, 1))
+    be = x.device.backend
+    K.batch_norm(be, out._view.reshaped(shape3), save._view, xv._view.reshaped(shape3),
+                  w.contiguous()._view if w is not None else None, b.contiguous()._view if b is not None else None,
+                  rm._view if rm is not None else None, rv._view if rv is not None else None, bool(training),
+                  momentum, eps)
+    mean, invstd = save[0], save[1]
+    if not training:
+        mean = invstd = wg.empty(0, dtype=x.dtype, device=x.device)
+    return wrap(out), _to_torch(mean.contiguous(), found), _to_torch(invstd.contiguous(), found)
+
+
+@register(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
+                               train, eps, output_mask):
+    found = []
+    g, x, w, rm, rv, sm, si = _to_webgrad((grad_out, input, weight, running_mean, running_var, save_mean,
+                                           save_invstd), found)
+    c = x.shape[1]
+    shape3 = (x.shape[0], c, x.numel() // max(x.shape[0] * c, 1))
+    with wg.no_grad():
+        if train:
+            save = wg.stack([sm, si]).contiguous()
+        else:
+            save = wg.stack([rm, (rv + eps).rsqrt()]).contiguous()
+    be = x.device.backend
+    gx = new(tuple(x.shape), x.dtype, x.device) if output_mask[0] else None
+    gw = new((c,), x.dtype, x.device) if output_mask[1] else None
+    gb = new((c,), x.dtype, x.device) if output_mask[2] else None
+    K.batch_norm_backward(be, gx._view.reshaped(shape3) if gx is not None else None,
+                           gw._view if gw is not None else None, gb._view if gb is not None else None,
+                           g.contiguous()._view.reshaped(shape3), x.contiguous()._view.reshaped(shape3),
+                           save._view, w.contiguous()._view if w is not None else None, bool(train))
+    return tuple(wrap(t) if t is not None else None for t in (gx, gw, gb))
+
+
+@register(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    found = []
+    g, x, mu, r, w, b = _to_webgrad((grad_out, input, mean, rstd, weight, bias), found)
+    k = len(normalized_shape)
+    dims = tuple(range(x.ndim - k, x.ndim))
+    outer = tuple(range(x.ndim - k))
+    with wg.no_grad():
+        xhat = (x - mu) * r
+        gw = (g * xhat).sum(outer) if output_mask[1] and w is not None else None
+        gb = g.sum(outer) if output_mask[2] and b is not None else None
+        gx = None
+        if output_mask[0]:
+            gy = g * w if w is not None else g
+            n = 1
+            for d in dims:
+                n *= x.shape[d]
+            gx = r * (gy - gy.mean(dims, keepdim=True) - xhat * (gy * xhat).mean(dims, keepdim=True))
+    return tuple(_to_torch(t, found) if t is not None else None for t in (gx, gw, gb))
+
+
+@register(aten.max.dim)
+def max_dim(self, dim, keepdim=False):
+    x = unwrap(self)
+    with wg.no_grad():
+        values = x.amax(dim, keepdim=keepdim)
+        indices = x.argmax(dim, keepdim=keepdim)
+    return _to_torch((values, indices), [self])
+
+
+@register(aten.argmax.default)
+def argmax(self, dim=None, keepdim=False):
+    x = unwrap(self)
+    with wg.no_grad():
+        out = x.argmax(dim, keepdim=keepdim) if dim is not None else x.argmax()
+    return wrap(out, torch.int64)
+
+
+@register(aten.max.default)
+def max_all(self):
+    return _to_torch(unwrap(self).max(), [self])
+
+
+@register(aten.min.default)
+def min_all(self):
+    return _to_torch(unwrap(self).min(), [self])
+
+
+def _method(name):
+    """webgrad's Tensor method `name` as a webgrad-level function (the table's form)."""
+    def fn(x, *args, **kwargs):
+        return getattr(x, name)(*args, **kwargs)
+    return fn
+
+
+for _op, _name in ((aten.sign.default, "sign"), (aten.floor.default, "floor"), (aten.ceil.default, "ceil"),
+                   (aten.round.default, "round"), (aten.sin.default, "sin"), (aten.cos.default, "cos"),
+                   (aten.logical_not.default, "logical_not"), (aten.clamp_min.default, "clamp_min"),
+                   (aten.clamp_max.default, "clamp_max"), (aten.log1p.default, "log1p"),
+                   (aten.expm1.default, "expm1"), (aten.silu.default, "silu"), (aten.atan2.default, "atan2"),
+                   (aten.remainder.Scalar, "remainder"), (aten.remainder.Tensor, "remainder"),
+                   (aten.logical_and.default, "logical_and"), (aten.logical_or.default, "logical_or"),
+                   (aten.isnan.default, "isnan")):
+    if hasattr(wg.Tensor, _name):
+        register(_op)(functional(_method(_name), _op))
+        _packet = getattr(aten, _op.overloadpacket.__name__ + "_", None)
+        _inplace = getattr(_packet, _op._overloadname, None) if _packet is not None else None
+        if _inplace is not None and _inplace not in KERNELS:
+            register(_inplace)(in_place(_method(_name), _inplace))
+
+
+@register(aten.bitwise_and.Tensor)
+def bitwise_and(self, other):
+    return _logical(self, other, "logical_and")
+
+
+@register(aten.bitwise_or.Tensor)
+def bitwise_or(self, other):
+    return _logical(self, other, "logical_or")
+
+
+def _logical(self, other, name):
+    if self.dtype is not torch.bool or other.dtype is not torch.bool:
+        from .fallback import run_on_cpu
+        return run_on_cpu(aten.bitwise_and.Tensor if name == "logical_and" else aten.bitwise_or.Tensor,
+                          (self, other), {}, why="integer bitwise ops are not mapped")
+    found = []
+    a, b = _to_webgrad((self, other), found)
+    with wg.no_grad():
+        return _to_torch(getattr(a, name)(b), found)
+
+
+@register(aten.addcmul.default)
+def addcmul(self, t1, t2, value=1):
+    found = []
+    x, a, b = _to_webgrad((self, t1, t2), found)
+    with wg.no_grad():
+        return _to_torch(x + a * b * value, found)
+
+
+@register(aten.addcdiv.default)
+def addcdiv(self, t1, t2, value=1):
+    found = []
+    x, a, b = _to_webgrad((self, t1, t2), found)
+    with wg.no_grad():
+        return _to_torch(x + a / b * value, found)
+
+
+@register(aten.lerp.Scalar)
+def lerp(self, end, weight):
+    found = []
+    x, e = _to_webgrad((self, end), found)
+    with wg.no_grad():
+        return _to_torch(x + (e - x) * weight, found)
+
+
+for _op in (aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar):
+    _packet = getattr(aten, _op.overloadpacket.__name__ + "_")
+    _fn = KERNELS[_op]
+    register(getattr(_packet, _op._overloadname))(
+        lambda self, *a, _fn=_fn, **k: write_into(self, unwrap(_fn(self, *a, **k))))
+
+
+@register(aten.mse_loss.default)
+def mse_loss(self, target, reduction=1):
+    found = []
+    x, y = _to_webgrad((self, target), found)
+    with wg.no_grad():
+        d = (x - y) ** 2
+        return _to_torch(d if reduction == 0 else d.mean() if reduction == 1 else d.sum(), found)
+
+
+@register(aten.mse_loss_backward.default)
+def mse_loss_backward(grad, self, target, reduction):
+    found = []
+    g, x, y = _to_webgrad((grad, self, target), found)
+    with wg.no_grad():
+        scale = 2.0 / x.numel() if reduction == 1 else 2.0
+        return _to_torch((x - y) * g * scale, found)
+
+
+@register(aten.stack.default)
+def stack(tensors, dim=0):
+    found = []
+    xs = _to_webgrad(list(tensors), found)
+    with wg.no_grad():
+        return _to_torch(wg.stack(xs, dim), found)
+
+
+@register(aten.embedding.default)
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    found = []
+    w, i = _to_webgrad((weight, indices), found)
+    with wg.no_grad():
+        out = w.index_select(0, i.reshape(-1)).reshape(*i.shape, w.shape[1])
+    return _to_torch(out, [weight])
+
+
+@register(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    if scale_grad_by_freq:
+        from .fallback import run_on_cpu
+        return run_on_cpu(aten.embedding_dense_backward.default,
+                          (grad, indices, num_weights, padding_idx, scale_grad_by_freq), {},
+                          why="scale_grad_by_freq is not mapped")
+    found = []
+    g, i = _to_webgrad((grad, indices), found)
+    d = g.shape[-1]
+    flat = i.reshape(-1)
+    rows = g.reshape(-1, d).contiguous()
+    with wg.no_grad():
+        if padding_idx >= 0:
+            rows = wg.where((flat != padding_idx).unsqueeze(1), rows, 0.0)
+        out = new((num_weights, d), g.dtype, g.device)
+        K.index_select_backward(g.device.backend, out._view, rows._view, flat.contiguous()._view)
+    return wrap(out)
+
+
+# ------------------------------------------------------------------ fused optimizers (fused=True)
+def _fused_lists(*lists):
+    return [[unwrap(t) for t in ts] if ts else None for ts in lists]
+
+
+def _optional_scale(grad_scale, found_inf):
+    if grad_scale is not None or found_inf is not None:
+        raise Unsupported("fused optimizer steps with a GradScaler (grad_scale, found_inf) are not mapped")
+
+
+@register(aten._fused_sgd_.default)
+def _fused_sgd_(params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
+                is_first_step, grad_scale=None, found_inf=None):
+    _optional_scale(grad_scale, found_inf)
+    ps, gs, bufs = _fused_lists(params, grads, momentum_buffer_list)
+    hyper = dict(lr=float(lr), momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                 nesterov=nesterov, maximize=maximize, first=is_first_step)
+    for i, (p, g) in enumerate(zip(ps, gs)):
+        _contiguous_update(p, g)
+        K.sgd_step(p.device.backend, p._view, g.contiguous()._view, bufs[i]._view if bufs and momentum else None,
+                                  hyper)
+
+
+@register(aten._fused_sgd_.tensor_lr)
+def _fused_sgd_tensor_lr(params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov,
+                         maximize, is_first_step, grad_scale=None, found_inf=None):
+    return _fused_sgd_(params, grads, momentum_buffer_list, weight_decay, momentum, lr.item(), dampening,
+                       nesterov, maximize, is_first_step, grad_scale, found_inf)
+
+
+def _contiguous_update(p, g):
+    if not p._view.is_contiguous():
+        raise Unsupported("fused optimizer steps on non-contiguous parameters are not mapped")
+
+
+def _fused_adam(decoupled):
+    def kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
+               weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+        _optional_scale(grad_scale, found_inf)
+        ps, gs, ms, vs, vmax = _fused_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+        lr = lr.item() if isinstance(lr, torch.Tensor) else lr
+        for i, (p, g) in enumerate(zip(ps, gs)):
+            _contiguous_update(p, g)
+            step = state_steps[i]  # already counted by the optimizer (_foreach_add_)
+            t = step.item() if step.device.type == "cpu" else st.host_scalar(step)
+            hyper = dict(lr=float(lr), beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize, decoupled=decoupled, step=int(t))
+            K.adam_step(p.device.backend, p._view, g.contiguous()._view, ms[i]._view, vs[i]._view,
+                                       vmax[i]._view if amsgrad else None, hyper)
+    return kernel
+
+
+register(aten._fused_adam_.default)(_fused_adam(False))
+register(aten._fused_adamw_.default)(_fused_adam(True))
+
+def out_variant(functional_kernel, op):
+    """The out= overload's kernel: the functional kernel's results written into the out tensors (resized where
+    their shape differs, as PyTorch's out= ops do)."""
+    outs = [a.name for a in op._schema.arguments if a.kwarg_only and a.alias_info is not None and
+            a.alias_info.is_write]
+
+    def kernel(*args, **kwargs):
+        targets = [kwargs.pop(name) for name in outs]
+        result = functional_kernel(*args, **kwargs)
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        for target, value in zip(targets, results):
+            if target.device.type != DEVICE.type:
+                raise device_mismatch(target.device)
+            if tuple(target.shape) != tuple(value.shape):
+                target.resize_(value.shape)
+            write_into(target, unwrap(value))
+        return targets[0] if len(targets) == 1 else tuple(targets)
+    kernel.__name__ = f"webgpu_{op}"
+    return kernel
+
+
+def _register_out_variants():
+    """out= overloads of the ops with kernels: same arguments plus kwarg-only outputs."""
+    for op, fn in list(KERNELS.items()):
+        schema = op._schema
+        if schema.is_mutable:
+            continue
+        names = [a.name for a in schema.arguments]
+        packet = op.overloadpacket
+        for overload in packet.overloads():
+            candidate = getattr(packet, overload)
+            if candidate in KERNELS:
+                continue
+            args = candidate._schema.arguments
+            plain = [a.name for a in args if not (a.kwarg_only and a.alias_info is not None and a.alias_info.is_write)]
+            if plain == names and len(plain) < len(args):
+                register(candidate)(out_variant(fn, candidate))
+
+
+def _any_all(find):
+    """any (find True: some element nonzero) and all (find False: no element zero) over dims, as bool."""
+    def kernel(self, dim=None, keepdim=False):
+        x = unwrap(self)
+        dims = tuple(range(x.ndim)) if dim is None or dim == [] else (dim,) if isinstance(dim, int) else tuple(dim)
+        with wg.no_grad():
+            hits = ((x != 0) if find else (x == 0)).to(dtype=dtypes.int32)
+            count = hits.sum(dims, keepdim=keepdim) if dims else hits
+            out = (count > 0) if find else (count == 0)
+        return wrap(out)
+    return kernel
+
+
+for _name, _find in (("any", True), ("all", False)):
+    for _overload in ("default", "dim", "dims"):
+        _op = getattr(getattr(aten, _name), _overload, None)
+        if _op is not None:
+            register(_op)(_any_all(_find))
+
+
+@register(aten.isneginf.default)
+def isneginf(self):
+    return _to_torch(unwrap(self) == float("-inf"), [self])
+
+
+@register(aten.isposinf.default)
+def isposinf(self):
+    return _to_torch(unwrap(self) == float("inf"), [self])
+
+
+@register(aten.isinf.default)
+def isinf(self):
+    return _to_torch(unwrap(self).abs() == float("inf"), [self])
+
+
+_register_table()
+_register_out_variants()

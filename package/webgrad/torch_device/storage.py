@@ -1,0 +1,283 @@
+"""How a torch tensor on "webgpu" holds its data: a torch storage whose data pointer names a webgrad storage.
+
+A webgpu tensor is a plain ``torch.Tensor`` (dispatch key PrivateUse1) over a ``torch.UntypedStorage`` on the
+webgpu device. That storage owns no memory: its data pointer is a unique address that this module maps to a
+webgrad storage (GPU memory). PyTorch's own C++ makes views, ``.data``, ``detach()`` and ``nn.Parameter`` of
+such a tensor by sharing the torch storage, so they all reach the same webgrad storage; a kernel builds the
+webgrad view from the tensor's sizes, strides and storage offset, exactly as a CUDA kernel reads its tensor.
+When the torch storage dies (its last tensor is gone) the mapping is dropped and the webgrad storage returns
+to webgrad's buffer pool.
+
+Integers: torch's int64 tensors (labels, indices) are stored as webgrad int32 (WGSL has no 64-bit integers);
+the tensor still reports int64 to PyTorch and converts at the host boundary. Values beyond 2**31 do not fit.
+"""
+
+import weakref
+
+import torch
+
+import webgrad as wg
+from webgrad import dtypes
+from webgrad._tensor import Tensor
+from webgrad._view import View
+
+DEVICE = torch.device("webgpu", 0)
+_CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+_empty_tensor = torch._C._acc.create_empty_tensor
+_from_pointer = torch._C._construct_storage_from_data_pointer
+
+# torch dtype -> webgrad dtype of the storage (int64 lives as int32), and the dtypes webgpu tensors may have
+TO_WEBGRAD = {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torch.int64: dtypes.int32,
+              torch.int32: dtypes.int32, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
+TO_TORCH = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.int32: torch.int64,
+            dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool, dtypes.float64: torch.float64}
+
+_by_pointer = {}  # data pointer -> webgrad storage
+_dtype_of = {}  # data pointer -> the torch dtype its elements have (a storage is typed in webgrad)
+_pending = {}  # data pointer -> CPU bytes of a storage loaded by torch.load, typed when a tensor first views it
+_pointer_of = {}  # id(webgrad storage) -> (data pointer, weak reference to the torch storage)
+_free_pointers = []
+_next_pointer = [1 << 44]
+_STRIDE = 1 << 40  # address space between two storages: larger than any byte offset inside one
+
+_device = []  # the webgrad device that holds the data: set once by webgrad.torch_device
+
+
+def webgrad_device():
+    if not _device:
+        raise RuntimeError("the webgpu device is not registered: import webgrad.torch_device")
+    return _device[0]
+
+
+def webgrad_dtype(torch_dtype):
+    """The webgrad dtype that stores `torch_dtype`; TypeError naming the dtype where webgpu has none."""
+    dtype = TO_WEBGRAD.get(torch_dtype)
+    if dtype is None or not webgrad_device().backend.name == "cpu" and dtype is dtypes.float64:
+        raise TypeError(f"the webgpu device does not support dtype {torch_dtype}: webgpu tensors are float32, "
+                        "float16, int64 (stored as int32), int32, uint8 or bool")
+    return dtype
+
+
+def _release(pointer, key):
+    _by_pointer.pop(pointer, None)
+    _dtype_of.pop(pointer, None)
+    _pending.pop(pointer, None)
+    _host_scalars.pop(pointer, None)
+    _pointer_of.pop(key, None)
+    _free_pointers.append(pointer)
+
+
+def torch_storage(storage, numel, torch_dtype):
+    """The torch storage standing for webgrad `storage` (made on first use; the same object while alive)."""
+    entry = _pointer_of.get(id(storage))
+    if entry is not None:
+        held = entry[1]()
+        if held is not None:
+            return held
+    pointer = _free_pointers.pop() if _free_pointers else _new_pointer()
+    held = _from_pointer(pointer, DEVICE, numel * torch_dtype.itemsize)
+    key = id(storage)
+    _by_pointer[pointer] = storage
+    _dtype_of[pointer] = torch_dtype
+    # the callback runs when the torch storage dies; the mapping holds the webgrad storage until then
+    _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer, k=key: _release(p, k)))
+    return held
+
+
+def _new_pointer():
+    pointer = _next_pointer[0]
+    _next_pointer[0] += _STRIDE
+    return pointer
+
+
+def _storage_numel(storage):
+    n = getattr(storage, "numel", None)  # a WebGPU runtime Storage
+    return n if isinstance(n, int) else len(storage)  # a NumPy array (the CPU backend)
+
+
+def wrap(x, torch_dtype=None):
+    """A webgpu torch tensor viewing webgrad Tensor `x`'s data (no copy). `torch_dtype`: what PyTorch should
+    see (int64 for webgrad's int32 unless told otherwise)."""
+    view = x._view
+    if torch_dtype is None:
+        torch_dtype = TO_TORCH[view.dtype]
+    held = torch_storage(view.storage, _storage_numel(view.storage), torch_dtype)
+    t = _empty_tensor([0], torch_dtype)
+    return _set_storage.redispatch(_CPU_KEYS, t, held, view.offset, list(view.shape), list(view.strides))
+
+
+def storage_of(t):
+    """The webgrad storage under webgpu tensor `t`."""
+    pointer = t.untyped_storage().data_ptr()
+    storage = _by_pointer.get(pointer)
+    if storage is None:
+        if pointer in _pending:
+            return _type_pending(pointer, t.dtype)
+        raise RuntimeError(f"a tensor on {t.device} whose storage webgrad does not know (made outside "
+                           "webgrad.torch_device?)")
+    return storage
+
+
+def _type_pending(pointer, torch_dtype):
+    """A loaded storage's bytes become a webgrad storage of the dtype of the first tensor that views them."""
+    raw = _pending.pop(pointer)
+    dtype = webgrad_dtype(torch_dtype)
+    typed = raw.view(torch_dtype) if raw.numel() % torch_dtype.itemsize == 0 else raw[:0].view(torch_dtype)
+    storage = webgrad_device().backend.from_bytes(host_bytes(typed, dtype), dtype) if typed.numel() else \
+        webgrad_device().backend.empty(1, dtype)
+    _by_pointer[pointer] = storage
+    _dtype_of[pointer] = torch_dtype
+    return storage
+
+
+def load_storage(cpu_storage):
+    """A webgpu torch storage holding `cpu_storage`'s bytes (torch.load with map_location="webgpu"): the upload
+    waits for the first tensor that views it, which says the elements' dtype."""
+    pointer = _free_pointers.pop() if _free_pointers else _new_pointer()
+    held = _from_pointer(pointer, DEVICE, cpu_storage.nbytes())
+    raw = torch.empty(cpu_storage.nbytes(), dtype=torch.uint8)
+    if cpu_storage.nbytes():
+        raw.untyped_storage().copy_(cpu_storage)
+    _pending[pointer] = raw
+    key = ("loaded", pointer)
+    _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer, k=key: _release(p, k)))
+    return held
+
+
+def _storage_bytes(t):
+    """A uint8 tensor over a storage of another dtype (torch's untyped storage copies, as torch.save makes):
+    its bytes, read from the whole storage as that dtype, on the CPU."""
+    pointer = t.untyped_storage().data_ptr()
+    if pointer in _pending:
+        raw = _pending[pointer]
+    else:
+        storage, dtype = storage_of(t), _dtype_of[pointer]
+        n = _storage_numel(storage)
+        whole = Tensor._make(View(storage, (n,), (1,), 0, TO_WEBGRAD[dtype]), webgrad_device())
+        raw = torch.frombuffer(bytearray(whole.device.backend.to_bytes(whole._view)),
+                               dtype=_TORCH_STORED[whole.dtype]).to(dtype).view(torch.uint8)
+    return raw.as_strided(tuple(t.shape), t.stride(), t.storage_offset()).clone()
+
+
+def is_byte_view(t):
+    """Whether uint8 tensor `t` views the bytes of a storage of another dtype."""
+    if t.dtype is not torch.uint8:
+        return False
+    pointer = t.untyped_storage().data_ptr()
+    return pointer in _pending or _dtype_of.get(pointer, torch.uint8) is not torch.uint8
+
+
+def unwrap(t):
+    """The webgrad Tensor viewing webgpu tensor `t`'s data (no copy)."""
+    dtype = TO_WEBGRAD.get(t.dtype)
+    if dtype is None:
+        webgrad_dtype(t.dtype)  # raises, naming the dtype
+    view = View(storage_of(t), tuple(t.shape), t.stride(), t.storage_offset(), dtype)
+    return Tensor._make(view, webgrad_device())
+
+
+def new_storage(numel, torch_dtype):
+    """A webgpu tensor's fresh storage: (webgrad storage, torch storage)."""
+    dtype = webgrad_dtype(torch_dtype)
+    storage = webgrad_device().backend.empty(max(numel, 1), dtype)
+    return storage, torch_storage(storage, max(numel, 1), torch_dtype)
+
+
+def empty(shape, torch_dtype, strides=None):
+    """A new webgpu tensor (contents undefined), contiguous unless `strides` are given."""
+    shape = tuple(shape)
+    if strides is None:
+        strides = View.contiguous_strides(shape)
+    numel = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+    _, held = new_storage(numel, torch_dtype)
+    t = _empty_tensor([0], torch_dtype)
+    return _set_storage.redispatch(_CPU_KEYS, t, held, 0, list(shape), list(strides))
+
+
+# Host copies of one-element tensors whose value the host knows because a kernel here wrote it (zeros, fill_,
+# _foreach_add_ of a number): the fused optimizers read their step counts from them without a read-back.
+# {pointer: {offset: value}}. Every write into existing memory through this package (write_into, fills, the
+# fallback's write-back, to_webgrad's sharing) forgets the storage's entries first, so an entry is current.
+_host_scalars = {}
+
+
+def note_scalar(t, value):
+    """A kernel has just written `value` into one-element tensor `t`."""
+    _host_scalars.setdefault(t.untyped_storage().data_ptr(), {})[t.storage_offset()] = value
+
+
+def known_scalar(t):
+    entry = _host_scalars.get(t.untyped_storage().data_ptr())
+    return entry.get(t.storage_offset()) if entry else None
+
+
+def forget_scalars(t):
+    """`t`'s memory is about to be written by other means: its host copies are no longer current."""
+    if _host_scalars:
+        _host_scalars.pop(t.untyped_storage().data_ptr(), None)
+
+
+def host_scalar(t):
+    """The value of one-element webgpu tensor `t`, from the host copy where there is one, else read back."""
+    value = known_scalar(t)
+    return value if value is not None else to_cpu(t).item()
+
+
+def live_storages():
+    """How many webgrad storages webgpu tensors hold now (for tests of memory release)."""
+    return len(_by_pointer)
+
+
+def host_bytes(t, dtype):
+    """CPU torch tensor `t` as the canonical bytes of webgrad `dtype` (int64 narrowed to int32), contiguous."""
+    c = t.detach()
+    if c.dtype is torch.int64 or c.dtype is not _TORCH_STORED[dtype]:
+        c = c.to(_TORCH_STORED[dtype])
+    return c.contiguous().reshape(-1).view(torch.uint8).numpy()
+
+
+_TORCH_STORED = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.int32: torch.int32,
+                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool, dtypes.float64: torch.float64}
+
+
+def to_cpu(t):
+    """Webgpu tensor `t` read back as a CPU torch tensor of its shape and dtype (a contiguous copy)."""
+    if is_byte_view(t):
+        return _storage_bytes(t)
+    x = unwrap(t)
+    raw = x.device.backend.to_bytes(x._view)
+    if not len(raw):
+        return torch.empty(tuple(t.shape), dtype=t.dtype)
+    out = torch.frombuffer(bytearray(raw), dtype=_TORCH_STORED[x.dtype]).reshape(tuple(t.shape))
+    return out if out.dtype is t.dtype else out.to(t.dtype)
+
+
+def from_cpu(t, torch_dtype=None):
+    """CPU torch tensor `t` as a new contiguous webgpu tensor (a copy), of `torch_dtype` if given."""
+    torch_dtype = torch_dtype or t.dtype
+    dtype = webgrad_dtype(torch_dtype)
+    if not t.numel():
+        return empty(t.shape, torch_dtype)
+    storage = webgrad_device().backend.from_bytes(host_bytes(t, dtype), dtype)
+    held = torch_storage(storage, t.numel(), torch_dtype)
+    out = _empty_tensor([0], torch_dtype)
+    return _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(t.shape), list(View.contiguous_strides(tuple(t.shape))))
+
+
+def to_webgrad(t):
+    """A webgpu torch tensor as a webgrad Tensor on webgrad's device, sharing its memory."""
+    if t.device.type != DEVICE.type:
+        raise ValueError(f"to_webgrad expects a tensor on {DEVICE.type}, got one on {t.device}")
+    forget_scalars(t)  # webgrad code may write into it
+    return unwrap(t)
+
+
+def from_webgrad(x):
+    """A webgrad Tensor (on the device that backs "webgpu") as a webgpu torch tensor sharing its memory."""
+    if not isinstance(x, wg.Tensor):
+        raise TypeError(f"from_webgrad expects a webgrad.Tensor, got {type(x).__name__}")
+    if x.device != webgrad_device():
+        raise ValueError(f"from_webgrad: the tensor is on webgrad's {x.device}; the webgpu torch device is backed "
+                         f"by webgrad's {webgrad_device()}")
+    return wrap(x)

@@ -1,0 +1,164 @@
+"""torch.device("webgpu") in real PyTorch (webgrad.torch_device): eager ops, autograd, optimizers, checkpoints,
+errors and the CPU fallback, each against PyTorch on the CPU."""
+
+import copy
+import io
+import os
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
+    pytest.skip("webgrad.torch_device needs torch >= 2.9", allow_module_level=True)
+
+from helpers import webgpu_available  # noqa: E402
+
+if not webgpu_available():  # the mechanics on webgrad's NumPy backend where no adapter exists
+    os.environ.setdefault("WEBGRAD_TORCH_DEVICE", "cpu")
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import webgrad.torch_device as td  # noqa: E402
+
+DEV = "webgpu"
+
+
+def close(a, b, atol=1e-5, rtol=1e-4):
+    assert a.device.type == "cpu" and b.device.type == "cpu"
+    torch.testing.assert_close(a, b, atol=atol, rtol=rtol)
+
+
+def test_device_basics():
+    assert torch.device(DEV).type == DEV
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    g = x.to(DEV)
+    assert g.device == torch.device("webgpu", 0) and g.dtype is torch.float32 and type(g) is torch.Tensor
+    close(g.cpu(), x)
+    close((g * 2 + 1).relu().cpu(), (x * 2 + 1).relu())
+    assert (g.sum()).item() == 15.0
+    r = torch.randn(4, 5, device=DEV)
+    assert r.device.type == DEV and r.shape == (4, 5)
+    assert "device='webgpu:0'" in repr(g) and "grad_fn" not in repr(g)
+    labels = torch.tensor([3, 1, 2]).to(DEV)
+    assert labels.dtype is torch.int64 and labels.cpu().tolist() == [3, 1, 2]
+    z = torch.zeros(3, device=DEV)
+    z[1] = 5.0
+    assert z.cpu().tolist() == [0.0, 5.0, 0.0]
+
+
+def test_views_and_in_place_ops_write_through():
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    g = x.to(DEV)
+    t = g.t()
+    assert t.stride() == (1, 4) and t.untyped_storage().data_ptr() == g.untyped_storage().data_ptr()
+    close(t.contiguous().cpu(), x.t().contiguous())
+    g[1] += 10  # select view, in-place add through it
+    x[1] += 10
+    close(g.cpu(), x)
+    g.data.mul_(2)  # .data shares the memory
+    close(g.cpu(), x * 2)
+    close(g[:, 1:3].sum(0).cpu(), (x * 2)[:, 1:3].sum(0))
+
+
+def test_memory_is_released_with_the_last_tensor():
+    before = td.live_storages()
+    x = torch.ones(64, device=DEV)
+    y = x[10:20]
+    del x
+    assert td.live_storages() == before + 1  # the view keeps the storage
+    del y
+    assert td.live_storages() == before
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1, bias=False)  # (Adam would amplify its noise gradient)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(F.dropout(x.flatten(1), 0.0, self.training))
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    lambda p: torch.optim.Adam(p, lr=0.01),                    # foreach (the default on a device)
+    lambda p: torch.optim.AdamW(p, lr=0.01, fused=True),       # webgrad's fused update kernel
+], ids=["sgd", "adam-foreach", "adamw-fused"])
+def test_training_matches_cpu(make_opt):
+    torch.manual_seed(0)
+    ref = _Net()
+    dev = copy.deepcopy(ref).to(DEV)
+    x, y = torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,))
+    got = {}
+    for model, xx, yy in ((ref, x, y), (dev, x.to(DEV), y.to(DEV))):
+        opt = make_opt(model.parameters())
+        for _ in range(2):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xx), yy)
+            loss.backward()
+            grads = {n: p.grad.cpu() for n, p in model.named_parameters()}
+            opt.step()
+        got[model is ref] = (loss.detach().cpu(), grads, {k: v.cpu() for k, v in model.state_dict().items()})
+    (lr, gr, sr), (ld, gd, sd) = got[True], got[False]
+    close(ld, lr)
+    for k in gr:
+        close(gd[k], gr[k])
+    for k in sr:
+        close(sd[k].to(sr[k].dtype), sr[k])  # BatchNorm's running statistics and num_batches_tracked too
+    for p in dev.parameters():
+        assert p.device.type == DEV and p.grad.device.type == DEV
+
+
+def test_state_dict_save_and_load():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(DEV)
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    for where, want in ((None, DEV), ("cpu", "cpu"), (DEV, DEV)):
+        buf.seek(0)
+        state = torch.load(buf, map_location=where)
+        for k, v in state.items():
+            assert v.device.type == want
+            close(v.cpu(), model.state_dict()[k].cpu())
+    fresh = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    buf.seek(0)
+    fresh.load_state_dict(torch.load(buf, map_location="cpu"))
+    close(fresh[0].weight, model[0].weight.cpu())
+
+
+def test_device_mismatch_raises_pytorchs_error():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(2, device=DEV) + torch.ones(2)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(2, 2, device=DEV) @ torch.ones(2, 2)
+    # a 0-dim CPU tensor is a number, as PyTorch allows for device tensors
+    assert (torch.ones(2, device=DEV) + torch.tensor(3.0)).cpu().tolist() == [4.0, 4.0]
+
+
+def test_unsupported_dtype_names_it():
+    with pytest.raises(TypeError, match="torch.bfloat16"):
+        torch.ones(2, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="torch.float64"):
+        torch.ones(2, dtype=torch.float64).to(DEV)
+
+
+def test_fallback_warns_once_and_strict_mode_raises():
+    td.reset_fallback_counts()
+    x = torch.linspace(0.5, 2.0, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = torch.special.i0(x.to(DEV))
+        b = torch.special.i0(x.to(DEV))
+    messages = [str(w.message) for w in caught if "aten.i0" in str(w.message)]
+    assert len(messages) == 1 and "runs on the CPU" in messages[0]
+    assert sum(n for op, n in td.fallback_counts().items() if op.startswith("aten.i0")) == 2
+    assert a.device.type == DEV
+    close(b.cpu(), torch.special.i0(x))
+    with td.strict(), pytest.raises(NotImplementedError, match="aten.i0"):
+        torch.special.i0(x.to(DEV))
+    assert td.get_fallback() == "cpu"
