@@ -384,3 +384,13 @@ to 1.0 where one held inf/NaN.""", half=REFUSE, optional=True)
 
 amp_restore_if = _kernel("amp_restore_if", "out:inout saved:in found:in", """GradScaler's undo of a step: out =
 saved where found (float32, one element) is above 0.""", half=REFUSE, optional=True)
+
+# ------------------------------------------------------------------------------------------ transformer kernels
+# A transformer's step: masked_fill, dropout, layer norm, fused attention, the masked softmax of hand-written
+# attention, and a grouped Adam. Random draws follow `random`'s stream: element i of a draw of n counters from
+# (seed, offset) is kept by dropout where u(offset + i) >= p, u as `random`'s uniform (compared in float32), so
+# a kernel that drops inside reproduces F.dropout's `rand(shape) >= p` for the same generator state.
+
+masked_fill = _kernel("masked_fill", "out:out x:in mask:in value:arg", """out = value where mask else x. x and
+mask (bool) are views of out's shape (the engine broadcasts them with stride 0); value: a Python number or a
+dynamic scalar, converted to out.dtype as `copy` converts (toward zero for integers). out may be x itself.""")

@@ -7,7 +7,7 @@ re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 
 from .. import _printing
 from .._tensor import Tensor
-from . import composed, conv, elementwise, inplace, loss, matmul, reduce, shape, table
+from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -24,6 +24,7 @@ _HAND_WRITTEN = {
           "binary_cross_entropy_with_logits",
     conv: "conv2d conv_transpose2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
     composed: "addcmul addcdiv",
+    masked: "masked_fill",
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
@@ -36,7 +37,7 @@ _METHODS = (
     "sum prod mean max min argmax argmin amax amin var std logsumexp softmax log_softmax cumsum "
     "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
-    "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv"
+    "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv masked_fill"
 ).split()
 _IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num addcmul addcdiv".split()
 
@@ -68,7 +69,7 @@ _OPERATORS = {
     "where": _where_method,
     "view_as": lambda self, other: shape.view(self, *other.shape),
     "reshape_as": lambda self, other: shape.reshape(self, *other.shape),
-    "zero_": inplace.zero_, "fill_": inplace.fill_, "copy_": inplace.copy_,
+    "zero_": inplace.zero_, "fill_": inplace.fill_, "masked_fill_": masked.masked_fill_, "copy_": inplace.copy_,
     "uniform_": inplace.uniform_, "normal_": inplace.normal_,
 }
 

@@ -1,0 +1,22 @@
+"""masked_fill (shaders/masked.wgsl): elementwise.wgsl's walker with the mask as a second operand."""
+
+from ...dtypes import bool_, float32, int32
+from .. import kernels
+from . import elementwise
+from .dispatch import Kernel, Shader
+from .views import check_same_shape, check_view
+
+SHADER = Shader("masked.wgsl", elementwise._shader_inputs)  # (elementwise.wgsl's op codes and cases, included)
+_IN = ("IN0_DTYPE", "IN0_FROM_OUT", "IN1_DTYPE", "IN1_FROM_OUT")
+MASKED_FILL = Kernel(SHADER, "masked_fill", elementwise._LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN))
+
+
+@kernels.masked_fill.implement("webgpu")
+def masked_fill(rt, out, x, mask, value):
+    check_view(out, "out")
+    check_view(x, "x", dtype=out.dtype)
+    check_view(mask, "mask", dtype=bool_)
+    check_same_shape(out, ("x", x), ("mask", mask))
+    if out.dtype not in (float32, int32):
+        raise TypeError(f"masked_fill on WebGPU writes float32 or int32, not {out.dtype}")
+    elementwise.launch(rt, MASKED_FILL, 0, out, [x, mask], a=value, int_math=out.dtype is int32)
