@@ -203,20 +203,45 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
 
 @full_precision("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the trailing dims `normalized_shape` (biased variance), then scale and shift."""
+    """Normalise over the trailing dims `normalized_shape` (biased variance), then scale and shift: one fused
+    kernel forward (each row's mean and rstd saved) and one backward pass for all three gradients."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
         raise RuntimeError(f"layer_norm(): given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size {list(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    diff = input - input.mean(dims, keepdim=True)
-    out = diff * ((diff * diff).mean(dims, keepdim=True) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(f"layer_norm(): expected {name} of shape {list(normalized_shape)}, got {list(t.shape)}")
+    _check_same_device("layer_norm", input, *(t for t in (weight, bias) if t is not None))
+    x = (input if input.dtype.is_floating else input.float()).contiguous()
+    cols = 1
+    for n in normalized_shape:
+        cols *= n
+    rows = x.numel() // cols if cols else 0
+    dtype, device = x.dtype, x.device
+    # the statistics in float32 (float64 for float64 input: the CPU's gradient checks)
+    sdtype = dtypes.float64 if dtype is dtypes.float64 else dtypes.float32
+    w, b = (None if t is None else t.to(dtype).contiguous() for t in (weight, bias))
+    out = Tensor._empty(tuple(x.shape), dtype, device)
+    save = Tensor._empty((rows, 2), sdtype, device)
+    backend = device.backend
+
+    def flat(t, *shape):
+        return None if t is None else t._view.reshaped(shape)
+
+    kernels.layer_norm(backend, flat(out, rows, cols), save._view, flat(x, rows, cols), flat(w, cols), flat(b, cols),
+                       float(eps))
+
+    def backward(g):
+        g = g.to(dtype).contiguous()
+        grads = [Tensor._empty(tuple(t.shape), dtype, device) if t is not None and t.requires_grad else None
+                 for t in (x, w, b)]
+        kernels.layer_norm_backward(backend, flat(grads[0], rows, cols), flat(grads[1], cols), flat(grads[2], cols),
+                                    flat(g, rows, cols), flat(x, rows, cols), save._view, flat(w, cols))
+        return tuple(grads)
+
+    return record(out, "NativeLayerNorm", (x, w, b), backward)
 
 
 @full_precision("group_norm")

@@ -84,6 +84,8 @@ KERNEL_VARIANTS = {
     "optim_vec4_per_thread": (1, 16),     # vec4s each thread of an optimizer update handles
     "batch_norm_rows": (False, True),     # batch norm statistics and gradient sums: a workgroup tree per
                                           # (chunk, channel) / a thread per (chunk, channel)
+    "layer_norm_rows": (False, True),     # layer norm: a workgroup tree per row / a thread per row (and per
+                                          # column for the parameter gradients)
 }
 
 
