@@ -1,7 +1,9 @@
 """webgrad.data (also importable as webgrad.utils.data): datasets and batching, as torch.utils.data."""
 
 from .collate import default_collate  # noqa: F401
-from .dataset import Dataset, Subset, TensorDataset, random_split  # noqa: F401
-from .loader import DataLoader  # noqa: F401
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,  # noqa: F401
+                      random_split)
+from .distributed import DistributedSampler  # noqa: F401
+from .loader import DataLoader, get_worker_info  # noqa: F401
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  # noqa: F401
                       SubsetRandomSampler, WeightedRandomSampler)

@@ -11,6 +11,8 @@ is one index_select per tensor. TensorDataset, Subset (of such a dataset) and da
 """
 
 import array
+import bisect
+import itertools
 
 from .. import _bounds, dtypes
 from .. import random as _random
@@ -24,6 +26,61 @@ class Dataset:
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """Base class of iterable datasets (streams): subclasses implement __iter__; a DataLoader reads them in
+    order, batch_size items at a time."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __add__(self, other):
+        return ChainDataset([self, other])
+
+
+class ConcatDataset(Dataset):
+    """The samples of several map-style datasets, one after another."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index):
+        if index < 0:
+            if -index > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets read one after another."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
 
 
 class TensorDataset(Dataset):

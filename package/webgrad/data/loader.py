@@ -11,14 +11,30 @@ Two ways to build a batch:
 Shuffling happens on the host with a random.Random drawn from `generator` (webgrad.Generator; the
 default generator, seeded by webgrad.manual_seed, when none is given): the same seed gives the same
 order, and every epoch draws a fresh order.
+
+As in PyTorch, the loader's order comes from `self.sampler` (RandomSampler when shuffling, else
+SequentialSampler, unless one is given) grouped by `self.batch_sampler` (a BatchSampler unless one is
+given), and both are read lazily: a batch's indices are drawn when the batch is made (on the
+batch-gathering path, up to UPLOAD_INDICES of them are uploaded at a time), so a sampler of 10**10 indices
+starts at once.
+
+An IterableDataset is read in order: batch_size items at a time from iter(dataset), then collated.
 """
 
 import array
 
 from .. import dtypes
-from .. import random as _random
 from .._tensor import tensor
 from .collate import default_collate
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+UPLOAD_INDICES = 1 << 16  # indices uploaded at a time on the batch-gathering path: one upload per epoch up to this
+
+
+def get_worker_info():
+    """None: batches are always made in the calling process (as PyTorch's answer there)."""
+    return None
 
 
 class DataLoader:
@@ -40,6 +56,12 @@ class DataLoader:
                              "to enable multiprocessing, otherwise set prefetch_factor to None.")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable:
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, but got "
+                                     f"{name}={value}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -51,6 +73,10 @@ class DataLoader:
             raise ValueError("batch_size=None (no automatic batching) is not supported by webgrad's DataLoader")
         elif not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size should be a positive integer, but got batch_size={batch_size!r}")
+        if sampler is None and not iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_sampler is None and not iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
@@ -68,41 +94,40 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
 
     def __len__(self):
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-
-    def _epoch_order(self):
-        if self.sampler is not None:
-            return list(self.sampler)
-        order = list(range(len(self.dataset)))
-        if self.shuffle:
-            (self.generator or _random.default_generator).python_random().shuffle(order)
-        return order
-
-    def _batches(self):
-        """The epoch's batches of dataset indices."""
-        if self.batch_sampler is not None:
-            return [list(b) for b in self.batch_sampler]
-        order = self._epoch_order()
-        bs = self.batch_size
-        stop = len(order) - len(order) % bs if self.drop_last else len(order)
-        return [order[start:start + bs] for start in range(0, stop, bs)]
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)  # TypeError where the dataset has no length, as in PyTorch
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler)
 
     def __iter__(self):
-        batches = self._batches()
-        if not batches:
+        collate = self.collate_fn or default_collate
+        if isinstance(self.dataset, IterableDataset):
+            batch = []
+            for item in self.dataset:
+                batch.append(item)
+                if len(batch) == self.batch_size:
+                    yield collate(batch)
+                    batch = []
+            if batch and not self.drop_last:
+                yield collate(batch)
             return
+        batches = iter(self.batch_sampler)
         device = getattr(self.dataset, "batch_device", None) if self.collate_fn is None else None
-        if device is not None:
-            flat = [i for b in batches for i in b]
-            perm = tensor(array.array("i", flat), dtype=dtypes.int32, device=device)  # the epoch's one upload
-            start = 0
-            for b in batches:
-                yield self.dataset.get_batch(perm[start:start + len(b)])
-                start += len(b)
-        else:
-            collate = self.collate_fn or default_collate
+        if device is None:
             for b in batches:
                 yield collate([self.dataset[i] for i in b])
+            return
+        while True:  # the indices of up to UPLOAD_INDICES samples go to the device in one upload
+            chunk, count = [], 0
+            for b in batches:
+                chunk.append(list(b))
+                count += len(chunk[-1])
+                if count >= UPLOAD_INDICES:
+                    break
+            if not chunk:
+                return
+            perm = tensor(array.array("i", [i for b in chunk for i in b]), dtype=dtypes.int32, device=device)
+            start = 0
+            for b in chunk:
+                yield self.dataset.get_batch(perm[start:start + len(b)])
+                start += len(b)

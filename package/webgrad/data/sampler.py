@@ -3,9 +3,17 @@
 A sampler is an iterable of dataset indices (a batch sampler: of lists of indices). Random samplers draw
 from a webgrad.Generator (the default one, seeded by webgrad.manual_seed, when none is given) on the
 host; their orders are reproducible within webgrad but are not PyTorch's random streams.
+
+Samplers are lazy, as PyTorch's: an index is drawn when it is asked for, so RandomSampler(data,
+replacement=True, num_samples=10**10) (a "train forever" loader) starts at once. The generator is drawn
+from when iteration starts, one draw per epoch.
 """
 
+import itertools
+
 from .. import random as _random
+
+_CHUNK = 4096  # indices drawn at a time where drawing them together is cheaper
 
 
 class Sampler:
@@ -44,15 +52,19 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         rng = (self.generator or _random.default_generator).python_random()
-        n = len(self.data_source)
+        return self._draw(rng, len(self.data_source))
+
+    def _draw(self, rng, n):
         if self.replacement:
-            return iter([rng.randrange(n) for _ in range(self.num_samples)])
-        out = []
-        while len(out) < self.num_samples:  # num_samples may exceed n: whole permutations, then a part
+            for _ in range(self.num_samples):
+                yield rng.randrange(n)
+            return
+        remaining = self.num_samples
+        while remaining > 0:  # num_samples may exceed n: whole permutations, then a part of one
             order = list(range(n))
             rng.shuffle(order)
-            out.extend(order)
-        return iter(out[:self.num_samples])
+            yield from order[:remaining]
+            remaining -= n
 
     def __len__(self):
         return self.num_samples
@@ -86,14 +98,20 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self):
         rng = (self.generator or _random.default_generator).python_random()
-        if self.replacement:
-            return iter(rng.choices(range(len(self.weights)), weights=self.weights, k=self.num_samples))
-        weights, out = list(self.weights), []
+        return self._draw(rng)
+
+    def _draw(self, rng):
+        population = range(len(self.weights))
+        if self.replacement:  # drawn in chunks: the same stream as one rng.choices call of k=num_samples
+            cumulative = list(itertools.accumulate(self.weights))
+            for start in range(0, self.num_samples, _CHUNK):
+                yield from rng.choices(population, cum_weights=cumulative, k=min(_CHUNK, self.num_samples - start))
+            return
+        weights = list(self.weights)
         for _ in range(self.num_samples):
-            j = rng.choices(range(len(weights)), weights=weights)[0]
-            out.append(j)
+            j = rng.choices(population, weights=weights)[0]
             weights[j] = 0.0
-        return iter(out)
+            yield j
 
     def __len__(self):
         return self.num_samples
