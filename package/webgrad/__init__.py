@@ -28,6 +28,10 @@ from . import nn
 from . import optim
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
 from ._as_torch import as_torch
+from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401
+from ._legacy import bfloat16  # a name only: webgrad stores no bfloat16
+from ._norm import norm
+from ._out import with_out as _with_out
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from ._out import add_out_argument as _add_out_argument
@@ -36,6 +40,7 @@ from ._out import add_out_argument as _add_out_argument
 # records, both listed in ops/api.py; then out= on those PyTorch gives it.
 globals().update(_FUNCTIONS)
 _add_out_argument(globals())
+norm = _with_out(norm)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -47,6 +52,8 @@ __all__ = [
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format",
+    "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
+    "norm",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

@@ -6,9 +6,10 @@ same functions that serve ``webgrad.exp(x)``; the elementwise ones come from the
 """
 
 import array
+import operator
 import struct
 
-from . import _autograd, devices, dtypes
+from . import _autograd, _typenames, devices, dtypes
 from ._autograd import record
 from ._view import View
 from ._backends import kernels
@@ -334,10 +335,14 @@ class Tensor:
     def webgpu(self):
         return self.to("webgpu")
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """t.type() names the type as PyTorch does ('torch.FloatTensor'); t.type(X) converts to X: a dtype,
+        a legacy type (torch.LongTensor) or its name ('torch.LongTensor'). The device is kept."""
+        if isinstance(dtype, dtypes.DType):
+            return cast(self, dtype)
         if dtype is None:
-            return f"webgrad.{self.dtype.name}"
-        return cast(self, dtypes.to_dtype(dtype))
+            return _typenames.type_name(self.dtype)
+        return cast(self, dtypes.float32 if dtype is Tensor else _typenames.type_dtype(dtype))
 
     def float(self):
         return self.type(dtypes.float32)
@@ -370,6 +375,58 @@ class Tensor:
 
     def byte(self):
         return self.type(dtypes.uint8)
+
+    # ----------------------------------------------------------------- PyTorch's conveniences
+    # Device questions scripts ask (`if x.is_cuda:`): webgrad has no CUDA, MPS or XPU device.
+    is_cuda = property(lambda self: False)
+    is_mps = property(lambda self: False)
+    is_xpu = property(lambda self: False)
+    is_meta = property(lambda self: False)
+    is_cpu = property(lambda self: self.device.type == "cpu")
+
+    def _new(self, dtype, device):
+        return (self.dtype if dtype is None else dtypes.to_dtype(dtype)), (self.device if device is None else device)
+
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        """An uninitialised tensor with this one's dtype and device (unless given), as torch's new_empty."""
+        dtype, device = self._new(dtype, device)
+        return empty(_size_arg("new_empty", sizes, size), dtype=dtype, device=device, requires_grad=requires_grad,
+                     layout=layout, pin_memory=pin_memory)
+
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        dtype, device = self._new(dtype, device)
+        return zeros(_size_arg("new_zeros", sizes, size), dtype=dtype, device=device, requires_grad=requires_grad,
+                     layout=layout, pin_memory=pin_memory)
+
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                 pin_memory=False):
+        dtype, device = self._new(dtype, device)
+        return ones(_size_arg("new_ones", sizes, size), dtype=dtype, device=device, requires_grad=requires_grad,
+                    layout=layout, pin_memory=pin_memory)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        dtype, device = self._new(dtype, device)
+        return full(_size_arg("new_full", (), size), fill_value, dtype=dtype, device=device,
+                    requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        """tensor(data) with this one's dtype and device unless given (a copy, without autograd history)."""
+        _check_layout("new_tensor", layout, pin_memory)
+        if isinstance(data, Tensor):
+            import warnings
+            warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                          "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                          "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        dtype, device = self._new(dtype, device)
+        return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The p-norm over `dim` (all elements when None), as torch.norm: p a number (0, 1, 2, inf, -inf, any
+        other) or 'fro' (the 2-norm). Its gradient is torch's (0 where a norm is 0, shared among ties for inf)."""
+        from . import _norm
+        return _norm.norm(self, p, dim, keepdim, dtype)
 
 
 class Size(tuple):
@@ -609,12 +666,52 @@ def _shape_args(size):
     return tuple(size)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    t = Tensor._empty(_shape_args(size), dtypes.to_dtype(dtype, dtypes.float32), devices.get(device))
+def _size_arg(name, sizes, size):
+    """The shape of a creation call, from torch's forms: f(2, 3), f((2, 3)), f([2, 3]), f(Size), f(size=(2, 3)).
+
+    Sizes are ints or anything with __index__ (a 0-d integer tensor); bad ones get torch's errors. No
+    sizes at all give a 0-d tensor (torch asks for a size; webgrad's own code calls f(*shape) for any shape)."""
+    if size is not None:
+        if sizes:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        sizes = tuple(size)
+    elif len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    shape = []
+    for s in sizes:
+        if isinstance(s, (float, list, tuple, str)) or s is None:
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__}")
+        try:
+            shape.append(operator.index(s))
+        except TypeError:
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__}") from None
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {shape}")
+    return tuple(shape)
+
+
+def _check_layout(name, layout, pin_memory=False):
+    """layout=torch.strided and pin_memory=False are what webgrad's tensors are; other values are refused."""
+    if layout is not None and "strided" not in str(layout):
+        raise RuntimeError(f"{name}(): layout {layout} is not supported (webgrad's tensors are strided)")
+    if pin_memory:
+        raise RuntimeError(f"{name}(): pin_memory=True is not supported (webgrad has no pinned host memory)")
+
+
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
+          memory_format=None):
+    """empty(*size) / empty(size=...): a tensor with undefined contents (torch.empty's forms)."""
+    _check_layout("empty", layout, pin_memory)
+    t = Tensor._empty(_size_arg("empty", sizes, size), dtypes.to_dtype(dtype, dtypes.float32), devices.get(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    _check_layout("full", layout, pin_memory)
     size = _shape_args((size,) if isinstance(size, int) else (tuple(size),))
     dtype = dtypes.to_dtype(dtype) or (dtypes.scalar_dtype(fill_value) if not isinstance(fill_value, float) else dtypes.float32)
     t = Tensor._empty(size, dtype, devices.get(device))
@@ -622,12 +719,16 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_args(size), 0, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad)
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """zeros(*size) / zeros(size=...), as torch.zeros."""
+    return full(_size_arg("zeros", sizes, size), 0, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device,
+                requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_args(size), 1, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad)
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """ones(*size) / ones(size=...), as torch.ones."""
+    return full(_size_arg("ones", sizes, size), 1, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device,
+                requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
 
 def _like(x, dtype, device):

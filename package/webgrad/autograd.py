@@ -25,6 +25,7 @@ higher-order gradients, as everywhere in webgrad).
 from ._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
 from ._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from ._tensor import Tensor
+from ._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t detached, as modern PyTorch)
 
 
 class FunctionCtx:

@@ -2,10 +2,11 @@
 every backend (the hash is specified in _backends/kernels.py) and no state lives on the device.
 """
 
+import operator
 import random as _pyrandom
 
 from . import devices, dtypes, replay
-from ._tensor import Tensor, _shape_args, tensor
+from ._tensor import Tensor, _check_layout, _size_arg, tensor
 from ._backends import kernels
 
 DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator()
@@ -101,35 +102,69 @@ def _advance(gen, n, seed_scalar, offset_scalar):
 
 
 def _make(shape, dist, a, b, dtype, device, requires_grad, generator):
-    t = Tensor._empty(_shape_args(shape), dtype, devices.get(device))
+    t = Tensor._empty(shape, dtype, devices.get(device))
     fill_random(t, dist, a, b, generator)
     return t.requires_grad_(True) if requires_grad else t
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    return _make(size, "uniform", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device, requires_grad, generator)
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
+         pin_memory=False):
+    """rand(*size) / rand(size=...): uniform on [0, 1), as torch.rand."""
+    _check_layout("rand", layout, pin_memory)
+    return _make(_size_arg("rand", sizes, size), "uniform", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device,
+                 requires_grad, generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    return _make(size, "normal", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device, requires_grad, generator)
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
+          pin_memory=False):
+    """randn(*size) / randn(size=...): standard normal, as torch.randn."""
+    _check_layout("randn", layout, pin_memory)
+    return _make(_size_arg("randn", sizes, size), "normal", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device,
+                 requires_grad, generator)
 
 
-def randint(low, high=None, size=None, generator=None, dtype=None, device=None):
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing required argument 'size'")
+def _int_arg(name, value, position):
+    if isinstance(value, (float, bool)) or not hasattr(value, "__index__"):
+        raise TypeError(f"randint(): argument '{name}' (position {position}) must be int, not {type(value).__name__}")
+    return operator.index(value)
+
+
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False,
+            layout=None, pin_memory=False):
+    """Integers drawn uniformly from [low, high), in torch.randint's forms: randint(high, size),
+    randint(low, high, size), and any of low/high/size by keyword (low defaults to 0)."""
+    _check_layout("randint", layout, pin_memory)
+    given = {"low": low, "high": high, "size": size}
+    # positional arguments fill torch's overloads: (high, size) or (low, high, size), minus the keywords given
+    if len(args) > 3:
+        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args)} given)")
+    names = ("low", "high", "size") if len(args) == 3 or (len(args) == 2 and size is not None) else ("high", "size")
+    if len(args) == 1 and size is not None:
+        names = ("low",) if high is not None else ("high",)
+    for name, value in zip(names, args):
+        if given[name] is not None:
+            raise TypeError(f"randint() got multiple values for argument '{name}'")
+        given[name] = value
+    if given["high"] is None or given["size"] is None:
+        missing = "high" if given["high"] is None else "size"
+        raise TypeError(f"randint() missing required argument '{missing}': use randint(high, size) or "
+                        "randint(low, high, size)")
+    low = 0 if given["low"] is None else _int_arg("low", given["low"], 1)
+    high = _int_arg("high", given["high"], 2 if given["low"] is not None else 1)
+    if isinstance(given["size"], int) or not isinstance(given["size"], (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(given['size']).__name__}")
+    shape = _size_arg("randint", (), given["size"])
     if high <= low:
-        raise ValueError(f"randint(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _make((tuple(size),), "randint", low, high, dtypes.to_dtype(dtype, dtypes.int32), device, False, generator)
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _make(shape, "randint", low, high, dtypes.to_dtype(dtype, dtypes.int32), device, requires_grad, generator)
 
 
 def rand_like(x, dtype=None, device=None):
-    return rand(*x.shape, dtype=dtype or x.dtype, device=device or x.device)
+    return rand(size=tuple(x.shape), dtype=dtype or x.dtype, device=device or x.device)
 
 
 def randn_like(x, dtype=None, device=None):
-    return randn(*x.shape, dtype=dtype or x.dtype, device=device or x.device)
+    return randn(size=tuple(x.shape), dtype=dtype or x.dtype, device=device or x.device)
 
 
 def randperm(n, generator=None, dtype=None, device=None):

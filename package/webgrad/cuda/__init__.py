@@ -1,0 +1,84 @@
+"""torch.cuda's discovery calls, answered truthfully: webgrad has no CUDA device.
+
+Scripts written for PyTorch commonly start with
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+Here that picks "cpu". To train on the GPU, use `webgrad.accelerator.current_accelerator()` (the
+WebGPU device when there is an adapter) or `device="webgpu"`.
+"""
+
+
+def is_available():
+    """False: webgrad reaches GPUs through WebGPU (device "webgpu"), never through CUDA."""
+    return False
+
+
+def device_count():
+    return 0
+
+
+def is_initialized():
+    return False
+
+
+def manual_seed(seed):
+    """Accepted, as torch.cuda.manual_seed on a machine without CUDA: there is no CUDA generator to seed."""
+
+
+def manual_seed_all(seed):
+    """Accepted, as torch.cuda.manual_seed_all on a machine without CUDA."""
+
+
+def synchronize(device=None):
+    """Nothing to wait for: there is no CUDA device. (webgrad.webgpu.synchronize waits for the GPU.)"""
+
+
+def empty_cache():
+    """Nothing to free: there is no CUDA device."""
+
+
+def is_bf16_supported(including_emulation=True):
+    """False: there is no CUDA device (and webgrad has no bfloat16)."""
+    return False
+
+
+def _no_cuda(what):
+    # PyTorch built without CUDA raises AssertionError("Torch not compiled with CUDA enabled") here
+    return AssertionError(f"torch.cuda.{what}: webgrad has no CUDA device (torch.cuda.is_available() is False); "
+                          "use device='webgpu' for the GPU")
+
+
+def current_device():
+    raise _no_cuda("current_device()")
+
+
+def set_device(device):
+    raise _no_cuda("set_device()")
+
+
+def get_device_name(device=None):
+    raise _no_cuda("get_device_name()")
+
+
+def get_device_capability(device=None):
+    raise _no_cuda("get_device_capability()")
+
+
+def memory_allocated(device=None):
+    """0, as PyTorch answers without CUDA: no CUDA memory is in use."""
+    return 0
+
+
+def max_memory_allocated(device=None):
+    return 0
+
+
+# torch.cuda.FloatTensor and the like: `isinstance(t, torch.cuda.FloatTensor)` is False, and making one is an
+# error naming the missing device (see webgrad._legacy).
+from .._legacy import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor = (
+    _CUDA_TYPES[n] for n in ("BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor",
+                             "LongTensor"))
+
+from . import amp  # noqa: E402,F401  (torch.cuda.amp: deprecated aliases of webgrad.amp)

@@ -1,0 +1,31 @@
+"""torch.cuda.amp: PyTorch's deprecated spellings of torch.amp, with its FutureWarnings.
+
+`torch.cuda.amp.autocast(...)` is `webgrad.amp.autocast("cuda", ...)` and `torch.cuda.amp.GradScaler(...)` is
+`webgrad.amp.GradScaler("cuda", ...)`; in webgrad the device "cuda" of autocast and GradScaler means WebGPU.
+"""
+
+import warnings
+
+from .. import amp as _amp
+from .. import dtypes
+
+
+class autocast(_amp.autocast):
+    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)."""
+
+    def __init__(self, enabled=True, dtype=dtypes.float16, cache_enabled=True):
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', "
+                      "args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_amp.GradScaler):
+    """torch.cuda.amp.GradScaler(init_scale=2.**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+    enabled=True)."""
+
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                 enabled=True):
+        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', "
+                      "args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
