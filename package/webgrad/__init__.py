@@ -32,6 +32,7 @@ from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTens
 from ._legacy import bfloat16  # a name only: webgrad stores no bfloat16
 from ._norm import norm
 from ._out import with_out as _with_out
+from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from ._out import add_out_argument as _add_out_argument
@@ -53,7 +54,7 @@ __all__ = [
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format",
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
-    "norm",
+    "norm", "distributed", "jit", "onnx",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS),
 ]

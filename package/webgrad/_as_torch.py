@@ -13,6 +13,9 @@ WebGPU instead: as_torch() sets the default device to "webgpu" there, so ``torch
 Not covered: torchvision, torchaudio and torchtext are separate libraries (use ``webgrad.datasets`` and
 ``webgrad.transforms``: MNIST, CIFAR-10/100, ImageFolder, GPU augmentation); CUDA-only calls answer as on
 a machine without CUDA (``torch.cuda.is_available()`` is False; ``torch.accelerator`` is WebGPU).
+
+Any other ``torch.X.Y`` resolves to webgrad's module ``webgrad.X.Y`` where there is one (an import hook,
+_TorchFinder), and to ModuleNotFoundError where there is none.
 """
 
 import sys
@@ -23,20 +26,72 @@ ALIASES = {
     "torch.nn": "webgrad.nn",
     "torch.nn.functional": "webgrad.nn.functional",
     "torch.nn.init": "webgrad.nn.init",
+    "torch.nn.modules": "webgrad.nn.modules",
+    "torch.nn.parallel": "webgrad.nn.parallel",
     "torch.nn.utils": "webgrad.nn.utils",
+    "torch.nn.utils.clip_grad": "webgrad.nn.utils.clip_grad",
+    "torch.nn.utils.rnn": "webgrad.nn.utils.rnn",
     "torch.optim": "webgrad.optim",
     "torch.optim.lr_scheduler": "webgrad.optim.lr_scheduler",
     "torch.utils": "webgrad.utils",
+    "torch.utils.checkpoint": "webgrad.utils.checkpoint",
     "torch.utils.data": "webgrad.utils.data",
+    "torch.utils.data.dataloader": "webgrad.utils.data.dataloader",
+    "torch.utils.data.dataset": "webgrad.utils.data.dataset",
+    "torch.utils.data.distributed": "webgrad.utils.data.distributed",
+    "torch.utils.data.sampler": "webgrad.utils.data.sampler",
     "torch.autograd": "webgrad.autograd",
     "torch.amp": "webgrad.amp",
     "torch.cuda": "webgrad.cuda",
+    "torch.cuda.amp": "webgrad.cuda.amp",
     "torch.backends": "webgrad.backends",
+    "torch.backends.cuda": "webgrad.backends.cuda",
     "torch.backends.mps": "webgrad.backends.mps",
     "torch.backends.cudnn": "webgrad.backends.cudnn",
     "torch.accelerator": "webgrad.accelerator",
+    "torch.distributed": "webgrad.distributed",
     "torch.distributions": "webgrad.distributions",
+    "torch.jit": "webgrad.jit",
+    "torch.onnx": "webgrad.onnx",
 }
+
+
+
+class _TorchFinder:
+    """The import hook for the torch.* names ALIASES does not list: `import torch.X.Y` gives the module
+    webgrad.X.Y itself (torch.optim.optimizer is webgrad.optim.optimizer, torch.nn.modules.linear is
+    webgrad.nn.modules.linear). Without it, Python would find webgrad's file through the aliased package's
+    path and load a second copy, whose classes differ from webgrad's (isinstance checks would fail)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith("torch.") or sys.modules.get("torch") is None:
+            return None
+        import importlib
+        import importlib.util
+        ours = "webgrad" + fullname[len("torch"):]
+        try:
+            module = importlib.import_module(ours)
+        except ModuleNotFoundError as e:
+            if e.name is not None and ours.startswith(e.name):
+                return None  # webgrad has no such module: `import torch.X` fails as it should
+            raise
+        return importlib.util.spec_from_loader(fullname, _Alias(module))
+
+
+class _Alias:
+    """Loader of an alias: the module is webgrad's, already imported; its own __spec__ is kept."""
+
+    def __init__(self, module):
+        self.module, self.spec = module, module.__spec__
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        module.__spec__ = self.spec  # (module_from_spec set it to the alias's)
+
+
+_FINDER = _TorchFinder()
 
 
 def as_torch():
@@ -59,6 +114,8 @@ def as_torch():
             sys.modules[name] = importlib.import_module(target)
         except ImportError:  # a part webgrad does not have (yet): `import torch.X` then fails as it should
             continue
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
     if importlib.util.find_spec("numpy") is None and webgrad.get_default_device().type == "cpu":
         webgrad.set_default_device("webgpu")  # no CPU device without NumPy: "CPU" tensors live on the GPU
     return webgrad

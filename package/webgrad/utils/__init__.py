@@ -1,3 +1,4 @@
-"""webgrad.utils: the module paths PyTorch users import from (torch.utils.data -> webgrad.utils.data)."""
+"""webgrad.utils: the module paths PyTorch users import from (torch.utils.data -> webgrad.utils.data,
+torch.utils.checkpoint)."""
 
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401

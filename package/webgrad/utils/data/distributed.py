@@ -1,0 +1,3 @@
+"""torch.utils.data.distributed: DistributedSampler (webgrad.data.distributed) under PyTorch's module path."""
+
+from ...data.distributed import DistributedSampler  # noqa: F401
