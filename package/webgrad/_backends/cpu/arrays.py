@@ -11,9 +11,10 @@ except ImportError:  # pragma: no cover - exercised by the no-NumPy test in a su
 
 from ... import _bounds, dtypes
 
+NP_DTYPES = {}  # (empty without NumPy: the package still imports, and CPUBackend() says what is missing)
 if np is not None:
     NP_DTYPES = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64,
-                 dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
+                 dtypes.int64: np.int64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
 
 
 def require_numpy():
@@ -48,11 +49,11 @@ def wide(a):
 
 
 def int_param(v):
-    """A scalar parameter for an integer kernel: +-inf (clamp's "no bound") becomes the int32 limit."""
+    """A scalar parameter for an integer kernel: +-inf (clamp's "no bound") becomes the int64 limit."""
     if v == float("inf"):
-        return 2**31 - 1
+        return 2**63 - 1
     if v == float("-inf"):
-        return -2**31
+        return -2**63
     return int(v)
 
 
