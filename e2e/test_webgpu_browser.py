@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from webgrad import dtypes
+from webgrad._backends import kernels
 from webgrad._backends.cpu import CPUBackend
 from webgrad._view import View
 
@@ -21,7 +22,7 @@ import struct
 from webgrad import dtypes
 from webgrad._view import View
 from webgrad._backends.webgpu import create_backend
-from webgrad._backends import kernels  # noqa: E402
+from webgrad._backends import kernels
 be = create_backend()
 F32, I32, U8 = dtypes.float32, dtypes.int32, dtypes.uint8
 
