@@ -1,12 +1,13 @@
 """nn.MultiheadAttention, as PyTorch, on F.scaled_dot_product_attention's pieces (nn/functional.py).
 
-Both are compositions of existing ops (matmul, softmax, where, reshape/transpose, dropout, linear), so their
-gradients come from those ops' backwards; there is no attention kernel of its own.
+Without need_weights (nn.TransformerEncoderLayer's call) the attention itself is the fused attention kernels
+(ops/attention.py); with it, the composition of matmul, softmax and dropout that also gives the weights.
 """
 
 import math
 
 from .._tensor import zeros
+from ..ops.attention import fused_attention
 from . import functional as F, init
 from .functional import _additive, _attention
 from .linear import Linear
@@ -113,7 +114,11 @@ class MultiheadAttention(Module):
             bias = pad if bias is None else bias + pad
 
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = _attention(q, k, v, bias, dropout_p, None)
+        # without the weights to return, the fused attention kernels (no [N, H, L, S] weights in memory)
+        out = None if need_weights else fused_attention(q, k, v, bias, dropout_p, False, None)
+        weights = None
+        if out is None:
+            out, weights = _attention(q, k, v, bias, dropout_p, None)
         out = out.permute(2, 0, 1, 3).reshape(L, N, E)  # [N, H, L, D] -> [L, N, E]
         out = self.out_proj(out)
         if self.batch_first and batched:

@@ -86,6 +86,8 @@ KERNEL_VARIANTS = {
                                           # (chunk, channel) / a thread per (chunk, channel)
     "layer_norm_rows": (False, True),     # layer norm: a workgroup tree per row / a thread per row (and per
                                           # column for the parameter gradients)
+    "attention_untiled": (False, True),   # fused attention: key / query tiles in workgroup memory / each
+                                          # thread reads the rows itself (no barriers)
 }
 
 

@@ -1,0 +1,110 @@
+"""Fused attention ops: scaled dot-product attention on the attention kernels (kernels.attention and its backward).
+
+The score matrix is never materialised: the forward keeps each row's log-sum-exp, the backward recomputes the
+weights from it. Dropout draws its mask inside the kernels from the counter-based stream (draw): the same
+numbers F.dropout(softmax(...)) would draw from the same generator state, on every backend.
+"""
+
+import math
+
+from .. import dtypes, random, replay
+from .._autograd import record
+from .._tensor import Tensor
+from .core import broadcast_shapes, expanded_view, new, unbroadcast
+from .._backends import kernels
+
+
+def draw(n, device, generator=None):
+    """(seed, offset) of n counters of the generator's stream, for a kernel that draws inside: while a step is
+    recorded, dynamic scalars that a replay hook advances as an eager call would (as random.fill_random)."""
+    gen = generator or random.default_generator
+    seed, offset = gen.take(n)
+    backend = device.backend
+    if replay.capturing() and backend.supports_capture:
+        seed, offset = backend.scalar(seed, "u32"), backend.scalar(offset, "u32")
+        replay.on_replay(lambda: _advance(gen, n, seed, offset))
+    return seed, offset
+
+
+def _advance(gen, n, seed_scalar, offset_scalar):
+    seed, offset = gen.take(n)
+    seed_scalar.set(seed)
+    offset_scalar.set(offset)
+
+
+def _four(t, lead):
+    """t as a 4-D [B, H, rows, dim] tensor (a view where possible) for batch dims `lead` (broadcast later)."""
+    if t.ndim == 4:
+        return t
+    if t.ndim < 4:
+        return t.reshape(*([1] * (4 - t.ndim)), *t.shape)
+    return t.reshape(-1, t.shape[-3], *t.shape[-2:])
+
+
+def _aligned(t):
+    """t itself where the kernels read it as it is (last dim contiguous, offset and strides multiples of 4; stride 0
+    kept), else a packed copy."""
+    v = t._view
+    if (v.strides[-1] == 1 or v.shape[-1] == 1) and v.offset % 4 == 0 and all(s % 4 == 0 for s in v.strides[:-1]):
+        return t
+    return t.clone() if t.is_contiguous() else t.contiguous()
+
+
+def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """softmax(q k^T * scale + mask) v with dropout, by the attention kernels; None where they do not apply (the
+    caller composes it then): a float mask that requires grad, head sizes a backend refuses."""
+    if attn_mask is not None and attn_mask.requires_grad:
+        return None
+    if not (query.dtype is key.dtype is value.dtype) or not query.dtype.is_floating:
+        return None
+    L, E = query.shape[-2:]
+    S, Ev = key.shape[-2], value.shape[-1]
+    lead = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]),
+                            op="scaled_dot_product_attention")
+    if attn_mask is not None:
+        lead = broadcast_shapes(lead, tuple(attn_mask.shape[:-2]), op="scaled_dot_product_attention")
+        broadcast_shapes((L, S), tuple(attn_mask.shape[-2:]), op="scaled_dot_product_attention")
+    if len(lead) > 2:
+        flat = 1
+        for n in lead[:-1]:
+            flat *= n
+        lead4 = (flat, lead[-1])
+    else:
+        lead4 = (1,) * (2 - len(lead)) + tuple(lead)
+    B, H = lead4
+    device = query.device
+    qs, ks, vs = (_aligned(_four(t.expand(*lead, *t.shape[-2:]), lead)) for t in (query, key, value))
+    mask = None
+    if attn_mask is not None:
+        m = attn_mask if attn_mask.dtype is dtypes.bool_ else attn_mask.to(dtypes.float32)
+        m = m.expand(*lead, L, S)
+        mask = expanded_view(_four(m, lead), (B, H, L, S))
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    dropout_p = float(dropout_p)
+    seed, offset = draw(B * H * L * S, device) if dropout_p > 0 else (0, 0)
+    backend = device.backend
+    out = new((B, H, L, Ev), query.dtype, device)
+    wants_grad = any(t.requires_grad for t in (query, key, value))
+    lse = new((B, H, L), dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32, device) \
+        if wants_grad else None
+    try:
+        kernels.attention(backend, out._view, None if lse is None else lse._view, qs._view, ks._view, vs._view, mask,
+                          scale, bool(is_causal), dropout_p, seed, offset)
+    except NotImplementedError:
+        return None
+    shape = tuple(lead) + (L, Ev)
+
+    def backward(g):
+        g4 = _aligned(g.reshape(B, H, L, Ev))
+        grads = [new((B, H) + tuple(t.shape[-2:]), t.dtype, device) if t.requires_grad else None
+                 for t in (query, key, value)]
+        kernels.attention_backward(backend, *(None if t is None else t._view for t in grads), g4._view, qs._view,
+                                   ks._view, vs._view, out._view, lse._view, mask, scale, bool(is_causal), dropout_p,
+                                   seed, offset)
+        return tuple(None if gt is None else unbroadcast(gt.reshape(*lead, *gt.shape[-2:]), tuple(t.shape))
+                     for gt, t in zip(grads, (query, key, value)))
+
+    result = out.reshape(shape)
+    if not wants_grad:
+        return result
+    return record(result, "ScaledDotProductAttention", (query, key, value), backward)

@@ -1,0 +1,255 @@
+//! include "common.wgsl"
+//! include "random_stream.wgsl"
+// Fused scaled dot-product attention, flash-attention style (the Python side is backends/webgpu/attention.py):
+//   attention_forward   out = softmax(q k^T * scale + mask) v per (batch, head), dropout on the weights, and
+//                       each row's log-sum-exp (lse) of the scores for the backward
+//   attention_dq        grad_q, recomputing the weights from lse; it also leaves D = rowsum(grad * out)
+//   attention_dkv       grad_k and grad_v (a thread per key), recomputing the weights from lse and reading D
+// The score matrix is never stored: a workgroup walks the keys (or queries) in tiles and each thread keeps its
+// row's running max, sum and output in registers (online softmax), so memory traffic is q, k, v and out.
+//
+// A thread owns one row: a query row in attention_forward / attention_dq (BR rows per workgroup), a key row in
+// attention_dkv. Its vectors live in named vec4 registers (q0, q1, ... spliced in for the head dims: naga does
+// not unroll loops over a private array, which would then sit in slow local memory; see matmul.wgsl). With
+// TILED (GPUs), the workgroup stages each tile of keys and values (or queries and output gradients) in workgroup
+// memory, one barrier before and after its use; without (software adapters, where a barrier costs a coroutine
+// switch per four lanes), each thread reads the rows from the buffers directly.
+//
+// Masks: CAUSAL (query i attends keys j <= i, PyTorch's is_causal) and an optional mask view [B, H, L, S] of any
+// strides (MASK_BINDING: float32 added to the scores, -inf meaning "never", or bool words, true = attend). A row
+// that attends no key gets NaN, as PyTorch's softmax of a row of -inf. Dropout (DROPOUT_BINDING) keeps weight
+// (i, j) of head bh where u(offset + (bh * L + i) * S + j) >= p (random_stream.wgsl's stream, as kernels.random
+// draws it) and scales it by 1 / (1 - p): the same draw as F.dropout(softmax(...)) from the same generator state.
+//
+// Spliced in by attention.py: E4, V4 (vec4s of a q / k row and of a v row), VS4 (the forward's slice of v: grid
+// z walks the slices, so that a thread holds at most 16 vec4s of output), BC (keys per tile), QT (queries per
+// tile of attention_dkv), BR (threads per workgroup), the registers and the helpers that use them (HELPERS), and
+// the mask's and dropout's bindings and helpers (MASK_BINDING, DROPOUT_BINDING).
+
+override CAUSAL: bool = false;
+override TILED: bool = true;
+override LSE: bool = true;      // forward: write lse
+override WANT_DK: bool = true;  // attention_dkv: write grad_k (and compute what it needs)
+override WANT_DV: bool = true;
+
+struct Params {
+    L: u32, S: u32, H: u32, unused0: u32,
+    q_off: u32, q_sb: u32, q_sh: u32, q_sl: u32,     // q, k, v and grad (of out) in vec4s: offset, strides of
+    k_off: u32, k_sb: u32, k_sh: u32, k_sl: u32,     // batch, head, row
+    v_off: u32, v_sb: u32, v_sh: u32, v_sl: u32,
+    g_off: u32, g_sb: u32, g_sh: u32, g_sl: u32,
+    out_off: u32, out2_off: u32, lse_off: u32, d_off: u32,  // out / grad_q / grad_k; grad_v / the forward's
+                                                            // out (attention_dq), in vec4s; lse, D
+    m_off: u32, m_sb: u32, m_sh: u32, m_si: u32,     // the mask, in elements
+    m_sj: u32, seed: u32, offset: u32, seed_slot: u32,
+    offset_slot: u32, scale: f32, p_drop: f32, drop_scale: f32,
+}
+
+@group(0) @binding(0) var<storage, read> qb: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> kb: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> vb: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> ob: array<vec4<f32>>;   // out / grad_q / grad_k
+@group(0) @binding(4) var<storage, read_write> ob2: array<vec4<f32>>;  // grad_v
+@group(0) @binding(5) var<storage, read> gb: array<vec4<f32>>;         // grad of out
+@group(0) @binding(6) var<storage, read> oin: array<vec4<f32>>;        // the forward's out (attention_dq)
+@group(0) @binding(7) var<storage, read_write> stat_w: array<f32>;     // forward: lse; attention_dq: D
+@group(0) @binding(8) var<storage, read> lse_r: array<f32>;
+@group(0) @binding(9) var<storage, read> d_r: array<f32>;
+@group(0) @binding(12) var<uniform> p: Params;
+//! splice MASK_BINDING
+//! splice DROPOUT_BINDING
+
+const LOWEST: f32 = -3.4028234663852886e38;  // the running max before any key (finite: see attention_forward)
+
+var<workgroup> kt: array<vec4<f32>, BC * E4>;   // a tile of keys (forward, attention_dq)
+var<workgroup> vts: array<vec4<f32>, BC * VS4>; // the forward's tile of its slice of values
+var<workgroup> vt: array<vec4<f32>, BC * V4>;   // attention_dq's tile of values
+var<workgroup> qt: array<vec4<f32>, QT * E4>;   // attention_dkv's tile of queries (scaled)
+var<workgroup> gt: array<vec4<f32>, QT * V4>;   // ... of output gradients
+var<workgroup> lt: array<f32, QT>;              // ... of their lse
+var<workgroup> dt: array<f32, QT>;              // ... of their D
+
+// Row r of a tile, or (untiled) the row at vec4 index r of the buffer.
+fn key(r: u32) -> vec4<f32> { if (TILED) { return kt[r]; } return kb[r]; }
+fn val_s(r: u32) -> vec4<f32> { if (TILED) { return vts[r]; } return vb[r]; }
+fn val(r: u32) -> vec4<f32> { if (TILED) { return vt[r]; } return vb[r]; }
+fn qrow(r: u32) -> vec4<f32> { if (TILED) { return qt[r]; } return qb[r] * p.scale; }
+fn grow(r: u32) -> vec4<f32> { if (TILED) { return gt[r]; } return gb[r]; }
+
+//! splice HELPERS
+
+// The counters of a row's draws start at offset + (bh * L + i) * S (u32 arithmetic, wrapping).
+fn first_counter(bh: u32, i: u32) -> u32 { return drop_offset() + (bh * p.L + i) * p.S; }
+
+@compute @workgroup_size(BR)
+fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let bh = wid.y;
+    let b = bh / p.H;
+    let h = bh % p.H;
+    let i = wid.x * BR + t;
+    let row = i < p.L;
+    let ic = min(i, p.L - 1u);  // rows past L compute on the last row and write nothing
+    let slice = wid.z * VS4;
+    load_q(p.q_off + b * p.q_sb + h * p.q_sh + ic * p.q_sl);
+    acc_zero();
+    // Scores of keys that are masked out never enter m or l: the running max starts finite, so no inf - inf.
+    var m = LOWEST;
+    var l = 0.0;
+    var kend = p.S;
+    if (CAUSAL) { kend = min(p.S, (wid.x + 1u) * BR); }
+    let kbase = p.k_off + b * p.k_sb + h * p.k_sh;
+    let vbase = p.v_off + b * p.v_sb + h * p.v_sh + slice;
+    let c0 = first_counter(bh, ic);
+    let dkey = drop_key();
+    for (var j0 = 0u; j0 < kend; j0 += BC) {
+        let n = min(BC, kend - j0);
+        if (TILED) {
+            for (var e = t; e < BC * E4; e += BR) {
+                let r = e / E4;
+                if (r < n) { kt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+            }
+            for (var e = t; e < BC * VS4; e += BR) {
+                let r = e / VS4;
+                if (r < n) { vts[e] = vb[vbase + (j0 + r) * p.v_sl + e % VS4]; }
+            }
+            workgroupBarrier();
+        }
+        for (var jj = 0u; jj < n; jj++) {
+            let j = j0 + jj;
+            if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
+            let s = q_dot_k(select(kbase + j * p.k_sl, jj * E4, TILED)) + mask_add(b, h, ic, j);
+            if (s > m) {
+                let f = exp(m - s);
+                l *= f;
+                acc_rescale(f);
+                m = s;
+            }
+            let e = exp(s - m);
+            l += e;
+            var w = e;
+            if (dropping()) { w = select(0.0, e * p.drop_scale, kept(c0 + j, dkey)); }
+            acc_add(w, select(vbase + j * p.v_sl, jj * VS4, TILED));
+        }
+        if (TILED) { workgroupBarrier(); }
+    }
+    if (row) {
+        let at = p.out_off + (bh * p.L + i) * V4 + slice;
+        if (l > 0.0) { store_acc(at, 1.0 / l); } else { store_acc(at, nan_f32()); }
+        if (LSE && wid.z == 0u) {
+            stat_w[p.lse_off + bh * p.L + i] = select(-inf_f32(), m + log(l), l > 0.0);
+        }
+    }
+}
+
+@compute @workgroup_size(BR)
+fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let bh = wid.y;
+    let b = bh / p.H;
+    let h = bh % p.H;
+    let i = wid.x * BR + t;
+    let row = i < p.L;
+    let ic = min(i, p.L - 1u);
+    load_q(p.q_off + b * p.q_sb + h * p.q_sh + ic * p.q_sl);
+    load_do(p.g_off + b * p.g_sb + h * p.g_sh + ic * p.g_sl);
+    let dsum = do_dot_o(p.out2_off + (bh * p.L + ic) * V4);  // D = rowsum(grad * out): the softmax backward's sum
+    if (row) { stat_w[p.d_off + bh * p.L + i] = dsum; }
+    let lse = lse_r[p.lse_off + bh * p.L + ic];
+    dq_zero();
+    var kend = p.S;
+    if (CAUSAL) { kend = min(p.S, (wid.x + 1u) * BR); }
+    let kbase = p.k_off + b * p.k_sb + h * p.k_sh;
+    let vbase = p.v_off + b * p.v_sb + h * p.v_sh;
+    let c0 = first_counter(bh, ic);
+    let dkey = drop_key();
+    for (var j0 = 0u; j0 < kend; j0 += BC) {
+        let n = min(BC, kend - j0);
+        if (TILED) {
+            for (var e = t; e < BC * E4; e += BR) {
+                let r = e / E4;
+                if (r < n) { kt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+            }
+            for (var e = t; e < BC * V4; e += BR) {
+                let r = e / V4;
+                if (r < n) { vt[e] = vb[vbase + (j0 + r) * p.v_sl + e % V4]; }
+            }
+            workgroupBarrier();
+        }
+        for (var jj = 0u; jj < n; jj++) {
+            let j = j0 + jj;
+            if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
+            let kr = select(kbase + j * p.k_sl, jj * E4, TILED);
+            let pr = exp(q_dot_k(kr) + mask_add(b, h, ic, j) - lse);
+            var dp = do_dot_v(select(vbase + j * p.v_sl, jj * V4, TILED));
+            if (dropping()) { dp = select(0.0, dp * p.drop_scale, kept(c0 + j, dkey)); }
+            dq_add(pr * (dp - dsum), kr);
+        }
+        if (TILED) { workgroupBarrier(); }
+    }
+    if (row) { store_dq(p.out_off + (bh * p.L + i) * E4, p.scale); }
+}
+
+@compute @workgroup_size(BR)
+fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let bh = wid.y;
+    let b = bh / p.H;
+    let h = bh % p.H;
+    let j = wid.x * BR + t;
+    let col = j < p.S;
+    let jc = min(j, p.S - 1u);
+    load_k(p.k_off + b * p.k_sb + h * p.k_sh + jc * p.k_sl);
+    load_v(p.v_off + b * p.v_sb + h * p.v_sh + jc * p.v_sl);
+    dk_zero();
+    dv_zero();
+    var i0 = 0u;
+    if (CAUSAL) { i0 = wid.x * BR; }  // queries i >= j only: none before this block's first key
+    let qbase = p.q_off + b * p.q_sb + h * p.q_sh;
+    let gbase = p.g_off + b * p.g_sb + h * p.g_sh;
+    let dkey = drop_key();
+    for (var q0 = i0; q0 < p.L; q0 += QT) {
+        let n = min(QT, p.L - q0);
+        if (TILED) {
+            for (var e = t; e < QT * E4; e += BR) {
+                let r = e / E4;
+                if (r < n) { qt[e] = qb[qbase + (q0 + r) * p.q_sl + e % E4] * p.scale; }
+            }
+            for (var e = t; e < QT * V4; e += BR) {
+                let r = e / V4;
+                if (r < n) { gt[e] = gb[gbase + (q0 + r) * p.g_sl + e % V4]; }
+            }
+            for (var r = t; r < n; r += BR) {
+                lt[r] = lse_r[p.lse_off + bh * p.L + q0 + r];
+                dt[r] = d_r[p.d_off + bh * p.L + q0 + r];
+            }
+            workgroupBarrier();
+        }
+        for (var ii = 0u; ii < n; ii++) {
+            let i = q0 + ii;
+            if (!col || (CAUSAL && jc > i) || !attends(b, h, i, jc)) { continue; }
+            let qr = select(qbase + i * p.q_sl, ii * E4, TILED);
+            let gr = select(gbase + i * p.g_sl, ii * V4, TILED);
+            var lse = 0.0;
+            var dsum = 0.0;
+            if (TILED) {
+                lse = lt[ii];
+                dsum = dt[ii];
+            } else {
+                lse = lse_r[p.lse_off + bh * p.L + i];
+                dsum = d_r[p.d_off + bh * p.L + i];
+            }
+            let pr = exp(k_dot_q(qr) + mask_add(b, h, i, jc) - lse);
+            var keep = true;
+            if (dropping()) { keep = kept(first_counter(bh, i) + jc, dkey); }
+            if (WANT_DV) { dv_add(select(0.0, select(pr, pr * p.drop_scale, dropping()), keep), gr); }
+            if (WANT_DK) {
+                var dp = select(0.0, v_dot_g(gr), keep);
+                if (dropping()) { dp *= p.drop_scale; }
+                dk_add(pr * (dp - dsum), qr);
+            }
+        }
+        if (TILED) { workgroupBarrier(); }
+    }
+    if (col) {
+        if (WANT_DK) { store_dk(p.out_off + (bh * p.S + j) * E4); }
+        if (WANT_DV) { store_dv(p.out2_off + (bh * p.S + j) * V4); }
+    }
+}
