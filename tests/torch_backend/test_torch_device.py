@@ -162,3 +162,44 @@ def test_fallback_warns_once_and_strict_mode_raises():
     with td.strict(), pytest.raises(NotImplementedError, match="aten.i0"):
         torch.special.i0(x.to(DEV))
     assert td.get_fallback() == "cpu"
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("model", ["mlp", "cnn", "gpt"])
+def test_parity_suite_on_the_device(model, mode):
+    """The parity harness's rows for the webgpu device: forward, every gradient and an SGD step against
+    PyTorch on the CPU, with no op on the CPU fallback."""
+    from webgrad.torch_backend import parity
+    row = parity.run_model(model, "torch:webgpu", mode=mode)
+    assert row["fallback"] == {}
+    assert row["ok"], {k: v for k, v in row["compared"].items() if not v["ok"]}
+
+
+def test_compiled_training_stays_on_the_device():
+    """torch.compile(backend="webgrad") on webgpu tensors: graphs take and return device tensors (nothing
+    uploaded or read back), are recorded and replayed, and a result the caller still holds keeps its value
+    when the next replay rewrites the memory it came from."""
+    from webgrad import torch_backend
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+    model = copy.deepcopy(ref).to(DEV)
+    stats = {}
+    f = torch_backend.compile(model, stats=stats, fallback="error")
+    torch._dynamo.reset()
+    x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
+    xd, yd = x.to(DEV), y.to(DEV)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    kept, want = [], []
+    for _ in range(5):
+        for m, o, fn, xx, yy, out in ((ref, opt_ref, ref, x, y, want), (model, opt, f, xd, yd, kept)):
+            o.zero_grad()
+            loss = F.cross_entropy(fn(xx), yy)
+            loss.backward()
+            o.step()
+            out.append(loss.detach())
+    assert stats["uploads"] == 0 and stats["reads"] == 0 and stats["replays"] >= 6, stats
+    assert all(t.device.type == DEV for t in kept)
+    close(torch.stack([t.cpu() for t in kept]), torch.stack(want))
+    for p, q in zip(model.parameters(), ref.parameters()):
+        close(p.detach().cpu(), q.detach())

@@ -75,6 +75,7 @@ def _user_outputs():
 
 def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     """The Dynamo backend (what ``backend="webgrad"`` resolves to). options: see :func:`compile`."""
+    import torch
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
@@ -82,7 +83,13 @@ def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     unknown = set(options) - set(OPTIONS)
     if unknown:
         raise ValueError(f"webgrad backend: unknown option(s) {sorted(unknown)}; known: {list(OPTIONS)}")
-    device = _device(options.get("device"))
+    if any(isinstance(t, torch.Tensor) and t.device.type == "webgpu" for t in example_inputs):
+        # webgpu tensors (webgrad.torch_device): the graphs run where their data lies, on the device's webgrad
+        # backend, taking webgpu tensors and handing them out, with nothing copied to or from the host
+        from webgrad.torch_device import storage
+        device = storage.webgrad_device()
+    else:
+        device = _device(options.get("device"))
     fallback = options.get("fallback", "eager")
     saved = options.get("saved", "device")
     if saved not in ("device", "torch"):

@@ -169,7 +169,7 @@ def _nll_loss_backward(grad, logp, target, weight, reduction, ignore_index, tota
     if reduction == 1:
         w = w / total_weight
     coef = -(w * grad if reduction == 0 else w * grad.reshape(()))
-    onehot = (wg.arange(logp.shape[1], device=logp.device).unsqueeze(0) == safe.unsqueeze(1)).to(dtype=logp.dtype)
+    onehot = (wg.arange(logp.shape[1], dtype=dtypes.int32, device=logp.device).unsqueeze(0) == safe.unsqueeze(1)).to(dtype=logp.dtype)
     return (onehot * coef.unsqueeze(1)).reshape(shape)
 
 
@@ -291,7 +291,7 @@ def _scatter_value(x, dim, index, value):
         raise Unsupported("index must match self in every dim but `dim`")
     shape = [1] * x.ndim
     shape[dim] = x.shape[dim]
-    positions = wg.arange(x.shape[dim], device=x.device).reshape(*shape)
+    positions = wg.arange(x.shape[dim], dtype=dtypes.int32, device=x.device).reshape(*shape)
     mask = None
     for j in range(index.shape[dim]):
         hit = positions == index.narrow(dim, j, 1)
@@ -339,7 +339,8 @@ def _attention_scores(q, k, is_causal, attn_mask, scale):
     s = (q @ k.transpose(-2, -1)) * scale
     if is_causal:
         lq, lk = s.shape[-2], s.shape[-1]
-        keep = wg.arange(lq, device=q.device).unsqueeze(1) >= wg.arange(lk, device=q.device).unsqueeze(0)
+        keep = wg.arange(lq, dtype=dtypes.int32, device=q.device).unsqueeze(1) >= \
+            wg.arange(lk, dtype=dtypes.int32, device=q.device).unsqueeze(0)
         s = wg.where(keep, s, float("-inf"))
     return s, scale
 
@@ -362,6 +363,107 @@ def _flash_attention_backward(grad, q, k, v, out, lse, dropout_p, is_causal, *, 
     dp = grad @ v.transpose(-2, -1)
     ds = p * (dp - (grad * out).sum(-1, keepdim=True))
     return (ds @ k) * scale, (ds.transpose(-2, -1) @ q) * scale, dv
+
+
+def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return weight.index_select(0, indices.reshape(-1)).reshape(*indices.shape, weight.shape[1])
+
+
+def _embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """The rows of grad summed into the rows of the weight their indices name (padding_idx's row stays 0)."""
+    if scale_grad_by_freq:
+        raise Unsupported("scale_grad_by_freq is not mapped")
+    d = grad.shape[-1]
+    flat = indices.reshape(-1).contiguous()
+    rows = grad.reshape(-1, d).contiguous()
+    if padding_idx >= 0:
+        rows = wg.where((flat != padding_idx).unsqueeze(1), rows, 0.0)
+    out = new((num_weights, d), grad.dtype, grad.device)
+    kernels.index_select_backward(grad.device.backend, out._view.reshaped((1, num_weights, d)),
+                                  rows._view.reshaped((1, rows.shape[0], d)), flat._view)
+    return out
+
+
+def _method(name):
+    """webgrad's Tensor method `name` as a table entry."""
+    def fn(x, *args, **kwargs):
+        return getattr(x, name)(*args, **kwargs)
+    return fn
+
+
+def _logical(name):
+    """bitwise and/or/not on bools: the logical ops (integer bitwise ops are not mapped)."""
+    def fn(*xs):
+        if any(x.dtype is not dtypes.bool_ for x in xs if isinstance(x, wg.Tensor)):
+            raise Unsupported("integer bitwise ops are not mapped")
+        return getattr(xs[0], name)(*xs[1:])
+    return fn
+
+
+def _any_all(find):
+    """any (find True: some element nonzero) and all (find False: no element zero) over dims, as bool."""
+    def fn(x, dim=None, keepdim=False):
+        dims = tuple(range(x.ndim)) if dim is None or dim == [] else (dim,) if isinstance(dim, int) else tuple(dim)
+        # a float sum of 0/1 flags is 0 exactly when no flag is set, at any size
+        hits = ((x != 0) if find else (x == 0)).to(dtype=dtypes.float32)
+        count = hits.sum(dims, keepdim=keepdim) if dims else hits
+        return (count > 0) if find else (count == 0)
+    return fn
+
+
+def _triangle(lower):
+    def fn(x, diagonal=0):
+        rows, cols = x.shape[-2], x.shape[-1]
+        offset = wg.arange(cols, dtype=dtypes.int32, device=x.device).unsqueeze(0) - \
+            wg.arange(rows, dtype=dtypes.int32, device=x.device).unsqueeze(1)
+        keep = offset <= diagonal if lower else offset >= diagonal
+        return wg.where(keep, x, wg.zeros((), dtype=x.dtype, device=x.device))
+    return fn
+
+
+def _split_with_sizes(x, sizes, dim=0):
+    out, start = [], 0
+    for n in sizes:
+        out.append(x.narrow(dim, start, n))
+        start += n
+    return out
+
+
+def _split(x, size, dim=0):
+    n = x.shape[dim]
+    return _split_with_sizes(x, [min(size, n - i) for i in range(0, n, size)], dim)
+
+
+def _index_put(x, indices, values, accumulate=False):
+    """x with `values` written where a bool mask of x's shape is set (how graphs build masks), or added at the
+    rows one integer index names (accumulate: how the embedding's gradient decomposes)."""
+    if len(indices) == 1 and indices[0] is not None:
+        index = indices[0]
+        if index.dtype is dtypes.bool_ and tuple(index.shape) == tuple(x.shape) and not accumulate:
+            return wg.where(index, values.to(dtype=x.dtype), x)
+        if not index.dtype.is_floating and index.dtype is not dtypes.bool_ and accumulate and x.ndim >= 1:
+            rows, inner = x.shape[0], x.numel() // max(x.shape[0], 1)
+            flat = index.reshape(-1).contiguous()
+            src = values.to(dtype=x.dtype).expand(*index.shape, *x.shape[1:]).contiguous()
+            added = new((1, rows, inner), x.dtype, x.device)
+            kernels.index_select_backward(x.device.backend, added._view, src._view.reshaped((1, flat.numel(), inner)),
+                                          flat._view)
+            return x + added.reshape(*x.shape)
+    raise Unsupported("index_put is mapped for one bool mask of the tensor's shape, or one integer index with "
+                      "accumulate=True")
+
+
+def _mse_loss(x, y, reduction=1):
+    d = (x - y) ** 2
+    return d if reduction == 0 else d.mean() if reduction == 1 else d.sum()
+
+
+def _mse_loss_backward(grad, x, y, reduction):
+    return (x - y) * grad * (2.0 / x.numel() if reduction == 1 else 2.0)
+
+
+def _max_dim(x, dim, keepdim=False):
+    return x.amax(dim, keepdim=keepdim), x.argmax(dim, keepdim=keepdim)
 
 
 def _binary(fn):
@@ -461,6 +563,36 @@ ATEN = {
     aten.index_select.default: lambda x, dim, i: x.index_select(dim, i),
     aten.scatter.value: _scatter_value,
     aten.gather.default: lambda x, dim, i, sparse_grad=False: x.gather(dim, i),
+    aten.embedding.default: _embedding,
+    # logic, masks, triangles
+    aten.logical_not.default: _method("logical_not"), aten.logical_and.default: _method("logical_and"),
+    aten.logical_or.default: _method("logical_or"),
+    aten.bitwise_not.default: _logical("logical_not"), aten.bitwise_and.Tensor: _logical("logical_and"),
+    aten.bitwise_or.Tensor: _logical("logical_or"),
+    aten.any.default: _any_all(True), aten.any.dim: _any_all(True), aten.any.dims: _any_all(True),
+    aten.all.default: _any_all(False), aten.all.dim: _any_all(False), aten.all.dims: _any_all(False),
+    aten.isnan.default: _method("isnan"),
+    aten.isinf.default: lambda x: x.abs() == float("inf"),
+    aten.isposinf.default: lambda x: x == float("inf"), aten.isneginf.default: lambda x: x == float("-inf"),
+    aten.tril.default: _triangle(True), aten.triu.default: _triangle(False),
+    aten.index_put.default: _index_put,
+    aten.split_with_sizes.default: _split_with_sizes, aten.split.Tensor: _split,
+    aten.stack.default: lambda xs, dim=0: wg.stack(list(xs), dim),
+    # more elementwise math
+    aten.sign.default: _method("sign"), aten.floor.default: _method("floor"), aten.ceil.default: _method("ceil"),
+    aten.round.default: _method("round"), aten.sin.default: _method("sin"), aten.cos.default: _method("cos"),
+    aten.clamp_min.default: lambda x, lo: x.clamp(lo, None), aten.clamp_max.default: lambda x, hi: x.clamp(None, hi),
+    aten.log1p.default: _method("log1p"), aten.expm1.default: _method("expm1"),
+    aten.silu.default: lambda x: x * wg.sigmoid(x),
+    aten.addcmul.default: lambda x, a, b, value=1: x + a * b * value,
+    aten.addcdiv.default: lambda x, a, b, value=1: x + a / b * value,
+    aten.lerp.Scalar: lambda x, end, weight: x + (end - x) * weight,
+    aten.mse_loss.default: _mse_loss, aten.mse_loss_backward.default: _mse_loss_backward,
+    # reductions to values and indices
+    aten.max.dim: _max_dim, aten.max.default: lambda x: x.max(), aten.min.default: lambda x: x.min(),
+    aten.argmax.default: lambda x, dim=None, keepdim=False: x.argmax(dim, keepdim=keepdim) if dim is not None
+    else x.argmax(),
+    aten.embedding_dense_backward.default: _embedding_dense_backward,
 }
 
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)

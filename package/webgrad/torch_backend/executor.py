@@ -50,6 +50,16 @@ _TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, d
 _warned = set()
 
 
+def _on_device(a):
+    """Whether `a` is a torch tensor on the webgpu device (webgrad.torch_device): its data is on the GPU already."""
+    return isinstance(a, torch.Tensor) and a.device.type == "webgpu"
+
+
+def _device_storage():
+    from webgrad.torch_device import storage  # imported only where webgpu tensors exist, so it is registered
+    return storage
+
+
 def _warn_once(op, why):
     if op not in _warned:
         _warned.add(op)
@@ -244,6 +254,9 @@ class GraphExecutor:
         self._tuple_out = isinstance(out, (tuple, list))
         self._out_args = _flat(out)
         self._out_metas = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in self._out_args]
+        # outputs that tracing put on the webgpu device stay there: handed out as webgpu tensors, never read back
+        self._out_device = [isinstance(m, torch.Tensor) and m.device.type == "webgpu" for m in self._out_metas]
+        self._handed = []  # weak references to the torch storages of webgpu outputs that live in the recording
         self.user_outputs = len(self._out_args) if user_outputs is None else user_outputs
         self._timed = "time" in self.stats
         self.replay = replay and device.backend.supports_capture
@@ -286,6 +299,8 @@ class GraphExecutor:
             return self._outputs(values, reads, passthrough)
 
     def _input(self, a):
+        if _on_device(a):
+            return _device_storage().unwrap(a)
         if isinstance(a, SavedOnDevice):
             if a.value.device != self.device:
                 raise RuntimeError(f"webgrad torch backend: a saved activation on {a.value.device} reached a "
@@ -306,6 +321,12 @@ class GraphExecutor:
                 handle.value = handle.value.clone()
                 self.stats["preserved"] = self.stats.get("preserved", 0) + 1
         self._handles = []
+        for ref in self._handed:  # webgpu outputs still held: their data moves to memory of their own
+            held = ref()
+            if held is not None:
+                _device_storage().preserve(held)
+                self.stats["preserved"] = self.stats.get("preserved", 0) + 1
+        self._handed = []
 
     # ------------------------------------------------------------------ node by node
 
@@ -373,7 +394,7 @@ class GraphExecutor:
         groups, seen = {}, set()
         for i, value in enumerate(values):
             if isinstance(value, Tensor) and id(value) not in passthrough and id(value) not in seen and \
-                    i < self.user_outputs:
+                    i < self.user_outputs and not self._out_device[i]:
                 seen.add(id(value))
                 groups.setdefault(value.dtype, []).append(i)
         reads = []
@@ -424,6 +445,11 @@ class GraphExecutor:
                 results[i] = passthrough[id(value)]
             elif id(value) in by_value:  # saved for the backward and also seen by the user
                 results[i] = by_value[id(value)]
+            elif self._out_device[i]:  # a webgpu tensor over the device memory: no read-back
+                results[i] = by_value[id(value)] = t = _device_storage().wrap(value, self._out_metas[i].dtype)
+                # the next replay rewrites this memory (see _preserve), unless it is a parameter's, read in place
+                if self._replay is not None and id(value._view.storage) not in self._replay.read_in_place:
+                    self._handed.append(weakref.ref(t.untyped_storage()))
             else:
                 results[i] = handle = SavedOnDevice(value, self._out_metas[i])
                 if handles is not None:
@@ -501,23 +527,37 @@ class _Replay:
     (:meth:`GraphExecutor._preserve`).
     """
 
-    def __init__(self, graph, static, outputs, reads, signature):
+    def __init__(self, graph, static, outputs, reads, signature, args):
         self.graph, self.static, self.outputs, self.reads = graph, static, outputs, reads
         self.signature = signature
         self.handed_out = []
+        # inputs read in place (parameters): a call must pass the same memory
+        self.in_place = [i for i, (x, a) in enumerate(zip(static, args)) if _on_device(a) and
+                         isinstance(a, torch.nn.Parameter) and x._view.storage is _device_storage().storage_of(a)]
+        self.read_in_place = {id(static[i]._view.storage) for i in self.in_place}
 
     @classmethod
     def record(cls, executor, inputs, args):
         backend = executor.device.backend
-        static = [x.clone() for x in inputs]  # made before the capture: inputs of the graph, not its buffers
+        # made before the capture: inputs of the graph, not its buffers. A parameter on the webgpu device is
+        # read where it lies (the graphs never write their inputs; an optimizer updates it in place)
+        static = [x if isinstance(a, torch.nn.Parameter) and _on_device(a) else x.clone()
+                  for x, a in zip(inputs, args)]
         passthrough = {id(x): a for x, a in zip(static, args) if isinstance(a, torch.Tensor)}
         with backend.capture() as graph:
             outputs = executor._compute(static)
             reads = executor._plan_reads(outputs, passthrough)
-        return cls(graph, static, outputs, reads, _signature(args))
+        return cls(graph, static, outputs, reads, _signature(args), args)
 
     def matches(self, args):
-        return _signature(args) == self.signature
+        if _signature(args) != self.signature:
+            return False
+        for i in self.in_place:
+            a, x = args[i], self.static[i]
+            if _device_storage().storage_of(a) is not x._view.storage or a.stride() != x._view.strides or \
+                    a.storage_offset() != x._view.offset:
+                return False
+        return True
 
     def run(self, args, resident):
         for address in self.handed_out:
@@ -527,6 +567,12 @@ class _Replay:
         for static, a in zip(self.static, args):
             if not isinstance(a, torch.Tensor):
                 continue  # a Python value: equal to the recorded one (the signature says so)
+            if _on_device(a):  # a device copy into the static input, unless it is that memory already
+                x = _device_storage().unwrap(a)
+                if x._view.storage is not static._view.storage or x._view.strides != static._view.strides or \
+                        x._view.offset != static._view.offset:
+                    kernels.copy(backend, static._view, x._view)
+                continue
             x = a.value if isinstance(a, SavedOnDevice) else resident.find(a)
             if x is static:
                 continue

@@ -1,11 +1,15 @@
-"""Parity harness: a small model suite run in eager PyTorch and through ``backend="webgrad"``.
+"""Parity harness: a small model suite run in eager PyTorch on the CPU and on webgrad, compared.
 
-    python -m webgrad.torch_backend.parity                       # cpu and webgpu, every model
+    python -m webgrad.torch_backend.parity                       # every target, every model
     python -m webgrad.torch_backend.parity --device cpu --models mlp cnn --json parity.json
+    python -m webgrad.torch_backend.parity --device torch:webgpu  # the webgpu torch device only
 
-For each model and device: the same weights and inputs go through eager PyTorch and the compiled model;
-the loss, the logits, every parameter gradient and the parameters after one SGD step are compared
-with the model's tolerances. The report lists per model pass/fail, the largest absolute and relative error
+Targets (--device): "cpu" and "webgpu" compile the model with ``backend="webgrad"`` on that webgrad device,
+its tensors staying CPU torch tensors; "torch:webgpu" moves the model and data to PyTorch's webgpu device
+(webgrad.torch_device) and runs it twice, eagerly (mode "eager") and compiled (mode "compile", the graphs
+taking and returning webgpu tensors). For each model and target: the same weights and inputs go through eager
+PyTorch on the CPU and through webgrad; the loss, the logits, every parameter gradient and the parameters (and
+buffers) after one SGD step are compared with the model's tolerances. The report lists per model pass/fail, the largest absolute and relative error
 of each compared tensor, the ATen ops that fell back to eager PyTorch, and the slowest ops (host time:
 on WebGPU the kernels run asynchronously, so an op's figure is its dispatch plus any read-back it forces).
 Exit status 1 on any mismatch.
@@ -93,13 +97,60 @@ class Encoder(nn.Module):
         return self.fc(self.layer(self.embed(x.reshape(x.shape[0], 8, 8))).mean(1))
 
 
-# name: (constructor, input shape, atol, rtol)
+class _GPTBlock(nn.Module):
+    """Pre-norm decoder block: causal self-attention (scaled_dot_product_attention, is_causal) and a GELU MLP."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """A nanoGPT-shaped decoder, small: token and position embeddings, two causal blocks, a final layer norm
+    and the language-model head; next-token logits for every position, flattened to [batch * tokens, vocab]."""
+
+    def __init__(self, vocab=10, d=16, heads=2, layers=2, tokens=8):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(tokens, d)
+        self.blocks = nn.ModuleList(_GPTBlock(d, heads) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x)).flatten(0, 1)
+
+
+def _images(shape):
+    return torch.randn(*shape), torch.randint(0, 10, (shape[0],))
+
+
+def _tokens(shape):
+    seq = torch.randint(0, 10, (shape[0], shape[1] + 1))
+    return seq[:, :-1].contiguous(), seq[:, 1:].reshape(-1).contiguous()
+
+
+# name: (constructor, input shape, atol, rtol, inputs(shape) -> (x, y))
 SUITE = {
-    "mlp": (MLP, (8, 1, 8, 8), 1e-5, 1e-4),
-    "cnn": (CNN, (8, 1, 16, 16), 1e-5, 1e-4),
-    "resnet8": (ResNet8, (2, 3, 32, 32), 1e-4, 1e-3),
-    "encoder": (Encoder, (4, 64), 1e-4, 1e-3),
+    "mlp": (MLP, (8, 1, 8, 8), 1e-5, 1e-4, _images),
+    "cnn": (CNN, (8, 1, 16, 16), 1e-5, 1e-4, _images),
+    "resnet8": (ResNet8, (2, 3, 32, 32), 1e-4, 1e-3, _images),
+    "encoder": (Encoder, (4, 64), 1e-4, 1e-3, _images),
+    "gpt": (GPT, (4, 8), 1e-4, 1e-3, _tokens),
 }
+TARGETS = ("cpu", "webgpu", "torch:webgpu")
 
 
 class _WithLoss(nn.Module):
@@ -115,17 +166,18 @@ class _WithLoss(nn.Module):
 
 
 def _step(fn, model, x, y):
-    """One training step of `model` called through `fn` (itself or its compiled wrapper)."""
+    """One training step of `model` called through `fn` (itself or its compiled wrapper); what it returns is
+    on the CPU."""
     # SGD with momentum, not Adam: Adam divides by |grad|, so on gradients that are rounding noise (a bias
     # before a normalisation) it turns 1e-9 differences into full lr-sized steps
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss, logits = fn(x, y)
     loss.backward()
-    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters()}
     opt.step()
-    params = {n: p.detach().clone() for n, p in model.named_parameters()}
-    params.update({n: b.detach().clone() for n, b in model.named_buffers()})  # BatchNorm's running stats
-    return {"loss": loss.detach(), "logits": logits.detach()}, grads, params
+    params = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
+    params.update({n: b.detach().cpu().clone() for n, b in model.named_buffers()})  # BatchNorm's running stats
+    return {"loss": loss.detach().cpu(), "logits": logits.detach().cpu()}, grads, params
 
 
 def _errors(a, b):
@@ -134,20 +186,34 @@ def _errors(a, b):
         (diff / b.double().abs().clamp_min(1e-6)).max().item() if diff.numel() else 0.0
 
 
-def run_model(name, device, seed=0):
-    """Compare one model on one device; returns its report row (a dict)."""
+def run_model(name, device, seed=0, mode="compile"):
+    """Compare one model on one target; returns its report row (a dict). device: "cpu" or "webgpu" (compiled,
+    CPU tensors) or "torch:webgpu" (PyTorch's webgpu device) with mode "eager" or "compile"."""
     from . import compile as wg_compile
-    make, shape, atol, rtol = SUITE[name]
+    make, shape, atol, rtol, inputs = SUITE[name]
     torch.manual_seed(seed)
     eager = _WithLoss(make())
     compiled_model = copy.deepcopy(eager)
-    x, y = torch.randn(*shape), torch.randint(0, 10, (shape[0],))
+    x, y = inputs(shape)
     stats = {"fallback": {}, "time": {}}
-    compiled = wg_compile(compiled_model, device=device, stats=stats)
     torch._dynamo.reset()
+    if device == "torch:webgpu":
+        import webgrad.torch_device as td
+        td.reset_fallback_counts()
+        compiled_model.to("webgpu")
+        tx, ty = x.to("webgpu"), y.to("webgpu")
+        compiled = compiled_model if mode == "eager" else wg_compile(compiled_model, stats=stats)
+    elif mode == "compile":
+        tx, ty = x, y
+        compiled = wg_compile(compiled_model, device=device, stats=stats)
+    else:
+        raise ValueError(f"mode {mode!r} runs on device 'torch:webgpu' only")
     start = time.perf_counter()
-    outs_c, grads_c, params_c = _step(compiled, compiled_model, x, y)
+    outs_c, grads_c, params_c = _step(compiled, compiled_model, tx, ty)
     seconds = time.perf_counter() - start
+    if device == "torch:webgpu":  # ops of the webgpu device that ran on the CPU count as fallback too
+        for op, n in td.fallback_counts().items():
+            stats["fallback"][op] = stats["fallback"].get(op, 0) + n
     outs_e, grads_e, params_e = _step(eager, eager, x, y)
     compared, ok = {}, True
     for group, got, want in (("out", outs_c, outs_e), ("grad", grads_c, grads_e), ("step", params_c, params_e)):
@@ -157,13 +223,13 @@ def run_model(name, device, seed=0):
             ok = ok and close
             compared[f"{group}:{key}"] = {"abs": abs_err, "rel": rel_err, "ok": close}
     slowest = sorted(stats["time"].items(), key=lambda kv: -kv[1])[:3]
-    return {"model": name, "device": device, "ok": ok, "atol": atol, "rtol": rtol, "compared": compared,
+    return {"model": name, "device": device, "mode": mode, "ok": ok, "atol": atol, "rtol": rtol, "compared": compared,
             "fallback": stats["fallback"], "slowest": [[op, round(s * 1e3, 3)] for op, s in slowest],
             "seconds": round(seconds, 2)}
 
 
 def report(rows, out=sys.stdout):
-    print(f"{'model':8} {'device':7} {'result':6} {'max abs':>9} {'max rel':>9} {'worst tensor':28} "
+    print(f"{'model':8} {'mode':7} {'device':12} {'result':6} {'max abs':>9} {'max rel':>9} {'worst tensor':28} "
           "fallback ops; slowest ops (ms)", file=out)
     for r in rows:
         worst = max(r["compared"].items(), key=lambda kv: kv[1]["abs"])
@@ -171,19 +237,20 @@ def report(rows, out=sys.stdout):
         mrel = max(c["rel"] for c in r["compared"].values())
         fb = ", ".join(f"{op}×{n}" for op, n in r["fallback"].items()) or "none"
         slow = ", ".join(f"{op.replace('aten.', '')} {ms}" for op, ms in r["slowest"])
-        print(f"{r['model']:8} {r['device']:7} {'PASS' if r['ok'] else 'FAIL':6} {mabs:9.2e} {mrel:9.2e} "
+        print(f"{r['model']:8} {r['mode']:7} {r['device']:12} {'PASS' if r['ok'] else 'FAIL':6} {mabs:9.2e} {mrel:9.2e} "
               f"{worst[0]:28} {fb}; {slow}", file=out)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", nargs="+", default=["cpu", "webgpu"])
+    parser.add_argument("--device", nargs="+", default=list(TARGETS), choices=TARGETS)
     parser.add_argument("--models", nargs="+", default=list(SUITE), choices=list(SUITE))
     parser.add_argument("--json", help="also write the report as JSON to this file")
     args = parser.parse_args(argv)
     import warnings
     warnings.filterwarnings("ignore", message="webgrad torch backend")  # the report lists them instead
-    rows = [run_model(m, d) for d in args.device for m in args.models]
+    rows = [run_model(m, d, mode=mode) for d in args.device for mode in (("eager", "compile") if
+            d == "torch:webgpu" else ("compile",)) for m in args.models]
     report(rows)
     if args.json:
         with open(args.json, "w") as f:

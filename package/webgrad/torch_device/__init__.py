@@ -163,6 +163,10 @@ def _register():
     torch._C._acc.register_python_privateuseone_hook(_Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     torch.serialization.register_package(19, _tag, _deserialize)
+    # the backward of webgpu tensors runs in the thread that calls it, as the CPU's does: webgrad's recording
+    # of a step (replay hooks, capture) is per thread, and PyTorch's engine sizes its per-device worker queues
+    # once, at its first backward, which may come before this registration
+    torch._C._set_multithreading_enabled(False)
     _print_from_cpu()
 
 

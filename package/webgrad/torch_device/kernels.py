@@ -166,7 +166,8 @@ _NOT_FROM_TABLE = {aten.view.default, aten._unsafe_view.default, aten.reshape.de
                    aten.squeeze.default, aten.slice.Tensor, aten.select.int, aten._to_copy.default,
                    aten.clone.default, aten.lift_fresh_copy.default, aten.empty_like.default,
                    aten._native_batch_norm_legit_functional.default,
-                   aten._native_batch_norm_legit_no_training.default}
+                   aten._native_batch_norm_legit_no_training.default, aten.split_with_sizes.default,
+                   aten.split.Tensor, aten.unbind.int}
 
 
 def _register_table():
@@ -495,163 +496,6 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     return tuple(_to_torch(t, found) if t is not None else None for t in (gx, gw, gb))
 
 
-@register(aten.max.dim)
-def max_dim(self, dim, keepdim=False):
-    x = unwrap(self)
-    with wg.no_grad():
-        values = x.amax(dim, keepdim=keepdim)
-        indices = x.argmax(dim, keepdim=keepdim)
-    return _to_torch((values, indices), [self])
-
-
-@register(aten.argmax.default)
-def argmax(self, dim=None, keepdim=False):
-    x = unwrap(self)
-    with wg.no_grad():
-        out = x.argmax(dim, keepdim=keepdim) if dim is not None else x.argmax()
-    return wrap(out, torch.int64)
-
-
-@register(aten.max.default)
-def max_all(self):
-    return _to_torch(unwrap(self).max(), [self])
-
-
-@register(aten.min.default)
-def min_all(self):
-    return _to_torch(unwrap(self).min(), [self])
-
-
-def _method(name):
-    """webgrad's Tensor method `name` as a webgrad-level function (the table's form)."""
-    def fn(x, *args, **kwargs):
-        return getattr(x, name)(*args, **kwargs)
-    return fn
-
-
-for _op, _name in ((aten.sign.default, "sign"), (aten.floor.default, "floor"), (aten.ceil.default, "ceil"),
-                   (aten.round.default, "round"), (aten.sin.default, "sin"), (aten.cos.default, "cos"),
-                   (aten.logical_not.default, "logical_not"), (aten.clamp_min.default, "clamp_min"),
-                   (aten.clamp_max.default, "clamp_max"), (aten.log1p.default, "log1p"),
-                   (aten.expm1.default, "expm1"), (aten.silu.default, "silu"), (aten.atan2.default, "atan2"),
-                   (aten.remainder.Scalar, "remainder"), (aten.remainder.Tensor, "remainder"),
-                   (aten.logical_and.default, "logical_and"), (aten.logical_or.default, "logical_or"),
-                   (aten.isnan.default, "isnan")):
-    if hasattr(wg.Tensor, _name):
-        register(_op)(functional(_method(_name), _op))
-        _packet = getattr(aten, _op.overloadpacket.__name__ + "_", None)
-        _inplace = getattr(_packet, _op._overloadname, None) if _packet is not None else None
-        if _inplace is not None and _inplace not in KERNELS:
-            register(_inplace)(in_place(_method(_name), _inplace))
-
-
-@register(aten.bitwise_and.Tensor)
-def bitwise_and(self, other):
-    return _logical(self, other, "logical_and")
-
-
-@register(aten.bitwise_or.Tensor)
-def bitwise_or(self, other):
-    return _logical(self, other, "logical_or")
-
-
-def _logical(self, other, name):
-    if self.dtype is not torch.bool or other.dtype is not torch.bool:
-        from .fallback import run_on_cpu
-        return run_on_cpu(aten.bitwise_and.Tensor if name == "logical_and" else aten.bitwise_or.Tensor,
-                          (self, other), {}, why="integer bitwise ops are not mapped")
-    found = []
-    a, b = _to_webgrad((self, other), found)
-    with wg.no_grad():
-        return _to_torch(getattr(a, name)(b), found)
-
-
-@register(aten.addcmul.default)
-def addcmul(self, t1, t2, value=1):
-    found = []
-    x, a, b = _to_webgrad((self, t1, t2), found)
-    with wg.no_grad():
-        return _to_torch(x + a * b * value, found)
-
-
-@register(aten.addcdiv.default)
-def addcdiv(self, t1, t2, value=1):
-    found = []
-    x, a, b = _to_webgrad((self, t1, t2), found)
-    with wg.no_grad():
-        return _to_torch(x + a / b * value, found)
-
-
-@register(aten.lerp.Scalar)
-def lerp(self, end, weight):
-    found = []
-    x, e = _to_webgrad((self, end), found)
-    with wg.no_grad():
-        return _to_torch(x + (e - x) * weight, found)
-
-
-for _op in (aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar):
-    _packet = getattr(aten, _op.overloadpacket.__name__ + "_")
-    _fn = KERNELS[_op]
-    register(getattr(_packet, _op._overloadname))(
-        lambda self, *a, _fn=_fn, **k: write_into(self, unwrap(_fn(self, *a, **k))))
-
-
-@register(aten.mse_loss.default)
-def mse_loss(self, target, reduction=1):
-    found = []
-    x, y = _to_webgrad((self, target), found)
-    with wg.no_grad():
-        d = (x - y) ** 2
-        return _to_torch(d if reduction == 0 else d.mean() if reduction == 1 else d.sum(), found)
-
-
-@register(aten.mse_loss_backward.default)
-def mse_loss_backward(grad, self, target, reduction):
-    found = []
-    g, x, y = _to_webgrad((grad, self, target), found)
-    with wg.no_grad():
-        scale = 2.0 / x.numel() if reduction == 1 else 2.0
-        return _to_torch((x - y) * g * scale, found)
-
-
-@register(aten.stack.default)
-def stack(tensors, dim=0):
-    found = []
-    xs = _to_webgrad(list(tensors), found)
-    with wg.no_grad():
-        return _to_torch(wg.stack(xs, dim), found)
-
-
-@register(aten.embedding.default)
-def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    found = []
-    w, i = _to_webgrad((weight, indices), found)
-    with wg.no_grad():
-        out = w.index_select(0, i.reshape(-1)).reshape(*i.shape, w.shape[1])
-    return _to_torch(out, [weight])
-
-
-@register(aten.embedding_dense_backward.default)
-def embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
-    if scale_grad_by_freq:
-        from .fallback import run_on_cpu
-        return run_on_cpu(aten.embedding_dense_backward.default,
-                          (grad, indices, num_weights, padding_idx, scale_grad_by_freq), {},
-                          why="scale_grad_by_freq is not mapped")
-    found = []
-    g, i = _to_webgrad((grad, indices), found)
-    d = g.shape[-1]
-    flat = i.reshape(-1)
-    rows = g.reshape(-1, d).contiguous()
-    with wg.no_grad():
-        if padding_idx >= 0:
-            rows = wg.where((flat != padding_idx).unsqueeze(1), rows, 0.0)
-        out = new((num_weights, d), g.dtype, g.device)
-        K.index_select_backward(g.device.backend, out._view, rows._view, flat.contiguous()._view)
-    return wrap(out)
-
-
 # ------------------------------------------------------------------ fused optimizers (fused=True)
 def _fused_lists(*lists):
     return [[unwrap(t) for t in ts] if ts else None for ts in lists]
@@ -744,41 +588,6 @@ def _register_out_variants():
             plain = [a.name for a in args if not (a.kwarg_only and a.alias_info is not None and a.alias_info.is_write)]
             if plain == names and len(plain) < len(args):
                 register(candidate)(out_variant(fn, candidate))
-
-
-def _any_all(find):
-    """any (find True: some element nonzero) and all (find False: no element zero) over dims, as bool."""
-    def kernel(self, dim=None, keepdim=False):
-        x = unwrap(self)
-        dims = tuple(range(x.ndim)) if dim is None or dim == [] else (dim,) if isinstance(dim, int) else tuple(dim)
-        with wg.no_grad():
-            hits = ((x != 0) if find else (x == 0)).to(dtype=dtypes.int32)
-            count = hits.sum(dims, keepdim=keepdim) if dims else hits
-            out = (count > 0) if find else (count == 0)
-        return wrap(out)
-    return kernel
-
-
-for _name, _find in (("any", True), ("all", False)):
-    for _overload in ("default", "dim", "dims"):
-        _op = getattr(getattr(aten, _name), _overload, None)
-        if _op is not None:
-            register(_op)(_any_all(_find))
-
-
-@register(aten.isneginf.default)
-def isneginf(self):
-    return _to_torch(unwrap(self) == float("-inf"), [self])
-
-
-@register(aten.isposinf.default)
-def isposinf(self):
-    return _to_torch(unwrap(self) == float("inf"), [self])
-
-
-@register(aten.isinf.default)
-def isinf(self):
-    return _to_torch(unwrap(self).abs() == float("inf"), [self])
 
 
 _register_table()

@@ -20,6 +20,7 @@ import webgrad as wg
 from webgrad import dtypes
 from webgrad._tensor import Tensor
 from webgrad._view import View
+from webgrad._backends import kernels
 
 DEVICE = torch.device("webgpu", 0)
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -32,11 +33,14 @@ TO_WEBGRAD = {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torc
               torch.int32: dtypes.int32, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
 TO_TORCH = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.int32: torch.int64,
             dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool, dtypes.float64: torch.float64}
+if hasattr(dtypes, "int64"):  # a webgrad with its own int64 (stored in 32 bits on WebGPU)
+    TO_TORCH[dtypes.int64] = torch.int64
 
 _by_pointer = {}  # data pointer -> webgrad storage
 _dtype_of = {}  # data pointer -> the torch dtype its elements have (a storage is typed in webgrad)
 _pending = {}  # data pointer -> CPU bytes of a storage loaded by torch.load, typed when a tensor first views it
 _pointer_of = {}  # id(webgrad storage) -> (data pointer, weak reference to the torch storage)
+_key_of = {}  # data pointer -> the id(webgrad storage) it is filed under in _pointer_of
 _free_pointers = []
 _next_pointer = [1 << 44]
 _STRIDE = 1 << 40  # address space between two storages: larger than any byte offset inside one
@@ -59,13 +63,24 @@ def webgrad_dtype(torch_dtype):
     return dtype
 
 
-def _release(pointer, key):
+def _release(pointer):
     _by_pointer.pop(pointer, None)
     _dtype_of.pop(pointer, None)
     _pending.pop(pointer, None)
     _host_scalars.pop(pointer, None)
-    _pointer_of.pop(key, None)
+    key = _key_of.pop(pointer, None)
+    if _pointer_of.get(key, (None,))[0] == pointer:
+        del _pointer_of[key]
+    _pointer_of.pop(("loaded", pointer), None)
     _free_pointers.append(pointer)
+
+
+def _file(pointer, storage, held):
+    """Map `pointer` (the data pointer of torch storage `held`) to webgrad `storage` until `held` dies."""
+    key = id(storage)
+    _by_pointer[pointer] = storage
+    _key_of[pointer] = key
+    _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer: _release(p)))
 
 
 def torch_storage(storage, numel, torch_dtype):
@@ -77,12 +92,29 @@ def torch_storage(storage, numel, torch_dtype):
             return held
     pointer = _free_pointers.pop() if _free_pointers else _new_pointer()
     held = _from_pointer(pointer, DEVICE, numel * torch_dtype.itemsize)
-    key = id(storage)
-    _by_pointer[pointer] = storage
+    _file(pointer, storage, held)
     _dtype_of[pointer] = torch_dtype
-    # the callback runs when the torch storage dies; the mapping holds the webgrad storage until then
-    _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer, k=key: _release(p, k)))
     return held
+
+
+def preserve(held):
+    """Give torch storage `held` a copy of its data in new webgrad memory, so that its old memory may be
+    rewritten (a replayed graph writes its outputs where it wrote them last time) without changing what the
+    tensors over `held` read."""
+    pointer = held.data_ptr()
+    old = _by_pointer.get(pointer)
+    if old is None:
+        return
+    dtype = TO_WEBGRAD[_dtype_of[pointer]]
+    n = _storage_numel(old)
+    backend = webgrad_device().backend
+    new = backend.empty(n, dtype)
+    kernels.copy(backend, View(new, (n,), (1,), 0, dtype), View(old, (n,), (1,), 0, dtype))
+    forget_scalars_at(pointer)
+    key = _key_of.get(pointer)
+    if key is not None and _pointer_of.get(key, (None,))[0] == pointer:
+        del _pointer_of[key]
+    _file(pointer, new, held)
 
 
 def _new_pointer():
@@ -126,7 +158,10 @@ def _type_pending(pointer, torch_dtype):
     typed = raw.view(torch_dtype) if raw.numel() % torch_dtype.itemsize == 0 else raw[:0].view(torch_dtype)
     storage = webgrad_device().backend.from_bytes(host_bytes(typed, dtype), dtype) if typed.numel() else \
         webgrad_device().backend.empty(1, dtype)
+    _, ref = _pointer_of.pop(("loaded", pointer))
     _by_pointer[pointer] = storage
+    _key_of[pointer] = id(storage)
+    _pointer_of[id(storage)] = (pointer, ref)
     _dtype_of[pointer] = torch_dtype
     return storage
 
@@ -140,8 +175,8 @@ def load_storage(cpu_storage):
     if cpu_storage.nbytes():
         raw.untyped_storage().copy_(cpu_storage)
     _pending[pointer] = raw
-    key = ("loaded", pointer)
-    _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer, k=key: _release(p, k)))
+    _key_of[pointer] = None
+    _pointer_of[("loaded", pointer)] = (pointer, weakref.ref(held, lambda _, p=pointer: _release(p)))
     return held
 
 
@@ -216,6 +251,10 @@ def forget_scalars(t):
     """`t`'s memory is about to be written by other means: its host copies are no longer current."""
     if _host_scalars:
         _host_scalars.pop(t.untyped_storage().data_ptr(), None)
+
+
+def forget_scalars_at(pointer):
+    _host_scalars.pop(pointer, None)
 
 
 def host_scalar(t):
