@@ -56,11 +56,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
     def backward(g):
         n, g = out, g
-        if not keepdim:  # put the reduced dims back, to broadcast against x
+        if not keepdim and x.ndim:  # put the reduced dims back, to broadcast against x
             for d in sorted(d % max(x.ndim, 1) for d in dims):
                 n, g = n.unsqueeze(d), g.unsqueeze(d)
         if order == 0:
-            return (x * 0,)
+            return (None,)  # a count of non-zeros: no gradient reaches x, as in torch
         if order == 1:
             return (x.sign() * g,)
         if order == 2:

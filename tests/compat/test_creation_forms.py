@@ -157,12 +157,18 @@ def test_norm_values_and_gradients_as_torch(device, p, dim, keepdim):
     g = np.random.default_rng(1).standard_normal(tuple(theirs.shape)).astype(np.float32)
     ours.backward(wg.tensor(g, device=device))
     theirs.backward(torch.tensor(g))
-    expected = r.grad.numpy() if r.grad is not None else np.zeros_like(a)
-    np.testing.assert_allclose(t.grad.numpy(), expected, rtol=1e-4, atol=1e-5)
+    if r.grad is None:  # p=0 counts non-zeros: no gradient reaches the input
+        assert t.grad is None
+    else:
+        np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_torch_norm_function_and_errors():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s, r = wg.tensor(3.0, requires_grad=True), torch.tensor(3.0, requires_grad=True)
+    s.norm(2, 0).backward()  # a 0-d input reduced over dim 0
+    r.norm(2, 0).backward()
+    assert s.grad.tolist() == r.grad.tolist()
     assert np.allclose(wg.norm(wg.tensor(a)).item(), torch.norm(torch.tensor(a)).item())
     assert np.allclose(wg.norm(wg.tensor(a), dim=1).tolist(), torch.norm(torch.tensor(a), dim=1).tolist())
     assert np.allclose(wg.tensor(a).norm(2, 1, keepdim=True).tolist(), torch.tensor(a).norm(2, 1, keepdim=True).tolist())
