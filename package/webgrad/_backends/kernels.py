@@ -426,3 +426,32 @@ Ev], last dim contiguous), the forward's inputs and arguments, its out and lse; 
 contiguous, of q's, k's and v's shapes. With P the weights before dropout (recomputed from lse), Pd after it, M the
 kept mask scaled by 1 / (1 - p): grad_v = Pd^T grad; dP = (grad v^T) * M; D = rowsum(grad * out); dS = P * (dP -
 D); grad_q = dS k * scale, grad_k = dS^T q * scale.""")
+
+# ------------------------------------------------------------------------------------------ sorting and sampling
+# topk serves torch.topk, sort and argsort (ops/sorting.py); multinomial serves torch.multinomial and the GPT's
+# generation (ops/sampling.py). Both are exact and deterministic, so every backend gives the same indices.
+
+topk = _kernel("topk", "values:out indices:out x:in k:arg largest:arg=True", """The k largest (largest=False:
+smallest) entries of each row of x, in order. x: contiguous [rows, n], float32, int32 or int64; values: contiguous
+[rows, k] of x's dtype (x's entries, bit for bit); indices: contiguous int64 or int32 [rows, k], positions in the
+row. 0 <= k <= n. The order: by value, largest first when `largest`, else smallest first; NaN is larger than
+every number (first when largest, last otherwise); -0.0 equals 0.0; equal values keep their order in the row
+(lower index first), so k = n is a stable sort (torch.sort(stable=True); descending = largest).""")
+
+multinomial = _kernel("multinomial", "out:out probs:in seed:arg offset:arg replacement:arg", """Draws from
+the categorical distributions given by the rows of probs (non-negative float32 weights, contiguous [rows, n],
+not necessarily normalised); out: contiguous int64 or int32 [rows, s], the drawn categories. Without
+replacement a drawn category's weight is 0 for the row's later draws (s <= n).
+
+Draw t of row r takes u = `random`'s uniform at counter offset + r * s + t (seed and offset ints or u32 dynamic
+scalars) and walks the weights w in float32, in this exact order, so that every backend draws the same: the row
+is cut into 256 chunks of L = ceil(n / 256) entries (chunk c holds entries c*L .. min(n, (c+1)*L) - 1, maybe
+none); S_c = the chunk's sum, added in order from 0; P_0 = 0, P_(c+1) = P_c + S_c; thr = u * P_256. The draw is
+in the first chunk c with P_(c+1) > thr, at its first entry j with P_c + (w[c*L] + ... + w[j]) > thr (the inner
+sum in order from 0, then added to P_c); where no chunk qualifies (rounding, or no weight left), the last entry
+with w > 0, else the first entry not drawn yet (without replacement, torch too draws zero-weight categories once
+the others are used up). Weights below 2**-126 count as 0 (GPUs flush subnormal numbers).
+
+Errors, raised as RuntimeError (WebGPU: at the next read-back): an entry that is negative, infinite or NaN:
+"probability tensor contains either `inf`, `nan` or element < 0"; a row summing to 0: "invalid multinomial
+distribution (sum of probabilities <= 0)".""")

@@ -8,6 +8,7 @@ re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 from .. import _printing
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
+from . import sampling, sorting
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -25,6 +26,8 @@ _HAND_WRITTEN = {
     conv: "conv2d conv_transpose2d max_pool2d avg_pool2d adaptive_avg_pool2d pad",
     composed: "addcmul addcdiv",
     masked: "masked_fill",
+    sorting: "topk sort argsort msort",
+    sampling: "multinomial",
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
@@ -38,6 +41,7 @@ _METHODS = (
     "matmul mm bmm dot view reshape flatten unflatten permute transpose swapaxes swapdims movedim moveaxis t expand "
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
     "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv masked_fill"
+    " topk sort argsort msort multinomial"
 ).split()
 _IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num addcmul addcdiv".split()
 

@@ -49,7 +49,7 @@ def operand(t, batch):
     rows, cols = t.shape[-2], t.shape[-1]
     bstride = _batch_stride(t, batch)
     layout = _inner_layout(rows, cols, t._view.strides[-2], t._view.strides[-1]) if bstride is not None else None
-    if layout is None:
+    if layout is None or bstride not in (0, rows * cols):  # (the kernel's batch stride: 0 or the matrix's size)
         t = t.expand(*batch, rows, cols).contiguous() if _prod(t.shape[:-2]) != 1 else t.contiguous()
         bstride = _batch_stride(t, batch)
         layout = "row"
