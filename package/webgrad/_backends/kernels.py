@@ -427,6 +427,11 @@ contiguous, of q's, k's and v's shapes. With P the weights before dropout (recom
 kept mask scaled by 1 / (1 - p): grad_v = Pd^T grad; dP = (grad v^T) * M; D = rowsum(grad * out); dS = P * (dP -
 D); grad_q = dS k * scale, grad_k = dS^T q * scale.""")
 
+dropout = _kernel("dropout", "out:out x:in p:arg seed:arg offset:arg", """out[i] = x[i] / (1 - p) where element i (of
+the row-major order) is kept, else 0 (also where x is NaN or inf): kept where u(offset + i) >= p (the transformer
+section's draw; seed and offset ints or u32 dynamic scalars), 0 < p < 1. x, out: contiguous, one shape. The
+mask is never stored: the gradient is this kernel on the upstream gradient with the same seed and offset.""")
+
 # ------------------------------------------------------------------------------------------ sorting and sampling
 # topk serves torch.topk, sort and argsort (ops/sorting.py); multinomial serves torch.multinomial and the GPT's
 # generation (ops/sampling.py). Both are exact and deterministic, so every backend gives the same indices.
@@ -455,3 +460,14 @@ the others are used up). Weights below 2**-126 count as 0 (GPUs flush subnormal 
 Errors, raised as RuntimeError (WebGPU: at the next read-back): an entry that is negative, infinite or NaN:
 "probability tensor contains either `inf`, `nan` or element < 0"; a row summing to 0: "invalid multinomial
 distribution (sum of probabilities <= 0)".""")
+
+# ------------------------------------------------------------------------------------------ transformer kernels (2)
+
+softmax_masked = _kernel("softmax_masked", "out:out x:in mask:in value:arg scale:arg=1.0", """The row softmax of
+hand-written attention in one kernel: out = softmax(s) over the last dim, s = value where mask else x * scale.
+x, out: contiguous [d0, d1, d2, cols]; mask: a bool view of that shape (any strides, stride 0 where broadcast),
+or None. value -inf leaves masked entries out; a row with nothing left is NaN (as softmax of -inf).""")
+
+softmax_masked_backward = _kernel("softmax_masked_backward", "out:out grad:in y:in mask:in scale:arg=1.0", """The
+gradient of softmax_masked with respect to x: out = scale * y * (grad - sum(grad * y)) per row, 0 where masked.
+grad, y (the forward's out), out: contiguous [d0, d1, d2, cols]; mask as the forward's.""")

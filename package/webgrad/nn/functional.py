@@ -18,10 +18,11 @@ from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, 
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
 from ..ops.autocast_policy import full_precision
-from ..ops.attention import fused_attention as _fused_attention
+from ..ops.attention import fused_attention as _fused_attention, fused_dropout as _fused_dropout
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
-from ..ops.reduce import log_softmax, softmax  # noqa: F401
+from ..ops.reduce import log_softmax, softmax as _softmax  # noqa: F401
+from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
 from .._backends import kernels
@@ -30,6 +31,17 @@ from .._backends import kernels
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
 # with PyTorch's parameters and `inplace=` where PyTorch has it (webgrad/ops/table.py).
 globals().update(_elementwise.table_functions("functional"))
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax over `dim`, as torch.nn.functional.softmax. Over the last dim of a masked_fill's result (hand-written
+    attention's `att.masked_fill(mask, -inf)`, then `softmax(att, dim=-1)`), one kernel computes it from the
+    masked_fill's input and mask, and so does its gradient (ops/masked.py)."""
+    if dtype is None and dim is not None and isinstance(input, Tensor):
+        fused = _softmax_of_masked(input, dim)
+        if fused is not None:
+            return fused
+    return _softmax(input, dim, dtype=dtype)
 
 
 # ===================================================================== dropout
@@ -42,6 +54,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         out = input * 0.0
+    elif input.dtype.is_floating:
+        out = _fused_dropout(input, p)
     else:
         keep = rand(*input.shape, device=input.device) >= p  # P(keep) = 1 - p
         out = _where(keep, input * (1.0 / (1.0 - p)), 0.0)

@@ -108,3 +108,20 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if not wants_grad:
         return result
     return record(result, "ScaledDotProductAttention", (query, key, value), backward)
+
+
+def fused_dropout(input, p):
+    """Dropout with 0 < p < 1 in one kernel, its mask drawn inside (the draw of `rand(shape) >= p`) and never
+    stored: the backward is the same kernel on the gradient."""
+    x = input.contiguous()
+    seed, offset = draw(x.numel(), x.device)
+    out = new(tuple(x.shape), x.dtype, x.device)
+    backend = x.device.backend
+    kernels.dropout(backend, out._view, x._view, float(p), seed, offset)
+
+    def backward(g):
+        g = g.contiguous()
+        gx = new(tuple(g.shape), g.dtype, g.device)
+        kernels.dropout(backend, gx._view, g._view, float(p), seed, offset)
+        return (gx,)
+    return record(out, "Dropout", (x,), backward)

@@ -1,9 +1,17 @@
-"""masked_fill and masked_fill_, as torch.masked_fill: `value` where a bool mask is True, else the input.
+"""masked_fill and masked_fill_, as torch.masked_fill: `value` where a bool mask is True, else the input; and the
+softmax of a masked_fill's result as one kernel (hand-written attention's `masked_fill(mask, -inf)`, `softmax`).
 
 A Python value is one masked_fill kernel (no tensor made for it), and so is the gradient (zero where masked);
-a 0-d tensor value goes through where, so that it gets its gradient (the sum over the masked places)."""
+a 0-d tensor value goes through where, so that it gets its gradient (the sum over the masked places).
+
+masked_fill notes what each of its results was made from (while the result lives); F.softmax over the last dim of
+such a result computes it from the masked_fill's input and mask in one kernel (kernels.softmax_masked), and its
+gradient goes straight to that input (kernels.softmax_masked_backward: the masked_fill's backward folded in). The
+masked_fill's own result is then read by nothing: a recorded step drops its dispatch at the seal (fusion.py).
+"""
 
 import numbers
+import weakref
 
 from .. import dtypes
 from .._autograd import no_grad, record
@@ -56,6 +64,23 @@ def _fill(input, mask, value, shape):
     return out
 
 
+# id(result) -> (weak reference to the result, input, mask, value): what a masked_fill's result was made from
+_MADE_FROM = {}
+
+
+def _note(out, input, mask, value):
+    key = id(out)
+    _MADE_FROM[key] = (weakref.ref(out, lambda _, key=key: _MADE_FROM.pop(key, None)), input, mask, value)
+
+
+def made_from(t):
+    """(input, mask, value) of the masked_fill whose result `t` is, or None."""
+    entry = _MADE_FROM.get(id(t))
+    if entry is None or entry[0]() is not t:
+        return None
+    return entry[1:]
+
+
 def masked_fill(input, mask, value):
     """`value` where `mask` (bool, broadcast with input) is True, else input; the result has input's dtype and the
     broadcast shape. Its gradient is zero where masked; a 0-d tensor `value` gets the sum over the masked places."""
@@ -76,6 +101,8 @@ def masked_fill(input, mask, value):
         return gx, gv
     if not input.dtype.is_floating:
         return out
+    if not isinstance(value, Tensor) and input.dtype in _KERNEL_DTYPES and tuple(out.shape) == tuple(input.shape):
+        _note(out, input, mask, value)
     return record(out, "MaskedFill", (input, tensor_value), backward)
 
 
@@ -93,3 +120,34 @@ def masked_fill_(input, mask, value):
                             _scalar(value, input.dtype))
         return input
     return assign_(input, _fill(input, mask, value, shape), "masked_fill_")
+
+
+def softmax_of_masked(x, dim):
+    """F.softmax(x, dim) in one kernel where x is a masked_fill's result (made_from) and dim its last; None else.
+    The gradient goes to the masked_fill's input."""
+    made = made_from(x)
+    if made is None or x.ndim == 0 or dim not in (-1, x.ndim - 1):
+        return None
+    input, mask, value = made
+    if input.dtype not in (dtypes.float32, dtypes.float64) or input.device != x.device:
+        return None
+    shape = tuple(input.shape)
+    if len(shape) > 4:  # the kernel walks [d0, d1, d2, cols]: merge the leading dims
+        mask = mask.expand(*shape).contiguous().reshape(-1, *shape[-3:])
+        shape4 = (-1,) + shape[-3:]
+    else:
+        shape4 = (1,) * (4 - len(shape)) + shape
+    src = input.contiguous().reshape(shape4)
+    shape4 = tuple(src.shape)
+    mask4 = expanded_view(mask.reshape((1,) * max(0, len(shape4) - mask.ndim) + tuple(mask.shape))
+                          if mask.ndim < 4 else mask, shape4)
+    y = new(shape4, input.dtype, input.device)
+    backend = input.device.backend
+    kernels.softmax_masked(backend, y._view, src._view, mask4, float(value))
+
+    def backward(g):
+        g = g.reshape(shape4).contiguous()
+        gx = new(shape4, g.dtype, g.device)
+        kernels.softmax_masked_backward(backend, gx._view, g._view, y._view, mask4)
+        return (gx.reshape(shape),)
+    return record(y.reshape(shape), "Softmax", (input,), backward)

@@ -35,11 +35,21 @@ dispatch's start and drain however small the parameter. Consecutive sgd4 records
 up to optim.group_size members, at the last one's place: nothing runs between them. Only where sgd4 does one
 vec4 a thread (a GPU's variant), as sgd4_group does. Its graph counts them in `grouped`.
 
+Hand-written attention (a GPT's `att = (q @ k^T) * scale`, `att.masked_fill(mask, -inf)`, `softmax(att, -1)`,
+`attn_dropout(att)`): eagerly, F.softmax of a masked_fill's result is already one softmax_masked dispatch reading
+the masked_fill's input (ops/masked.py). At the seal, first every dispatch whose results nothing reads is dropped
+(dead: each storage it writes is read by no later record and does not outlive the capture, and it reports no
+error): the masked_fill's. Then the softmax_masked record takes in the `* scale` before it (an affine x * a whose
+result only it reads: it reads x and scales by a) and the dropout after it (it writes the dropped weights too, at
+the dropout's place); its backward takes in the dropout's backward before it and the scale's after it. The chain's
+four or five passes over [B, H, T, T] forward and four backward become one each. graph.dead counts the dropped
+dispatches; the chains count in graph.fused.
+
 The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
 without it (WEBGRAD_FUSE=0).
 """
 
-from . import batch_norm, elementwise, optim, winograd
+from . import batch_norm, dropout, elementwise, optim, softmax_masked, winograd
 from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
 from .dispatch import dtype_code
 from ...dtypes import float32
@@ -285,11 +295,184 @@ class _Fuser:
         return True
 
 
+def _dead(fuser):
+    """The dispatches whose results nothing reads (see the module doc), found from the last record back."""
+    errors = fuser.rt.errors.buffer
+    used, dead = set(), set()
+    for i in range(len(fuser.trace) - 1, -1, -1):
+        t = fuser.trace[i]
+        if t.launch is not None and errors not in t.buffers:
+            writes = [k for k, mode in enumerate(_modes(t)) if mode == "write"]
+            if writes and all(t.serials[k] not in used and t.refs[k]() is None for k in writes):
+                dead.add(i)
+                continue
+        used.update(t.serials)
+    return dead
+
+
+class _Attention:
+    """Hand-written attention's softmax_masked records with the scale and dropout around them (module doc)."""
+
+    NO_SLOT = 0xFFFFFFFF
+
+    def __init__(self, fuser, dead):
+        self.f, self.trace, self.rt, self.dead = fuser, fuser.trace, fuser.rt, dead
+        self.users = {s: [i for i in users if i not in dead] for s, users in fuser.users.items()}
+
+    def _clear(self, start, end, chain, reads, writes):
+        """_Fuser._clear_between, the dead records (which no longer run) aside."""
+        return self.f._clear_between(start, end, set(chain) | self.dead, reads, writes)
+
+    def _affine(self, k):
+        """(a, n, out offset, input offset) of a float32 vec4 record x * a (the scale: inline, no shift), or None."""
+        t = self.trace[k]
+        op = _elementwise_op(t, VEC4[UNARY], ("affine",))
+        if op is None:
+            return None
+        f = elementwise._PARAMS.unpack(t.launch.params)
+        if f[2] != self.NO_SLOT or f[3] != self.NO_SLOT or f[5] != 0.0:
+            return None
+        return f[4], op[1], op[2][0], op[2][1]
+
+    def _dropout(self, k):
+        """dropout.wgsl's Params of record k (n, x_off, out_off, seed, offset, seed_slot, offset_slot, p, scale)."""
+        t = self.trace[k]
+        if t.launch is None or t.launch.kernel not in (dropout.DROPOUT, dropout.DROPOUT4):
+            return None
+        return dropout._PARAMS.unpack(t.launch.params)
+
+    @staticmethod
+    def _dropout_changes(d):
+        return dict(seed=d[3], offset=d[4], seed_slot=d[5], offset_slot=d[6], p_drop=d[7], drop_scale=d[8])
+
+    def forward(self, i):
+        """(records, {place: fused record}) of a softmax_masked forward at record i with its scale and dropout."""
+        t = self.trace[i]
+        if not softmax_masked.is_forward(t.launch):
+            return None
+        f = softmax_masked.fields(t.launch)
+        n = f["rows"] * f["cols"]
+        scale = drop = None
+        users = self.users[t.serials[1]]
+        if len(users) == 2 and users[1] == i and t.refs[1]() is None:  # x = x' * a, read by this record alone
+            a = users[0]
+            aff = self._affine(a)
+            if (aff is not None and self.trace[a].serials[0] == t.serials[1] and aff[1] == n and aff[2] == f["x_off"]
+                    and self._clear(a, i, (a, i), reads={self.trace[a].buffers[1]}, writes=())):
+                scale = (a, dict(x_off=aff[3], scale=f["scale"] * aff[0]), self.trace[a].buffers[1])
+        later = [k for k in self.users[t.serials[0]] if k > i]
+        d = self._dropout(later[0]) if later else None
+        if d is not None and self.trace[later[0]].serials[1] == t.serials[0] and d[0] == n and d[1] == f["y_off"]:
+            drop = (later[0], dict(drop_off=d[2], **self._dropout_changes(d)))
+        for use_scale, use_drop in ((True, True), (False, True), (True, False)):
+            s, e = scale if use_scale else None, drop if use_drop else None
+            if s is None and e is None:
+                continue
+            chain, changes, buffers, slots, place = [i], {}, list(t.buffers), (), i  # y, x, mask, dropped, ...
+            if s is not None:
+                chain.insert(0, s[0])
+                changes.update(s[1])
+                buffers[1] = s[2]
+            if e is not None:
+                k = e[0]
+                if not self._clear(i, k, set(chain) | {k}, reads={buffers[1], t.buffers[2]},
+                                   writes={t.buffers[0], self.trace[k].buffers[0]}):
+                    continue
+                changes.update(e[1])
+                buffers[3], slots, place = self.trace[k].buffers[0], self.trace[k].launch.slots, k
+                chain.append(k)
+            found = self._fused(t, chain, changes, buffers, slots, place, outputs=(0, 3), inputs=(1, 2),
+                                offsets=("y_off", "x_off"))
+            if found is not None:
+                return found
+        return None
+
+    def _fused(self, t, chain, changes, buffers, slots, place, outputs, inputs, offsets):
+        """The chain's fused record at `place`, or None. The pool may have given the result (output 0) the buffer of
+        the input it reads (input 1: x forward, the gradient backward), freed meanwhile: at the same offset the
+        kernel reads it through the result's binding (IN_FROM_OUT); any other buffer bound both written and read,
+        which WebGPU refuses, leaves the chain as it is. offsets: the Params fields of output 0's and input 1's."""
+        f = dict(softmax_masked.fields(t.launch), **changes)
+        in_from_out = buffers[1] is buffers[0] and f[offsets[0]] == f[offsets[1]]
+        shared = {buffers[k] for k in outputs} & {buffers[k] for k in inputs if not (k == 1 and in_from_out)}
+        if shared or len({buffers[k] for k in outputs}) != len(outputs):
+            return None
+        if in_from_out:
+            buffers = list(buffers)
+            buffers[1] = self.rt.dummy.buffer
+        launch = softmax_masked.relaunch(self.rt, t.launch, slots, in_from_out, **changes)
+        if launch is None:
+            return None
+        return chain, {place: self.rt.dispatch_record(launch, tuple(buffers))}
+
+    def backward(self, i):
+        """(records, {place: fused record}) of a softmax_masked backward at record i with the dropout's backward
+        before it and the scale's after it."""
+        t = self.trace[i]
+        if not softmax_masked.is_backward(t.launch):
+            return None
+        f = softmax_masked.fields(t.launch)
+        n = f["rows"] * f["cols"]
+        drop = scale = None
+        users = self.users[t.serials[1]]
+        if len(users) == 2 and users[1] == i and t.refs[1]() is None:  # grad = dropout(grad'), read here alone
+            e = users[0]
+            d = self._dropout(e)
+            if (d is not None and self.trace[e].serials[0] == t.serials[1] and d[0] == n and d[2] == f["g_off"]
+                    and self._clear(e, i, (e, i), reads={self.trace[e].buffers[1]}, writes=())):
+                drop = (e, dict(g_off=d[1], **self._dropout_changes(d)))
+        users = self.users[t.serials[0]]
+        if len(users) == 2 and users[0] == i and t.refs[0]() is None:  # grad_x read by grad_x * a alone
+            a = users[1]
+            aff = self._affine(a)
+            if aff is not None and self.trace[a].serials[1] == t.serials[0] and aff[1] == n and aff[3] == f["x_off"]:
+                scale = (a, dict(x_off=aff[2], scale=f["scale"] * aff[0]))
+        for use_drop, use_scale in ((True, True), (True, False), (False, True)):
+            e, s = drop if use_drop else None, scale if use_scale else None
+            if s is None and e is None:
+                continue
+            chain, changes, buffers, slots, place = [i], {}, list(t.buffers), (), i  # grad_x, grad, mask, -, y
+            if e is not None:
+                chain.insert(0, e[0])
+                changes.update(e[1])
+                buffers[1], slots = self.trace[e[0]].buffers[1], self.trace[e[0]].launch.slots
+            if s is not None:
+                a = s[0]
+                if not self._clear(i, a, set(chain) | {a}, reads={buffers[1], t.buffers[2], t.buffers[4]},
+                                   writes={self.trace[a].buffers[0]}):
+                    continue
+                changes.update(s[1])
+                buffers[0], place = self.trace[a].buffers[0], a
+                chain.append(a)
+            found = self._fused(t, chain, changes, buffers, slots, place, outputs=(0,), inputs=(1, 2, 4),
+                                offsets=("x_off", "g_off"))
+            if found is not None:
+                return found
+        return None
+
+
 def fuse(graph, rt):
-    """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch; sets
-    graph.fused to the number of chains fused, and graph.grouped to the number of sgd4 updates grouped."""
+    """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch and the dead
+    dispatches dropped; sets graph.fused to the number of chains fused, graph.grouped to the number of sgd4 updates
+    grouped and graph.dead to the number of dispatches dropped."""
     fuser = _Fuser(graph, rt)
     records, dropped, claimed, fused, grouped = list(graph.records), set(), set(), 0, 0
+    dead = _dead(fuser)
+    dropped.update(dead)
+    claimed.update(dead)
+    attention = _Attention(fuser, dead)
+    for i in range(len(records)):
+        if i in claimed:
+            continue
+        found = attention.forward(i) or attention.backward(i)
+        if found is None or claimed.intersection(found[0]):
+            continue
+        chain, replaced = found
+        for k, record in replaced.items():
+            records[k] = record
+        dropped.update(k for k in chain if k not in replaced)
+        claimed.update(chain)
+        fused += 1
     for i in range(len(records)):
         if i in claimed:
             continue
@@ -308,5 +491,5 @@ def fuse(graph, rt):
             fused += 1
         else:
             grouped += len(chain)
-    graph.fused, graph.grouped = fused, grouped
+    graph.fused, graph.grouped, graph.dead = fused, grouped, len(dead)
     return [r for k, r in enumerate(records) if k not in dropped]

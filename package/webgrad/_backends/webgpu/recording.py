@@ -85,6 +85,7 @@ class Graph:
         self.trace = []
         self.fused = 0  # chains fusion.py fused at the seal
         self.grouped = 0  # sgd4 updates fusion.py grouped into sgd4_group dispatches at the seal
+        self.dead = 0  # dispatches fusion.py dropped at the seal: nothing read their results
         self._serials = weakref.WeakKeyDictionary()
         self._next_serial = itertools.count()
 
