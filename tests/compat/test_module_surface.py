@@ -338,3 +338,13 @@ def test_backends_cuda_switches_as_torch():
         torch.cuda.current_device()
     with pytest.raises(AssertionError, match="no CUDA"):
         wg.cuda.current_device()
+
+
+def test_cuda_amp_disables_itself_without_a_gpu(monkeypatch):
+    import webgrad.cuda.amp as cuda_amp
+    monkeypatch.setattr(cuda_amp, "_gpu_available", lambda: False)
+    for make in (cuda_amp.GradScaler, cuda_amp.autocast):
+        with pytest.warns(UserWarning, match="no WebGPU device"):
+            with pytest.warns(FutureWarning):
+                made = make()
+        assert not (made.is_enabled() if isinstance(made, wg.amp.GradScaler) else made._enabled)

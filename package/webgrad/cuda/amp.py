@@ -2,6 +2,7 @@
 
 `torch.cuda.amp.autocast(...)` is `webgrad.amp.autocast("cuda", ...)` and `torch.cuda.amp.GradScaler(...)` is
 `webgrad.amp.GradScaler("cuda", ...)`; in webgrad the device "cuda" of autocast and GradScaler means WebGPU.
+Where there is no WebGPU device, both warn and disable themselves, as PyTorch's do without CUDA.
 """
 
 import warnings
@@ -10,12 +11,21 @@ from .. import amp as _amp
 from .. import dtypes
 
 
+def _gpu_available():
+    from .. import webgpu
+    return webgpu.is_available()
+
+
 class autocast(_amp.autocast):
     """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)."""
 
     def __init__(self, enabled=True, dtype=dtypes.float16, cache_enabled=True):
         warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', "
                       "args...)` instead.", FutureWarning, stacklevel=2)
+        if enabled and not _gpu_available():
+            warnings.warn("torch.cuda.amp.autocast: there is no WebGPU device (what 'cuda' means in webgrad). "
+                          "Disabling autocast.", UserWarning, stacklevel=2)
+            enabled = False
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
@@ -27,5 +37,9 @@ class GradScaler(_amp.GradScaler):
                  enabled=True):
         warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', "
                       "args...)` instead.", FutureWarning, stacklevel=2)
+        if enabled and not _gpu_available():
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but there is no WebGPU device (what 'cuda' means in "
+                          "webgrad). Disabling.", UserWarning, stacklevel=2)
+            enabled = False
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
