@@ -64,7 +64,7 @@ class _TorchFinder:
     path and load a second copy, whose classes differ from webgrad's (isinstance checks would fail)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith("torch.") or sys.modules.get("torch") is None:
+        if not fullname.startswith("torch.") or sys.modules.get("torch") is not sys.modules.get("webgrad"):
             return None
         import importlib
         import importlib.util
