@@ -1,7 +1,7 @@
 """Writes FEATURES.md: PyTorch's public names, each marked supported, partial or missing in webgrad.
 
     python -m tools.features            # rewrite FEATURES.md (needs torch: the list of names is torch's)
-    python -m tools.features --check    # exit 1 if FEATURES.md is out of date (tests/test_features.py)
+    python -m tools.features --check    # exit 1 if FEATURES.md is out of date (tests/compat/test_features.py)
 
 A name is "supported" when webgrad has it under the same path, "partial" when PARTIAL below says what
 differs, "missing" otherwise. The lists come from the installed torch and webgrad, so the table cannot
@@ -27,6 +27,9 @@ NAMESPACES = [
     ("torch.optim.lr_scheduler", "webgrad.optim.lr_scheduler", "schedulers"),
     ("torch.utils.data", "webgrad.utils.data", "classes and functions"),
 ]
+
+# PyTorch's OpInfo tests as `python -m webgrad.testing.opinfo --device D --write-table PATH` last wrote them
+OPINFO_TABLES = [("cpu", "tests/compat/opinfo_cpu.md"), ("webgpu", "tests/compat/opinfo_webgpu.md")]
 
 # What differs where webgrad has the name: shown as "partial".
 PARTIAL = {
@@ -97,6 +100,10 @@ def table():
                   "| name | status | note |", "|---|---|---|", *rows, ""]
     summary = ["| namespace | supported | partial | missing |", "|---|---|---|---|"]
     summary += [f"| `{n}` ({k}) | {c['supported']} | {c['partial']} | {c['missing']} |" for n, k, c in totals]
+    from webgrad.testing.opinfo import features_section
+    lines += features_section([(d, f"python -m webgrad.testing.opinfo --device {d} --write-table {p}",
+                                (ROOT / p).read_text(encoding="utf-8"))
+                               for d, p in OPINFO_TABLES if (ROOT / p).exists()])
     return "\n".join(lines[:5] + summary + [""] + lines[5:]).rstrip() + "\n"
 
 

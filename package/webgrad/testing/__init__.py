@@ -1,0 +1,1 @@
+"""Tools that measure webgrad against PyTorch: its OpInfo operator database and real scripts."""
