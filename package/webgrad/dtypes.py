@@ -1,12 +1,27 @@
-"""Data types, as webgrad needs for training in a browser:
+"""Data types, with PyTorch's names and promotion rules:
 
 float32 (the default for everything floating), float16 (mixed precision: webgrad.autocast; on WebGPU where the
-adapter has the optional `shader-f16` feature), float64 (CPU only: precise gradient checks), int32 (indices, labels, counts), uint8 (raw bytes such as
-image data, converted to float on the device) and bool (comparison results, masks).
+adapter has the optional `shader-f16` feature), float64 (CPU only), int64 (``webgrad.long``: PyTorch's index and
+label dtype; what integer data, ``arange``, ``randint``, ``argmax`` and ``.long()`` give), int32 (``webgrad.int``),
+uint8 (raw bytes such as image data) and bool (comparison results, masks). ``bfloat16`` exists as a name, so scripts
+that mention it import; a bfloat16 tensor is refused with a clear error (use float32, or float16 through autocast).
 
 Every backend exchanges data in one *canonical* byte layout per dtype (little-endian, packed):
-float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), float64 -> 8 bytes 'd', int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1).
-How a backend stores a dtype internally is its own business (WebGPU keeps bools in 32-bit words).
+float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), float64 -> 8 bytes 'd', int64 -> 8 bytes 'q',
+int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1). How a backend stores a dtype internally is
+its own business (WebGPU keeps bools in 32-bit words).
+
+int64 on each device. On the CPU it is NumPy's int64: exact over the whole 64-bit range, wrapping on overflow as
+PyTorch's does. WGSL has no 64-bit integers, so WebGPU keeps an int64 tensor in one 32-bit word per element, under
+one rule: **every int64 value on WebGPU lies in the int32 range [-2**31, 2**31 - 1]; a value outside it is an
+error, never a wrapped number.** The range is checked where values arrive (tensor(), from_numpy, .to("webgpu"),
+loaded files: on the host, at once) and where the device makes new ones: int64 arithmetic (+, -, *, //, **, neg,
+abs), sums, products and prefix sums, and float -> int64 conversions report a result outside the range through
+the runtime's error word, raised at the next read-back (as an out-of-range index is). Within the range every
+result is exact, and index-heavy kernels (embedding, cross-entropy targets, gather) read int64 indices at int32
+speed. int32 keeps PyTorch's wrapping arithmetic on every device.
+
+float64 on WebGPU: refused (WebGPU has no 64-bit floats) with an error that says to convert with .float() first.
 """
 
 
@@ -18,7 +33,19 @@ class DType:
         self.itemsize = itemsize  # bytes per element in the canonical layout
         self.fmt = fmt  # struct / array.array format character of the canonical layout
         self.is_floating = is_floating
-        self.rank = rank  # order for type promotion: bool < uint8 < int32 < float16 < float32 < float64
+        self.rank = rank  # order for type promotion: bool < uint8 < int32 < int64 < float16 < float32 < float64
+
+    @property
+    def is_floating_point(self):
+        return self.is_floating
+
+    @property
+    def is_signed(self):
+        return self.name not in ("bool", "uint8")
+
+    @property
+    def is_complex(self):
+        return False
 
     def __repr__(self):
         return f"webgrad.{self.name}"
@@ -30,26 +57,18 @@ class DType:
 bool_ = DType("bool", 1, "B", False, 0)
 uint8 = DType("uint8", 1, "B", False, 1)
 int32 = DType("int32", 4, "i", False, 2)
-float16 = DType("float16", 2, "e", True, 3)
-float32 = DType("float32", 4, "f", True, 4)
-float64 = DType("float64", 8, "d", True, 5)
+int64 = DType("int64", 8, "q", False, 3)
+float16 = DType("float16", 2, "e", True, 4)
+bfloat16 = DType("bfloat16", 2, None, True, 5)  # a name only: no backend stores it (see check_storable)
+float32 = DType("float32", 4, "f", True, 6)
+float64 = DType("float64", 8, "d", True, 7)
 
-ALL = (bool_, uint8, int32, float16, float32, float64)
+ALL = (bool_, uint8, int32, int64, float16, bfloat16, float32, float64)
 _NAMES = {d.name: d for d in ALL}
-_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "bool_": bool_, "int64": int32, "long": int32})
+_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "bool_": bool_, "long": int64,
+               "int64": int64})
 
-
-_warned_int64 = []
-
-
-def warn_int64_once(where):
-    """One warning per process that a 64-bit integer request got int32 (webgrad's only integer type:
-    WGSL has no 64-bit integers, and one integer type keeps CPU and WebGPU results identical)."""
-    if not _warned_int64:
-        import warnings
-        _warned_int64.append(True)
-        warnings.warn(f"{where}: webgrad's integers are int32 on every device (webgrad.long is webgrad.int32); "
-                      "values beyond +-2**31 are refused when converted", stacklevel=3)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _by_name(name):
@@ -65,37 +84,114 @@ def to_dtype(d, default=None):
     if d is float:
         return float32
     if d is int:
-        return int32
+        return int64  # as torch: dtype=int is torch.int64
     if d is bool:
         return bool_
     name = getattr(d, "name", None) or str(d)
     name = name.replace("torch.", "")
     if name in _NAMES:
         return _NAMES[name]
-    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, float64 (CPU), int32, uint8 and bool")
+    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, float64 (CPU), int64, int32, "
+                    "uint8 and bool")
 
 
+def check_storable(dtype):
+    """Raise a clear TypeError for a dtype that has a name but no storage on any device (bfloat16)."""
+    if dtype is bfloat16:
+        raise TypeError("webgrad has no bfloat16 tensors: use float32, or float16 through webgrad.autocast "
+                        "(mixed precision); bfloat16 checkpoints load as float32")
+
+
+# ===================================================================== type promotion (torch.result_type)
 def promote(a, b):
-    """Result dtype of a binary op between two tensor dtypes (PyTorch's order, restricted to our dtypes)."""
+    """Result dtype of two dtypes of the same priority (torch.promote_types, restricted to our dtypes)."""
     if a is b:
         return a
+    if {a, b} == {float16, bfloat16}:
+        return float32
     return a if a.rank > b.rank else b
 
 
+def _combine(higher, lower):
+    """torch's rule for operands of a lower priority (0-d tensors under tensors with dims, Python scalars under
+    both): they raise the result only to a higher category (bool < integer < floating), never its width."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating:
+        return higher
+    if higher is bool_ or lower.is_floating:
+        return promote(higher, lower)
+    return higher
+
+
 def scalar_dtype(value):
-    """The dtype a Python scalar would have as a tensor."""
+    """The dtype a Python scalar has as a tensor (torch: int -> int64, float -> the default float32)."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
-        return int32
+        return int64
     return float32
+
+
+def result_type(*operands):
+    """torch.result_type over tensors and Python scalars: tensors with dims first, then 0-d tensors, then
+    scalars, each lower group only lifting the category (so int32 + 5 stays int32, int32 + a 0-d int64 tensor
+    too, and int64 + float32 is float32). An operand is a Tensor-like (with .dtype and .ndim) or a number."""
+    groups = [None, None, None]  # tensors with dims, 0-d tensors, scalars
+    for x in operands:
+        dtype = getattr(x, "dtype", None)
+        if isinstance(dtype, DType):
+            g = 0 if x.ndim else 1
+        else:
+            if not isinstance(x, (bool, int, float)):
+                raise TypeError(f"result_type(): expected Tensors or numbers, got {type(x).__name__}")
+            dtype, g = scalar_dtype(x), 2
+        groups[g] = dtype if groups[g] is None else promote(groups[g], dtype)
+    return _combine(groups[0], _combine(groups[1], groups[2]))
 
 
 def promote_scalar(t, value):
     """Result dtype of `tensor <op> python_scalar`: a scalar only lifts the category (int -> float)."""
-    s = scalar_dtype(value)
-    if s.is_floating and not t.is_floating:
-        return float32
-    if t is bool_ and s is not bool_:
-        return s
-    return t
+    return _combine(t, scalar_dtype(value))
+
+
+# ===================================================================== int64 in 32-bit words (WebGPU)
+def _range_error(value, where):
+    return RuntimeError(
+        f"{where}: int64 value {value} is outside the range WebGPU stores ([{INT32_MIN}, {INT32_MAX}]: WGSL has "
+        "no 64-bit integers, so webgrad keeps int64 in 32 bits there); keep this tensor on the CPU device")
+
+
+def narrow_int64(raw, where="int64 upload"):
+    """Canonical int64 bytes -> int32 bytes (WebGPU's words), RuntimeError for a value outside int32."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        a = np.frombuffer(raw, "<i8")
+        if a.size and (a.min() < INT32_MIN or a.max() > INT32_MAX):
+            bad = a[(a < INT32_MIN) | (a > INT32_MAX)][0]
+            raise _range_error(int(bad), where)
+        return a.astype("<i4").tobytes()
+    import array
+    wide = array.array("q")
+    wide.frombytes(bytes(raw))
+    try:
+        return array.array("i", wide).tobytes()
+    except OverflowError:
+        raise _range_error(next(v for v in wide if not INT32_MIN <= v <= INT32_MAX), where) from None
+
+
+def widen_int32(raw):
+    """int32 bytes -> canonical int64 bytes (sign-extended)."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        return np.frombuffer(raw, "<i4").astype("<i8").tobytes()
+    import array
+    narrow = array.array("i")
+    narrow.frombytes(bytes(raw))
+    return array.array("q", narrow).tobytes()

@@ -5,6 +5,7 @@ right NumPy over speed. Each family module registers its kernels on the records 
 (``@kernels.NAME.implement("cpu")``); this module holds the memory methods and runs the records.
 """
 
+from ... import dtypes
 from ..interface import Backend
 # the kernel families: importing them registers their implementations on the records
 from . import augment, conv, elementwise, index, linalg, loss, norm, optim, random, reduce  # noqa: F401
@@ -20,9 +21,11 @@ class CPUBackend(Backend):
         require_numpy()
 
     def empty(self, numel, dtype):
+        dtypes.check_storable(dtype)
         return np.empty(numel, NP_DTYPES[dtype])
 
     def from_bytes(self, data, dtype):
+        dtypes.check_storable(dtype)
         arr = np.frombuffer(bytes(data) if not isinstance(data, (bytes, bytearray)) else data, NP_DTYPES[dtype])
         return arr.copy()
 

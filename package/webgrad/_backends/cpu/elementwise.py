@@ -24,7 +24,7 @@ def fill(out, value):
 @kernels.copy.implement("cpu")
 def copy(out, x):
     src = array(x)
-    if out.dtype is dtypes.int32 and src.dtype.kind == "f":
+    if out.dtype in (dtypes.int32, dtypes.int64) and src.dtype.kind == "f":
         src = np.trunc(src)
     with np.errstate(over="ignore"):  # float32 -> float16 beyond 65504 is inf, silently (as PyTorch)
         array(out)[...] = src.astype(NP_DTYPES[out.dtype], copy=True)
