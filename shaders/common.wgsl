@@ -3,9 +3,11 @@
 // How dtypes are stored on the GPU (every buffer is bound as array<u32>):
 //   float32  one word per element, the f32 bits
 //   int32    one word per element, the i32 bits
+//   int64    one word per element, the i32 bits: WebGPU holds int64 values in the int32 range only (see
+//            webgrad/dtypes.py); the kernels that can leave it check (elementwise.wgsl's *_i64 entry points)
 //   bool     one word per element, 0 or 1
 //   uint8    four elements per word, little-endian (element i is byte i % 4 of word i / 4)
-// The dtype codes DT_F32, DT_I32, DT_U8 and DT_BOOL are injected by shaders.py.
+// The dtype codes DT_F32, DT_I32, DT_I64, DT_U8 and DT_BOOL are injected by shaders.py.
 
 // NaN and infinity cannot be written as WGSL constants (constant evaluation rejects them), so they
 // are made at run time from bit patterns held in private variables.
@@ -28,7 +30,7 @@ fn word_index(i: u32, dtype: u32) -> u32 {
 fn decode_f32(w: u32, i: u32, dtype: u32) -> f32 {
     switch dtype {
         case DT_F32: { return bitcast<f32>(w); }
-        case DT_I32: { return f32(bitcast<i32>(w)); }
+        case DT_I32, DT_I64: { return f32(bitcast<i32>(w)); }
         case DT_U8: { return f32((w >> ((i & 3u) * 8u)) & 0xffu); }
         default: { return select(0.0, 1.0, w != 0u); }
     }
@@ -37,7 +39,7 @@ fn decode_f32(w: u32, i: u32, dtype: u32) -> f32 {
 fn decode_i32(w: u32, i: u32, dtype: u32) -> i32 {
     switch dtype {
         case DT_F32: { return i32(bitcast<f32>(w)); }
-        case DT_I32: { return bitcast<i32>(w); }
+        case DT_I32, DT_I64: { return bitcast<i32>(w); }
         case DT_U8: { return i32((w >> ((i & 3u) * 8u)) & 0xffu); }
         default: { return select(0, 1, w != 0u); }
     }
@@ -47,7 +49,7 @@ fn decode_i32(w: u32, i: u32, dtype: u32) -> i32 {
 fn encode_f32(v: f32, dtype: u32) -> u32 {
     switch dtype {
         case DT_F32: { return bitcast<u32>(v); }
-        case DT_I32: { return bitcast<u32>(i32(v)); }
+        case DT_I32, DT_I64: { return bitcast<u32>(i32(v)); }
         default: { return select(0u, 1u, v != 0.0); }
     }
 }
@@ -55,7 +57,7 @@ fn encode_f32(v: f32, dtype: u32) -> u32 {
 fn encode_i32(v: i32, dtype: u32) -> u32 {
     switch dtype {
         case DT_F32: { return bitcast<u32>(f32(v)); }
-        case DT_I32: { return bitcast<u32>(v); }
+        case DT_I32, DT_I64: { return bitcast<u32>(v); }
         default: { return select(0u, 1u, v != 0); }
     }
 }

@@ -588,3 +588,91 @@ fn binary_h8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         out4[o.x + j] = vec4<u32>(binary_h2(x.x, y.x), binary_h2(x.y, y.y), binary_h2(x.z, y.z), binary_h2(x.w, y.w));
     }
 }
+
+// ------------------------------------------------------------------ int64 entry points
+// unary_i64, binary_i64: the scalar entry points for an int64 `out` whose values the op can take out of the int32
+// range, the values WebGPU holds in an int64 tensor (one i32 word per element: WGSL has no 64-bit integers, see
+// webgrad/dtypes.py). Integer ops compute exactly in i32 and check their exact result against the range (the
+// op table's int_overflow predicates, spliced below); float results are truncated and checked before their
+// conversion. A result outside the range reports ERROR_CODE with its element index through the error word
+// (errors.wgsl), raised by the host at its next read-back; the word written there is not a valid result.
+@group(0) @binding(8) var<storage, read_write> errors: array<atomic<u32>>;
+//! include "errors.wgsl"
+override ERROR_CODE: u32 = 0u;
+
+//! include "int64.wgsl"
+
+// Whether pow_i32(x, y) leaves the int32 range (as pow_i32 squares, checked at each product it needs).
+fn pow_overflows(x: i32, y: i32) -> bool {
+    if (y < 0) { return false; }
+    var result = 1;
+    var base = x;
+    var e = y;
+    loop {
+        if ((e & 1) != 0) {
+            if (mul_overflows(result, base)) { return true; }
+            result *= base;
+        }
+        e >>= 1u;
+        if (e == 0) { break; }
+        // base squared is a factor of the result from here on, whose other factors are nonzero integers
+        if (mul_overflows(base, base)) { return true; }
+        base *= base;
+    }
+    return false;
+}
+
+fn unary_overflows(x: i32, a: i32, b: i32) -> bool {
+    switch OP {
+        //! splice unary_overflow
+        default: { return false; }
+    }
+}
+
+fn binary_overflows(x: i32, y: i32) -> bool {
+    switch OP {
+        //! splice binary_overflow
+        default: { return false; }
+    }
+}
+
+// A float result as an int64 word: truncated toward zero, reported unless it lies in the int32 range.
+fn float_to_i64(v: f32, i: u32) -> u32 {
+    let t = trunc(v);
+    if (!(t >= -2147483648.0 && t < 2147483648.0)) {  // (NaN fails both)
+        report_error(ERROR_CODE, i32(i), p.n);
+        return 0u;
+    }
+    return bitcast<u32>(i32(t));
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        if (INT_MATH) {
+            let x = load0_i(o.y);
+            let a = scalar_ai();
+            let b = scalar_bi();
+            if (unary_overflows(x, a, b)) { report_error(ERROR_CODE, i32(i), p.n); }
+            out[o.x] = bitcast<u32>(unary_i(x, a, b));
+        } else {
+            out[o.x] = float_to_i64(unary_f(load0_f(o.y), scalar_a(), scalar_b()), i);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n; i += groups.x * WORKGROUP) {
+        let o = offsets(i);
+        if (INT_MATH) {
+            let x = load0_i(o.y);
+            let y = load1_i(o.z);
+            if (binary_overflows(x, y)) { report_error(ERROR_CODE, i32(i), p.n); }
+            out[o.x] = bitcast<u32>(binary_i(x, y));
+        } else {
+            out[o.x] = float_to_i64(binary_f(load0_f(o.y), load1_f(o.z)), i);
+        }
+    }
+}

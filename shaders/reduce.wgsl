@@ -1,4 +1,5 @@
 //! include "common.wgsl"
+//! include "int64.wgsl"
 // Reductions over the middle axis of a contiguous [outer, size, inner] view: out[o, i] = op over s of
 // x[o, s, i]. The Python side is backends/webgpu/reduce.py.
 //
@@ -32,11 +33,20 @@
 //
 // argmax/argmin keep the first index among equal values (PyTorch's rule, and NumPy's); NaN counts
 // as larger than everything for max/argmax and smaller for min/argmin, so it propagates.
+//
+// WIDE: an int64 sum or product, exact. WebGPU holds int64 in i32 words, in the int32 range only (see
+// webgrad/dtypes.py), but a sum of such values may leave it. The accumulator's index field then carries a second
+// word: for a sum the high word of an exact 64-bit total (add with carry), for a product an overflow flag (a
+// true zero factor clears it: the product is 0 whatever the others). Partials keep it in idx_out/idx_in as
+// argmax keeps its indices; the last stage writes the low word to `out` and a word to idx_out (at the output's
+// position) that equals the low word's sign extension exactly when the total fits. reduce.py then checks the
+// pair (check.wgsl's check_int64), reporting a total outside the range at the next read-back.
 
 override OP: u32 = 0u;          // RED_* code (reduce.py)
 override INT_MATH: bool = false; // integer inputs: fold exactly in i32 (wrapping like int32)
 override X_DTYPE: u32 = DT_F32;
 override OUT_DTYPE: u32 = DT_F32;
+override WIDE: bool = false;     // int64 sum/prod with INT_MATH: exact, see above
 override STAGE: u32 = 0u;        // 0: one pass; 1: first pass of two; 2: second pass of two;
                                   // 3: reduce_rows4 folding its partials in the same dispatch
 
@@ -82,8 +92,8 @@ fn identity_f() -> AccF {
 
 fn identity_i() -> AccI {
     switch OP {
-        case RED_SUM: { return AccI(0, NO_INDEX); }
-        case RED_PROD: { return AccI(1, NO_INDEX); }
+        case RED_SUM: { return AccI(0, select(NO_INDEX, 0u, WIDE)); }
+        case RED_PROD: { return AccI(1, select(NO_INDEX, 0u, WIDE)); }
         default: { return AccI(select(2147483647, -2147483647 - 1, wants_max()), NO_INDEX); }
     }
 }
@@ -113,7 +123,31 @@ fn combine_f(a: AccF, b: AccF) -> AccF {
     }
 }
 
+// WIDE sums: (low, high) words added with carry; WIDE products: the wrapped product and an overflow flag.
+fn combine_wide(a: AccI, b: AccI) -> AccI {
+    if (OP == RED_SUM) {
+        let lo = bitcast<u32>(a.v) + bitcast<u32>(b.v);
+        return AccI(bitcast<i32>(lo), a.i + b.i + select(0u, 1u, lo < bitcast<u32>(a.v)));
+    }
+    if ((a.v == 0 && a.i == 0u) || (b.v == 0 && b.i == 0u)) { return AccI(0, 0u); }
+    return AccI(a.v * b.v, a.i | b.i | select(0u, 1u, mul_overflows(a.v, b.v)));
+}
+
+// The second word a WIDE element starts with: its sign extension (sum) or no overflow (product).
+fn wide_word(v: i32) -> u32 {
+    if (OP == RED_SUM) { return select(0u, 0xffffffffu, v < 0); }
+    return 0u;
+}
+
+// The word written beside a WIDE total: its sign extension exactly when it fits in the int32 range.
+fn wide_check_word(acc: AccI) -> u32 {
+    let sign = select(0u, 0xffffffffu, acc.v < 0);
+    if (OP == RED_SUM) { return acc.i; }
+    return select(sign, ~sign, acc.i != 0u);
+}
+
 fn combine_i(a: AccI, b: AccI) -> AccI {
+    if (WIDE) { return combine_wide(a, b); }
     switch OP {
         case RED_SUM: { return AccI(a.v + b.v, NO_INDEX); }
         case RED_PROD: { return AccI(a.v * b.v, NO_INDEX); }
@@ -133,7 +167,12 @@ fn index_of(k: u32, s: u32) -> u32 {
 
 fn load_i(base: u32, s: u32) -> AccI {
     let k = base + s * p.inner;
-    return AccI(decode_i32(x[word_index(k, X_DTYPE)], k, X_DTYPE), index_of(k, s));
+    let v = decode_i32(x[word_index(k, X_DTYPE)], k, X_DTYPE);
+    if (WIDE) {
+        if (STAGE == 2u) { return AccI(v, idx_in[k]); }  // a partial and its second word
+        return AccI(v, wide_word(v));
+    }
+    return AccI(v, index_of(k, s));
 }
 
 fn load_f(base: u32, s: u32) -> AccF {
@@ -194,6 +233,7 @@ fn reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
                 out[dest] = tree_idx[lid];
             } else {
                 out[dest] = encode_i32(tree_i[lid], OUT_DTYPE);
+                if (WIDE) { idx_out[q] = wide_check_word(AccI(tree_i[lid], tree_idx[lid])); }
             }
         }
     } else {

@@ -1,5 +1,9 @@
 // Inclusive prefix sums (cumsum) along the middle axis of a contiguous [outer, size, inner] tensor. The
-// Python side is _backends/webgpu/scan.py, which splices the element type (f32 or i32) in as T.
+// Python side is _backends/webgpu/scan.py, which splices in the element: the sum's type T, the bindings `out`
+// and `x`, and load(k) -> T, store(k, T), add(T, T) -> T. float32 and int32 sum as f32 and i32 (int32 wraps, as
+// PyTorch's). int64, held as i32 words in the int32 range (webgrad/dtypes.py), sums exactly as a vec2<u32> (low,
+// high) with carry: store() writes the low word to `out` and the high word to `hi` (binding 3), and scan.py
+// checks that each prefix fits (check.wgsl's check_int64).
 //! splice ELEMENT
 
 struct Params {
@@ -11,12 +15,12 @@ struct Params {
     columns: u32,  // outer * inner
 }
 
-@group(0) @binding(0) var<storage, read_write> out: array<T>;
-@group(0) @binding(1) var<storage, read> x: array<T>;
 @group(0) @binding(2) var<uniform> p: Params;
 
 // One thread per (o, i) column, a sequential sum along size: neighbouring threads read neighbouring i, so
-// each step's loads are coalesced. Used where inner > 1, and for every shape on software adapters (no barriers).
+// each step's loads are coalesced. Used where inner > 1, and on software adapters (no barriers) for columns of
+// up to scan.py's SOFTWARE_COLUMN_MAX elements: llvmpipe (lavapipe) stops an invocation's loops after about
+// 65535 iterations in all, so longer rows take scan_rows there.
 @compute @workgroup_size(64)
 fn scan_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let c = gid.x + gid.y * nwg.x * 64u;
@@ -26,8 +30,8 @@ fn scan_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     var at = (c / p.inner) * p.size * p.inner + c % p.inner;
     var acc = T(0);
     for (var k = 0u; k < p.size; k++) {
-        acc += x[p.x_offset + at];
-        out[p.out_offset + at] = acc;
+        acc = add(acc, load(p.x_offset + at));
+        store(p.out_offset + at, acc);
         at += p.inner;
     }
 }
@@ -56,33 +60,33 @@ fn scan_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
         var v1 = T(0);
         var v2 = T(0);
         var v3 = T(0);
-        if (k < p.size) { v0 = x[x_base + k]; }
-        if (k + 1u < p.size) { v1 = x[x_base + k + 1u]; }
-        if (k + 2u < p.size) { v2 = x[x_base + k + 2u]; }
-        if (k + 3u < p.size) { v3 = x[x_base + k + 3u]; }
-        let s1 = v0 + v1;
-        let s2 = s1 + v2;
-        let s3 = s2 + v3;
+        if (k < p.size) { v0 = load(x_base + k); }
+        if (k + 1u < p.size) { v1 = load(x_base + k + 1u); }
+        if (k + 2u < p.size) { v2 = load(x_base + k + 2u); }
+        if (k + 3u < p.size) { v3 = load(x_base + k + 3u); }
+        let s1 = add(v0, v1);
+        let s2 = add(s1, v2);
+        let s3 = add(s2, v3);
         totals[t] = s3;
         workgroupBarrier();
         for (var d = 1u; d < WG; d <<= 1u) {
-            var add = T(0);
+            var more = T(0);
             if (t >= d) {
-                add = totals[t - d];
+                more = totals[t - d];
             }
             workgroupBarrier();
-            totals[t] += add;
+            totals[t] = add(totals[t], more);
             workgroupBarrier();
         }
         var before = carry;
         if (t > 0u) {
-            before += totals[t - 1u];
+            before = add(before, totals[t - 1u]);
         }
-        if (k < p.size) { out[out_base + k] = before + v0; }
-        if (k + 1u < p.size) { out[out_base + k + 1u] = before + s1; }
-        if (k + 2u < p.size) { out[out_base + k + 2u] = before + s2; }
-        if (k + 3u < p.size) { out[out_base + k + 3u] = before + s3; }
-        carry += totals[WG - 1u];
+        if (k < p.size) { store(out_base + k, add(before, v0)); }
+        if (k + 1u < p.size) { store(out_base + k + 1u, add(before, s1)); }
+        if (k + 2u < p.size) { store(out_base + k + 2u, add(before, s2)); }
+        if (k + 3u < p.size) { store(out_base + k + 3u, add(before, s3)); }
+        carry = add(carry, totals[WG - 1u]);
         workgroupBarrier();  // every thread has read totals before the next tile writes them
     }
 }

@@ -42,13 +42,16 @@ queued work that writes it.
 Device-side errors: a kernel that reads through an index checks it. The CPU raises at once; WebGPU sets
 the runtime's error word and the error is raised at the next read-back (``webgrad/_bounds.py`` holds the
 messages), as CUDA reports a device-side assert at the next sync.
+
+Integers: index, label and count arguments are int64 or int32 views. A backend that holds int64 in 32 bits
+(WebGPU: see webgrad/dtypes.py) reports an int64 result outside the int32 range the same way, never wrapping.
 """
 
 OUT, INOUT, IN, VIEWS, ARG = "out", "inout", "in", "views", "arg"
 NATIVE, HALF, CAST, REFUSE = "native", "half", "cast", "refuse"
 
 # Reductions over the middle axis of a contiguous [outer, size, inner] view; out is [outer, inner].
-# argmax/argmin write int32 indices (first occurrence on ties, as PyTorch); the rest keep x's dtype.
+# argmax/argmin write int64 (or int32) indices (first occurrence on ties, as PyTorch); the rest keep x's dtype.
 REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
 # Distributions for `random`.
 RANDOM_DISTS = ("uniform", "normal", "randint")
@@ -149,7 +152,9 @@ toward zero; float32 -> float16 beyond 65504 is inf, as PyTorch). out and x may 
 
 unary = _kernel("unary", "op:arg out:out x:in a:arg=0.0 b:arg=0.0", """out = op(x, a, b) for op the name of a
 record of ops/table.UNARY, a and b its scalar parameters (unused ones 0). out.dtype is the op's result dtype
-(bool for comparisons); records with an exact integer form keep int32 arithmetic when out is int32.""", half=HALF)
+(bool for comparisons); records with an exact integer form keep integer arithmetic when out is int32 or int64
+(int32 wraps; int64 is exact, or an error where a backend cannot hold the result: see the module docstring).""",
+                half=HALF)
 
 unary_backward = _kernel("unary_backward", "op:arg out:out grad:in x:in y:in a:arg=0.0 b:arg=0.0", """out = grad *
 d op(x)/dx for op a record of table.UNARY with a derivative; y = op(x). x, y and grad share out's shape.""",
@@ -164,11 +169,12 @@ out's dtype.""")
 # ------------------------------------------------------------------------------------------ reductions
 
 reduce = _kernel("reduce", "op:arg out:out x:in", """op (one of REDUCE_OPS) over the middle axis. x: contiguous
-[outer, size, inner]; out: contiguous [outer, inner]. argmax/argmin write int32 indices of the first extreme.""")
+[outer, size, inner]; out: contiguous [outer, inner]. argmax/argmin write int64 or int32 indices of the first
+extreme. Integer sums and products keep x's dtype (int32 wraps; int64 is exact).""")
 
 cumsum = _kernel("cumsum", "out:out x:in", """Inclusive prefix sums along the middle axis: out[o, k, i] = sum of
-x[o, j, i] for j <= k. x, out: contiguous [outer, size, inner], of one dtype (float32, or int32 with exact
-integer sums).""")
+x[o, j, i] for j <= k. x, out: contiguous [outer, size, inner], of one dtype (float32, or int32 / int64 with
+exact integer sums; int32 wraps).""")
 
 softmax = _kernel("softmax", "out:out x:in log:arg=False", """Row-wise (log-)softmax, numerically stable. x, out:
 contiguous [rows, cols].""")
@@ -189,14 +195,14 @@ stride (strides[0]) is the matrix size, or 0 to reuse one matrix for every batch
 # ------------------------------------------------------------------------------------------ indexing
 
 index_select = _kernel("index_select", "out:out x:in index:in", """out[o, k, i] = x[o, index[k], i]. x: [outer,
-size, inner] contiguous; index: contiguous int32 [K], every entry in [0, size) (else IndexError).""")
+size, inner] contiguous; index: contiguous int64 or int32 [K], every entry in [0, size) (else IndexError).""")
 
 index_select_backward = _kernel("index_select_backward", "out:out grad:in index:in", """out[o, j, i] = sum of
 grad[o, k, i] over k with index[k] == j. out: [outer, size, inner] contiguous (every element written); grad:
 contiguous [outer, K, inner].""")
 
 gather = _kernel("gather", "out:out x:in index:in", """out[o, k, i] = x[o, index[o, k, i], i]. x: contiguous
-[outer, size, inner]; index and out: contiguous [outer, K, inner], index int32 in [0, size).""")
+[outer, size, inner]; index and out: contiguous [outer, K, inner], index int64 or int32 in [0, size).""")
 
 gather_backward = _kernel("gather_backward", "out:out grad:in index:in", """out[o, j, i] = sum of grad[o, k, i]
 over k with index[o, k, i] == j. out contiguous [outer, size, inner] (every element written).""")
@@ -209,7 +215,7 @@ numbers, identical on every backend. out: contiguous. dist in RANDOM_DISTS.
 For element i, with c = offset + i (u32 arithmetic, wrapping), k = h(seed):
     bits(j) = h(h(j ^ k) + k)                  # h = lowbias32, see below
     uniform:  u = (bits(c) >> 8) * 2**-24         -> out = a + (b - a) * u      (float32)
-    randint:  u as above                          -> out = a + floor(u * (b - a)) (int32)
+    randint:  u as above                          -> out = a + floor(u * (b - a)) (int64 or int32)
     normal:   u1 = ((bits(2c) >> 8) + 1) * 2**-24, u2 = (bits(2c + 1) >> 8) * 2**-24
               out = a + b * sqrt(-2 ln u1) * cos(2 pi u2)
 h(x): x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16  (all u32)""")
@@ -219,7 +225,7 @@ h(x): x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16
 _CE = "logits:in target:in ignore_index:arg=-100 label_smoothing:arg=0.0"
 
 cross_entropy = _kernel("cross_entropy", "out:out " + _CE, """Per-row softmax cross-entropy. logits: contiguous
-float32 [rows, C]; target: int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target
+float32 [rows, C]; target: int64 or int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target
 == ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the
 mean's divisor). A target outside [0, C) other than ignore_index raises IndexError (webgrad/_bounds.py).""")
 
@@ -264,7 +270,7 @@ out[o, c, i, j] = sum over n, oh, ow of grad[n, o, oh, ow] * x[n, c, oh*sh - ph 
 workspace: what conv2d(..., keep=True) returned for this x, or None.""", half=HALF)
 
 max_pool2d = _kernel("max_pool2d", "out:out indices:out x:in kernel:arg " + _GEOM, """out, indices: [N, C, OH,
-OW]; indices (int32) = h*W + w of the max within its plane (first on ties, padding never wins), as PyTorch's
+OW]; indices (int64 or int32) = h*W + w of the max within its plane (first on ties, padding never wins), as PyTorch's
 return_indices.""")
 
 max_pool2d_backward = _kernel("max_pool2d_backward", "out:out grad:in indices:in kernel:arg=None stride:arg=None "
@@ -290,7 +296,7 @@ contiguous [2, C], the mean and invstd = 1 / sqrt(var + eps) that normalised x (
 out = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight 1 and bias 0 when None). training: mean and the
 biased variance over (N, S) of each channel, written to save; running_mean and running_var (both or neither)
 become (1 - m) * running + m * statistic, the variance unbiased (times M / (M - 1), M = N * S), m = momentum.
-count (BatchNorm's num_batches_tracked, an int32 [1] view, or None) is incremented by one, and momentum None
+count (BatchNorm's num_batches_tracked, an int32 or int64 [1] view, or None) is incremented by one, and momentum None
 means m = 1 / count after the increment (PyTorch's cumulative average), all on the device. Not training:
 running_mean and running_var normalise and are copied into save as (mean, invstd). float16 activations are
 read and written as half, with statistics and parameters in float32.""", half=NATIVE)

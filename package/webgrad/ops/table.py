@@ -41,6 +41,9 @@ class Unary:
     int_wgsl:  the exact int32 form (an expression in x, a, b), or None: then integer inputs of a SAME
                op are refused and the CPU computes in float64. With int_wgsl the CPU applies ``cpu`` to
                int64 arrays.
+    int_overflow: a WGSL bool expression in x, a, b (i32): whether the exact result of int_wgsl leaves the
+               int32 range (None: it never does). WebGPU holds int64 in int32 words and checks int64
+               results with it (elementwise.wgsl's helpers: add_overflows, mul_overflows, mul_wide, ...).
     params:    ((name, default), ...) bound to a and b, as PyTorch names them.
     expose:    a subset of {"function", "method", "inplace", "functional", "inplace_arg"}: webgrad.f,
                Tensor.f, Tensor.f_, nn.functional.f, and an ``inplace=False`` argument of nn.functional.f
@@ -54,11 +57,11 @@ class Unary:
 
     kind = "unary"
 
-    def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, params=(),
-                 expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
+    def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, int_overflow=None,
+                 params=(), expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
                  test_args=None, node=None, differentiable=None, doc=None):
         self.name, self.wgsl, self.cpu, self.grad, self.grad_cpu = name, wgsl, cpu, grad, grad_cpu
-        self.result, self.int_wgsl, self.params = result, int_wgsl, tuple(params)
+        self.result, self.int_wgsl, self.int_overflow, self.params = result, int_wgsl, int_overflow, tuple(params)
         self.expose, self.module, self.module_repr_inplace = frozenset(expose), module, module_repr_inplace
         self.test = test
         self.test_args = tuple(test_args) if test_args is not None else tuple(d for _, d in self.params)
@@ -83,14 +86,15 @@ class Binary:
 
     cpu(x, y): NumPy on float64 (or int64 when int_wgsl is given and both operands are integers).
     grad(g, x, y, out) -> (gx, gy): written with tensor ops; None: not differentiable.
+    int_overflow: as Unary's, an expression in x, y.
     """
 
     kind = "binary"
 
-    def __init__(self, name, wgsl, cpu, grad=None, *, result=SAME, int_wgsl=None, expose=("function", "method"),
-                 test=("normal", "normal"), node=None, doc=None):
+    def __init__(self, name, wgsl, cpu, grad=None, *, result=SAME, int_wgsl=None, int_overflow=None,
+                 expose=("function", "method"), test=("normal", "normal"), node=None, doc=None):
         self.name, self.wgsl, self.cpu, self.grad = name, wgsl, cpu, grad
-        self.result, self.int_wgsl, self.expose = result, int_wgsl, frozenset(expose)
+        self.result, self.int_wgsl, self.int_overflow, self.expose = result, int_wgsl, int_overflow, frozenset(expose)
         self.test = tuple(test)
         self.node = node or "".join(p.capitalize() for p in name.split("_"))
         self.doc = doc or f"Elementwise {name}, as torch's."
@@ -164,6 +168,7 @@ def _between(x, lo, hi):  # strict, as PyTorch's hardtanh/relu6 backward
     return ((x > lo) & (x < hi)).astype(np.float64)
 
 
+_IS_INT32_MIN = "x == -2147483647 - 1"  # -x and abs(x) leave the int32 range only there
 _ACT = ("functional",)           # activations: nn.functional.f only
 _ACT_INPLACE = ("functional", "inplace_arg")
 
@@ -171,14 +176,15 @@ _ACT_INPLACE = ("functional", "inplace_arg")
 UNARY = {op.name: op for op in (
     # ---- arithmetic and rounding (exact on integers)
     Unary("neg", "-x", lambda x, a, b: -x, "-g", lambda x, y, a, b: -1.0, result=SAME, int_wgsl="-x",
-          expose=("function", "method", "inplace")),
+          int_overflow=_IS_INT32_MIN, expose=("function", "method", "inplace")),
     Unary("abs", "abs(x)", lambda x, a, b: np.abs(x), "g * sign_f32(x)", lambda x, y, a, b: np.sign(x),
-          result=SAME, int_wgsl="abs(x)", expose=("function", "method", "inplace"), test="away"),
+          result=SAME, int_wgsl="abs(x)", int_overflow=_IS_INT32_MIN, expose=("function", "method", "inplace"),
+          test="away"),
     Unary("sign", "select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0)", lambda x, a, b: np.nan_to_num(np.sign(x)),
           result=SAME, int_wgsl="sign(x)",  # sign(nan) is 0, as torch's
           expose=("function", "method", "inplace")),
     Unary("square", "x * x", lambda x, a, b: x * x, "2.0 * g * x", lambda x, y, a, b: 2.0 * x, result=SAME,
-          int_wgsl="x * x", expose=("function", "method", "inplace")),
+          int_wgsl="x * x", int_overflow="mul_overflows(x, x)", expose=("function", "method", "inplace")),
     Unary("floor", "floor(x)", lambda x, a, b: np.floor(x), result=SAME, int_wgsl="x",
           expose=("function", "method", "inplace")),
     Unary("ceil", "ceil(x)", lambda x, a, b: np.ceil(x), result=SAME, int_wgsl="x",
@@ -290,7 +296,8 @@ UNARY = {op.name: op for op in (
     Unary("isfinite", "flag(!is_nan(x) && !is_inf(x))", lambda x, a, b: np.isfinite(x), result=BOOL, int_wgsl="1"),
     Unary("logical_not", "flag(x == 0.0)", lambda x, a, b: ~x.astype(np.bool_), result=BOOL, int_wgsl="iflag(x == 0)"),
     # ---- kernels behind hand-written functions (scalar operands, clamp): no exposure of their own
-    Unary("affine", "x * a + b", lambda x, a, b: x * a + b, result=SAME, int_wgsl="x * a + b", expose=()),
+    Unary("affine", "x * a + b", lambda x, a, b: x * a + b, result=SAME, int_wgsl="x * a + b",
+          int_overflow="!fits_i32(add_wide(mul_wide(x, a), b))", expose=()),
     Unary("clamp", "select(min(max(x, a), b), x, is_nan(x))", lambda x, a, b: np.minimum(np.maximum(x, a), b),
           "select(0.0, g, x >= a && x <= b)", lambda x, y, a, b: ((x >= a) & (x <= b)).astype(np.float64),
           result=SAME, int_wgsl="min(max(x, a), b)", expose=()),
@@ -298,11 +305,11 @@ UNARY = {op.name: op for op in (
     Unary("pow", "pow_f32(x, a)", lambda x, a, b: _pow(x, a), """
             if (a == 0.0) { return 0.0; }
             return g * a * pow_f32(x, a - 1.0);""", lambda x, y, a, b: np.where(a == 0, 0.0, a * np.power(x, a - 1.0)),
-          result=SAME, int_wgsl="pow_i32(x, a)", expose=()),
+          result=SAME, int_wgsl="pow_i32(x, a)", int_overflow="pow_overflows(x, a)", expose=()),
     Unary("rpow", "pow_f32(a, x)", lambda x, a, b: _pow(a, x), """
             if (a == 0.0 && x >= 0.0) { return 0.0; }
             return g * y * log_f32(a);""", lambda x, y, a, b: y * np.log(a), result=SAME, int_wgsl="pow_i32(a, x)",
-          expose=()),
+          int_overflow="pow_overflows(a, x)", expose=()),
     *(Unary(name, f"flag(x {sym} a)", fn, result=BOOL, int_wgsl=f"iflag(x {sym} a)", expose=())
       for name, sym, fn in (("eq", "==", lambda x, a, b: x == a), ("ne", "!=", lambda x, a, b: x != a),
                             ("lt", "<", lambda x, a, b: x < a), ("le", "<=", lambda x, a, b: x <= a),
@@ -325,16 +332,16 @@ def _logaddexp_grad(g, x, y, out):
 
 
 BINARY = {op.name: op for op in (
-    Binary("add", "x + y", lambda x, y: x + y, int_wgsl="x + y", expose=()),
-    Binary("sub", "x - y", lambda x, y: x - y, int_wgsl="x - y", expose=()),
-    Binary("mul", "x * y", lambda x, y: x * y, int_wgsl="x * y", expose=()),
+    Binary("add", "x + y", lambda x, y: x + y, int_wgsl="x + y", int_overflow="add_overflows(x, y)", expose=()),
+    Binary("sub", "x - y", lambda x, y: x - y, int_wgsl="x - y", int_overflow="sub_overflows(x, y)", expose=()),
+    Binary("mul", "x * y", lambda x, y: x * y, int_wgsl="x * y", int_overflow="mul_overflows(x, y)", expose=()),
     Binary("div", "x / y", lambda x, y: x / y, result=FLOAT, expose=()),
     Binary("floor_divide", "floor(x / y)", lambda x, y: _floor_divide(x, y), int_wgsl="""
             if (y == 0) { return 0; }
             let q = x / y;
             if (q * y != x && (x < 0) != (y < 0)) { return q - 1; }
-            return q;""", expose=()),
-    Binary("pow", "pow_f32(x, y)", _pow, int_wgsl="pow_i32(x, y)", expose=()),
+            return q;""", int_overflow="x == -2147483647 - 1 && y == -1", expose=()),
+    Binary("pow", "pow_f32(x, y)", _pow, int_wgsl="pow_i32(x, y)", int_overflow="pow_overflows(x, y)", expose=()),
     Binary("minimum", "min_f32(x, y)", lambda x, y: np.minimum(x, y), int_wgsl="min(x, y)", expose=()),
     Binary("maximum", "max_f32(x, y)", lambda x, y: np.maximum(x, y), int_wgsl="max(x, y)", expose=()),
     Binary("atan2", "atan2_f32(x, y)", lambda x, y: np.arctan2(x, y), _atan2_grad, result=FLOAT,

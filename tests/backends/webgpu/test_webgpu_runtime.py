@@ -293,7 +293,8 @@ def test_errors_name_the_problem(gpu):
 
 
 def test_shaders_load_from_inside_the_package():
-    splices = {name: "" for name in ("unary_f", "unary_i", "backward_f", "binary_f", "binary_i")}
+    splices = {name: "" for name in ("unary_f", "unary_i", "backward_f", "binary_f", "binary_i", "unary_overflow",
+                                     "binary_overflow")}
     splices["unary_f"] = "        case OP_NEG: { return -x; }"
     src = shaders.source("elementwise.wgsl", {"OP_NEG": 2}, splices)
     assert src.startswith("const OP_NEG: u32 = 2u;")

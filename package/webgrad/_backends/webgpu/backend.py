@@ -19,14 +19,19 @@ from .memory import Storage
 from .runtime import default_runtime
 from .views import check_view, contiguous_view
 
-_SUPPORTED = (dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bool_, dtypes.float16)
+_SUPPORTED = (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.uint8, dtypes.bool_, dtypes.float16)
 
 
 def _check_dtype(dtype, backend):
     if dtype not in _SUPPORTED:
+        dtypes.check_storable(dtype)
+        if dtype is dtypes.float64:
+            raise TypeError("the WebGPU backend has no float64 (WebGPU has no 64-bit floats): convert to float32 "
+                            "first, e.g. t.float().to('webgpu') (a NumPy float64 array: torch.from_numpy(a)"
+                            ".float()), or model.float() for a float64 model")
         raise TypeError(
-            f"the WebGPU backend has no {dtype} (WebGPU has no 64-bit floats); it stores "
-            "float32, float16 (with the adapter feature shader-f16), int32, uint8 and bool"
+            f"the WebGPU backend has no {dtype}; it stores float32, float16 (with the adapter feature shader-f16), "
+            "int64 (in the int32 range), int32, uint8 and bool"
         )
     if dtype is dtypes.float16 and not backend.half_seen:
         if not backend.runtime.has_f16:
@@ -51,6 +56,14 @@ class WebGPUBackend(Backend):
     def from_bytes(self, data, dtype):
         _check_dtype(dtype, self)
         data = _byte_view(data)
+        if dtype is dtypes.int64:  # held as int32 words, each value checked to fit (webgrad/dtypes.py)
+            if len(data) % 8:
+                raise ValueError(f"{len(data)} bytes is not a whole number of int64 elements (8 bytes each)")
+            words = dtypes.narrow_int64(data, "to('webgpu')")
+            storage = self.runtime.storage(len(words) // 4, dtype)
+            if words:
+                self.runtime.write(storage, words, 0)
+            return storage
         if len(data) % dtype.itemsize:
             raise ValueError(f"{len(data)} bytes is not a whole number of {dtype} elements ({dtype.itemsize} bytes each)")
         numel = len(data) // dtype.itemsize
@@ -73,8 +86,12 @@ class WebGPUBackend(Backend):
             raise TypeError(f"write() needs a WebGPU storage, not {type(storage).__name__}")
         dtype = storage.dtype
         if dtype is dtypes.bool_:
-            raise TypeError("write() takes float32, int32 or uint8 storages; copy bools from a uint8 storage")
+            raise TypeError("write() takes float32, int32, int64 or uint8 storages; copy bools from a uint8 storage")
         data = _byte_view(data)
+        if dtype is dtypes.int64:  # canonical 8-byte values into int32 words, each checked to fit
+            if len(data) % 8:
+                raise ValueError(f"{len(data)} bytes is not a whole number of int64 elements (8 bytes each)")
+            data, dtype = memoryview(dtypes.narrow_int64(data, "write")), dtypes.int32
         end = offset + len(data) // dtype.itemsize
         if len(data) % dtype.itemsize or offset < 0 or end > storage.numel:
             raise ValueError(f"{len(data)} bytes at element {offset} do not fit a storage of {storage.numel} {dtype}")
@@ -90,14 +107,14 @@ class WebGPUBackend(Backend):
         if plan is None:
             return b""
         storage, start, nbytes, skip, length = plan
-        return self.runtime.read(storage, start, nbytes)[skip:skip + length]
+        return _canonical(self.runtime.read(storage, start, nbytes)[skip:skip + length], view.dtype)
 
     async def to_bytes_async(self, view):
         plan = self._read_plan(view)
         if plan is None:
             return b""
         storage, start, nbytes, skip, length = plan
-        return (await self.runtime.read_async(storage, start, nbytes))[skip:skip + length]
+        return _canonical((await self.runtime.read_async(storage, start, nbytes))[skip:skip + length], view.dtype)
 
     def _read_plan(self, view):
         """(storage, byte start, bytes to read, bytes to skip, canonical length) for reading `view`,
@@ -106,7 +123,7 @@ class WebGPUBackend(Backend):
         n, dtype = view.numel, view.dtype
         if n == 0:
             return None
-        if dtype in (dtypes.float32, dtypes.int32) and view.is_contiguous():
+        if dtype in (dtypes.float32, dtypes.int32, dtypes.int64) and view.is_contiguous():
             return view.storage, 4 * view.offset, 4 * n, 0, 4 * n
         if dtype.itemsize < 4 and dtype is not dtypes.bool_ and view.is_contiguous():  # uint8, float16
             size = dtype.itemsize
@@ -149,6 +166,11 @@ class WebGPUBackend(Backend):
         if impl is None:
             raise NotImplementedError(f"the webgpu backend has no kernel {kernel.name!r}")
         return impl(self.runtime, *args, **kwargs)
+
+
+def _canonical(data, dtype):
+    """Bytes read from the GPU in the canonical layout: int64's int32 words widened to 8 bytes."""
+    return dtypes.widen_int32(data) if dtype is dtypes.int64 else data
 
 
 def _byte_view(data):

@@ -9,12 +9,12 @@ parameters, running statistics and save stay float32 (batch_norm.wgsl's element 
 
 import struct
 
-from ...dtypes import float16, float32, int32
+from ...dtypes import float16, float32
 from .. import kernels
 from . import typed
 from .elementwise import materialize
 from .dispatch import TICKET_COUNTERS, Kernel, grid
-from .views import check_view, contiguous_view
+from .views import INDEX, check_view, contiguous_view
 
 # Binding numbers as in batch_norm.wgsl: 0 x, 1 y (out / grad_input), 2 g, 3 w, 4 b, 5 rm, 6 rv, 7 cnt,
 # 8 save, 9 part, 10 gw, 11 gb, 12 params, 13 r, 14 tickets. Each entry point's layout holds only what it uses
@@ -185,7 +185,7 @@ def batch_norm(rt, out, save, x, weight, bias, running_mean, running_var, traini
     if not training and running_mean is None:
         raise ValueError("batch_norm: eval mode needs running_mean and running_var")
     if count is not None:
-        check_view(count, "count", dtype=int32, contiguous=True)
+        check_view(count, "count", dtype=INDEX, contiguous=True)
         if count.numel != 1:
             raise ValueError(f"batch_norm: count must hold one element, got shape {count.shape}")
     if training and running_mean is not None and momentum is None and count is None:

@@ -30,13 +30,13 @@ im2col, col2im and pooling are shaders/conv_pool.wgsl.
 import struct
 
 from ..._view import View
-from ...dtypes import float16, float32, int32
+from ...dtypes import float16, float32
 from .. import kernels
 from . import conv_direct, conv_gemm, matmul_plan, winograd
 from .elementwise import copy, fill, materialize
 from .matmul import profile, run_plan
 from .dispatch import Kernel, Shader
-from .views import check_view, contiguous_view
+from .views import INDEX, check_view, contiguous_view
 
 SHADER = Shader("conv_pool.wgsl", {})
 _PLAIN = ((0, "write"), (1, "read"), (4, "uniform"))
@@ -152,7 +152,7 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
     geom = _geometry(kernel, stride, padding, dilation)
     N, C, H, W = _image(x, "x")
     check_view(out, "out", dtype=float32, contiguous=True, ndim=4)
-    check_view(indices, "indices", dtype=int32, contiguous=True, ndim=4)
+    check_view(indices, "indices", dtype=INDEX, contiguous=True, ndim=4)
     OH, OW = _pooled(x.shape, geom, out)
     if indices.shape != out.shape:
         raise ValueError(f"indices has shape {indices.shape}, expected {out.shape}")
@@ -171,7 +171,7 @@ def max_pool2d(rt, out, indices, x, kernel, stride, padding, dilation):
 def max_pool2d_backward(rt, out, grad, indices, kernel=None, stride=None, padding=None, dilation=None):
     N, C, H, W = _image(out, "out")
     check_view(grad, "grad", dtype=float32, contiguous=True, ndim=4)
-    check_view(indices, "indices", dtype=int32, contiguous=True, ndim=4)
+    check_view(indices, "indices", dtype=INDEX, contiguous=True, ndim=4)
     if grad.shape != indices.shape or grad.shape[:2] != (N, C):
         raise ValueError(f"max_pool2d_backward: grad {grad.shape}, indices {indices.shape} and out {out.shape} disagree")
     grad, indices = (materialize(rt, v) if v.storage is out.storage else v for v in (grad, indices))

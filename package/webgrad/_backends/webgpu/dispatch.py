@@ -9,8 +9,9 @@ import struct
 from . import shaders
 
 # Dtype codes, the same in every shader (injected as DT_* constants by shaders.source).
-DTYPE_CODES = {"float32": 0, "int32": 1, "uint8": 2, "bool": 3, "float16": 4}  # float16: f16.py's kernels
-DTYPE_CONSTANTS = {"DT_F32": 0, "DT_I32": 1, "DT_U8": 2, "DT_BOOL": 3}
+# int64 is stored as int32 words (in the int32 range: see webgrad/dtypes.py); its own code lets a kernel check.
+DTYPE_CODES = {"float32": 0, "int32": 1, "uint8": 2, "bool": 3, "float16": 4, "int64": 5}  # float16: f16.py's kernels
+DTYPE_CONSTANTS = {"DT_F32": 0, "DT_I32": 1, "DT_U8": 2, "DT_BOOL": 3, "DT_I64": 5}
 
 
 def dtype_code(dtype):

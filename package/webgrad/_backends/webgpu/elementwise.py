@@ -11,12 +11,13 @@ single source of both. Adding an op to the table needs nothing here.
 
 import struct
 
-from ...dtypes import bool_, float16, float32, int32, uint8
+from ...dtypes import bool_, float16, float32, int32, int64, uint8
 from ...ops import table
 from .. import kernels
 from .dispatch import DynamicScalar, Kernel, Shader, dtype_code
 from .views import (
-    MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view, scalar_fields,
+    INT32_MAX, INT32_MIN, MAX_RANK, check_same_shape, check_view, contiguous_view, is_integral, merge_dims, same_view,
+    scalar_fields,
 )
 
 
@@ -43,6 +44,8 @@ class _OpCodes:
             "backward_f": _cases("BW", ((n, op.grad) for n, op in unary.items() if op.grad)),
             "binary_f": _cases("BIN", ((n, op.wgsl) for n, op in binary.items())),
             "binary_i": _cases("BIN", ((n, op.int_wgsl) for n, op in binary.items() if op.int_exact)),
+            "unary_overflow": _cases("OP", ((n, op.int_overflow) for n, op in unary.items() if op.int_overflow)),
+            "binary_overflow": _cases("BIN", ((n, op.int_overflow) for n, op in binary.items() if op.int_overflow)),
         }
 
 
@@ -100,6 +103,16 @@ HALF8 = {
     BINARY: Kernel(SHADER, "binary_h8", _LAYOUT, ("OP", *_IN(0)[1:], *_IN(1)[1:])),
 }
 UNARY_FROM_U8X4 = Kernel(SHADER, "unary_from_u8x4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", "IN0_DTYPE"))
+# int64 outputs that an op can take out of the int32 range (see elementwise.wgsl): checked, errors at binding 8.
+_CHECKED_LAYOUT = _LAYOUT + ((8, "write"),)
+UNARY_I64 = Kernel(SHADER, "unary_i64", _CHECKED_LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", *_IN(0), "ERROR_CODE"))
+BINARY_I64 = Kernel(SHADER, "binary_i64", _CHECKED_LAYOUT, ("OP", "INT_MATH", "CONTIGUOUS", *_IN(0), *_IN(1),
+                                                            "ERROR_CODE"))
+CHECKED = {UNARY: UNARY_I64, BINARY: BINARY_I64}
+# int64 scalars and uploads outside the int32 range: refused on the host, as the kernels refuse their results
+INT64_RANGE_MESSAGE = ("{op}: an int64 result (element {{value}} of {{size}}) is outside the int32 range "
+                       "[-2147483648, 2147483647], the values WebGPU holds in an int64 tensor (WGSL has no 64-bit "
+                       "integers); compute it on the CPU device")
 WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
 # (Binding 0 is only read for in-place operands, never here, but the entry point names it: a spare.)
@@ -140,6 +153,8 @@ def launch(rt, kernel, op_code, out, inputs, a=0.0, b=0.0, int_math=False):
         storages = [rt.spare(0), storages[0], rt.scalars, out.storage]
     else:
         storages = [out.storage, *storages, rt.scalars]
+        if prepared.kernel in _CHECKED_KERNELS:
+            storages.append(rt.errors)
     rt.run(prepared, storages)
 
 
@@ -180,6 +195,8 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
         groups = min(-(-n // (WORKGROUP * 8)), rt.limits["max_compute_workgroups_per_dimension"])
         return rt.launch(half, half.constants(values), params, (groups, 1, 1), slots)
     values = {"OP": op_code, "INT_MATH": int_math, "CONTIGUOUS": contiguous, "OUT_DTYPE": dtype_code(out.dtype)}
+    if kernel in _CHECKED_KERNELS:
+        values["ERROR_CODE"] = rt.error_code(INT64_RANGE_MESSAGE.format(op=_op_name(kernel, op_code)), RuntimeError)
     for k in range(3):
         x = views[k + 1] if k < len(bound) else None
         values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
@@ -193,6 +210,31 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
         kernel, per_thread = UNARY_FROM_U8X4, 4  # uint8 words in, vec4s out
     groups = min(-(-n // (WORKGROUP * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
     return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
+
+
+_CHECKED_KERNELS = frozenset(CHECKED.values())
+_HAND_WRITTEN_NAMES = {"identity": "conversion to int64", "fill": "fill of an int64 tensor",
+                       "affine": "int64 arithmetic with a scalar"}
+
+
+def _op_name(kernel, code):
+    names = ops().binary if kernel is BINARY_I64 else ops().unary
+    name = next((n for n, c in names.items() if c == code), "elementwise op")
+    return _HAND_WRITTEN_NAMES.get(name, name)
+
+
+def _int64_kernel(kernel, out, int_math, overflows, scalars=()):
+    """The kernel for `out`: the checked int64 entry point where out is int64 and its values may leave the int32
+    range (integer math of an op that can overflow, or float results converted), else `kernel`. Integer
+    scalars outside int32 are refused here: the kernels hold scalars in 32 bits."""
+    if out.dtype is not int64:
+        return kernel
+    for s in scalars:
+        if isinstance(s, int) and not isinstance(s, bool) and not INT32_MIN <= s <= INT32_MAX:
+            raise RuntimeError(f"int64 on WebGPU: the scalar {s} is outside the int32 range [{INT32_MIN}, "
+                               f"{INT32_MAX}], the values WebGPU holds in an int64 tensor (see webgrad.dtypes); "
+                               "compute with it on the CPU device")
+    return CHECKED[kernel] if (overflows or not int_math) else kernel
 
 
 def materialize(rt, x):
@@ -217,7 +259,8 @@ def fill(rt, out, value):
     check_view(out, "out")
     integral = is_integral(value)
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
-    launch(rt, kernel, FILL, out, [], a=value, int_math=integral and not out.dtype.is_floating)
+    int_math = integral and not out.dtype.is_floating
+    launch(rt, _int64_kernel(kernel, out, int_math, False, (value,)), FILL, out, [], a=value, int_math=int_math)
 
 
 @kernels.copy.implement("webgpu")
@@ -227,13 +270,16 @@ def copy(rt, out, x):
     check_same_shape(out, ("x", x))
     if out.numel == 0:
         return
-    if (out.dtype is x.dtype and out.dtype.itemsize == 4 and out.storage is not x.storage
+    if (out.dtype is x.dtype and out.dtype in _WORD_DTYPES and out.storage is not x.storage
             and out.is_contiguous() and x.is_contiguous()):
         rt.copy(x.storage, 4 * x.offset, out.storage, 4 * out.offset, 4 * out.numel)
         return
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
     int_math = not out.dtype.is_floating and not x.dtype.is_floating
-    launch(rt, kernel, IDENTITY, out, [x], int_math=int_math)
+    launch(rt, _int64_kernel(kernel, out, int_math, False), IDENTITY, out, [x], int_math=int_math)
+
+
+_WORD_DTYPES = (float32, int32, int64)  # one 32-bit word per element on the GPU
 
 
 def half8_fits(out, inputs):
@@ -264,7 +310,18 @@ def unary(rt, op, out, x, a=0.0, b=0.0):
         and is_integral(a) and is_integral(b)
     )
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
+    if out.dtype is int64:
+        # clamp's bounds only bound (beyond int32 they change nothing); other ops' scalars must fit
+        scalars = () if op == "clamp" else (_integer(a), _integer(b))
+        kernel = _int64_kernel(kernel, out, int_math, rec.int_overflow is not None, scalars)
     launch(rt, kernel, codes.unary[op], out, [x], a, b, int_math)
+
+
+def _integer(value):
+    """An integer-valued Python scalar as an int (kernels get a float for integer parameters too), else as is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 @kernels.unary_backward.implement("webgpu")
@@ -297,7 +354,10 @@ def binary(rt, op, out, x, y):
         and (bool_result or not out.dtype.is_floating)
     )
     code = codes.binary[op]
-    if out.dtype is uint8:
+    if out.dtype is int64:
+        launch(rt, _int64_kernel(BINARY, out, int_math, rec.int_overflow is not None), code, out, [x, y],
+               int_math=int_math)
+    elif out.dtype is uint8:
         _via_int32(rt, out, lambda tmp: launch(rt, BINARY, code, tmp, [x, y], int_math=int_math))
     else:
         launch(rt, BINARY, code, out, [x, y], int_math=int_math)

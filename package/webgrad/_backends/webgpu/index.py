@@ -3,11 +3,11 @@
 import struct
 
 from ... import _bounds
-from ...dtypes import float32, int32, uint8
+from ...dtypes import float32, int32, int64, uint8
 from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch, materialize
 from .dispatch import Kernel, Shader, dtype_code
-from .views import check_view, contiguous_view
+from .views import INDEX, check_view, contiguous_view
 
 SHADER = Shader("index.wgsl", {})
 _COPY = ((0, "write"), (1, "read"), (2, "read"), (3, "uniform"), (5, "write"))  # 5: the error word
@@ -27,7 +27,7 @@ def _groups(rt, n):
 
 def _check(out, x, index, gather):
     check_view(x, "x", contiguous=True, ndim=3)
-    check_view(index, "index", dtype=int32, contiguous=True, ndim=3 if gather else 1)
+    check_view(index, "index", dtype=INDEX, contiguous=True, ndim=3 if gather else 1)
     check_view(out, "out", dtype=x.dtype, contiguous=True, ndim=3)
     outer, _, inner = x.shape
     k = index.shape[1] if gather else index.shape[0]
@@ -67,10 +67,10 @@ def _copy(rt, kernel, out, x, index, n, size, inner, k, x_offset, out_offset, x_
 
 def _scatter_add(rt, kernel, out, grad, index, gather):
     check_view(out, "out", contiguous=True, ndim=3)
-    if out.dtype not in (float32, int32):
-        raise TypeError(f"scatter-add backward writes float32 or int32, not {out.dtype}")
+    if out.dtype not in (float32, int32, int64):
+        raise TypeError(f"scatter-add backward writes float32, int32 or int64, not {out.dtype}")
     check_view(grad, "grad", dtype=out.dtype, contiguous=True, ndim=3)
-    check_view(index, "index", dtype=int32, contiguous=True, ndim=3 if gather else 1)
+    check_view(index, "index", dtype=INDEX, contiguous=True, ndim=3 if gather else 1)
     k = index.shape[1] if gather else index.shape[0]
     if grad.shape != (out.shape[0], k, out.shape[2]) or (gather and index.shape != grad.shape):
         raise ValueError(f"grad {grad.shape} and index {index.shape} do not match out {out.shape}")
@@ -81,7 +81,8 @@ def _scatter_add(rt, kernel, out, grad, index, gather):
         return
     outer, size, inner = out.shape
     params = _PARAMS.pack(n, size, inner, grad.shape[1], grad.offset, index.offset, out.offset, 0)
-    constants = kernel.constants({"INT_MATH": out.dtype is int32})
+    # (int64 sums wrap here as int32 does: the engine scatters onto zeros at distinct positions only)
+    constants = kernel.constants({"INT_MATH": out.dtype is not float32})
     rt.dispatch(kernel, constants, (grad.storage, index.storage, out.storage), params, _groups(rt, n))
 
 

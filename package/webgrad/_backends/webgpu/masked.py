@@ -1,6 +1,6 @@
 """masked_fill (shaders/masked.wgsl): elementwise.wgsl's walker with the mask as a second operand."""
 
-from ...dtypes import bool_, float32, int32
+from ...dtypes import bool_, float32, int32, int64
 from .. import kernels
 from . import elementwise
 from .dispatch import Kernel, Shader
@@ -17,6 +17,9 @@ def masked_fill(rt, out, x, mask, value):
     check_view(x, "x", dtype=out.dtype)
     check_view(mask, "mask", dtype=bool_)
     check_same_shape(out, ("x", x), ("mask", mask))
-    if out.dtype not in (float32, int32):
-        raise TypeError(f"masked_fill on WebGPU writes float32 or int32, not {out.dtype}")
-    elementwise.launch(rt, MASKED_FILL, 0, out, [x, mask], a=value, int_math=out.dtype is int32)
+    if out.dtype not in (float32, int32, int64):
+        raise TypeError(f"masked_fill on WebGPU writes float32, int32 or int64, not {out.dtype}")
+    if out.dtype is int64 and not elementwise.is_integral(value):  # int64 holds the int32 range (dtypes.py)
+        raise RuntimeError(f"masked_fill: {value!r} is not an int64 value in the int32 range, the values WebGPU holds "
+                           "in an int64 tensor (see webgrad.dtypes)")
+    elementwise.launch(rt, MASKED_FILL, 0, out, [x, mask], a=value, int_math=out.dtype is not float32)

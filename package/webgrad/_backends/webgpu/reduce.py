@@ -3,12 +3,13 @@
 import functools
 import struct
 
-from ...dtypes import float32, int32, uint8
+from ...dtypes import float32, int32, int64, uint8
 from ..kernels import REDUCE_OPS
 from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
+from .check import check_int64
 from .dispatch import TICKET_COUNTERS, Kernel, Shader, dtype_code, grid, pow2_at_least
-from .views import check_view, contiguous_view
+from .views import INDEX, check_view, contiguous_view
 
 RED_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
 # reduce_rows4's ticket counters, one per row (see reduce.wgsl): the runtime's ticket buffer's counter words.
@@ -18,8 +19,12 @@ SHADER = Shader("reduce.wgsl", dict({"RED_" + n.upper(): c for n, c in RED_CODES
 REDUCE = Kernel(
     SHADER, "reduce",
     ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (4, "uniform")),
-    ("OP", "INT_MATH", "X_DTYPE", "OUT_DTYPE", "STAGE"),
+    ("OP", "INT_MATH", "WIDE", "X_DTYPE", "OUT_DTYPE", "STAGE"),
 )
+# An int64 total outside the int32 range (reduce.wgsl's WIDE sums and products, checked by check.py).
+TOTAL_RANGE_MESSAGE = ("{op}: the int64 result at element {{value}} (of {{size}}) is outside the int32 range "
+                       "[-2147483648, 2147483647], the values WebGPU holds in an int64 tensor (WGSL has no 64-bit "
+                       "integers); compute it on the CPU device")
 # float32 rows read as vec4s (reduce.wgsl's reduce_rows4): rows of at least ROWS4_MIN floats; chunks of at
 # least ROWS4_PER_THREAD vec4s per thread, as many as make ROWS4_GROUPS workgroups (one wave on an H200: 132
 # SMs hold ~8 each). Swept on an H200 for a sum of 16.7M floats, GPU time alone (timestamps) / through the
@@ -74,8 +79,8 @@ def reduce(rt, op, out, x):
     if out.shape != (outer, inner):
         raise ValueError(f"reduce: out has shape {out.shape}, expected {(outer, inner)} for x of shape {x.shape}")
     is_arg = op in ("argmax", "argmin")
-    if is_arg and out.dtype is not int32:
-        raise TypeError(f"{op} writes int32 indices, but out is {out.dtype}")
+    if is_arg and out.dtype not in INDEX:
+        raise TypeError(f"{op} writes int64 or int32 indices, but out is {out.dtype}")
     if not is_arg and out.dtype is not x.dtype:
         raise TypeError(f"reduce {op!r} keeps x's dtype ({x.dtype}), but out is {out.dtype}")
     if outer * inner == 0:
@@ -107,15 +112,19 @@ def rows4_split(outer, size):
 def _reduce(rt, op, out, x, x_dtype, out_dtype):
     outer, size, inner = x.shape
     int_math = not x_dtype.is_floating
+    wide = int_math and out_dtype is int64 and op in ("sum", "prod")
+    hi = rt.storage(outer * inner, int32) if wide else None  # the second word of each total, checked after
     if (inner == 1 and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
             and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_rows4(rt, op, out, x)
         return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
-    values = {"OP": RED_CODES[op], "INT_MATH": int_math, "OUT_DTYPE": dtype_code(out_dtype)}
+    values = {"OP": RED_CODES[op], "INT_MATH": int_math, "WIDE": wide, "OUT_DTYPE": dtype_code(out_dtype)}
     if chunks == 1:
-        _dispatch(rt, values, 0, x.dtype, out.storage, x.storage, rt.dummy, rt.spare(0),
+        _dispatch(rt, values, 0, x.dtype, out.storage, x.storage, rt.dummy, hi if wide else rt.spare(0),
                   (outer, size, inner, lanes, chunk, 1, x.offset, out.offset))
+        if wide:
+            check_int64(rt, out, hi, TOTAL_RANGE_MESSAGE.format(op=op))
         return
     # Two passes: partial results per chunk ([outer, chunks, inner] values and indices), then those.
     partial_dtype = int32 if int_math else float32
@@ -124,8 +133,10 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
     _dispatch(rt, values, 1, x.dtype, partials, x.storage, rt.dummy, indices,
               (outer, size, inner, lanes, chunk, chunks, x.offset, 0))
     lanes2, _, _ = split(outer, chunks, inner, rt.variant["reduce_one_thread"])
-    _dispatch(rt, values, 2, partial_dtype, out.storage, partials, indices, rt.spare(0),
+    _dispatch(rt, values, 2, partial_dtype, out.storage, partials, indices, hi if wide else rt.spare(0),
               (outer, chunks, inner, lanes2, chunks, 1, 0, out.offset))
+    if wide:
+        check_int64(rt, out, hi, TOTAL_RANGE_MESSAGE.format(op=op))
 
 
 def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
@@ -174,7 +185,7 @@ def _rows4_plan(max_per_dim, op, outer, size, x_offset, out_offset, one_dispatch
     first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1}),
              _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
     lanes, _, _ = split(outer, chunks, 1)
-    values = {"OP": RED_CODES[op], "INT_MATH": False, "OUT_DTYPE": dtype_code(float32),
+    values = {"OP": RED_CODES[op], "INT_MATH": False, "WIDE": False, "OUT_DTYPE": dtype_code(float32),
               "X_DTYPE": dtype_code(float32), "STAGE": 2}
     groups2 = -(-outer // lanes)
     second = (REDUCE.constants(values), _PARAMS.pack(outer, chunks, 1, lanes, chunks, 1, groups2, 0, out_offset),

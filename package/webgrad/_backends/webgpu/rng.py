@@ -3,7 +3,7 @@
 import math
 import struct
 
-from ...dtypes import float32, int32, uint8
+from ...dtypes import float32, int32, int64, uint8
 from ..kernels import RANDOM_DISTS
 from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, launch
@@ -24,8 +24,8 @@ def random(rt, out, dist, seed, offset, a=0.0, b=1.0):
     if dist not in DIST_CODES:
         raise ValueError(f"unknown distribution {dist!r}; expected one of {RANDOM_DISTS}")
     check_view(out, "out", contiguous=True)
-    if out.dtype not in (float32, int32, uint8):
-        raise TypeError(f"random writes float32, int32 or uint8, not {out.dtype}")
+    if out.dtype not in (float32, int32, int64, uint8):
+        raise TypeError(f"random writes float32, int32, int64 or uint8, not {out.dtype}")
     n = out.numel
     if n == 0:
         return
@@ -41,6 +41,10 @@ def random(rt, out, dist, seed, offset, a=0.0, b=1.0):
         if not (math.isfinite(a) and math.isfinite(b)) or b < a:
             raise ValueError(f"randint needs finite bounds with low <= high, got [{a}, {b})")
         low, span = int(a), int(b) - int(a)
+        if out.dtype is int64 and span and not (-(2**31) <= low and low + span - 1 < 2**31):
+            # int64 holds the int32 range on WebGPU (webgrad/dtypes.py)
+            raise RuntimeError(f"randint: int64 values in [{low}, {low + span}) are outside the int32 range, the "
+                               "values WebGPU holds in an int64 tensor (see webgrad.dtypes); draw them on the CPU")
         if a != low or b != int(b) or not -(2**31) <= low < 2**31 or span >= 2**32:
             raise ValueError(f"randint bounds must be integers in the int32 range, got [{a}, {b})")
     params = _PARAMS.pack(n, out.offset, seed_value, offset_value, seed_slot, offset_slot, span, low, f32(a), f32(b))

@@ -4,12 +4,12 @@ import struct
 
 from ... import _bounds
 from ..._view import View
-from ...dtypes import float32, int32
+from ...dtypes import float32
 from .. import kernels
 from .elementwise import binary, copy, materialize
 from .reduce import reduce
 from .dispatch import Kernel, Shader, grid, pow2_at_least
-from .views import check_view, contiguous_view
+from .views import INDEX, check_view, contiguous_view
 
 SHADER = Shader("softmax_loss.wgsl", {})
 _OVERRIDES = ("LOG",)
@@ -118,7 +118,7 @@ def softmax_backward(rt, out, grad, y, log=False):
 @kernels.cross_entropy.implement("webgpu")
 def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
     rows, cols = _rows(logits, "logits")
-    _vector(target, "target", int32, rows)
+    _vector(target, "target", INDEX, rows)
     check_view(out, "out", dtype=float32, contiguous=True)
     if out.shape not in ((rows,), (rows, 2)):
         raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},) or ({rows}, 2)")
@@ -145,7 +145,7 @@ def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothi
     count). One dispatch for a small problem (MEAN_MAX_ELEMENTS, SOFTWARE_MEAN_MAX_ROWS); else per-row
     (loss, counted) pairs, their column sums, a division and the count's copy."""
     rows, cols = _rows(logits, "logits")
-    _vector(target, "target", int32, rows)
+    _vector(target, "target", INDEX, rows)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=1)
     if out.shape != (2,):
         raise ValueError(f"cross_entropy_mean: out has shape {out.shape}, expected (2,)")
@@ -173,7 +173,7 @@ def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, lab
     rows, cols = _rows(logits, "logits")
     if _rows(out, "out") != (rows, cols):
         raise ValueError(f"cross_entropy_backward: out {out.shape} != logits {logits.shape}")
-    _vector(target, "target", int32, rows)
+    _vector(target, "target", INDEX, rows)
     _vector(grad, "grad", float32, rows)
     logits, target, grad = _distinct(rt, out, logits, target, grad)
     _run(rt, CROSS_ENTROPY_BACKWARD, rows, cols, (out.storage, logits.storage, target.storage, grad.storage),

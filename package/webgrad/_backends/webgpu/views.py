@@ -3,6 +3,7 @@
 import math
 import numbers
 
+from ... import dtypes
 from ..._view import View, _dense
 from .dispatch import DynamicScalar
 from .memory import Storage
@@ -10,11 +11,14 @@ from .memory import Storage
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 F32_MAX = 3.4028234663852886e38
 MAX_RANK = 8  # dims an elementwise kernel walks after merging (Params.shape holds 8)
+# Index and label dtypes: int64 is held as int32 words (webgrad/dtypes.py), so kernels read both alike.
+INDEX = (dtypes.int32, dtypes.int64)
 
 
 def check_view(view, name, dtype=None, contiguous=False, ndim=None):
-    """Raise a clear error unless `view` is a valid view of a WebGPU storage (with `dtype`, contiguous,
-    of `ndim` dims when asked); return it. (Called for every operand of every kernel: one loop.)"""
+    """Raise a clear error unless `view` is a valid view of a WebGPU storage (with `dtype`, or one of a tuple
+    of dtypes such as INDEX, contiguous, of `ndim` dims when asked); return it. (Called for every operand of
+    every kernel: one loop.)"""
     if not isinstance(view, View):
         raise TypeError(f"{name} must be a webgrad View, not {type(view).__name__}")
     storage = view.storage
@@ -22,8 +26,9 @@ def check_view(view, name, dtype=None, contiguous=False, ndim=None):
         raise TypeError(f"{name} is not a WebGPU storage (got {type(storage).__name__}): move it to the device first")
     if view.dtype is not storage.dtype:
         raise TypeError(f"{name} is a {view.dtype} view of a {storage.dtype} storage")
-    if dtype is not None and view.dtype is not dtype:
-        raise TypeError(f"{name} must be {dtype}, not {view.dtype}")
+    if dtype is not None and view.dtype is not dtype and not (type(dtype) is tuple and view.dtype in dtype):
+        shown = " or ".join(map(str, dtype)) if type(dtype) is tuple else dtype
+        raise TypeError(f"{name} must be {shown}, not {view.dtype}")
     shape, strides = view.shape, view.strides
     if (ndim is not None and len(shape) != ndim) or len(shape) != len(strides):
         raise ValueError(f"{name} must have {ndim or len(strides)} dims, not shape {shape} (strides {strides})")
