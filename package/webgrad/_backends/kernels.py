@@ -477,3 +477,9 @@ or None. value -inf leaves masked entries out; a row with nothing left is NaN (a
 softmax_masked_backward = _kernel("softmax_masked_backward", "out:out grad:in y:in mask:in scale:arg=1.0", """The
 gradient of softmax_masked with respect to x: out = scale * y * (grad - sum(grad * y)) per row, 0 where masked.
 grad, y (the forward's out), out: contiguous [d0, d1, d2, cols]; mask as the forward's.""")
+
+adam_steps = _kernel("adam_steps", "params:views grads:views exp_avgs:views exp_avg_sqs:views "
+                     "max_exp_avg_sqs:views hypers:arg", """adam_step on each parameter in turn: params[i] with
+grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] (None unless amsgrad) and hypers[i] (adam_step's hyper,
+without skip_if or prepare), all contiguous float32. A backend may update many parameters in one dispatch (a
+multi-tensor kernel); the results are adam_step's.""", half=REFUSE, optional=True)

@@ -3,9 +3,11 @@
 AdamW is Adam with *decoupled* weight decay: the parameter shrinks by lr*weight_decay before the Adam
 step instead of weight_decay*param being added to the gradient. As in PyTorch, both are one class
 (``decoupled_weight_decay``) and AdamW only changes the defaults. The update rule is in
-``_backends/kernels.py`` (``adam_step``); each parameter's update is one call of that fused kernel.
+``_backends/kernels.py`` (``adam_step``); each parameter's update is one call of that fused kernel, and the step
+hands them together to ``adam_steps`` where the backend has it (WebGPU: many parameters a dispatch).
 """
 
+from ..dtypes import float32
 from .optimizer import Optimizer, check_hyperparameters
 from .._backends import kernels
 
@@ -27,6 +29,7 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         loss = self._evaluate(closure)
+        grouped = {}  # backend -> the updates its adam_steps kernel takes together (see _groups)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             hyper = dict(beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
@@ -42,9 +45,22 @@ class Adam(Optimizer):
                 state["step"] += 1.0
                 lr = self._device_scalar(("lr", id(group), p.device.type), group["lr"], p)
                 step = self._device_scalar(("step", id(p)), state["step"], p)
-                self._fused_update(kernels.adam_step, p, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq),
-                                   dict(hyper, lr=lr, step=step))
+                states = (exp_avg, exp_avg_sq, max_exp_avg_sq)
+                if self._groups(p):
+                    grouped.setdefault(p.device.backend, []).append((p, grad, states, dict(hyper, lr=lr, step=step)))
+                else:
+                    self._fused_update(kernels.adam_step, p, grad, states, dict(hyper, lr=lr, step=step))
+        for backend, updates in grouped.items():
+            views = [[None if t is None else t._view for t in (p, grad) + states] for p, grad, states, _ in updates]
+            kernels.adam_steps(backend, *zip(*views), [hyper for *_, hyper in updates])
         return loss
+
+    def _groups(self, p):
+        """Whether p's update goes to the multi-tensor adam_steps kernel (many parameters a dispatch on WebGPU):
+        a contiguous float32 parameter, on a backend that has it, outside prepare_replay() (which only writes the
+        new hyperparameters) and with no device flag that may skip the step (GradScaler's)."""
+        return (not self._replaying and not self._skip_if and p._view.is_contiguous() and p.dtype is float32
+                and p.device.backend.has(kernels.adam_steps))
 
 
 class AdamW(Adam):

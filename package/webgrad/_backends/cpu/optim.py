@@ -84,3 +84,9 @@ def rmsprop_step(param, grad, square_avg, momentum_buffer, grad_avg, hyper):
         write(param, f64(param) - hyper["lr"] * buf)
     else:
         write(param, f64(param) - hyper["lr"] * g / avg)
+
+
+@kernels.adam_steps.implement("cpu")
+def adam_steps(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers):
+    for args in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers):
+        kernels.adam_step.impls["cpu"](*args)

@@ -17,7 +17,9 @@ Each optimizer has a vec4 entry point (`adam4`, ...), used when every offset (pa
 states) is a multiple of 4, and an f32 one for any other views: see the comment atop optim.wgsl.
 
 A captured step's consecutive sgd4 updates become one dispatch at its seal (fusion.py's sgd_group, through
-group_launch here: shaders/optim_group.wgsl).
+group_launch here: shaders/optim_group.wgsl). Adam's and AdamW's updates are grouped as they are issued: their
+step() hands every parameter to the adam_steps kernel, which runs runs of alike adam4 updates as adam4_group
+dispatches (shaders/optim_group_adam.wgsl), eagerly and so in a recorded step.
 """
 
 import functools
@@ -121,15 +123,16 @@ def _checked(param, grad, states, skip, skipped):
     return n  # (empty views: every check passes and nothing is run)
 
 
-def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, prepare=False):
+def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, prepare=False, launch_only=False):
     """One update; skip (hyper["skip_if"]): None, or a one-element float32 view that, above 0 on the device,
     makes the update change nothing (the kernels' SKIP_IF); skipped (hyper["skipped_steps"], Adam and RMSprop): None, or
     a one-element float32 view counting the skipped updates. prepare (hyper["prepare"]: a recorded update about
     to be replayed): write the values into the slots its launch reads, and launch nothing (what picks the kernel
-    cannot change in a replay: Optimizer.prepare_replay checks that first)."""
+    cannot change in a replay: Optimizer.prepare_replay checks that first). launch_only: return (its Launch, its
+    storages) instead of recording it (None for an empty parameter), for a multi-tensor dispatch to take."""
     n = _checked(param, grad, states, skip, skipped)
     if n == 0:
-        return
+        return None
     block = _blocks.get(param.storage)
     if block is None or len(block.scalars) != len(values):
         block = _blocks[param.storage] = _Block(len(values))
@@ -152,6 +155,8 @@ def _run(rt, kernels, flags, param, grad, states, values, skip, skipped=None, pr
     storages = (param.storage, grad.storage, *storages, rt.scalars, skip.storage if skip is not None else rt.spare(3))
     if kernels in (ADAM, RMSPROP):  # (their layout, _COUNTING)
         storages += (skipped.storage if skipped is not None else rt.spare(4),)
+    if launch_only:
+        return prepared, storages
     rt.run(prepared, storages)
 
 
@@ -193,13 +198,17 @@ def sgd_step(rt, param, grad, momentum_buffer, hyper):
 
 @kernels.adam_step.implement("webgpu")
 def adam_step(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper):
+    _adam(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper)
+
+
+def _adam(rt, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, hyper, launch_only=False):
     b1, b2 = hyper["beta1"], hyper["beta2"]
     flags = _flags(hyper, COUNT_SKIPS=hyper.get("skipped_steps") is not None, AMSGRAD=max_exp_avg_sq is not None)
     values = (hyper["lr"], hyper["step"], b1, 1.0 - b1, b2, 1.0 - b2, _ln(b1), _ln(b2), hyper["eps"],
               hyper["weight_decay"])
     states = (("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq), ("max_exp_avg_sq", max_exp_avg_sq))
-    _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"),
-         bool(hyper.get("prepare")))
+    return _run(rt, ADAM, flags, param, grad, states, values, hyper.get("skip_if"), hyper.get("skipped_steps"),
+                bool(hyper.get("prepare")), launch_only)
 
 
 @kernels.rmsprop_step.implement("webgpu")
@@ -291,3 +300,122 @@ def group_launch(rt, launches):
     params = _GROUP_HEAD.pack(skip_offset, len(launches), 0, 0) + b"".join(rows) + \
         bytes(_MEMBER.size * (GROUP_MAX - len(launches)))
     return rt.launch(kernel, kernel.constants(flags), params, (first, 1, 1), tuple(sorted(slots)))
+
+
+# ------------------------------------------------------------------ several Adam updates in one dispatch
+
+_ADAM_MEMBER = struct.Struct("<20I")
+
+
+def adam_member_bindings(amsgrad):
+    """Storage buffers one adam4_group member binds: parameter, gradient, exp_avg, exp_avg_sq (, max_exp_avg_sq)."""
+    return 5 if amsgrad else 4
+
+
+def adam_group_size(rt, amsgrad):
+    """How many adam4 updates one adam4_group dispatch may take on this device (its members' bindings and the
+    group's scalars within the storage buffers a stage may bind)."""
+    return max(0, min(GROUP_MAX, (rt.limits["max_storage_buffers_per_shader_stage"] - 2) // adam_member_bindings(amsgrad)))
+
+
+def adam_group_key(launch):
+    """What adam4 launches must share to run in one adam4_group: their flags (but the workgroup size); None for a
+    launch that cannot join one (another kernel, or one that a device flag may skip)."""
+    if launch is None or launch.kernel is not ADAM[1]:
+        return None
+    flags = tuple((name, v) for name, v in launch.constants if name != "WORKGROUP")
+    if dict(flags).get("SKIP_IF") or dict(flags).get("COUNT_SKIPS"):
+        return None
+    return flags
+
+
+@functools.lru_cache(maxsize=None)
+def adam_group_kernel(members, amsgrad):
+    """The adam4_group Kernel of `members` parameters (its bindings and switch cases spliced for that count)."""
+    per = adam_member_bindings(amsgrad)
+    lines, cases = [], []
+    names = ("gp", "gg", "gm", "gv", "gx")
+    for k in range(members):
+        for b, (name, mode) in enumerate(zip(names[:per], ("read_write", "read", "read_write", "read_write",
+                                                            "read_write"))):
+            lines.append(f"@group(0) @binding({per * k + b}) var<storage, {mode}> {name}{k}: array<vec4<f32>>;")
+        vmax = f"gx{k}[m.st.z + j]" if amsgrad else "vec4<f32>()"
+        body = (f"            let w = gp{k}[m.at.y + j];\n"
+                f"            let mm = gm{k}[m.st.x + j];\n"
+                f"            let vv = gv{k}[m.st.y + j];\n"
+                f"            let vmax = {vmax};\n"
+                f"            let r = adam_update(h, gg{k}[m.at.z + j], w, mm, vv, vmax);\n"
+                f"            gm{k}[m.st.x + j] = select(mm, r.m, own);\n"
+                f"            gv{k}[m.st.y + j] = select(vv, r.v, own);\n")
+        if amsgrad:
+            body += f"            gx{k}[m.st.z + j] = select(vmax, r.vmax, own);\n"
+        body += f"            gp{k}[m.at.y + j] = select(w, r.w, own);\n"
+        cases.append(f"        case {k}u: {{\n{body}        }}")
+    first = per * members
+    lines.append(f"@group(0) @binding({first}) var<storage, read> group_scalars: array<f32>;")
+    lines.append(f"@group(0) @binding({first + 1}) var<uniform> group_table: AdamGroup;")
+    splices = {"GROUP_BINDINGS": "\n".join(lines), "GROUP_CASES": "\n".join(cases)}
+    shader = Shader("optim_group_adam.wgsl", lambda: ({"GROUP_MAX": GROUP_MAX}, splices))
+    layout = [(per * m + b, mode) for m in range(members) for b, mode in
+              enumerate(("write", "read", "write", "write", "write")[:per])]
+    layout += [(first, "read"), (first + 1, "uniform")]
+    return Kernel(shader, "adam4_group", layout, ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "AMSGRAD"))
+
+
+def adam_group_launch(rt, launches):
+    """The Launch of one adam4_group dispatch doing what the adam4 `launches` (one per parameter, of one
+    adam_group_key) do, or None where it would take more workgroups than a dispatch may. Its storages: each
+    member's adam_member_bindings, then the scalars."""
+    flags = dict(launches[0].constants)
+    amsgrad = bool(flags["AMSGRAD"])
+    kernel = adam_group_kernel(len(launches), amsgrad)
+    flags["WORKGROUP"] = WORKGROUP
+    rows, first, slots = [], 0, set()
+    for launch in launches:
+        f = _PARAMS.unpack(launch.params)
+        n, param_offset, grad_offset = f[:3]
+        states = f[4:7]
+        rows.append(_ADAM_MEMBER.pack(n, param_offset // 4, grad_offset // 4, first, *(o // 4 for o in states), 0,
+                                      *f[8:20]))
+        first += -(-n // (4 * WORKGROUP))
+        slots.update(launch.slots)
+    if first > rt.limits["max_compute_workgroups_per_dimension"]:
+        return None
+    params = struct.pack("<4I", len(launches), 0, 0, 0) + b"".join(rows) + \
+        bytes(_ADAM_MEMBER.size * (GROUP_MAX - len(launches)))
+    return rt.launch(kernel, kernel.constants(flags), params, (first, 1, 1), tuple(sorted(slots)))
+
+
+@kernels.adam_steps.implement("webgpu")
+def adam_steps(rt, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers):
+    """Each parameter's adam4 Launch, then runs of them alike (adam_group_key, every buffer distinct) as adam4_group
+    dispatches where the GPU variant runs adam4 (a vec4 a thread); the rest one by one."""
+    members = []
+    for args in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers):
+        member = _adam(rt, *args, launch_only=True)
+        if member is not None:
+            members.append(member)
+    grouping = rt.variant["optim_vec4_per_thread"] == 1
+    i = 0
+    while i < len(members):
+        launch, storages = members[i]
+        key = adam_group_key(launch) if grouping else None
+        run = [members[i]]
+        if key is not None:
+            amsgrad = bool(dict(key)["AMSGRAD"])
+            per, size = adam_member_bindings(amsgrad), adam_group_size(rt, amsgrad)
+            seen = set(s.buffer for s in storages[:per])
+            for other in members[i + 1:i + size]:
+                own = [s.buffer for s in other[1][:per]]
+                if adam_group_key(other[0]) != key or seen.intersection(own) or len(set(own)) != per:
+                    break  # (WebGPU: no buffer bound writable twice in a dispatch)
+                seen.update(own)
+                run.append(other)
+        group = adam_group_launch(rt, [m[0] for m in run]) if len(run) > 1 else None
+        if group is None:
+            rt.run(launch, storages)
+            i += 1
+            continue
+        per = adam_member_bindings(bool(dict(key)["AMSGRAD"]))
+        rt.run(group, [s for m in run for s in m[1][:per]] + [rt.scalars])
+        i += len(run)
