@@ -29,9 +29,8 @@ def format_tensor(t):
     extras = []
     if t.device.type != devices.get_default_device().type:
         extras.append(f"device='{t.device}'")
-    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int32 and t.numel() > 0):
-        extras.append(f"dtype={t.dtype!r}")
-    if t.dtype is dtypes.int32 and t.numel() == 0:
+    # PyTorch leaves out its defaults (float32, and int64 unless the tensor is empty)
+    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int64 and t.numel() > 0):
         extras.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn={t.grad_fn!r}")

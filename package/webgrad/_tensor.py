@@ -16,7 +16,8 @@ from ._backends import kernels
 
 
 _CONTIGUOUS = {}  # shape -> (numel, contiguous strides), for Tensor._empty
-_NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}
+_NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int64": "int64", "int32": "int32",
+             "uint8": "uint8", "bool": "bool"}
 
 
 def _np():
@@ -351,10 +352,8 @@ class Tensor:
         return self.type(dtypes.int32)
 
     def long(self):
-        """int32: webgrad's integers are 32-bit on every device (webgrad.long is webgrad.int32; WGSL has no
-        64-bit integers). Warns once per process, so a script written for int64 hears of it."""
-        dtypes.warn_int64_once("Tensor.long()")
-        return self.type(dtypes.int32)
+        """int64, as PyTorch (on WebGPU its values must lie in the int32 range: see webgrad.dtypes)."""
+        return self.type(dtypes.int64)
 
     def double(self):
         """float64, on the CPU device; WebGPU has no 64-bit floats and says so."""
@@ -488,8 +487,8 @@ def _nest(flat, shape):
 
 # ===================================================================== creation from data
 _ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "b": dtypes.int32, "h": dtypes.int32,
-                    "H": dtypes.int32, "i": dtypes.int32, "I": dtypes.int32, "l": dtypes.int32, "L": dtypes.int32,
-                    "q": dtypes.int32, "Q": dtypes.int32}
+                    "H": dtypes.int32, "i": dtypes.int32, "I": dtypes.int64, "l": dtypes.int64, "L": dtypes.int64,
+                    "q": dtypes.int64, "Q": dtypes.int64}
 
 
 def _flatten(data):
@@ -513,7 +512,7 @@ def _infer_dtype(flat):
     if flat and all(isinstance(v, bool) for v in flat):
         return dtypes.bool_
     if all(isinstance(v, int) for v in flat) and flat:
-        return dtypes.int32
+        return dtypes.int64  # as torch.tensor([1, 2])
     return dtypes.float32
 
 
@@ -528,8 +527,11 @@ def _pack(flat, dtype):
             return bytes(1 if v else 0 for v in flat)
         if dtype is dtypes.uint8:
             return bytes(int(v) for v in flat)
-        return array.array("i", [int(v) for v in flat]).tobytes()
-    except (OverflowError, ValueError) as e:
+        return array.array(dtype.fmt, [int(v) for v in flat]).tobytes()
+    except OverflowError:
+        bad = next(int(v) for v in flat if not _fits(int(v), dtype))
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow: {bad}") from None
+    except ValueError as e:
         raise ValueError(f"value out of range for {dtype.name}: {e}") from None
     except TypeError:
         bad = next(v for v in flat if not isinstance(v, (int, float, bool)))
@@ -537,6 +539,11 @@ def _pack(flat, dtype):
 
 
 _HALF_MAX = 65519.99999999999  # below this a float rounds to a finite half (65504); at or above it to inf
+
+def _fits(v, dtype):
+    bits = 8 * dtype.itemsize - 1
+    return -(1 << bits) <= v < (1 << bits)
+
 
 
 def _pack_half(v):
@@ -547,17 +554,22 @@ def _pack_half(v):
 
 def _from_numpy(arr, dtype):
     np = _np()
-    if arr.dtype.kind == "f":
-        src = {8: dtypes.float64, 2: dtypes.float16}.get(arr.dtype.itemsize, dtypes.float32)
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if kind == "f":
+        src = {8: dtypes.float64, 2: dtypes.float16}.get(size, dtypes.float32)
+    elif kind == "b":
+        src = dtypes.bool_
+    elif kind in "iu":
+        # int8/int16/uint16 widen to int32 (webgrad has no narrower signed ints); int64, uint32 and uint64 to int64
+        src = dtypes.uint8 if arr.dtype.name == "uint8" else dtypes.int64 if size >= 8 or (kind == "u" and size == 4) \
+            else dtypes.int32
     else:
-        src = dtypes.to_dtype("int32" if arr.dtype.kind in "iu" and arr.dtype.name != "uint8" else arr.dtype.name) \
-            if arr.dtype.kind in "iub" else None
+        src = None
     if src is None:
         raise TypeError(f"can't convert a NumPy array of dtype {arr.dtype} to a tensor")
     dtype = dtype or src
-    if arr.dtype.kind in "iu" and arr.dtype.itemsize > 4 and dtype is dtypes.int32 and arr.size:
-        if arr.max() > 2**31 - 1 or arr.min() < -2**31:
-            raise ValueError("integer values do not fit in int32 (webgrad's integer dtype)")
+    if kind == "u" and size == 8 and dtype is dtypes.int64 and arr.size and arr.max() > 2**63 - 1:
+        raise RuntimeError(f"value cannot be converted to type int64 without overflow: {arr.max()}")
     npd = _NP_NAMES[dtype.name]
     return np.ascontiguousarray(arr, dtype=npd).tobytes(), tuple(arr.shape), dtype
 
@@ -579,7 +591,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             raise TypeError(f"unsupported array.array typecode {data.typecode!r}")
         dtype = dtype or src
         if (data.typecode == "f" and dtype is dtypes.float32) or (data.typecode == "d" and dtype is dtypes.float64) or (data.typecode == "B" and dtype is dtypes.uint8) \
-                or (data.typecode == "i" and dtype is dtypes.int32):
+                or (data.typecode == "i" and dtype is dtypes.int32) or (data.typecode == "q" and dtype is dtypes.int64):
             raw = data.tobytes()
         else:
             raw = _pack(data.tolist(), dtype)
@@ -614,13 +626,13 @@ def as_tensor(data, dtype=None, device=None):
 
 def from_numpy(arr):
     """A CPU tensor that shares `arr`'s memory (writes show through both ways), as torch.from_numpy, for
-    float32/float64/int32/uint8/bool arrays with non-negative strides. Other integer arrays (int64 ...)
-    are copied into int32, webgrad's integer type, with a range check."""
+    float32/float64/float16/int64/int32/uint8/bool arrays with non-negative strides. Other integer arrays are
+    copied (int8/int16/uint16 into int32, uint32/uint64 into int64)."""
     np = _np()
     if np is None or not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    name = {"float32": "float32", "float64": "float64", "int32": "int32", "uint8": "uint8", "bool": "bool"}.get(
-        arr.dtype.name)
+    name = {"float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64", "int32": "int32",
+            "uint8": "uint8", "bool": "bool"}.get(arr.dtype.name)
     item = arr.dtype.itemsize
     if name is None or not arr.dtype.isnative or any(s < 0 or s % item for s in arr.strides):
         return tensor(arr, device="cpu")
@@ -761,7 +773,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
     is_int = all(isinstance(v, int) for v in (start, end, step))
-    dtype = dtypes.to_dtype(dtype, dtypes.int32 if is_int else dtypes.float32)
+    dtype = dtypes.to_dtype(dtype, dtypes.int64 if is_int else dtypes.float32)
     n = max(0, -(-(end - start) // step)) if is_int else max(0, int(-(-(end - start) // step)))
     values = [start + i * step for i in range(n)]
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad) if n else \

@@ -156,7 +156,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, d
     shape = _size_arg("randint", (), given["size"])
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _make(shape, "randint", low, high, dtypes.to_dtype(dtype, dtypes.int32), device, requires_grad, generator)
+    return _make(shape, "randint", low, high, dtypes.to_dtype(dtype, dtypes.int64), device, requires_grad, generator)
 
 
 def rand_like(x, dtype=None, device=None):
@@ -171,5 +171,5 @@ def randperm(n, generator=None, dtype=None, device=None):
     """A random permutation of 0..n-1 (shuffled on the host, uploaded once)."""
     order = list(range(n))
     (generator or default_generator).python_random().shuffle(order)
-    return tensor(order, dtype=dtypes.to_dtype(dtype, dtypes.int32), device=device) if n else \
-        tensor([], dtype=dtypes.int32, device=device)
+    return tensor(order, dtype=dtypes.to_dtype(dtype, dtypes.int64), device=device) if n else \
+        tensor([], dtype=dtypes.to_dtype(dtype, dtypes.int64), device=device)

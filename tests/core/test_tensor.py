@@ -13,7 +13,7 @@ import webgrad as wg
 
 def test_creation_from_python_data(device):
     t = wg.tensor([[1, 2, 3], [4, 5, 6]], device=device)
-    assert t.shape == (2, 3) and t.dtype is wg.int32 and t.ndim == 2 and t.numel() == 6
+    assert t.shape == (2, 3) and t.dtype is wg.int64 and t.ndim == 2 and t.numel() == 6
     assert t.tolist() == [[1, 2, 3], [4, 5, 6]]
     assert wg.tensor(2.5, device=device).item() == 2.5
     assert wg.tensor([True, False], device=device).dtype is wg.bool
@@ -30,7 +30,7 @@ def test_creation_from_buffers(device):
     i = wg.frombuffer(array.array("i", [7, -8]).tobytes(), dtype=wg.int32, device=device)
     assert i.tolist() == [7, -8]
     n = wg.tensor(np.arange(6, dtype=np.int64).reshape(2, 3), device=device)
-    assert n.dtype is wg.int32 and n.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert n.dtype is wg.int64 and n.tolist() == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_creation_functions(device):
@@ -120,7 +120,7 @@ def test_type_promotion(device):
     i = wg.tensor([1, 2], device=device)
     f = wg.tensor([0.5, 0.5], device=device)
     assert (i + f).dtype is wg.float32
-    assert (i + 1).dtype is wg.int32 and (i * 1.5).dtype is wg.float32
+    assert (i + 1).dtype is wg.int64 and (i * 1.5).dtype is wg.float32
     assert (i / 2).dtype is wg.float32 and (i / 2).tolist() == [0.5, 1.0]
     assert (i // 2).tolist() == [0, 1]
     assert (i > 1).dtype is wg.bool

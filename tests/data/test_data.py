@@ -182,8 +182,8 @@ def _to_torch(sample):
 def _same(ours, theirs):
     if isinstance(theirs, torch.Tensor):
         assert isinstance(ours, wg.Tensor) and ours.tolist() == theirs.tolist()
-        # Python ints and floats: torch's int64 and float64 are webgrad's int32 and float32 (float64 is CPU-only)
-        kind = {torch.float32: wg.float32, torch.float64: wg.float32, torch.int64: wg.int32, torch.bool: wg.bool}
+        # Python ints are int64, as torch's; Python floats float32 (torch's float64 is CPU-only in webgrad)
+        kind = {torch.float32: wg.float32, torch.float64: wg.float32, torch.int64: wg.int64, torch.bool: wg.bool}
         assert ours.dtype is kind[theirs.dtype]
     elif isinstance(theirs, dict):
         assert list(ours) == list(theirs)

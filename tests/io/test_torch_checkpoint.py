@@ -64,7 +64,7 @@ def test_torch_save_loads_in_webgrad(tmp_path, device):
     got = wg.load(path, map_location=device)
     _walk_pairs(got, ck)
     assert got["model"]["0.weight"].device == device
-    assert got["labels"].dtype is wg.int32  # int64 -> int32, values checked to fit
+    assert got["labels"].dtype is wg.int64
 
 
 def test_torch_optimizer_state_resumes_in_webgrad(tmp_path):
@@ -160,10 +160,21 @@ def test_errors_name_the_format(tmp_path):
         wg.load(junk)
     with pytest.raises(TypeError, match="cannot store a object"):
         wg.save({"x": object()}, tmp_path / "x.pt")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_int64_beyond_int32_loads_on_cpu_and_is_refused_on_webgpu(tmp_path, device):
     big = tmp_path / "big.pt"
-    torch.save({"x": torch.tensor([2**40])}, big)
-    with pytest.raises(ValueError, match="beyond int32"):
-        wg.load(big)
+    torch.save({"x": torch.tensor([2**40, -2**62])}, big)
+    if device == "cpu":
+        x = wg.load(big)["x"]
+        assert x.dtype is wg.int64 and x.tolist() == [2**40, -2**62]
+        wg.save({"x": x}, tmp_path / "back.pt")  # and saves back as a LongStorage
+        back = torch.load(tmp_path / "back.pt", weights_only=True)["x"]
+        assert back.dtype is torch.int64 and back.tolist() == [2**40, -2**62]
+        return
+    with pytest.raises(RuntimeError, match="int64 value 1099511627776 is outside the range WebGPU"):
+        wg.load(big, map_location=device)
 
 
 def test_load_needs_no_torch(tmp_path):

@@ -1,7 +1,7 @@
 """default_collate: a list of samples -> one batch, as torch.utils.data.default_collate.
 
 Tensors are stacked along a new first dimension; Python numbers become a 1-D tensor (bool -> bool,
-int -> int32, float -> float32) on the default device; tuples/lists and dicts are collated field by
+int -> int64, float -> float32) on the default device; tuples/lists and dicts are collated field by
 field; strings stay a list.
 """
 
@@ -19,7 +19,7 @@ def default_collate(batch):
     if isinstance(elem, bool):  # before int: bool is a subclass of int
         return tensor(batch, dtype=dtypes.bool_)
     if isinstance(elem, int):
-        return tensor(batch, dtype=dtypes.int32)
+        return tensor(batch, dtype=dtypes.int64)
     if isinstance(elem, float):
         return tensor(batch, dtype=dtypes.float32)
     if isinstance(elem, (str, bytes)):

@@ -15,7 +15,6 @@ converted where no information is lost in practice (I64 -> int32 when every valu
 F16 loads as float16); any other dtype is an error naming the tensor.
 """
 
-import array
 import itertools
 import json
 import math
@@ -35,9 +34,9 @@ MAX_DEPTH = 127
 U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refused, as the reference does
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
-_TO_NAME = {dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32", dtypes.float16: "F16",
-            dtypes.uint8: "U8", dtypes.bool_: "BOOL"}
-_WRITE_ORDER = {"F64": 0, "F32": 1, "I32": 2, "F16": 3, "U8": 4, "BOOL": 5}
+_TO_NAME = {dtypes.int64: "I64", dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32",
+            dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL"}
+_WRITE_ORDER = {"I64": 0, "F64": 1, "F32": 2, "I32": 3, "F16": 4, "U8": 5, "BOOL": 6}
 _NATIVE = {name: dt for dt, name in _TO_NAME.items()}
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
              "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
@@ -107,8 +106,8 @@ def load(f, device=None):
     for name, ((dt, data), shape) in converted.items():
         try:
             out[name] = tensor(data, dtype=dt, device=device).reshape(shape)
-        except TypeError as e:  # a dtype the device lacks (float64 on WebGPU)
-            raise TypeError(f"safetensors: tensor {name!r}: {e}") from None
+        except (TypeError, RuntimeError) as e:  # a dtype (float64) or int64 values (beyond int32) WebGPU lacks
+            raise type(e)(f"safetensors: tensor {name!r}: {e}") from None
     return out
 
 
@@ -270,18 +269,10 @@ def _convert(name, dtype, data):
         if dtype == "BOOL" and bytes(data).translate(None, b"\x00\x01"):
             raise ValueError(f"safetensors: tensor {name!r}: BOOL data holds bytes other than 0 and 1")
         return _NATIVE[dtype], data
-    if dtype == "I64":
-        values = array.array("q")
-        values.frombytes(data)
-        if values and (min(values) < -2**31 or max(values) > 2**31 - 1):
-            raise ValueError(f"safetensors: tensor {name!r}: I64 values in [{min(values)}, {max(values)}] do not fit "
-                             "in int32, webgrad's integer dtype")
-        # every value fits in its low 32 bits: keep every other little-endian 32-bit word, no Python loop
-        return dtypes.int32, memoryview(data).cast("i")[::2].tobytes()
     if dtype == "BF16":
         # a bfloat16 is the top half of a float32: its two bytes go above two zero bytes
         out = bytearray(2 * len(data))
         out[2::4], out[3::4] = data[0::2], data[1::2]
         return dtypes.float32, out
     raise ValueError(f"safetensors: tensor {name!r} has dtype {dtype}, which webgrad cannot load "
-                     "(supported: F32, F16, F64, I32, U8, BOOL, and I64/BF16 converted)")
+                     "(supported: F32, F16, F64, I64, I32, U8, BOOL, and BF16 as float32)")

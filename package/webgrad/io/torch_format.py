@@ -34,11 +34,11 @@ from .._tensor import Tensor
 from .._view import View
 
 # webgrad dtype <-> torch storage class name
-_STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int32: "IntStorage",
-               dtypes.uint8: "ByteStorage", dtypes.bool_: "BoolStorage"}
+_STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int64: "LongStorage",
+               dtypes.int32: "IntStorage", dtypes.uint8: "ByteStorage", dtypes.bool_: "BoolStorage"}
 # storage classes a checkpoint may name -> (item size, how to read them)
 _READ = {"FloatStorage": (4, dtypes.float32), "DoubleStorage": (8, dtypes.float64), "IntStorage": (4, dtypes.int32),
-         "ByteStorage": (1, dtypes.uint8), "BoolStorage": (1, dtypes.bool_), "LongStorage": (8, "int64"),
+         "ByteStorage": (1, dtypes.uint8), "BoolStorage": (1, dtypes.bool_), "LongStorage": (8, dtypes.int64),
          "HalfStorage": (2, "float16"), "BFloat16Storage": (2, "bfloat16"), "ShortStorage": (2, "int16"),
          "CharStorage": (1, "int8")}
 _ALIGN = 64
@@ -308,13 +308,10 @@ def _storage_values(storage):
                          f"number of {item}-byte elements")
     if isinstance(kind, dtypes.DType):
         return kind, raw
-    if kind in ("int64", "int16", "int8"):
-        values = array.array({"int64": "q", "int16": "h", "int8": "b"}[kind], raw)
+    if kind in ("int16", "int8"):
+        values = array.array({"int16": "h", "int8": "b"}[kind], raw)
         if sys.byteorder != "little":
             values.byteswap()
-        if values and (max(values) > 2**31 - 1 or min(values) < -2**31):
-            raise ValueError(f"PyTorch checkpoint: an {kind} tensor holds values in [{min(values)}, {max(values)}], "
-                             "beyond int32 (webgrad's integer type)")
         out = array.array("i", values)
     elif kind == "float16":
         out = array.array("f", struct.unpack(f"<{len(raw) // 2}e", raw))

@@ -373,8 +373,8 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("one_hot: Class values must be non-negative.")
         if high >= num_classes:
             raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({high} >= {num_classes}).")
-    classes = arange(num_classes, dtype=dtypes.int32, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).int()
+    classes = arange(num_classes, dtype=dtypes.int64, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()  # int64, as PyTorch
 
 
 def _softmax_legacy_dim(ndim, name):

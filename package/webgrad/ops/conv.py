@@ -172,7 +172,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x = x.contiguous()
     oh, ow = _geometry("max_pool2d", x.shape, kernel, stride, padding, dilation)
     shape = tuple(x.shape[:2]) + (oh, ow)
-    out, indices = new(shape, x.dtype, x.device), new(shape, dtypes.int32, x.device)
+    out, indices = new(shape, x.dtype, x.device), new(shape, dtypes.int64, x.device)  # int64, as PyTorch
     kernels.max_pool2d(x.device.backend, out._view, indices._view, x._view, kernel, stride, padding, dilation)
 
     def backward(g):

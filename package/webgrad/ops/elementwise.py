@@ -203,8 +203,10 @@ def logical_not(input):
 
 # ===================================================================== binary
 def _promote_pair(x, y, op):
+    """x and y converted to their result dtype, torch.result_type's: a 0-d tensor beside a tensor with dims
+    only lifts the category (int32 + a 0-d int64 stays int32; int32 + a 0-d float32 is float32)."""
     check_same_device(op, x, y)
-    dtype = dtypes.promote(x.dtype, y.dtype)
+    dtype = x.dtype if x.dtype is y.dtype else dtypes.result_type(x, y)
     return cast(x, dtype), cast(y, dtype), dtype
 
 
@@ -270,15 +272,19 @@ def mul(input, other):
 
 def div(input, other, rounding_mode=None):
     if rounding_mode is not None:
-        q = div(input, other)
-        if rounding_mode == "floor":
-            q = floor(q)
-        elif rounding_mode == "trunc":
-            q = trunc(q)
-        else:
+        if rounding_mode not in ("floor", "trunc"):
             raise ValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
         both_int = all(not (t.dtype.is_floating if isinstance(t, Tensor) else isinstance(t, float)) for t in (input, other))
-        return cast(q, dtypes.int32) if both_int else q
+        if both_int:  # exact integer division (through float32 it would lose |x| > 2**24)
+            q = floor_divide(input, other)
+            if rounding_mode == "trunc":  # trunc is floor + 1 where the quotient is negative and inexact
+                x = input if isinstance(input, Tensor) else full_scalar_like(other, input)
+                y = other if isinstance(other, Tensor) else full_scalar_like(input, other)
+                inexact = x - q * y != 0
+                q = where(logical_and(inexact, logical_xor(x < 0, y < 0)), q + 1, q)
+            return q
+        q = div(input, other)
+        return floor(q) if rounding_mode == "floor" else trunc(q)
     if not isinstance(input, Tensor):  # scalar / tensor
         y = _float_input(other, "div")
         return _unary(y, "rdiv", float(input), name="Rdiv", grad_op="rdiv")
@@ -404,9 +410,9 @@ def where(condition, input, other):
         raise TypeError("where(): condition must be a bool Tensor")
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        dtype = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int32
+        dtype = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int64
     elif isinstance(input, Tensor) and isinstance(other, Tensor):
-        dtype = dtypes.promote(input.dtype, other.dtype)
+        dtype = dtypes.result_type(input, other)
     else:
         s = other if isinstance(input, Tensor) else input
         dtype = dtypes.promote_scalar(like.dtype, s)

@@ -68,7 +68,7 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
     if target.device != input.device:
         raise RuntimeError(f"cross_entropy(): input is on {input.device} but target is on {target.device}")
     logits = (input if input.dtype.is_floating else input.float()).contiguous()
-    tgt = target.int().contiguous()
+    tgt = _class_indices(target).contiguous()
     backend = logits.device.backend
 
     def backward_rows(g_rows):  # the gradient for upstream per-row gradients g_rows ([n], any stride >= 0)
@@ -108,11 +108,17 @@ def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, labe
     valid = target != ignore_index
     smooth = where(valid, -(logp * w).sum(1), 0.0)
     if reduction == "mean":
-        picked = weight.to(dtype=logp.dtype).index_select(0, where(valid, target.int(), 0).reshape(-1))
+        picked = weight.to(dtype=logp.dtype).index_select(0, where(valid, _class_indices(target), 0).reshape(-1))
         smooth = smooth.sum() / where(valid.reshape(-1), picked, 0.0).sum()
     elif reduction == "sum":
         smooth = smooth.sum()
     return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def _class_indices(target):
+    """Class-index targets as the kernels read them: int64 (PyTorch's) and int32 as they are, bool and uint8
+    widened to int32."""
+    return target if target.dtype in (dtypes.int64, dtypes.int32) else target.int()
 
 
 def _legacy_reduction(size_average, reduce, reduction):
@@ -172,7 +178,7 @@ def _nll_loss(input, target, weight, reduction, ignore_index):
         raise RuntimeError(f"nll_loss(): weight must have one entry per class, shape [{c}], got {list(weight.shape)}")
     check_same_device("nll_loss", input, target, weight)
     rows = input.movedim(1, -1).reshape(-1, c) if input.ndim > 2 else input
-    t = target.reshape(-1).int()
+    t = _class_indices(target.reshape(-1))
     valid = t != ignore_index
     safe = where(valid, t, 0)  # ignored rows read class 0, then get weight 0
     w = valid.to(dtype=input.dtype)

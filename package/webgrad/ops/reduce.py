@@ -106,8 +106,8 @@ def sum(input, dim=None, keepdim=False, dtype=None):
     x = input
     if dtype is not None:
         x = cast(x, dtypes.to_dtype(dtype))
-    elif x.dtype in (dtypes.bool_, dtypes.uint8):
-        x = cast(x, dtypes.int32)
+    elif not x.dtype.is_floating:
+        x = cast(x, dtypes.int64)  # integers and bools sum in int64, as PyTorch
     out = _reduce("sum", x, dims, keepdim, x.dtype)
     shape = x.shape  # the backward needs the shape only: holding x would keep its buffer until then
     return record(out, "Sum", (x,), lambda g: (_expand_back(g, shape, dims, keepdim),))
@@ -119,8 +119,8 @@ def prod(input, dim=None, keepdim=False, dtype=None):
     x = input
     if dtype is not None:
         x = cast(x, dtypes.to_dtype(dtype))
-    elif x.dtype in (dtypes.bool_, dtypes.uint8):
-        x = cast(x, dtypes.int32)
+    elif not x.dtype.is_floating:
+        x = cast(x, dtypes.int64)  # as PyTorch
     dims = _dims(x, dim)
     if x.numel() == 0:
         return ones(_out_shape(x.shape, dims, keepdim), dtype=x.dtype, device=x.device)
@@ -131,7 +131,7 @@ def prod(input, dim=None, keepdim=False, dtype=None):
         # product of the non-zero others if x_i is the only zero of its slice, else 0.
         zero = x == 0
         nonzero_prod = prod(where(zero, 1.0, x), dims, keepdim=True)
-        zeros = sum(cast(zero, dtypes.int32), dims, keepdim=True)
+        zeros = sum(zero, dims, keepdim=True)
         others = where(zero, where(zeros == 1, nonzero_prod, 0.0), _expand_back(out, x.shape, dims, keepdim) / where(zero, 1.0, x))
         return (_expand_back(g, x.shape, dims, keepdim) * others,)
     return record(out, "Prod", (x,), backward)
@@ -147,12 +147,12 @@ def mean(input, dim=None, keepdim=False, dtype=None):
 
 
 def _pick_extreme(op, x, dims, keepdim):
-    """max/min over one dim (`dims` has one entry): (values, int32 indices); the gradient goes to the
+    """max/min over one dim (`dims` has one entry): (values, int64 indices); the gradient goes to the
     chosen element only."""
     v = _layout(x, dims)
     outer, size, inner = v.shape
     shape = _out_shape(x.shape, dims, keepdim)
-    idx = new(shape, dtypes.int32, x.device)
+    idx = new(shape, dtypes.int64, x.device)
     kernels.reduce(x.device.backend, "arg" + op, idx._view.reshaped((outer, inner)), v)
     values = new(shape, x.dtype, x.device)
     kernels.gather(x.device.backend, values._view.reshaped((outer, 1, inner)), v, idx._view.reshaped((outer, 1, inner)))
@@ -187,9 +187,9 @@ min = _extreme("min")
 def _arg(op):
     def fn(input, dim=None, keepdim=False):
         if dim is None:
-            out = _reduce(op, input.reshape(-1), (0,), False, dtypes.int32)
+            out = _reduce(op, input.reshape(-1), (0,), False, dtypes.int64)
             return out.reshape((1,) * input.ndim) if keepdim else out
-        return _reduce(op, input, _dims(input, dim), keepdim, dtypes.int32)
+        return _reduce(op, input, _dims(input, dim), keepdim, dtypes.int64)
     fn.__name__ = op
     return fn
 
@@ -295,12 +295,12 @@ log_softmax = full_precision("log_softmax")(_softmax(True))
 # ===================================================================== prefix sums
 def cumsum(input, dim, *, dtype=None):
     """The inclusive prefix sums of `input` along `dim`, as torch.cumsum. Integer and bool inputs sum in the
-    integer dtype (int32 here; torch's int64), unless `dtype` says otherwise."""
+    int64, as PyTorch's, unless `dtype` says otherwise."""
     x = input
     if dtype is not None:
         x = cast(x, dtypes.to_dtype(dtype))
     elif not x.dtype.is_floating:
-        x = cast(x, dtypes.int32)
+        x = cast(x, dtypes.int64)
     if x.dtype is dtypes.float16:  # (summed in float32 and rounded once, as PyTorch's half cumsum)
         return cast(cumsum(cast(x, dtypes.float32), dim), dtypes.float16)
     if x.ndim == 0:

@@ -315,7 +315,7 @@ class _HostIndex(Tensor):
 
 def _index_tensor(i, device):
     """An advanced index item as a tensor on `device`: lists, ranges, tuples and NumPy arrays become
-    int32 (or bool) tensors; tensors move to the indexed tensor's device."""
+    integer (or bool) tensors; tensors move to the indexed tensor's device."""
     if isinstance(i, range):
         i = list(i)
     if isinstance(i, Tensor) and i.dtype.is_floating or not isinstance(i, Tensor) and tensor(i).dtype.is_floating:
@@ -641,10 +641,13 @@ def _three_d(shape, d):
 
 
 def _check_index(index, op):
-    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int32, dtypes.uint8):
+    """An index tensor as the kernels take it: int64 (PyTorch's) or int32, contiguous (uint8 is widened)."""
+    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32, dtypes.uint8):
         raise TypeError(f"{op}(): index must be an integer tensor, got "
                         f"{index.dtype.name if isinstance(index, Tensor) else type(index).__name__}")
-    return cast(index, dtypes.int32).contiguous()
+    if index.dtype is dtypes.uint8:
+        index = cast(index, dtypes.int32)
+    return index.contiguous()
 
 
 def index_select(input, dim, index):

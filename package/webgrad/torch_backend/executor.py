@@ -44,8 +44,8 @@ from webgrad._view import View
 from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
 from .._backends import kernels
 
-_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int32: torch.int32,
-                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
+_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
+                 dtypes.int32: torch.int32, dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
 
 _warned = set()
 
