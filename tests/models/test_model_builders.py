@@ -37,7 +37,9 @@ def torch_cnn(c, h, w, classes):
 # 64 x 3 x 9 weights where its 7x7 one holds 64 x 3 x 49: 7,680 fewer. ResNet-20 with projection shortcuts
 # (option B): the paper's 0.27M.
 PARAMETERS = {"mlp": 101_770, "cnn": 20_490, "widemlp": 29_409_290, "resnet8": 78_042, "resnet20": 272_474,
-              "resnet18": 11_181_642 - 7_680, "transformer": 792_330}
+              "resnet18": 11_181_642 - 7_680, "transformer": 792_330,
+              # nanoGPT's Shakespeare-character model (65 symbols, 256 positions, 6 x 384): its 10.67M + wpe's 98,304
+              "gpt": 10_770_816}
 
 
 def test_registry_lists_the_models_and_their_input_shapes():
