@@ -384,7 +384,7 @@ def compare(ref, got, tol, where="output", random=False, notes=None):
         if random:
             return
         rtol, atol = tol
-        if not (math.isclose(got, ref, rel_tol=rtol, abs_tol=atol) or (got != got and ref != ref)):
+        if not (math.isclose(got, ref, rel_tol=rtol, abs_tol=atol) or (math.isnan(got) and math.isnan(ref))):
             raise Mismatch(f"{where}: webgrad {got!r}, torch {ref!r}")
         return
     if got != ref:
@@ -563,7 +563,6 @@ def _main_thread():
 def _run_sample(op, sample, fn, torch_op, device, grad, undefined, random_candidate, fwd_tol, grad_tol,
                 verdict, notes, result):
     import torch
-    wg = _wg()
     what = describe(sample)
     conv = Converter(device)
     try:
