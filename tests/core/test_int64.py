@@ -201,6 +201,8 @@ def test_webgpu_uploads_beyond_int32_are_refused():
         wg.from_numpy(np.array([-BIG - 1], np.int64)).to("webgpu")
     with pytest.raises(RuntimeError, match=RANGE):
         wg.tensor([2**40]).to("webgpu")
+    with pytest.raises(IndexError, match="index 1099511627776 is out of bounds"):  # PyTorch's exception type
+        wg.zeros(3, device="webgpu")[[0, 2**40]]
     edge = wg.tensor([-BIG, BIG - 1], device="webgpu")  # the ends of the range fit
     assert edge.tolist() == [-BIG, BIG - 1] and edge.to("cpu").dtype is wg.int64
 

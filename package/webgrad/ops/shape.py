@@ -321,7 +321,13 @@ def _index_tensor(i, device):
     if isinstance(i, Tensor) and i.dtype.is_floating or not isinstance(i, Tensor) and tensor(i).dtype.is_floating:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     on_host = not isinstance(i, Tensor) or (i.device.type == "cpu" and i.device != device)
-    t = tensor(i, device=device) if not isinstance(i, Tensor) else (i if i.device == device else i.to(device))
+    try:
+        t = tensor(i, device=device) if not isinstance(i, Tensor) else (i if i.device == device else i.to(device))
+    except RuntimeError:  # int64 values the device cannot hold (beyond int32 on WebGPU): beyond any dim's size
+        values = i.reshape(-1).tolist() if isinstance(i, Tensor) else list(_flatten([i.tolist() if hasattr(i, "tolist")
+                                                                                    else i]))
+        bad = next(v for v in values if not -(2**31) <= v < 2**31)
+        raise IndexError(f"index {bad} is out of bounds: no dimension is that large") from None
     if t.dtype is dtypes.bool_ or not on_host:
         return t
     t = cast(t, dtypes.int32)
