@@ -493,6 +493,10 @@ _ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8,
 
 def _flatten(data):
     """Nested lists/tuples of numbers (or 0-d/1-element tensors) -> (flat list, shape)."""
+# array.array typecodes whose bytes are a dtype's canonical layout as they are
+_ARRAY_NATIVE = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "i": dtypes.int32, "q": dtypes.int64}
+
+
     if isinstance(data, Tensor):
         return data.tolist() if data.ndim == 0 else _flatten(data.tolist())
     if not isinstance(data, (list, tuple)):
@@ -590,8 +594,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if src is None:
             raise TypeError(f"unsupported array.array typecode {data.typecode!r}")
         dtype = dtype or src
-        if (data.typecode == "f" and dtype is dtypes.float32) or (data.typecode == "d" and dtype is dtypes.float64) or (data.typecode == "B" and dtype is dtypes.uint8) \
-                or (data.typecode == "i" and dtype is dtypes.int32) or (data.typecode == "q" and dtype is dtypes.int64):
+        if _ARRAY_NATIVE.get(data.typecode) is dtype:  # already the canonical layout
             raw = data.tobytes()
         else:
             raw = _pack(data.tolist(), dtype)

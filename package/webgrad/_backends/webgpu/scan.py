@@ -33,7 +33,8 @@ fn add(a: T, b: T) -> T {
 _BINDINGS = ((0, "write"), (1, "read"), (2, "uniform"))
 _ELEMENTS = {float32: (_PLAIN.format(t="f32"), _BINDINGS), int32: (_PLAIN.format(t="i32"), _BINDINGS),
              int64: (_WIDE, _BINDINGS + ((3, "write"),))}
-_SHADERS = {dtype: Shader("scan.wgsl", lambda text=text: ({}, {"ELEMENT": text})) for dtype, (text, _) in _ELEMENTS.items()}
+_SHADERS = {dtype: Shader("scan.wgsl", lambda text=text: ({}, {"ELEMENT": text}))
+            for dtype, (text, _) in _ELEMENTS.items()}
 COLUMNS = {dtype: Kernel(_SHADERS[dtype], "scan_columns", b) for dtype, (_, b) in _ELEMENTS.items()}
 ROWS = {dtype: Kernel(_SHADERS[dtype], "scan_rows", b) for dtype, (_, b) in _ELEMENTS.items()}
 _PARAMS = struct.Struct("<6I")
