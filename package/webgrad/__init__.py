@@ -29,7 +29,7 @@ from . import optim
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
 from ._as_torch import as_torch
 from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401
-from ._legacy import bfloat16  # a name only: webgrad stores no bfloat16
+from .dtypes import bfloat16  # a name only: webgrad stores no bfloat16 (dtypes.check_storable)
 from ._norm import norm
 from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)

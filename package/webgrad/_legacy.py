@@ -1,5 +1,5 @@
 """Names from PyTorch's past that scripts still use: the typed tensor classes (torch.FloatTensor,
-torch.LongTensor, ...), torch.autograd.Variable, and torch.bfloat16, a dtype webgrad can name but not store.
+torch.LongTensor, ...) and torch.autograd.Variable.
 
 The typed classes are what they are in PyTorch: not subclasses of Tensor but factories and type tests.
 `FloatTensor(2, 3)` is an uninitialised float32 tensor of that shape, `FloatTensor([1, 2])` one made from
@@ -81,26 +81,3 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """torch.autograd.Variable: since PyTorch 0.4 a tensor is a Variable; Variable(t) returns t detached."""
-
-
-class AbsentDType:
-    """A dtype PyTorch has and webgrad does not store: it can be named and compared; making a tensor of it,
-    or converting to it, raises a TypeError naming the dtypes webgrad has."""
-
-    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed")
-
-    def __init__(self, name, itemsize, is_floating_point):
-        self.name, self.itemsize, self.is_floating_point, self.is_signed = name, itemsize, is_floating_point, True
-
-    def __repr__(self):
-        return f"webgrad.{self.name}"
-
-    def __reduce__(self):
-        return (_absent, (self.name,))
-
-
-bfloat16 = AbsentDType("bfloat16", 2, True)
-
-
-def _absent(name):
-    return {"bfloat16": bfloat16}[name]
