@@ -1,7 +1,9 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
 // Row kernels over contiguous float32 [rows, cols]: softmax, log-softmax, their backward, and fused
-// softmax cross-entropy forward and backward. The Python side is backends/webgpu/softmax_loss.py.
+// softmax cross-entropy: its backward without a saved log-sum-exp, and its mean in one workgroup for small
+// problems (the per-row forward and the backward from a saved log-sum-exp are cross_entropy.wgsl's). The Python
+// side is backends/webgpu/softmax_loss.py.
 //
 // Two forms of each kernel; softmax_loss.py picks one by adapter and shape (_thread_per_row):
 // * `<name>_rows` (CPU adapters): one thread per row, a plain loop over its columns, 64 rows per
@@ -37,7 +39,8 @@ struct Params {
     ignore_index: i32,
     smoothing: f32,
     error_code: u32,     // what cross_entropy reports for a target out of range (Runtime.error_code)
-    out_stride: u32,     // cross_entropy: 1, or 2 to write (loss, counted) pairs (see write_loss)
+    out_stride: u32,     // (cross_entropy.wgsl's forward: its Params share this layout's first fields)
+    lse_offset: u32,     // cross_entropy_mean with LSE: where each row's log-sum-exp goes
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
@@ -47,6 +50,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read> row_grad: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 @group(0) @binding(6) var<storage, read_write> errors: array<atomic<u32>>;  // errors.wgsl
+@group(0) @binding(7) var<storage, read_write> lse_w: array<f32>;  // cross_entropy_mean with LSE
+
+override LSE: bool = false;   // cross_entropy_mean: write each row's log-sum-exp (for the backward)
 
 var<workgroup> tree: array<f32, 256>;
 
@@ -146,53 +152,6 @@ fn softmax_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 }
 
 fn target_of(r: u32) -> i32 { return targets[p.target_offset + r * p.target_stride]; }
-
-// Row r's loss; with out_stride 2 also 1.0 beside it when the row counts (its target is not
-// ignore_index), else 0.0: one reduction over rows then gives the loss sum and PyTorch's mean divisor.
-fn write_loss(r: u32, loss: f32, ignored: bool) {
-    let at = p.out_offset + r * p.out_stride;
-    out[at] = loss;
-    if (p.out_stride == 2u) { out[at + 1u] = select(1.0, 0.0, ignored); }
-}
-
-// loss = -(1 - ls) * logp[t] - ls / C * sum(logp), 0 where t == ignore_index. A target outside
-// [0, C) that is not ignore_index gives NaN and is reported in the error word (errors.wgsl: the host
-// raises at its next read-back). The backward kernels read no target's logit, so they need no check.
-@compute @workgroup_size(256)
-fn cross_entropy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
-    if (wid.x + wid.y * nwg.x >= p.groups) { return; }
-    let row = row_of(wid, nwg, lid);
-    let lse = log_sum_exp(row, lid);
-    var tgt = p.ignore_index;
-    if (row.valid) { tgt = target_of(row.index); }
-    let base = p.x_offset + row.index * p.cols;
-    var picked = 0.0;
-    var total = 0.0;
-    if (row.valid) {
-        for (var c = row.t; c < p.cols; c += row.step) {
-            let v = x[base + c];
-            total += v;
-            if (i32(c) == tgt) { picked += v; }
-        }
-    }
-    picked = row_sum(picked, lid);
-    if (p.smoothing != 0.0) { total = row_sum(total, lid); }
-    if (!row.valid || row.t != 0u) { return; }
-    var loss = 0.0;
-    if (tgt != p.ignore_index) {
-        if (tgt < 0 || tgt >= i32(p.cols)) {
-            loss = nan_f32();
-            report_error(p.error_code, tgt, p.cols);
-        } else {
-            loss = -(1.0 - p.smoothing) * ((picked - lse.x) - lse.y);
-            if (p.smoothing != 0.0) {
-                loss -= p.smoothing / f32(p.cols) * ((total - f32(p.cols) * lse.x) - f32(p.cols) * lse.y);
-            }
-        }
-    }
-    write_loss(row.index, loss, tgt == p.ignore_index);
-}
 
 // out = grad[row] * (softmax(logits) - ((1 - ls) * onehot(t) + ls / C)); zero rows where ignored.
 @compute @workgroup_size(256)
@@ -306,6 +265,7 @@ fn row_loss(r: u32) -> vec2<f32> {
         total += part.y;
     }
     let l = log(s);
+    if (LSE) { lse_w[p.lse_offset + r] = m + l; }
     let valid = tgt >= 0 && tgt < i32(cols);
     // The target's logit, read from inside the row whatever the target (used only when valid).
     let picked = x[base + min(u32(max(tgt, 0)), max(cols, 1u) - 1u)];
@@ -317,15 +277,6 @@ fn row_loss(r: u32) -> vec2<f32> {
     let ignored = tgt == p.ignore_index;
     if (!valid && !ignored) { report_error(p.error_code, tgt, cols); }
     return select(vec2<f32>(loss, 1.0), vec2<f32>(0.0), ignored);
-}
-
-@compute @workgroup_size(ROW_WORKGROUP)
-fn cross_entropy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                      @builtin(local_invocation_index) lid: u32) {
-    let r = row_index(wid, nwg, lid);
-    if (r >= p.rows) { return; }
-    let loss = row_loss(r);
-    write_loss(r, loss.x, loss.y == 0.0);
 }
 
 // reduction="mean" in ONE dispatch of one workgroup, for small problems (softmax_loss.MEAN_MAX_ELEMENTS: a

@@ -224,20 +224,23 @@ h(x): x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16
 
 _CE = "logits:in target:in ignore_index:arg=-100 label_smoothing:arg=0.0"
 
-cross_entropy = _kernel("cross_entropy", "out:out " + _CE, """Per-row softmax cross-entropy. logits: contiguous
-float32 [rows, C]; target: int64 or int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target
-== ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the
-mean's divisor). A target outside [0, C) other than ignore_index raises IndexError (webgrad/_bounds.py).""")
+cross_entropy = _kernel("cross_entropy", "out:out " + _CE + " lse:out=None", """Per-row softmax cross-entropy.
+logits: contiguous float32 [rows, C]; target: int64 or int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] -
+ls/C*sum(logp); 0 where target == ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the
+mean's divisor). A target outside [0, C) other than ignore_index raises IndexError (webgrad/_bounds.py). lse:
+None, or contiguous float32 [rows] to receive each row's log-sum-exp of the logits (for the backward).""")
 
-cross_entropy_mean = _kernel("cross_entropy_mean", "out:out " + _CE, """reduction="mean" of cross_entropy: out
+cross_entropy_mean = _kernel("cross_entropy_mean", "out:out " + _CE + " lse:out=None", """reduction="mean" of
+cross_entropy: out
 float32 [2] = (the mean of the per-row losses over the rows whose target is not ignore_index, that count). The
-mean is NaN when every row is ignored (as PyTorch); the count is the backward's divisor. Errors as
+mean is NaN when every row is ignored (as PyTorch); the count is the backward's divisor. Errors and lse as
 cross_entropy.""")
 
 cross_entropy_backward = _kernel("cross_entropy_backward", "out:out logits:in target:in grad:in "
-                                 "ignore_index:arg=-100 label_smoothing:arg=0.0", """out [rows, C] = grad[row] *
-(softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where target == ignore_index. grad: float32 [rows]
-(the upstream gradient of each row's loss).""")
+                                 "ignore_index:arg=-100 label_smoothing:arg=0.0 lse:in=None", """out [rows, C] =
+grad[row] * (softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where target == ignore_index. grad: float32
+[rows] (the upstream gradient of each row's loss). lse: None, or the forward's [rows] log-sum-exp, so that
+softmax(logits) = exp(logits - lse) takes no reduction over the row.""")
 
 # ------------------------------------------------------------------------------------------ convolution, pooling
 # Geometry arguments are (height, width) pairs: kernel k, stride s, padding p, dilation d. Images are contiguous

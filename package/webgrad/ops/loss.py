@@ -1,6 +1,7 @@
 """Losses, as torch.nn.functional.
 
-Softmax cross-entropy is fused: forward and backward are one kernel each (the step's hot spot). The
+Softmax cross-entropy is fused: forward and backward are one kernel each (the step's hot spot); the forward keeps
+each row's log-sum-exp, so the backward makes the gradient in one pass over the logits, however wide the rows. The
 other losses are short compositions of differentiable ops, so their gradients come from those ops;
 binary_cross_entropy has its own backward to match PyTorch's clamped gradient at 0 and 1.
 """
@@ -71,22 +72,29 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
     tgt = _class_indices(target).contiguous()
     backend = logits.device.backend
 
+    # each row's log-sum-exp, kept for the backward where logits need a gradient: exp(logits - lse) is the softmax,
+    # so the backward reads the logits once and writes their gradient once (a vocabulary of 50,257: no reduction)
+    lse = new((n,), dtypes.float32 if logits.dtype is dtypes.float16 else logits.dtype, logits.device) \
+        if logits.requires_grad else None
+    lse_view = None if lse is None else lse._view
+
     def backward_rows(g_rows):  # the gradient for upstream per-row gradients g_rows ([n], any stride >= 0)
         out = new((n, c), logits.dtype, logits.device)
         kernels.cross_entropy_backward(backend, out._view, logits._view, tgt._view, g_rows._view, ignore_index,
-                                       float(label_smoothing))
+                                       float(label_smoothing), lse_view)
         return out
 
     if reduction != "mean":
         per_row = new((n,), logits.dtype, logits.device)
-        kernels.cross_entropy(backend, per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing))
+        kernels.cross_entropy(backend, per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing),
+                              lse_view)
         record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
         return _reduce_rows(per_row, reduction, n)
     # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
     # padding). The backend writes (mean, count) on the device: no read-back, and for a classifier's batch
     # one dispatch (webgpu: softmax_loss.cross_entropy_mean). Both are read as 0-d tensors of that storage.
     pair = new((2,), logits.dtype, logits.device)._view
-    kernels.cross_entropy_mean(backend, pair, logits._view, tgt._view, ignore_index, float(label_smoothing))
+    kernels.cross_entropy_mean(backend, pair, logits._view, tgt._view, ignore_index, float(label_smoothing), lse_view)
     loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
     return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / count).reshape(1).expand(n)),))

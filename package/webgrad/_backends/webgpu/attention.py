@@ -89,7 +89,8 @@ _DROPOUT = {
            "fn drop_offset() -> u32 { return 0u; }\nfn kept(c: u32, key: u32) -> bool { return true; }",
     True: "@group(0) @binding(11) var<storage, read> scalars: array<u32>;\n"
           "fn dropping() -> bool { return true; }\n"
-          "fn drop_key() -> u32 { return lowbias32(select(p.seed, scalars[p.seed_slot], p.seed_slot != 0xffffffffu)); }\n"
+          "fn drop_key() -> u32 {\n"
+          "    return lowbias32(select(p.seed, scalars[p.seed_slot], p.seed_slot != 0xffffffffu));\n}\n"
           "fn drop_offset() -> u32 { return select(p.offset, scalars[p.offset_slot], p.offset_slot != 0xffffffffu); }\n"
           "// kept where u >= p, u = bits >> 8 times 2^-24 (random.wgsl's uniform), compared in float32\n"
           "fn kept(c: u32, key: u32) -> bool { return f32(bits(c, key) >> 8u) * 5.9604644775390625e-8 >= p.p_drop; }",

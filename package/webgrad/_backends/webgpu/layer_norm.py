@@ -99,7 +99,8 @@ def layer_norm(rt, out, save, x, weight, bias, eps):
 @kernels.layer_norm_backward.implement("webgpu")
 def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight):
     rows, cols = _rows(x, "x")
-    if _rows(grad, "grad") != (rows, cols) or (grad_input is not None and _rows(grad_input, "grad_input") != (rows, cols)):
+    if _rows(grad, "grad") != (rows, cols) or (grad_input is not None
+                                                and _rows(grad_input, "grad_input") != (rows, cols)):
         raise ValueError(f"layer_norm_backward: grad {grad.shape} and grad_input must match x {x.shape}")
     weight = _vector(weight, "weight", cols)
     grad_weight, grad_bias = _vector(grad_weight, "grad_weight", cols), _vector(grad_bias, "grad_bias", cols)
@@ -133,8 +134,8 @@ def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
         if params_wanted:
             params = _PARAMS.pack(*base[:3], pw[0], *base[4:], 0, 0, pw[1], 0.0)
             flags = {"HAS_W": grad_weight is not None, "HAS_B": grad_bias is not None}
-            rt.dispatch(PARAM_ROWS, PARAM_ROWS.constants(flags), (gw_storage, x.storage, save.storage, grad.storage,
-                                                                   gb_storage), params, grid(-(-cols // ROWS_WG), limit))
+            storages = (gw_storage, x.storage, save.storage, grad.storage, gb_storage)
+            rt.dispatch(PARAM_ROWS, PARAM_ROWS.constants(flags), storages, params, grid(-(-cols // ROWS_WG), limit))
         return
     units = -(-cols // 4)
     chunk = max(1, -(-rows // CHUNKS))
@@ -143,7 +144,8 @@ def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
     flags = {"TPR": _threads(cols), "VEC": vec, "HAS_W": weight is not None, "WANT_DX": grad_input is not None,
              "PARAMS": params_wanted}
     params = _PARAMS.pack(rows, cols, x.offset, grad_input.offset if grad_input is not None else 0,
-                          weight.offset if weight is not None else 0, 0, save.offset, grad.offset, chunk, chunks, 0, 0.0)
+                          weight.offset if weight is not None else 0, 0, save.offset, grad.offset, chunk, chunks, 0,
+                          0.0)
     rt.dispatch(BACKWARD, BACKWARD.constants(flags),
                 (grad_input.storage if grad_input is not None else rt.spare(0), x.storage, w_storage, save.storage,
                  grad.storage, partial), params, grid(chunks, limit))

@@ -315,7 +315,8 @@ def adam_member_bindings(amsgrad):
 def adam_group_size(rt, amsgrad):
     """How many adam4 updates one adam4_group dispatch may take on this device (its members' bindings and the
     group's scalars within the storage buffers a stage may bind)."""
-    return max(0, min(GROUP_MAX, (rt.limits["max_storage_buffers_per_shader_stage"] - 2) // adam_member_bindings(amsgrad)))
+    buffers = rt.limits["max_storage_buffers_per_shader_stage"]
+    return max(0, min(GROUP_MAX, (buffers - 2) // adam_member_bindings(amsgrad)))
 
 
 def adam_group_key(launch):

@@ -23,9 +23,19 @@ def _pair(entry, bindings, overrides=()):
 # Bindings: 0 out, 1 x (logits / grad), 2 y, 3 target, 4 per-row grad, 5 params, 6 the error word.
 SOFTMAX = _pair("softmax", ((0, "write"), (1, "read"), (5, "uniform")), _OVERRIDES)
 SOFTMAX_BACKWARD = _pair("softmax_backward", ((0, "write"), (1, "read"), (2, "read"), (5, "uniform")), _OVERRIDES)
-CROSS_ENTROPY = _pair("cross_entropy", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform"), (6, "write")))
-# One workgroup, one dispatch (see cross_entropy_mean): the same bindings as CROSS_ENTROPY.
-CROSS_ENTROPY_MEAN = Kernel(SHADER, "cross_entropy_mean", CROSS_ENTROPY[0].bindings, ("MEAN_THREADS",))
+# One workgroup, one dispatch (see cross_entropy_mean); binding 7: each row's log-sum-exp (LSE)
+CROSS_ENTROPY_MEAN = Kernel(SHADER, "cross_entropy_mean", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform"),
+                                                           (6, "write"), (7, "write")), ("MEAN_THREADS", "LSE"))
+# cross_entropy.wgsl: the per-row forward in one pass over a row (a tree per row / a thread per row), and the
+# backward from the forward's log-sum-exp
+ONLINE_SHADER = Shader("cross_entropy.wgsl", {})
+_ONLINE = ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (5, "uniform"), (6, "write"))
+CROSS_ENTROPY = (Kernel(ONLINE_SHADER, "cross_entropy_online", _ONLINE, ("LSE",)),
+                 Kernel(ONLINE_SHADER, "cross_entropy_online_rows", _ONLINE, ("LSE",)))
+CROSS_ENTROPY_BACKWARD_LSE = Kernel(ONLINE_SHADER, "cross_entropy_backward_lse",
+                                    ((0, "write"), (1, "read"), (2, "read"), (4, "read"), (5, "uniform"), (7, "read")))
+_ONLINE_PARAMS = struct.Struct("<9IifII")  # rows, cols, x, out, target, target stride, lse, grad, grad stride |
+                                           # ignore | smoothing | error code, out stride
 CROSS_ENTROPY_BACKWARD = _pair(
     "cross_entropy_backward", ((0, "write"), (1, "read"), (3, "read"), (4, "read"), (5, "uniform")),
 )
@@ -36,8 +46,8 @@ ROW_WORKGROUP = 64  # softmax_loss.wgsl's ROW_WORKGROUP
 LONG_ROW = 1024
 
 # rows, cols, lanes, groups, x_off, y_off, out_off, target_off, target_stride, grad_off, grad_stride | ignore | ls
-# | error_code, out_stride
-_PARAMS = struct.Struct("<11IifII")
+# | error_code, out_stride, lse_off
+_PARAMS = struct.Struct("<11IifIII")
 
 
 def _lanes(cols):
@@ -73,7 +83,7 @@ def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0,
     t_off, t_stride = (target.offset, target.strides[0]) if target is not None else (0, 0)
     g_off, g_stride = (grad.offset, grad.strides[0]) if grad is not None else (0, 0)
     params = _PARAMS.pack(rows, cols, lanes, groups, x_offset, y_offset, out_offset, t_off, t_stride,
-                          g_off, g_stride, int(ignore_index), float(smoothing), error_code, out_stride)
+                          g_off, g_stride, int(ignore_index), float(smoothing), error_code, out_stride, 0)
     rt.dispatch(kernel, constants, storages, params, grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
@@ -116,17 +126,33 @@ def softmax_backward(rt, out, grad, y, log=False):
 
 
 @kernels.cross_entropy.implement("webgpu")
-def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
+    """cross_entropy.wgsl's one pass over each row: a workgroup tree per row, or a thread per row (_thread_per_row)."""
     rows, cols = _rows(logits, "logits")
     _vector(target, "target", INDEX, rows)
     check_view(out, "out", dtype=float32, contiguous=True)
     if out.shape not in ((rows,), (rows, 2)):
         raise ValueError(f"cross_entropy: out has shape {out.shape}, expected ({rows},) or ({rows}, 2)")
+    if lse is not None:
+        check_view(lse, "lse", dtype=float32, contiguous=True, ndim=1)
+        if lse.shape != (rows,):
+            raise ValueError(f"cross_entropy: lse has shape {lse.shape}, expected ({rows},)")
+    if rows == 0:
+        return
     logits, target = _distinct(rt, out, logits, target)
-    code = rt.error_code(_bounds.template(_bounds.CROSS_ENTROPY)) if rows else 0
-    _run(rt, CROSS_ENTROPY, rows, cols, (out.storage, logits.storage, target.storage, rt.errors),
-         x_offset=logits.offset, out_offset=out.offset, target=target, ignore_index=ignore_index,
-         smoothing=label_smoothing, error_code=code, out_stride=len(out.shape))
+    if lse is not None:
+        logits, target = _distinct(rt, lse, logits, target)
+    code = rt.error_code(_bounds.template(_bounds.CROSS_ENTROPY))
+    params = _ONLINE_PARAMS.pack(rows, cols, logits.offset, out.offset, target.offset, target.strides[0],
+                                 lse.offset if lse is not None else 0, 0, 0, int(ignore_index), float(label_smoothing),
+                                 code, len(out.shape))
+    limit = rt.limits["max_compute_workgroups_per_dimension"]
+    per_row = _thread_per_row(rt, rows, cols)
+    kernel = CROSS_ENTROPY[per_row]
+    groups = grid(-(-rows // ROW_WORKGROUP), limit) if per_row else grid(rows, limit)
+    rt.dispatch(kernel, kernel.constants({"LSE": lse is not None}),
+                (out.storage, logits.storage, target.storage, lse.storage if lse is not None else rt.spare(0),
+                 rt.errors), params, groups)
 
 
 # cross_entropy_mean's one-workgroup kernel takes problems up to this many logits: each of its 256 threads
@@ -140,7 +166,7 @@ SOFTWARE_MEAN_MAX_ROWS = 512
 
 
 @kernels.cross_entropy_mean.implement("webgpu")
-def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0):
+def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
     """out [2] = (the mean of the per-row losses over the rows whose target is not ignore_index, that
     count). One dispatch for a small problem (MEAN_MAX_ELEMENTS, SOFTWARE_MEAN_MAX_ROWS); else per-row
     (loss, counted) pairs, their column sums, a division and the count's copy."""
@@ -152,7 +178,7 @@ def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothi
     software = rt.variant["softmax_rows"]
     if rows * cols > MEAN_MAX_ELEMENTS or rows == 0 or (software and rows > SOFTWARE_MEAN_MAX_ROWS):
         pairs = contiguous_view(rt.storage(2 * rows, float32), (rows, 2), float32)
-        cross_entropy(rt, pairs, logits, target, ignore_index, label_smoothing)
+        cross_entropy(rt, pairs, logits, target, ignore_index, label_smoothing, lse)
         sums = contiguous_view(rt.storage(2, float32), (1, 2), float32)
         reduce(rt, "sum", sums, pairs.reshaped((1, rows, 2)))
         total, count = (View(sums.storage, (), (), sums.offset + i, float32) for i in (0, 1))
@@ -160,22 +186,43 @@ def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothi
         copy(rt, View(out.storage, (), (), out.offset + 1, float32), count)
         return
     logits, target = _distinct(rt, out, logits, target)
+    if lse is not None:
+        check_view(lse, "lse", dtype=float32, contiguous=True, ndim=1)
+        if lse.shape != (rows,):
+            raise ValueError(f"cross_entropy_mean: lse has shape {lse.shape}, expected ({rows},)")
+        logits, target = _distinct(rt, lse, logits, target)
     code = rt.error_code(_bounds.template(_bounds.CROSS_ENTROPY))
     params = _PARAMS.pack(rows, cols, 0, 1, logits.offset, 0, out.offset, target.offset, target.strides[0], 0, 0,
-                          int(ignore_index), float(label_smoothing), code, 1)
+                          int(ignore_index), float(label_smoothing), code, 1, lse.offset if lse is not None else 0)
     threads = ROW_WORKGROUP if software else 256  # see MEAN_THREADS in softmax_loss.wgsl
-    rt.dispatch(CROSS_ENTROPY_MEAN, (("MEAN_THREADS", threads),), (out.storage, logits.storage, target.storage,
-                                                                   rt.errors), params, (1, 1, 1))
+    rt.dispatch(CROSS_ENTROPY_MEAN, (("MEAN_THREADS", threads), ("LSE", int(lse is not None))),
+                (out.storage, logits.storage, target.storage, rt.errors,
+                 lse.storage if lse is not None else rt.spare(0)), params, (1, 1, 1))
 
 
 @kernels.cross_entropy_backward.implement("webgpu")
-def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0):
+def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0, lse=None):
     rows, cols = _rows(logits, "logits")
     if _rows(out, "out") != (rows, cols):
         raise ValueError(f"cross_entropy_backward: out {out.shape} != logits {logits.shape}")
     _vector(target, "target", INDEX, rows)
     _vector(grad, "grad", float32, rows)
     logits, target, grad = _distinct(rt, out, logits, target, grad)
+    if lse is not None:  # softmax = exp(logits - lse): one read of the logits and one write, no row reduction
+        check_view(lse, "lse", dtype=float32, contiguous=True, ndim=1)
+        if lse.shape != (rows,):
+            raise ValueError(f"cross_entropy_backward: lse has shape {lse.shape}, expected ({rows},)")
+        (lse,) = _distinct(rt, out, lse)
+        if rows * cols == 0:
+            return
+        params = _ONLINE_PARAMS.pack(rows, cols, logits.offset, out.offset, target.offset, target.strides[0],
+                                     lse.offset, grad.offset, grad.strides[0], int(ignore_index),
+                                     float(label_smoothing), 0, 1)
+        limit = rt.limits["max_compute_workgroups_per_dimension"]
+        rt.dispatch(CROSS_ENTROPY_BACKWARD_LSE, (), (out.storage, logits.storage, target.storage, grad.storage,
+                                                     lse.storage), params,
+                    (min(-(-cols // (4 * 256)), limit), min(rows, limit), 1))
+        return
     _run(rt, CROSS_ENTROPY_BACKWARD, rows, cols, (out.storage, logits.storage, target.storage, grad.storage),
          x_offset=logits.offset, out_offset=out.offset, target=target, grad=grad,
          ignore_index=ignore_index, smoothing=label_smoothing)
