@@ -73,9 +73,33 @@ def _user_outputs():
     return getattr(meta, "num_forward_returns", None)
 
 
+# webgrad's own Python, which Dynamo must not trace: the kernels of the webgpu device run from eager code
+# between a compiled function's graphs (the backward, an optimizer's loop), where Dynamo would otherwise take
+# each kernel for a new frame to compile. The models (webgrad.models and the parity suite, built with torch.nn)
+# stay traceable.
+_OPAQUE = ("webgrad.torch_device", "webgrad.torch_backend.executor", "webgrad.torch_backend.aten_table",
+           "webgrad._backends", "webgrad.ops", "webgrad.nn",
+           "webgrad._tensor", "webgrad._view", "webgrad._autograd", "webgrad.random", "webgrad.replay",
+           "webgrad.dtypes", "webgrad.devices", "webgrad.amp", "webgrad._bounds")
+
+
+def opaque_to_dynamo():
+    """Tell Dynamo to skip webgrad's internals (once per process)."""
+    if _OPAQUE_DONE:
+        return
+    from torch._dynamo import trace_rules
+    for name in _OPAQUE:
+        trace_rules.add(name)
+    _OPAQUE_DONE.append(True)
+
+
+_OPAQUE_DONE = []
+
+
 def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     """The Dynamo backend (what ``backend="webgrad"`` resolves to). options: see :func:`compile`."""
     import torch
+    opaque_to_dynamo()
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
@@ -120,7 +144,7 @@ def webgrad_backend(gm, example_inputs, options=None, mode=None, **kwargs):
 
 
 def compile(model, device="webgpu", fallback="eager", stats=None, replay=None, saved="device", dynamic=None,
-            **torch_compile_kwargs):
+            whole_step=False, **torch_compile_kwargs):
     """``torch.compile(model, backend="webgrad")`` with webgrad's options spelled out.
 
     device: "webgpu" (wgpu-py natively) or "cpu" (webgrad's NumPy backend).
@@ -136,11 +160,20 @@ def compile(model, device="webgpu", fallback="eager", stats=None, replay=None, s
     saved: "device" (the activations the forward saves for the backward stay on the device, handed to
     AOTAutograd as data-less SavedOnDevice handles) or "torch" (read back into torch tensors, e.g. for a
     saved-tensor hook that needs them).
+    whole_step: `model` is a training step on webgpu tensors (webgrad.torch_device), forward, backward and
+    optimizer step in one function: the compiled step is recorded whole at its second call and replayed as one
+    from the third (webgrad.torch_device.replayable, with its rules: no read-back inside, zero_grad inside,
+    Adam with capturable=True).
     dynamic and the other keywords go to torch.compile.
     """
     torch = _require_torch()
     _device(device)  # the errors for a missing wgpu come now, not at the first call
-    return torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
-                         options={"device": device, "fallback": fallback, "stats": stats, "replay": replay,
-                                  "saved": saved},
-                         **torch_compile_kwargs)
+    opaque_to_dynamo()
+    compiled = torch.compile(model, backend=webgrad_backend, dynamic=dynamic,
+                             options={"device": device, "fallback": fallback, "stats": stats, "replay": replay,
+                                      "saved": saved},
+                             **torch_compile_kwargs)
+    if whole_step:
+        from webgrad.torch_device import replayable
+        return replayable(compiled)
+    return compiled

@@ -595,5 +595,79 @@ ATEN = {
     aten.embedding_dense_backward.default: _embedding_dense_backward,
 }
 
+
+
+def _norm(x, ord=2, dtype=None):
+    if ord == 2:
+        return (x * x).sum().sqrt()
+    if ord == 1:
+        return x.abs().sum()
+    if ord == float("inf"):
+        return x.abs().max()
+    return (x.abs() ** ord).sum() ** (1.0 / ord)
+
+
+ATEN[aten.pow.Scalar] = lambda base, x: base ** x
+ATEN[aten.linalg_vector_norm.default] = lambda x, ord=2, dim=None, keepdim=False, dtype=None: \
+    _norm(x, ord) if dim is None and not keepdim else _unsupported("linalg_vector_norm over dims")
+
+
+def _unsupported(what):
+    raise Unsupported(f"{what} is not mapped")
+
+
+# The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
+# list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
+def _foreach(base, kind):
+    fn = ATEN[base]
+    if kind == "unary":
+        return lambda xs: [fn(x) for x in xs]
+    if kind == "one":  # one scalar (or one 0-d tensor) for every tensor
+        return lambda xs, s, **kw: [fn(x, s, **kw) for x in xs]
+    if kind == "each":  # a list of tensors or of scalars, one per tensor
+        return lambda xs, ys, **kw: [fn(x, y, **kw) for x, y in zip(xs, ys)]
+    if kind == "scalar_first":
+        return lambda s, xs: [fn(s, x) for x in xs]
+    if kind == "three_one":  # addcmul/addcdiv with one value
+        return lambda xs, a, b, value=1: [fn(x, p, q, value) for x, p, q in zip(xs, a, b)]
+    if kind == "three_each":
+        return lambda xs, a, b, values: [fn(x, p, q, v) for x, p, q, v in zip(xs, a, b, values)]
+    if kind == "lerp_list":
+        return lambda xs, ends, weights: [x + (e - x) * w for x, e, w in zip(xs, ends, weights)]
+    if kind == "lerp_each":
+        return lambda xs, ends, weights: [fn(x, e, w) for x, e, w in zip(xs, ends, weights)]
+    raise ValueError(kind)
+
+
+_FOREACH = {
+    "add": (aten.add.Scalar, aten.add.Tensor), "sub": (aten.sub.Scalar, aten.sub.Tensor),
+    "mul": (aten.mul.Scalar, aten.mul.Tensor), "div": (aten.div.Scalar, aten.div.Tensor),
+    "maximum": (aten.maximum.default, aten.maximum.default), "minimum": (aten.minimum.default, aten.minimum.default),
+    "clamp_min": (aten.clamp_min.default, aten.maximum.default), "clamp_max": (aten.clamp_max.default,
+                                                                               aten.minimum.default),
+    "pow": (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor),
+}
+for _name, (_scalar, _tensor) in _FOREACH.items():
+    _packet = getattr(aten, "_foreach_" + _name)
+    for _overload, (_base, _kind) in {"Scalar": (_scalar, "one"), "ScalarList": (_scalar, "each"),
+                                      "List": (_tensor, "each"), "Tensor": (_tensor, "one")}.items():
+        if hasattr(_packet, _overload):
+            ATEN[getattr(_packet, _overload)] = _foreach(_base, _kind)
+for _name in ("sqrt", "neg", "reciprocal", "exp", "abs", "sign"):
+    ATEN[getattr(aten, "_foreach_" + _name).default] = _foreach(getattr(aten, _name).default, "unary")
+ATEN[aten._foreach_pow.ScalarAndTensor] = _foreach(aten.pow.Scalar, "scalar_first")
+ATEN[aten._foreach_addcmul.Scalar] = _foreach(aten.addcmul.default, "three_one")
+ATEN[aten._foreach_addcmul.ScalarList] = _foreach(aten.addcmul.default, "three_each")
+ATEN[aten._foreach_addcdiv.Scalar] = _foreach(aten.addcdiv.default, "three_one")
+ATEN[aten._foreach_addcdiv.ScalarList] = _foreach(aten.addcdiv.default, "three_each")
+ATEN[aten._foreach_lerp.Scalar] = _foreach(aten.lerp.Scalar, "one")
+ATEN[aten._foreach_lerp.List] = _foreach(aten.lerp.Scalar, "lerp_list")
+ATEN[aten._foreach_lerp.ScalarList] = _foreach(aten.lerp.Scalar, "lerp_each")
+ATEN[aten._foreach_norm.Scalar] = lambda xs, ord=2, dtype=None: [_norm(x, ord) for x in xs]
+ATEN[aten._foreach_copy.default] = lambda xs, srcs, non_blocking=False: [s.to(dtype=x.dtype).expand(*x.shape).clone()
+                                                                         for x, s in zip(xs, srcs)]
+ATEN[aten._foreach_zero.default] = lambda xs: [wg.zeros(tuple(x.shape), dtype=x.dtype, device=x.device) for x in xs]
+ATEN[aten.copy.default] = lambda x, src, non_blocking=False: src.to(dtype=x.dtype).expand(*x.shape).clone()
+
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)
 NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}

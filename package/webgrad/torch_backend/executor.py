@@ -44,8 +44,8 @@ from webgrad._view import View
 from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
 from .._backends import kernels
 
-_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
-                 dtypes.int32: torch.int32, dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
+_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int32: torch.int32,
+                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
 
 _warned = set()
 
@@ -270,6 +270,17 @@ class GraphExecutor:
 
     def __call__(self, *args):
         with wg.no_grad():
+            if self.device.backend.capturing:
+                # a whole step being recorded around this call (webgrad.torch_device.replayable): the nodes
+                # run, and are recorded, as part of it; a capture does not nest, nor replay inside another
+                inputs = [self._input(a) for a in args]
+                passthrough = {id(x): a for x, a in zip(inputs, args) if isinstance(a, torch.Tensor)}
+                values = self._compute(inputs)
+                replay, self._replay = self._replay, None
+                try:
+                    return self._outputs(values, self._plan_reads(values, passthrough), passthrough)
+                finally:
+                    self._replay = replay
             if self._replay is not None and self._replay.matches(args):
                 self._preserve()
                 values, reads = self._replay.run(args, self.resident)

@@ -200,6 +200,7 @@ _register()
 from . import kernels, fallback  # noqa: E402,F401
 from .fallback import fallback_counts, get_fallback, reset_fallback_counts, set_fallback, strict  # noqa: E402,F401
 from .storage import from_webgrad, live_storages, to_webgrad  # noqa: E402,F401
+from .replay import replayable  # noqa: E402,F401
 
 
 def synchronize():
@@ -207,5 +208,5 @@ def synchronize():
     storage.webgrad_device().backend.synchronize()
 
 
-__all__ = ["NAME", "fallback_counts", "from_webgrad", "get_fallback", "live_storages", "reset_fallback_counts",
-           "set_fallback", "strict", "synchronize", "to_webgrad"]
+__all__ = ["NAME", "fallback_counts", "from_webgrad", "get_fallback", "live_storages", "replayable",
+           "reset_fallback_counts", "set_fallback", "strict", "synchronize", "to_webgrad"]

@@ -172,7 +172,9 @@ _NOT_FROM_TABLE = {aten.view.default, aten._unsafe_view.default, aten.reshape.de
 
 def _register_table():
     for op, fn in ATEN.items():
-        if op in _NOT_FROM_TABLE:
+        # the foreach ops stay PyTorch's own loops over the per-tensor kernels (their in-place forms write
+        # lists, which the generic in-place kernel does not)
+        if op in _NOT_FROM_TABLE or op.overloadpacket.__name__.startswith("_foreach_"):
             continue
         register(op)(functional(fn, op))
         packet = getattr(aten, op.overloadpacket.__name__ + "_", None)

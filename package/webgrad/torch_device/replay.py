@@ -1,0 +1,71 @@
+"""A whole PyTorch training step on webgpu tensors, recorded once and replayed: no Python, no dispatch.
+
+    step = webgrad.torch_device.replayable(train_step)   # train_step(x, y): zero_grad, forward, backward, step
+    for x, y in loader:
+        loss = step(x.to("webgpu"), y.to("webgpu"))       # after a warm-up call and a recording: one replay
+        if i % 100 == 0:
+            print(loss.item())                           # read outside the step
+
+The step may be eager PyTorch or ``torch.compile(..., backend="webgrad")`` (its graphs run node by node while
+the step is recorded). This is webgrad.replayable for torch functions: the first call runs as it is (it
+compiles and makes the optimizer's state), the second records every kernel the step issues on the GPU (eager
+ops, compiled graphs, the optimizer's foreach updates) and later calls copy the new arguments into the
+recording's inputs and replay it. The rules are CUDA graphs' (torch.cuda.graphs): shapes stay as recorded (a
+call with other shapes runs eagerly), nothing in the step reads values back (no ``.item()``; a step that did
+is run eagerly from then on, with a warning), host-side decisions are frozen as recorded: zero the gradients
+inside the step, and give Adam ``capturable=True`` (its step count and bias corrections then live on the
+device; the default keeps them on the host, which a replay would not advance). The tensors returned are the
+same memory at every replay, as with CUDA graphs: copy what must outlive the next step.
+"""
+
+import torch
+import torch.utils._pytree as pytree
+
+import webgrad as wg
+
+from . import storage as st
+
+
+class Replayable:
+    """The callable :func:`replayable` returns; ``.replays`` counts replays, ``.inner`` is the webgrad side."""
+
+    def __init__(self, fn, warmup=1):
+        self.fn = fn
+        self.inner = wg.replayable(self._run, warmup=warmup)
+        self._arg_dtypes = None
+        self._out = None  # (pytree spec, per leaf: torch dtype or None for a non-tensor)
+
+    @property
+    def replays(self):
+        return self.inner.replays
+
+    def _run(self, *args):
+        """fn on torch tensors viewing the webgrad arguments; its tensor outputs as webgrad tensors."""
+        targs = [st.wrap(a, d) if isinstance(a, wg.Tensor) else a for a, d in zip(args, self._arg_dtypes)]
+        out = self.fn(*targs)
+        leaves, spec = pytree.tree_flatten(out)
+        dtypes = []
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor) and leaf.device.type != st.DEVICE.type:
+                raise TypeError(f"replayable: the step returned a tensor on {leaf.device}; a recorded step's "
+                                "tensors live on webgpu (move host values out of the step)")
+            dtypes.append(leaf.dtype if isinstance(leaf, torch.Tensor) else None)
+        self._out = (spec, dtypes)
+        return [st.unwrap(leaf.detach()) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+
+    def __call__(self, *args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.device.type != st.DEVICE.type:
+                raise TypeError(f"replayable: arguments are webgpu tensors (or Python values), got one on {a.device}")
+        self._arg_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in args]
+        leaves = self.inner(*[st.unwrap(a.detach()) if isinstance(a, torch.Tensor) else a for a in args])
+        spec, dtypes = self._out
+        out = [st.wrap(x, d) if d is not None else x for x, d in zip(leaves, dtypes)]
+        return pytree.tree_unflatten(out, spec)
+
+
+def replayable(fn=None, *, warmup=1):
+    """Record a training step on webgpu tensors once and replay it (see the module doc). As a decorator too."""
+    if fn is None:
+        return lambda f: Replayable(f, warmup)
+    return Replayable(fn, warmup)
