@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import webgrad as wg
+from helpers import PACKAGE_DIR
 
 
 def test_creation_from_python_data(device):

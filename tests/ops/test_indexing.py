@@ -91,3 +91,18 @@ def test_numpy_integer_scalars_index_like_ints():
     x = wg.tensor(A)
     assert x[np.int64(2), np.int32(1)].tolist() == x[2, 1].tolist()
     assert x[np.array([0, 2])].shape == (2, 5, 6)
+
+
+@pytest.mark.parametrize("select", [
+    lambda x: x.t()[0, :2], lambda x: x[:, :2][1:3, 0], lambda x: x.permute(1, 0)[1], lambda x: x.t()[1:, ::2],
+    lambda x: x[1][None, 2:], lambda x: x.t()[..., -1],
+], ids=["t-row", "slice-of-slice", "permute-row", "t-strided", "row-unsqueezed", "t-ellipsis"])
+def test_basic_indexing_of_a_strided_view_sends_the_gradient_to_the_right_elements(device, select):
+    # The backward writes into a fresh contiguous tensor: the selection must be made with its strides, not with
+    # the strides of the (transposed, sliced) view that was indexed.
+    data = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    x = wg.tensor(data, device=device, requires_grad=True)
+    (select(x) * wg.arange(1.0, 1.0 + select(x).numel(), device=device).reshape(select(x).shape)).sum().backward()
+    t = torch.tensor(data, requires_grad=True)
+    (select(t) * torch.arange(1.0, 1.0 + select(t).numel()).reshape(select(t).shape)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

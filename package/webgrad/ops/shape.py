@@ -288,15 +288,27 @@ def _basic_view(x, index):
     return tuple(shape), tuple(strides), offset
 
 
+def _scalar_indices(index):
+    """`index` with its 0-d integer tensors read as ints (read once, where the forward reads them)."""
+    def plain(i):
+        if isinstance(i, Tensor) and i.ndim == 0 and not i.dtype.is_floating and i.dtype is not dtypes.bool_:
+            return int(i.item())
+        return i
+    return tuple(plain(i) for i in index) if isinstance(index, tuple) else plain(index)
+
+
 def getitem(input, index):
+    index = _scalar_indices(index)
     basic = _basic_view(input, index)
     if basic is None:
         return _advanced_getitem(input, index)
     shape, strides, offset = basic
 
     def backward(g):
+        # The same selection on a fresh contiguous tensor: its strides, not the input view's (a transposed or
+        # sliced input has strides of its own storage, which the zeros tensor does not share).
         out = _zeros_like(input, g.dtype)
-        kernels.copy(out.device.backend, View(out._view.storage, shape, strides, offset - input._view.offset, g.dtype), g._view)
+        kernels.copy(out.device.backend, View(out._view.storage, *_basic_view(out, index), g.dtype), g._view)
         return out
     out = Tensor._make(View(input._view.storage, shape, strides, offset, input.dtype), input.device)
     return record(out, "Select", (input,), lambda g: (backward(g),))
