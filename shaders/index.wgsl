@@ -3,14 +3,13 @@
 // Indexing along the middle axis of [outer, size, inner] (the Python side is backends/webgpu/index.py):
 //   index_select           out[o, k, i] = x[o, index[k], i]
 //   gather                 out[o, k, i] = x[o, index[o, k, i], i]
-//   index_select_add       out[o, index[k], i] += grad[o, k, i]        (backward of index_select)
 //   gather_add             out[o, index[o, k, i], i] += grad[o, k, i]  (backward of gather)
-// The *_add kernels scatter with atomics into an `out` the host zeroed first (float adds by
-// compare-and-swap: WGSL has no float atomics), so the order of additions, and the last bits of a
-// sum, can vary between runs. An index outside [0, size) (negative ones too, as PyTorch's index_select
+// (index_select's backward is embedding.wgsl's.) gather_add scatters with atomics into an `out` the host zeroed
+// first (float adds by compare-and-swap: WGSL has no float atomics), so the order of additions, and the last bits
+// of a sum, can vary between runs. An index outside [0, size) (negative ones too, as PyTorch's index_select
 // and gather) reads nothing: the output element is 0, and the forward kernels report the index in the
-// error word (errors.wgsl; the host raises at its next read-back). The scatter-adds add nowhere and
-// report nothing: their forward kernel has reported the same index already.
+// error word (errors.wgsl; the host raises at its next read-back). The scatter-add adds nowhere and
+// report nothing: its forward kernel has reported the same index already.
 
 override X_DTYPE: u32 = DT_F32;   // uint8 sources are unpacked to int32; 32-bit dtypes copy words as-is
 override INT_MATH: bool = false;  // scatter-add in i32 (exact) rather than f32
@@ -98,14 +97,6 @@ fn index_select(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
         copy_word(q, checked_row(index[p.index_offset + q]), split_q(q));
-    }
-}
-
-@compute @workgroup_size(WORKGROUP)
-fn index_select_add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    for (var q = gid.x; q < p.n; q += groups.x * WORKGROUP) {
-        let c = split_q(q);
-        scatter(q, row(index[p.index_offset + c.y]), c);
     }
 }
 

@@ -5,6 +5,7 @@ import struct
 from ... import _bounds
 from ...dtypes import float32, int32, int64, uint8
 from .. import kernels
+from . import embedding
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch, materialize
 from .dispatch import Kernel, Shader, dtype_code
 from .views import INDEX, check_view, contiguous_view
@@ -14,7 +15,6 @@ _COPY = ((0, "write"), (1, "read"), (2, "read"), (3, "uniform"), (5, "write"))  
 _ADD = ((1, "read"), (2, "read"), (3, "uniform"), (4, "write"))  # out bound as atomics
 INDEX_SELECT = Kernel(SHADER, "index_select", _COPY, ("X_DTYPE",))
 GATHER = Kernel(SHADER, "gather", _COPY, ("X_DTYPE",))
-INDEX_SELECT_ADD = Kernel(SHADER, "index_select_add", _ADD, ("INT_MATH",))
 GATHER_ADD = Kernel(SHADER, "gather_add", _ADD, ("INT_MATH",))
 
 _PARAMS = struct.Struct("<8I")  # n, size, inner, k, x_offset, index_offset, out_offset, error_code
@@ -98,7 +98,7 @@ def gather(rt, out, x, index):
 
 @kernels.index_select_backward.implement("webgpu")
 def index_select_backward(rt, out, grad, index):
-    _scatter_add(rt, INDEX_SELECT_ADD, out, grad, index, gather=False)
+    embedding.index_select_backward(rt, out, grad, index)  # (lists per row, no float atomics: embedding.py)
 
 
 @kernels.gather_backward.implement("webgpu")
