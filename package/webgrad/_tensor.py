@@ -74,7 +74,9 @@ class Tensor:
             for s in shape:
                 n *= s
             layout = (n, View.contiguous_strides(shape))
-            if len(_CONTIGUOUS) < 4096:
+            # only sizes that are Python ints are kept: (3.0,) or (True,) equal (3,) or (1,) as keys, and
+            # their layout (a float count) would then serve every later tensor of that shape
+            if len(_CONTIGUOUS) < 4096 and all(type(s) is int for s in shape):
                 try:
                     _CONTIGUOUS[shape] = layout
                 except TypeError:
