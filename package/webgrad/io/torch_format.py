@@ -13,25 +13,30 @@ strings, numbers, bools, None and tensors), so torch need not be installed and n
 classes ends up in the file: `torch.load(path, weights_only=True)` reads it. Records are aligned to 64
 bytes as torch aligns them.
 
-Reading: a restricted unpickler, like torch's weights_only=True. It builds only tensors (from the
-storages and rebuild functions listed in _ALLOWED), OrderedDict and the pickle's own primitive types
-(dict, list, tuple, str, bytes, numbers, bool, None); any other global (os.system, a class of the
-saver's code) is refused before anything runs, with a message naming it. Dtypes webgrad lacks are
-converted where no information is lost in practice (int64 -> int32 when every value fits, float16 and
-bfloat16 -> float32); others are an error naming the dtype.
+Reading: a pickle machine of webgrad's own (unpickler.py) reads what torch.load(weights_only=True)
+reads: tensors (from the storages and rebuild functions listed in _ALLOWED), OrderedDict and the pickle's
+own plain types (dict, list, tuple, set, str, bytes, numbers, bool, None); any other global (os.system, a
+class of the saver's code) is refused before anything runs, with a message naming it. Records are read
+only when a tensor uses them, after a check of their declared size against the load's budget (deflated
+records included: a zip bomb is refused before it is inflated). Dtypes webgrad lacks are converted where
+no information is lost in practice (int16 and int8 -> int32, float16 and bfloat16 -> float32); int64
+loads as int64; others are an error naming the dtype. Every problem of the file raises UnpicklingError (see
+load()).
 """
 
 import array
 import io
-import pickle
+import re
 import struct
 import sys
 import zipfile
+import zlib
 from collections import OrderedDict
 
 from .. import devices, dtypes
 from .._tensor import Tensor
 from .._view import View
+from .unpickler import TORCH_OPCODES, Refused, Unpickler, UnpicklingError, short
 
 # webgrad dtype <-> torch storage class name
 _STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int64: "LongStorage",
@@ -186,126 +191,399 @@ class _Emitter:
 
 
 # ===================================================================== load
-class _StorageType:
-    def __init__(self, name):
-        self.name = name
+# A checkpoint is read in three steps, each bounded:
+# 1. the zip's directory: every record in one folder, named once; version and byte order as torch reads them;
+# 2. data.pkl, through a pickle machine of its own (unpickler.py) that builds only plain values and the
+#    _Pending records of tensors, each checked as it is made (integer sizes, strides and offset, in bounds);
+# 3. the tensors, whose records are read (inflated, when a zip stores them deflated) only now, only if a
+#    tensor uses them, each checked against the archive's budget of bytes before it is read.
+MAX_PICKLE = 64 * 2**20  # bytes of data.pkl: a checkpoint's pickle is kilobytes to a few megabytes
+MIN_BUDGET = 64 * 2**20  # bytes a load may inflate and copy, at least; and BUDGET_RATIO times the file's size
+BUDGET_RATIO = 32
+MAX_DEPTH = 100  # containers in containers (a checkpoint nests 3 to 5 levels)
+MAX_DIMS = 64
+VERSIONS = range(1, 11)  # the format versions torch 2.x reads
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError,
+               RuntimeError, struct.error, zlib.error, OverflowError, KeyError, IndexError)
 
 
 class _Storage:
-    """A storage record of the archive, read when the first tensor needs it."""
+    """A record of the archive that tensors view: read when the first tensor is built."""
 
-    def __init__(self, type_name, raw):
-        self.type_name, self.raw = type_name, raw
-
-
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None):
-    return _Pending(storage, storage_offset, tuple(size), tuple(stride), bool(requires_grad))
-
-
-def _rebuild_tensor(storage, storage_offset, size, stride):
-    return _Pending(storage, storage_offset, tuple(size), tuple(stride), False)
-
-
-def _rebuild_parameter(data, requires_grad, backward_hooks, *args):
-    data.requires_grad = bool(requires_grad)
-    return data
+    def __init__(self, stype, key, numel):
+        self.stype, self.key, self.numel = stype, key, numel
 
 
 class _Pending:
-    """A tensor of the checkpoint, built on the device once the whole pickle has been read and checked."""
+    """A tensor of the checkpoint, built on the device once the whole pickle has been read."""
 
     def __init__(self, storage, offset, size, stride, requires_grad):
         self.storage, self.offset, self.size, self.stride, self.requires_grad = \
             storage, offset, size, stride, requires_grad
 
 
-# every global a checkpoint may name; anything else is refused (see the module doc)
-_ALLOWED = {("collections", "OrderedDict"): OrderedDict,
+def _ints(value, what):
+    """A size or stride: a tuple (or list, or torch.Size) of Python ints in [0, 2**63) (int64, as torch reads
+    them; bool is not an int here)."""
+    if type(value) not in (tuple, list):
+        raise ValueError(f"a tensor's {what} must be a tuple of ints, got {short(value)}")
+    if len(value) > MAX_DIMS:
+        raise ValueError(f"a tensor's {what} has {len(value)} dims, more than {MAX_DIMS}")
+    for v in value:
+        if not _index(v):
+            raise ValueError(f"a tensor's {what} must hold ints in [0, 2**63), got {short(v)} in "
+                             f"{short(tuple(value), 120)}")
+    return tuple(value)
+
+
+def _index(v):
+    return type(v) is int and 0 <= v < 2**63
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=False):
+    if not isinstance(storage, _Storage):
+        raise ValueError(f"a tensor's storage must be a record of the archive, got {short(storage)}")
+    if not _index(storage_offset):
+        raise ValueError(f"a tensor's storage offset must be an int in [0, 2**63), got {short(storage_offset)}")
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if len(size) != len(stride):
+        raise ValueError(f"a tensor's size {list(size)} and stride {list(stride)} differ in length")
+    if type(requires_grad) is not bool:
+        raise ValueError(f"requires_grad must be a bool, got {short(requires_grad)}")
+    if requires_grad and not storage.stype.floating:
+        raise ValueError(f"only floating point tensors can require gradients, this one is a {storage.stype.name}")
+    # the elements a view reaches, checked against its storage's length (torch's check: a view with a zero
+    # dim reaches nothing, whatever its offset)
+    if all(size):
+        span = 1 + sum((n - 1) * s for n, s in zip(size, stride))
+        if storage_offset + span > storage.numel:
+            raise ValueError(f"a tensor of size {list(size)}, stride {list(stride)} at offset {storage_offset} "
+                             f"reaches element {storage_offset + span - 1} of a storage of {storage.numel}")
+    # a dim of size 1 never steps: its stride (any int, to torch) is replaced by the contiguous one
+    stride = tuple(c if n == 1 else s for n, s, c in zip(size, stride, View.contiguous_strides(size)))
+    return _Pending(storage, storage_offset, size, stride, requires_grad)
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
+    if not isinstance(backward_hooks, dict):
+        raise ValueError(f"a tensor's backward hooks must be an OrderedDict, got {short(backward_hooks)}")
+    if metadata:  # torch writes it only for conjugate or negative views of complex tensors
+        raise ValueError(f"a tensor with metadata {short(metadata)}: webgrad has no complex tensors")
+    return _rebuild_tensor(storage, storage_offset, size, stride, requires_grad)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    if not isinstance(data, _Pending):
+        raise ValueError(f"a Parameter's data must be a tensor, got {short(data)}")
+    if type(requires_grad) is not bool:
+        raise ValueError(f"requires_grad must be a bool, got {short(requires_grad)}")
+    if requires_grad and not data.storage.stype.floating:
+        raise ValueError(f"only floating point tensors can require gradients, this one is a {data.storage.stype.name}")
+    data.requires_grad = requires_grad
+    return data
+
+
+def _ordered_dict(items=()):
+    if type(items) not in (list, tuple) or any(type(i) not in (list, tuple) or len(i) != 2 for i in items):
+        raise ValueError(f"OrderedDict() takes a list of (key, value) pairs here, got {short(items)}")
+    return OrderedDict((k, v) for k, v in items)
+
+
+def _size(dims=()):
+    return _ints(dims, "torch.Size")
+
+
+def _set(items=()):
+    if type(items) not in (list, tuple, set):
+        raise ValueError(f"set() takes a list here, got {short(items)}")
+    return set(items)
+
+
+def _complex(real=0.0, imag=0.0):
+    if type(real) not in (int, float) or type(imag) not in (int, float):
+        raise ValueError(f"complex() takes two numbers here, got {short(real)} and {short(imag)}")
+    return complex(real, imag)
+
+
+def _encode(text, encoding="utf-8"):
+    # protocol 2 has no bytes opcode: pickle writes bytes as _codecs.encode(their latin-1 text, "latin1")
+    if type(text) is not str or encoding not in ("latin1", "latin-1"):
+        raise ValueError(f"_codecs.encode() is read for bytes (text, 'latin1'), got {short(text)}, {short(encoding)}")
+    return text.encode("latin-1")
+
+
+class _ReadAs(Refused):
+    """torch.FloatStorage and friends: named in persistent ids, never called; how their records are read."""
+
+    def __init__(self, name, item, kind):
+        super().__init__(f"torch.{name}")
+        self.short, self.item, self.kind = name, item, kind
+        self.floating = kind in ("float16", "bfloat16") or (isinstance(kind, dtypes.DType) and kind.is_floating)
+
+
+# every global a checkpoint may name (as torch.load(weights_only=True) allows them); anything else is refused
+_ALLOWED = {("collections", "OrderedDict"): _ordered_dict,
             ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
             ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
             ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-            ("torch", "Size"): tuple,
-            ("builtins", "set"): set, ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
-            ("_codecs", "encode"): lambda text, encoding="utf-8": text.encode(encoding)}
-_ALLOWED.update({("torch", name): _StorageType(name) for name in _READ})
+            ("torch", "Size"): _size, ("builtins", "set"): _set, ("builtins", "complex"): _complex,
+            ("_codecs", "encode"): _encode}
+_ALLOWED.update({("torch", name): _ReadAs(name, item, kind) for name, (item, kind) in _READ.items()})
 _ALLOWED.update({("torch", d.name): d for d in dtypes.ALL})  # dtypes saved as values
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, data, records):
-        super().__init__(io.BytesIO(data))
-        self.records = records
-        self.cache = {}
+def _find_class(module, name):
+    found = _ALLOWED.get((module, name))
+    if found is None:
+        raise ValueError(
+            f"refused to load this PyTorch checkpoint: it references the global {module}.{name}, and webgrad reads "
+            "only tensors, OrderedDicts and plain containers (like torch.load(weights_only=True)); nothing was run. "
+            "Re-save the file with tensors and plain dicts only (e.g. model.state_dict())")
+    return found
 
-    def find_class(self, module, name):
-        found = _ALLOWED.get((module, name))
-        if found is None:
-            raise pickle.UnpicklingError(
-                f"webgrad.load: refused to load this PyTorch checkpoint: it references the global {module}.{name}, "
-                "and webgrad reads only tensors, OrderedDicts and plain containers (like torch.load(weights_only="
-                "True)); nothing was run. Re-save the file with tensors and plain dicts only (e.g. model.state_dict())")
-        return found
 
-    def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage" and isinstance(pid[1], _StorageType)):
-            raise pickle.UnpicklingError(f"webgrad.load: unexpected persistent id {pid!r} in a PyTorch checkpoint")
-        type_name, key = pid[1].name, str(pid[2])
-        storage = self.cache.get(key)
-        if storage is None:
-            raw = self.records.get(key)
-            if raw is None:
-                raise ValueError(f"PyTorch checkpoint: the record data/{key} is missing (truncated file?)")
-            storage = self.cache[key] = _Storage(type_name, raw)
-        return storage
+def _build(obj, state):
+    # torch.save pickles a state_dict as OrderedDict() + items + BUILD({'_metadata': ...}), the modules' versions
+    if type(obj) is not OrderedDict or type(state) is not dict or set(state) - {"_metadata"}:
+        raise ValueError(f"BUILD is read for a state_dict's _metadata only, got {short(state)} for {short(obj)}")
+    obj.__dict__.update(state)
+
+
+class _Archive:
+    """The records of a checkpoint's zip, read on demand under a budget of bytes."""
+
+    def __init__(self, raw):
+        self.budget = max(MIN_BUDGET, BUDGET_RATIO * len(raw))
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(raw))
+            infos = self.zip.infolist()
+        except _ZIP_ERRORS as e:
+            raise UnpicklingError(f"PyTorch checkpoint (zip format detected): the archive is damaged ({e})") from None
+        if not infos:
+            raise UnpicklingError("PyTorch checkpoint: the zip archive is empty")
+        first = infos[0].filename
+        if "/" not in first:
+            raise UnpicklingError(f"PyTorch checkpoint: the record {short(first)} is not in a folder (torch.save "
+                                  "writes every record under <name>/)")
+        self.prefix = first[:first.index("/") + 1]
+        self.records = {}
+        names = self.directory(raw, infos)
+        for info, name in zip(infos, names):
+            # what miniz (torch's zip reader) checks of every entry before it reads any, and zipfile does not
+            where = f"PyTorch checkpoint: the record {short(info.filename)}"
+            try:
+                name.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UnpicklingError(f"{where} has a name that is not UTF-8 (torch reads names as UTF-8)") from None
+            if info.volume:
+                raise UnpicklingError(f"{where} is on disk {info.volume} of a multi-disk archive")
+            if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+                raise UnpicklingError(f"{where} is stored, yet its sizes differ ({info.compress_size} bytes stored, "
+                                      f"{info.file_size} in all): a corrupt directory")
+            if info.header_offset + 30 + info.compress_size > len(raw):
+                raise UnpicklingError(f"{where} runs past the end of the {len(raw)}-byte file (truncated?)")
+            if not info.filename.startswith(self.prefix):
+                raise UnpicklingError(f"{where} is outside the archive's folder {short(self.prefix)}")
+            if info.filename in self.records:
+                raise UnpicklingError(f"{where} is in the archive twice")
+            self.records[info.filename] = info
+        version = self.read(".data/version", small=True) if self.has(".data/version") else \
+            self.read("version", small=True)
+        number = re.match(rb"\s*[+-]?\d{1,18}", version)
+        if number is None or int(number.group()) not in VERSIONS:
+            raise UnpicklingError(f"PyTorch checkpoint: format version {short(version)}, and torch reads versions "
+                                  f"{VERSIONS.start} to {VERSIONS.stop - 1}")
+        if self.has("byteorder"):
+            order = self.read("byteorder", small=True)
+            if order != b"little":
+                raise UnpicklingError(f"PyTorch checkpoint: byte order {short(order)} is not supported (only "
+                                      "little-endian files, what torch.save writes on every common machine)")
+
+    def directory(self, raw, infos):
+        """The names of the zip's central directory as stored, after checking that its entries fill it exactly
+        (zipfile reads past an entry that overruns the directory, and cuts a name at a NUL byte)."""
+        pos, names = self.zip.start_dir, []
+        for _ in infos:
+            if raw[pos:pos + 4] != b"PK\x01\x02":
+                raise UnpicklingError("PyTorch checkpoint: the zip's central directory is damaged")
+            n, m, k = struct.unpack_from("<HHH", raw, pos + 28)
+            names.append(raw[pos + 46:pos + 46 + n])
+            pos += 46 + n + m + k
+        if raw[pos:pos + 4] not in (b"PK\x05\x06", b"PK\x06\x06") or any(b"\x00" in name for name in names):
+            raise UnpicklingError("PyTorch checkpoint: the zip's central directory is damaged (an entry overruns it, "
+                                  "or a name holds a NUL byte)")
+        if raw[pos:pos + 4] == b"PK\x05\x06":
+            disk, first, here, total = struct.unpack_from("<HHHH", raw, pos + 4)
+            if (disk, first) not in ((0, 0), (1, 1)) or here != total or total != len(infos):
+                raise UnpicklingError(f"PyTorch checkpoint: the zip's end record describes a multi-disk archive, or "
+                                      f"{here} and {total} entries for the {len(infos)} of its directory")
+        return names
+
+    def has(self, name):
+        return self.prefix + name in self.records
+
+    def info(self, name):
+        info = self.records.get(self.prefix + name)
+        if info is None:
+            raise UnpicklingError(f"PyTorch checkpoint: the record {self.prefix}{name} is missing (truncated file?)")
+        return info
+
+    def take(self, nbytes, what):
+        if nbytes > self.budget:
+            raise UnpicklingError(f"PyTorch checkpoint: {what} needs {nbytes} bytes, over what is left of the load's "
+                                  f"budget ({self.budget} bytes: {BUDGET_RATIO} times the file's size, at least "
+                                  f"{MIN_BUDGET >> 20} MiB); a decompression bomb, or a checkpoint of views far larger "
+                                  "than its data")
+        self.budget -= nbytes
+
+    def read(self, name, size=None, small=False):
+        """The bytes of a record, checked before they are inflated: its method, its declared size."""
+        info = self.info(name)
+        where = f"the record {info.filename}"
+        if info.flag_bits & 1:
+            raise UnpicklingError(f"PyTorch checkpoint: {where} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise UnpicklingError(f"PyTorch checkpoint: {where} is compressed with zip method {info.compress_type}; "
+                                  "torch.save stores records, and torch reads them stored or deflated")
+        if size is not None and info.file_size != size:
+            raise UnpicklingError(f"PyTorch checkpoint: {where} holds {info.file_size} bytes, and its storage needs "
+                                  f"{size}")
+        if small and info.file_size > 1024:
+            raise UnpicklingError(f"PyTorch checkpoint: {where} declares {info.file_size} bytes, it holds a word")
+        self.take(info.file_size, where)
+        try:
+            data = self.zip.read(info)
+        except _ZIP_ERRORS as e:
+            raise UnpicklingError(f"PyTorch checkpoint: {where} is damaged ({e})") from None
+        if len(data) != info.file_size:
+            raise UnpicklingError(f"PyTorch checkpoint: {where} holds {len(data)} bytes, its header says "
+                                  f"{info.file_size}")
+        return data
 
 
 def load(raw, device=None):
-    """The object saved in a torch.save zip archive (bytes), with tensors as webgrad tensors on `device`."""
-    try:
-        z = zipfile.ZipFile(io.BytesIO(raw))
-    except zipfile.BadZipFile as e:
-        raise ValueError(f"PyTorch checkpoint (zip format detected): the archive is damaged ({e})") from None
-    names = z.namelist()
-    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
-    if not pkl:
-        raise ValueError("a zip file without <name>/data.pkl: not a PyTorch checkpoint (torch.save's zip format)")
-    prefix = pkl[0][:-len("data.pkl")]
-    records = {n[len(prefix) + 5:]: z.read(n) for n in names if n.startswith(prefix + "data/")}
-    byteorder = z.read(prefix + "byteorder").decode().strip() if prefix + "byteorder" in names else "little"
-    if byteorder != "little":
-        raise ValueError(f"PyTorch checkpoint: byte order {byteorder!r} is not supported (only little-endian)")
-    obj = _RestrictedUnpickler(z.read(pkl[0]), records).load()
-    dev = devices.get(device)
-    built = {}
-    return _materialise(obj, dev, built)
+    """The object saved in a torch.save zip archive (bytes), with tensors as webgrad tensors on `device`.
+
+    Raises UnpicklingError (both a pickle.UnpicklingError, as torch.load(weights_only=True) raises, and a
+    ValueError) naming the problem for any file it cannot read: a damaged archive, a pickle that is cut,
+    corrupt or names a global outside the allowed list, a tensor that does not fit its storage, a record
+    over the load's budget of bytes. TypeError only where the device cannot hold a dtype (float64 on WebGPU)."""
+    if not is_torch_zip(raw):
+        raise UnpicklingError("not a PyTorch checkpoint: torch.save's zip format starts with PK\\x03\\x04")
+    archive = _Archive(raw)
+    info = archive.info("data.pkl")
+    if info.file_size > MAX_PICKLE:
+        raise UnpicklingError(f"PyTorch checkpoint: data.pkl declares {info.file_size} bytes, over the "
+                              f"{MAX_PICKLE >> 20} MiB a checkpoint's pickle may hold")
+    storages = {}
+
+    def persistent_load(pid):
+        if type(pid) is not tuple or len(pid) != 5 or pid[0] != "storage":
+            raise ValueError(f"a persistent id {short(pid, 120)}; torch.save writes ('storage', storage type, key, "
+                             "location, numel)")
+        _, stype, key, location, numel = pid
+        if not isinstance(stype, _ReadAs):
+            raise ValueError(f"a storage of type {short(stype)}: webgrad reads {', '.join(_READ)}")
+        if type(key) is not str or type(location) is not str or not _index(numel):
+            raise ValueError(f"a persistent id {short(pid, 120)}: key and location must be strings, numel an int "
+                             "in [0, 2**63)")
+        storage = storages.get(key)
+        if storage is None:
+            nbytes = numel * stype.item
+            found = archive.info("data/" + key).file_size
+            if found != nbytes:
+                raise ValueError(f"the record data/{key} holds {found} bytes, and its storage of {numel} "
+                                 f"{stype.short} elements needs {nbytes}")
+            storage = storages[key] = _Storage(stype, key, numel)
+        elif storage.stype is not stype or storage.numel != numel:
+            raise ValueError(f"the record data/{key} is read as {storage.numel} {storage.stype.short} elements and as "
+                             f"{numel} {stype.short} elements")
+        return storage
+
+    pickled = archive.read("data.pkl")
+    obj = Unpickler(pickled, _find_class, persistent_load, _build, encoding="utf-8", opcodes=TORCH_OPCODES,
+                    what=f"PyTorch checkpoint: {archive.prefix}data.pkl").load()
+    return _Builder(archive, devices.get(device)).walk(obj, 0)
 
 
-def _materialise(obj, dev, built):
-    """Replace every _Pending in obj (recursively) by a webgrad tensor."""
-    if isinstance(obj, _Pending):
-        return _tensor_from(obj, dev, built)
-    if isinstance(obj, OrderedDict):
-        out = OrderedDict((k, _materialise(v, dev, built)) for k, v in obj.items())
-        if hasattr(obj, "_metadata"):
-            out._metadata = obj._metadata
+class _Builder:
+    """The loaded object: containers copied, each _Pending replaced by a tensor; sharing is kept (an object
+    reached twice is built once), nesting bounded, anything that is not data refused."""
+
+    LEAVES = (type(None), bool, int, float, complex, str, bytes, dtypes.DType)
+
+    def __init__(self, archive, dev):
+        self.archive, self.dev = archive, dev
+        self.done = {}  # id(object) -> (object, what it became)
+        self.storages = {}  # key -> (backend storage, dtype, numel)
+        self.whole = set()  # keys whose storage a tensor already took as its own
+
+    def walk(self, obj, depth):
+        if depth > MAX_DEPTH:
+            raise UnpicklingError(f"PyTorch checkpoint: the object nests more than {MAX_DEPTH} levels deep (or holds "
+                                  "itself)")
+        seen = self.done.get(id(obj))
+        if seen is not None:
+            return seen[1]
+        if isinstance(obj, _Pending):
+            out = self.tensor(obj)
+        elif isinstance(obj, dict):
+            out = type(obj)() if type(obj) is OrderedDict else {}
+            for k, v in obj.items():
+                out[self.key(k, depth)] = self.walk(v, depth + 1)
+            if hasattr(obj, "_metadata"):
+                out._metadata = self.walk(obj._metadata, depth + 1)
+        elif isinstance(obj, list):
+            out = [self.walk(v, depth + 1) for v in obj]
+        elif isinstance(obj, tuple):
+            out = tuple(self.walk(v, depth + 1) for v in obj)
+        elif isinstance(obj, set):
+            out = {self.key(v, depth) for v in obj}
+        elif isinstance(obj, self.LEAVES):
+            return obj
+        else:
+            what = "a storage outside a tensor" if isinstance(obj, _Storage) else short(obj)
+            raise UnpicklingError(f"PyTorch checkpoint: the object holds {what}, which is not data webgrad loads")
+        self.done[id(obj)] = (obj, out)
         return out
-    if isinstance(obj, dict):
-        return {k: _materialise(v, dev, built) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_materialise(v, dev, built) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_materialise(v, dev, built) for v in obj)
-    return obj
+
+    def key(self, k, depth):
+        out = self.walk(k, depth + 1)
+        if isinstance(out, Tensor) or (isinstance(out, tuple) and any(isinstance(x, Tensor) for x in out)):
+            raise UnpicklingError("PyTorch checkpoint: a tensor as a dict key or set item is not read")
+        return out
+
+    def storage(self, s):
+        built = self.storages.get(s.key)
+        if built is None:
+            raw = self.archive.read("data/" + s.key, size=s.numel * s.stype.item)
+            dtype, raw = _storage_values(s, raw)
+            built = self.storages[s.key] = (self.dev.backend.from_bytes(raw, dtype), dtype, s.numel)
+        return built
+
+    def tensor(self, p):
+        data, dtype, numel = self.storage(p.storage)
+        if not all(p.size):  # no elements: neither its offset nor its strides mean anything
+            t = Tensor._empty(p.size, dtype, self.dev)
+            return t.requires_grad_(True) if p.requires_grad else t
+        view = Tensor._make(View(data, p.size, p.stride, p.offset, dtype), self.dev)
+        # each loaded tensor owns its memory: the first whole-storage tensor takes the storage, views are copied
+        if p.storage.key not in self.whole and view.is_contiguous() and view.numel() == numel:
+            self.whole.add(p.storage.key)
+            t = view
+        else:
+            self.archive.take(view.numel() * dtype.itemsize, f"a view of data/{p.storage.key} of size {list(p.size)}")
+            t = view.clone()
+        if p.requires_grad:
+            t.requires_grad_(True)
+        return t
 
 
-def _storage_values(storage):
+def _storage_values(storage, raw):
     """(webgrad dtype, canonical bytes) for a storage, converting dtypes webgrad lacks."""
-    item, kind = _READ[storage.type_name]
-    raw = storage.raw
-    if len(raw) % item:
-        raise ValueError(f"PyTorch checkpoint: a {storage.type_name} record of {len(raw)} bytes is not a whole "
-                         f"number of {item}-byte elements")
+    kind = storage.stype.kind
+    if kind is dtypes.bool_:
+        return kind, raw.translate(_BOOL)  # any nonzero byte is True (torch reads it so); webgrad stores 0 or 1
     if isinstance(kind, dtypes.DType):
         return kind, raw
     if kind in ("int16", "int8"):
@@ -325,22 +603,4 @@ def _storage_values(storage):
     return (dtypes.int32 if kind.startswith("int") else dtypes.float32), out.tobytes()
 
 
-def _tensor_from(p, dev, built):
-    storage = built.get(id(p.storage))
-    if storage is None:
-        dtype, raw = _storage_values(p.storage)
-        numel = len(raw) // dtype.itemsize
-        storage = built[id(p.storage)] = (dev.backend.from_bytes(raw, dtype), dtype, numel)
-    data, dtype, numel = storage
-    span = 1 + sum((n - 1) * s for n, s in zip(p.size, p.stride)) if all(p.size) else 0
-    if p.offset < 0 or any(s < 0 for s in p.stride) or p.offset + span > numel:
-        raise ValueError(f"PyTorch checkpoint: a tensor of size {list(p.size)}, stride {list(p.stride)} at offset "
-                         f"{p.offset} does not fit its storage of {numel} elements")
-    view = Tensor._make(View(data, p.size, p.stride, p.offset, dtype), dev)
-    # each loaded tensor owns its memory: the first whole-storage tensor takes the storage, views are copied
-    first = id(p.storage) not in built.setdefault("used", set())
-    built["used"].add(id(p.storage))
-    t = view if first and view.is_contiguous() and numel == view.numel() else view.clone()
-    if p.requires_grad:
-        t.requires_grad_(True)
-    return t
+_BOOL = bytes([0]) + bytes([1]) * 255
