@@ -10,9 +10,13 @@ each one is aligned) then by name, compact JSON, the header padded with spaces t
 (Metadata keys are written sorted; the reference writes them in arbitrary hash order.)
 
 Loading checks the whole file before it creates any tensor: a truncated or corrupt file raises a
-ValueError that says what is wrong, and never yields part of a checkpoint. Dtypes webgrad lacks are
-converted where no information is lost in practice (I64 -> int32 when every value fits, BF16 -> float32;
-F16 loads as float16); any other dtype is an error naming the tensor.
+ValueError that says what is wrong, and never yields part of a checkpoint. Everything the reference
+reader refuses is refused; so is a key written twice in one JSON object (the reference refuses a second
+__metadata__ or a second field of an entry, and keeps the last of two tensors or metadata keys of one
+name). The only other exception is the device's: TypeError for a dtype it cannot hold (float64 on WebGPU), and
+RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16, a
+dtype webgrad lacks, loads as float32 (no information lost); F16 loads as float16; any other dtype is an error
+naming the tensor.
 """
 
 import itertools
@@ -128,12 +132,13 @@ def parse(raw):
         decoded = text.decode("utf-8")  # a str: json.loads would guess UTF-16 or UTF-32 from bytes
     except UnicodeDecodeError as e:
         raise ValueError(f"safetensors: the header is not valid UTF-8 ({e})") from None
-    depth = _depth(text)
+    depth = json_depth(text)
     if depth > MAX_DEPTH:
         raise ValueError(f"safetensors: the header's JSON nests {depth} levels deep, more than the format's "
                          f"reader allows ({MAX_DEPTH}); a valid header needs 3")
     try:
-        header = json.loads(decoded, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+        header = json.loads(decoded, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant,
+                            object_pairs_hook=_object)
     except ValueError as e:  # JSONDecodeError, and our hooks' refusals
         raise ValueError(f"safetensors: the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
@@ -238,8 +243,9 @@ _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
 
 
-def _depth(text):
-    """The deepest bracket nesting of a JSON text, at C speed (no Python loop over its bytes)."""
+def json_depth(text):
+    """The deepest bracket nesting of a JSON text (bytes), at C speed (no Python loop over its bytes): checked
+    before json.loads, whose recursion ends in a RecursionError on deep nesting."""
     brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
     return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
@@ -257,6 +263,18 @@ def _parse_float(s):
     if math.isinf(value):
         raise ValueError(f"number {s[:40]} is out of range")
     return value
+
+
+def _object(pairs):
+    # A key written twice is refused at every level: the reference refuses a second __metadata__ or a second
+    # field of a tensor's entry, and keeps the last of two tensors (or metadata keys) of one name, a file that
+    # says two things at once.
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {_short(key)} appears twice in one object")
+        out[key] = value
+    return out
 
 
 def _parse_constant(s):
