@@ -11,6 +11,7 @@ The pixels of a record are 1,024 red, 1,024 green, 1,024 blue bytes, rows top to
 folder itself, or either of those holding the .tar.gz as downloaded (read with tarfile, in memory).
 """
 
+import gzip
 import os
 import tarfile
 import zlib
@@ -22,6 +23,45 @@ SIDE, CHANNELS = 32, 3
 PIXELS = SIDE * SIDE * CHANNELS  # 3,072 bytes per image
 
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+# A .tar.gz is read in one pass, under a budget of inflated bytes checked before each member is read or
+# passed over: BUDGET_RATIO times the file's size (the real archives inflate 1.1 times), at least MIN_BUDGET,
+# at most MAX_BUDGET (the largest archive, CIFAR-100's, inflates to 178 MB).
+MIN_BUDGET, BUDGET_RATIO, MAX_BUDGET = 64 * 2**20, 16, 2**31
+_TAR_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, ValueError, UnicodeDecodeError)
+
+
+class _Budget:
+    """A file object that refuses to be read or sought past `limit` bytes: the archive's own reads (a long
+    pax header, a GNU long name) stay under the budget too, not only the members' data."""
+
+    def __init__(self, f, limit, where):
+        self.f, self.limit, self.where, self.pos = f, limit, where, 0
+
+    def over(self, end):
+        if end > self.limit:
+            raise ValueError(f"{self.where}: inflates to more than {self.limit} bytes (this archive's budget: "
+                             f"{BUDGET_RATIO} times its size, at least {MIN_BUDGET >> 20} MiB); a decompression "
+                             "bomb, or not a CIFAR archive")
+
+    def read(self, n=-1):
+        n = self.limit - self.pos + 1 if n is None or n < 0 else n
+        self.over(self.pos + n)
+        data = self.f.read(n)
+        self.pos += len(data)
+        return data
+
+    def seek(self, offset, whence=0):
+        target = {0: offset, 1: self.pos + offset}.get(whence)
+        if target is None:
+            raise OSError("a tar archive read as a stream cannot seek from its end")
+        self.over(target)
+        self.f.seek(target)
+        self.pos = target
+        return target
+
+    def tell(self):
+        return self.pos
 
 
 class _Files:
@@ -41,22 +81,44 @@ class _Files:
         return f"{self.prefix}/{name}" in self._members()
 
     def _members(self):
-        """Every file of the tarball, read in one pass (a .tar.gz cannot seek: one decompression, not one
-        per batch file)."""
+        """The regular files of the tarball's folder, read in one pass (a .tar.gz cannot seek: one
+        decompression, not one per batch file). Each member's size is checked against the budget before it is
+        read, or passed over (skipping a member of a .tar.gz inflates it too)."""
         if not hasattr(self, "_contents"):
+            stored = os.path.getsize(self.tar)
+            budget = min(MAX_BUDGET, max(MIN_BUDGET, BUDGET_RATIO * stored))
+            contents = {}
             try:
-                with tarfile.open(self.tar) as t:
-                    self._contents = {m.name: t.extractfile(m).read() for m in t if m.isfile()}
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
-                raise ValueError(f"{self.tar}: not a readable tar archive, or truncated ({e})") from None
+                with open(self.tar, "rb") as raw:
+                    packed = raw.read(2) == b"\x1f\x8b"
+                    raw.seek(0)
+                    stream = _Budget(gzip.GzipFile(fileobj=raw) if packed else raw, budget, self.tar)
+                    with tarfile.open(fileobj=stream, mode="r:") as t:
+                        for m in t:
+                            stream.over(m.offset_data + m.size)  # before it is read or passed over
+                            if m.isfile() and m.name.startswith(self.prefix + "/"):
+                                data = t.extractfile(m).read()
+                                if len(data) != m.size:
+                                    raise ValueError(f"{self.tar}: the member {m.name} is cut short")
+                                contents[m.name] = data
+            except _TAR_ERRORS as e:
+                if isinstance(e, ValueError) and str(e).startswith(str(self.tar)):
+                    raise
+                raise ValueError(f"{self.tar}: not a readable tar archive, or truncated ({type(e).__name__}: "
+                                 f"{e})") from None
+            self._contents = contents
         return self._contents
 
     def read(self, name):
         path = self.where(name)
+        if self.folder is None:
+            members = self._members()
+            if f"{self.prefix}/{name}" not in members:
+                raise ValueError(f"{self.tar}: the archive has no file {self.prefix}/{name} (a CIFAR archive holds "
+                                 "every batch; is it cut short, or another archive?)")
+            return path, members[f"{self.prefix}/{name}"]
         if not self.exists(name):
             raise FileNotFoundError(f"{path} not found")
-        if self.folder is None:
-            return path, self._members()[f"{self.prefix}/{name}"]
         with open(path, "rb") as f:
             return path, f.read()
 
@@ -110,7 +172,8 @@ def _parse_pickle(files, name, label_keys, num_labels):
     batch = {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in batch.items()}
     missing = [k for k in ("data",) + label_keys if k not in batch]
     if missing:
-        raise ValueError(f"{path}: no {', '.join(missing)} in this dict (keys: {sorted(batch)}); not a CIFAR batch")
+        keys = sorted(repr(k)[:40] for k in batch)[:10]
+        raise ValueError(f"{path}: no {', '.join(missing)} in this dict (keys: {', '.join(keys)}); not a CIFAR batch")
     data = batch["data"]
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != PIXELS:
         got = f"{data.dtype} array {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
@@ -118,9 +181,12 @@ def _parse_pickle(files, name, label_keys, num_labels):
     n = data.shape[0]
     labels = []
     for key, limit in zip(label_keys, num_labels):
-        values = [int(v) for v in batch[key]]
-        if len(values) != n or (values and not 0 <= min(values) <= max(values) < limit):
-            raise ValueError(f"{path}: '{key}' must hold {n} labels in 0..{limit - 1}")
+        values = batch[key]
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+            values = values.tolist()
+        if not isinstance(values, list) or len(values) != n or not all(type(v) is int for v in values) or \
+                (values and not 0 <= min(values) <= max(values) < limit):
+            raise ValueError(f"{path}: '{key}' must hold {n} integer labels in 0..{limit - 1}")
         labels.append(bytes(values))
     return labels, np.ascontiguousarray(data).tobytes(), n
 
@@ -132,17 +198,20 @@ def _pickled_names(files, name, key, fallback):
     path, raw = files.read(name)
     meta = unpickle.loads(raw, path)
     names = meta.get(key, meta.get(key.encode())) if isinstance(meta, dict) else None
-    if not isinstance(names, list) or len(names) != len(fallback):
-        raise ValueError(f"{path}: expected {len(fallback)} names under {key!r}")
-    return [n.decode("utf-8") if isinstance(n, bytes) else str(n) for n in names]
+    if not isinstance(names, list) or len(names) != len(fallback) or \
+            not all(isinstance(n, (str, bytes)) for n in names):
+        raise ValueError(f"{path}: expected {len(fallback)} names (strings) under {key!r}")
+    return [n.decode("utf-8", "replace") if isinstance(n, bytes) else n for n in names]
 
 
 def _names(files, name, fallback):
+    """Class names from a text file of the binary version, one per line (fallback where it is missing)."""
     if files.exists(name):
-        _, raw = files.read(name)
+        path, raw = files.read(name)
         names = [line.strip() for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
-        if names:
-            return names
+        if len(names) != len(fallback):
+            raise ValueError(f"{path}: names {len(names)} classes, expected {len(fallback)} (one per line)")
+        return names
     return fallback
 
 

@@ -4,7 +4,9 @@ In CPython the images are decoded with Pillow (an optional dependency: without i
 browser the page decodes them with createImageBitmap and hands over the pixels. Every image is converted to
 RGB and brought to one size (`size`, or the first image's), then all are uploaded once as uint8 [N, 3, H, W].
 Files whose extension is not an image's are skipped and counted (`.skipped`); so are images Pillow cannot
-decode (with a warning naming them).
+decode, and images over Pillow's limit of pixels (Image.MAX_IMAGE_PIXELS, 89.5 million: a decompression
+bomb, checked from the file's header before anything is decoded), with a warning naming them. The one error
+of a folder whose files are bad is FileNotFoundError: no file of the folder could be used.
 """
 
 import os
@@ -36,10 +38,22 @@ def _pil():
 
 
 def pil_loader(path):
+    """The image at `path` as RGB. OSError for a file Pillow cannot decode, whatever Pillow raised (a corrupt
+    file reaches parsers that raise SyntaxError, struct.error, EOFError ...), or for an image over Pillow's
+    limit of pixels, from the size in its header."""
     Image = _pil()
-    with open(path, "rb") as f:
-        img = Image.open(f)
-        return img.convert("RGB")
+    try:
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            limit = Image.MAX_IMAGE_PIXELS
+            if limit and img.width * img.height > limit:
+                raise OSError(f"{img.width}x{img.height} pixels, over Pillow's limit of {limit} "
+                              "(Image.MAX_IMAGE_PIXELS): a decompression bomb?")
+            return img.convert("RGB")
+    except OSError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure of a parser on a corrupt file is that file's problem
+        raise OSError(f"{type(e).__name__}: {e}") from None
 
 
 class ImageFolder(DeviceImages):
