@@ -14,8 +14,9 @@ A checkpoint is one safetensors file (it opens in any safetensors reader):
 Nothing in the format knows about MNIST, the MLP or Adam: `pack` stores any nested state of dicts, lists,
 tuples, numbers, strings and tensors, so it keeps working for every model and optimizer the page trains.
 
-`unpack` checks the whole file (structure, format, version, digest, JSON) before it creates any tensor and
-raises CheckpointError with a message for the user; `peek` does the checks without creating tensors.
+`unpack` checks the whole file (structure, format, version, digest, JSON, and the form of every entry a
+training run reads) before it creates any tensor and raises CheckpointError with a message for the user,
+whatever the file holds; `peek` does the checks without creating tensors.
 
 `capture(run, ...)` takes a train.Run's state between two steps; `restore(run, state)` puts it into a
 freshly built Run of the same settings; `batches(run, epoch)` is the run's loop over one epoch, which
@@ -33,6 +34,7 @@ from webgrad.io import safetensors
 
 FORMAT = "webgrad-checkpoint"
 VERSION = 1
+MAX_DEPTH = 64  # of the JSON entries: a run's state nests 6 levels (optimizer/state/0/exp_avg/$t)
 
 
 class CheckpointError(ValueError):
@@ -79,19 +81,68 @@ def unpack(data, device=None, required=()):
     """(state, summary) of a checkpoint, its tensors on `device`; CheckpointError if it cannot be used
     (or if its state lacks one of the `required` keys)."""
     raw, summary, meta = _check(data)
+    tree = _json(meta, "state")
     try:
         tensors = safetensors.load(io.BytesIO(raw), device=device)
     except (ValueError, TypeError) as e:
         raise CheckpointError(f"the checkpoint's tensors cannot be loaded: {e}") from None
-    try:
-        tree = json.loads(meta["state"])
-    except ValueError as e:
-        raise CheckpointError(f"the checkpoint's state is not valid JSON ({e})") from None
-    state = _decode(tree, tensors)
+    state = _decode(tree, tensors, 0)
     for key in required:
         if not isinstance(state, dict) or key not in state:
             raise CheckpointError(f"the checkpoint has no {key!r} entry: it was not written by this page")
+    if isinstance(state, dict) and set(RUN_KEYS) <= set(required):
+        _check_run(state)
     return state, summary
+
+
+def _json(meta, key):
+    """The JSON of a metadata entry, its nesting checked first (json.loads recurses once per level)."""
+    text = meta.get(key)
+    if not isinstance(text, str):
+        raise CheckpointError(f"the checkpoint's {key} is missing")
+    depth = safetensors.json_depth(text.encode("utf-8", "surrogatepass"))
+    if depth > MAX_DEPTH:
+        raise CheckpointError(f"the checkpoint's {key} nests {depth} levels deep (at most {MAX_DEPTH})")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise CheckpointError(f"the checkpoint's {key} is not valid JSON ({e})") from None
+
+
+def _is_int(v):
+    return type(v) is int
+
+
+def _is_number(v):
+    return type(v) in (int, float)
+
+
+def _check_run(state):
+    """The entries a training run reads (restore(), batches(), the page's charts) have the form it needs."""
+    def need(ok, what):
+        if not ok:
+            raise CheckpointError(f"the checkpoint's {what} is not what this page writes (a damaged or foreign file)")
+
+    for key in ("config", "model", "optimizer", "progress"):
+        need(isinstance(state[key], dict), key)
+    progress = state["progress"]
+    need(all(_is_int(progress.get(k)) for k in ("step", "epochs_done", "steps_per_epoch", "total_steps"))
+         and _is_number(progress.get("elapsed_s", 0.0)), "progress")
+    for key in ("scheduler", "scaler"):
+        need(state.get(key) is None or isinstance(state[key], dict), key)
+    history = state.get("history")
+    need(history is None or (isinstance(history, dict) and all(
+        isinstance(history.get(k, []), list) and all(isinstance(p, list) and len(p) == 2 and
+                                                      all(_is_number(x) for x in p) for p in history.get(k, []))
+        for k in ("loss", "accuracy"))), "history")
+    rng = state.get("rng")
+
+    def generator(v):
+        return isinstance(v, list) and len(v) == 2 and all(_is_int(x) and x >= 0 for x in v)
+
+    need(rng is None or (isinstance(rng, dict) and generator(rng.get("now")) and (
+        rng.get("epoch") is None or (isinstance(rng["epoch"], list) and len(rng["epoch"]) == 2 and
+                                     _is_int(rng["epoch"][0]) and generator(rng["epoch"][1])))), "rng")
 
 
 def _check(data):
@@ -112,10 +163,9 @@ def _check(data):
     if given != _digest(meta, memoryview(raw)[8 + n:]):
         raise CheckpointError("the checkpoint is damaged: its contents do not match the checksum written with it "
                               "(a write that did not finish, or a changed file)")
-    try:
-        summary = json.loads(meta["summary"])
-    except (KeyError, ValueError) as e:
-        raise CheckpointError(f"the checkpoint's summary is missing or not JSON ({e})") from None
+    summary = _json(meta, "summary")
+    if not isinstance(summary, dict):
+        raise CheckpointError("the checkpoint's summary is not an object")
     return raw, summary, meta
 
 
@@ -158,26 +208,31 @@ def _encode(value, path, tensors):
                           "(checkpoints hold numbers, strings, lists, dicts and tensors)")
 
 
-def _decode(value, tensors):
+def _decode(value, tensors, depth):
+    if depth > MAX_DEPTH:
+        raise CheckpointError(f"the checkpoint's state nests more than {MAX_DEPTH} levels deep")
     if isinstance(value, list):
-        return [_decode(v, tensors) for v in value]
+        return [_decode(v, tensors, depth + 1) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
         (tag, inner), = value.items()
         if tag == "$t":
-            if inner not in tensors:
-                raise CheckpointError(f"the checkpoint's state names a tensor {inner!r} that the file does not hold")
+            if not isinstance(inner, str) or inner not in tensors:
+                raise CheckpointError(f"the checkpoint's state names a tensor {str(inner)[:60]!r} that the file does "
+                                      "not hold")
             return tensors[inner]
-        if tag == "$tuple":
-            return tuple(_decode(v, tensors) for v in inner)
-        if tag == "$items":
-            return {k: _decode(v, tensors) for k, v in inner}
-        if tag == "$float":
+        if tag == "$tuple" and isinstance(inner, list):
+            return tuple(_decode(v, tensors, depth + 1) for v in inner)
+        if tag == "$items" and isinstance(inner, list) and all(
+                isinstance(p, list) and len(p) == 2 and (p[0] is None or type(p[0]) in (bool, int, float, str))
+                for p in inner):
+            return {k: _decode(v, tensors, depth + 1) for k, v in inner}
+        if tag == "$float" and inner in ("nan", "inf", "-inf"):
             return float(inner)
     if any(k.startswith("$") for k in value):
-        raise CheckpointError(f"the checkpoint's state has an unknown entry {sorted(value)!r}")
-    return {k: _decode(v, tensors) for k, v in value.items()}
+        raise CheckpointError(f"the checkpoint's state has an unknown or malformed entry {str(sorted(value))[:80]}")
+    return {k: _decode(v, tensors, depth + 1) for k, v in value.items()}
 
 
 # ===================================================================== a training run's checkpoint
@@ -239,7 +294,7 @@ def restore(run, state):
             run.sched.load_state_dict(state["scheduler"])
         if hasattr(run.train_step, "scaler") and state.get("scaler") is not None:  # mixed precision's loss scale
             run.train_step.scaler.load_state_dict(state["scaler"])
-    except (ValueError, RuntimeError, KeyError, TypeError) as e:
+    except (ValueError, RuntimeError, KeyError, TypeError, AttributeError, IndexError) as e:
         raise CheckpointError(f"the checkpoint does not fit the {run.cfg.get('model')} model and its optimizer: "
                               f"{e}") from None
     run.step, run.epoch = progress["step"], progress["epochs_done"]
