@@ -262,6 +262,10 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def _constant_pad(input, per_dim, value):
+    for d, (before, after) in per_dim.items():
+        if input.shape[d] + min(before, 0) + min(after, 0) < 0:  # torch: "narrow(): length must be non-negative"
+            raise RuntimeError(f"pad(): negative padding ({before}, {after}) of dim {d} removes more than its "
+                               f"{input.shape[d]} elements (input shape {list(input.shape)})")
     # negative pads crop: take that slice first (a view), then pad with what is left
     crop = tuple(slice(max(-per_dim[d][0], 0), input.shape[d] - max(-per_dim[d][1], 0)) if d in per_dim else slice(None)
                  for d in range(input.ndim))

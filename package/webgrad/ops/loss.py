@@ -250,6 +250,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         if not (0.0 <= low and high <= 1.0):
             raise RuntimeError(f"binary_cross_entropy(): all elements of input should be between 0 and 1 "
                                f"(found values in [{low}, {high}])")
+        low, high = target.min().item(), target.max().item()
+        if not (0.0 <= low and high <= 1.0):  # NaN fails both, as in torch
+            raise RuntimeError(f"binary_cross_entropy(): all elements of target should be between 0 and 1 "
+                               f"(found values in [{low}, {high}])")
     with no_grad():
         log_x = input.log().clamp(min=-100.0)
         log_1mx = (1.0 - input).log().clamp(min=-100.0)
