@@ -24,6 +24,7 @@ import gzip
 import ipaddress
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -63,6 +64,25 @@ ISOLATION_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
 }
+# Content-Security-Policy: what each document, and the worker (whose policy comes with its own script), may
+# load and run. Nothing remote anywhere (default-src 'self'); what keeps data in is connect-src 'self'. The
+# page runs only its own scripts and styles. The worker also compiles WebAssembly (Pyodide) and evaluates
+# JavaScript ('unsafe-eval'): webgrad's browser binding loads its command encoder with pyodide.code.run_js;
+# Python in Pyodide reaches any JavaScript through its FFI anyway, so eval there widens nothing. The
+# notebooks' policy is tools/lite.py's. docs/SECURITY.md says more, and how static hosts get them.
+CSP = {
+    "page": "; ".join(["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+                       "worker-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'none'",
+                       "frame-ancestors 'self'"]),
+    "worker": "; ".join(["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'",
+                         "connect-src 'self'", "worker-src 'self'", "object-src 'none'", "base-uri 'none'"]),
+}
+WORKER_SCRIPTS = ("/worker.js",)
+# The dev server asks browsers to report what a policy blocked: POSTs to this path are printed and kept in
+# CSP_REPORTS (the e2e tests read them). A static copy has no such endpoint, so --build leaves it out.
+CSP_REPORT_PATH = "/__csp-report"
+CSP_REPORTS: list[dict] = []
+MAX_REPORT = 64 * 1024  # bytes of one report
 # JupyterLite is not isolated: when crossOriginIsolated is true its Pyodide kernel switches from the
 # service worker to a SharedArrayBuffer bridge (coincident, with contents sync), whose
 # `Atomics.waitAsync(...).value.then` throws when waitAsync answers synchronously: in Chromium 156 the
@@ -97,6 +117,13 @@ DEFAULT_TYPE = "application/octet-stream"
 # What --build copies into the static site: (URL prefix, source, files or None for all).
 PYODIDE_CORE = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                 "pyodide-lock.json", "pyodide.js"]
+
+
+def csp_for(path: str) -> str:
+    """The Content-Security-Policy of a URL path: the notebooks', the worker's, or the page's."""
+    if path.startswith("/lite/"):
+        return lite.csp()
+    return CSP["worker"] if path in WORKER_SCRIPTS else CSP["page"]
 
 
 def resolve(url: str, mounts=MOUNTS) -> tuple[str, Path] | None:
@@ -153,12 +180,39 @@ class Handler(SimpleHTTPRequestHandler):
     timeout = IDLE_TIMEOUT  # socket timeout: an idle or stalled connection is closed, not kept forever
 
     def end_headers(self):
+        path = urlsplit(getattr(self, "path", "")).path  # no path: a request line too long
         headers = dict(SECURITY_HEADERS)
-        if not getattr(self, "path", "").startswith(NOT_ISOLATED):  # no path: a request line too long
+        if not path.startswith(NOT_ISOLATED):
             headers.update(ISOLATION_HEADERS)
+        headers["Content-Security-Policy"] = f"{csp_for(path)}; report-uri {CSP_REPORT_PATH}"
         for name, value in headers.items():
             self.send_header(name, value)
         super().end_headers()
+
+    def do_POST(self):
+        """Only CSP violation reports are posted here (see CSP_REPORT_PATH); anything else is refused."""
+        if urlsplit(self.path).path != CSP_REPORT_PATH:
+            self.send_error(HTTPStatus.METHOD_NOT_ALLOWED, "Only GET and HEAD are served")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_REPORT:
+            self.send_error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "A CSP report is at most 64 KiB")
+            return
+        try:
+            report = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            report = None
+        if isinstance(report, dict):
+            report = report.get("csp-report", report)
+            CSP_REPORTS.append(report)
+            del CSP_REPORTS[:-100]  # the latest hundred
+            print(f"serve.py: Content-Security-Policy violation: {report.get('violated-directive', '?')} blocked "
+                  f"{report.get('blocked-uri', '?')} in {report.get('document-uri', '?')}", file=sys.stderr)
+        self.send_response(HTTPStatus.NO_CONTENT)
+        self.end_headers()
 
     def send_head(self):
         if len(self.path.encode("utf-8", "surrogateescape")) > MAX_PATH:
@@ -301,7 +355,41 @@ def build_static(out: Path) -> None:
                 shutil.copytree(src, dest, dirs_exist_ok=True)
         else:
             shutil.copytree(src, dest, dirs_exist_ok=True)
+    # The headers serve.py sends, for static hosts: a _headers file (Netlify, Cloudflare Pages read it), and
+    # each page's policy in a <meta> tag too, for hosts that set no headers (a meta policy cannot hold
+    # frame-ancestors, and a worker takes no policy from a page: only headers protect those).
+    (out / "_headers").write_text(static_headers())
+    for html in [out / "index.html", *sorted((out / "lite").rglob("*.html"))]:
+        if html.is_file():
+            html.write_text(with_csp_meta(html.read_text(encoding="utf-8"), csp_for("/" + str(
+                html.relative_to(out).as_posix()))), encoding="utf-8")
     print(f"static site written to {out}")
+
+
+def static_headers() -> str:
+    """The site's headers in the _headers format: a path pattern, then its headers indented. No header is set
+    by two patterns that match one path (such hosts join the values, and two policies both apply)."""
+    rules = [("/*", SECURITY_HEADERS)]
+    for path in ("/", "/index.html"):
+        rules.append((path, {"Content-Security-Policy": CSP["page"], **ISOLATION_HEADERS}))
+    for path in WORKER_SCRIPTS:
+        rules.append((path, {"Content-Security-Policy": CSP["worker"], **ISOLATION_HEADERS}))
+    rules.append(("/lite/*", {"Content-Security-Policy": lite.csp()}))
+    return "".join(f"{path}\n" + "".join(f"  {name}: {value}\n" for name, value in headers.items())
+                   for path, headers in rules)
+
+
+def with_csp_meta(html: str, policy: str) -> str:
+    """`html` with `policy` as a <meta http-equiv> tag, first in its <head> (before any script or style)."""
+    kept = "; ".join(d for d in policy.split("; ") if not d.startswith(("frame-ancestors", "report-uri")))
+    tag = f'<meta http-equiv="Content-Security-Policy" content="{kept}">'
+    head = html.find("<head>")
+    if head < 0:
+        raise ValueError("a page without <head>: its policy has nowhere to go")
+    at = head + len("<head>")
+    charset = re.match(r"\s*<meta charset=[^>]*>", html[at:], re.I)  # the charset stays first
+    at += charset.end() if charset else 0
+    return html[:at] + "\n  " + tag + html[at:]
 
 
 def main(argv=None) -> int:

@@ -50,6 +50,14 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    # serve.py sends a Content-Security-Policy without 'unsafe-eval', and Playwright's wait_for_function
+    # evaluates its predicate with eval in the page: the tests bypass the policy, except e2e/test_csp.py,
+    # which opens a context of its own to check that the page runs under it.
+    return {**browser_context_args, "bypass_csp": True}
+
+
+@pytest.fixture(scope="session")
 def server_url():
     """serve.py's server in a thread of this process, on a free port; its base URL (no trailing slash)."""
     bootstrap.build_wheel(Path(sys.executable))  # no-op unless package/ or shaders/ changed
@@ -107,7 +115,7 @@ def booted_page(page, server_url):
 @pytest.fixture(scope="module")
 def module_page(browser, server_url):
     """A booted page shared by all the tests of a module (suites that run many cases in one page)."""
-    context = browser.new_context()
+    context = browser.new_context(bypass_csp=True)  # see browser_context_args
     foreign = guard_offline(context)
     page = context.new_page()
     page.on("console", lambda msg: print(f"[console.{msg.type}] {msg.text}"))

@@ -24,9 +24,11 @@ run from another Python, main() sets that up and re-runs itself there.
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +52,40 @@ KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 # lab for a full IDE, notebooks for one notebook per tab (what the dashboard links to and the tests
 # drive), tree as the file browser both open from. repl/consoles/edit are left out (smaller site).
 APPS = ["lab", "notebooks", "tree"]
+
+
+# The site's Content-Security-Policy (serve.py sends it for /lite/; `serve.py --build` writes it for static
+# hosts): csp() adds the hashes of the inline scripts the built pages hold (JupyterLite's loaders), so no
+# other inline script runs. Nothing remote. JupyterLab needs more than the dashboard: inline styles (its
+# pages, widgets and editors write <style> elements and style attributes, as do webgrad's HTML outputs),
+# JavaScript compiled at run time (the kernel's Pyodide runs code with eval), WebAssembly, and data: images
+# (JupyterLab's icons, the digits webgrad.notebook draws). e2e/test_csp_lite.py runs a notebook under it.
+CSP_DIRECTIVES = [
+    "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'", "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:", "connect-src 'self'", "worker-src 'self'", "object-src 'none'", "base-uri 'self'",
+    "form-action 'none'",
+]
+_INLINE_SCRIPT = re.compile(rb"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script>", re.S | re.I)
+_csp_cache: dict = {}
+
+
+def csp(site: Path = SITE) -> str:
+    """The policy of the site built in `site`: CSP_DIRECTIVES, with script-src naming each inline script of its
+    pages by its SHA-256 (data blocks, type="application/json", are not scripts and need none)."""
+    stamp = site / STAMP
+    key = (str(site), stamp.stat().st_mtime_ns if stamp.is_file() else None)
+    if key not in _csp_cache:
+        hashes = set()
+        for page in sorted(site.rglob("*.html")) if key[1] is not None else ():
+            for m in _INLINE_SCRIPT.finditer(page.read_bytes()):
+                kind = re.search(rb"""type\s*=\s*["']?([^"'\s>]+)""", m["attrs"], re.I)
+                if b"src=" in m["attrs"].lower() or (kind and b"json" in kind.group(1).lower()):
+                    continue
+                hashes.add("'sha256-" + base64.b64encode(hashlib.sha256(m["body"]).digest()).decode() + "'")
+        directives = [d + "".join(" " + h for h in sorted(hashes)) if d.startswith("script-src") else d
+                      for d in CSP_DIRECTIVES]
+        _csp_cache[key] = "; ".join(directives)
+    return _csp_cache[key]
 
 
 class LiteError(RuntimeError):
