@@ -28,13 +28,7 @@ CPU_PASS_FLOOR = 181
 WEBGPU_PASS_FLOOR = 76
 
 # Silently wrong results found by the harness, each a bug in the op (delete the line when it is fixed):
-KNOWN_WRONG = {
-    "var:unbiased",       # var(x, True): the legacy positional `unbiased` is read as dim=1
-    "std:unbiased",       # the same
-    "var_mean:unbiased",  # the same
-    "std_mean:unbiased",  # the same
-    "take_along_dim",     # the index is not broadcast against the input: index [1, 2] on [5, 5] gives [1, 2]
-}
+KNOWN_WRONG = set()
 
 # What real training scripts call, run on WebGPU in every test run (the full WebGPU run is
 # `python -m webgrad.testing.opinfo --device webgpu`).

@@ -218,7 +218,12 @@ amin = _amax_amin("min")
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, correction=None):
-    """Variance; unbiased (correction=1) by default, as PyTorch."""
+    """Variance; unbiased (correction=1) by default, as PyTorch. var(x, True) is the legacy positional
+    `unbiased` (a bool is never a dim)."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise TypeError("var(): got the legacy positional `unbiased` and `unbiased=` both")
+        dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise RuntimeError("var(): pass either unbiased or correction, not both")
     corr = correction if correction is not None else (0 if unbiased is False else 1)
@@ -229,14 +234,20 @@ def var(input, dim=None, unbiased=None, keepdim=False, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    if isinstance(dim, bool):  # std(x, True): the legacy positional `unbiased`
+        dim, unbiased = None, dim
     return var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction).sqrt()
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    if isinstance(dim, bool):  # var_mean(x, True): the legacy positional `unbiased`
+        dim, unbiased = None, dim
     return var(input, dim, unbiased, keepdim, correction), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
+    if isinstance(dim, bool):  # std_mean(x, True): the legacy positional `unbiased`
+        dim, unbiased = None, dim
     return std(input, dim, unbiased, keepdim, correction), mean(input, dim, keepdim)
 
 

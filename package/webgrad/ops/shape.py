@@ -723,8 +723,25 @@ def gather(input, dim, index):
     return record(out, "Gather", (x,), lambda g: (backward(g),))
 
 
-def take_along_dim(input, indices, dim):
-    return gather(input, dim, indices)
+def take_along_dim(input, indices, dim=None):
+    """gather along `dim` with input and indices broadcast against each other outside `dim`; without a dim,
+    over the flattened input (torch.take_along_dim)."""
+    if dim is None:
+        return take_along_dim(input.reshape(-1), indices.reshape(-1), 0)
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"take_along_dim(): input and indices should have the same number of dimensions, but "
+                           f"got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = _norm_dim(dim, input.ndim)
+    shape = list(broadcast_shapes(*(tuple(1 if i == d else n for i, n in enumerate(t.shape)) for t in (input, indices)),
+                                  op="take_along_dim"))
+    shape_x, shape_i = list(shape), list(shape)
+    shape_x[d], shape_i[d] = input.shape[d], indices.shape[d]
+    x = input.expand(*shape_x) if tuple(shape_x) != tuple(input.shape) else input
+    idx = indices.expand(*shape_i) if tuple(shape_i) != tuple(indices.shape) else indices
+    idx = _check_index(idx, "take_along_dim")
+    n = x.shape[d]
+    idx = where(idx < 0, idx + n, idx)  # negative indices count from the end, as torch's take_along_dim
+    return gather(x, d, idx)
 
 
 def flip(input, dims):
