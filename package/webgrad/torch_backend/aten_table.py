@@ -1,7 +1,7 @@
 """The one table from ATen ops to webgrad: ``ATEN[torch.ops.aten.mm.default] = fn``. A new mapping is one entry.
 
 Each function takes the FX node's arguments with every tensor already a webgrad Tensor on the target device
-(int64 arrives as int32, webgrad's index dtype) and returns webgrad Tensors (or a tuple of them, as the ATen
+and returns webgrad Tensors (or a tuple of them, as the ATen
 op does). Functions run under ``webgrad.no_grad()``: AOTAutograd has already written the backward graph in
 ATen ops, so webgrad's own autograd is not involved. A function raises :class:`Unsupported` for argument
 combinations it does not cover; the executor then runs that node in eager PyTorch (see executor.py).
@@ -22,14 +22,14 @@ class Unsupported(Exception):
 
 
 def _dtype(torch_dtype):
-    """webgrad's dtype for a torch dtype (int64 -> int32: webgrad's only integer index dtype)."""
+    """webgrad's dtype for a torch dtype."""
     try:
         return _DTYPES[torch_dtype]
     except KeyError:
         raise Unsupported(f"dtype {torch_dtype} has no webgrad equivalent") from None
 
 
-_DTYPES = {torch.float32: dtypes.float32, torch.float64: dtypes.float64, torch.int64: dtypes.int32,
+_DTYPES = {torch.float32: dtypes.float32, torch.float64: dtypes.float64, torch.int64: dtypes.int64,
            torch.int32: dtypes.int32, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
 
 

@@ -44,8 +44,8 @@ from webgrad._view import View
 from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
 from .._backends import kernels
 
-_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int32: torch.int32,
-                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
+_TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
+                 dtypes.int32: torch.int32, dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool}
 
 _warned = set()
 
@@ -68,18 +68,16 @@ def _warn_once(op, why):
 
 
 def _host_bytes(t):
-    """A torch tensor's elements as webgrad stores them (int64 as int32, webgrad's index dtype): a flat
-    uint8 NumPy array, no copy where `t` is already a contiguous CPU tensor of a 4-byte dtype."""
+    """A torch tensor's elements in webgrad's canonical layout: a flat uint8 NumPy array, no copy where `t` is
+    already a contiguous CPU tensor."""
     c = t.detach()
     if c.device.type != "cpu":
         c = c.cpu()
-    if c.dtype is torch.int64:
-        c = c.to(torch.int32)
     return c.contiguous().reshape(-1).view(torch.uint8).numpy()
 
 
 def upload(t, device):
-    """A torch tensor as a webgrad Tensor on `device` (int64 becomes int32, webgrad's index dtype)."""
+    """A torch tensor as a webgrad Tensor on `device`."""
     dtype = _DTYPES.get(t.dtype)
     if dtype is None:
         raise Unsupported(f"dtype {t.dtype} has no webgrad equivalent")
@@ -379,7 +377,7 @@ class GraphExecutor:
             try:
                 if target in NEEDS_DEVICE:
                     kwargs = dict(kwargs, target=self.device)
-                out = fn(*args, **kwargs)
+                out = _conform(node, fn(*args, **kwargs))
                 _check(node, out)
                 if self._checked:
                     self._compare(node, args, kwargs, out)
@@ -621,6 +619,27 @@ def _dense(meta):
             return False
         expected *= size
     return True
+
+
+_INTS = (dtypes.int32, dtypes.int64)
+
+
+def _conform(node, out):
+    """An integer result in the integer dtype tracing recorded (int32 and int64 index the same on webgrad; ATen
+    says which one the next op and the caller see)."""
+    val = node.meta.get("val")
+    if isinstance(out, Tensor):
+        want = _DTYPES.get(val.dtype) if isinstance(val, torch.Tensor) else None
+        return out.to(dtype=want) if want is not None and want is not out.dtype and out.dtype in _INTS and \
+            want in _INTS else out
+    if isinstance(out, (tuple, list)) and isinstance(val, (tuple, list)):
+        fixed = []
+        for o, v in zip(out, val):
+            want = _DTYPES.get(v.dtype) if isinstance(v, torch.Tensor) else None
+            fixed.append(o.to(dtype=want) if isinstance(o, Tensor) and want is not None and want is not o.dtype
+                         and o.dtype in _INTS and want in _INTS else o)
+        return type(out)(fixed) if len(fixed) == len(out) else out
+    return out
 
 
 def _check(node, out):

@@ -61,13 +61,6 @@ def _to_webgrad(a, found):
     return a
 
 
-def _result_dtype(inputs):
-    """The torch dtype for a webgrad int32 result: int64 (PyTorch's index dtype) unless the op's integer
-    inputs were all int32."""
-    ints = [t.dtype for t in inputs if not t.dtype.is_floating_point and t.dtype is not torch.bool]
-    return torch.int32 if ints and all(d is torch.int32 for d in ints) else torch.int64
-
-
 def _to_torch(out, inputs, fresh=True):
     """Webgrad results as webgpu torch tensors. fresh: the op is functional, so a result that shares memory
     with an input (a webgrad op that returned a view) is copied, and a broadcast view made dense: PyTorch
@@ -79,8 +72,6 @@ def _to_torch(out, inputs, fresh=True):
                 out = out.clone()
             elif not _dense(out._view):
                 out = out.contiguous()
-        if out.dtype is dtypes.int32:
-            return wrap(out, _result_dtype(inputs))
         return wrap(out)
     if isinstance(out, (list, tuple)):
         return type(out)(_to_torch(x, inputs, fresh) for x in out)

@@ -8,8 +8,8 @@ webgrad view from the tensor's sizes, strides and storage offset, exactly as a C
 When the torch storage dies (its last tensor is gone) the mapping is dropped and the webgrad storage returns
 to webgrad's buffer pool.
 
-Integers: torch's int64 tensors (labels, indices) are stored as webgrad int32 (WGSL has no 64-bit integers);
-the tensor still reports int64 to PyTorch and converts at the host boundary. Values beyond 2**31 do not fit.
+Integers: torch's int64 tensors (labels, indices) are webgrad int64 tensors, which WebGPU keeps in 32 bits
+(WGSL has no 64-bit integers; see webgrad.dtypes): values beyond the int32 range do not fit.
 """
 
 import weakref
@@ -28,13 +28,11 @@ _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
 _empty_tensor = torch._C._acc.create_empty_tensor
 _from_pointer = torch._C._construct_storage_from_data_pointer
 
-# torch dtype -> webgrad dtype of the storage (int64 lives as int32), and the dtypes webgpu tensors may have
-TO_WEBGRAD = {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torch.int64: dtypes.int32,
+# torch dtype <-> webgrad dtype: the dtypes webgpu tensors may have
+TO_WEBGRAD = {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torch.int64: dtypes.int64,
               torch.int32: dtypes.int32, torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
-TO_TORCH = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.int32: torch.int64,
-            dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool, dtypes.float64: torch.float64}
-if hasattr(dtypes, "int64"):  # a webgrad with its own int64 (stored in 32 bits on WebGPU)
-    TO_TORCH[dtypes.int64] = torch.int64
+TO_TORCH = {w: t for t, w in TO_WEBGRAD.items()}
+TO_TORCH[dtypes.float64] = torch.float64  # (webgrad's CPU backend only: what from_webgrad may be handed)
 
 _by_pointer = {}  # data pointer -> webgrad storage
 _dtype_of = {}  # data pointer -> the torch dtype its elements have (a storage is typed in webgrad)
@@ -59,7 +57,7 @@ def webgrad_dtype(torch_dtype):
     dtype = TO_WEBGRAD.get(torch_dtype)
     if dtype is None or not webgrad_device().backend.name == "cpu" and dtype is dtypes.float64:
         raise TypeError(f"the webgpu device does not support dtype {torch_dtype}: webgpu tensors are float32, "
-                        "float16, int64 (stored as int32), int32, uint8 or bool")
+                        "float16, int64, int32, uint8 or bool")
     return dtype
 
 
@@ -130,7 +128,7 @@ def _storage_numel(storage):
 
 def wrap(x, torch_dtype=None):
     """A webgpu torch tensor viewing webgrad Tensor `x`'s data (no copy). `torch_dtype`: what PyTorch should
-    see (int64 for webgrad's int32 unless told otherwise)."""
+    see (the one of `x`'s dtype unless told otherwise)."""
     view = x._view
     if torch_dtype is None:
         torch_dtype = TO_TORCH[view.dtype]
@@ -269,15 +267,14 @@ def live_storages():
 
 
 def host_bytes(t, dtype):
-    """CPU torch tensor `t` as the canonical bytes of webgrad `dtype` (int64 narrowed to int32), contiguous."""
+    """CPU torch tensor `t` as the canonical bytes of webgrad `dtype`, contiguous."""
     c = t.detach()
-    if c.dtype is torch.int64 or c.dtype is not _TORCH_STORED[dtype]:
+    if c.dtype is not _TORCH_STORED[dtype]:
         c = c.to(_TORCH_STORED[dtype])
     return c.contiguous().reshape(-1).view(torch.uint8).numpy()
 
 
-_TORCH_STORED = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.int32: torch.int32,
-                 dtypes.uint8: torch.uint8, dtypes.bool_: torch.bool, dtypes.float64: torch.float64}
+_TORCH_STORED = TO_TORCH  # the canonical bytes of each webgrad dtype are those of this torch dtype
 
 
 def to_cpu(t):
