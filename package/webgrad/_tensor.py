@@ -309,14 +309,22 @@ class Tensor:
 
     # ----------------------------------------------------------------- moving
     def to(self, *args, **kwargs):
-        """to(device), to(dtype), to(device, dtype), to(other_tensor); returns self when nothing changes."""
+        """to(device), to(dtype), to(device, dtype), to(other_tensor), each followed by the positional
+        non_blocking and copy flags as torch's; returns self when nothing changes."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
         kwargs.pop("memory_format", None)  # accepted: webgrad's tensors are row-major (see memory_format.py)
         copy = kwargs.pop("copy", False)
         if kwargs:
             raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
+        flags = [a for a in args if isinstance(a, bool)]  # (non_blocking, copy): a bool is never a device
+        if len(flags) > 2:
+            raise TypeError(f"to() got {len(flags)} positional flags; it takes non_blocking and copy")
+        if len(flags) == 2:
+            copy = flags[1]
         for a in args:
+            if isinstance(a, bool):
+                continue
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
             elif isinstance(a, dtypes.DType) or a in (float, int, bool) or (hasattr(a, "itemsize") and not isinstance(a, str)):
@@ -347,21 +355,21 @@ class Tensor:
             return _typenames.type_name(self.dtype)
         return cast(self, dtypes.float32 if dtype is Tensor else _typenames.type_dtype(dtype))
 
-    def float(self):
+    def float(self, memory_format=None):
         return self.type(dtypes.float32)
 
-    def int(self):
+    def int(self, memory_format=None):
         return self.type(dtypes.int32)
 
-    def long(self):
+    def long(self, memory_format=None):
         """int64, as PyTorch (on WebGPU its values must lie in the int32 range: see webgrad.dtypes)."""
         return self.type(dtypes.int64)
 
-    def double(self):
+    def double(self, memory_format=None):
         """float64, on the CPU device; WebGPU has no 64-bit floats and says so."""
         return self.type(dtypes.float64)
 
-    def half(self):
+    def half(self, memory_format=None):
         """float16 (on WebGPU where the adapter has shader-f16; webgrad.autocast casts per op instead)."""
         return self.type(dtypes.float16)
 
@@ -371,10 +379,10 @@ class Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def bool(self):
+    def bool(self, memory_format=None):
         return self.type(dtypes.bool_)
 
-    def byte(self):
+    def byte(self, memory_format=None):
         return self.type(dtypes.uint8)
 
     # ----------------------------------------------------------------- PyTorch's conveniences
@@ -493,12 +501,12 @@ _ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8,
                     "q": dtypes.int64, "Q": dtypes.int64}
 
 
-def _flatten(data):
-    """Nested lists/tuples of numbers (or 0-d/1-element tensors) -> (flat list, shape)."""
 # array.array typecodes whose bytes are a dtype's canonical layout as they are
 _ARRAY_NATIVE = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "i": dtypes.int32, "q": dtypes.int64}
 
 
+def _flatten(data):
+    """Nested lists/tuples of numbers (or 0-d/1-element tensors) -> (flat list, shape)."""
     if isinstance(data, Tensor):
         return data.tolist() if data.ndim == 0 else _flatten(data.tolist())
     if not isinstance(data, (list, tuple)):
@@ -544,12 +552,12 @@ def _pack(flat, dtype):
         raise TypeError(f"tensor() expects numbers, got an element of type {type(bad).__name__}: {bad!r}") from None
 
 
-_HALF_MAX = 65519.99999999999  # below this a float rounds to a finite half (65504); at or above it to inf
-
 def _fits(v, dtype):
     bits = 8 * dtype.itemsize - 1
     return -(1 << bits) <= v < (1 << bits)
 
+
+_HALF_MAX = 65519.99999999999  # below this a float rounds to a finite half (65504); at or above it to inf
 
 
 def _pack_half(v):
@@ -785,7 +793,10 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         empty(0, dtype=dtype, device=device)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """`steps` values from start to end, both included; start and end may be numbers or 0-d tensors."""
+    _check_layout("linspace", layout, pin_memory)
+    start, end, steps = _scalar_arg("linspace", start), _scalar_arg("linspace", end), operator.index(steps)
     if steps < 0:
         raise ValueError("linspace(): number of steps must be non-negative")
     if steps == 1:
@@ -797,6 +808,15 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         values = [start + step * i if i < half else end - step * (steps - 1 - i) for i in range(steps)]
     return tensor(values, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad) \
         if steps else empty(0, dtype=dtype, device=device)
+
+
+def _scalar_arg(name, value):
+    """A number, or a one-element tensor's value (linspace(tensor(0.), tensor(1.), 5) as torch's)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"{name}() expects its start and end tensors to be 0-d, got shape {list(value.shape)}")
+        return value.item()
+    return value
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

@@ -5,7 +5,7 @@ below, and the op table's records (ops/table.py) by their ``expose`` field. ``we
 re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 """
 
-from .. import _printing
+from .. import _printing, _tensor
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import sampling, sorting
@@ -31,7 +31,8 @@ _HAND_WRITTEN = {
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
-FUNCTIONS["broadcast_shapes"] = lambda *shapes: elementwise.broadcast_shapes(*(tuple(s) for s in shapes))
+FUNCTIONS["broadcast_shapes"] = lambda *shapes: _tensor.Size(elementwise.broadcast_shapes(
+    *((s,) if isinstance(s, int) else tuple(s) for s in shapes)))  # an int is a 1-D shape, as torch's
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (

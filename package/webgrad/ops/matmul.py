@@ -82,13 +82,15 @@ def matmul(input, other):
         return matmul(a, b.unsqueeze(1)).squeeze(-1)
     if b.ndim == 2 and a.ndim > 2:  # fold batch into rows: one big GEMM, and a plain dW in backward
         k = a.shape[-1]
-        return matmul(a.reshape(-1, k), b).reshape(*a.shape[:-1], b.shape[-1])
+        return matmul(a.reshape(_prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], b.shape[-1])
     m, k = a.shape[-2], a.shape[-1]
     k2, n = b.shape[-2], b.shape[-1]
     if k != k2:
         raise RuntimeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied "
                            f"({m}x{k} and {k2}x{n})")
     batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), op="matmul")
+    if k == 0 or _prod(batch) * m * n == 0:  # nothing to multiply: sums over an empty k are zeros (no kernel)
+        return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
     out = new(batch + (m, n), a.dtype, a.device)
     av, ta = operand(a, batch)
     bv, tb = operand(b, batch)

@@ -25,6 +25,10 @@ def _dims(x, dim):
         return tuple(range(x.ndim))
     if isinstance(dim, int):
         dim = (dim,)
+    if x.ndim == 0:  # dims 0 and -1 of a 0-d tensor are valid and reduce nothing, as in torch
+        for d in dim:
+            _norm_dim(d, 0)
+        return ()
     dims = tuple(sorted({_norm_dim(d, x.ndim) for d in dim}))
     if len(dims) != len(tuple(dim)):
         raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
@@ -122,8 +126,8 @@ def prod(input, dim=None, keepdim=False, dtype=None):
     elif not x.dtype.is_floating:
         x = cast(x, dtypes.int64)  # as PyTorch
     dims = _dims(x, dim)
-    if x.numel() == 0:
-        return ones(_out_shape(x.shape, dims, keepdim), dtype=x.dtype, device=x.device)
+    if x.numel() == 0:  # the empty product is 1 (its gradient, of an empty input, is empty)
+        return sum(x, dims, keepdim) * 0 + 1
     out = _reduce("prod", x, dims, keepdim, x.dtype)
 
     def backward(g):
@@ -286,12 +290,15 @@ def _softmax(log):
         x = cast(input, dtypes.to_dtype(dtype, dtypes.float32)) if (dtype or not input.dtype.is_floating) else input
         moved, rows, cols, restore = _rows(x, dim)
         y = new((rows, cols), x.dtype, x.device)
-        kernels.softmax(x.device.backend, y._view, moved._view.reshaped((rows, cols)), log=log)
+        if rows * cols:  # (an empty input has nothing to normalise)
+            kernels.softmax(x.device.backend, y._view, moved._view.reshaped((rows, cols)), log=log)
 
         def backward(g):
             gm, _, _, _ = _rows(g, dim)
             out = new((rows, cols), x.dtype, g.device)
-            kernels.softmax_backward(g.device.backend, out._view, gm._view.reshaped((rows, cols)), y._view, log=log)
+            if rows * cols:
+                kernels.softmax_backward(g.device.backend, out._view, gm._view.reshaped((rows, cols)), y._view,
+                                         log=log)
             return restore(out)
         out = restore(y)
         return record(out, name, (x,), lambda g: (backward(g),))

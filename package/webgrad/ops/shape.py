@@ -140,10 +140,21 @@ swapaxes = swapdims = transpose
 
 
 def movedim(input, source, destination):
-    src, dst = _norm_dim(source, input.ndim), _norm_dim(destination, input.ndim)
-    order = [i for i in range(input.ndim) if i != src]
-    order.insert(dst, src)
-    return permute(input, *order)
+    """Move dims `source` (an int or a sequence) to positions `destination`, the others keeping their order."""
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
+                           f"same number of dims as destination ({dst} dims)")
+    src = [_norm_dim(d, input.ndim) for d in src]
+    dst = [_norm_dim(d, input.ndim) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({source}) or `destination` ({destination})")
+    order = [None] * input.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(input.ndim) if i not in src)
+    return permute(input, *[o if o is not None else next(rest) for o in order])
 
 
 moveaxis = movedim
@@ -203,7 +214,7 @@ def squeeze(input, dim=None):
         dims = [i for i, n in enumerate(v.shape) if n == 1]
     else:
         dims = [_norm_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
-        dims = [d for d in dims if v.shape[d] == 1]
+        dims = [d for d in dims if input.ndim and v.shape[d] == 1]  # (dim 0 of a 0-d tensor: nothing to squeeze)
     if not dims:
         return input
     keep = [i for i in range(len(v.shape)) if i not in dims]
@@ -591,13 +602,16 @@ def cat(tensors, dim=0):
         kernels.copy(ref.device.backend, target, t._view)
         pos += n
 
+    # legacy empty 1-D tensors take no part but are inputs all the same: their gradient is empty
+    legacy = [t for t in tensors if not any(t is p for p in parts)]
+
     def backward(g):
         grads, start = [], 0
         for n in sizes:
             grads.append(narrow(g, d, start, n))
             start += n
-        return tuple(grads)
-    inputs = tuple(cast(t, dtype) if t.dtype is not dtype and t.requires_grad else t for t in parts)
+        return tuple(grads) + tuple(zeros(0, dtype=t.dtype, device=t.device) for t in legacy)
+    inputs = tuple(cast(t, dtype) if t.dtype is not dtype and t.requires_grad else t for t in parts + legacy)
     return record(out, "Cat", inputs, backward)
 
 
@@ -676,6 +690,11 @@ def index_select(input, dim, index):
         raise IndexError(f"index_select(): index must be 0-D or 1-D, got shape {list(index.shape)}")
     check_same_device("index_select", input, index)
     index = index.reshape(-1)
+    if input.ndim == 0:  # a 0-d input is a 1-element vector along dim 0 (or -1); the result stays 0-d
+        _norm_dim(dim, 0)
+        if index.shape[0] != 1:
+            raise IndexError(f"index_select(): index of a 0-d tensor must have one element, got {index.shape[0]}")
+        return index_select(input.reshape(1), 0, index).reshape(())
     d = _norm_dim(dim, input.ndim)
     x = input.contiguous()
     outer, size, inner = _three_d(x.shape, d)
@@ -700,6 +719,13 @@ def gather(input, dim, index):
     index = _check_index(index, "gather")
     check_same_device("gather", input, index)
     d = _norm_dim(dim, input.ndim)
+    if index.numel() == 0:  # nothing to read (no shape check either, as torch): an empty result of index's shape
+        return input.reshape(-1)[:0].reshape(tuple(index.shape))
+    if input.ndim == 0 or index.ndim == 0:  # 0-d input or index: read as 1-element vectors, as torch
+        if input.ndim > 1 or index.ndim > 1:
+            raise RuntimeError(f"gather(): index {list(index.shape)} must have the same number of dimensions as "
+                               f"input {list(input.shape)}")
+        return gather(input.reshape(-1), 0, index.reshape(-1)).reshape(tuple(index.shape))
     if index.ndim != input.ndim or any(index.shape[i] > input.shape[i] for i in range(input.ndim) if i != d):
         raise RuntimeError(f"gather(): index {list(index.shape)} must have the same number of dimensions as input "
                            f"{list(input.shape)} and no larger size outside dim {d}")
