@@ -226,9 +226,10 @@ _CE = "logits:in target:in ignore_index:arg=-100 label_smoothing:arg=0.0"
 
 cross_entropy = _kernel("cross_entropy", "out:out " + _CE + " lse:out=None", """Per-row softmax cross-entropy.
 logits: contiguous float32 [rows, C]; target: int64 or int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] -
-ls/C*sum(logp); 0 where target == ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the
-mean's divisor). A target outside [0, C) other than ignore_index raises IndexError (webgrad/_bounds.py). lse:
-None, or contiguous float32 [rows] to receive each row's log-sum-exp of the logits (for the backward).""")
+ls/C*sum(logp); 0 where target == ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target
+!= ignore_index, else 0.0 (the mean's divisor). A target outside [0, C) other than ignore_index raises IndexError
+(webgrad/_bounds.py). lse: None, or contiguous float32 [rows] to receive each row's log-sum-exp of the logits (for
+the backward).""")
 
 cross_entropy_mean = _kernel("cross_entropy_mean", "out:out " + _CE + " lse:out=None", """reduction="mean" of
 cross_entropy: out
