@@ -6,9 +6,10 @@ same functions, webgrad.bench.train.webgrad_rate), and prints the same table, wi
 machine's best device side by side when torch is importable (run after the Dawn rows, so the two never
 share the GPU). `--amp` runs both sides under autocast (float16) with a GradScaler, as bench train --amp.
 
-`python tools/bench_dawn.py --scale [--models resnet18 widemlp transformer] [--batch N] [--steps N]` does
-the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result in Pyodide): samples/s,
-ms per step and peak GPU memory, against PyTorch eager.
+`python tools/bench_dawn.py --scale [--models resnet18 widemlp transformer gpt] [--batch N] [--steps N] [--amp]`
+does the same for `python -m webgrad.bench scale` (webgrad.bench.scale.webgrad_result and webgrad_generation in
+Pyodide): samples/s (a GPT's tokens/s), ms per step and peak GPU memory, and the GPTs' generation tokens/s,
+against PyTorch eager.
 
 `python tools/bench_dawn.py --phases [--models mlp cnn] [--batch-sizes N] [--steps N]` runs
 webgrad.bench.eager_phases in Pyodide on Dawn: an eager step's host time by phase (compare with
@@ -88,14 +89,18 @@ main(CONFIG["argv"])
 """
 
 _SCALE_ROWS = """
-from webgrad.bench.scale import webgrad_result
+from webgrad.bench.scale import GPT_MODELS, webgrad_generation, webgrad_result
 from webgrad.bench.train import set_windows
 
 set_windows(CONFIG["windows"])
 
-for model, batch in CONFIG["rows"]:
-    result = webgrad_result(model, batch, CONFIG["steps"], CONFIG["warmup"])
-    print("RESULT " + json.dumps({"model": model, "batch": batch, **result}), flush=True)
+for model, batch, steps in CONFIG["rows"]:
+    result = webgrad_result(model, batch, steps, CONFIG["warmup"], amp=CONFIG["amp"], attention=CONFIG["attention"])
+    generation = None
+    if model in GPT_MODELS and CONFIG["generation"]:
+        generation = webgrad_generation(model, attention=CONFIG["attention"], new_tokens=CONFIG["new_tokens"])
+    print("RESULT " + json.dumps({"model": model, "batch": batch, "result": result, "generation": generation}),
+          flush=True)
 """
 
 
@@ -153,21 +158,22 @@ def _options(p):
 
 
 def main_scale(argv):
-    """--scale: bench scale's rows on Dawn, then PyTorch's on this machine, in bench scale's table."""
+    """--scale: bench scale's rows on Dawn, then PyTorch's on this machine, in bench scale's tables."""
     from webgrad.bench import scale, train
 
     args = _options(scale.parser(__doc__.splitlines()[0])).parse_args(argv)
     scale.check_warmup(args, "bench_dawn")
-    config = {"rows": scale.rows(args), "steps": args.steps, "warmup": args.warmup, "windows": args.windows}
+    config = {"rows": scale.rows(args), "warmup": args.warmup, "windows": args.windows, "amp": args.amp,
+              "attention": args.attention, "generation": not args.no_generation, "new_tokens": args.new_tokens}
     train.apply_comparison_arguments(args)  # PyTorch's side here, timed alike
     start = time.perf_counter()
     rows = list(run_dawn(args, config, _SCALE_ROWS))
     print(f"(Dawn rows took {time.perf_counter() - start:.1f} s)", flush=True)
     train.print_torch_float32_math(args.no_torch)
-    print(scale.header())
-    for r in rows:
-        theirs = None if args.no_torch else scale.torch_result(r["model"], r["batch"], args.steps, args.warmup)
-        print(scale.row(r["model"], r["batch"], r, theirs), flush=True)
+    scale.print_settings(args)
+    scale.print_tables(((r["model"], r["batch"], r["result"], r["generation"]) for r in rows), args,
+                       lambda m, b, s: scale.torch_result(m, b, s, args.warmup, amp=args.amp, attention=args.attention),
+                       lambda m: scale.torch_generation(m, attention=args.attention, new_tokens=args.new_tokens))
     return 0
 
 
