@@ -49,7 +49,7 @@ def test_legacy_tensor_constructor_as_torch():
     assert tuple(wg.Tensor(wg.Size([2, 3])).shape) == (2, 3)
     assert wg.Tensor([1, 2]).tolist() == [1.0, 2.0] and wg.Tensor([1, 2]).dtype is wg.float32  # float, as torch
     assert wg.Tensor((2, 3)).tolist() == [2.0, 3.0]
-    assert wg.Tensor(wg.tensor([1, 2])).dtype is wg.int32  # a tensor keeps its dtype
+    assert wg.Tensor(wg.tensor([1, 2])).dtype is wg.int64  # a tensor keeps its dtype
     assert isinstance(wg.Tensor(2, 2), wg.Tensor)
 
 
@@ -69,16 +69,9 @@ def test_double_and_long():
     if webgpu_available():
         with pytest.raises(TypeError, match="64-bit floats"):
             x.to("webgpu").double()
-    # the int64 decision, pinned: webgrad's integers are int32; long() says so once per process
-    from webgrad import dtypes
-    dtypes._warned_int64.clear()
-    with pytest.warns(UserWarning, match="int32"):
-        y = x.long()
-    assert y.dtype is wg.int32 and y.dtype == wg.long and wg.long is wg.int32
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        x.long()  # once only
+    # long() is int64, as PyTorch's (on WebGPU in the int32 range: see tests/core/test_int64.py)
+    y = x.long()
+    assert y.dtype is wg.int64 and y.dtype == wg.long and wg.long is wg.int64 and y.tolist() == [1, 2]
 
 
 def test_from_numpy_shares_memory_on_cpu():
@@ -92,7 +85,9 @@ def test_from_numpy_shares_memory_on_cpu():
     strided = wg.from_numpy(a[:, ::2])  # a strided array shares too
     a[1, 2] = 42
     assert strided.tolist() == [[9, 2], [3, 42]] and strided.stride() == (3, 2)
-    copied = wg.from_numpy(np.array([1, 2], dtype=np.int64))  # int64 becomes int32: a copy
+    shared = wg.from_numpy(np.array([1, 2], dtype=np.int64))  # int64 shares too
+    assert shared.dtype is wg.int64 and shared.tolist() == [1, 2]
+    copied = wg.from_numpy(np.array([1, 2], dtype=np.int16))  # int16 widens to int32: a copy
     assert copied.dtype is wg.int32 and copied.tolist() == [1, 2]
 
 
