@@ -410,8 +410,8 @@ def test_layer_errors_name_the_problem():
         nn.LayerNorm(4)(wg.randn(2, 3))
     with pytest.raises(RuntimeError, match="pad should be at most half"):
         F.max_pool2d(wg.randn(1, 1, 4, 4), 2, padding=2)
-    with pytest.raises(NotImplementedError, match="ceil_mode"):
-        nn.MaxPool2d(2, ceil_mode=True)(wg.randn(1, 1, 5, 5))
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(wg.randn(1, 1, 4, 4), 2, divisor_override=0)
     with pytest.raises(ValueError, match="between 0 and 1"):
         nn.Dropout(1.5)
 

@@ -1,9 +1,10 @@
-"""Resampling, as torch.nn.functional: interpolate (nearest, nearest-exact, linear, bilinear, trilinear),
-pixel_shuffle and pixel_unshuffle.
+"""Resampling, as torch.nn.functional: interpolate (nearest, nearest-exact, linear, bilinear, trilinear,
+bicubic, area), pixel_shuffle and pixel_unshuffle.
 
 Each is composed of existing ops, so its gradient comes from them: interpolation picks source rows of one
-spatial dim at a time with index_select (the nearest one, or the two neighbours blended with constant
-weight tensors), and pixel (un)shuffle is a reshape and a permute. Source positions are computed on the
+spatial dim at a time with index_select (the nearest one, or two or four neighbours blended with constant
+weight tensors; area averages each output's window of rows with a constant [out, in] matrix), and pixel
+(un)shuffle is a reshape and a permute. Source positions are computed on the
 host with PyTorch's formulas (CPU kernels: aten/src/ATen/native/UpSample.h), in float32 for the nearest
 modes as PyTorch does, so the same rows are picked.
 """
@@ -15,8 +16,9 @@ import warnings
 from .. import dtypes
 from .._tensor import Tensor, tensor
 
-_LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
+_LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
+_CUBIC_A = -0.75  # PyTorch's bicubic coefficient (UpSample.h)
 
 
 def _f32(v):
@@ -30,9 +32,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate(): expected a Tensor, got {type(input).__name__}")
     if mode not in _MODES:
-        raise NotImplementedError(f"interpolate(): mode must be one of {list(_MODES)} (bicubic and area are not "
-                                  f"supported yet), got {mode!r}")
-    if mode in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"interpolate(): mode must be one of {list(_MODES)}, got {mode!r}")
+    if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
@@ -84,6 +85,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if shortcut and n_out == n_in:
                 continue
             out = out.index_select(axis, _index(_nearest(n_in, n_out, scale, mode == "nearest-exact", shortcut), out))
+        elif mode == "area":  # adaptive average pooling, one dim at a time (its windows are separable)
+            if n_out != n_in:
+                out = _area(out, axis, n_in, n_out)
+        elif mode == "bicubic":  # PyTorch copies only when both dims keep their size; otherwise the taps run
+            if tuple(sizes) != tuple(input.shape[2:]):
+                out = _cubic(out, axis, n_in, n_out, scale, align_corners)
         elif n_out == n_in:
             continue  # the linear kernels copy a dim of unchanged size, whatever the scale
         else:
@@ -123,6 +130,50 @@ def _linear(x, axis, n_in, n_out, scale, align_corners):
     lam = tensor(w_high, dtype=x.dtype, device=x.device).reshape(shape)
     a, b = x.index_select(axis, _index(low, x)), x.index_select(axis, _index(high, x))
     return a * (1.0 - lam) + b * lam
+
+
+def _source_scale(n_in, n_out, scale, align_corners):
+    """PyTorch's area_pixel_compute_scale."""
+    if align_corners:
+        return (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+
+
+def _cubic(x, axis, n_in, n_out, scale, align_corners):
+    """Four neighbouring source rows of dim `axis` (clamped at the edges) blended with the cubic convolution
+    weights (A = -0.75), as PyTorch's upsample_bicubic2d."""
+    s = _source_scale(n_in, n_out, scale, align_corners)
+    a = _CUBIC_A
+    taps = [([], []) for _ in range(4)]
+    for i in range(n_out):
+        src = i * s if align_corners else s * (i + 0.5) - 0.5
+        i0 = math.floor(src)
+        t = src - i0
+        weights = (((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+                   ((a + 2) * t - (a + 3)) * t * t + 1,
+                   ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+                   ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a)
+        for k, (index, weight) in enumerate(taps):
+            index.append(min(max(i0 - 1 + k, 0), n_in - 1))
+            weight.append(weights[k])
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    out = None
+    for index, weight in taps:
+        term = x.index_select(axis, _index(index, x)) * tensor(weight, dtype=x.dtype, device=x.device).reshape(shape)
+        out = term if out is None else out + term
+    return out
+
+
+def _area(x, axis, n_in, n_out):
+    """Each output row of dim `axis` the mean of its adaptive window [floor(i*n/o), ceil((i+1)*n/o)) of rows."""
+    m = [[0.0] * n_in for _ in range(n_out)]
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+        for j in range(start, end):
+            m[i][j] = 1.0 / (end - start)
+    weights = tensor(m, dtype=x.dtype, device=x.device)
+    return (x.movedim(axis, -1) @ weights.t()).movedim(-1, axis)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):

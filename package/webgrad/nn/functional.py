@@ -141,6 +141,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """
     if momentum is None:
         raise TypeError("batch_norm(): argument 'momentum' must be float, not NoneType")
+    if input.ndim < 2 and input.numel() == 0:  # an empty 1-D input (torch accepts it): empty, with empty gradients
+        return input + sum((t.sum() * 0 for t in (weight, bias) if t is not None), start=0.0)
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
@@ -273,7 +275,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         if t is not None and tuple(t.shape) != (c,):
             raise RuntimeError(f"group_norm(): expected {name} to be a vector of size equal to the number of channels "
                                f"in input ({c}), but got {name} of shape {list(t.shape)}")
-    x = input.reshape(n, num_groups, -1)
+    x = input.reshape(n, num_groups, input.numel() // (n * num_groups) if n else c // num_groups)
     if n * c // num_groups * (input.numel() // (n * c) if n * c else 0) == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")

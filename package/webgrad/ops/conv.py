@@ -158,17 +158,34 @@ def _pool_args(op, kernel_size, stride, padding, dilation=1):
     return kernel, stride, padding, dilation
 
 
-def _no_ceil_mode(op, ceil_mode):
-    if ceil_mode:
-        raise NotImplementedError(f"{op}(ceil_mode=True) is not supported yet: pad the input on the bottom/right "
-                                  "(F.pad) and use ceil_mode=False")
+def _ceil_extra(shape, kernel, stride, padding, dilation):
+    """Rows and columns to add at the bottom/right so that floor-mode pooling gives ceil_mode's output size:
+    PyTorch's ceil((size + 2p - d(k-1) - 1) / s) + 1 windows, less one if the last would start past the input
+    and its left padding."""
+    extra = []
+    for size, k, s, p, d in zip(shape[-2:], kernel, stride, padding, dilation):
+        span = size + 2 * p - d * (k - 1) - 1
+        out = -(-span // s) + 1
+        if (out - 1) * s >= size + p:
+            out -= 1
+        extra.append(max(0, (out - 1) * s - span))
+    return tuple(extra)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """Max over each window; with return_indices also the flat index h*W + w of each max in its plane."""
-    _no_ceil_mode("max_pool2d", ceil_mode)
+    """Max over each window; with return_indices also the flat index h*W + w of each max in its plane.
+    ceil_mode: the windows that start inside the input (or its left padding) and run past the end are kept."""
     x, unbatched = _image(input, "max_pool2d")
     kernel, stride, padding, dilation = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    extra = _ceil_extra(x.shape, kernel, stride, padding, dilation) if ceil_mode else (0, 0)
+    if any(extra):  # -inf rows and columns at the bottom/right (never a window's max), indices mapped back
+        h, w = x.shape[-2:]
+        out, indices = max_pool2d(pad(x, (0, extra[1], 0, extra[0]), value=float("-inf")), kernel, stride, padding,
+                                  dilation, return_indices=True)
+        indices = indices // (w + extra[1]) * w + indices % (w + extra[1])
+        if unbatched:
+            out, indices = out.squeeze(0), indices.squeeze(0)
+        return (out, indices) if return_indices else out
     x = x.contiguous()
     oh, ow = _geometry("max_pool2d", x.shape, kernel, stride, padding, dilation)
     shape = tuple(x.shape[:2]) + (oh, ow)
@@ -188,15 +205,24 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """Mean over each window (the divisor counts padding cells when count_include_pad)."""
-    _no_ceil_mode("avg_pool2d", ceil_mode)
+    """Mean over each window (the divisor counts padding cells when count_include_pad). ceil_mode keeps the
+    windows that run past the end (their divisor counts the cells inside the padded input, as PyTorch's);
+    divisor_override divides every window's sum by that number instead."""
     x, unbatched = _image(input, "avg_pool2d")
     kernel, stride, padding, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
-    if divisor_override is not None:
-        if divisor_override <= 0:
-            raise RuntimeError(f"avg_pool2d(): divisor must not be zero or negative, got {divisor_override}")
-        # a window sum is the padded mean times kh*kw; rescale it to sum / divisor
-        out = avg_pool2d(x, kernel, stride, padding, count_include_pad=True) * (kernel[0] * kernel[1] / divisor_override)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("avg_pool2d(): divisor must be not zero")
+    extra = _ceil_extra(x.shape, kernel, stride, padding, (1, 1)) if ceil_mode else (0, 0)
+    if divisor_override is not None or any(extra):
+        # each window's sum (the padded mean times kh*kw, over zeros added at the bottom/right), divided by
+        # PyTorch's divisor of that window
+        sums = avg_pool2d(pad(x, (0, extra[1], 0, extra[0])), kernel, stride, padding, count_include_pad=True)
+        sums = sums * float(kernel[0] * kernel[1])
+        if divisor_override is not None:
+            out = sums / float(divisor_override)
+        else:
+            out = sums / _avg_divisors(x.shape[-2:], tuple(sums.shape[-2:]), kernel, stride, padding,
+                                       count_include_pad, x)
         return out.squeeze(0) if unbatched else out
     x = x.contiguous()
     oh, ow = _geometry("avg_pool2d", x.shape, kernel, stride, padding, (1, 1))
@@ -210,6 +236,20 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         return (gx,)
     record(out, "AvgPool2D", (x,), backward)
     return out.squeeze(0) if unbatched else out
+
+
+def _avg_divisors(size, out_size, kernel, stride, padding, count_include_pad, like):
+    """[OH, OW] divisors of PyTorch's average pooling: a window clipped to the padded input, counted with
+    its padding cells (count_include_pad) or with the input cells alone."""
+    per_dim = []
+    for n, o, k, s, p in zip(size, out_size, kernel, stride, padding):
+        counts = []
+        for i in range(o):
+            start = i * s - p
+            end = min(start + k, n + p)
+            counts.append(end - start if count_include_pad else min(end, n) - max(start, 0))
+        per_dim.append(counts)
+    return tensor([[float(a * b) for b in per_dim[1]] for a in per_dim[0]], dtype=like.dtype, device=like.device)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -257,7 +297,8 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError(f"pad(): padding mode {mode!r} doesn't take in value argument")
     out = input
     for d, (before, after) in per_dim.items():
-        out = _index_pad(out, d, before, after, mode)
+        if before or after:
+            out = _index_pad(out, d, before, after, mode)
     return out
 
 
@@ -281,10 +322,15 @@ def _constant_pad(input, per_dim, value):
 
 
 def _index_pad(x, d, before, after, mode):
-    """Pad dim d by gathering source positions (index_select carries the gradient back)."""
+    """Pad dim d by gathering source positions (index_select carries the gradient back). A negative pad
+    crops, as PyTorch's: reflect and replicate read the positions -before .. n+after of the whole dim,
+    circular wraps around what is left after cropping."""
     n = x.shape[d]
-    if before < 0 or after < 0:
-        raise ValueError(f"pad(): negative padding is only supported in 'constant' mode, got ({before}, {after})")
+    if n + before + after <= 0:
+        raise RuntimeError(f"pad(): input (size {n} of dim {d}) is too small for padding ({before}, {after}): "
+                           f"calculated output size {n + before + after} (input shape {list(x.shape)})")
+    if mode == "circular" and n + min(before, 0) + min(after, 0) <= 0:
+        raise RuntimeError(f"pad(): circular padding ({before}, {after}) of dim {d} crops all of its {n} elements")
     if mode == "reflect" and (before >= n or after >= n):
         raise RuntimeError(f"pad(): reflect padding ({before}, {after}) must be smaller than the input size {n} "
                            f"of dim {d} (input shape {list(x.shape)})")
@@ -296,7 +342,8 @@ def _index_pad(x, d, before, after, mode):
     elif mode == "reflect":
         idx = [-i if i < 0 else (2 * (n - 1) - i if i >= n else i) for i in positions]
     else:
-        idx = [i % n for i in positions]
+        lo, kept = max(-before, 0), n - max(-before, 0) - max(-after, 0)
+        idx = [lo + i % kept for i in range(-max(before, 0), kept + max(after, 0))]
     return index_select(x, d, tensor(idx, dtype=dtypes.int32, device=x.device))
 
 
@@ -344,11 +391,24 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(f"{op}(): the input of shape {list(input.shape)} gives an output of size {list(size)}: "
                            f"padding={padding} is too large")
     geometry = (stride, padding, dilation)
+    # output_padding may reach the stride (when smaller than the dilation): rows and columns past one stride of
+    # it receive nothing, so the kernel makes the output without them and zeros are added after
+    crop = None
+    if any(q >= s for q, s in zip(output_padding, stride)):
+        # output_padding may reach the stride (when smaller than the dilation), beyond what the kernel's output
+        # sizes allow: make the whole output (no padding, no output_padding), then crop `padding` from the start
+        # and pad or crop the end to the size asked for (the rows past the whole output receive nothing)
+        crop = [(-p, v - (f - p)) for p, v, f in zip(padding, size, (
+            (n - 1) * s_ + d * (k - 1) + 1 for n, s_, d, k in zip(x.shape[2:], stride, dilation, kernel)))]
+        size = tuple(v - b - a for v, (b, a) in zip(size, crop))
+        geometry = (stride, (0, 0), dilation)
     if groups > 1:  # one transposed convolution per group of channels, joined along the channel dim
         out = cat([_conv_transpose2d(xi, wi, size, geometry)
                    for xi, wi in zip(x.chunk(groups, 1), weight.chunk(groups, 0))], 1)
     else:
         out = _conv_transpose2d(x, weight, size, geometry)
+    if crop is not None:
+        out = pad(out, crop[1] + crop[0])
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out

@@ -43,6 +43,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
 
 def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    if isinstance(target, Tensor) and target.dtype.is_floating:
+        return _probability_cross_entropy(input, target, weight, reduction, label_smoothing)
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     if not isinstance(target, Tensor) or target.dtype.is_floating:
@@ -98,6 +100,35 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
     loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
     return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / count).reshape(1).expand(n)),))
+
+
+def _probability_cross_entropy(input, target, weight, reduction, label_smoothing):
+    """cross_entropy with class probabilities as target (input's shape): -sum_c w_c t_c log_softmax(x)_c per
+    sample, the targets mixed with the uniform distribution by label_smoothing; mean divides by the number of
+    samples (not by the weights), as PyTorch."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"cross_entropy(): class probability targets must have the input's shape "
+                           f"{list(input.shape)}, got {list(target.shape)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    check_same_device("cross_entropy", input, target, weight)
+    class_dim = 0 if input.ndim == 1 else 1
+    c = input.shape[class_dim]
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise RuntimeError(f"cross_entropy(): weight must have one entry per class, shape [{c}], got "
+                           f"{list(weight.shape)}")
+    t = target * (1.0 - label_smoothing) + label_smoothing / c if label_smoothing else target
+    terms = log_softmax(input, dim=class_dim) * t
+    if weight is not None:
+        terms = terms * weight.reshape((c,) + (1,) * (input.ndim - class_dim - 1))
+    per_sample = -terms.sum(class_dim)
+    if reduction == "none":
+        return per_sample
+    if reduction == "sum":
+        return per_sample.sum()
+    if reduction == "mean":
+        return per_sample.sum() / (input.numel() // c if c else 0)
+    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
