@@ -21,9 +21,9 @@ from .elementwise import where
 from .inplace import assign_, check_inplace
 from .._backends import kernels
 
-# dtypes the masked_fill kernel writes (the CPU writes any; WebGPU float32 and int32, float16 through float32);
-# other dtypes (bool, uint8) take where
-_KERNEL_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32)
+# dtypes the masked_fill kernel writes (the CPU writes any; WebGPU float32, int32 and int64, float16 through
+# float32); other dtypes (bool, uint8) take where
+_KERNEL_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
 
 
 def _check(input, mask, value, op):
