@@ -12,6 +12,7 @@ from .dtypes import float64 as double, float16 as half
 from .dtypes import DType as dtype
 from .dtypes import float32 as float
 from .dtypes import int32 as int, int64 as long
+from .dtypes import promote_types, result_type  # torch's type promotion
 from .devices import device, get_default_device, set_default_device
 from ._autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,
@@ -46,6 +47,7 @@ norm = _with_out(norm)
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
     "device", "get_default_device", "set_default_device",
+    "promote_types", "result_type",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "Size", "Tensor", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "frombuffer",
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",

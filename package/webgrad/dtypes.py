@@ -112,6 +112,11 @@ def promote(a, b):
     return a if a.rank > b.rank else b
 
 
+def promote_types(type1, type2):
+    """torch.promote_types: the smallest dtype both convert to (dtypes, their names or torch's)."""
+    return promote(to_dtype(type1), to_dtype(type2))
+
+
 def _combine(higher, lower):
     """torch's rule for operands of a lower priority (0-d tensors under tensors with dims, Python scalars under
     both): they raise the result only to a higher category (bool < integer < floating), never its width."""
@@ -134,7 +139,7 @@ def scalar_dtype(value):
 
 
 def result_type(*operands):
-    """torch.result_type over tensors and Python scalars: tensors with dims first, then 0-d tensors, then
+    """torch.result_type over tensors and Python scalars (torch's takes two operands, this any number): tensors with dims first, then 0-d tensors, then
     scalars, each lower group only lifting the category (so int32 + 5 stays int32, int32 + a 0-d int64 tensor
     too, and int64 + float32 is float32). An operand is a Tensor-like (with .dtype and .ndim) or a number."""
     groups = [None, None, None]  # tensors with dims, 0-d tensors, scalars

@@ -108,6 +108,13 @@ def test_result_type_matches_torch(kinds):
                 assert _torch_dtype(dtypes.result_type(wa, scalar)) is torch.result_type(ta, scalar), (a, scalar)
 
 
+def test_public_promotion_functions():
+    assert wg.result_type(wg.tensor([1], dtype=wg.int32), 5) is wg.int32
+    assert wg.result_type(wg.tensor([1]), wg.tensor(1.5)) is wg.float32
+    assert wg.promote_types(wg.int32, wg.int64) is wg.int64 and wg.promote_types("uint8", torch.bool) is wg.uint8
+    assert wg.promote_types(wg.int64, wg.float16) is wg.float16
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_binary_ops_promote_as_torch(device):
     i32 = wg.tensor([1, 2], dtype=wg.int32, device=device)
