@@ -77,6 +77,52 @@ class set_grad_enabled(_GradMode):
         return super().__call__(fn)
 
 
+# ----------------------------------------------------------------------------- in-place writes
+# PyTorch's version counters, kept per storage (the views of one storage share it, as in PyTorch): every
+# in-place write into a storage counts (Tensor._version) and is stamped with the write clock. A node remembers
+# the clock when it was recorded; its backward checks the tensors its closure saved only if the clock moved
+# since (a loop without in-place writes in its forward pays nothing), and raises PyTorch's error when one was
+# written after the node saved it: a backward must never compute with values its forward did not see.
+_clock = [0]
+_writes = {}  # id(storage) -> [writes, clock of the last, weak reference to the storage]
+# Storages written in place through a tensor with history (x.relu_() on a conv's output): another tensor that
+# shares the storage (a view, or the base of a view) and was computed before the write is stale.
+_graph_writes = {}  # id(storage) -> clock of the last such write
+
+
+def note_write(storage, graph=False):
+    """Count an in-place write into `storage` (graph: through a tensor with autograd history)."""
+    _clock[0] += 1
+    key = id(storage)
+    entry = _writes.get(key)
+    if entry is None or entry[2]() is not storage:
+        entry = _writes[key] = [0, 0, weakref.ref(storage, lambda _, key=key: _forget(key))]
+    entry[0] += 1
+    entry[1] = _clock[0]
+    if graph:
+        _graph_writes[key] = _clock[0]
+
+
+def _forget(key):
+    _writes.pop(key, None)
+    _graph_writes.pop(key, None)
+
+
+def version(storage):
+    """The number of in-place writes into `storage` so far (Tensor._version)."""
+    entry = _writes.get(id(storage))
+    return entry[0] if entry is not None and entry[2]() is storage else 0
+
+
+def _last_write(storage):
+    entry = _writes.get(id(storage))
+    return entry[1] if entry is not None and entry[2]() is storage else 0
+
+
+def clock():
+    return _clock[0]
+
+
 class Node:
     """One recorded op: the tensors it read and how to send a gradient back to them.
 
@@ -84,15 +130,17 @@ class Node:
     without retain_graph the closure is dropped, freeing the tensors it saved. `trace`: where the op was
     called, kept only in anomaly mode. `inputs` holds leaves themselves (their .grad is filled) and, for
     the others, an :class:`Edge`: as in PyTorch, the graph holds only what backward closures saved.
+    `clock`: the write clock when the node was recorded (see note_write).
     """
 
-    __slots__ = ("name", "inputs", "backward_fn", "trace", "__weakref__")
+    __slots__ = ("name", "inputs", "backward_fn", "trace", "clock", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
         self.name = name
         self.inputs = inputs
         self.backward_fn = backward_fn
         self.trace = forward_trace()
+        self.clock = _clock[0]
 
     def __repr__(self):
         return f"<{self.name}Backward>"
@@ -137,7 +185,12 @@ def record(out, name, inputs, backward_fn):
     tracked, any_tracked = [], False
     for t in inputs:
         if getattr(t, "requires_grad", False):
-            tracked.append(t if t.grad_fn is None else Edge(t))
+            if t.grad_fn is None:
+                tracked.append(t)
+            else:
+                if _graph_writes:
+                    _check_fresh(t, name)
+                tracked.append(Edge(t))
             any_tracked = True
         else:
             tracked.append(None)
@@ -151,6 +204,62 @@ def record(out, name, inputs, backward_fn):
             o.requires_grad = True
             o.grad_fn = node
     return out
+
+
+def _check_fresh(t, name):
+    """Refuse to use `t` when its storage was written in place through another tensor after t was computed
+    (t is a view of the tensor modified in place, or its base): t's history does not hold that write."""
+    written = _graph_writes.get(id(t._view.storage))
+    if written is not None and written > t.grad_fn.clock and _last_write(t._view.storage) == written:
+        raise RuntimeError(
+            f"{name}: an input of shape {list(t.shape)} shares its memory with a tensor that was modified by an "
+            "in-place operation after it was computed (a view of it, or the tensor it is a view of), so its "
+            "gradient would miss that operation. webgrad does not rebase views after in-place operations: "
+            "apply the in-place operation to a clone(), or use the out-of-place operation")
+
+
+def _saved_tensors(fn, found, seen, depth=0):
+    """The tensors a backward closure can read: those its function objects capture (cells and defaults),
+    inside tuples, lists and dicts, following the functions it captures."""
+    if depth > 6 or id(fn) in seen:
+        return
+    seen.add(id(fn))
+    values = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ()) if _cell_filled(c)]
+    values += list(getattr(fn, "__defaults__", None) or ())
+    tensor_type = _TENSOR[0] if _TENSOR else None
+    while values:
+        v = values.pop()
+        if tensor_type is not None and isinstance(v, tensor_type):
+            found.append(v)
+        elif callable(v) and hasattr(v, "__code__"):
+            _saved_tensors(v, found, seen, depth + 1)
+        elif isinstance(v, (tuple, list)) and len(v) <= 64:
+            values.extend(v)
+        elif isinstance(v, dict) and len(v) <= 64:
+            values.extend(v.values())
+
+
+def _cell_filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell (a name assigned later in the enclosing function)
+        return False
+    return True
+
+
+def _check_saved(node):
+    """Raise PyTorch's error if a tensor `node`'s backward saved was written in place after the node ran."""
+    found = []
+    _saved_tensors(node.backward_fn, found, set())
+    for t in found:
+        storage = t._view.storage
+        if _last_write(storage) > node.clock:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.dtype} {list(t.shape)}] on {t.device}, saved by {node.name_()}, is at version "
+                f"{version(storage)}; it was written after that op ran. Hint: compute with an out-of-place "
+                "operation, or clone() the tensor before modifying it; webgrad.autograd.detect_anomaly() names "
+                "the op that saved it.")
 
 
 def _topological_order(root):
@@ -193,6 +302,8 @@ def backward(tensor, gradient, retain_graph=False):
                     f"Trying to backward through the graph a second time (through {node!r}); its saved tensors "
                     "were freed after the first backward. Pass retain_graph=True to the first backward() call."
                 )
+            if node.clock != _clock[0]:  # something was written in place since the node ran
+                _check_saved(node)
             for o in entry[1:]:  # the tensors this node made that retain their grad
                 _accumulate(o, grad_out)
             input_grads = node.backward_fn(grad_out)

@@ -165,6 +165,11 @@ class Tensor:
         return self._view.shape[0]
 
     # ----------------------------------------------------------------- autograd
+    @property
+    def _version(self):
+        """The number of in-place writes into this tensor's storage (PyTorch's version counter, shared by views)."""
+        return _autograd.version(self._view.storage)
+
     def requires_grad_(self, requires_grad=True):
         if requires_grad and not self.dtype.is_floating:
             raise RuntimeError(

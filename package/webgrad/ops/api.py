@@ -88,7 +88,9 @@ def install(op):
     if "method" in op.expose:
         setattr(Tensor, op.name, fn)
     if "inplace" in op.expose:
-        setattr(Tensor, op.name + "_", inplace.in_place(op.name + "_", fn))
+        name = op.name + "_"
+        setattr(Tensor, name, inplace.unary_in_place(name, fn, op, op.name in elementwise._GRAD_FROM_OUTPUT)
+                if op.kind == "unary" else inplace.in_place(name, fn))
     return fn
 
 

@@ -11,7 +11,7 @@ from .._autograd import record
 from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
-from .inplace import assign_
+from .inplace import assign_, run_in_place
 from .._backends import kernels
 
 INF = float("inf")
@@ -89,7 +89,11 @@ def _unary_function(op):
 
     def fn(input, *args, **kwargs):
         a, b, inplace = _bind(op, args, kwargs, with_inplace)
-        return _maybe_inplace(input, apply_unary(op, input, a, b), inplace)
+        if not inplace:
+            return apply_unary(op, input, a, b)
+        if op.name in _GRAD_FROM_OUTPUT and not op.params and "inplace" in op.expose:
+            return getattr(Tensor, op.name + "_")(input)  # (F.relu(x, inplace=True): one kernel on x's storage)
+        return run_in_place(input, lambda src: apply_unary(op, src, a, b), op.name + "_")
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.doc
     fn.__signature__ = _signature(op, with_inplace)

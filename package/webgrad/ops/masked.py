@@ -14,11 +14,11 @@ import numbers
 import weakref
 
 from .. import dtypes
-from .._autograd import no_grad, record
+from .._autograd import no_grad, note_write, record
 from .._tensor import Tensor
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
 from .elementwise import where
-from .inplace import assign_, check_inplace
+from .inplace import apply_in_place, assign_, check_inplace, records
 from .._backends import kernels
 
 # dtypes the masked_fill kernel writes (the CPU writes any; WebGPU float32, int32 and int64, float16 through
@@ -114,10 +114,13 @@ def masked_fill_(input, mask, value):
     if broadcast_shapes(shape, tuple(mask.shape), op="masked_fill_") != shape:
         raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
                            f"{list(broadcast_shapes(shape, tuple(mask.shape)))}")
+    if records(input, (value,)):  # in the graph: input becomes masked_fill(its old values)
+        return apply_in_place(input, lambda src: masked_fill(src, mask, value), "masked_fill_")
     if (not isinstance(value, Tensor) and input.dtype in _KERNEL_DTYPES and input._view.is_contiguous()
             and input.dtype is not dtypes.float16):
         kernels.masked_fill(input.device.backend, input._view, input._view, expanded_view(mask, shape),
                             _scalar(value, input.dtype))
+        note_write(input._view.storage)
         return input
     return assign_(input, _fill(input, mask, value, shape), "masked_fill_")
 

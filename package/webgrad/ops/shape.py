@@ -3,12 +3,12 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import _bounds, dtypes
-from .._autograd import record
+from .._autograd import no_grad, note_write, record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
 from .elementwise import contiguous, where
-from .inplace import check_inplace
+from .inplace import apply_in_place, check_inplace, records
 from .._backends import kernels
 
 
@@ -554,6 +554,37 @@ def _wrap_list(items, n, message):
 
 def setitem(input, index, value):
     check_inplace(input, "__setitem__")
+    index = _scalar_indices(index)
+    if records(input, (value,)):  # x[i] = v in the graph: x becomes index_put(x, i, v) (PyTorch's CopySlices)
+        return apply_in_place(input, lambda src: _index_put(src, index, value), "__setitem__")
+    _setitem(input, index, value)
+    note_write(input._view.storage)
+
+
+def _index_put(src, index, value):
+    """src with src[index] = value, out of place and recorded: the gradient of src is zero where written, and
+    the value's is the gradient there, summed over what the value was broadcast to."""
+    y = src.detach().clone()
+    with no_grad():
+        _setitem(y, index, value.detach() if isinstance(value, Tensor) else value)
+    value_shape = tuple(value.shape) if isinstance(value, Tensor) else None
+
+    def backward(g):
+        g_src = g.clone()
+        with no_grad():
+            _setitem(g_src, index, 0.0)
+        g_value = None
+        if value_shape is not None:
+            g_value = getitem(g, index)
+            if g_value.ndim < len(value_shape):
+                g_value = g_value.reshape((1,) * (len(value_shape) - g_value.ndim) + tuple(g_value.shape))
+            g_value = unbroadcast(g_value, value_shape)
+        return g_src, g_value
+    return record(y, "IndexPut", (src, value if isinstance(value, Tensor) else None), backward)
+
+
+def _setitem(input, index, value):
+    """input[index] = value on input's storage (no autograd)."""
     basic = _basic_view(input, index)
     if basic is None:
         return _advanced_setitem(input, index, value)

@@ -1,0 +1,150 @@
+"""In-place ops with PyTorch's autograd semantics, on every device: the in-place result takes the tensor's
+place in the graph (relu_, F.relu(inplace=True), +=, x[i] = v, masked_fill_, fill_, copy_, ...), and the
+version counters refuse, with PyTorch's error, a backward that would read values its forward did not see."""
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+from helpers import DEVICES
+
+
+def _setitem(y, index, value):
+    y[index] = value
+    return y
+
+
+CASES = {
+    "relu_": lambda L, F, x: (x * 2).relu_() * 3,
+    "F.relu(inplace)": lambda L, F, x: F.relu(x * 2, inplace=True) * x,
+    "nn.ReLU(inplace)": lambda L, F, x: L.nn.ReLU(inplace=True)(x - 0.5) * x,
+    "sigmoid_": lambda L, F, x: (x * 2).sigmoid_(),
+    "exp_ (needs its input)": lambda L, F, x: (x * 1).exp_() * 2,
+    "leaky_relu(inplace)": lambda L, F, x: F.leaky_relu(x * 2, 0.2, inplace=True),
+    "clamp_": lambda L, F, x: (x * 2).clamp_(-0.5, 0.5),
+    "add_": lambda L, F, x: (x * 2).add_(x),
+    "+=": lambda L, F, x: (lambda y: y.__iadd__(x * x))(x * 2),
+    "mul_": lambda L, F, x: (x + 1).mul_(x),
+    "x[0, 1:3] = v": lambda L, F, x: _setitem(x * 2, (0, slice(1, 3)), x[1, :2] * 5),
+    "x[1] = 0": lambda L, F, x: _setitem(x * 2, 1, 0.0),
+    "x[mask] = 0": lambda L, F, x: _setitem(x * 2, x > 0, 0.0),
+    "x[[0, 2]] = v": lambda L, F, x: _setitem(x * 2, [0, 2], x[1] * 3),
+    "masked_fill_": lambda L, F, x: (x * 2).masked_fill_(x > 0.5, 1.0) * x,
+    "fill_": lambda L, F, x: (x * 2).fill_(3.0) + x,
+    "zero_": lambda L, F, x: (x * 2).zero_() + x,
+    "copy_": lambda L, F, x: (x * 2).copy_(x * x),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_in_place_ops_in_the_graph_match_torch(device, case):
+    data = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    x = wg.tensor(data, device=device, requires_grad=True)
+    out = CASES[case](wg, wg.nn.functional, x)
+    (out * wg.arange(1.0, 13.0, device=device).reshape(3, 4)).sum().backward()
+    t = torch.tensor(data, requires_grad=True)
+    tout = CASES[case](torch, torch.nn.functional, t)
+    (tout * torch.arange(1.0, 13.0).reshape(3, 4)).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_residual_block_with_inplace_relu_and_add_trains_as_in_torch(device):
+    def block(nn):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c1, self.b1 = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+                self.c2, self.b2 = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+                self.relu = nn.ReLU(inplace=True)
+
+            def forward(self, x):
+                out = self.relu(self.b1(self.c1(x)))
+                out = self.b2(self.c2(out))
+                out += x
+                return self.relu(out)
+        return Block()
+
+    torch.manual_seed(0)
+    reference = block(torch.nn)
+    model = block(wg.nn)
+    model.load_state_dict({k: wg.tensor(v.detach().numpy()) for k, v in reference.state_dict().items()})
+    model.to(device)
+    data = np.random.default_rng(1).normal(size=(2, 3, 5, 5)).astype(np.float32)
+    x = wg.tensor(data, device=device, requires_grad=True)
+    model(x).sum().backward()
+    t = torch.tensor(data, requires_grad=True)
+    reference(t).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-4)
+    for name, p in model.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), dict(reference.named_parameters())[name].grad.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_modifying_what_a_backward_saved_raises_torchs_error(device):
+    x = wg.randn(3, requires_grad=True, device=device)
+    y = x.exp()  # exp's backward reads its output
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x = wg.randn(3, requires_grad=True, device=device)
+    h = (x * 2).relu_()
+    h.relu_()  # the first relu_'s backward saved h: torch refuses this backward too
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        h.sum().backward()
+    w = wg.randn(3, requires_grad=True, device=device)
+    a = x * w  # mul saves x and w
+    with wg.no_grad():
+        w.add_(1)  # an optimizer step between forward and backward
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        a.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_and_bases_written_through_each_other_are_refused(device):
+    # webgrad does not rebase views: a view whose base was modified in place (or the reverse) would give a
+    # gradient missing that op, so it refuses to join the graph instead
+    x = wg.randn(3, 4, requires_grad=True, device=device)
+    h = x * 2
+    v = h[0]
+    h.relu_()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        v.sum()
+    h = x * 2
+    h[0].relu_()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        h * 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_leaves_and_dtypes_are_refused_as_torch_refuses_them(device):
+    x = wg.randn(3, requires_grad=True, device=device)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x[0] = 1.0
+    ints = wg.tensor([1, 2], device=device)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        ints.add_(1.5)
+    with pytest.raises(RuntimeError):
+        torch.tensor([1, 2]).add_(1.5)  # (the same refusal)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_version_counters_count_writes_and_are_shared_by_views(device):
+    x = wg.zeros(4, device=device)
+    v = x[1:3]
+    assert x._version == v._version == 0
+    x.add_(1)
+    v.mul_(2)
+    x[0] = 5.0
+    x.zero_()
+    t = torch.zeros(4)
+    tv = t[1:3]
+    t.add_(1)
+    tv.mul_(2)
+    t[0] = 5.0
+    t.zero_()
+    assert x._version == v._version == t._version == 4
