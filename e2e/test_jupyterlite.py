@@ -130,14 +130,14 @@ def percent(pattern, text):
 
 
 def test_dashboard_links_to_the_notebooks(lite_site, page, server_url):
-    """The dashboard's link opens JupyterLab (/lite/), offline, with the three notebooks."""
+    """The dashboard's link opens JupyterLab (/lite/), offline, with the four notebooks."""
     page.goto(f"{server_url}/")
     page.click("#notebooks-link")
     page.wait_for_url(f"{server_url}/lite/**", timeout=UI_TIMEOUT_MS)
-    page.wait_for_function("() => window.jupyterapp && document.querySelectorAll('.jp-DirListing-item').length >= 3",
+    page.wait_for_function("() => window.jupyterapp && document.querySelectorAll('.jp-DirListing-item').length >= 4",
                            timeout=UI_TIMEOUT_MS)
     names = page.eval_on_selector_all(".jp-DirListing-itemText", "els => els.map((e) => e.textContent.trim())")
-    for name in ("01-quickstart.ipynb", "02-train-mnist.ipynb", "03-custom-kernel.ipynb"):
+    for name in ("01-quickstart.ipynb", "02-train-mnist.ipynb", "03-custom-kernel.ipynb", "04-gpt-from-scratch.ipynb"):
         assert name in names, names
     # served without COOP/COEP (serve.NOT_ISOLATED says why): its kernel keeps its service-worker bridge
     assert page.evaluate("crossOriginIsolated") is False
@@ -261,3 +261,25 @@ def test_train_mnist(lite_site, page, server_url, screenshot):
     page.set_viewport_size({"width": 1280, "height": min(height + 160, 12_000)})
     page.wait_for_timeout(500)
     screenshot(page, "jupyterlite-mnist")
+
+
+def test_gpt_from_scratch(lite_site, page, server_url, screenshot):
+    """A character-level GPT trains on the bundled Shakespeare on SwiftShader, its loss goes below the text's unigram
+    entropy, it samples with the KV cache (streamed) and from a prompt, and its state_dict is saved."""
+    open_notebook(page, server_url, "04-gpt-from-scratch.ipynb")
+    text = "\n".join(run_cells(page, range(len(cells(page))), {"train_step(*get_batch": TRAINING_CELL_TIMEOUT_S,
+                                                                 "model.stream(": TRAINING_CELL_TIMEOUT_S}).values())
+    entropy = float(re.search(r"unigram entropy ([\d.]+) nats per character", text).group(1))
+    loss = float(re.search(r"final training loss ([\d.]+), validation loss ([\d.]+)", text).group(1))
+    print(f"GPT notebook: training loss {loss:.3f} against the unigram entropy {entropy:.3f}")
+    assert 3.0 < entropy < 3.3 and loss < entropy - 0.3, text
+    assert "103,936 parameters" in text  # the software GPU's model: 2 blocks of width 64
+    sample = text[text.index("HAMLET:\n"):]
+    assert len(sample) > 300 and "JULIET:\n" in sample, text
+    points = page.eval_on_selector_all("svg.webgrad-chart", "els => els.map((e) => Number(e.dataset.points))")
+    assert points == [15 + 2], points  # a loss every 10 of the 150 steps, and the entropy's two ends
+    assert "lm_head.weight" in text
+    height = page.evaluate("document.querySelector('.jp-WindowedPanel-outer').scrollHeight")
+    page.set_viewport_size({"width": 1280, "height": min(height + 160, 12_000)})
+    page.wait_for_timeout(500)
+    screenshot(page, "jupyterlite-gpt")

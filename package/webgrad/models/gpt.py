@@ -306,7 +306,8 @@ def define(nn):
             """idx [B, T] continued by max_new_tokens tokens, each drawn from the softmax of the last
             position's logits / temperature, cut to the top_k most likely where top_k is given (top_k=1:
             greedy). kv_cache=False recomputes the whole context at every step (nanoGPT's generate).
-            callback(token): called with each new token ([B, 1], on the device) as it is drawn."""
+            callback(token): called with each new token ([B, 1], on the device) as it is drawn. Dropout applies
+            in training mode: call model.eval() first, as nanoGPT's sample.py does."""
             tokens = [idx]
             for idx_next in self.stream(idx, max_new_tokens, temperature, top_k, kv_cache):
                 tokens.append(idx_next)
