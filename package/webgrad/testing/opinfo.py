@@ -251,7 +251,10 @@ class Converter:
                 array = data.numpy()
             except TypeError:  # bfloat16 and the like have no NumPy twin
                 raise Unconvertible(f"webgrad has no dtype {obj.dtype}") from None
-            t = wg.tensor(array, dtype=dtype, device=self.device)
+            # a view into a larger storage (a sample made by slicing a base) keeps its place in that storage:
+            # ops that read the storage itself (as_strided's storage_offset) see what torch's sees
+            t = self._storage_view(data, dtype) if data.storage_offset() else \
+                wg.tensor(array, dtype=dtype, device=self.device)
             if obj.requires_grad:
                 t.requires_grad_(True)
             self.tensors[id(obj)] = (obj, t)
@@ -287,6 +290,17 @@ class Converter:
         if type(obj).__module__ == "numpy":
             return obj
         raise Unconvertible(f"the harness cannot convert a {type(obj).__name__}")
+
+
+    def _storage_view(self, data, dtype):
+        """A webgrad view with data's sizes, strides and offset onto a copy of data's whole storage."""
+        import torch
+        from webgrad._view import View
+        wg = _wg()
+        whole = torch.empty(0, dtype=data.dtype).set_(data.untyped_storage())
+        base = wg.tensor(whole.numpy(), dtype=dtype, device=self.device)
+        return wg.Tensor._make(View(base._view.storage, tuple(data.shape), tuple(data.stride()), data.storage_offset(),
+                                    dtype), base.device)
 
 
 def _flatten(obj):
