@@ -148,3 +148,21 @@ def test_version_counters_count_writes_and_are_shared_by_views(device):
     t[0] = 5.0
     t.zero_()
     assert x._version == v._version == t._version == 4
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("make", [lambda p: wg.optim.SGD(p, lr=0.1), lambda p: wg.optim.AdamW(p, lr=0.1)],
+                         ids=["SGD", "AdamW"])
+def test_an_optimizer_step_between_forward_and_backward_is_refused(device, make):
+    w = wg.nn.Parameter(wg.randn(3, device=device))
+    opt = make([w])
+    x = wg.randn(3, device=device)
+    (w * x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    loss = (w * w).sum()  # mul saves w
+    w.grad = wg.ones(3, device=device)
+    opt.step()  # w changes: the recorded product saw its old values
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    assert w._version >= 2

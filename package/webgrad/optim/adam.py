@@ -10,6 +10,7 @@ hands them together to ``adam_steps`` where the backend has it (WebGPU: many par
 from ..dtypes import float32
 from .optimizer import Optimizer, check_hyperparameters
 from .._backends import kernels
+from .._autograd import note_write
 
 
 class Adam(Optimizer):
@@ -53,6 +54,8 @@ class Adam(Optimizer):
         for backend, updates in grouped.items():
             views = [[None if t is None else t._view for t in (p, grad) + states] for p, grad, states, _ in updates]
             kernels.adam_steps(backend, *zip(*views), [hyper for *_, hyper in updates])
+            for p, *_ in updates:
+                note_write(p._view.storage)  # (a version each, as PyTorch's optimizers bump them)
         return loss
 
     def _groups(self, p):

@@ -28,7 +28,7 @@ from collections import defaultdict
 from itertools import chain
 
 from .. import replay
-from .._autograd import enable_grad
+from .._autograd import enable_grad, note_write
 from .._tensor import Tensor, empty, full_like, tensor, zeros
 from ..ops.shape import cat
 from ..dtypes import float32
@@ -323,6 +323,7 @@ class Optimizer:
                 hyper["skipped_steps"] = self._skipped_steps(p)._view
         views = [s._view if s is not None else None for s in states]
         backend = p.device.backend
+        note_write(p._view.storage)  # (a version each, as PyTorch's optimizers bump them)
         if p._view.is_contiguous():
             kernel(backend, p._view, grad._view, *views, hyper)
         else:
