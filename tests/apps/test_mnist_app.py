@@ -60,7 +60,7 @@ def run(app, **config):
     (dict(model="resnet"), "model"), (dict(optimizer="lbfgs"), "optimizer"), (dict(scheduler="cyclic"), "scheduler"),
     (dict(lr=0), "lr"), (dict(lr=-1.0), "lr"), (dict(lr=float("nan")), "lr"), (dict(lr="0.1"), "lr"),
     (dict(batch_size=0), "batch_size"), (dict(batch_size=2.5), "batch_size"), (dict(batch_size=True), "batch_size"),
-    (dict(epochs=101), "epochs"), (dict(train_size=99), "train_size"), (dict(test_size=10001), "test_size"),
+    (dict(epochs=101), "epochs"), (dict(train_size=0), "train_size"), (dict(test_size=10001), "test_size"),
     (dict(batch_size=400), "batch_size"),  # more than the training subset
 ])
 def test_check_config_names_the_bad_field(change, field):

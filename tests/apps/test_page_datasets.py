@@ -63,6 +63,33 @@ def test_cifar10_files_train_a_resnet8_with_augmentation(app, tmp_path):
     assert "gpu_ms" in last(app, "progress") and last(app, "progress")["gpu_timer"]
 
 
+def write_cifar100(root, train=120, test=60, seed=0):
+    """cifar-100-binary/ under root: train.bin and test.bin (a coarse and a fine label byte, then the pixels)
+    and the fine classes' names."""
+    from cifar_files import binary_records
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-100-binary"
+    folder.mkdir()
+    for name, n in (("train", train), ("test", test)):
+        fine = rng.integers(0, 100, n)
+        (folder / f"{name}.bin").write_bytes(binary_records([fine // 5, fine], synthetic_images(fine, rng)))
+    (folder / "fine_label_names.txt").write_text("\n".join(f"thing{i}" for i in range(100)) + "\n")
+
+
+def test_cifar100_files_give_100_classes(app, tmp_path):
+    write_cifar100(tmp_path)
+    wait(app._dataset({"type": "dataset", "source": "cifar100", "root": str(tmp_path)}))
+    data = last(app, "data")
+    assert (data["name"], data["label"], data["train_size"], data["test_size"]) == ("cifar100", "CIFAR-100", 120, 60)
+    assert len(data["classes"]) == 100 and data["classes"][7] == "thing7"
+    wait(app._train(dict(CONFIG, batch_size=16, epochs=1, train_size=60000, test_size=10000)))
+    assert last(app, "run-end")["outcome"] == "done" and len(last(app, "eval")["confusion"]) == 100
+    assert last(app, "state")["model"] == "ResNet-8 (3x32x32 -> 100 classes)"
+    # files of CIFAR-10 chosen as CIFAR-100: refused, the data stays
+    wait(app._dataset({"type": "dataset", "source": "cifar100", "root": str(tmp_path / "none")}))
+    assert last(app, "data-error")["message"].startswith("CIFAR-100: ") and app.data.name == "cifar100"
+
+
 @pytest.mark.parametrize("model", ["mlp", "cnn", "resnet8", "resnet18"])
 def test_every_model_takes_the_folder_s_size_and_classes(app, model):
     wait(app._dataset(images_message()))

@@ -7,10 +7,14 @@ a digit to classify, an export), so the GPU is only ever used by one piece of co
 
 Messages from the page:  {type: "train", config} | "pause" | "resume" | "stop" |
                          {type: "predict", id, pixels: 784 bytes} | "export" | {type: "import", data, name} |
-                         {type: "dataset", source: "mnist" | "cifar10" (root) | "images" (pixels, labels,
-                          classes, size, skipped, resized, name)} | {type: "data-error", message}
+                         {type: "dataset", source: "mnist" | "cifar10" | "cifar100" (root) | "images" (pixels,
+                          labels, classes, size, skipped, resized, name) | "text" (data: the file's bytes, name)
+                          | "text-sample"} | {type: "data-error", message} |
+                         {type: "generate", id, prompt, length, temperature} (Text: continue the prompt)
 Messages to the page:    data, data-error, state, progress, eval, run-end, probs, exported, imported,
-                         import-error, recovered, error (see the `post` calls; each has a "type").
+                         import-error, recovered, error (see the `post` calls; each has a "type"); for Text,
+                         text-eval {step, val_loss, source}, sample {step, prompt, text} and generated
+                         {id, text, done, error}.
 Checkpoints (resume.py): "resume-checkpoint" | "discard-checkpoint" from the page, checkpoint-* to it.
 
 A lost GPU device (reported by the worker through device_lost) ends a run; the App then opens a new
@@ -28,7 +32,7 @@ import webgrad.nn.functional as F
 from webgrad import webgpu
 
 from . import models, resume, storage, train
-from .data import PIXELS, Data, DataError
+from .data import PIXELS, Data, DataError, TextData
 
 GRID = 48  # test digits shown with their predictions (the first ones of the test set)
 
@@ -86,6 +90,8 @@ class App:
             await self._train(msg["config"])
         elif kind == "predict":
             await self._predict(self._latest_predict(msg))
+        elif kind == "generate":
+            await self._generate(msg)
         elif kind == "export":
             await self._export()
         elif kind == "import":
@@ -124,6 +130,8 @@ class App:
                     self.stop_requested = True
                 elif kind == "predict":
                     await self._predict(self._latest_predict(msg))
+                elif kind == "generate":
+                    await self._generate(msg)
                 elif kind == "export":
                     await self._export()
                 elif kind in ("train", "import", "dataset"):
@@ -144,6 +152,16 @@ class App:
     async def _use(self, data):
         """Make `data` the current dataset; send what the page shows of it."""
         self.data = data
+        if data.name == "text":
+            self.test_labels = None
+            self.post({
+                "type": "data", "name": "text", "label": data.label, "source": data.source, "tokens": data.kind,
+                "vocab_size": len(data.vocab), "characters": data.chars, "notes": data.notes,
+                "train_size": len(data.train), "test_size": len(data.test), "unigram": data.unigram,
+                "preview": data.preview, "models": models.gpt_choices(len(data.vocab)),
+                "model": self.kind or "none",
+            })
+            return
         self.test_labels = await data.test_labels()
         c, h, w = data.shape
         self.post({
@@ -162,6 +180,12 @@ class App:
                 data = Data.mnist(self.root, self.device)
             elif source == "cifar10":
                 data = Data.cifar10(msg["root"], self.device)
+            elif source == "cifar100":
+                data = Data.cifar100(msg["root"], self.device)
+            elif source == "text":
+                data = TextData(msg["data"], msg.get("name") or "your text", self.device)
+            elif source == "text-sample":
+                data = TextData.sample(self.device)
             elif source == "images":
                 data = Data.images(msg["pixels"], msg["labels"], msg["classes"], msg["size"], self.device,
                                    msg.get("skipped", 0), msg.get("resized", 0), msg.get("name") or "your images")
@@ -170,8 +194,13 @@ class App:
         except DataError as e:
             self.post({"type": "data-error", "message": str(e)})
             return
-        fits = (self.model is not None and self.data is not None and data.shape == self.data.shape
-                and len(data.classes) == len(self.data.classes))
+        if data.name == "text" or (self.data is not None and self.data.name == "text"):
+            # a GPT reads token ids: it fits a text of the same tokens only
+            fits = (self.model is not None and data.name == self.data.name == "text" and data.kind == self.data.kind
+                    and data.vocab == self.data.vocab)
+        else:
+            fits = (self.model is not None and self.data is not None and data.shape == self.data.shape
+                    and len(data.classes) == len(self.data.classes))
         if not fits:  # the model was made for other inputs or classes
             self.model = self.kind = self.saved = None
             self.last_eval = None
@@ -187,18 +216,18 @@ class App:
         except ValueError as e:
             self.post({"type": "run-end", "outcome": "invalid", "message": str(e)})
             return
-        if cfg["batch_size"] > len(self.data.train):
-            self.post({"type": "run-end", "outcome": "invalid", "message": f"batch_size: {cfg['batch_size']} is "
-                       f"larger than the {len(self.data.train)} training images of {self.data.label}"})
+        why = train.check_run(cfg, self.data, self.device)
+        if why:
+            self.post({"type": "run-end", "outcome": "invalid", "message": why})
             return
         if cfg["amp"]:
             why = train.amp_unavailable(self.device)
             if why:
                 self.post({"type": "run-end", "outcome": "invalid", "message": f"Mixed precision: {why}."})
                 return
-        self.test_size = cfg["test_size"]
+        self.test_size = cfg.get("test_size", self.test_size)
         self.paused = self.stop_requested = False
-        self.run = run = train.Run(cfg, self.data, self.device, self)
+        self.run = run = (train.TextRun if cfg["dataset"] == "text" else train.Run)(cfg, self.data, self.device, self)
         resumed = await self.checkpoints.begin(run, resume)  # a resumed run gets the checkpoint's state
         if resumed is None:
             self.run = None
@@ -236,11 +265,30 @@ class App:
                    "confusion": result["confusion"], "grid_pred": result["pred"][:GRID],
                    "test_size": min(self.test_size, len(self.data.test))})
 
+    async def report_text(self, run):
+        """Every sample_every steps of a GPT's run: the validation loss, then a sample continuation of the text's
+        usual prompt generated on the GPU."""
+        await self._report_val_loss(run.model, run.block_size, run.step)
+        prompt = self.data.default_prompt()
+        text = await train.generate(run.model, self.data, prompt, train.SAMPLE_TOKENS)
+        self.post({"type": "sample", "step": run.step, "prompt": prompt, "text": text,
+                   "temperature": train.SAMPLE_TEMPERATURE, "top_k": train.SAMPLE_TOP_K})
+
+    async def _report_val_loss(self, model, block_size, step, source="train"):
+        val_loss = await train.evaluate_text(model, self.data, block_size)
+        self.post({"type": "text-eval", "source": source, "step": step, "val_loss": val_loss,
+                   "unigram": self.data.unigram})
+
+    def _weights(self):
+        """The model's weights as safetensors bytes (a GPT's with its config and vocabulary in the metadata)."""
+        buf = io.BytesIO()
+        meta = models.gpt_metadata(self.model, self.kind, self.data) if models.is_gpt(self.kind) else None
+        wg.save(self.model.state_dict(), buf, metadata=meta)
+        return buf.getvalue()
+
     def keep_weights(self, label):
         """Copy the model's weights to the host (safetensors bytes): what survives a lost GPU device."""
-        buf = io.BytesIO()
-        wg.save(self.model.state_dict(), buf)
-        self.saved = {"data": buf.getvalue(), "kind": self.kind, "label": label}
+        self.saved = {"data": self._weights(), "kind": self.kind, "label": label}
 
     # ------------------------------------------------------------------ the GPU device
 
@@ -265,8 +313,7 @@ class App:
         try:
             self.data = self.data.rebuild(self.device)
             if self.saved is not None:
-                self.kind, self.model = models.load_model(self.saved["data"], self.device, "the saved weights",
-                                                          self.data.shape, len(self.data.classes))
+                self.kind, self.model = self._load(self.saved["data"], "the saved weights")
             else:
                 self.model = self.kind = None
         except Exception as e:
@@ -280,6 +327,38 @@ class App:
                    "message": f"The GPU device was lost ({reason}). webgrad opened a new one and {what}."})
 
     # ------------------------------------------------------------------ predictions, files
+
+    def _load(self, data, name):
+        """(kind, model) of a weights file for the data in use."""
+        if self.data.name == "text":
+            return models.load_gpt(data, self.device, name, self.data)
+        return models.load_model(data, self.device, name, self.data.shape, len(self.data.classes))
+
+    async def _generate(self, msg):
+        """The prompt box: continue msg["prompt"] by msg["length"] tokens, streamed to the page."""
+        ident = msg.get("id")
+
+        async def partial(text):
+            self.post({"type": "generated", "id": ident, "text": text, "done": False})
+            await asyncio.sleep(0)
+
+        if self.data is None or self.data.name != "text" or self.model is None or not models.is_gpt(self.kind):
+            self.post({"type": "generated", "id": ident, "done": True,
+                       "error": "Train a GPT on a text (or import one) first: then it continues your prompt."})
+            return
+        try:
+            length = int(msg.get("length", 200))
+            temperature = float(msg.get("temperature", train.SAMPLE_TEMPERATURE))
+            if not 1 <= length <= 2000:
+                raise ValueError(f"length: {length} is not a whole number from 1 to 2000")
+            if not 0.05 <= temperature <= 5:
+                raise ValueError(f"temperature: {temperature} is not from 0.05 to 5")
+            text = await train.generate(self.model, self.data, str(msg.get("prompt", "")), length, temperature,
+                                        on_text=partial)
+        except (ValueError, TypeError) as e:  # DataError (a character the text lacks) included
+            self.post({"type": "generated", "id": ident, "done": True, "error": str(e)})
+            return
+        self.post({"type": "generated", "id": ident, "text": text, "done": True})
 
     async def _predict(self, msg):
         if self.model is None:
@@ -305,9 +384,7 @@ class App:
         if self.lost:  # the GPU's copy is gone: export the host copy
             data, kind = self.saved["data"], self.saved["kind"]
         else:
-            buf = io.BytesIO()
-            wg.save(self.model.state_dict(), buf)
-            data, kind = buf.getvalue(), self.kind
+            data, kind = self._weights(), self.kind
         self.post({"type": "exported", "data": data, "filename": f"webgrad-{self.data.name}-{kind}.safetensors", "kind": kind})
 
     async def _import(self, data, name, test_size=None):
@@ -317,13 +394,17 @@ class App:
         if isinstance(test_size, int) and lo <= test_size <= hi:
             self.test_size = test_size
         try:
-            kind, model = models.load_model(data, self.device, name, self.data.shape, len(self.data.classes))
+            kind, model = self._load(data, name)
         except (ValueError, RuntimeError, KeyError, TypeError) as e:
             self.post({"type": "import-error", "message": str(e)})
             return
         self.model, self.kind = model, kind
         self.keep_weights(f"the import of {name}")
+        config = getattr(model, "config", None)
         self.post({"type": "imported", "kind": kind, "name": name,
-                   "model": models.describe(kind, self.data.shape, len(self.data.classes))})
-        await self.report_eval(model, None, source="import")
+                   "model": models.describe(kind, self.data.shape, len(self.data.classes), config)})
+        if self.data.name == "text":
+            await self._report_val_loss(model, model.config.block_size, None, source="import")
+        else:
+            await self.report_eval(model, None, source="import")
 

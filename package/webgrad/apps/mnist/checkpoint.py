@@ -134,7 +134,10 @@ def _check_run(state):
     need(history is None or (isinstance(history, dict) and all(
         isinstance(history.get(k, []), list) and all(isinstance(p, list) and len(p) == 2 and
                                                       all(_is_number(x) for x in p) for p in history.get(k, []))
-        for k in ("loss", "accuracy"))), "history")
+        for k in ("loss", "accuracy", "val_loss"))), "history")
+    data = state.get("data")  # what the run trained on (Data.info / TextData.info): names, a digest, counts
+    need(data is None or (isinstance(data, dict) and all(
+        isinstance(k, str) and (isinstance(v, str) or _is_int(v)) for k, v in data.items())), "data")
     rng = state.get("rng")
 
     def generator(v):
@@ -243,7 +246,8 @@ def position(run):
 
 def capture(run, history, reason, names=None):
     """(state, summary) of a train.Run between two steps. history: the charts' curves
-    {"loss": [[global step, loss], ...], "accuracy": [[epoch, accuracy], ...]}; reason: "pause" | "epoch";
+    {"loss": [[global step, loss], ...], "accuracy": [[epoch, accuracy], ...]} (a GPT's run: "val_loss":
+    [[global step, loss], ...]); reason: "pause" | "epoch" | "sample" (a GPT's, every sample_every steps);
     names: {"model": ..., "dataset": ...} as the page shows them."""
     epoch, step = position(run)
     cfg = run.cfg
@@ -258,17 +262,20 @@ def capture(run, history, reason, names=None):
         # The generator now, and where the current epoch drew its order of samples (see batches()).
         "rng": {"now": list(wg.get_rng_state()), "epoch": getattr(run, "epoch_rng", None)},
         "history": history,
+        "data": getattr(run, "data_info", None),
     }
     names = names or {}
     loss = history["loss"][-1][1] if history.get("loss") else None
     accuracy = history["accuracy"][-1][1] if history.get("accuracy") else None
+    val_loss = history["val_loss"][-1][1] if history.get("val_loss") else None
     summary = {
         "model": names.get("model", cfg.get("model")), "dataset": names.get("dataset", cfg.get("dataset", "mnist")),
         "epoch": min(epoch + 1, cfg["epochs"]), "epochs": cfg["epochs"], "step_in_epoch": step,
         "steps_per_epoch": run.steps_per_epoch, "step": run.step, "total_steps": run.total_steps,
         "epochs_done": run.epoch, "reason": reason, "saved_at": time.time(),
         "loss": loss if loss is None or math.isfinite(loss) else None, "accuracy": accuracy,
-        "config": dict(cfg),
+        "val_loss": val_loss if val_loss is None or math.isfinite(val_loss) else None,
+        "config": dict(cfg), "data": getattr(run, "data_info", None),
     }
     return state, summary
 

@@ -24,7 +24,9 @@ from . import checkpoint, models, train
 from .checkpoint import CheckpointError
 
 MESSAGES = ("resume-checkpoint", "discard-checkpoint")
-DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "images": "your images"}  # dataset id in a run's settings -> its name on the page
+# dataset id in a run's settings -> its name on the page
+DATASETS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "images": "your images", "text": "Text"}
+CURVES = ("loss", "accuracy", "val_loss")  # the charts' curves a checkpoint keeps
 
 
 def _sentence(error):
@@ -34,14 +36,16 @@ def _sentence(error):
 
 def _names(cfg):
     dataset = cfg.get("dataset", "mnist")
-    return {"model": models.NAMES.get(cfg.get("model"), cfg.get("model")), "dataset": DATASETS.get(dataset, dataset)}
+    model = cfg.get("model")
+    return {"model": models.GPT_TITLES.get(model) or models.NAMES.get(model, model),
+            "dataset": DATASETS.get(dataset, dataset)}
 
 
 class Checkpoints:
     def __init__(self, app, store):
         self.app = app
         self.store = store  # None: checkpoints are kept in memory only
-        self.history = {"loss": [], "accuracy": []}  # the charts' curves of the current run
+        self.history = {k: [] for k in CURVES}  # the charts' curves of the current run
         self.recording = False
         self.latest = None  # bytes of the current run's newest checkpoint
         self.lost = None  # why the device was lost, for the message of the run resumed after it
@@ -70,6 +74,8 @@ class Checkpoints:
             self.history["loss"].append([msg["global_step"], msg["loss"]])
         elif kind == "eval" and msg.get("source") == "train":
             self.history["accuracy"].append([msg["epoch"], msg["accuracy"]])
+        elif kind == "text-eval" and msg.get("source") == "train":
+            self.history["val_loss"].append([msg["step"], msg["val_loss"]])
 
     # ------------------------------------------------------------------ a run's life
     async def begin(self, run, resume):
@@ -78,7 +84,7 @@ class Checkpoints:
         (the page has been told why; the App's model is unchanged)."""
         if resume is None:
             await self.discard(quiet=True)
-            self.history = {"loss": [], "accuracy": []}
+            self.history = {k: [] for k in CURVES}
             self.recording = True
             return {}
         state, summary = resume
@@ -89,11 +95,12 @@ class Checkpoints:
             self.error("resume", f"The checkpoint could not be resumed: {e}. It was kept; nothing changed.")
             return None
         history = state.get("history") or {}
-        self.history = {"loss": [list(p) for p in history.get("loss", [])],
-                        "accuracy": [list(p) for p in history.get("accuracy", [])]}
+        self.history = {k: [list(p) for p in history.get(k, [])] for k in CURVES}
         self.recording = True
         epoch, step = checkpoint.position(run)
         where = f"epoch {min(epoch + 1, run.cfg['epochs'])}, step {step} of {run.steps_per_epoch}"
+        if run.cfg["dataset"] == "text":
+            where = f"step {run.step} of {run.total_steps}"
         text = f"Resumed from the checkpoint of {where} (global step {run.step} of {run.total_steps})."
         lost = bool(self.lost)
         if lost:
@@ -187,12 +194,10 @@ class Checkpoints:
             except ValueError as e:  # settings this page no longer accepts
                 problems.append(f"its settings are not valid on this page ({e})")
                 continue
-            dataset = state["config"].get("dataset", "mnist")
-            loaded = self.app.data.name if self.app.data is not None else None  # the dataset the page holds now
-            if dataset != loaded:
+            why = await self._data_for(state)
+            if why:
                 self.lost = None
-                self.error("resume", f"This checkpoint trained on {DATASETS.get(dataset, dataset)}: load that dataset "
-                           "first, then Resume.")
+                self.error("resume", why)
                 return
             self.latest = data  # until the resumed run saves its own: a lost device goes back to this one
             await self.app._train(state["config"], resume=(state, summary))  # begin() uses self.lost and clears it
@@ -201,6 +206,25 @@ class Checkpoints:
         if candidates is not None:
             self.error("resume", "There is no checkpoint to resume" +
                        (f": {problems[0]}. Nothing was loaded." if problems else "."))
+
+    async def _data_for(self, state):
+        """Make sure the page holds the data the checkpoint trained on: None when it does (the bundled text is
+        loaded here if need be), else what the user must do first."""
+        dataset = state["config"].get("dataset", "mnist")
+        info = state.get("data") or {}
+        data = self.app.data  # the dataset the page holds now
+        if dataset == "text" and info.get("source") == "sample" and (
+                data is None or data.name != "text" or data.digest != info.get("sha256")):
+            await self.app._dataset({"source": "text-sample"})  # the bundled text: no file to choose
+            data = self.app.data
+        label = info.get("label") or DATASETS.get(dataset, dataset)
+        if data is None or data.name != dataset:
+            return (f"This checkpoint trained on {DATASETS.get(dataset, dataset)} ({label}): load that dataset first "
+                    "(Data, above), then Resume.")
+        if dataset == "text" and info.get("sha256") not in (None, data.digest):
+            return (f"This checkpoint trained on another text ({label}); the page holds {data.label}: choose the text "
+                    "it trained on (Data, above), then Resume.")
+        return None
 
     async def _candidates(self):
         try:
