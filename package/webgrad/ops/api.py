@@ -9,6 +9,7 @@ from .. import _printing, _tensor
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import sampling, sorting
+from . import joining, movement, products
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -33,6 +34,24 @@ _HAND_WRITTEN = {
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
 FUNCTIONS["broadcast_shapes"] = lambda *shapes: _tensor.Size(elementwise.broadcast_shapes(
     *((s,) if isinstance(s, int) else tuple(s) for s in shapes)))  # an int is a 1-D shape, as torch's
+
+# Compositions of the ops above, one module per family (their gradients come from the ops they use).
+_COMPOSED = {
+    joining: "atleast_1d atleast_2d atleast_3d hstack vstack row_stack dstack column_stack tensor_split hsplit vsplit "
+             "dsplit split_with_sizes unsafe_split unsafe_chunk broadcast_tensors meshgrid",
+    movement: "ravel roll rot90 fliplr flipud tile repeat_interleave diag_embed diagflat as_strided constant_pad_nd",
+    products: "einsum tensordot addmm addmv addr addbmm baddbmm mv outer ger inner vdot kron cdist cross block_diag "
+              "cartesian_prod combinations",
+}
+FUNCTIONS.update({name: getattr(module, name) for module, names in _COMPOSED.items() for name in names.split()})
+FUNCTIONS.update(movement.COPIES)  # alias_copy, view_copy, ...: a view op's result, copied
+_COMPOSED_METHODS = {name: FUNCTIONS[name] for name in (
+    "tensor_split hsplit vsplit dsplit split_with_sizes unsafe_split unsafe_chunk ravel roll rot90 fliplr flipud tile "
+    "repeat_interleave diag_embed diagflat as_strided narrow_copy addmm addmv addr addbmm baddbmm mv outer ger inner "
+    "vdot kron cross").split()}
+_COMPOSED_METHODS.update(unfold=movement.unfold, sum_to_size=movement.sum_to_size)
+_COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
+                          for name in "addmm addmv addr addbmm baddbmm".split()})
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (
@@ -110,6 +129,8 @@ for _name in _METHODS:
 for _name in _IN_PLACE:
     setattr(Tensor, _name + "_", inplace.in_place(_name + "_", FUNCTIONS[_name]))
 for _name, _method in _OPERATORS.items():
+    setattr(Tensor, _name, _method)
+for _name, _method in _COMPOSED_METHODS.items():
     setattr(Tensor, _name, _method)
 for _op in (*table.UNARY.values(), *table.BINARY.values()):
     install(_op)
