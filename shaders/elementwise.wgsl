@@ -286,6 +286,26 @@ fn pow_i32(x: i32, y: i32) -> i32 {
     return result;
 }
 
+// ------------------------------------------------------------------ elementwise math (the op table's cheap
+// records; the others' functions are in special.wgsl, compiled apart: see elementwise_special.wgsl)
+fn frac_f32(x: f32) -> f32 {
+    if (is_inf(x)) { return nan_f32(); }
+    return x - trunc(x);
+}
+
+// round(x, decimals) as PyTorch's: x * 10^d rounded (half to even) / 10^d, or x / 10^-d rounded * 10^-d.
+fn round_decimals_f32(x: f32, decimals: f32) -> f32 {
+    if (decimals == 0.0) { return round(x); }
+    var ten = 1.0;
+    for (var k = 0.0; k < abs(decimals); k += 1.0) { ten *= 10.0; }
+    if (decimals > 0.0) { return round(x * ten) / ten; }
+    return round(x / ten) * ten;
+}
+
+fn copysign_f32(x: f32, y: f32) -> f32 {
+    return bitcast<f32>((bitcast<u32>(x) & 0x7fffffffu) | (bitcast<u32>(y) & 0x80000000u));
+}
+
 // ------------------------------------------------------------------ the op tables
 // The cases come from package/webgrad/ops/table.py: one record per op, spliced in at `//! splice NAME`
 // when the shader is loaded (the OP_*/BW_*/BIN_* codes are numbered from the same table).

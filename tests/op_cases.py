@@ -7,6 +7,8 @@ An input spec is a shape (standard normal values) or (kind, shape[, high]) with 
   "pos"   values in [0.5, 2]          (log, sqrt, pow bases)
   "away"  |values| in [0.5, 2]        (denominators, kinks kept away from the data)
   "prob"  values in [0.05, 0.95]      (probabilities)
+  "unit"  values in (-0.9, 0.9)       (asin, atanh, erfinv)
+  "gt1"   values in [1.2, 3]          (acosh)
   "int"   integers in [0, high)       (indices; constant, no gradient)
   "perm"  a permutation of range(shape[0])
 """
@@ -28,6 +30,10 @@ def make_inputs(specs, seed=0):
                 a = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
             elif kind == "prob":
                 a = rng.uniform(0.05, 0.95, shape)
+            elif kind == "unit":
+                a = rng.uniform(-0.9, 0.9, shape)
+            elif kind == "gt1":
+                a = rng.uniform(1.2, 3.0, shape)
             elif kind == "int":
                 a = rng.integers(0, spec[2], shape).astype(np.int32)
             elif kind == "perm":
@@ -55,25 +61,26 @@ def _spec(domain, shape):
 
 def table_case(op):
     """The test row of op-table record `op` (webgrad/ops/table.py), written once for both libraries: the
-    method form where the record has one, else nn.functional's, else the module-level function."""
+    method form where the record has one, else nn.functional's, else the module-level function, else
+    torch.special's."""
     name = op.name
+    ns = (lambda m: m.special) if op.expose == {"special"} else (lambda m: m)  # noqa: E731
     if op.kind == "binary":
-        return (name, lambda m, F, a, b: getattr(m, name)(a, b), [_spec(op.test[0], M), _spec(op.test[1], B)])
+        return (name, lambda m, F, a, b: getattr(ns(m), name)(a, b), [_spec(op.test[0], M), _spec(op.test[1], B)])
     args = op.test_args
     if "method" in op.expose:
         fn = lambda m, F, a: getattr(a, name)(*args)  # noqa: E731
     elif "functional" in op.expose:
         fn = lambda m, F, a: getattr(F, name)(a, *args)  # noqa: E731
     else:
-        fn = lambda m, F, a: getattr(m, name)(a, *args)  # noqa: E731
+        fn = lambda m, F, a: getattr(ns(m), name)(a, *args)  # noqa: E731
     return (name, fn, [_spec(op.test, M)])
 
 
 def table_cases(ops=None):
     """Rows for every exposed, differentiable record of the op table (or of `ops`)."""
     ops = list(ops) if ops is not None else [*table.UNARY.values(), *table.BINARY.values()]
-    return [table_case(op) for op in ops
-            if op.expose and (op.grad is not None if op.kind == "binary" else op.differentiable)]
+    return [table_case(op) for op in ops if op.expose and op.differentiable]
 
 
 CASES = table_cases() + [

@@ -53,6 +53,7 @@ ALIASES = {
     "torch.distributions": "webgrad.distributions",
     "torch.jit": "webgrad.jit",
     "torch.onnx": "webgrad.onnx",
+    "torch.special": "webgrad.special",
 }
 
 

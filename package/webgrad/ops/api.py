@@ -8,8 +8,8 @@ re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 from .. import _printing, _tensor
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
-from . import sampling, sorting
-from . import joining, movement, products
+from . import elementwise_math, sampling, sorting
+from . import creation, joining, movement, products
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -29,6 +29,7 @@ _HAND_WRITTEN = {
     masked: "masked_fill",
     sorting: "topk sort argsort msort",
     sampling: "multinomial",
+    elementwise_math: "polygamma mvlgamma lerp clamp_min clamp_max rsub renorm frexp ldexp float_power positive",
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
@@ -42,6 +43,8 @@ _COMPOSED = {
     movement: "ravel roll rot90 fliplr flipud tile repeat_interleave diag_embed diagflat as_strided constant_pad_nd",
     products: "einsum tensordot addmm addmv addr addbmm baddbmm mv outer ger inner vdot kron cdist cross block_diag "
               "cartesian_prod combinations",
+    creation: "empty_strided empty_permuted scalar_tensor logspace randint_like normal bernoulli fill resize_as_",
+    inplace: "zero_ fill_",
 }
 FUNCTIONS.update({name: getattr(module, name) for module, names in _COMPOSED.items() for name in names.split()})
 FUNCTIONS.update(movement.COPIES)  # alias_copy, view_copy, ...: a view op's result, copied
@@ -49,7 +52,9 @@ _COMPOSED_METHODS = {name: FUNCTIONS[name] for name in (
     "tensor_split hsplit vsplit dsplit split_with_sizes unsafe_split unsafe_chunk ravel roll rot90 fliplr flipud tile "
     "repeat_interleave diag_embed diagflat as_strided narrow_copy addmm addmv addr addbmm baddbmm mv outer ger inner "
     "vdot kron cross").split()}
-_COMPOSED_METHODS.update(unfold=movement.unfold, sum_to_size=movement.sum_to_size)
+_COMPOSED_METHODS.update(unfold=movement.unfold, sum_to_size=movement.sum_to_size, bernoulli=creation.bernoulli,
+                         **{name: getattr(creation, name) for name in ("new_empty_strided bernoulli_ cauchy_ exponential_ "
+                                                                        "geometric_ log_normal_ resize_ resize_as_").split()})
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in "addmm addmv addr addbmm baddbmm".split()})
 
@@ -62,8 +67,10 @@ _METHODS = (
     "expand_as broadcast_to squeeze unsqueeze narrow split chunk unbind select index_select gather take_along_dim "
     "flip repeat tril triu diagonal diag nan_to_num addcmul addcdiv masked_fill"
     " topk sort argsort msort multinomial"
+    " mvlgamma lerp clamp_min clamp_max renorm frexp ldexp float_power positive"
 ).split()
-_IN_PLACE = "add sub mul div pow clamp clip maximum minimum tril triu nan_to_num addcmul addcdiv".split()
+_IN_PLACE = ("add sub mul div pow clamp clip maximum minimum tril triu nan_to_num addcmul addcdiv"
+             " mvlgamma lerp clamp_min clamp_max renorm ldexp").split()
 
 
 def _reflected(fn):
@@ -80,7 +87,9 @@ _OPERATORS = {
     "__mul__": elementwise.mul, "__rmul__": _reflected(elementwise.mul),
     "__truediv__": elementwise.div, "__rtruediv__": _reflected(elementwise.div),
     "__floordiv__": elementwise.floor_divide, "__rfloordiv__": _reflected(elementwise.floor_divide),
-    "__mod__": elementwise.remainder,
+    "__mod__": elementwise.remainder, "__rmod__": elementwise_math.rmod, "__rdiv__": elementwise_math.rdiv,
+    "polygamma": elementwise_math._polygamma_method,
+    "polygamma_": inplace.in_place("polygamma_", elementwise_math._polygamma_method),
     "__pow__": elementwise.pow, "__rpow__": _reflected(elementwise.pow),
     "__matmul__": matmul.matmul, "__rmatmul__": _reflected(matmul.matmul),
     "__neg__": elementwise.function("neg"), "__pos__": lambda self: self,

@@ -7,7 +7,7 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 import inspect
 
 from .. import dtypes
-from .._autograd import record
+from .._autograd import no_grad, record
 from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
@@ -46,11 +46,27 @@ def apply_unary(op, input, a=0.0, b=0.0):
     x = input
     if not x.dtype.is_floating and op.result != table.BOOL and not (op.result == table.SAME and op.int_exact):
         x = cast(x, dtypes.float32)
+    a, b = _NONE if a is None else a, _NONE if b is None else b
     out = _unary(x, op.name, a, b, dtype=dtypes.bool_ if op.result == table.BOOL else x.dtype)
     if op.grad is not None and x.dtype.is_floating:
         saved = out if op.name in _GRAD_FROM_OUTPUT else x
         record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, saved, out, a, b),))
+    elif op.zero_grad and x.dtype.is_floating:
+        record_zero_grad(out, op.node, (x,))
     return out
+
+
+_NONE = float("nan")  # a parameter given as None (logit's eps), as the kernels read it
+
+
+def record_zero_grad(out, name, inputs):
+    """Record `out` as a piecewise-constant function of `inputs` (floor, sign, round, div with a rounding
+    mode): as in PyTorch it joins the graph, and its backward gives each input a gradient of zeros."""
+    shapes = [t.shape if isinstance(t, Tensor) else None for t in inputs]
+
+    def backward(g):
+        return tuple(None if s is None else full(s, 0.0, dtype=g.dtype, device=g.device) for s in shapes)
+    return record(out, name, inputs, backward)
 
 
 # Ops whose derivative, written in x, gives the same value on y = f(x): their backward keeps the output only
@@ -71,7 +87,7 @@ def _bind(op, args, kwargs, with_inplace):
         if k in values:
             raise TypeError(f"{op.name}() got multiple values for argument {k!r}")
         values[k] = v
-    params = [float(values.get(n, d)) for n, d in op.params] + [0.0, 0.0]
+    params = [_NONE if values.get(n, d) is None else float(values.get(n, d)) for n, d in op.params] + [0.0, 0.0]
     return params[0], params[1], bool(values.get("inplace", False))
 
 
@@ -103,9 +119,11 @@ def _unary_function(op):
 def _binary_function(op):
     def fn(input, other):
         if not isinstance(input, Tensor):
-            raise TypeError(f"{op.name}(): expected a Tensor, got {type(input).__name__}")
+            if not isinstance(other, Tensor):
+                raise TypeError(f"{op.name}(): expected a Tensor, got {type(input).__name__}")
+            input = _scalar_operand(other, input, op.name)
         if not isinstance(other, Tensor):
-            other = full_scalar_like(input, other)
+            other = _scalar_operand(input, other, op.name)
         if op.result == table.FLOAT:
             input, other = _float_input(input, op.name), _float_input(other, op.name)
         x, y, dtype = _promote_pair(input, other, op.name)
@@ -180,6 +198,12 @@ clip = clamp
 
 def full_scalar_like(t, value):
     return full((), value, dtype=t.dtype, device=t.device)
+
+
+def _scalar_operand(t, value, op):
+    """A Python scalar beside tensor `t` as a 0-d tensor of torch's wrapped-number dtype: it lifts only the
+    category (an int tensor and 2.5 give float32; a float16 tensor and 2.5 stay float16)."""
+    return full((), value, dtype=_scalar_dtype(t, value, op), device=t.device)
 
 
 def affine(input, scale, shift, dtype=None):
@@ -287,8 +311,10 @@ def div(input, other, rounding_mode=None):
                 inexact = x - q * y != 0
                 q = where(logical_and(inexact, logical_xor(x < 0, y < 0)), q + 1, q)
             return q
-        q = div(input, other)
-        return floor(q) if rounding_mode == "floor" else trunc(q)
+        with no_grad():
+            q = div(input, other)
+            q = floor(q) if rounding_mode == "floor" else trunc(q)
+        return record_zero_grad(q, "Div", (input, other))
     if not isinstance(input, Tensor):  # scalar / tensor
         y = _float_input(other, "div")
         return _unary(y, "rdiv", float(input), name="Rdiv", grad_op="rdiv")

@@ -26,6 +26,8 @@ This module imports nothing from the engine: backends read it as plain data.
 
 import math
 
+from . import special_numpy as sf
+
 try:  # the CPU reference functions use NumPy when they run; the table itself does not need it
     import numpy as np
 except ImportError:  # pragma: no cover - Pyodide without NumPy: only the WebGPU columns are used
@@ -51,16 +53,24 @@ class Unary:
     module:    the nn Module's name (e.g. "ELU"), or None; module_repr_inplace: False where PyTorch's
                repr leaves `inplace=True` out (Hardsigmoid, Hardswish).
     test:      the input domain for the test rows: "normal", "pos" [0.5, 2], "away" |x| in [0.5, 2],
-               "prob" [0.05, 0.95]; test_args: the parameters the tests pass; differentiable: False
-               for ops whose gradient is zero almost everywhere (sign, floor, ...), not recorded.
+               "prob" [0.05, 0.95], "unit" (-0.9, 0.9), "gt1" [1.2, 3]; test_args: the parameters the
+               tests pass; differentiable: False for ops the gradient checks leave out.
+    heavy:     the WGSL calls shaders/special.wgsl (lgamma, Bessel functions, inverse trigonometry, ...):
+               the op compiles into a module of its own (elementwise_special.wgsl), so that no other
+               elementwise pipeline compiles that code (a software adapter compiles every function a
+               pipeline's switch reaches before it folds the switch on the op code).
+    zero_grad: the op is piecewise constant (floor, sign, round, ...): its derivative is 0 wherever it
+               exists, and as in PyTorch its floating result still joins the graph, its backward giving
+               zeros (no kernel runs). A parameter may be None (PyTorch's logit eps): kernels get NaN.
     """
 
     kind = "unary"
 
     def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, int_overflow=None,
                  params=(), expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
-                 test_args=None, node=None, differentiable=None, doc=None):
+                 test_args=None, node=None, differentiable=None, doc=None, zero_grad=False, heavy=False):
         self.name, self.wgsl, self.cpu, self.grad, self.grad_cpu = name, wgsl, cpu, grad, grad_cpu
+        self.zero_grad, self.heavy = zero_grad, heavy
         self.result, self.int_wgsl, self.int_overflow, self.params = result, int_wgsl, int_overflow, tuple(params)
         self.expose, self.module, self.module_repr_inplace = frozenset(expose), module, module_repr_inplace
         self.test = test
@@ -72,6 +82,8 @@ class Unary:
             raise ValueError(f"{name}: a unary kernel takes at most two scalar parameters (a, b)")
         if (grad is None) != (grad_cpu is None):
             raise ValueError(f"{name}: grad and grad_cpu come together")
+        if zero_grad and grad is not None:
+            raise ValueError(f"{name}: a zero_grad op has no derivative formula")
 
     @property
     def int_exact(self):
@@ -85,15 +97,22 @@ class Binary:
     """One binary op: out = f(x, y) on operands broadcast to one shape and promoted to one dtype.
 
     cpu(x, y): NumPy on float64 (or int64 when int_wgsl is given and both operands are integers).
-    grad(g, x, y, out) -> (gx, gy): written with tensor ops; None: not differentiable.
+    grad(g, x, y, out) -> (gx, gy): written with tensor ops; None: not differentiable (the result has no
+    gradient history). It may raise for an input PyTorch gives no derivative for (igamma's first).
+    differentiable: False leaves the op out of the generic gradient checks (default: grad is given).
+    native: cpu gets floating operands in their own dtype rather than float64 (nextafter: the result is the
+    dtype's neighbouring value). heavy: as Unary's.
     int_overflow: as Unary's, an expression in x, y.
     """
 
     kind = "binary"
 
     def __init__(self, name, wgsl, cpu, grad=None, *, result=SAME, int_wgsl=None, int_overflow=None,
-                 expose=("function", "method"), test=("normal", "normal"), node=None, doc=None):
+                 expose=("function", "method"), test=("normal", "normal"), node=None, doc=None, differentiable=None,
+                 native=False, heavy=False):
         self.name, self.wgsl, self.cpu, self.grad = name, wgsl, cpu, grad
+        self.native, self.heavy = native, heavy
+        self.differentiable = (grad is not None) if differentiable is None else differentiable
         self.result, self.int_wgsl, self.int_overflow, self.expose = result, int_wgsl, int_overflow, frozenset(expose)
         self.test = tuple(test)
         self.node = node or "".join(p.capitalize() for p in name.split("_"))
@@ -164,6 +183,13 @@ def _floor_divide(x, y):
     return np.floor_divide(x, np.where(y == 0, 1, y)) * (y != 0)
 
 
+def _round_decimals(x, decimals):
+    if decimals == 0:
+        return np.round(x)
+    ten = 10.0 ** abs(decimals)
+    return np.round(x * ten) / ten if decimals > 0 else np.round(x / ten) * ten
+
+
 def _between(x, lo, hi):  # strict, as PyTorch's hardtanh/relu6 backward
     return ((x > lo) & (x < hi)).astype(np.float64)
 
@@ -182,17 +208,18 @@ UNARY = {op.name: op for op in (
           test="away"),
     Unary("sign", "select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0)", lambda x, a, b: np.nan_to_num(np.sign(x)),
           result=SAME, int_wgsl="sign(x)",  # sign(nan) is 0, as torch's
-          expose=("function", "method", "inplace")),
+          expose=("function", "method", "inplace"), zero_grad=True),
     Unary("square", "x * x", lambda x, a, b: x * x, "2.0 * g * x", lambda x, y, a, b: 2.0 * x, result=SAME,
           int_wgsl="x * x", int_overflow="mul_overflows(x, x)", expose=("function", "method", "inplace")),
     Unary("floor", "floor(x)", lambda x, a, b: np.floor(x), result=SAME, int_wgsl="x",
-          expose=("function", "method", "inplace")),
+          expose=("function", "method", "inplace"), zero_grad=True),
     Unary("ceil", "ceil(x)", lambda x, a, b: np.ceil(x), result=SAME, int_wgsl="x",
-          expose=("function", "method", "inplace")),
-    Unary("round", "round(x)", lambda x, a, b: np.round(x), result=SAME, int_wgsl="x",  # half to even, as torch
-          expose=("function", "method", "inplace")),
+          expose=("function", "method", "inplace"), zero_grad=True),
+    # half to even, as torch; decimals as torch's round(x, decimals=): through x * 10^d (or x / 10^-d)
+    Unary("round", "round_decimals_f32(x, a)", lambda x, a, b: _round_decimals(x, a), result=SAME, int_wgsl="x",
+          params=(("decimals", 0),), test_args=(), expose=("function", "method", "inplace"), zero_grad=True),
     Unary("trunc", "trunc(x)", lambda x, a, b: np.trunc(x), result=SAME, int_wgsl="x",
-          expose=("function", "method", "inplace")),
+          expose=("function", "method", "inplace"), zero_grad=True),
     # ---- exponentials, logarithms, powers, trigonometry
     Unary("exp", "exp(x)", lambda x, a, b: np.exp(x), "g * y", lambda x, y, a, b: y,
           expose=("function", "method", "inplace")),
@@ -364,6 +391,251 @@ BINARY = {op.name: op for op in (
     Binary("logical_xor", "flag((x != 0.0) != (y != 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
            int_wgsl="iflag((x != 0) != (y != 0))", expose=()),
 )}
+
+
+# ===================================================================== elementwise math and torch.special
+# The WGSL functions are shaders/special.wgsl's, the NumPy references special_numpy.py's (sf); gradients are
+# PyTorch's formulas (derivatives.yaml), and ops PyTorch does not differentiate (the Bessel functions and
+# orthogonal polynomials) give results without gradient history, as there.
+_MATH = ("function", "method", "inplace")
+_SPECIAL = ("special",)  # webgrad.special.<name> only (torch.special's own names)
+_TINY = 1.1920929e-07  # float32's epsilon: PyTorch's i1/i1e backward use their limit 0.5 below it
+
+
+def _logit(x, eps):
+    if eps is not None and not math.isnan(eps):
+        x = np.where(x < eps, eps, np.where(x > 1.0 - eps, 1.0 - eps, x))
+    return np.log(x / (1.0 - x))
+
+
+def _d_logit(x, eps):
+    d = 1.0 / (x * (1.0 - x))
+    if eps is None or math.isnan(eps):
+        return np.where((x < 0) | (x > 1), np.nan, d)
+    return np.where((x < eps) | (x > 1.0 - eps), 0.0, d)
+
+
+def _sinc(x):
+    p = np.pi * x
+    return np.where(x == 0, 1.0, np.sin(p) / np.where(x == 0, 1.0, p))
+
+
+def _d_sinc(x):
+    p = np.pi * x
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 0.0, (p * np.cos(p) - np.sin(p)) / (np.pi * safe * safe))
+
+
+def _entr(x):
+    return np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)), np.where(x == 0, 0.0, np.where(x < 0, -np.inf, x)))
+
+
+def _d_i1(x, y, scaled):
+    safe = np.where(np.abs(x) > _TINY, x, _TINY)
+    d = (sf.i0e(safe) - y * (np.sign(safe) + 1.0 / safe)) if scaled else (sf.i0(safe) - y / safe)
+    return np.where(np.abs(x) > _TINY, d, 0.5)
+
+
+def _unary_bessel(name, wgsl, cpu):  # no derivative in PyTorch: results without gradient history
+    return Unary(name, wgsl, lambda x, a, b: cpu(x), expose=_SPECIAL, doc=f"torch.special.{name}, as torch's.",
+                 heavy=True)
+
+
+UNARY.update({op.name: op for op in (
+    # ---- inverse trigonometric and hyperbolic
+    Unary("asin", "asin_f32(x)", lambda x, a, b: np.arcsin(x), "g / sqrt_f32((1.0 - x) * (1.0 + x))",
+          lambda x, y, a, b: 1.0 / np.sqrt((1.0 - x) * (1.0 + x)), expose=_MATH, test="unit", heavy=True),
+    Unary("acos", "acos_f32(x)", lambda x, a, b: np.arccos(x), "-g / sqrt_f32((1.0 - x) * (1.0 + x))",
+          lambda x, y, a, b: -1.0 / np.sqrt((1.0 - x) * (1.0 + x)), expose=_MATH, test="unit", heavy=True),
+    Unary("asinh", "asinh_f32(x)", lambda x, a, b: np.arcsinh(x), "g / sqrt(x * x + 1.0)",
+          lambda x, y, a, b: 1.0 / np.sqrt(x * x + 1.0), expose=_MATH, heavy=True),
+    Unary("acosh", "acosh_f32(x)", lambda x, a, b: np.arccosh(x), "g / sqrt_f32((x - 1.0) * (x + 1.0))",
+          lambda x, y, a, b: 1.0 / np.sqrt((x - 1.0) * (x + 1.0)), expose=_MATH, test="gt1", heavy=True),
+    Unary("atanh", "atanh_f32(x)", lambda x, a, b: np.arctanh(x), "g / ((1.0 - x) * (1.0 + x))",
+          lambda x, y, a, b: 1.0 / ((1.0 - x) * (1.0 + x)), expose=_MATH, test="unit", heavy=True),
+    Unary("sinh", "sinh_f32(x)", lambda x, a, b: np.sinh(x), "g * cosh_f32(x)", lambda x, y, a, b: np.cosh(x),
+          expose=_MATH, heavy=True),
+    Unary("cosh", "cosh_f32(x)", lambda x, a, b: np.cosh(x), "g * sinh_f32(x)", lambda x, y, a, b: np.sinh(x),
+          expose=_MATH, heavy=True),
+    # ---- error function, gamma function and relatives
+    Unary("erfc", "erfc_checked(x)", lambda x, a, b: sf.erfc(x), "-g * FRAC_2_SQRT_PI * exp(-x * x)",
+          lambda x, y, a, b: -2.0 / np.sqrt(np.pi) * np.exp(-x * x), expose=_MATH, heavy=True),
+    Unary("erfinv", "erfinv_f32(x)", lambda x, a, b: sf.erfinv(x), "g * 0.886226925452758 * exp(y * y)",
+          lambda x, y, a, b: np.sqrt(np.pi) / 2.0 * np.exp(y * y), expose=_MATH, test="unit", heavy=True),
+    Unary("lgamma", "lgamma_f32(x)", lambda x, a, b: sf.lgamma(x), "g * digamma_f32(x)",
+          lambda x, y, a, b: sf.digamma(x), expose=_MATH, test="pos", heavy=True),
+    Unary("digamma", "digamma_f32(x)", lambda x, a, b: sf.digamma(x), "g * trigamma_f32(x)",
+          lambda x, y, a, b: sf.trigamma(x), expose=_MATH, test="pos", heavy=True),
+    # polygamma(n, x) takes n first: the kernel behind ops/elementwise_math.py's polygamma
+    Unary("polygamma", "polygamma_f32(a, x)", lambda x, a, b: sf.polygamma(a, x), "g * polygamma_f32(a + 1.0, x)",
+          lambda x, y, a, b: sf.polygamma(a + 1, x), params=(("n", 0),), expose=(), test="pos", heavy=True),
+    Unary("i0", "bessel_i_f32(x, 0, false)", lambda x, a, b: sf.i0(x), "g * bessel_i_f32(x, 1, false)",
+          lambda x, y, a, b: sf.i1(x), expose=_MATH, heavy=True),
+    Unary("sinc", "sinc_f32(x)", lambda x, a, b: _sinc(x), "g * d_sinc_f32(x)", lambda x, y, a, b: _d_sinc(x),
+          expose=_MATH, heavy=True),
+    Unary("logit", "logit_f32(x, a)", lambda x, a, b: _logit(x, a), "d_logit_f32(g, x, a)",
+          lambda x, y, a, b: _d_logit(x, a), params=(("eps", None),), expose=_MATH, test="prob", heavy=True),
+    # ---- conversions and parts
+    Unary("frac", "frac_f32(x)", lambda x, a, b: x - np.trunc(x), "g", lambda x, y, a, b: 1.0, result=SAME,
+          expose=_MATH),
+    Unary("deg2rad", "x * 0.017453292519943295", lambda x, a, b: x * (np.pi / 180.0), "g * 0.017453292519943295",
+          lambda x, y, a, b: np.pi / 180.0, expose=_MATH),
+    Unary("rad2deg", "x * 57.29577951308232", lambda x, a, b: x * (180.0 / np.pi), "g * 57.29577951308232",
+          lambda x, y, a, b: 180.0 / np.pi, expose=_MATH),
+    # frexp's two parts (ops/elementwise_math.py's frexp): mantissa in [0.5, 1) and exponent, as floats
+    Unary("frexp_mantissa", "frexp_f32(x).x", lambda x, a, b: np.frexp(x)[0], result=SAME, expose=(), heavy=True),
+    Unary("frexp_exponent", "frexp_f32(x).y", lambda x, a, b: np.frexp(x)[1].astype(np.float64), result=SAME,
+          expose=(), heavy=True),
+    Unary("sgn", "select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0)", lambda x, a, b: np.nan_to_num(np.sign(x)),
+          result=SAME, int_wgsl="sign(x)", expose=_MATH, zero_grad=True),
+    # ---- torch.special
+    Unary("entr", "entr_f32(x)", lambda x, a, b: _entr(x), "-g * (1.0 + log_f32(x))",
+          lambda x, y, a, b: -(1.0 + np.log(x)), expose=_SPECIAL, test="pos", heavy=True),
+    Unary("erfcx", "erfcx_f32(x)", lambda x, a, b: sf.erfcx(x), "g * (2.0 * x * y - FRAC_2_SQRT_PI)",
+          lambda x, y, a, b: 2.0 * x * y - 2.0 / np.sqrt(np.pi), expose=_SPECIAL, heavy=True),
+    Unary("ndtr", "ndtr_f32(x)", lambda x, a, b: sf.ndtr(x), "g * 0.3989422804014327 * exp(-0.5 * x * x)",
+          lambda x, y, a, b: np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi), expose=_SPECIAL, heavy=True),
+    Unary("log_ndtr", "log_ndtr_f32(x)", lambda x, a, b: sf.log_ndtr(x),
+          "g * 0.3989422804014327 * exp(-(y + 0.5 * x * x))",
+          lambda x, y, a, b: np.exp(-(y + 0.5 * x * x)) / np.sqrt(2.0 * np.pi), expose=_SPECIAL, heavy=True),
+    Unary("ndtri", "ndtri_f32(x)", lambda x, a, b: sf.ndtri(x), "g * 2.5066282746310002 * exp(0.5 * y * y)",
+          lambda x, y, a, b: np.sqrt(2.0 * np.pi) * np.exp(0.5 * y * y), expose=_SPECIAL, test="prob", heavy=True),
+    Unary("i0e", "bessel_i_f32(x, 0, true)", lambda x, a, b: sf.i0e(x),
+          "g * (bessel_i_f32(x, 1, true) - sign_f32(x) * y)",
+          lambda x, y, a, b: sf.i1e(x) - np.sign(x) * y, expose=_SPECIAL, heavy=True),
+    Unary("i1", "bessel_i_f32(x, 1, false)", lambda x, a, b: sf.i1(x),
+          f"select(g * (bessel_i_f32(x, 0, false) - y / x), 0.5 * g, abs(x) <= {_TINY})",
+          lambda x, y, a, b: _d_i1(x, y, False), expose=_SPECIAL, heavy=True),
+    Unary("i1e", "bessel_i_f32(x, 1, true)", lambda x, a, b: sf.i1e(x),
+          f"select(g * (bessel_i_f32(x, 0, true) - y * (sign_f32(x) + 1.0 / x)), 0.5 * g, abs(x) <= {_TINY})",
+          lambda x, y, a, b: _d_i1(x, y, True), expose=_SPECIAL, heavy=True),
+    _unary_bessel("bessel_j0", "bessel_j0_f32(x)", sf.j0),
+    _unary_bessel("bessel_j1", "bessel_j1_f32(x)", sf.j1),
+    _unary_bessel("bessel_y0", "bessel_y0_f32(x)", sf.y0),
+    _unary_bessel("bessel_y1", "bessel_y1_f32(x)", sf.y1),
+    _unary_bessel("modified_bessel_i0", "bessel_i_f32(x, 0, false)", sf.i0),
+    _unary_bessel("modified_bessel_i1", "bessel_i_f32(x, 1, false)", sf.i1),
+    _unary_bessel("modified_bessel_k0", "bessel_k_f32(x, 0, false)", sf.k0),
+    _unary_bessel("modified_bessel_k1", "bessel_k_f32(x, 1, false)", sf.k1),
+    _unary_bessel("scaled_modified_bessel_k0", "bessel_k_f32(x, 0, true)", sf.k0e),
+    _unary_bessel("scaled_modified_bessel_k1", "bessel_k_f32(x, 1, true)", sf.k1e),
+    _unary_bessel("spherical_bessel_j0", "spherical_j0_f32(x)", sf.spherical_j0),
+)})
+
+
+def _zeros(t):
+    return t.new_zeros(t.shape)
+
+
+def _not_implemented(op, which):
+    raise NotImplementedError(f"the derivative for '{op}{which}' is not implemented.")
+
+
+def _copysign_grad(g, x, y, out):
+    ratio = (out / x).masked_fill(x == 0, 0.0)
+    return g * ratio, _zeros(y)
+
+
+def _fmod_grad(g, x, y, out):
+    return g, -g * (x / y).trunc()
+
+
+def _xlogy_grad(g, x, y, out):
+    from .elementwise import function
+    return function("xlogy")(g, y).masked_fill((x == 0) & (y <= 0), 0.0), g * x / y
+
+
+def _xlog1py_grad(g, x, y, out):
+    from .elementwise import function
+    return function("xlog1py")(g, y).masked_fill((x == 0) & (y <= -1), 0.0), g * x / (y + 1)
+
+
+def _fmax_grad(g, x, y, out):
+    first = (x >= y) | y.isnan()  # ties and a NaN other go to the first operand, as PyTorch's
+    return g.masked_fill(~first, 0.0), g.masked_fill(first, 0.0)
+
+
+def _fmin_grad(g, x, y, out):
+    first = (x <= y) | y.isnan()
+    return g.masked_fill(~first, 0.0), g.masked_fill(first, 0.0)
+
+
+def _logaddexp2_grad(g, x, y, out):
+    return g / (1 + (y - x).exp2()), g / (1 + (x - y).exp2())
+
+
+def _igamma_grad(upper):
+    def grad(g, a, x, out):
+        if a.requires_grad:
+            _not_implemented("igammac" if upper else "igamma", ": input")
+        d = g * ((a - 1) * x.log() - x - a.lgamma()).exp()
+        return None, (-d if upper else d)
+    return grad
+
+
+def _zeta_grad(g, x, q, out):
+    if x.requires_grad:
+        _not_implemented("zeta", "")
+    from .elementwise import function
+    return None, g * -x * function("zeta")(x + 1.0, q)
+
+
+def _heaviside_grad(g, x, y, out):
+    raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
+def _polynomial(name, wgsl, cpu):  # no derivative in PyTorch
+    return Binary(name, wgsl, lambda x, n: cpu(x, n), result=FLOAT, expose=_SPECIAL, heavy=True,
+                  doc=f"torch.special.{name}(input, n), as torch's (n truncated to an integer).")
+
+
+BINARY.update({op.name: op for op in (
+    Binary("copysign", "copysign_f32(x, y)", lambda x, y: np.copysign(x, y), _copysign_grad, result=FLOAT,
+           expose=_MATH),
+    Binary("fmod", "fmod_f32(x, y)", lambda x, y: np.fmod(x, y), _fmod_grad, int_wgsl="select(x % y, 0, y == 0)",
+           expose=_MATH, test=("normal", "away"), heavy=True),
+    Binary("xlogy", "xlogy_f32(x, y, false)", lambda x, y: _xlogy(x, y, np.log), _xlogy_grad, result=FLOAT,
+           expose=_MATH + ("special",), test=("normal", "pos"), heavy=True),
+    Binary("heaviside", "select(select(0.0, 1.0, x > 0.0), y, x == 0.0)",
+           lambda x, y: np.where(x == 0, y, (x > 0).astype(x.dtype)), _heaviside_grad,
+           int_wgsl="select(select(0, 1, x > 0), y, x == 0)", expose=_MATH, differentiable=False),
+    Binary("fmax", "select(select(max(x, y), x, is_nan(y)), y, is_nan(x))", lambda x, y: np.fmax(x, y), _fmax_grad,
+           int_wgsl="max(x, y)", expose=("function", "method")),
+    Binary("fmin", "select(select(min(x, y), x, is_nan(y)), y, is_nan(x))", lambda x, y: np.fmin(x, y), _fmin_grad,
+           int_wgsl="min(x, y)", expose=("function", "method")),
+    Binary("nextafter", "nextafter_f32(x, y)", lambda x, y: np.nextafter(x, y),
+           lambda g, x, y, out: (g, _zeros(y)), result=FLOAT, expose=_MATH, native=True, heavy=True),
+    Binary("logaddexp2", "logaddexp2_f32(x, y)", lambda x, y: np.logaddexp2(x, y), _logaddexp2_grad, result=FLOAT,
+           expose=("function", "method"), heavy=True),
+    Binary("igamma", "igamma_f32(x, y, false)", lambda x, y: sf.igamma(x, y), _igamma_grad(False), result=FLOAT,
+           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True),
+    Binary("igammac", "igamma_f32(x, y, true)", lambda x, y: sf.igammac(x, y), _igamma_grad(True), result=FLOAT,
+           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True),
+    Binary("xlog1py", "xlogy_f32(x, y, true)", lambda x, y: _xlogy(x, y, np.log1p), _xlog1py_grad, result=FLOAT,
+           expose=_SPECIAL, test=("normal", "pos"), heavy=True),
+    Binary("zeta", "zeta_f32(x, y)", lambda x, y: sf.zeta(x, y), _zeta_grad, result=FLOAT, expose=_SPECIAL,
+           differentiable=False, heavy=True),
+    _polynomial("chebyshev_polynomial_t", "chebyshev_t_f32(x, y)", sf.chebyshev_t),
+    _polynomial("chebyshev_polynomial_u", "chebyshev_u_f32(x, y)", sf.chebyshev_u),
+    _polynomial("chebyshev_polynomial_v", "chebyshev_v_f32(x, y)", sf.chebyshev_v),
+    _polynomial("chebyshev_polynomial_w", "chebyshev_w_f32(x, y)", sf.chebyshev_w),
+    _polynomial("shifted_chebyshev_polynomial_t", "chebyshev_t_f32(x + x - 1.0, y)",
+                lambda x, n: sf.chebyshev_t(x, n, shifted=True)),
+    _polynomial("shifted_chebyshev_polynomial_u", "chebyshev_u_f32(x + x - 1.0, y)",
+                lambda x, n: sf.chebyshev_u(x, n, shifted=True)),
+    _polynomial("shifted_chebyshev_polynomial_v", "chebyshev_v_f32(x + x - 1.0, y)",
+                lambda x, n: sf.chebyshev_v(x, n, shifted=True)),
+    _polynomial("shifted_chebyshev_polynomial_w", "chebyshev_w_f32(x + x - 1.0, y)",
+                lambda x, n: sf.chebyshev_w(x, n, shifted=True)),
+    _polynomial("hermite_polynomial_h", "hermite_h_f32(x, y)", sf.hermite_h),
+    _polynomial("hermite_polynomial_he", "hermite_he_f32(x, y)", sf.hermite_he),
+    _polynomial("laguerre_polynomial_l", "laguerre_l_f32(x, y)", sf.laguerre_l),
+    _polynomial("legendre_polynomial_p", "legendre_p_f32(x, y)", sf.legendre_p),
+)})
+
+
+def _xlogy(x, y, log):
+    return np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * log(np.where(x == 0, 1.0, y))))
 
 
 # Bumped by register/unregister: the WebGPU backend renumbers its op codes only when it changed (a version

@@ -321,7 +321,7 @@ def _to_numpy(t):
     """A webgrad or torch tensor's values as a NumPy array (float16 kept, everything on the host)."""
     import torch
     if isinstance(t, torch.Tensor):
-        return t.detach().cpu().resolve_conj().resolve_neg().numpy()
+        return t.detach().cpu().resolve_conj().resolve_neg().numpy(force=True)  # (force: a ZeroTensor gradient, sgn's)
     return t.detach().to("cpu").numpy()
 
 

@@ -65,6 +65,8 @@ def binary(op, out, x, y):
     xv, yv = array(x), array(y)
     exact = rec.int_exact and xv.dtype.kind != "f" and yv.dtype.kind != "f"
     wide = np.int64 if exact else np.float64
+    if rec.native and out.dtype.is_floating:
+        wide = NP_DTYPES[out.dtype]
     if rec.result == table.BOOL and op.startswith("logical"):
         wide = np.bool_
     with np.errstate(all="ignore"):

@@ -38,15 +38,24 @@ class _OpCodes:
             **{"BW_" + n.upper(): c for n, c in self.backward.items()},
             **{"BIN_" + n.upper(): c for n, c in self.binary.items()},
         }
-        self.splices = {
-            "unary_f": _cases("OP", ((n, op.wgsl) for n, op in unary.items())),
-            "unary_i": _cases("OP", ((n, op.int_wgsl) for n, op in unary.items() if op.int_exact)),
-            "backward_f": _cases("BW", ((n, op.grad) for n, op in unary.items() if op.grad)),
-            "binary_f": _cases("BIN", ((n, op.wgsl) for n, op in binary.items())),
-            "binary_i": _cases("BIN", ((n, op.int_wgsl) for n, op in binary.items() if op.int_exact)),
-            "unary_overflow": _cases("OP", ((n, op.int_overflow) for n, op in unary.items() if op.int_overflow)),
-            "binary_overflow": _cases("BIN", ((n, op.int_overflow) for n, op in binary.items() if op.int_overflow)),
-        }
+        # Two modules: elementwise.wgsl with the cases of every record but the heavy ones, and
+        # elementwise_special.wgsl with the heavy records' cases only (see table.Unary's `heavy`).
+        self.splices = _splices({n: op for n, op in unary.items() if not op.heavy},
+                                {n: op for n, op in binary.items() if not op.heavy})
+        self.special_splices = _splices({n: op for n, op in unary.items() if op.heavy},
+                                        {n: op for n, op in binary.items() if op.heavy})
+
+
+def _splices(unary, binary):
+    return {
+        "unary_f": _cases("OP", ((n, op.wgsl) for n, op in unary.items())),
+        "unary_i": _cases("OP", ((n, op.int_wgsl) for n, op in unary.items() if op.int_exact)),
+        "backward_f": _cases("BW", ((n, op.grad) for n, op in unary.items() if op.grad)),
+        "binary_f": _cases("BIN", ((n, op.wgsl) for n, op in binary.items())),
+        "binary_i": _cases("BIN", ((n, op.int_wgsl) for n, op in binary.items() if op.int_exact)),
+        "unary_overflow": _cases("OP", ((n, op.int_overflow) for n, op in unary.items() if op.int_overflow)),
+        "binary_overflow": _cases("BIN", ((n, op.int_overflow) for n, op in binary.items() if op.int_overflow)),
+    }
 
 
 def _cases(prefix, items):
@@ -78,7 +87,13 @@ def _shader_inputs():
     return codes.constants, codes.splices
 
 
+def _special_shader_inputs():
+    codes = ops()
+    return codes.constants, codes.special_splices
+
+
 SHADER = Shader("elementwise.wgsl", _shader_inputs)
+SPECIAL_SHADER = Shader("elementwise_special.wgsl", _special_shader_inputs)
 
 _LAYOUT = ((0, "write"), (1, "read"), (2, "read"), (3, "read"), (4, "read"), (5, "uniform"))
 _IN = lambda k: (f"IN{k}_DTYPE", f"IN{k}_FROM_OUT")  # noqa: E731
@@ -121,6 +136,19 @@ UNARY_TO_U8 = Kernel(
     ("OP", "INT_MATH", "CONTIGUOUS", *_IN(0)),
 )
 
+
+def _twin(kernel):
+    return Kernel(SPECIAL_SHADER, kernel.entry, kernel.bindings, kernel.overrides)
+
+
+# The same entry points in elementwise_special.wgsl, for the heavy records: SPECIAL[kernel] is kernel's twin,
+# and VEC4, HALF8 and CHECKED map the twins as they map the originals.
+SPECIAL = {k: _twin(k) for k in (UNARY, UNARY_BACKWARD, BINARY, UNARY_TO_U8)}
+for _kernel, _special in list(SPECIAL.items()):
+    for _variants in (VEC4, HALF8, CHECKED):
+        if _kernel in _variants:
+            _variants[_special] = _twin(_variants[_kernel])
+
 # n, rank, a_slot, b_slot | a, b, ai, bi | offsets x4 | shape x8 | strides 8 dims x 4 operands
 _PARAMS = struct.Struct("<4I2f2i4i8I32i")
 WORKGROUP = 256
@@ -130,7 +158,7 @@ def launch(rt, kernel, op_code, out, inputs, a=0.0, b=0.0, int_math=False):
     """Record `kernel` computing `out` from up to three input views (already checked, same shape)."""
     if out.numel == 0:
         return
-    to_u8 = kernel is UNARY_TO_U8
+    to_u8 = kernel is UNARY_TO_U8 or kernel is SPECIAL[UNARY_TO_U8]
     bound = []  # the views to bind; None: read through `out` (in place, the same element each thread writes)
     for x in inputs:
         if x.storage is out.storage:
@@ -218,7 +246,7 @@ _HAND_WRITTEN_NAMES = {"identity": "conversion to int64", "fill": "fill of an in
 
 
 def _op_name(kernel, code):
-    names = ops().binary if kernel is BINARY_I64 else ops().unary
+    names = ops().binary if kernel in (BINARY_I64, CHECKED[SPECIAL[BINARY]]) else ops().unary
     name = next((n for n, c in names.items() if c == code), "elementwise op")
     return _HAND_WRITTEN_NAMES.get(name, name)
 
@@ -310,6 +338,8 @@ def unary(rt, op, out, x, a=0.0, b=0.0):
         and is_integral(a) and is_integral(b)
     )
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
+    if rec.heavy:
+        kernel = SPECIAL[kernel]
     if out.dtype is int64:
         # clamp's bounds only bound (beyond int32 they change nothing); other ops' scalars must fit
         scalars = () if op == "clamp" else (_integer(a), _integer(b))
@@ -335,7 +365,8 @@ def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
     for name, v in (("grad", grad), ("x", x), ("y", y)):
         check_view(v, name)
     check_same_shape(out, ("grad", grad), ("x", x), ("y", y))
-    launch(rt, UNARY_BACKWARD, codes.backward[op], out, [grad, x, y], a, b)
+    kernel = SPECIAL[UNARY_BACKWARD] if codes.records["unary"][op].heavy else UNARY_BACKWARD
+    launch(rt, kernel, codes.backward[op], out, [grad, x, y], a, b)
 
 
 @kernels.binary.implement("webgpu")
@@ -354,13 +385,14 @@ def binary(rt, op, out, x, y):
         and (bool_result or not out.dtype.is_floating)
     )
     code = codes.binary[op]
+    kernel = SPECIAL[BINARY] if rec.heavy else BINARY
     if out.dtype is int64:
-        launch(rt, _int64_kernel(BINARY, out, int_math, rec.int_overflow is not None), code, out, [x, y],
+        launch(rt, _int64_kernel(kernel, out, int_math, rec.int_overflow is not None), code, out, [x, y],
                int_math=int_math)
     elif out.dtype is uint8:
-        _via_int32(rt, out, lambda tmp: launch(rt, BINARY, code, tmp, [x, y], int_math=int_math))
+        _via_int32(rt, out, lambda tmp: launch(rt, kernel, code, tmp, [x, y], int_math=int_math))
     else:
-        launch(rt, BINARY, code, out, [x, y], int_math=int_math)
+        launch(rt, kernel, code, out, [x, y], int_math=int_math)
 
 
 # float16 (the records' HALF policy): elementwise.wgsl's float16 entry points where every view fits HALF8;
