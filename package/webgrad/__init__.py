@@ -34,6 +34,7 @@ from .dtypes import bfloat16  # a name only: webgrad stores no bfloat16 (dtypes.
 from ._norm import norm
 from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
+from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from ._out import add_out_argument as _add_out_argument
