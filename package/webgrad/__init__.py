@@ -37,6 +37,7 @@ from . import distributed, jit, onnx  # torch.distributed (a world of one), Torc
 from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
+from .layout import layout, strided
 from ._out import add_out_argument as _add_out_argument
 
 # Every op function (webgrad.exp, webgrad.cat, ...): the hand-written ones by name and the op table's
@@ -55,7 +56,7 @@ __all__ = [
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
-    "memory_format", "preserve_format",
+    "memory_format", "preserve_format", "layout", "strided",
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
     "norm", "distributed", "jit", "onnx",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
