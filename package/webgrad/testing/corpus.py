@@ -1,0 +1,974 @@
+"""Real PyTorch training scripts, written by others and never tuned for webgrad, run unchanged under
+``webgrad.as_torch()`` and compared with the real torch.
+
+    python -m webgrad.testing.corpus [--device cpu|webgpu] [--only NAME ...] [--torch] [--root DIR] [--verbose]
+    python -m webgrad.testing.corpus --record              # record the real torch's losses (needs torch)
+    python -m webgrad.testing.corpus --write-manifest      # record the corpus files' sources and hashes
+    python -m webgrad.testing.corpus --lib torch           # check that the corpus itself runs on the real torch
+
+The corpus lives in ``tests/compat/corpus/<name>/``: each script with its sibling modules, unchanged but for a first
+line naming its source (the third-party files stay out of commits; ``tests/compat/corpus_manifest.json`` names each
+file's source and SHA-256). Every script runs in a fresh interpreter, in a temporary copy of its folder, with:
+
+- ``tests/compat/standin/`` first on ``sys.path``: torchvision (datasets reading local files, transforms, utils,
+  resnet18), matplotlib (draws nothing) and requests (serves mapped URLs from local files), the same under both
+  libraries;
+- stand-in data that ``tests/compat/corpus_data.py`` writes in the format the script reads (SCRIPTS[...].data);
+- ``random`` and ``numpy.random`` seeded, ``PYTHONHASHSEED=0``, one thread;
+- with ``--device webgpu``, webgrad's default device set to ``webgpu`` and the script's own accelerator flag
+  (``accel_args``) passed; on the CPU its ``cpu_args`` (``--no-accel``...). The real torch always runs on the CPU.
+
+Runs are capped through each script's own flags (``args``). Where a script has no flags, the table says which
+mechanism caps it: ``overrides`` replaces the value of named constant assignments (``epochs = 5``) at module level
+or directly under ``if __name__ == "__main__":`` when the script is compiled (the file is not touched; a name that
+matches nothing is an error, so the table cannot drift from the text), ``max_backward`` ends the run cleanly after N
+``Tensor.backward`` calls, and the data stand-in's size bounds an epoch.
+
+Losses are the numbers the script prints (``loss_re``). How a run is judged (``compare``):
+
+- ``exact``: same losses as the real torch within ``rtol``/``atol`` (plus the printed rounding). Both libraries
+  then draw their random numbers from one shared NumPy source (the ``torch.rand*``/``randperm``/``normal``/
+  ``multinomial`` functions, ``Tensor.uniform_``/``normal_``/``bernoulli_``, dropout, the DataLoader's shuffling),
+  so parameter initialisation, batches and masks are identical (the real functions of webgrad are then not the
+  ones exercised; a name webgrad lacks is not added). With no torch run or recorded one, only finiteness is checked.
+- ``trend``: no torch run to compare with (its randomness cannot be shared, as ``Dropout2d``'s, or the real torch
+  cannot run it here): the losses must be finite and fall (the mean of the second half below that of the first
+  half, or the last below the first).
+- ``runs``: finite losses only (GANs, whose losses need not fall in a few steps; Hogwild's racing processes).
+
+Recorded torch losses (``tests/compat/corpus_reference.json``, written by ``--record`` with the real torch) stand in
+for a torch run while their key (a hash of the table entry, the script's files, the data generator, the stand-ins
+and the shared random source) still matches; ``--torch`` always runs torch afresh.
+
+Each script prints one line (``ok`` or ``FAIL`` with the first error: exception, message and the script line that
+raised it), then ``corpus DEVICE: ok N of M``.
+"""
+
+import argparse
+import ast
+import builtins
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from dataclasses import dataclass, field
+
+# "loss" (or Loss, loss_train, d_loss...) then at most a few non-alphanumerics, then a number
+LOSS_RE = r"(?i)loss\w*\W{0,4}?\s*([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:e[-+]?\d+)?|nan|inf)"
+STEP_LOSS_RE = r"(?m)^\d+ ([-+]?\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)$"  # `print(t, loss.item())`
+WORKDIR = os.path.join("run", "here")  # scripts run two levels deep, so "../data" and "../../data" stay inside
+
+
+@dataclass
+class Script:
+    """How to run one corpus script. `folder` defaults to the table key; several entries may share a folder."""
+
+    entry: str
+    source: str  # the entry file's origin (also its first line); sibling files name their own
+    args: list = field(default_factory=list)
+    cpu_args: list = field(default_factory=list)  # added on the CPU (e.g. --no-accel) ...
+    accel_args: list = field(default_factory=list)  # ... or on --device webgpu (e.g. --accel)
+    data: list = field(default_factory=list)  # (kind, path relative to the working directory, options)
+    urls: dict = field(default_factory=dict)  # URL -> local path, served by the requests stand-in
+    overrides: dict = field(default_factory=dict)  # constant NAME -> value, for scripts without flags
+    max_backward: int = None
+    compare: str = "exact"  # exact | trend | runs
+    rtol: float = 2e-3
+    atol: float = 1e-5
+    loss_re: str = LOSS_RE
+    timeout: float = 180.0  # generous: on a loaded machine a 1-second run can take 30
+    mkdirs: list = field(default_factory=list)
+    folder: str = None
+    kind: str = ""  # what it trains, for the report
+    note: str = ""  # why the settings are what they are
+
+
+EX = "https://github.com/pytorch/examples/blob/77f55b912142e11fcfdf5b530231fb9c52f181e8/"
+TUT = "https://github.com/pytorch/tutorials/blob/"
+YJ = "https://github.com/yunjey/pytorch-tutorial/blob/0500d3df5a2a8080ccfccbc00aca0eacc21818db/tutorials/"
+PG = "https://github.com/eriklindernoren/PyTorch-GAN/blob/36d3c77e5ff20ebe0aeefd322326a134a279b93e/implementations/"
+JJ = "https://github.com/jcjohnson/pytorch-examples/blob/0003fcdc606a79951e53bf8f46f8574fa4739f23/"
+MZ = "https://github.com/MorvanZhou/PyTorch-Tutorial/blob/dbe154a9e56635e51c6b0c2ccea8ae36cfb585a7/tutorial-contents/"
+MINGPT = "https://github.com/karpathy/minGPT/blob/37baab71b9abea1b76ab957409a1cc2fbfba8a26/"
+NGVL = "https://github.com/karpathy/ng-video-lecture/blob/52201428ed7b46804849dea0b3ccf0de9df1a5c3/"
+CORA_URL = "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"
+
+MNIST_UP = [("mnist", "../data", {"train": 48, "test": 24})]
+MNIST_UP2 = [("mnist", "../../data", {"train": 48, "test": 24})]
+
+SCRIPTS = {
+    # ------------------------------------------------------------------------------------------ pytorch/examples
+    "ex_mnist": Script(
+        "main.py", EX + "mnist/main.py", kind="CNN, Adadelta, StepLR",
+        args=["--epochs", "2", "--batch-size", "16", "--test-batch-size", "24", "--log-interval", "1"],
+        cpu_args=["--no-accel"], data=MNIST_UP),
+    "ex_mnist_rnn": Script(
+        "main.py", EX + "mnist_rnn/main.py", kind="LSTM, BatchNorm1d, Dropout2d",
+        args=["--epochs", "2", "--batch-size", "16", "--test-batch-size", "24", "--log-interval", "1"],
+        accel_args=["--accel"], data=MNIST_UP, compare="trend", note="Dropout2d on a 2-d input"),
+    "ex_mnist_forward_forward": Script(
+        "main.py", EX + "mnist_forward_forward/main.py", kind="forward-forward MLP, Adam",
+        args=["--epochs", "6", "--train_size", "48", "--test_size", "24", "--log-interval", "2"],
+        cpu_args=["--no_accel"], data=[("mnist", "data", {"train": 48, "test": 24})]),
+    "ex_word_language_model": Script(
+        "main.py", EX + "word_language_model/main.py", kind="LSTM language model, manual SGD, clip_grad_norm_",
+        args=["--epochs", "2", "--emsize", "16", "--nhid", "16", "--bptt", "8", "--batch_size", "4",
+              "--dropout", "0", "--log-interval", "4", "--save", "model.pt"],
+        accel_args=["--accel"], data=[("wikitext", "data/wikitext-2", {})]),
+    "ex_word_language_model_transformer": Script(
+        "main.py", EX + "word_language_model/main.py", folder="ex_word_language_model",
+        kind="Transformer encoder language model",
+        args=["--model", "Transformer", "--epochs", "2", "--emsize", "16", "--nhid", "16", "--nhead", "2",
+              "--bptt", "8", "--batch_size", "4", "--dropout", "0", "--lr", "2", "--log-interval", "4",
+              "--save", "model.pt"],
+        accel_args=["--accel"], data=[("wikitext", "data/wikitext-2", {})]),
+    "ex_dcgan": Script(
+        "main.py", EX + "dcgan/main.py", kind="DCGAN, ConvTranspose2d, BatchNorm2d, BCELoss",
+        args=["--dataset", "folder", "--dataroot", "images", "--workers", "0", "--batchSize", "4", "--niter", "1",
+              "--ngf", "4", "--ndf", "4", "--nz", "8", "--manualSeed", "1", "--outf", "out"],
+        accel_args=["--accel"], data=[("image_folder", "images", {"n": 8, "size": 72})],
+        note="Resize(64) + CenterCrop(64) of 72-pixel PNGs"),
+    "ex_vae": Script(
+        "main.py", EX + "vae/main.py", kind="VAE, binary_cross_entropy, randn_like",
+        args=["--epochs", "2", "--batch-size", "8", "--log-interval", "2"], cpu_args=["--no-accel"],
+        data=[("mnist", "../data", {"train": 32, "test": 16})], mkdirs=["results"]),
+    "ex_regression": Script(
+        "main.py", EX + "regression/main.py", kind="polynomial regression, manual SGD, smooth_l1_loss",
+        rtol=2e-2, loss_re=r"Loss: (\S+) after (\d+) batches",
+        note="runs until its loss is below 1e-3: that loss and the number of batches it took are compared"),
+    "ex_siamese_network": Script(
+        "main.py", EX + "siamese_network/main.py", kind="siamese ResNet-18, BCELoss, Adadelta",
+        args=["--epochs", "1", "--batch-size", "4", "--test-batch-size", "10", "--log-interval", "1"],
+        cpu_args=["--no-accel"], data=[("mnist", "../data", {"train": 20, "test": 20})], max_backward=2,
+        note="pairs need two images of every class (its sampler loops until it finds a second one); Adadelta at "
+             "lr 1.0 turns float32 differences of 1e-7 in near-zero gradients into 1e-4 steps, so losses part from "
+             "torch's by 0.4% at the third step: two are compared"),
+    "ex_gcn": Script(
+        "main.py", EX + "gcn/main.py", kind="graph convolution, sparse adjacency (torch.sparse)",
+        args=["--epochs", "10", "--val-every", "1", "--hidden-dim", "8", "--dropout-p", "0"],
+        cpu_args=["--no-accel"], data=[("cora", "cora_src", {"archive": "cora.tgz"})],
+        urls={CORA_URL: "cora.tgz"}, note="downloads Cora with requests: the stand-in serves a small graph"),
+    "ex_gat": Script(
+        "main.py", EX + "gat/main.py", kind="graph attention network",
+        args=["--epochs", "10", "--val-every", "1", "--hidden-dim", "8", "--num-heads", "2", "--dropout-p", "0"],
+        cpu_args=["--no-accel"], data=[("cora", "cora", {})]),
+    "ex_super_resolution": Script(
+        "main.py", EX + "super_resolution/main.py", kind="sub-pixel CNN (PixelShuffle), YCbCr PIL pipeline",
+        args=["--upscale_factor", "3", "--batchSize", "2", "--testBatchSize", "1", "--nEpochs", "2",
+              "--threads", "0"], accel_args=["--accel"], data=[("bsds300", "dataset", {"size": 96})],
+        note="the 256-pixel crop is cut from 96-pixel images (CenterCrop pads), which keeps a step cheap"),
+    "ex_mnist_hogwild": Script(
+        "main.py", EX + "mnist_hogwild/main.py", kind="Hogwild training, torch.multiprocessing",
+        args=["--epochs", "1", "--num-processes", "2", "--batch-size", "16", "--test-batch-size", "24",
+              "--log-interval", "1"], data=MNIST_UP, compare="runs", timeout=240,
+        note="two processes update shared weights: their interleaving is not reproducible"),
+    # ------------------------------------------------------------------------------------------------ karpathy
+    "nanogpt": Script(
+        "train.py", "https://github.com/karpathy/nanoGPT/blob/3adf61e154c3fe3fca428ad6bc3818b27a3b8291/train.py",
+        kind="GPT (nanoGPT), AdamW, cosine LR, GradScaler, autocast context",
+        args=["config/train_shakespeare_char.py", "--compile=False", "--dtype=float32",
+              "--eval_iters=2", "--eval_interval=4", "--log_interval=1", "--block_size=16", "--batch_size=4",
+              "--n_layer=2", "--n_head=2", "--n_embd=32", "--max_iters=8", "--lr_decay_iters=8",
+              "--warmup_iters=2", "--dropout=0.0"], cpu_args=["--device=cpu"], accel_args=["--device=webgpu"],
+        data=[("shakespeare_char", "data/shakespeare_char", {})]),
+    "mingpt_adder": Script(
+        "adder.py", MINGPT + "projects/adder/adder.py", kind="GPT (minGPT) learning to add, Trainer",
+        args=["--data.ndigit=1", "--model.model_type=None", "--model.n_layer=2", "--model.n_head=2",
+              "--model.n_embd=32", "--trainer.max_iters=20", "--trainer.batch_size=8", "--trainer.num_workers=0",
+              "--trainer.device=cpu", "--system.work_dir=out"],
+        note="one-digit sums: its evaluation at iteration 0 then generates 20 test answers instead of 500"),
+    "mingpt_chargpt": Script(
+        "chargpt.py", MINGPT + "projects/chargpt/chargpt.py", kind="character GPT (minGPT), Trainer",
+        args=["--model.model_type=None", "--model.n_layer=2", "--model.n_head=2", "--model.n_embd=32",
+              "--data.block_size=16", "--trainer.max_iters=20", "--trainer.batch_size=8",
+              "--trainer.num_workers=0", "--trainer.device=cpu", "--system.work_dir=out"],
+        data=[("chars", "input.txt", {})]),
+    "makemore": Script(
+        "makemore.py", "https://github.com/karpathy/makemore/blob/988aa59e4d8fefa526d06f3b453ad116258398d4/"
+        "makemore.py", kind="character transformer (makemore), DataLoader with replacement sampler",
+        args=["--type", "transformer", "--max-steps", "20", "--batch-size", "8", "--n-layer", "2", "--n-head", "2",
+              "--n-embd", "16", "--n-embd2", "16", "--num-workers", "0", "--work-dir", "out"],
+        data=[("names", "names.txt", {})], compare="trend",
+        note="imports torch.utils.tensorboard: the real torch needs the tensorboard package for it"),
+    "makemore_rnn": Script(
+        "makemore.py", "https://github.com/karpathy/makemore/blob/988aa59e4d8fefa526d06f3b453ad116258398d4/"
+        "makemore.py", folder="makemore", kind="character GRU (makemore)",
+        args=["--type", "gru", "--max-steps", "20", "--batch-size", "8", "--n-embd", "16", "--n-embd2", "16",
+              "--num-workers", "0", "--work-dir", "out"],
+        data=[("names", "names.txt", {})], compare="trend",
+        note="imports torch.utils.tensorboard: the real torch needs the tensorboard package for it"),
+    "ngvl_bigram": Script(
+        "bigram.py", NGVL + "bigram.py", kind="bigram language model (Let's build GPT lecture)",
+        overrides={"max_iters": 60, "eval_interval": 20, "eval_iters": 4}, data=[("chars", "input.txt", {})]),
+    "ngvl_gpt": Script(
+        "gpt.py", NGVL + "gpt.py", kind="GPT from scratch (Let's build GPT lecture)",
+        overrides={"batch_size": 4, "block_size": 16, "max_iters": 10, "eval_interval": 5, "eval_iters": 2,
+                   "n_embd": 32, "n_head": 2, "n_layer": 2, "dropout": 0.0},
+        data=[("chars", "input.txt", {})], timeout=240,
+        note="ends by sampling 500 characters with multinomial"),
+    # ---------------------------------------------------------------------------------- yunjey/pytorch-tutorial
+    "yj_linear_regression": Script(
+        "main.py", YJ + "01-basics/linear_regression/main.py", kind="linear regression, from_numpy"),
+    "yj_logistic_regression": Script(
+        "main.py", YJ + "01-basics/logistic_regression/main.py", kind="softmax regression on MNIST",
+        overrides={"num_epochs": 1, "batch_size": 1}, data=[("mnist", "../../data", {"train": 100, "test": 10})],
+        note="prints every 100 steps: 100 images, batch 1"),
+    "yj_feedforward": Script(
+        "main.py", YJ + "01-basics/feedforward_neural_network/main.py", kind="MLP on MNIST",
+        overrides={"num_epochs": 1, "batch_size": 1}, data=[("mnist", "../../data", {"train": 100, "test": 10})],
+        note="prints every 100 steps: 100 images, batch 1"),
+    "yj_cnn": Script(
+        "main.py", YJ + "02-intermediate/convolutional_neural_network/main.py", kind="CNN with BatchNorm2d",
+        overrides={"num_epochs": 1, "batch_size": 1}, data=[("mnist", "../../data", {"train": 100, "test": 10})],
+        timeout=240, note="prints every 100 steps: 100 images, batch 1"),
+    "yj_rnn": Script(
+        "main.py", YJ + "02-intermediate/recurrent_neural_network/main.py", kind="2-layer LSTM on MNIST rows",
+        overrides={"num_epochs": 1, "batch_size": 1, "hidden_size": 8, "num_layers": 1, "sequence_length": 7,
+                   "input_size": 112},
+        data=[("mnist", "../../data", {"train": 100, "test": 10})], timeout=240,
+        note="prints every 100 steps: 100 images, batch 1; each image is read as 7 rows of 112 pixels by one "
+             "small layer, which keeps 100 sequences cheap"),
+    "yj_birnn": Script(
+        "main.py", YJ + "02-intermediate/bidirectional_recurrent_neural_network/main.py",
+        kind="bidirectional LSTM on MNIST rows",
+        overrides={"num_epochs": 1, "batch_size": 1, "hidden_size": 8, "num_layers": 1, "sequence_length": 7,
+                   "input_size": 112},
+        data=[("mnist", "../../data", {"train": 100, "test": 10})], timeout=240,
+        note="prints every 100 steps: 100 images, batch 1; each image is read as 7 rows of 112 pixels by one "
+             "small layer, which keeps 100 sequences cheap"),
+    "yj_resnet": Script(
+        "main.py", YJ + "02-intermediate/deep_residual_network/main.py", kind="ResNet on CIFAR-10, lr decay",
+        overrides={"num_epochs": 1, "batch_size": 1}, data=[("cifar10", "../../data", {"train": 100, "test": 10})],
+        timeout=300, compare="runs",
+        note="prints every 100 steps; with batch 1 through BatchNorm and Adam, float32 differences from torch grow "
+             "tenfold every few steps (3e-6 at step 1, 1% by step 10), so its one loss is not compared"),
+    "yj_language_model": Script(
+        "main.py", YJ + "02-intermediate/language_model/main.py", kind="LSTM language model, clip_grad_norm_",
+        overrides={"num_epochs": 1, "hidden_size": 32, "embed_size": 16, "num_samples": 20, "batch_size": 2,
+                   "seq_length": 5},
+        data=[("words", "data/train.txt", {"sentences": 120})], timeout=240,
+        note="prints every 100 steps: 120 sentences make 2 x 550 tokens, 109 steps of 5"),
+    "yj_gan": Script(
+        "main.py", YJ + "03-advanced/generative_adversarial_network/main.py", kind="MLP GAN",
+        overrides={"num_epochs": 1, "batch_size": 2, "hidden_size": 32},
+        data=[("mnist", "../../data", {"train": 400, "test": 4})]),
+    "yj_vae": Script(
+        "main.py", YJ + "03-advanced/variational_autoencoder/main.py", kind="VAE",
+        overrides={"num_epochs": 1, "batch_size": 4, "h_dim": 32},
+        data=[("mnist", "../../data", {"train": 40, "test": 4})]),
+    # -------------------------------------------------------------------------------- eriklindernoren/PyTorch-GAN
+    "pg_gan": Script(
+        "gan.py", PG + "gan/gan.py", kind="MLP GAN, Variable, FloatTensor",
+        args=["--n_epochs", "1", "--batch_size", "8", "--latent_dim", "8", "--sample_interval", "1000"],
+        data=[("mnist", "../../data/mnist", {"train": 24, "test": 4})]),
+    "pg_wgan": Script(
+        "wgan.py", PG + "wgan/wgan.py", kind="Wasserstein GAN, RMSprop, weight clipping",
+        args=["--n_epochs", "1", "--batch_size", "4", "--latent_dim", "8", "--n_critic", "2",
+              "--sample_interval", "1000"],
+        data=[("mnist", "../../data/mnist", {"train": 24, "test": 4})]),
+    "pg_cgan": Script(
+        "cgan.py", PG + "cgan/cgan.py", kind="conditional GAN, Embedding, MSELoss, LongTensor",
+        args=["--n_epochs", "1", "--batch_size", "8", "--latent_dim", "8", "--sample_interval", "1000"],
+        data=[("mnist", "../../data/mnist", {"train": 24, "test": 4})]),
+    # ---------------------------------------------------------------------------------- jcjohnson/pytorch-examples
+    "jj_two_layer_net_tensor": Script(
+        "two_layer_net_tensor.py", JJ + "tensor/two_layer_net_tensor.py", kind="manual forward and backward",
+        loss_re=STEP_LOSS_RE, max_backward=None, note="500 steps of matmuls, no autograd"),
+    "jj_two_layer_net_custom_function": Script(
+        "two_layer_net_custom_function.py", JJ + "autograd/two_layer_net_custom_function.py",
+        kind="custom autograd.Function", loss_re=STEP_LOSS_RE, max_backward=100),
+    "jj_two_layer_net_optim": Script(
+        "two_layer_net_optim.py", JJ + "nn/two_layer_net_optim.py", kind="nn.Sequential, Adam",
+        loss_re=STEP_LOSS_RE, max_backward=100),
+    "jj_dynamic_net": Script(
+        "dynamic_net.py", JJ + "nn/dynamic_net.py", kind="dynamic graph (Python random depth), SGD momentum",
+        loss_re=STEP_LOSS_RE, max_backward=40, rtol=5e-3,
+        note="its loss jumps between 40 and 400 from step to step: float32 rounding differences grow past 1% "
+             "after ~50 steps, so 40 are compared"),
+    # ------------------------------------------------------------------------------------------ pytorch/tutorials
+    "tut_quickstart": Script(
+        "quickstart_tutorial.py", TUT + "07a339ece661a2b304b8834780470f522eed1e02/beginner_source/basics/"
+        "quickstart_tutorial.py", kind="MLP on FashionMNIST, save/load state_dict",
+        overrides={"epochs": 2}, data=[("fashion_mnist", "data", {"train": 128, "test": 64})]),
+    "tut_polynomial_custom_function": Script(
+        "polynomial_custom_function.py", TUT + "02ed6c5cf613bbf2b631704eee62033b8bd746ef/beginner_source/"
+        "examples_autograd/polynomial_custom_function.py", kind="custom autograd.Function (Legendre P3)",
+        loss_re=STEP_LOSS_RE, max_backward=600, note="prints every 100 steps"),
+    "tut_sequence_models": Script(
+        "sequence_models_tutorial.py", TUT + "0d1e0f7576479586ee777d5387153830750025eb/beginner_source/nlp/"
+        "sequence_models_tutorial.py", kind="LSTM part-of-speech tagger, autograd.Variable, LongTensor",
+        loss_re=r"(-?\d+\.\d{4})(?=[,\]])",
+        note="prints no loss: every number of the printed tensors (LSTM outputs, tag log-probabilities before "
+             "and after 600 training steps) is compared"),
+    "tut_word_embeddings": Script(
+        "word_embeddings_tutorial.py", TUT + "016d0cc077f60c82b8497d4c7f92051ce40cafee/beginner_source/nlp/"
+        "word_embeddings_tutorial.py", kind="N-gram language model, Embedding",
+        overrides={"EMBEDDING_DIM": 10}, loss_re=r"tensor\(\[\s*([-+]?\d+\.\d*(?:e[-+]?\d+)?)\]\)"),
+    # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
+    "mz_rnn_classifier": Script(
+        "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
+        overrides={"BATCH_SIZE": 1}, data=[("mnist", "mnist", {"train": 51, "test": 20})], timeout=240,
+        loss_re=r"train loss: ([-+]?\d+\.\d+)", rtol=1e-2,
+        note="prints every 50 steps; Adam at lr 0.01 through an LSTM drifts 0.3% from torch in float32 by then"),
+    "mz_autoencoder": Script(
+        "404_autoencoder.py", MZ + "404_autoencoder.py", kind="MLP autoencoder",
+        overrides={"EPOCH": 1, "BATCH_SIZE": 2}, data=[("mnist", "mnist", {"train": 202, "test": 4})],
+        note="prints every 100 steps"),
+}
+
+
+# ------------------------------------------------------------------------------------------------------ the parent
+
+def default_root():
+    """tests/compat of the source tree this package is in, or $WEBGRAD_CORPUS_ROOT."""
+    env = os.environ.get("WEBGRAD_CORPUS_ROOT")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "..", "tests", "compat"))
+
+
+def _package_dir():
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def _load_corpus_data(root):
+    spec = importlib.util.spec_from_file_location("corpus_data", os.path.join(root, "corpus_data.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Run:
+    """One script run under one library."""
+
+    lib: str
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    losses: list
+    error: str = ""  # the first error, one line
+    stopped: str = ""  # set when max_backward ended the run
+    ulps: list = field(default_factory=list)  # half the unit of each loss's last printed digit
+
+
+def _losses(text, pattern):
+    """Every number the pattern's groups capture, in order (a pattern may capture several per match)."""
+    out = []
+    for match in re.finditer(pattern, text):
+        for value in match.groups():
+            try:
+                out.append(float(value))
+            except (TypeError, ValueError):
+                pass
+    return out
+
+
+def first_error(stderr):
+    """'ExcType: message [file.py:LINE: code] <- library/file.py:LINE' from the last traceback in stderr: the script
+    frame closest to the raise, then the frame that raised; or the last line of stderr."""
+    lines = stderr.rstrip().splitlines()
+    if not lines:
+        return "no output on stderr"
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                default=None)
+    if start is None:
+        return lines[-1].strip()
+    frames, i, exc = [], start + 1, ""
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r'\s+File "([^"]+)", line (\d+)', line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].lstrip().startswith("File ") else ""
+            frames.append((m.group(1), int(m.group(2)), code))
+        elif line and not line[0].isspace():
+            exc = line.strip()
+            break
+        i += 1
+    where = ""
+    for path, lineno, code in reversed(frames):
+        if os.path.sep + WORKDIR + os.path.sep in path:
+            where = f" [{path.split(os.path.sep + WORKDIR + os.path.sep)[-1]}:{lineno}: {code}]"
+            break
+    if frames and where and os.path.sep + WORKDIR + os.path.sep not in frames[-1][0]:
+        path, lineno, _ = frames[-1]  # where the library raised, below the script's line
+        for anchor in ("site-packages", "package"):
+            if os.path.sep + anchor + os.path.sep in path:
+                path = path.split(os.path.sep + anchor + os.path.sep)[-1]
+                break
+        where += f" <- {path}:{lineno}"
+    return (exc or lines[-1].strip()) + where
+
+
+def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
+    """Run SCRIPTS[name] once under `lib` ('webgrad' or 'torch') in a fresh interpreter; returns a Run."""
+    script = SCRIPTS[name]
+    root = root or default_root()
+    folder = os.path.join(root, "corpus", script.folder or name)
+    if not os.path.isfile(os.path.join(folder, script.entry)):
+        return Run(lib, -1, "", "", 0.0, [], error=f"corpus file {os.path.join(folder, script.entry)} is missing "
+                   "(see tests/compat/corpus_manifest.json for its source)")
+    base = keep or tempfile.mkdtemp(prefix=f"corpus-{name}-{lib}-")
+    try:
+        cwd = os.path.join(base, WORKDIR)
+        shutil.copytree(folder, cwd, ignore=shutil.ignore_patterns("__pycache__", ".gitignore"), dirs_exist_ok=True)
+        data = _load_corpus_data(root)
+        previous = os.getcwd()
+        os.chdir(cwd)
+        try:
+            for kind, path, options in script.data:
+                options = dict(options)
+                if "archive" in options:
+                    options["archive"] = os.path.join(cwd, options["archive"])
+                data.make(kind, os.path.join(cwd, path), **options)
+        finally:
+            os.chdir(previous)
+        for d in script.mkdirs:
+            os.makedirs(os.path.join(cwd, d), exist_ok=True)
+        shim = os.path.join(base, "torch-is-webgrad")
+        if lib == "webgrad":  # processes the script spawns itself import torch too
+            os.makedirs(os.path.join(shim, "torch"), exist_ok=True)
+            with open(os.path.join(shim, "torch", "__init__.py"), "w") as f:
+                f.write("import sys\nimport webgrad\ndel sys.modules['torch']\nwebgrad.as_torch()\n")
+        args = list(script.args) + list(script.accel_args if device == "webgpu" else script.cpu_args)
+        job = {"lib": lib, "device": device, "entry": script.entry, "args": args, "overrides": script.overrides,
+               "max_backward": script.max_backward, "shared_random": script.compare == "exact",
+               "standin": os.path.join(root, "standin")}
+        paths = [os.path.join(root, "standin")] + ([shim] if lib == "webgrad" else []) + [_package_dir()]
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+                   OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg",
+                   CORPUS_URLS=json.dumps({u: os.path.join(cwd, p) for u, p in script.urls.items()}),
+                   PYTHONPATH=os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        # this file run as a script: the torch run never imports webgrad
+        command = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(job)]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=script.timeout,
+                                  check=False)
+            rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            def text(v):
+                return v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
+            rc, out, err = -9, text(e.stdout), text(e.stderr) + f"\nTimeoutError: no end after {script.timeout:g} s"
+        seconds = time.perf_counter() - t0
+        out, _, tail = out.partition(CHILD_MARK)
+        run = Run(lib, rc, out, err, seconds, _losses(out, script.loss_re), stopped=tail.strip(),
+                  ulps=_decimals(out, script.loss_re))
+        if rc != 0:
+            run.error = first_error(err)
+        return run
+    finally:
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@dataclass
+class Verdict:
+    name: str
+    ok: bool
+    detail: str
+    webgrad: Run = None
+    torch: Run = None
+
+
+def _finite(values):
+    return all(math.isfinite(v) for v in values)
+
+
+def _falls(values):
+    if len(values) < 2:
+        return False
+    half = len(values) // 2
+    first, second = values[:half], values[len(values) - half:]
+    return sum(second) / len(second) < sum(first) / len(first) or values[-1] < values[0]
+
+
+def _decimals(text, pattern):
+    """The unit of the last printed digit of each loss: printing rounds, so half of it is tolerated."""
+    out = []
+    for match in re.finditer(pattern, text):
+        for value in match.groups():
+            if value is None:
+                continue
+            mantissa, _, exponent = value.lower().partition("e")
+            digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+            out.append(0.5 * 10.0 ** ((int(exponent) if exponent else 0) - digits))
+    return out
+
+
+def judge(name, run, reference=None):
+    """The verdict on a webgrad run (and the torch run it is compared with, for compare='exact')."""
+    script = SCRIPTS[name]
+    losses = run.losses
+    if run.returncode != 0:
+        return Verdict(name, False, run.error, run, reference)
+    if not losses:
+        return Verdict(name, False, "no loss printed (loss_re matched nothing)", run, reference)
+    if not _finite(losses):
+        return Verdict(name, False, f"non-finite loss: {losses[:8]}", run, reference)
+    if script.compare == "trend" and not _falls(losses):
+        return Verdict(name, False, f"losses do not fall: {losses[:3]} ... {losses[-3:]}", run, reference)
+    summary = f"{len(losses)} losses, {losses[0]:.4g} -> {losses[-1]:.4g}"
+    if script.compare != "exact" or reference is None:
+        return Verdict(name, True, f"{script.compare}: {summary}", run, reference)
+    if reference.returncode != 0:
+        return Verdict(name, False, f"torch reference failed: {reference.error}", run, reference)
+    theirs = reference.losses
+    if len(theirs) != len(losses):
+        return Verdict(name, False, f"{len(losses)} losses printed, torch printed {len(theirs)}", run, reference)
+    ulps = [max(a, b) for a, b in zip(run.ulps, reference.ulps)]
+    worst, where = 0.0, -1
+    for i, (a, b) in enumerate(zip(losses, theirs)):
+        excess = abs(a - b) - (script.atol + script.rtol * abs(b) + (ulps[i] if i < len(ulps) else 0.0))
+        if excess > worst:
+            worst, where = excess, i
+    if where >= 0:
+        return Verdict(name, False, f"loss {where} is {losses[where]:.6g}, torch's {theirs[where]:.6g} "
+                       f"(rtol {script.rtol:g})", run, reference)
+    return Verdict(name, True, f"exact: {summary}, as {reference.lib} (rtol {script.rtol:g})", run, reference)
+
+
+# ------------------------------------------------------------------------------- recorded torch references
+
+REFERENCE_FILE = "corpus_reference.json"
+
+
+def reference_key(name, root=None):
+    """A hash of everything a script's losses depend on but the library: its table entry, its files, the data
+    generator, the stand-ins and the shared random source. A recorded reference counts only under the same key."""
+    import hashlib
+    import inspect
+    root = root or default_root()
+    script = SCRIPTS[name]
+    h = hashlib.sha256()
+    entry = {k: v for k, v in vars(script).items() if k not in ("source", "compare", "rtol", "atol", "timeout",
+                                                                  "kind", "note", "accel_args")}
+    h.update(json.dumps(entry, sort_keys=True, default=str).encode())
+    h.update(inspect.getsource(_shared_random).encode())
+    folders = [os.path.join(root, "corpus", script.folder or name), os.path.join(root, "standin")]
+    paths = [os.path.join(root, "corpus_data.py")]
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            paths += [os.path.join(dirpath, f) for f in sorted(filenames) if not f.endswith(".pyc")]
+    for path in paths:
+        h.update(os.path.relpath(path, root).encode())
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def recorded(name, root=None):
+    """The torch run recorded for `name` (a Run without output), if its key still matches; else None."""
+    root = root or default_root()
+    path = os.path.join(root, REFERENCE_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        entry = json.load(f).get(name)
+    if not entry or entry["key"] != reference_key(name, root):
+        return None
+    return Run(f"torch {entry['torch']} (recorded)", 0, "", "", 0.0, entry["losses"], ulps=entry["ulps"])
+
+
+def record(names, root=None, log=print):
+    """Run the real torch on the 'exact' scripts among `names` and store their losses in corpus_reference.json."""
+    root = root or default_root()
+    path = os.path.join(root, REFERENCE_FILE)
+    table = {}
+    if os.path.isfile(path):
+        with open(path) as f:
+            table = {k: v for k, v in json.load(f).items() if k in SCRIPTS and SCRIPTS[k].compare == "exact"}
+    version = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+    for name in names:
+        if SCRIPTS[name].compare != "exact":
+            continue
+        run = run_script(name, "torch", "cpu", root)
+        if run.returncode != 0 or not run.losses:
+            log(f"FAIL {name}: torch run failed: {run.error or 'no loss printed'}")
+            continue
+        table[name] = {"key": reference_key(name, root), "torch": version, "losses": run.losses, "ulps": run.ulps}
+        log(f"ok   {name}: {len(run.losses)} losses recorded")
+    with open(path, "w") as f:  # one script a line
+        f.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(table.items())) + "\n}\n")
+    return path
+
+
+def check(name, device="cpu", with_torch=False, root=None):
+    """Run one script under webgrad and judge it; an 'exact' script is compared with its recorded torch losses, or
+    with a fresh torch run when none is recorded for its current key and `with_torch` is set."""
+    run = run_script(name, "webgrad", device, root)
+    reference = None
+    if SCRIPTS[name].compare == "exact" and run.returncode == 0:
+        reference = recorded(name, root)
+        if reference is None and with_torch:
+            reference = run_script(name, "torch", "cpu", root)
+    return judge(name, run, reference)
+
+
+# the licence of each source repository (a notice travels with every copy of their files)
+LICENSES = {"pytorch/examples": "BSD-3-Clause", "pytorch/tutorials": "BSD-3-Clause", "karpathy/nanoGPT": "MIT",
+            "karpathy/minGPT": "MIT", "karpathy/makemore": "MIT", "karpathy/ng-video-lecture": "none stated",
+            "yunjey/pytorch-tutorial": "MIT", "eriklindernoren/PyTorch-GAN": "MIT",
+            "jcjohnson/pytorch-examples": "MIT", "MorvanZhou/PyTorch-Tutorial": "MIT"}
+
+
+def write_manifest(root=None):
+    """tests/compat/corpus_manifest.json: every corpus file's source, its repository's licence and SHA-256."""
+    import hashlib
+    root = root or default_root()
+    corpus = os.path.join(root, "corpus")
+    files = {}
+    for dirpath, dirnames, filenames in sorted(os.walk(corpus)):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for filename in sorted(filenames):
+            if filename == ".gitignore":
+                continue
+            path = os.path.join(dirpath, filename)
+            with open(path, "rb") as f:
+                data = f.read()
+            first = data.split(b"\n", 1)[0].decode()
+            source = first[len("# source: "):] if first.startswith("# source: ") else ""
+            repo = "/".join(source.split("/")[3:5])
+            files[os.path.relpath(path, corpus).replace(os.sep, "/")] = {
+                "source": source, "license": LICENSES.get(repo, "unknown"), "sha256": hashlib.sha256(data).hexdigest()}
+    path = os.path.join(root, "corpus_manifest.json")
+    with open(path, "w") as f:
+        json.dump(files, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return path, len(files)
+
+
+def verify_manifest(root=None):
+    """Names of corpus files missing or different from the manifest."""
+    import hashlib
+    root = root or default_root()
+    with open(os.path.join(root, "corpus_manifest.json")) as f:
+        manifest = json.load(f)
+    bad = []
+    for rel, entry in manifest.items():
+        path = os.path.join(root, "corpus", rel)
+        if not os.path.isfile(path):
+            bad.append(f"{rel} (missing)")
+            continue
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != entry["sha256"]:
+                bad.append(f"{rel} (changed)")
+    return bad
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m webgrad.testing.corpus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "webgpu"))
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="these scripts only")
+    parser.add_argument("--torch", action="store_true",
+                        help="also run each script under the real torch: compare 'exact' ones, report the others")
+    parser.add_argument("--lib", default="webgrad", choices=("webgrad", "torch"),
+                        help="the library whose runs are judged (torch: check the corpus itself runs on torch)")
+    parser.add_argument("--root", default=None, help="the folder holding corpus/, standin/, corpus_data.py")
+    parser.add_argument("--verbose", "-v", action="store_true", help="print each run's output tail")
+    parser.add_argument("--write-manifest", action="store_true", help=write_manifest.__doc__)
+    parser.add_argument("--record", action="store_true", help=record.__doc__)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _child(json.loads(args.child))
+    root = args.root or default_root()
+    if args.write_manifest:
+        path, n = write_manifest(root)
+        print(f"wrote {path}: {n} files")
+        return 0
+    names = args.only or list(SCRIPTS)
+    unknown = [n for n in names if n not in SCRIPTS]
+    if unknown:
+        parser.error(f"unknown script(s) {', '.join(unknown)}; known: {', '.join(SCRIPTS)}")
+    if args.record:
+        print(f"wrote {record(names, root)}")
+        return 0
+    if os.path.isfile(os.path.join(root, "corpus_manifest.json")):
+        for problem in verify_manifest(root):
+            print(f"warning: corpus file {problem} (tests/compat/corpus_manifest.json)")
+    ok = 0
+    for name in names:
+        run = run_script(name, args.lib, args.device, root)
+        reference = None
+        if args.torch and args.lib == "webgrad":
+            reference = run_script(name, "torch", "cpu", root)
+        elif args.lib == "webgrad" and SCRIPTS[name].compare == "exact":
+            reference = recorded(name, root)
+        verdict = judge(name, run, reference if SCRIPTS[name].compare == "exact" else None)
+        ok += verdict.ok
+        extra = ""
+        if reference is not None and SCRIPTS[name].compare != "exact":
+            extra = " | torch: " + ("ran" if reference.returncode == 0 else reference.error)
+        print(f"{'ok  ' if verdict.ok else 'FAIL'} {name:36s} {verdict.detail} ({run.seconds:.1f} s){extra}",
+              flush=True)
+        if args.verbose:
+            for r in (run, reference):
+                if r is not None:
+                    print(f"  --- {r.lib} stdout tail ---\n" + "\n".join("  " + s for s in r.stdout.splitlines()[-8:]))
+                    if r.returncode != 0:
+                        tail = r.stderr.splitlines()[-12:]
+                        print(f"  --- {r.lib} stderr tail ---\n" + "\n".join("  " + s for s in tail))
+    print(f"corpus {args.device}{'' if args.lib == 'webgrad' else ' (torch)'}: ok {ok} of {len(names)}")
+    return 0 if ok == len(names) else 1
+
+
+# ------------------------------------------------------------------------------------------------------- the child
+
+CHILD_MARK = "\n@@corpus-end@@"
+
+
+class _StepCap(BaseException):
+    """Raised at the (max_backward + 1)-th backward call; a BaseException so the script's handlers let it pass."""
+
+
+def _compile(path, overrides):
+    """The script's code, with the named constant assignments' values replaced (module level, or directly under
+    `if __name__ == "__main__":`)."""
+    with open(path, "rb") as f:
+        source = f.read()
+    tree = ast.parse(source, path)
+    seen = set()
+
+    def value(v, like):
+        return ast.copy_location(ast.Constant(v), like)
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name) and target.id in overrides:
+                    node.value = value(overrides[target.id], node.value)
+                    seen.add(target.id)
+                elif (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                      and len(target.elts) == len(node.value.elts)):
+                    for i, elt in enumerate(target.elts):
+                        if isinstance(elt, ast.Name) and elt.id in overrides:
+                            node.value.elts[i] = value(overrides[elt.id], node.value.elts[i])
+                            seen.add(elt.id)
+            elif (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                  and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"):
+                visit(node.body)
+
+    if overrides:
+        visit(tree.body)
+        missing = sorted(set(overrides) - seen)
+        if missing:
+            raise ValueError(f"overrides {missing} match no constant assignment in {path}")
+    return compile(tree, path, "exec")
+
+
+def _shared_random(torch, np):
+    """Make torch's random functions draw from NumPy streams, one per function, reseeded by manual_seed: the same
+    numbers under webgrad and the real torch. Only names a script reaches are replaced."""
+    import zlib
+    state = {"seed": 0, "streams": {}}
+
+    def stream(kind):
+        if kind not in state["streams"]:
+            seed = (state["seed"] * 1000003 + zlib.crc32(kind.encode())) % 2**32
+            state["streams"][kind] = np.random.RandomState(seed)
+        return state["streams"][kind]
+
+    def shape_of(args, kwargs):
+        if "size" in kwargs:
+            size = kwargs.pop("size")
+            return (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tuple(int(s) for s in args[0])
+        return tuple(int(s) for s in args)
+
+    def make(values, dtype=None, device=None, requires_grad=False, like=None):
+        if dtype is None:
+            dtype = like.dtype if like is not None else None
+        if values.dtype.kind == "f" and dtype is None:
+            dtype = getattr(torch, "get_default_dtype", lambda: torch.float32)()
+        if values.dtype == np.float64 and dtype is not None and "64" not in str(dtype):
+            values = values.astype(np.float32)
+        t = torch.tensor(values) if dtype is None else torch.tensor(values, dtype=dtype)
+        device = device if device is not None else (like.device if like is not None else None)
+        if device is not None:
+            t = t.to(device)
+        return t.requires_grad_() if requires_grad else t
+
+    def options(kwargs):
+        kwargs.pop("generator", None)
+        kwargs.pop("out", None)
+        kwargs.pop("layout", None)
+        kwargs.pop("pin_memory", None)
+        return {k: kwargs.pop(k) for k in ("dtype", "device", "requires_grad") if k in kwargs}
+
+    originals = {}
+
+    def replace(owner, name, fn):
+        if getattr(owner, name, None) is not None:
+            originals[(owner, name)] = getattr(owner, name)
+            setattr(owner, name, fn)
+
+    def manual_seed(seed):
+        state["seed"], state["streams"] = int(seed), {}
+        return originals[(torch, "manual_seed")](seed)
+
+    def rand(*args, **kwargs):
+        opts = options(kwargs)
+        return make(stream("rand").random_sample(shape_of(args, kwargs)), **opts)
+
+    def randn(*args, **kwargs):
+        opts = options(kwargs)
+        return make(stream("randn").standard_normal(shape_of(args, kwargs)), **opts)
+
+    def randint(*args, **kwargs):
+        opts = options(kwargs)
+        ints = [a for a in args if isinstance(a, int)]
+        rest = [a for a in args if not isinstance(a, int)]
+        low = kwargs.pop("low", 0)
+        high = kwargs.pop("high", None)
+        if high is None:
+            low, high = (ints[0], ints[1]) if len(ints) >= 2 else (low, ints[0])
+        shape = shape_of(rest, kwargs)
+        return make(stream("randint").randint(low, high, size=shape).astype(np.int64), **opts)
+
+    def randperm(n, **kwargs):
+        opts = options(kwargs)
+        return make(stream("randperm").permutation(int(n)).astype(np.int64), **opts)
+
+    def rand_like(x, **kwargs):
+        opts = options(kwargs)
+        return make(stream("rand").random_sample(tuple(x.shape)), like=x, **opts)
+
+    def randn_like(x, **kwargs):
+        opts = options(kwargs)
+        return make(stream("randn").standard_normal(tuple(x.shape)), like=x, **opts)
+
+    def normal(mean=0.0, std=1.0, *args, **kwargs):
+        opts = options(kwargs)
+        if hasattr(mean, "shape") or hasattr(std, "shape"):
+            shapes = [tuple(v.shape) for v in (mean, std) if hasattr(v, "shape")]
+            like = mean if hasattr(mean, "shape") else std
+            z = make(stream("normal").standard_normal(np.broadcast_shapes(*shapes)), like=like)
+            return mean + std * z
+        return make(stream("normal").normal(mean, std, size=shape_of(args, kwargs)), **opts)
+
+    def host(x):
+        return np.asarray(x.detach().cpu().double().tolist(), dtype=np.float64)
+
+    def multinomial(input, num_samples, replacement=False, **kwargs):
+        options(kwargs)
+        probs = host(input)
+        rows = probs.reshape(-1, probs.shape[-1])
+        picks = [stream("multinomial").choice(len(r), size=num_samples, replace=replacement, p=r / r.sum())
+                 for r in rows]
+        out = np.asarray(picks, dtype=np.int64).reshape(probs.shape[:-1] + (num_samples,))
+        return make(out, device=input.device)
+
+    def bernoulli(input, p=None, **kwargs):
+        options(kwargs)
+        probs = host(input) if p is None else np.full(tuple(input.shape), p)
+        return make((stream("bernoulli").random_sample(probs.shape) < probs).astype(np.float64), like=input)
+
+    def fill(tensor, values):
+        with torch.no_grad():
+            tensor.copy_(make(values, like=tensor))
+        return tensor
+
+    def uniform_(self, a=0.0, b=1.0, **kwargs):
+        return fill(self, stream("uniform_").uniform(a, b, size=tuple(self.shape)))
+
+    def normal_(self, mean=0.0, std=1.0, **kwargs):
+        return fill(self, stream("normal_").normal(mean, std, size=tuple(self.shape)))
+
+    def bernoulli_(self, p=0.5, **kwargs):
+        return fill(self, (stream("bernoulli").random_sample(tuple(self.shape)) < p).astype(np.float64))
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if not training or p == 0:
+            return input
+        keep = (stream("dropout").random_sample(tuple(input.shape)) >= p).astype(np.float64) / (1.0 - p)
+        return input * make(keep, like=input)
+
+    def dropout_forward(self, input):
+        return dropout(input, self.p, self.training, self.inplace)
+
+    def sampler_iter(self):  # lazy, as torch's: minGPT asks for 10**10 samples with replacement
+        n, left = len(self.data_source), self.num_samples
+        while left > 0:
+            chunk = stream("sampler").randint(0, n, size=min(left, 1024)) if self.replacement else \
+                stream("sampler").permutation(n)[:left]
+            yield from chunk.tolist()
+            left -= len(chunk)
+
+    replace(torch, "manual_seed", manual_seed)
+    for name, fn in (("rand", rand), ("randn", randn), ("randint", randint), ("randperm", randperm),
+                     ("rand_like", rand_like), ("randn_like", randn_like), ("normal", normal),
+                     ("multinomial", multinomial), ("bernoulli", bernoulli)):
+        replace(torch, name, fn)
+    for name, fn in (("uniform_", uniform_), ("normal_", normal_), ("bernoulli_", bernoulli_)):
+        replace(torch.Tensor, name, fn)
+    replace(torch.nn.functional, "dropout", dropout)
+    replace(torch.nn.Dropout, "forward", dropout_forward)
+    replace(torch.utils.data.RandomSampler, "__iter__", sampler_iter)
+
+
+def _child(job):
+    """Run one script in this (fresh) interpreter; called as `python .../corpus.py --child JOB`."""
+    import random
+
+    import numpy as np
+    cwd = os.getcwd()
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [cwd, job["standin"]] + [p for p in sys.path if os.path.abspath(p or ".") not in (here, cwd)]
+    if job["lib"] == "webgrad":
+        import webgrad
+        torch = webgrad.as_torch()
+        if job["device"] == "webgpu":
+            webgrad.set_default_device("webgpu")
+    else:
+        import torch
+    if hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(1)
+    random.seed(0)
+    np.random.seed(0)
+    if job["shared_random"]:
+        _shared_random(torch, np)
+    cap = job["max_backward"]
+    if cap:
+        backward, calls = torch.Tensor.backward, [0]
+
+        def capped_backward(self, *args, **kwargs):
+            if calls[0] >= cap:
+                raise _StepCap()
+            calls[0] += 1
+            return backward(self, *args, **kwargs)
+        torch.Tensor.backward = capped_backward
+    path = os.path.join(cwd, job["entry"])
+    code = _compile(path, job["overrides"])
+    main_module = types.ModuleType("__main__")
+    main_module.__file__, main_module.__builtins__ = path, builtins
+    sys.modules["__main__"] = main_module
+    sys.argv = [path] + job["args"]
+    stopped = ""
+    try:
+        exec(code, main_module.__dict__)  # noqa: S102  (running the script is the point)
+    except _StepCap:
+        stopped = f"stopped after {cap} backward calls (max_backward)"
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise
+    sys.stdout.flush()
+    sys.stdout.write(CHILD_MARK + stopped + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

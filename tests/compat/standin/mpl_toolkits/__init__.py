@@ -1,0 +1,1 @@
+"""mpl_toolkits stand-in (see matplotlib/)."""
