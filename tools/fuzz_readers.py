@@ -341,6 +341,7 @@ class Safetensors(Target):
     name = "safetensors"
 
     def __init__(self):
+        wg.manual_seed(0)  # the seed files, hence every input, are the same in every process
         self.seeds = []
         for state, meta in (({"w": wg.randn(2, 3), "b": wg.tensor([1.0, -2.0]), "n": wg.tensor([3, 4], dtype=wg.int32),
                               "p": wg.tensor(bytes([0, 7, 255])), "m": wg.tensor([True, False])}, {"format": "pt"}),
@@ -1040,6 +1041,7 @@ class AppCheckpoint(Target):
     def __init__(self):
         from webgrad.apps.mnist import checkpoint
         self.ck = checkpoint
+        wg.manual_seed(0)  # the seed file, hence every input, is the same in every process
         model = wg.nn.Linear(3, 2)
         opt = wg.optim.Adam(model.parameters(), lr=0.01)
         model(wg.randn(4, 3)).sum().backward()
