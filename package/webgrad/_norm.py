@@ -9,6 +9,7 @@ import math
 
 from . import dtypes
 from ._autograd import no_grad, record
+from ._svd import singular_norm
 
 
 def _dims(x, dim):
@@ -23,8 +24,6 @@ def _order(p):
     if isinstance(p, str):
         if p == "fro":
             return 2.0
-        if p == "nuc":
-            raise RuntimeError("norm(p='nuc'): the nuclear norm needs singular values, which webgrad does not compute")
         raise ValueError(f"norm(): unknown norm type {p!r} (use a number, 'fro' or inf)")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"norm(): p must be a number or 'fro', not {type(p).__name__}")
@@ -32,8 +31,14 @@ def _order(p):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm(input, p='fro', dim=None, keepdim=False, dtype=None) for vector norms (webgrad.norm also
-    takes out=)."""
+    """torch.norm(input, p='fro', dim=None, keepdim=False, dtype=None) for vector norms and the nuclear norm
+    (webgrad.norm also takes out=)."""
+    if p == "nuc":  # the sum of the singular values of the matrices over dim (the last two by default)
+        x = input if dtype is None else input.to(dtypes.to_dtype(dtype))
+        dims = (-2, -1) if dim is None else tuple(dim)
+        if len(dims) != 2 or x.ndim < 2:
+            raise RuntimeError(f"norm(p='nuc'): expected a matrix and two dims, got shape {list(x.shape)} and dim={dim}")
+        return singular_norm(x, "nuc", dims[0] % x.ndim, dims[1] % x.ndim, keepdim)
     order = _order(p)
     x = input if dtype is None else input.to(dtypes.to_dtype(dtype))
     if not x.dtype.is_floating:

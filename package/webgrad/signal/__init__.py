@@ -1,0 +1,3 @@
+"""torch.signal: window functions (webgrad.signal.windows)."""
+
+from . import windows  # noqa: F401
