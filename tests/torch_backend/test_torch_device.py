@@ -208,10 +208,15 @@ def test_compiled_training_stays_on_the_device():
         close(p.detach().cpu(), q.detach())
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_whole_step_recorded_and_replayed(compiled):
-    """A training step (zero_grad, forward, backward, Adam with capturable=True) on webgpu tensors, recorded
-    once and replayed: the losses and the parameters follow PyTorch on the CPU step for step."""
+@pytest.mark.parametrize("compiled,make_opt", [
+    (False, lambda p: torch.optim.Adam(p, lr=0.01, capturable=True)),  # foreach, step count on the device
+    (True, lambda p: torch.optim.Adam(p, lr=0.01, capturable=True)),
+    (True, lambda p: torch.optim.Adam(p, lr=0.01, fused=True)),  # webgrad's kernel, step from a dynamic scalar
+    (True, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, fused=True)),
+], ids=["eager-adam", "compiled-adam", "compiled-fused-adam", "compiled-fused-sgd"])
+def test_whole_step_recorded_and_replayed(compiled, make_opt):
+    """A training step (zero_grad, forward, backward, optimizer step) on webgpu tensors, recorded once and
+    replayed: the losses and the parameters follow PyTorch on the CPU step for step."""
     from webgrad import torch_backend
     from webgrad.torch_backend.parity import CNN
     torch.manual_seed(0)
@@ -227,10 +232,13 @@ def test_whole_step_recorded_and_replayed(compiled):
             return loss
         return step
     stats = {}
-    train = make_step(model, torch.optim.Adam(model.parameters(), lr=0.01, capturable=True))
+    train = make_step(model, make_opt(model.parameters()))
     step = torch_backend.compile(train, stats=stats, whole_step=True) if compiled else td.replayable(train)
     torch._dynamo.reset()
-    ref_step = make_step(ref, torch.optim.Adam(ref.parameters(), lr=0.01))
+    ref_opt = make_opt(ref.parameters())
+    for group in ref_opt.param_groups:  # the same update on the CPU, by PyTorch's own code
+        group["fused"], group["capturable"] = False, False
+    ref_step = make_step(ref, ref_opt)
     got, want = [], []
     for _ in range(5):
         x, y = torch.randn(4, 1, 16, 16), torch.randint(0, 10, (4,))

@@ -1,62 +1,73 @@
-"""torch.compile(backend="webgrad") training steps against eager PyTorch, side by side, and the per-call cost
-of the boundary (torch tensors in, torch tensors out).
+"""PyTorch on webgrad's GPU against webgrad itself and against PyTorch on the CPU, side by side in one run.
 
-    python -m webgrad.bench compile [--models mlp cnn resnet18] [--batch-size 128] [--steps N] [--device webgpu]
+    python -m webgrad.bench compile [--models mlp cnn resnet18] [--batch-size 128] [--steps N] [--no-cpu]
 
-Each model is built once with torch.nn (webgrad.examples.models' builders) and trained with SGD (momentum
-0.9) on random MNIST- or CIFAR-shaped batches: compiled onto webgrad's device (the batches are CPU torch
-tensors, as a PyTorch loop hands them over) and in eager PyTorch on CUDA where there is one, else the CPU.
+For each model (webgrad.bench.recipes: the MNIST MLP and CNN with Adam, ResNet-18 with SGD momentum; random
+batches of the datasets' shapes resident on the device; the loss read back every 10 steps), samples/s of:
+
+  webgrad replay      webgrad's own step recorded once and replayed (webgrad.replayable)
+  compiled step       PyTorch's step (zero_grad, forward, backward, optimizer) on webgpu tensors through
+                      torch.compile(backend="webgrad") and recorded whole (torch_backend.compile(whole_step=True);
+                      Adam with capturable=True, as a recorded step needs)
+  compiled graphs     the model alone compiled, on webgpu tensors: its forward and backward graphs each recorded
+                      and replayed, the optimizer's foreach updates eager
+  webgrad eager       webgrad's step, every op issued from Python
+  torch eager         PyTorch's eager step on device="webgpu" (webgrad.torch_device)
+  torch cpu           PyTorch's eager step on the CPU, CUDA hidden (CUDA_VISIBLE_DEVICES=""), as on a machine
+                      whose GPU PyTorch does not drive
+
+and the ratios the issue asks for: compiled step / webgrad replay (and compiled graphs / webgrad replay), torch
+eager / webgrad eager, compiled step / torch cpu. Then the per-call cost of crossing from CPU torch tensors into
+a compiled graph and back (the compile backend's boundary). --no-eager leaves out the eager columns, --no-cpu
+the CPU one (slow at ResNet-18's size).
 """
 
 import argparse
+import os
 import time
 
-from webgrad.examples.models import INPUT_SHAPES, MODELS, SCALE_MODELS
+from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS
 
-ALL_MODELS = {**MODELS, **SCALE_MODELS}
-
-
-def _step(torch, model, opt, x, y):
-    loss = torch.nn.functional.cross_entropy(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    return loss
+ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS}
 
 
-def _rate(torch, model, x, y, steps, sync, stats=None, profile=0):
-    """Samples/s over `steps` steps after warm-up; with `stats` (the backend's), the per-step counts of the
-    timed steps are put in stats["per_step"]; `profile` > 0 prints that many of cProfile's costliest
-    functions (own time) over the timed steps."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    for _ in range(3):  # compilation, replay recording, CUDA warm-up
-        _step(torch, model, opt, x, y)
-    sync()
-    before = {k: v for k, v in (stats or {}).items() if isinstance(v, int)}
-    profiler = None
-    if profile:
-        import cProfile
-        profiler = cProfile.Profile()
-        profiler.enable()
-    start = time.perf_counter()
-    for i in range(steps):
-        loss = _step(torch, model, opt, x, y)
-        if i % 10 == 9:
-            loss.item()  # read the loss every 10 steps, as the train benchmark does
-    loss.item()
-    sync()
-    seconds = time.perf_counter() - start
-    if profiler is not None:
-        import pstats
-        profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
-    if stats is not None:
-        stats["per_step"] = {k: round((stats[k] - v) / steps, 1) for k, v in before.items()}
-    return steps * x.shape[0] / seconds
+def _torch_optimizer(torch, name, params, capturable=False):
+    """The recipe's optimizer (bench.recipes.benchmark_optimizer) for PyTorch; capturable: Adam's step count and
+    bias corrections on the device, which a recorded step needs."""
+    if name in MNIST_MODELS:
+        return torch.optim.Adam(params, lr=1e-3, capturable=capturable)
+    return torch.optim.SGD(params, lr=0.01, momentum=0.9)
+
+
+def torch_rate(torch, name, batch, steps, dev, mode):
+    """samples/s of PyTorch's training step on `dev` ("webgpu" or "cpu"); mode: "eager", "graphs" (the model
+    compiled with backend="webgrad") or "step" (the whole step compiled and recorded)."""
+    from webgrad.bench.train import time_loop
+    from webgrad.models import train_step
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = ALL_MODELS[name](nn=torch.nn).to(dev)
+    opt = _torch_optimizer(torch, name, model.parameters(), capturable=mode == "step")
+    if mode == "eager":
+        step = train_step(model, opt, lib=torch)
+    elif mode == "graphs":
+        from webgrad import torch_backend
+        step = train_step(torch_backend.compile(model, fallback="error"), opt, lib=torch)
+    else:
+        from webgrad import torch_backend
+        step = torch_backend.compile(train_step(model, opt, lib=torch), fallback="error", whole_step=True)
+    shape = INPUT_SHAPES[name]
+    batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev)) for _ in range(4)]
+    if dev == "webgpu":
+        import webgrad.torch_device as td
+        sync = td.synchronize
+    else:
+        sync = lambda: None  # noqa: E731
+    return batch * steps / time_loop(step, batches, steps, sync)
 
 
 def boundary_us(torch, device, calls=200):
-    """µs per call of a compiled `x + 1` on 16 elements: the fixed cost of crossing into webgrad and back."""
+    """µs per call of a compiled `x + 1` on 16 CPU elements: the fixed cost of crossing into webgrad and back."""
     from webgrad.torch_backend import compile as wg_compile
     f = wg_compile(lambda t: t + 1, device=device)
     x = torch.ones(16)
@@ -68,40 +79,51 @@ def boundary_us(torch, device, calls=200):
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def _cell(rate):
+    return f"{rate:11,.0f}" if rate is not None else f"{'-':>11}"
+
+
+def _ratio(a, b):
+    return f"{a / b:6.2f}x" if a is not None and b else f"{'-':>7}"
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m webgrad.bench compile", description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=sorted(ALL_MODELS), default=["mlp", "cnn", "resnet18"])
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--device", default="webgpu", choices=("webgpu", "cpu"))
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print cProfile's N costliest functions over each model's compiled steps")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per window (bench.train.time_loop)")
+    parser.add_argument("--no-eager", action="store_true", help="leave out webgrad eager and torch eager")
+    parser.add_argument("--no-cpu", action="store_true", help="leave out PyTorch on the CPU")
+    parser.add_argument("--no-graphs", action="store_true", help="leave out the model-only compiled column")
     args = parser.parse_args(argv)
 
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # PyTorch's CPU column: no GPU that PyTorch drives
     import torch
-    from webgrad.torch_backend import compile as wg_compile
-    cuda = torch.cuda.is_available()
-    ref = "cuda" if cuda else "cpu"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    print(f"torch.compile(backend='webgrad') on {args.device} vs eager PyTorch on {ref}; SGD, batch "
-          f"{args.batch_size}, {args.steps} timed steps")
-    print(f"{'model':10s} {'compiled (webgrad)':>20s} {'eager torch':>14s} {'ratio':>7s}")
+    import webgrad.torch_device  # noqa: F401  (registers the webgpu device before any backward)
+    import webgrad.webgpu
+    from webgrad.bench.train import webgrad_rate
+
+    adapter = webgrad.webgpu.adapter_info().get("device", "?")
+    print(f"adapter {adapter}; PyTorch {torch.__version__} with {torch.get_num_threads()} CPU threads, CUDA "
+          f"{'visible' if torch.cuda.is_available() else 'hidden'}; batch {args.batch_size}; samples/s")
+    head = ["model", "webgrad replay", "compiled step", "compiled graphs", "webgrad eager", "torch eager",
+            "torch cpu", "step/replay", "graphs/replay", "eager/eager", "step/cpu"]
+    print(f"{head[0]:9s}" + "".join(f"{h:>16s}" for h in head[1:7]) + "".join(f"{h:>14s}" for h in head[7:]))
     for name in args.models:
-        torch.manual_seed(0)
-        shape = INPUT_SHAPES[name]
-        x = torch.randn(args.batch_size, *shape)
-        y = torch.randint(0, 10, (args.batch_size,))
-        model = ALL_MODELS[name](nn=torch.nn)
-        eager = ALL_MODELS[name](nn=torch.nn).to(ref)
-        eager.load_state_dict(model.state_dict())
-        stats = {}
-        compiled = wg_compile(model, device=args.device, stats=stats)
-        ours = _rate(torch, compiled, x, y, args.steps, lambda: None, stats, args.profile)
-        theirs = _rate(torch, eager, x.to(ref), y.to(ref), args.steps, sync)
-        fell_back = ", ".join(sorted(stats.get("fallback", {}))) or "none"
-        print(f"{name:10s} {ours:18,.0f}/s {theirs:12,.0f}/s {ours / theirs:6.2f}x   fallback ops: {fell_back}")
-        print(f"{'':10s} per step: {stats['per_step']}")
-    print(f"boundary: {boundary_us(torch, args.device):.0f} us per call of a compiled x + 1 on 16 elements")
+        steps = args.steps
+        r = {"replay": webgrad_rate(name, args.batch_size, steps, True, "webgpu")}
+        r["step"] = torch_rate(torch, name, args.batch_size, steps, "webgpu", "step")
+        r["graphs"] = None if args.no_graphs else torch_rate(torch, name, args.batch_size, steps, "webgpu", "graphs")
+        r["wg_eager"] = None if args.no_eager else webgrad_rate(name, args.batch_size, steps, False, "webgpu")
+        r["eager"] = None if args.no_eager else torch_rate(torch, name, args.batch_size, steps, "webgpu", "eager")
+        r["cpu"] = None if args.no_cpu else torch_rate(torch, name, args.batch_size, max(3, steps // 4), "cpu",
+                                                       "eager")
+        cells = [r["replay"], r["step"], r["graphs"], r["wg_eager"], r["eager"], r["cpu"]]
+        print(f"{name:9s}" + "".join(f"{_cell(c):>16s}" for c in cells)
+              + f"{_ratio(r['step'], r['replay']):>14s}{_ratio(r['graphs'], r['replay']):>14s}"
+              + f"{_ratio(r['eager'], r['wg_eager']):>14s}{_ratio(r['step'], r['cpu']):>14s}", flush=True)
+    print(f"boundary: {boundary_us(torch, 'webgpu'):.0f} us per call of a compiled x + 1 on 16 CPU elements "
+          "(CPU tensors in and out)")
     return 0
 
 

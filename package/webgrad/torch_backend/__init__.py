@@ -54,13 +54,17 @@ def _device(name):
 
 
 def _decompositions():
-    """PyTorch's core ATen decompositions, less the one of CPU flash attention: in torch 2.13 its decomposed
-    forward does not match the fused backward that AOTAutograd still pairs with it (gradients of a
-    TransformerEncoderLayer come out wrong even with every node run in eager PyTorch)."""
+    """PyTorch's core ATen decompositions, less the one of CPU flash attention (in torch 2.13 its decomposed
+    forward does not match the fused backward that AOTAutograd still pairs with it: gradients of a
+    TransformerEncoderLayer come out wrong even with every node run in eager PyTorch) and those of the ops
+    the table maps to one kernel each (aten_table.KEEP_WHOLE)."""
     from torch._decomp import core_aten_decompositions
     import torch
+    from .aten_table import KEEP_WHOLE
     table = dict(core_aten_decompositions())
     table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    for op in KEEP_WHOLE:  # mapped to dedicated kernels: a decomposition would make several of one
+        table.pop(op, None)
     return table
 
 

@@ -10,6 +10,7 @@ combinations it does not cover; the executor then runs that node in eager PyTorc
 import webgrad as wg
 from webgrad import dtypes
 from webgrad.ops.elementwise import new
+from webgrad._view import View
 
 import torch
 from .._backends import kernels
@@ -39,7 +40,26 @@ def _pair(v):
 
 
 # ------------------------------------------------------------------ linear algebra
+def _matrix(x):
+    """A 2-D float32 operand as (a [1, rows, cols] contiguous view, transposed): a transposed contiguous matrix
+    (a weight's t(), as nn.Linear's graphs pass it) is read as it lies."""
+    v = x._view
+    if v.strides == (1, x.shape[0]) and x.shape[0] > 1 and x.shape[1] > 1:
+        return View(v.storage, (1, x.shape[1], x.shape[0]), (x.numel(), x.shape[0], 1), v.offset, v.dtype), True
+    x = x.contiguous()
+    return x._view.reshaped((1,) + tuple(x.shape)), False
+
+
 def _addmm(bias, a, b, beta=1, alpha=1):
+    """bias + a @ b in one matmul kernel with its bias fused (nn.Linear's forward), else composed."""
+    if beta == 1 and alpha == 1 and bias.ndim == 1 and bias.shape[0] == b.shape[1] and \
+            a.dtype is b.dtype is bias.dtype is dtypes.float32:
+        av, ta = _matrix(a)
+        bv, tb = _matrix(b)
+        out = new((a.shape[0], b.shape[1]), a.dtype, a.device)
+        kernels.matmul(a.device.backend, out._view.reshaped((1,) + tuple(out.shape)), av, bv, trans_a=ta,
+                       trans_b=tb, bias=bias.contiguous()._view)
+        return out
     out = a @ b
     if alpha != 1:
         out = out * alpha
@@ -136,6 +156,39 @@ def _softmax_backward(grad, y, dim, input_dtype, log=False):
 
 
 def _nll_loss_forward(logp, target, weight, reduction, ignore_index):
+    if weight is None and logp.ndim == 2 and logp.dtype is dtypes.float32:
+        # the cross-entropy kernel on log-probabilities is the NLL: their log-sum-exp is 0
+        x, t, be = logp.contiguous(), target.contiguous(), logp.device.backend
+        if reduction == 1:
+            out = new((2,), x.dtype, x.device)
+            kernels.cross_entropy_mean(be, out._view, x._view, t._view, ignore_index)
+            return out[0], out[1]
+        rows = new((x.shape[0], 2), x.dtype, x.device)
+        kernels.cross_entropy(be, rows._view, x._view, t._view, ignore_index)
+        loss, count = rows[:, 0], rows[:, 1].sum()
+        return (loss.contiguous() if reduction == 0 else loss.sum()), count
+    return _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index)
+
+
+def nll_log_softmax_backward(grad, logp, target, weight, reduction, ignore_index, total_weight):
+    """nll_loss_backward followed by _log_softmax_backward_data over the rows of the same log-probabilities
+    (the executor pairs them, see GraphExecutor._pair): the gradient of the logits, grad * (softmax - onehot)
+    scaled per row, in one cross-entropy-backward kernel."""
+    rows = logp.shape[0]
+    if reduction == 1:
+        g = (grad / total_weight).reshape(1).expand(rows)
+    elif reduction == 2:
+        g = grad.reshape(1).expand(rows)
+    else:
+        g = grad
+    g = g.contiguous()
+    out = new(tuple(logp.shape), logp.dtype, logp.device)
+    kernels.cross_entropy_backward(logp.device.backend, out._view, logp.contiguous()._view, target.contiguous()._view,
+                                   g._view, ignore_index)
+    return out
+
+
+def _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index):
     if logp.ndim > 2:
         raise Unsupported("only [N, C] and [C] inputs are mapped")
     if logp.ndim == 1:
@@ -175,6 +228,8 @@ def _nll_loss_backward(grad, logp, target, weight, reduction, ignore_index, tota
 
 # ------------------------------------------------------------------ elementwise helpers
 def _threshold_backward(grad, x, threshold):
+    if threshold == 0 and grad.dtype is x.dtype and tuple(grad.shape) == tuple(x.shape):
+        return _unary_backward("relu")(grad, x)  # ReLU's gradient in one kernel (x: the ReLU's output)
     return wg.where(x <= threshold, 0.0, grad)
 
 
@@ -668,6 +723,13 @@ ATEN[aten._foreach_copy.default] = lambda xs, srcs, non_blocking=False: [s.to(dt
                                                                          for x, s in zip(xs, srcs)]
 ATEN[aten._foreach_zero.default] = lambda xs: [wg.zeros(tuple(x.shape), dtype=x.dtype, device=x.device) for x in xs]
 ATEN[aten.copy.default] = lambda x, src, non_blocking=False: src.to(dtype=x.dtype).expand(*x.shape).clone()
+
+# ops whose core-ATen decomposition the compile backend skips: the table maps each to one kernel (or a pair, see
+# nll_log_softmax_backward), where the decomposition gives several
+KEEP_WHOLE = {aten._log_softmax_backward_data.default, aten._softmax_backward_data.default,
+              aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.threshold_backward.default,
+              aten.gelu_backward.default, aten.sigmoid_backward.default, aten.tanh_backward.default,
+              aten.embedding_dense_backward.default}
 
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)
 NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}

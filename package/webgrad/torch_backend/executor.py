@@ -41,7 +41,7 @@ from webgrad import dtypes
 from webgrad._tensor import Tensor
 from webgrad._view import View
 
-from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES
+from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES, nll_log_softmax_backward
 from .._backends import kernels
 
 _TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
@@ -248,6 +248,7 @@ class GraphExecutor:
         self.fallback = fallback
         self.stats = stats if stats is not None else {"fallback": {}}
         self.nodes = list(gm.graph.nodes)
+        self._overrides = _pair(self.nodes)
         out = self.nodes[-1].args[0]
         self._tuple_out = isinstance(out, (tuple, list))
         self._out_args = _flat(out)
@@ -372,7 +373,7 @@ class GraphExecutor:
             seq, i = node.args
             return env[seq][i]
         args, kwargs = _load(node.args, env), _load(node.kwargs, env)
-        fn = ATEN.get(target)
+        fn = self._overrides.get(node) or ATEN.get(target)
         if fn is not None:
             try:
                 if target in NEEDS_DEVICE:
@@ -619,6 +620,51 @@ def _dense(meta):
             return False
         expected *= size
     return True
+
+
+def _pair(nodes):
+    """Pairs of nodes that one kernel computes together: {node: what runs instead of its table entry}.
+    nll_loss_backward feeding _log_softmax_backward_data (a cross-entropy's backward) is one
+    cross-entropy-backward kernel when both read the same log-probabilities; the second node then passes its
+    input on. AOTAutograd may hand the two nodes the log-probabilities as two saved tensors, so the sameness is
+    checked when the nodes run (the same memory); where it fails the pair runs as two ops."""
+    aten = torch.ops.aten
+    overrides = {}
+    for node in nodes:
+        if node.op != "call_function" or node.target is not aten._log_softmax_backward_data.default:
+            continue
+        g, logp, dim = node.args[:3]
+        if not isinstance(g, torch.fx.Node) or g.target is not aten.nll_loss_backward.default or len(g.users) != 1:
+            continue
+        metas = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in (g.args[1], logp)]
+        if g.args[3] is not None or dim not in (1, -1) or not all(
+                isinstance(m, torch.Tensor) and m.dim() == 2 and m.dtype is torch.float32 for m in metas):
+            continue
+        seen = {}
+
+        def first(*args, seen=seen):
+            seen["args"] = args
+            return nll_log_softmax_backward(*args)
+
+        def second(grad, y, dim, dtype, seen=seen):
+            args = seen.pop("args")
+            logp = args[1]
+            if y._view.storage is logp._view.storage and y._view.strides == logp._view.strides and \
+                    y._view.offset == logp._view.offset:
+                return grad  # the pair's kernel computed the logits' gradient already
+            return ATEN[aten._log_softmax_backward_data.default](
+                ATEN[aten.nll_loss_backward.default](*args), y, dim, dtype)
+        overrides[g], overrides[node] = first, second
+    return overrides
+
+
+def _unaliased(node):
+    """The node an alias or detach chain starts from (AOTAutograd saves a tensor and hands aliases of it on)."""
+    aten = torch.ops.aten
+    while isinstance(node, torch.fx.Node) and node.op == "call_function" and \
+            node.target in (aten.alias.default, aten.detach.default):
+        node = node.args[0]
+    return node
 
 
 _INTS = (dtypes.int32, dtypes.int64)

@@ -16,6 +16,7 @@ import torch
 import webgrad as wg
 from webgrad import dtypes
 from webgrad.ops.elementwise import new
+from webgrad import replay
 from webgrad.random import fill_random
 from webgrad._view import View
 from webgrad._backends import kernels as K
@@ -98,9 +99,8 @@ def functional(fn, op):
         wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()}
         if needs_device:
             wkwargs["target"] = st.webgrad_device()
-        try:
-            with wg.no_grad():
-                out = fn(*wargs, **wkwargs)
+        try:  # (no webgrad autograd to turn off: the unwrapped tensors never require grad)
+            out = fn(*wargs, **wkwargs)
         except Unsupported as e:
             from .fallback import run_on_cpu
             return run_on_cpu(op, args, kwargs, why=str(e))
@@ -134,8 +134,7 @@ def in_place(fn, op):
         wargs = _to_webgrad(args, found)
         wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()}
         try:
-            with wg.no_grad():
-                out = fn(wself, *wargs, **wkwargs)
+            out = fn(wself, *wargs, **wkwargs)
         except Unsupported as e:
             from .fallback import run_on_cpu
             return run_on_cpu(op, (self,) + args, kwargs, why=str(e))
@@ -228,12 +227,36 @@ def zero_(self):
 
 @register(aten._foreach_add_.Scalar)
 def _foreach_add_scalar(tensors, scalar):
-    """The slow path's loop, noting the new values of one-element tensors the host knows (optimizer steps)."""
+    """PyTorch's loop, except for one-element tensors whose value the host knows (the optimizers' step counts):
+    their new value is written by one fill, not computed on the device and copied back. In a recorded step the
+    fill reads a dynamic scalar that a replay hook advances, as it advances the host's copy."""
     for t in tensors:
-        known = st.known_scalar(t) if t.numel() == 1 else None
-        t.add_(scalar)
-        if known is not None:
-            st.note_scalar(t, known + scalar)
+        known = st.known_scalar(t) if t.numel() == 1 and t.dtype.is_floating_point else None
+        if known is None:
+            t.add_(scalar)
+            continue
+        value = known + scalar
+        view = unwrap(t)
+        backend = view.device.backend
+        counter = _dynamic(backend, _count_key(t), value)
+        K.fill(backend, view._view, counter)
+        st.note_scalar(t, value)
+        if backend.capturing:
+            _COUNTED.add(_count_key(t))
+            replay.on_replay(lambda t=t, counter=counter, step=scalar: _count(t, counter, step))
+
+
+_COUNTED = set()  # count keys that a replay hook advances (see _foreach_add_scalar)
+
+
+def _count_key(t):
+    return ("count", t.untyped_storage().data_ptr(), t.storage_offset())
+
+
+def _count(t, counter, step):
+    value = counter.value + step
+    counter.set(value)
+    st.note_scalar(t, value)
 
 
 def copy_from(src, dst):
@@ -490,59 +513,100 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 
 
 # ------------------------------------------------------------------ fused optimizers (fused=True)
-def _fused_lists(*lists):
-    return [[unwrap(t) for t in ts] if ts else None for ts in lists]
+# torch.optim's fused=True paths run webgrad's update kernels: one dispatch per parameter (SGD, whose
+# recorded updates webgrad groups further), or one for many parameters (Adam's multi-tensor kernel where the
+# backend has it). Per-step values (lr, Adam's step count) reach the kernels as the backend's dynamic scalars:
+# in a recorded step (replayable) a replay hook advances them as the recorded _foreach_add_ advances the
+# device's step counts, so no value is read back and each replay computes with its own step.
+_SCALARS = {}  # key -> the backend's dynamic scalar
 
 
-def _optional_scale(grad_scale, found_inf):
+def _dynamic(backend, key, value):
+    if not backend.supports_capture:
+        return value
+    held = _SCALARS.get(key)
+    if held is None:
+        held = _SCALARS[key] = backend.scalar(value)
+    elif held.value != value:
+        held.set(value)
+    return held
+
+
+def _views(tensors):
+    return [unwrap(t) if t is not None else None for t in tensors] if tensors else None
+
+
+def _check_fused(params, grad_scale, found_inf):
     if grad_scale is not None or found_inf is not None:
         raise Unsupported("fused optimizer steps with a GradScaler (grad_scale, found_inf) are not mapped")
+    for p in params:
+        if not p.is_contiguous() or p.dtype is not torch.float32:
+            raise Unsupported("fused optimizer steps on non-contiguous or non-float32 parameters are not mapped")
 
 
-@register(aten._fused_sgd_.default)
-def _fused_sgd_(params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
-                is_first_step, grad_scale=None, found_inf=None):
-    _optional_scale(grad_scale, found_inf)
-    ps, gs, bufs = _fused_lists(params, grads, momentum_buffer_list)
+def _fused_sgd(params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
+               is_first_step, grad_scale=None, found_inf=None):
+    _check_fused(params, grad_scale, found_inf)
+    if isinstance(lr, torch.Tensor):
+        lr = st.host_scalar(lr)
+    ps, gs, bufs = _views(params), _views(grads), _views(momentum_buffer_list)
+    backend = ps[0].device.backend
     hyper = dict(lr=float(lr), momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                  nesterov=nesterov, maximize=maximize, first=is_first_step)
     for i, (p, g) in enumerate(zip(ps, gs)):
-        _contiguous_update(p, g)
-        K.sgd_step(p.device.backend, p._view, g.contiguous()._view, bufs[i]._view if bufs and momentum else None,
-                                  hyper)
+        st.forget_scalars(params[i])
+        K.sgd_step(backend, p._view, g.contiguous()._view, bufs[i]._view if bufs and momentum else None, hyper)
 
 
-@register(aten._fused_sgd_.tensor_lr)
-def _fused_sgd_tensor_lr(params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov,
-                         maximize, is_first_step, grad_scale=None, found_inf=None):
-    return _fused_sgd_(params, grads, momentum_buffer_list, weight_decay, momentum, lr.item(), dampening,
-                       nesterov, maximize, is_first_step, grad_scale, found_inf)
-
-
-def _contiguous_update(p, g):
-    if not p._view.is_contiguous():
-        raise Unsupported("fused optimizer steps on non-contiguous parameters are not mapped")
+register(aten._fused_sgd_.default)(_fused_sgd)
+register(aten._fused_sgd_.tensor_lr)(_fused_sgd)
 
 
 def _fused_adam(decoupled):
     def kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
                weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
-        _optional_scale(grad_scale, found_inf)
-        ps, gs, ms, vs, vmax = _fused_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
-        lr = lr.item() if isinstance(lr, torch.Tensor) else lr
-        for i, (p, g) in enumerate(zip(ps, gs)):
-            _contiguous_update(p, g)
-            step = state_steps[i]  # already counted by the optimizer (_foreach_add_)
-            t = step.item() if step.device.type == "cpu" else st.host_scalar(step)
-            hyper = dict(lr=float(lr), beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize, decoupled=decoupled, step=int(t))
-            K.adam_step(p.device.backend, p._view, g.contiguous()._view, ms[i]._view, vs[i]._view,
-                                       vmax[i]._view if amsgrad else None, hyper)
+        _check_fused(params, grad_scale, found_inf)
+        if isinstance(lr, torch.Tensor):
+            lr = st.host_scalar(lr)
+        ps, gs, ms, vs = _views(params), _views(grads), _views(exp_avgs), _views(exp_avg_sqs)
+        vmax = _views(max_exp_avg_sqs) if amsgrad else [None] * len(ps)
+        backend = ps[0].device.backend
+        # the step counts, as the optimizer's _foreach_add_ just left them (host copies: no read-back)
+        counts = [st.host_scalar(t) if t.device.type == DEVICE.type else t.item() for t in state_steps]
+        base = dict(beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                    maximize=maximize, decoupled=decoupled)
+        lr_scalar = _dynamic(backend, ("lr", id(params[0])), float(lr))
+        steps = [_dynamic(backend, _count_key(t), float(n)) for t, n in zip(state_steps, counts)]
+        hypers = [dict(base, lr=lr_scalar, step=s) for s in steps]
+        for p in params + exp_avgs + exp_avg_sqs:
+            st.forget_scalars(p)
+        if backend.has(K.adam_steps):
+            K.adam_steps(backend, [p._view for p in ps], [g.contiguous()._view for g in gs], [m._view for m in ms],
+                         [v._view for v in vs], [m._view if m is not None else None for m in vmax], hypers)
+        else:
+            for p, g, m, v, mx, hyper in zip(ps, gs, ms, vs, vmax, hypers):
+                K.adam_step(backend, p._view, g.contiguous()._view, m._view, v._view,
+                            mx._view if mx is not None else None, hyper)
+        if backend.capturing:
+            # step counts that _foreach_add_scalar's hook does not advance were counted on the device by the
+            # recorded step (one each per step): their scalars follow
+            pairs = [(t, s) for t, s in zip(state_steps, steps) if t.device.type == DEVICE.type and
+                     _count_key(t) not in _COUNTED]
+            if pairs:
+                replay.on_replay(lambda pairs=pairs: _advance(pairs))
     return kernel
+
+
+def _advance(pairs):
+    for t, scalar in pairs:
+        value = scalar.value + 1.0
+        scalar.set(value)
+        st.note_scalar(t, value)
 
 
 register(aten._fused_adam_.default)(_fused_adam(False))
 register(aten._fused_adamw_.default)(_fused_adam(True))
+
 
 def out_variant(functional_kernel, op):
     """The out= overload's kernel: the functional kernel's results written into the out tensors (resized where
