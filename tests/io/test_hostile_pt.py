@@ -111,6 +111,25 @@ def test_the_float_size_leaves_the_shape_cache_alone():
     assert all(type(s) is int for shape in _tensor._CONTIGUOUS for s in shape)
 
 
+def test_a_fresh_process_works_after_the_issues_file(tmp_path):
+    """In a fresh process, where (3,) is not cached yet: a size 3.0 viewing 3 of 4 elements (copied, so it went
+    through the cache of shapes) used to make every later zeros(3) and randn(3) raise TypeError."""
+    import os
+    import subprocess
+    import sys
+    from helpers import PACKAGE_DIR, ROOT
+    path = tmp_path / "poison.pt"
+    path.write_bytes(checkpoint({"w": float_tensor(size=(3.0,), numel=4)}, {"0": FLOATS + FLOATS[:4]}))
+    code = ("import sys, webgrad as wg\n"
+            "try:\n    wg.load(sys.argv[1])\nexcept ValueError as e:\n    print('refused:', e)\n"
+            "print(wg.zeros(3).tolist(), tuple(wg.randn(3).shape), wg.ones(2, 3).sum().item())\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PACKAGE_DIR), str(ROOT)]))
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "size must hold ints in [0, 2**63), got 3.0" in out.stdout
+    assert out.stdout.strip().endswith("[0.0, 0.0, 0.0] (3,) 6.0")
+
+
 def test_a_bomb_record_that_nothing_uses_is_never_inflated():
     stream, n, crc = deflated_zeros(256 << 20)
     raw = zip_with_raw_member({"data.pkl": P().value({"w": float_tensor()}).done(), "version": b"3\n",
