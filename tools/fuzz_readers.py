@@ -445,7 +445,8 @@ class Safetensors(Target):
         for name, t in value.items():
             if list(t.shape) != list(ref[name]["shape"]):
                 return f"{name}: shape {list(t.shape)} but the reference reads {ref[name]['shape']}"
-            if ref[name]["dtype"] in ("F32", "F64", "I32", "U8", "BOOL", "F16") and t._bytes() != bytes(ref[name]["data"]):
+            native = ref[name]["dtype"] in ("F32", "F64", "I32", "U8", "BOOL", "F16")
+            if native and t._bytes() != bytes(ref[name]["data"]):
                 return f"{name}: data differs from the reference"
         return None
 
@@ -550,7 +551,8 @@ class TorchZip(Target):
                 # a float size smaller than its storage: the view is copied, through the cache of shapes
                 t.size, t.stride, t.offset = (float(rng.randint(1, t.numel - 1)),), (1,), 0
             elif field == "size":
-                t.size = tuple(bad if i == 0 else s for i, s in enumerate(t.size or (1,))) if rng.random() < 0.8 else bad
+                first = tuple(bad if i == 0 else s for i, s in enumerate(t.size or (1,)))
+                t.size = first if rng.random() < 0.8 else bad
                 if rng.random() < 0.5:
                     t.stride = (0,) * len(t.size) if isinstance(t.size, tuple) else t.stride
             elif field == "stride":
@@ -629,8 +631,8 @@ class TorchZip(Target):
                 buf = io.BytesIO(first)
                 with zipfile.ZipFile(buf, "a") as z, warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # zipfile's "Duplicate name": the point here
-                    z.writestr("other/data.pkl", P().value({"x": 1}).done())
-                    z.writestr("archive/data.pkl", P().value([1, 2]).done())
+                    for name, value in (("other/data.pkl", {"x": 1}), ("archive/data.pkl", [1, 2])):
+                        z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), P().value(value).done())
                 return buf.getvalue()
             elif layout == 5:
                 files[".data/version"] = b"3\n"
@@ -673,7 +675,8 @@ class TorchZip(Target):
             # map_location: webgrad puts every tensor where load() is told to, whatever device saved it
             ref = self.torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
         except Exception as e:  # noqa: BLE001 - torch's refusal
-            return f"torch.load(weights_only=True, map_location='cpu') refuses this file ({type(e).__name__}: {str(e)[:150]})"
+            return (f"torch.load(weights_only=True, map_location='cpu') refuses this file ({type(e).__name__}: "
+                    f"{str(e)[:150]})")
         return _same(value, ref, self.torch, "")
 
 
@@ -728,7 +731,7 @@ def _same(w, t, torch, path):
         return None
     if isinstance(t, (list, tuple)):
         if not isinstance(w, (list, tuple)) or len(w) != len(t) or isinstance(w, list) != isinstance(t, list):
-            return f"{path}: {type(w).__name__} of {len(w) if hasattr(w, '__len__') else '?'} vs torch's {type(t).__name__}"
+            return f"{path}: a {type(w).__name__} vs torch's {type(t).__name__} of {len(t)}"
         for i, (a, b) in enumerate(zip(w, t)):
             bad = _same(a, b, torch, f"{path}/{i}")
             if bad:
@@ -764,7 +767,10 @@ class Idx(Target):
         if kind <= 4:
             files[which] = mutate_bytes(rng, files[which])
         elif kind == 5:  # a header that lies about the count or the size
-            dims = (rng.choice([n + 1, 2**32 - 1, 10**6, 0]), 28, 28) if which == 0 else (rng.choice([n + 1, 2**32 - 1]),)
+            if which == 0:
+                dims = (rng.choice([n + 1, 2**32 - 1, 10**6, 0]), 28, 28)
+            else:
+                dims = (rng.choice([n + 1, 2**32 - 1]),)
             files[which] = idx_file(dims, files[which][4 + 4 * len(dims):])
         elif kind == 6:  # other dims or types
             files[which] = idx_file((n, rng.choice([0, 27, 2**16]), 28), b"", magic=rng.choice([None, 0x0803, 0x0D03,
@@ -1134,8 +1140,8 @@ class AppCheckpoint(Target):
         if not isinstance(state, dict) or not all(k in state for k in self.ck.RUN_KEYS):
             return "a state without the run's keys"
         progress = state["progress"]
-        if not isinstance(progress, dict) or not all(type(progress.get(k)) is int
-                                                     for k in ("step", "epochs_done", "steps_per_epoch", "total_steps")):
+        counts = ("step", "epochs_done", "steps_per_epoch", "total_steps")
+        if not isinstance(progress, dict) or not all(type(progress.get(k)) is int for k in counts):
             return f"a progress entry the run cannot use: {str(progress)[:80]}"
         for part in ("model", "optimizer", "config"):
             if not isinstance(state[part], dict):
@@ -1189,7 +1195,8 @@ def run_one(target, data, tmp):
         outcome, detail, value = "unclean", f"RecursionError: {str(e)[:200]}", None
     except Exception as e:  # noqa: BLE001 - the point of the fuzzer
         tb = traceback.extract_tb(e.__traceback__)[-1]
-        outcome, detail, value = "unclean", f"{type(e).__name__}: {str(e)[:200]} (at {Path(tb.filename).name}:{tb.lineno})", None
+        where = f"{Path(tb.filename).name}:{tb.lineno}"
+        outcome, detail, value = "unclean", f"{type(e).__name__}: {str(e)[:200]} (at {where})", None
     ms = (time.perf_counter() - start) * 1e3
     if outcome == "value":
         try:
