@@ -5,7 +5,6 @@ norms are taken of), and the gradient from the singular vectors, as torch's."""
 import math
 
 from ._autograd import record
-from ._tensor import tensor, zeros
 
 
 def singular_norm(A, ord, d0, d1, keepdim):
@@ -28,9 +27,8 @@ def singular_norm(A, ord, d0, d1, keepdim):
             picks = [j for j in range(k) if s[j] == value]
             share = 1.0 / len(picks) if picks else 0.0
         grads.append([[share * sum(u[i][j] * v[c][j] for j in picks) for c in range(n)] for i in range(m)])
-    out = tensor(values, dtype=A.dtype, device=A.device).reshape(batch)
-    direction = tensor(grads, dtype=A.dtype, device=A.device).reshape(batch + (m, n)) if m * n and grads else \
-        zeros(batch + (m, n), dtype=A.dtype, device=A.device)
+    out = A.new_tensor(values).reshape(batch)  # (made through A: this module sits below the Tensor)
+    direction = A.new_tensor(grads).reshape(batch + (m, n)) if m * n and grads else A.new_zeros(batch + (m, n))
 
     def backward(g):
         ga = g.reshape(batch + (1, 1)) * direction
