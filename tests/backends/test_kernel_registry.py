@@ -112,3 +112,13 @@ def test_cumsum_kernel_matches_the_cpu(monkeypatch, software, shape, dtype):
         np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-4)
     else:
         np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.skipif(not webgpu_available(), reason="needs WebGPU")
+def test_cumsum_of_long_columns_on_a_software_adapter(monkeypatch):
+    """llvmpipe ends a thread's loop after ~65535 iterations: long columns go through transposed rows there."""
+    gpu = wg.device("webgpu").backend
+    monkeypatch.setattr(gpu.runtime, "software", True)
+    data = np.random.default_rng(3).integers(-5, 5, size=(70_001, 2))
+    got = wg.tensor(data, device="webgpu").cumsum(0).numpy()
+    np.testing.assert_array_equal(got, np.cumsum(data, axis=0))

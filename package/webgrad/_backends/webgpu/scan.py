@@ -2,11 +2,13 @@
 
 import struct
 
+from ..._view import View
 from ...dtypes import float32, int32, int64
 from .. import kernels
 from .check import check_int64
 from .dispatch import Kernel, Shader, grid
-from .views import check_view
+from .elementwise import copy
+from .views import check_view, contiguous_view
 
 _PLAIN = """alias T = {t};
 @group(0) @binding(0) var<storage, read_write> out: array<{t}>;
@@ -56,6 +58,16 @@ def cumsum(rt, out, x):
         raise TypeError(f"cumsum on WebGPU takes float32, int32 or int64, not {out.dtype}")
     outer, size, inner = out.shape
     if out.numel == 0:
+        return
+    if inner > 1 and rt.software and size > SOFTWARE_COLUMN_MAX:
+        # Too long for a thread's loop there: scan the rows of a transposed copy, and transpose back.
+        dtype, n = out.dtype, out.numel
+        rows_in = contiguous_view(rt.storage(n, dtype), (outer, inner, size), dtype)
+        copy(rt, rows_in, View(x.storage, (outer, inner, size), (size * inner, 1, inner), x.offset, dtype))
+        rows_out = contiguous_view(rt.storage(n, dtype), (outer * inner, size, 1), dtype)
+        cumsum(rt, rows_out, rows_in.reshaped((outer * inner, size, 1)))
+        copy(rt, View(out.storage, (outer, inner, size), (size * inner, 1, inner), out.offset, dtype),
+             rows_out.reshaped((outer, inner, size)))
         return
     params = _PARAMS.pack(outer, size, inner, x.offset, out.offset, outer * inner)
     storages = (out.storage, x.storage)
