@@ -10,8 +10,8 @@ from dashboard import fill_form
 
 WATCH = """
 window.cspViolations = [];
-document.addEventListener('securitypolicyviolation',
-    (e) => window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI} (${e.sourceFile}:${e.lineNumber})`));
+document.addEventListener('securitypolicyviolation', (e) =>
+    window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI} (${e.sourceFile}:${e.lineNumber})`));
 """
 
 

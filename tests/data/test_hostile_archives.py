@@ -64,7 +64,8 @@ def test_a_long_pax_header_is_refused_before_it_is_read(tmp_path):
 
 def test_archives_that_lack_or_fake_the_batch(tmp_path):
     files = {"cifar-10-batches-bin/test_batch.bin": _batch()}
-    _refused(_tarball(tmp_path / "a", {"other/test_batch.bin": _batch()}), "has no file cifar-10-batches-bin/test_batch.bin")
+    _refused(_tarball(tmp_path / "a", {"other/test_batch.bin": _batch()}),
+             "has no file cifar-10-batches-bin/test_batch.bin")
     raw = tar_gz(files, kinds={"cifar-10-batches-bin/test_batch.bin": "symlink"})
     _refused(_tarball(tmp_path / "b", raw), "has no file")
     cut = tar_gz(files, compress=False)

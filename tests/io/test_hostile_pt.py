@@ -55,13 +55,17 @@ HOSTILE = {
     "offset 0.0": (checkpoint({"w": float_tensor(offset=0.0)}, {"0": FLOATS}), "offset must be an int"),
     "offset False": (checkpoint({"w": float_tensor(offset=False)}, {"0": FLOATS}), "offset must be an int"),
     "negative size": (checkpoint({"w": float_tensor(size=(-1,))}, {"0": FLOATS}), r"ints in \[0, 2\*\*63\)"),
-    "size past storage": (checkpoint({"w": float_tensor(size=(4,))}, {"0": FLOATS}), "reaches element 3 of a storage of 3"),
+    "size past storage": (checkpoint({"w": float_tensor(size=(4,))}, {"0": FLOATS}),
+                          "reaches element 3 of a storage of 3"),
     "offset past storage": (checkpoint({"w": float_tensor(offset=1)}, {"0": FLOATS}), "reaches element 3"),
-    "stride past storage": (checkpoint({"w": float_tensor(size=(2,), stride=(5,))}, {"0": FLOATS}), "reaches element 5"),
-    "size and stride lengths": (checkpoint({"w": float_tensor(size=(3, 1), stride=(1,))}, {"0": FLOATS}), "differ in length"),
+    "stride past storage": (checkpoint({"w": float_tensor(size=(2,), stride=(5,))}, {"0": FLOATS}),
+                            "reaches element 5"),
+    "size and stride lengths": (checkpoint({"w": float_tensor(size=(3, 1), stride=(1,))}, {"0": FLOATS}),
+                                "differ in length"),
     "huge view of stride 0": (checkpoint({"w": float_tensor(size=(2**40,), stride=(0,))}, {"0": FLOATS}), "budget"),
     "numel lies": (checkpoint({"w": float_tensor(numel=2**40)}, {"0": FLOATS}), "holds 12 bytes, and its storage"),
-    "requires_grad 1": (checkpoint({"w": float_tensor(requires_grad=1)}, {"0": FLOATS}), "requires_grad must be a bool"),
+    "requires_grad 1": (checkpoint({"w": float_tensor(requires_grad=1)}, {"0": FLOATS}),
+                        "requires_grad must be a bool"),
     "int that requires grad": (checkpoint({"w": T("0", "IntStorage", 3, 0, (3,), (1,), requires_grad=True)},
                                           {"0": bytes(12)}), "only floating point tensors can require gradients"),
     "missing record": (checkpoint({"w": float_tensor()}, {}), "data/0 is missing"),
@@ -160,6 +164,16 @@ def test_a_record_that_lies_about_its_size_is_refused_before_it_is_read():
     raw = zip_with_raw_member({"data.pkl": P().value({"w": float_tensor(numel=2**29, size=(3,))}).done(),
                                "version": b"3\n"}, "data/0", zlib.compress(bytes(64))[2:-4], 2**31, 0)
     refused(raw, "budget")
+
+
+def test_the_memo_holds_at_most_max_memo_entries(monkeypatch):
+    from webgrad.io import unpickler
+    monkeypatch.setattr(unpickler, "MAX_MEMO", 10)
+    # a list of None, each stored at a new index before it is appended
+    puts = b"]" + b"".join(b"Nr" + struct.pack("<I", i) + b"a" for i in range(11))
+    refused(checkpoint({"x": Raw(puts)}, {}), "stores more than 10 memo entries")
+    again = b"]" + b"Nq\x01a" * 50  # one index stored over and over is one entry
+    assert torch_format.load(checkpoint({"x": Raw(again)}, {}), device="cpu") == {"x": [None] * 50}
 
 
 def test_big_endian_checkpoints_are_refused_by_name():

@@ -9,8 +9,8 @@ This one is a small pickle machine in Python (as torch's weights-only unpickler 
   its caller's `find_class` hands out for a (module, name), called only through REDUCE or BUILD, whose
   arguments the caller checks;
 - tuples nest at most MAX_DEPTH levels (a deeper one is refused as it is made, before anything hashes it);
-  the memo is a dict, so an index costs what it holds, not its value; dict keys and set items must be
-  hashable; strings and numbers cannot claim more bytes than the file holds;
+  the memo is a dict of at most MAX_MEMO entries, so an index costs what it holds, not its value; dict keys
+  and set items must be hashable; strings and numbers cannot claim more bytes than the file holds;
 - every problem of the file raises UnpicklingError, naming the opcode and its offset.
 
 UnpicklingError is both a pickle.UnpicklingError (what torch.load raises for a checkpoint it refuses) and a
@@ -21,6 +21,7 @@ import pickle
 import struct
 
 MAX_DEPTH = 100  # tuples in tuples; a checkpoint needs 3 or 4 (a torch.Size in the args of a rebuild call)
+MAX_MEMO = 1_000_000  # memo entries; a checkpoint has a few per tensor, a pickled CIFAR batch one per file name
 
 
 class UnpicklingError(pickle.UnpicklingError, ValueError):
@@ -57,7 +58,8 @@ OPCODES = {
     0x4E: "NONE", 0x88: "NEWTRUE", 0x89: "NEWFALSE", 0x4A: "BININT", 0x4B: "BININT1", 0x4D: "BININT2",
     0x8A: "LONG1", 0x8B: "LONG4", 0x47: "BINFLOAT", 0x58: "BINUNICODE", 0x8C: "SHORT_BINUNICODE",
     0x8D: "BINUNICODE8", 0x55: "SHORT_BINSTRING", 0x54: "BINSTRING", 0x43: "SHORT_BINBYTES", 0x42: "BINBYTES",
-    0x8E: "BINBYTES8", 0x96: "BYTEARRAY8", 0x29: "EMPTY_TUPLE", 0x74: "TUPLE", 0x85: "TUPLE1", 0x86: "TUPLE2", 0x87: "TUPLE3",
+    0x8E: "BINBYTES8", 0x96: "BYTEARRAY8", 0x29: "EMPTY_TUPLE", 0x74: "TUPLE", 0x85: "TUPLE1", 0x86: "TUPLE2",
+    0x87: "TUPLE3",
     0x5D: "EMPTY_LIST", 0x61: "APPEND", 0x65: "APPENDS", 0x6C: "LIST", 0x7D: "EMPTY_DICT", 0x73: "SETITEM",
     0x75: "SETITEMS", 0x64: "DICT", 0x8F: "EMPTY_SET", 0x90: "ADDITEMS", 0x91: "FROZENSET", 0x71: "BINPUT",
     0x72: "LONG_BINPUT", 0x94: "MEMOIZE", 0x68: "BINGET", 0x6A: "LONG_BINGET", 0x63: "GLOBAL",
@@ -365,14 +367,19 @@ class Unpickler:
         items = self.pop_mark()
         self.stack.append(frozenset(self.hashable(x, "a set item") for x in items))
 
+    def put(self, index):
+        if len(self.memo) >= MAX_MEMO and index not in self.memo:
+            self.fail(f"stores more than {MAX_MEMO} memo entries")
+        self.memo[index] = self.top()
+
     def op_BINPUT(self):
-        self.memo[self.take(1)[0]] = self.top()
+        self.put(self.take(1)[0])
 
     def op_LONG_BINPUT(self):
-        self.memo[int.from_bytes(self.take(4), "little")] = self.top()
+        self.put(int.from_bytes(self.take(4), "little"))
 
     def op_MEMOIZE(self):
-        self.memo[len(self.memo)] = self.top()
+        self.put(len(self.memo))
 
     def get(self, index):
         if index not in self.memo:
