@@ -56,7 +56,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     size = _size_arg("empty_permuted", (), tuple(size))
     order = [operator.index(d) for d in physical_layout]
     if sorted(order) != list(range(len(size))):
-        raise RuntimeError(f"empty_permuted(): physical_layout {order} is not a permutation of the dims of {list(size)}")
+        raise RuntimeError(f"empty_permuted(): physical_layout {order} is not a permutation of the dims of "
+                           f"{list(size)}")
     stride, acc = [0] * len(size), 1
     for d in reversed(order):
         stride[d] = acc

@@ -69,8 +69,8 @@ def _parse(equation, operands):
     lhs, arrow, rhs = equation.partition("->")
     specs = lhs.split(",")
     if len(specs) != len(operands):
-        raise ValueError(f"einsum(): more operands were provided than specified in the equation" if len(operands) >
-                         len(specs) else "einsum(): fewer operands were provided than specified in the equation")
+        raise ValueError(f"einsum(): {'more' if len(operands) > len(specs) else 'fewer'} operands were provided "
+                         "than specified in the equation")
     used = set(c for c in equation if c.isalpha())
     free = [c for c in _LETTERS if c not in used]
     ell = 0
