@@ -485,5 +485,29 @@ grad, y (the forward's out), out: contiguous [d0, d1, d2, cols]; mask as the for
 adam_steps = _kernel("adam_steps", "params:views grads:views exp_avgs:views exp_avg_sqs:views "
                      "max_exp_avg_sqs:views hypers:arg", """adam_step on each parameter in turn: params[i] with
 grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] (None unless amsgrad) and hypers[i] (adam_step's hyper,
-without skip_if or prepare), all contiguous float32. A backend may update many parameters in one dispatch (a
+with skip_if and skipped_steps where given, without prepare), all contiguous float32. A backend may update many parameters in one dispatch (a
 multi-tensor kernel); the results are adam_step's.""", half=REFUSE, optional=True)
+
+# ------------------------------------------------------------------------------------------ value checks
+# Values that PyTorch refuses where it reads them (one_hot's classes, binary_cross_entropy's probabilities, an
+# integer divisor) are checked by one kernel, and an optimizer step that follows a failed device-side check
+# changes nothing. The CPU raises at once; WebGPU sets the runtime's error word, raised at the next read-back.
+
+check_values = _kernel("check_values", "x:in message:arg error:arg low:arg=None high:arg=None nan:arg=False "
+                       "zero:arg=False below_message:arg=None", """Report the elements of x (any view; float32,
+float16, int64, int32, uint8 or bool) that fail a check: raise error(template.format(value=i, size=n)), i the
+row-major position of a failing element and n = x.numel, with template below_message (or message where None) for
+an element not >= low, else message. Checks, in this order, each only where asked: nan, the element is NaN; low,
+not element >= low (NaN fails it); high, not element <= high (NaN fails it); zero, the element == 0. low and high
+are Python numbers compared with the element's value (integer x: exactly). The CPU raises at once; a backend that
+queues work reports at its next read-back (no sync of its own, so it records into a replayed step). Which
+failing element is named may differ between backends; that one is reported does not.""")
+
+device_error_flag = _kernel("device_error_flag", "out:out found:in=None", """out (float32, one element) = 1.0
+where a kernel reported a device-side error (one raised as an exception; not a callback's check) that no read-back
+has raised yet, else 0.0; the larger of that and found (float32, one element, GradScaler's inf flag) where found
+is given. It returns True; or False, launching nothing and leaving out unwritten, where no kernel that may report
+an error ran since the backend last read its errors (the caller then uses found, or no flag). An optimizer passes
+the flag as its updates' hyper['skip_if']: a step that follows a failed index or value check changes nothing
+before the error raises at the next read-back, as the CPU's error raises in the forward. Only for a backend that
+reports errors late (WebGPU); the CPU raises at once and lacks it.""", optional=True)

@@ -8,7 +8,7 @@ right NumPy over speed. Each family module registers its kernels on the records 
 from ... import dtypes
 from ..interface import Backend
 # the kernel families: importing them registers their implementations on the records
-from . import augment, conv, elementwise, index, linalg, loss, norm, optim, random, reduce  # noqa: F401
+from . import augment, checks, conv, elementwise, index, linalg, loss, norm, optim, random, reduce  # noqa: F401
 from . import attention, layer_norm, masked, softmax_masked  # noqa: F401  (the transformer's kernels)
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
 from .arrays import NP_DTYPES, array, np, require_numpy

@@ -59,6 +59,9 @@ from .recording import Graph
 
 ERROR_WORD_BYTES = 16  # the error word as read back: code, value (i32), size, unused
 ERROR_CODES_MAX = 1 << 20  # distinct error messages kept; beyond it one generic code
+# Set in the code of an error reported to a callback rather than raised (error_code): such a report lets the
+# read go on, so it skips no optimizer step (value_checks.wgsl's device_error_flag).
+HANDLER_CODE = 1 << 31
 
 
 Dispatch = collections.namedtuple("Dispatch", "record kernel constants params groups")
@@ -322,8 +325,17 @@ class Runtime:
                 code = self._error_codes.get(key)
             if code is None:
                 self._error_kinds.append(key)
-                code = self._error_codes[key] = len(self._error_kinds)
+                code = len(self._error_kinds)
+                if not (isinstance(exception, type) and issubclass(exception, BaseException)):
+                    code |= HANDLER_CODE
+                self._error_codes[key] = code
         return code
+
+    @property
+    def errors_armed(self):
+        """Whether work that may set the error word ran (or is recorded) since the word was last read: a kernel
+        reading the word now (device_error_flag) may find an error the host has not raised yet."""
+        return self._errors_armed
 
     def _check_errors(self, data, nbytes):
         """`data`'s first nbytes; raise the error in its trailing error word, if one is there and set."""
@@ -332,7 +344,7 @@ class Runtime:
         code, value, size, _ = struct.unpack_from("<IiII", data, nbytes)
         if code:
             self.clear_errors()
-            kind, template = self._error_kinds[code - 1]
+            kind, template = self._error_kinds[(code & ~HANDLER_CODE) - 1]
             message = template.format(value=value, size=size)
             if isinstance(kind, type) and issubclass(kind, BaseException):
                 raise kind(message)
