@@ -49,3 +49,14 @@ def check_host(values, size, message):
     for v in values:
         if not 0 <= v < size:
             raise IndexError(template(message).format(value=v, size=size))
+
+
+# Values PyTorch refuses where it reads them, checked by the check_values kernel (the CPU at once, WebGPU at the
+# next read-back; {value} is the failing element's position, {size} the element count).
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """An integer division or remainder by zero: PyTorch's RuntimeError("ZeroDivisionError"), and a
+    ZeroDivisionError as Python's own // and % raise."""
+
+
+DIVISION_BY_ZERO = "ZeroDivisionError: integer division by zero (element {value} of the divisor's {size} is 0)"
+ONE_HOT_NEGATIVE = "one_hot: Class values must be non-negative."

@@ -369,12 +369,10 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor (an integer Tensor)")
     if num_classes == -1:
         num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    elif tensor.device.type == "cpu" and tensor.numel():  # values known on the host are checked, as torch
-        low, high = int(tensor.min().item()), int(tensor.max().item())
-        if low < 0:
-            raise RuntimeError("one_hot: Class values must be non-negative.")
-        if high >= num_classes:
-            raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({high} >= {num_classes}).")
+    # (as torch: the CPU raises here, WebGPU at the next read-back instead of rows of zeros)
+    kernels.check_values(tensor.device.backend, tensor._view, "one_hot: Class values must be smaller than num_classes "
+                         f"({num_classes}).", RuntimeError, low=0, high=num_classes - 1,
+                         below_message=_bounds.ONE_HOT_NEGATIVE)
     classes = arange(num_classes, dtype=dtypes.int64, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()  # int64, as PyTorch
 

@@ -6,7 +6,7 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 
 import inspect
 
-from .. import dtypes
+from .. import _bounds, dtypes
 from .._autograd import no_grad, record
 from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
@@ -340,10 +340,11 @@ def floor_divide(input, other):
         return div(input, other, rounding_mode="floor")
     if not isinstance(other, Tensor):
         if other == 0:
-            raise ZeroDivisionError("floor_divide: integer division by zero")
+            raise _bounds.IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
         other = full_scalar_like(input, other)
-    elif other.device.type == "cpu" and int((other == 0).sum().item()):
-        raise ZeroDivisionError("floor_divide: integer division by zero")
+    else:  # (as PyTorch: the CPU raises here, WebGPU at the next read-back)
+        kernels.check_values(other.device.backend, other._view, _bounds.DIVISION_BY_ZERO, _bounds.IntegerDivisionByZero,
+                             zero=True)
     if not isinstance(input, Tensor):
         input = full_scalar_like(other, input)
     x, y, dtype = _promote_pair(input, other, "floor_divide")

@@ -276,15 +276,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to the "
                          f"input size ({list(input.shape)}) is not allowed; please ensure they have the same size")
-    if input.device.type == "cpu" and input.numel():  # values known on the host are checked, as torch does
-        low, high = input.min().item(), input.max().item()
-        if not (0.0 <= low and high <= 1.0):
-            raise RuntimeError(f"binary_cross_entropy(): all elements of input should be between 0 and 1 "
-                               f"(found values in [{low}, {high}])")
-        low, high = target.min().item(), target.max().item()
-        if not (0.0 <= low and high <= 1.0):  # NaN fails both, as in torch
-            raise RuntimeError(f"binary_cross_entropy(): all elements of target should be between 0 and 1 "
-                               f"(found values in [{low}, {high}])")
+    for t, name in ((input, "input"), (target, "target")):  # NaN fails too (the CPU raises here, WebGPU at a read-back)
+        kernels.check_values(t.device.backend, t._view, f"binary_cross_entropy(): all elements of {name} should be "
+                             "between 0 and 1 (element {value} of {size} is not)", RuntimeError, low=0.0, high=1.0)
     with no_grad():
         log_x = input.log().clamp(min=-100.0)
         log_1mx = (1.0 - input).log().clamp(min=-100.0)
