@@ -36,9 +36,9 @@ XFAIL = {
                            "deprecation warning)",
 }
 
-# small scripts that run on the accelerator: through its flag (--accel / no --no-accel / --device=webgpu) or, being
-# device-neutral, on the default device the runner sets to webgpu
-WEBGPU = ["jj_two_layer_net_optim", "ex_mnist_forward_forward", "ex_vae", "nanogpt"]
+# small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt
+# --device=webgpu) or, being device-neutral, on the default device the runner sets to webgpu; all compared with torch
+WEBGPU = ["jj_two_layer_net_optim", "ex_vae", "nanogpt", "mz_autoencoder"]
 
 
 def _params(names):
