@@ -234,7 +234,7 @@ SCRIPTS = {
         overrides={"num_epochs": 1, "batch_size": 1}, data=[("mnist", "../../data", {"train": 100, "test": 10})],
         timeout=240, note="prints every 100 steps: 100 images, batch 1"),
     "yj_rnn": Script(
-        "main.py", YJ + "02-intermediate/recurrent_neural_network/main.py", kind="2-layer LSTM on MNIST rows",
+        "main.py", YJ + "02-intermediate/recurrent_neural_network/main.py", kind="LSTM on MNIST rows",
         overrides={"num_epochs": 1, "batch_size": 1, "hidden_size": 8, "num_layers": 1, "sequence_length": 7,
                    "input_size": 112},
         data=[("mnist", "../../data", {"train": 100, "test": 10})], timeout=240,
