@@ -250,3 +250,37 @@ def test_whole_step_recorded_and_replayed(compiled, make_opt):
     close(torch.tensor(got), torch.tensor(want))
     for p, q in zip(model.parameters(), ref.parameters()):
         close(p.detach().cpu(), q.detach())
+
+
+@pytest.mark.parametrize("whole_step", [False, True], ids=["graphs", "whole-step"])
+def test_compiled_batch_norm_replayed(whole_step):
+    """ResNet-8 (BatchNorm in training mode, residual adds) compiled on webgpu tensors and replayed: its
+    running statistics, updated in place by the batch-norm kernel, and its parameters follow PyTorch on the CPU."""
+    from webgrad import torch_backend
+    from webgrad.torch_backend.parity import ResNet8
+    torch.manual_seed(0)
+    ref = ResNet8(width=4)
+    model = copy.deepcopy(ref).to(DEV)
+    stats = {}
+
+    def make_step(m, fwd, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(fwd(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True)
+    if whole_step:
+        step = torch_backend.compile(make_step(model, model, opt), stats=stats, whole_step=True)
+    else:
+        step = make_step(model, torch_backend.compile(model, stats=stats, fallback="error"), opt)
+    torch._dynamo.reset()
+    ref_step = make_step(ref, ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
+    for _ in range(4):
+        x, y = torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))
+        close(step(x.to(DEV), y.to(DEV)).cpu(), ref_step(x, y).detach(), atol=1e-4, rtol=1e-3)
+    assert stats.get("fallback", {}) == {}
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
+        close(a.cpu().to(b.dtype), b, atol=1e-4, rtol=1e-3)

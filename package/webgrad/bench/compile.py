@@ -7,8 +7,7 @@ batches of the datasets' shapes resident on the device; the loss read back every
 
   webgrad replay      webgrad's own step recorded once and replayed (webgrad.replayable)
   compiled step       PyTorch's step (zero_grad, forward, backward, optimizer) on webgpu tensors through
-                      torch.compile(backend="webgrad") and recorded whole (torch_backend.compile(whole_step=True);
-                      Adam with capturable=True, as a recorded step needs)
+                      torch.compile(backend="webgrad") and recorded whole (torch_backend.compile(whole_step=True))
   compiled graphs     the model alone compiled, on webgpu tensors: its forward and backward graphs each recorded
                       and replayed, the optimizer's foreach updates eager
   webgrad eager       webgrad's step, every op issued from Python
@@ -16,7 +15,7 @@ batches of the datasets' shapes resident on the device; the loss read back every
   torch cpu           PyTorch's eager step on the CPU, CUDA hidden (CUDA_VISIBLE_DEVICES=""), as on a machine
                       whose GPU PyTorch does not drive
 
-and the ratios the issue asks for: compiled step / webgrad replay (and compiled graphs / webgrad replay), torch
+PyTorch's optimizers run with fused=True (on webgpu: webgrad's update kernels). The ratios: compiled step / webgrad replay (and compiled graphs / webgrad replay), torch
 eager / webgrad eager, compiled step / torch cpu. Then the per-call cost of crossing from CPU torch tensors into
 a compiled graph and back (the compile backend's boundary). --no-eager leaves out the eager columns, --no-cpu
 the CPU one (slow at ResNet-18's size).
@@ -31,12 +30,13 @@ from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS
 ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS}
 
 
-def _torch_optimizer(torch, name, params, capturable=False):
-    """The recipe's optimizer (bench.recipes.benchmark_optimizer) for PyTorch; capturable: Adam's step count and
-    bias corrections on the device, which a recorded step needs."""
+def _torch_optimizer(torch, name, params):
+    """The recipe's optimizer (bench.recipes.benchmark_optimizer) for PyTorch, fused=True: on webgpu webgrad's
+    update kernels (Adam's step count a dynamic scalar, so a recorded step replays it), on the CPU PyTorch's
+    fused CPU kernels."""
     if name in MNIST_MODELS:
-        return torch.optim.Adam(params, lr=1e-3, capturable=capturable)
-    return torch.optim.SGD(params, lr=0.01, momentum=0.9)
+        return torch.optim.Adam(params, lr=1e-3, fused=True)
+    return torch.optim.SGD(params, lr=0.01, momentum=0.9, fused=True)
 
 
 def torch_rate(torch, name, batch, steps, dev, mode):
@@ -47,7 +47,7 @@ def torch_rate(torch, name, batch, steps, dev, mode):
     torch.manual_seed(0)
     torch._dynamo.reset()
     model = ALL_MODELS[name](nn=torch.nn).to(dev)
-    opt = _torch_optimizer(torch, name, model.parameters(), capturable=mode == "step")
+    opt = _torch_optimizer(torch, name, model.parameters())
     if mode == "eager":
         step = train_step(model, opt, lib=torch)
     elif mode == "graphs":

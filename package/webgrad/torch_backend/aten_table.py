@@ -11,6 +11,7 @@ import webgrad as wg
 from webgrad import dtypes
 from webgrad.ops.elementwise import new
 from webgrad._view import View
+from webgrad._tensor import Tensor
 
 import torch
 from .._backends import kernels
@@ -354,8 +355,50 @@ def _scatter_value(x, dim, index, value):
     return wg.where(mask, value, x) if mask is not None else x.clone()
 
 
+def _as_ncs(x):
+    """x ([N, C, ...]) as the contiguous [N, C, S] view the batch-norm kernels take."""
+    n, c = x.shape[0], x.shape[1]
+    return x.contiguous()._view.reshaped((n, c, x.numel() // max(n * c, 1)))
+
+
+def batch_norm_fused(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch norm in webgrad's kernel: (out, save [2, C] = (mean, invstd)); running_mean/var updated in place
+    when training (None for none)."""
+    c = x.shape[1]
+    out = new(tuple(x.shape), x.dtype, x.device)
+    save = new((2, c), x.dtype, x.device)
+    kernels.batch_norm(x.device.backend, out._view.reshaped(_as_ncs(x).shape), save._view, _as_ncs(x),
+                       weight.contiguous()._view if weight is not None else None,
+                       bias.contiguous()._view if bias is not None else None,
+                       running_mean._view if running_mean is not None else None,
+                       running_var._view if running_var is not None else None, bool(training), momentum, eps)
+    return out, save
+
+
+def _fusable_bn(x, *vectors):
+    return x.ndim >= 2 and x.dtype is dtypes.float32 and all(
+        v is None or (v.dtype is dtypes.float32 and v._view.is_contiguous()) for v in vectors)
+
+
+def batch_norm_in_place(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """_native_batch_norm_legit_functional with the running statistics updated where they lie and handed back
+    as the new ones (executor._in_place_batch_norm says when)."""
+    if not _fusable_bn(x, weight, bias, running_mean, running_var) or momentum is None:
+        return _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+    out, save = batch_norm_fused(x, weight, bias, running_mean, running_var, training, momentum, eps)
+    return out, save[0], save[1], running_mean, running_var
+
+
 def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
     """ATen's functional batch norm: (out, save_mean, save_rstd, new running mean, new running var)."""
+    if _fusable_bn(x, weight, bias, running_mean, running_var) and momentum is not None:
+        rm = running_mean.clone() if training and running_mean is not None else running_mean
+        rv = running_var.clone() if training and running_var is not None else running_var
+        out, save = batch_norm_fused(x, weight, bias, rm, rv, training, momentum, eps)
+        if not training:  # eval saves no statistics (ATen returns empty tensors)
+            empty = wg.empty(0, dtype=x.dtype, device=x.device)
+            return out, empty, empty, running_mean, running_var
+        return out, save[0], save[1], rm, rv
     dims = (0,) + tuple(range(2, x.ndim))
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training:
@@ -376,6 +419,30 @@ def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, 
     if not training:  # eval saves no statistics (ATen returns empty tensors)
         mean = rstd = wg.empty(0, dtype=x.dtype, device=x.device)
     return out, mean, rstd, running_mean, running_var
+
+
+def _batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_invstd, train, eps,
+                         output_mask):
+    """(grad_input, grad_weight, grad_bias) from webgrad's batch-norm backward kernel."""
+    if not _fusable_bn(x, weight) or grad.dtype is not dtypes.float32:
+        raise Unsupported("batch norm's backward is mapped for float32 [N, C, ...] inputs")
+    c = x.shape[1]
+    mv, iv = save_mean._view, save_invstd._view
+    if train and mv.storage is iv.storage and mv.strides == iv.strides == (1,) and iv.offset == mv.offset + c:
+        save = Tensor._make(View(mv.storage, (2, c), (c, 1), mv.offset, mv.dtype), x.device)  # the forward's [2, C]
+    elif train:
+        save = wg.stack([save_mean, save_invstd]).contiguous()
+    else:
+        save = wg.stack([running_mean, (running_var + eps).rsqrt()]).contiguous()
+    gx = new(tuple(x.shape), x.dtype, x.device) if output_mask[0] else None
+    gw = new((c,), x.dtype, x.device) if output_mask[1] else None
+    gb = new((c,), x.dtype, x.device) if output_mask[2] else None
+    shape3 = _as_ncs(x).shape
+    kernels.batch_norm_backward(x.device.backend, gx._view.reshaped(shape3) if gx is not None else None,
+                                gw._view if gw is not None else None, gb._view if gb is not None else None,
+                                _as_ncs(grad), _as_ncs(x), save._view,
+                                weight.contiguous()._view if weight is not None else None, bool(train))
+    return gx, gw, gb
 
 
 def _erf(x):
@@ -551,6 +618,7 @@ ATEN = {
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_attention_backward,
     aten._native_batch_norm_legit_functional.default: _batch_norm,
+    aten.native_batch_norm_backward.default: _batch_norm_backward,
     aten._native_batch_norm_legit_no_training.default:
         lambda x, w, b, rm, rv, momentum, eps: _batch_norm(x, w, b, rm, rv, False, momentum, eps)[:3],
     # activations and their gradients
@@ -729,7 +797,7 @@ ATEN[aten.copy.default] = lambda x, src, non_blocking=False: src.to(dtype=x.dtyp
 KEEP_WHOLE = {aten._log_softmax_backward_data.default, aten._softmax_backward_data.default,
               aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.threshold_backward.default,
               aten.gelu_backward.default, aten.sigmoid_backward.default, aten.tanh_backward.default,
-              aten.embedding_dense_backward.default}
+              aten.embedding_dense_backward.default, aten.native_batch_norm_backward.default}
 
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)
 NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}

@@ -41,7 +41,7 @@ from webgrad import dtypes
 from webgrad._tensor import Tensor
 from webgrad._view import View
 
-from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES, nll_log_softmax_backward
+from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES, batch_norm_in_place, nll_log_softmax_backward
 from .._backends import kernels
 
 _TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
@@ -249,10 +249,18 @@ class GraphExecutor:
         self.stats = stats if stats is not None else {"fallback": {}}
         self.nodes = list(gm.graph.nodes)
         self._overrides = _pair(self.nodes)
+        # inputs on the webgpu device that batch norm updates in place (its running statistics): see
+        # _in_place_batch_norm
+        self.written = _in_place_batch_norm(self.nodes, self._overrides)
         out = self.nodes[-1].args[0]
         self._tuple_out = isinstance(out, (tuple, list))
         self._out_args = _flat(out)
         self._out_metas = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in self._out_args]
+        # outputs that are such a statistic's new value: handed back as a new tensor over the input's memory
+        # (AOTAutograd copies it into the buffer, a copy onto itself), not as the input tensor itself
+        self._written_outputs = {i for i, a in enumerate(self._out_args) if isinstance(a, torch.fx.Node) and
+                                 a.op == "call_function" and a.target is operator.getitem and
+                                 self._overrides.get(a.args[0]) is batch_norm_in_place and a.args[1] in (3, 4)}
         # outputs that tracing put on the webgpu device stay there: handed out as webgpu tensors, never read back
         self._out_device = [isinstance(m, torch.Tensor) and m.device.type == "webgpu" for m in self._out_metas]
         self._handed = []  # weak references to the torch storages of webgpu outputs that live in the recording
@@ -449,7 +457,8 @@ class GraphExecutor:
                 continue
             if not isinstance(value, Tensor):
                 results[i] = value
-            elif id(value) in passthrough:
+            elif id(value) in passthrough and not (self.written and self._out_device[i] and
+                                                   i in self._written_outputs):
                 # an input unchanged (AOTAutograd saves parameters for the backward this way) goes back as
                 # that very torch tensor: no read-back, and its device copy stays found
                 results[i] = passthrough[id(value)]
@@ -537,13 +546,15 @@ class _Replay:
     (:meth:`GraphExecutor._preserve`).
     """
 
-    def __init__(self, graph, static, outputs, reads, signature, args):
+    def __init__(self, graph, static, outputs, reads, signature, args, written=()):
         self.graph, self.static, self.outputs, self.reads = graph, static, outputs, reads
         self.signature = signature
         self.handed_out = []
-        # inputs read in place (parameters): a call must pass the same memory
+        # inputs used where they lie (parameters, and running statistics updated in place): a call must pass
+        # the same memory
         self.in_place = [i for i, (x, a) in enumerate(zip(static, args)) if _on_device(a) and
-                         isinstance(a, torch.nn.Parameter) and x._view.storage is _device_storage().storage_of(a)]
+                         (isinstance(a, torch.nn.Parameter) or i in written) and
+                         x._view.storage is _device_storage().storage_of(a)]
         self.read_in_place = {id(static[i]._view.storage) for i in self.in_place}
 
     @classmethod
@@ -551,13 +562,13 @@ class _Replay:
         backend = executor.device.backend
         # made before the capture: inputs of the graph, not its buffers. A parameter on the webgpu device is
         # read where it lies (the graphs never write their inputs; an optimizer updates it in place)
-        static = [x if isinstance(a, torch.nn.Parameter) and _on_device(a) else x.clone()
-                  for x, a in zip(inputs, args)]
+        static = [x if _on_device(a) and (isinstance(a, torch.nn.Parameter) or i in executor.written) else x.clone()
+                  for i, (x, a) in enumerate(zip(inputs, args))]
         passthrough = {id(x): a for x, a in zip(static, args) if isinstance(a, torch.Tensor)}
         with backend.capture() as graph:
             outputs = executor._compute(static)
             reads = executor._plan_reads(outputs, passthrough)
-        return cls(graph, static, outputs, reads, _signature(args), args)
+        return cls(graph, static, outputs, reads, _signature(args), args, executor.written)
 
     def matches(self, args):
         if _signature(args) != self.signature:
@@ -656,6 +667,30 @@ def _pair(nodes):
                 ATEN[aten.nll_loss_backward.default](*args), y, dim, dtype)
         overrides[g], overrides[node] = first, second
     return overrides
+
+
+def _in_place_batch_norm(nodes, overrides):
+    """Training batch norms of a graph on webgpu tensors whose running statistics are graph inputs: the kernel
+    updates those inputs in place and the node hands them back as its new statistics, so AOTAutograd's copy of
+    the new values into the buffers copies a tensor onto itself (nothing: see torch_device's copy_), where the
+    functional form would make new statistics and copy them back (two copies each per step). Returns the
+    indices of the placeholders written (a replay must then be given the same memory for them)."""
+    aten = torch.ops.aten
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    index = {n: i for i, n in enumerate(placeholders)}
+    written = set()
+    for node in nodes:
+        if node.op != "call_function" or node.target is not aten._native_batch_norm_legit_functional.default:
+            continue
+        stats = node.args[3:5]
+        training = node.args[5]
+        metas = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in stats]
+        if training is not True or not all(n in index for n in stats) or not all(
+                isinstance(m, torch.Tensor) and m.device.type == "webgpu" for m in metas):
+            continue
+        overrides[node] = batch_norm_in_place
+        written.update(index[n] for n in stats)
+    return written
 
 
 def _unaliased(node):

@@ -263,6 +263,10 @@ def copy_from(src, dst):
     """dst[...] = src across devices: webgpu <- webgpu (a device copy), webgpu <- cpu (an upload), cpu <-
     webgpu (a read-back); broadcasting src to dst's shape and converting its dtype, as Tensor.copy_."""
     if src.device.type == DEVICE.type and dst.device.type == DEVICE.type:
+        if src is dst or (src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr() and
+                          src.storage_offset() == dst.storage_offset() and src.stride() == dst.stride() and
+                          src.shape == dst.shape and src.dtype is dst.dtype):
+            return dst  # onto itself (a compiled graph that updated a buffer in place hands it back)
         return write_into(dst, unwrap(src))
     if dst.device.type == DEVICE.type:
         if src.device.type != "cpu":
@@ -437,58 +441,24 @@ def native_dropout_backward(grad, mask, scale):
 
 
 # ------------------------------------------------------------------ ops written for eager use
-def _batch_norm_views(x):
-    n, c = x.shape[0], x.shape[1]
-    s = x.numel() // max(n * c, 1)
-    return x.contiguous()._view.reshaped((n, c, s))
-
-
 @register(aten.native_batch_norm.default)
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    """(out, save_mean, save_invstd); running statistics updated in place on the device."""
+    """(out, save_mean, save_invstd); the running statistics updated in place on the device."""
     found = []
     x, w, b, rm, rv = _to_webgrad((input, weight, bias, running_mean, running_var), found)
+    if not aten_table._fusable_bn(x, w, b, rm, rv) or momentum is None:
+        from .fallback import run_on_cpu
+        return run_on_cpu(aten.native_batch_norm.default, (input, weight, bias, running_mean, running_var,
+                                                            training, momentum, eps), {},
+                          why="batch norm is mapped for float32 [N, C, ...] inputs with a momentum")
     for t in (running_mean, running_var):
         if t is not None:
             st.forget_scalars(t)
-    c = x.shape[1]
-    out = new(tuple(x.shape), x.dtype, x.device)
-    save = new((2, c), x.dtype, x.device)
-    xv = x.contiguous()
-    shape3 = (x.shape[0], c, x.numel() // max(x.shape[0] * c, 1))
-    be = x.device.backend
-    K.batch_norm(be, out._view.reshaped(shape3), save._view, xv._view.reshaped(shape3),
-                  w.contiguous()._view if w is not None else None, b.contiguous()._view if b is not None else None,
-                  rm._view if rm is not None else None, rv._view if rv is not None else None, bool(training),
-                  momentum, eps)
-    mean, invstd = save[0], save[1]
+    out, save = aten_table.batch_norm_fused(x, w, b, rm, rv, training, momentum, eps)
     if not training:
-        mean = invstd = wg.empty(0, dtype=x.dtype, device=x.device)
-    return wrap(out), _to_torch(mean.contiguous(), found), _to_torch(invstd.contiguous(), found)
-
-
-@register(aten.native_batch_norm_backward.default)
-def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
-                               train, eps, output_mask):
-    found = []
-    g, x, w, rm, rv, sm, si = _to_webgrad((grad_out, input, weight, running_mean, running_var, save_mean,
-                                           save_invstd), found)
-    c = x.shape[1]
-    shape3 = (x.shape[0], c, x.numel() // max(x.shape[0] * c, 1))
-    with wg.no_grad():
-        if train:
-            save = wg.stack([sm, si]).contiguous()
-        else:
-            save = wg.stack([rm, (rv + eps).rsqrt()]).contiguous()
-    be = x.device.backend
-    gx = new(tuple(x.shape), x.dtype, x.device) if output_mask[0] else None
-    gw = new((c,), x.dtype, x.device) if output_mask[1] else None
-    gb = new((c,), x.dtype, x.device) if output_mask[2] else None
-    K.batch_norm_backward(be, gx._view.reshaped(shape3) if gx is not None else None,
-                           gw._view if gw is not None else None, gb._view if gb is not None else None,
-                           g.contiguous()._view.reshaped(shape3), x.contiguous()._view.reshaped(shape3),
-                           save._view, w.contiguous()._view if w is not None else None, bool(train))
-    return tuple(wrap(t) if t is not None else None for t in (gx, gw, gb))
+        empty = wg.empty(0, dtype=x.dtype, device=x.device)
+        return wrap(out), wrap(empty), wrap(empty.clone())
+    return wrap(out), _to_torch(save[0].contiguous(), found), _to_torch(save[1].contiguous(), found)
 
 
 @register(aten.native_layer_norm_backward.default)
