@@ -10,7 +10,7 @@ from .._tensor import zeros
 from ..ops.attention import fused_attention
 from . import functional as F, init
 from .functional import _additive, _attention
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 from .parameter import Parameter
 
@@ -49,7 +49,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(zeros(3 * embed_dim, device=device, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = False
         self._reset_parameters()

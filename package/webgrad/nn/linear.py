@@ -43,3 +43,7 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """Linear under the name PyTorch gives MultiheadAttention's out_proj (scripts list it in safe_globals)."""

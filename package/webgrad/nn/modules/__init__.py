@@ -63,6 +63,7 @@ PRIVATE = {
              "_triple": "webgrad.nn.modules.utils", "_reverse_repeat_tuple": "webgrad.nn.modules.utils"},
     "container": {"_addindent": "webgrad.nn.module"},
     "instancenorm": {"_InstanceNorm": "webgrad.nn.instancenorm"},
+    "linear": {"NonDynamicallyQuantizableLinear": "webgrad.nn.linear"},
     "loss": {"_Loss": "webgrad.nn.loss", "_WeightedLoss": "webgrad.nn.loss"},
     "module": {"_addindent": "webgrad.nn.module", "_IncompatibleKeys": "webgrad.nn.module"},
     "padding": {"_ConstantPadNd": "webgrad.nn.padding"},
