@@ -10,6 +10,7 @@ from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
 from . import creation, joining, movement, products
+from . import logic, numeric
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -57,6 +58,18 @@ _COMPOSED_METHODS.update(unfold=movement.unfold, sum_to_size=movement.sum_to_siz
                                                                         "geometric_ log_normal_ resize_ resize_as_").split()})
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in "addmm addmv addr addbmm baddbmm".split()})
+
+# Indexing and scatters, order statistics, logic and numerical reductions (compositions and kernels of their
+# own): (module, functions, the Tensor methods among them).
+_FAMILIES = (
+    (logic, "all any count_nonzero isclose allclose equal isin isneginf isposinf signbit",
+     "all any count_nonzero isclose allclose equal isneginf isposinf signbit"),
+    (numeric, "aminmax nansum nanmean trace dist diff trapezoid trapz cumulative_trapezoid cov corrcoef",
+     "aminmax nansum nanmean trace dist diff cov corrcoef"),
+)
+for _module, _functions, _methods in _FAMILIES:
+    FUNCTIONS.update({name: getattr(_module, name) for name in _functions.split()})
+    _COMPOSED_METHODS.update({name: getattr(_module, name) for name in _methods.split()})
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (
