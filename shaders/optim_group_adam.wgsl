@@ -11,20 +11,27 @@
 // as adam4 does. Each member reads its own hyperparameter slots (lr and step are the parameter's dynamic scalars).
 //
 // Bindings, spliced in by optim.py (GROUP_BINDINGS, GROUP_CASES): member k's parameter, gradient, exp_avg,
-// exp_avg_sq and, with AMSGRAD, max_exp_avg_sq at consecutive numbers from 0; then the dynamic scalars and the
-// member table (uniform). They reuse optim.wgsl's binding numbers: no entry point reads both, which WGSL allows.
+// exp_avg_sq and, with AMSGRAD, max_exp_avg_sq at consecutive numbers from 0; then the dynamic scalars, in the
+// skipping variant the skip flag and the skipped-step counts, and the member table (uniform). They reuse
+// optim.wgsl's binding numbers: no entry point reads both, which WGSL allows.
+//
+// The skipping variant (a step GradScaler's inf flag or a failed device-side check may skip: optim.wgsl's SKIP_IF
+// and COUNT_SKIPS) splices in group_skipped(), count_skip() and skipped_count() over its two bindings; the other
+// splices functions that skip nothing. A skipped member's first thread counts the skip in its word of the counts
+// (one buffer for every member); the bias corrections take step minus that count, as adam4's.
 
 //! include "optim.wgsl"
 
 struct AdamMember {
     at: vec4<u32>,               // n, the parameter's and gradient's offsets in vec4s, the member's first workgroup
-    st: vec4<u32>,               // exp_avg's, exp_avg_sq's and max_exp_avg_sq's offsets in vec4s, unused
+    st: vec4<u32>,               // exp_avg's, exp_avg_sq's and max_exp_avg_sq's offsets in vec4s, then where its
+                                 // skipped-step count is in the counts (in f32s)
     slots: array<vec4<u32>, 3>,  // optim.wgsl's Adam hyperparameter slots 0..9 (then two unused)
 }
 
 struct AdamGroup {
     members: u32,
-    unused0: u32,
+    skip_offset: u32,            // where the skip flag is in its buffer
     unused1: u32,
     unused2: u32,
     member: array<AdamMember, GROUP_MAX>,
@@ -32,9 +39,9 @@ struct AdamGroup {
 
 //! splice GROUP_BINDINGS
 
-fn member_hyper(s: array<vec4<u32>, 3>) -> AdamHyper {
+fn member_hyper(s: array<vec4<u32>, 3>, skipped_at: u32) -> AdamHyper {
     let lr = group_scalars[s[0].x];
-    let step = group_scalars[s[0].y];
+    let step = group_scalars[s[0].y] - skipped_count(skipped_at);
     let step_size = lr / -expm1_f32(step * group_scalars[s[1].z]);
     let inv_sqrt_bc2 = inverseSqrt(-expm1_f32(step * group_scalars[s[1].w]));
     return AdamHyper(lr, group_scalars[s[0].z], group_scalars[s[0].w], group_scalars[s[1].x], group_scalars[s[1].y],
@@ -48,10 +55,14 @@ fn adam4_group(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         if (wid.x >= group_table.member[i].at.w) { k = i; }
     }
     let m = group_table.member[k];
+    if (group_skipped()) {
+        if (wid.x == m.at.w && lid == 0u) { count_skip(m.st.w); }
+        return;
+    }
     let j = (wid.x - m.at.w) * WORKGROUP + lid;  // this thread's vec4 of member k
     if (j >= (m.at.x + 3u) / 4u) { return; }
     let own = vec4<u32>(4u * j) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(m.at.x);
-    let h = member_hyper(m.slots);
+    let h = member_hyper(m.slots, m.st.w);
     switch (k) {
 //! splice GROUP_CASES
         default: {}

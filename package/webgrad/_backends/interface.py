@@ -46,6 +46,13 @@ class Backend:
         backend which queues (WebGPU) computes one training step while the host issues the next, as CUDA's
         asynchronous launches do. A backend that runs each kernel at once has nothing to do."""
 
+    @property
+    def errors_pending(self):
+        """Whether an error a kernel found may be waiting for the next read-back to raise it: a kernel that may
+        report one (an index or value check) ran, or is recorded into a step, since the backend last read its
+        errors. A backend that raises at once (the CPU) has none."""
+        return False
+
     # ----------------------------------------------------------------- graph capture (a capability)
     # A backend that queues its work can record it once and replay it (webgrad.replayable). It sets
     # supports_capture and implements the methods below; the engine asks the flag, never probes.

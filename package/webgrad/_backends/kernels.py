@@ -499,15 +499,15 @@ float16, int64, int32, uint8 or bool) that fail a check: raise error(template.fo
 row-major position of a failing element and n = x.numel, with template below_message (or message where None) for
 an element not >= low, else message. Checks, in this order, each only where asked: nan, the element is NaN; low,
 not element >= low (NaN fails it); high, not element <= high (NaN fails it); zero, the element == 0. low and high
-are Python numbers compared with the element's value (integer x: exactly). The CPU raises at once; a backend that
-queues work reports at its next read-back (no sync of its own, so it records into a replayed step). Which
-failing element is named may differ between backends; that one is reported does not.""")
+are Python numbers compared as torch compares a tensor with one: rounded to x's floating dtype (float16 may be
+compared in float32), exactly with integer x. The CPU raises at once; a backend that queues work reports at its
+next read-back (no sync of its own, so it records into a replayed step). Which failing element is named may
+differ between backends; that one is reported does not.""")
 
 device_error_flag = _kernel("device_error_flag", "out:out found:in=None", """out (float32, one element) = 1.0
 where a kernel reported a device-side error (one raised as an exception; not a callback's check) that no read-back
 has raised yet, else 0.0; the larger of that and found (float32, one element, GradScaler's inf flag) where found
-is given. It returns True; or False, launching nothing and leaving out unwritten, where no kernel that may report
-an error ran since the backend last read its errors (the caller then uses found, or no flag). An optimizer passes
-the flag as its updates' hyper['skip_if']: a step that follows a failed index or value check changes nothing
-before the error raises at the next read-back, as the CPU's error raises in the forward. Only for a backend that
-reports errors late (WebGPU); the CPU raises at once and lacks it.""", optional=True)
+is given. An optimizer passes the flag as its updates' hyper['skip_if']: a step that follows a failed index or
+value check changes nothing before the error raises at the next read-back, as the CPU's error raises in the
+forward. Only for a backend that reports errors late (WebGPU), and there only worth running where
+backend.errors_pending says an error may be there; the CPU raises at once and lacks it.""", optional=True)

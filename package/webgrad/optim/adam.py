@@ -48,7 +48,8 @@ class Adam(Optimizer):
                 step = self._device_scalar(("step", id(p)), state["step"], p)
                 states = (exp_avg, exp_avg_sq, max_exp_avg_sq)
                 if self._groups(p):
-                    grouped.setdefault(p.device.backend, []).append((p, grad, states, dict(hyper, lr=lr, step=step)))
+                    grouped.setdefault(p.device.backend, []).append(
+                        (p, grad, states, self._skip_hyper(p, dict(hyper, lr=lr, step=step))))
                 else:
                     self._fused_update(kernels.adam_step, p, grad, states, dict(hyper, lr=lr, step=step))
         for backend, updates in grouped.items():
@@ -61,8 +62,8 @@ class Adam(Optimizer):
     def _groups(self, p):
         """Whether p's update goes to the multi-tensor adam_steps kernel (many parameters a dispatch on WebGPU):
         a contiguous float32 parameter, on a backend that has it, outside prepare_replay() (which only writes the
-        new hyperparameters) and with no device flag that may skip the step (GradScaler's)."""
-        return (not self._replaying and not self._skip_if and p._view.is_contiguous() and p.dtype is float32
+        new hyperparameters). A device flag that may skip the step (_skip_flags) goes with each update."""
+        return (not self._replaying and p._view.is_contiguous() and p.dtype is float32
                 and p.device.backend.has(kernels.adam_steps))
 
 

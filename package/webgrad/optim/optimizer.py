@@ -92,6 +92,9 @@ class Optimizer:
         self._skip_if = None
         # param -> the steps a device flag skipped (_skipped_steps), where the update counts them
         self._skip_counts = {}
+        # {device type: one-element float32 tensor}: this step's skip flag per device (_skip_flags), None for none
+        self._step_skip = None
+        self._error_flags = {}  # device -> the tensor device_error_flag writes (kept: a replay writes it again)
         self._recorded_hyper = None  # _replay_invariants() when a step was last recorded (prepare_replay checks)
         self._packed = {}  # strided param -> the contiguous copy its last fused update ran on
         self._prepared = {}  # param -> the hyper its last prepare_replay() wrote (_fused_update)
@@ -214,10 +217,50 @@ class Optimizer:
             self._recorded_hyper = copy.deepcopy(self._replay_invariants())
             self._prepared = {}  # (a new recording: its kernels' slots are written at its first replay)
         self._filled.clear()
-        if closure is None:
-            return None
-        with enable_grad():
-            return closure()
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        self._step_skip = None if self._replaying else self._skip_flags()
+        return loss
+
+    def _skip_flags(self):
+        """This step's skip flag per device type for the fused updates (skips_on_device), or None: GradScaler's
+        inf flag (_skip_if) and, on a backend that reports device-side errors late (WebGPU), the error word as a
+        flag (kernels.device_error_flag), the larger of the two where both are there. So a step that follows a
+        failed index or value check (an embedding index or a cross-entropy target out of range) changes no
+        parameter and no state before its error raises at the next read-back, as the CPU raises in the forward
+        before the step; the kernels count the skip where they keep a step count (_skipped_steps). The flag's
+        kernel runs only where a kernel that may report an error ran since the backend last read its errors
+        (backend.errors_pending)."""
+        found = self._skip_if
+        if not self.skips_on_device():
+            return found
+        flags = dict(found) if found else {}
+        devices = {p.device: None for group in self.param_groups for p in group["params"]}
+        for device in devices:
+            backend = device.backend
+            if not backend.errors_pending or not backend.has(kernels.device_error_flag):
+                continue
+            out = self._error_flags.get(device)
+            if out is None:
+                with backend.outside_capture():
+                    out = self._error_flags[device] = zeros(1, device=device)
+            prior = flags.get(device.type)
+            kernels.device_error_flag(backend, out._view, None if prior is None else prior._view)
+            flags[device.type] = out
+        return flags or None
+
+    def _skip_hyper(self, p, hyper):
+        """hyper with this step's skip flag of p's device (hyper["skip_if"]) and, for an update that keeps a step
+        count (Adam's, RMSprop's), p's count of skipped steps (hyper["skipped_steps"]); hyper itself without."""
+        flag = self._step_skip.get(p.device.type) if self._step_skip else None
+        if flag is None:
+            return hyper
+        hyper = dict(hyper, skip_if=flag._view)
+        if "step" in self.state.get(p, ()):  # a kept step count (Adam's, RMSprop's): its kernel counts skips
+            hyper["skipped_steps"] = self._skipped_steps(p)._view
+        return hyper
 
     @staticmethod
     def _params_with_grad(group):
@@ -292,14 +335,22 @@ class Optimizer:
         return False
 
     def _skipped_steps(self, p):
-        """The count of p's steps that a device flag skipped (GradScaler's replayed steps on inf/NaN), a
-        one-element float32 tensor on p's device, made outside any recording and kept by the update's kernel.
-        The host's state["step"] counts those steps too, as it cannot see them; the kernel subtracts the
-        count (as PyTorch's fused Adam subtracts found_inf from its step), and so does state_dict()."""
+        """The count of p's steps that a device flag skipped (GradScaler's replayed steps on inf/NaN, steps after
+        a failed device-side check), a one-element float32 tensor on p's device, made outside any recording and
+        kept by the update's kernel. The host's state["step"] counts those steps too, as it cannot see them; the
+        kernel subtracts the count (as PyTorch's fused Adam subtracts found_inf from its step), and so does
+        state_dict(). The counts of the parameters on one device are made together, as views of one tensor, so
+        that a multi-tensor update binds one buffer for all of them (adam_steps)."""
         count = self._skip_counts.get(p)
         if count is None:
-            with p.device.backend.outside_capture():
-                count = self._skip_counts[p] = zeros(1, device=p.device)
+            device = p.device
+            missing = [q for group in self.param_groups for q in group["params"]
+                       if q.device == device and self._skip_counts.get(q) is None]
+            with device.backend.outside_capture():
+                counts = zeros(len(missing), device=device)
+            for i, q in enumerate(missing):
+                self._skip_counts[q] = counts[i:i + 1]
+            count = self._skip_counts[p]
         return count
 
     def _fused_update(self, kernel, p, grad, states, hyper):
@@ -316,11 +367,7 @@ class Optimizer:
                 views = [s._view if s is not None else None for s in states]
                 kernel(p.device.backend, target._view, grad._view, *views, dict(hyper, prepare=True))
             return
-        flag = self._skip_if.get(p.device.type) if self._skip_if else None
-        if flag is not None:
-            hyper = dict(hyper, skip_if=flag._view)
-            if "step" in self.state.get(p, ()):  # a kept step count (Adam's, RMSprop's): its kernel counts skips
-                hyper["skipped_steps"] = self._skipped_steps(p)._view
+        hyper = self._skip_hyper(p, hyper)
         views = [s._view if s is not None else None for s in states]
         backend = p.device.backend
         note_write(p._view.storage)  # (a version each, as PyTorch's optimizers bump them)

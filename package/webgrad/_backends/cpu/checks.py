@@ -13,14 +13,15 @@ def check_values(x, message, error, low=None, high=None, nan=False, zero=False, 
         a = a.astype(np.uint8)
     floating = a.dtype.kind == "f"
     checks = []  # (failing elements, template), in the record's order
-    if nan and floating:
-        checks.append((np.isnan(a), message))
-    if low is not None:
-        checks.append((~(a >= low) if floating else a < low, below_message or message))
-    if high is not None:
-        checks.append((~(a <= high) if floating else a > high, message))
-    if zero:
-        checks.append((a == 0, message))
+    with np.errstate(over="ignore"):  # (a bound beyond float32 compares as an infinity)
+        if nan and floating:
+            checks.append((np.isnan(a), message))
+        if low is not None:
+            checks.append((~(a >= low) if floating else a < low, below_message or message))
+        if high is not None:
+            checks.append((~(a <= high) if floating else a > high, message))
+        if zero:
+            checks.append((a == 0, message))
     for failing, template in checks:
         where = np.flatnonzero(failing)
         if where.size:

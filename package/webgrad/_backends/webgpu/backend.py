@@ -143,6 +143,10 @@ class WebGPUBackend(Backend):
     def submit(self):
         self.runtime.flush()
 
+    @property
+    def errors_pending(self):
+        return self.runtime.errors_armed
+
     # ----------------------------------------------------------------- graph capture
     def scalar(self, value, kind="f32"):
         """A DynamicScalar: pass it as a kernel scalar that must change between replays."""

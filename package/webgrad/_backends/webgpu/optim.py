@@ -9,7 +9,8 @@ without any Python op code running (set the scalars, then replay).
 
 hyper["skip_if"] (a one-element float32 view, optional) guards an update on the device: where it holds a value
 above 0 the kernel returns at once (SKIP_IF), which is how GradScaler skips a replayed step whose gradients held
-inf or NaN without a read-back. Adam's and RMSprop's hyper["skipped_steps"] (a one-element float32 view, with
+inf or NaN without a read-back, and how a step that follows a failed index or value check changes nothing
+(Optimizer._skip_flags: the runtime's error word as a flag, value_checks.py's device_error_flag). Adam's and RMSprop's hyper["skipped_steps"] (a one-element float32 view, with
 skip_if) counts the parameter's skipped steps: a skipped update adds one; Adam's bias corrections take step
 minus it.
 
@@ -19,7 +20,8 @@ states) is a multiple of 4, and an f32 one for any other views: see the comment 
 A captured step's consecutive sgd4 updates become one dispatch at its seal (fusion.py's sgd_group, through
 group_launch here: shaders/optim_group.wgsl). Adam's and AdamW's updates are grouped as they are issued: their
 step() hands every parameter to the adam_steps kernel, which runs runs of alike adam4 updates as adam4_group
-dispatches (shaders/optim_group_adam.wgsl), eagerly and so in a recorded step.
+dispatches (shaders/optim_group_adam.wgsl), eagerly and so in a recorded step; updates with a skip flag group too
+(one flag, and their skipped-step counts in one buffer: Optimizer._skipped_steps makes them so).
 """
 
 import functools
@@ -312,27 +314,40 @@ def adam_member_bindings(amsgrad):
     return 5 if amsgrad else 4
 
 
-def adam_group_size(rt, amsgrad):
+def adam_group_size(rt, amsgrad, skip=False):
     """How many adam4 updates one adam4_group dispatch may take on this device (its members' bindings and the
-    group's scalars within the storage buffers a stage may bind)."""
-    buffers = rt.limits["max_storage_buffers_per_shader_stage"]
+    group's scalars, and with `skip` its skip flag and skipped-step counts, within the storage buffers a stage may
+    bind)."""
+    buffers = rt.limits["max_storage_buffers_per_shader_stage"] - (2 if skip else 0)
     return max(0, min(GROUP_MAX, (buffers - 2) // adam_member_bindings(amsgrad)))
 
 
 def adam_group_key(launch):
-    """What adam4 launches must share to run in one adam4_group: their flags (but the workgroup size); None for a
-    launch that cannot join one (another kernel, or one that a device flag may skip)."""
+    """What adam4 launches must share to run in one adam4_group: their flags (but the workgroup size) and the skip
+    flag's offset; None for a launch of another kernel. (Their skip flag and skipped-step counts must also be one
+    buffer each: adam_steps checks.)"""
     if launch is None or launch.kernel is not ADAM[1]:
         return None
     flags = tuple((name, v) for name, v in launch.constants if name != "WORKGROUP")
-    if dict(flags).get("SKIP_IF") or dict(flags).get("COUNT_SKIPS"):
-        return None
-    return flags
+    return flags, _PARAMS.unpack(launch.params)[3]
+
+
+# The skip flag in adam4_group, spliced: with SKIP_IF, its binding and the skipped-step counts (one buffer for every
+# member, each at its own offset: Optimizer._skipped_steps makes them so); without, functions that skip nothing.
+_ADAM_GROUP_SKIP = """fn group_skipped() -> bool {{ return SKIP_IF && group_skip[group_table.skip_offset] > 0.0; }}
+fn count_skip(at: u32) {{ if (COUNT_SKIPS) {{ group_skipped_steps[at] += 1.0; }} }}
+fn skipped_count(at: u32) -> f32 {{ return select(0.0, group_skipped_steps[at], COUNT_SKIPS); }}
+@group(0) @binding({0}) var<storage, read> group_skip: array<f32>;
+@group(0) @binding({1}) var<storage, read_write> group_skipped_steps: array<f32>;"""
+_ADAM_GROUP_NO_SKIP = """fn group_skipped() -> bool { return false; }
+fn count_skip(at: u32) {}
+fn skipped_count(at: u32) -> f32 { return 0.0; }"""
 
 
 @functools.lru_cache(maxsize=None)
-def adam_group_kernel(members, amsgrad):
-    """The adam4_group Kernel of `members` parameters (its bindings and switch cases spliced for that count)."""
+def adam_group_kernel(members, amsgrad, skip=False):
+    """The adam4_group Kernel of `members` parameters (its bindings and switch cases spliced for that count); with
+    `skip`, it reads a skip flag (SKIP_IF) and counts skipped steps (COUNT_SKIPS)."""
     per = adam_member_bindings(amsgrad)
     lines, cases = [], []
     names = ("gp", "gg", "gm", "gv", "gx")
@@ -354,35 +369,38 @@ def adam_group_kernel(members, amsgrad):
         cases.append(f"        case {k}u: {{\n{body}        }}")
     first = per * members
     lines.append(f"@group(0) @binding({first}) var<storage, read> group_scalars: array<f32>;")
-    lines.append(f"@group(0) @binding({first + 1}) var<uniform> group_table: AdamGroup;")
+    table = first + (3 if skip else 1)
+    lines.append(f"@group(0) @binding({table}) var<uniform> group_table: AdamGroup;")
+    lines.append(_ADAM_GROUP_SKIP.format(first + 1, first + 2) if skip else _ADAM_GROUP_NO_SKIP)
     splices = {"GROUP_BINDINGS": "\n".join(lines), "GROUP_CASES": "\n".join(cases)}
     shader = Shader("optim_group_adam.wgsl", lambda: ({"GROUP_MAX": GROUP_MAX}, splices))
     layout = [(per * m + b, mode) for m in range(members) for b, mode in
               enumerate(("write", "read", "write", "write", "write")[:per])]
-    layout += [(first, "read"), (first + 1, "uniform")]
-    return Kernel(shader, "adam4_group", layout, ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "AMSGRAD"))
+    layout += [(first, "read")] + ([(first + 1, "read"), (first + 2, "write")] if skip else []) + [(table, "uniform")]
+    flags = ("WORKGROUP", "MAXIMIZE", "WEIGHT_DECAY", "DECOUPLED", "AMSGRAD") + (("SKIP_IF", "COUNT_SKIPS") if skip else ())
+    return Kernel(shader, "adam4_group", layout, flags)
 
 
 def adam_group_launch(rt, launches):
     """The Launch of one adam4_group dispatch doing what the adam4 `launches` (one per parameter, of one
     adam_group_key) do, or None where it would take more workgroups than a dispatch may. Its storages: each
-    member's adam_member_bindings, then the scalars."""
+    member's adam_member_bindings, then the scalars, and with SKIP_IF the skip flag and the skipped-step counts."""
     flags = dict(launches[0].constants)
     amsgrad = bool(flags["AMSGRAD"])
-    kernel = adam_group_kernel(len(launches), amsgrad)
+    kernel = adam_group_kernel(len(launches), amsgrad, bool(flags["SKIP_IF"]))
     flags["WORKGROUP"] = WORKGROUP
     rows, first, slots = [], 0, set()
     for launch in launches:
         f = _PARAMS.unpack(launch.params)
         n, param_offset, grad_offset = f[:3]
         states = f[4:7]
-        rows.append(_ADAM_MEMBER.pack(n, param_offset // 4, grad_offset // 4, first, *(o // 4 for o in states), 0,
+        rows.append(_ADAM_MEMBER.pack(n, param_offset // 4, grad_offset // 4, first, *(o // 4 for o in states), f[7],
                                       *f[8:20]))
         first += -(-n // (4 * WORKGROUP))
         slots.update(launch.slots)
     if first > rt.limits["max_compute_workgroups_per_dimension"]:
         return None
-    params = struct.pack("<4I", len(launches), 0, 0, 0) + b"".join(rows) + \
+    params = struct.pack("<4I", len(launches), f[3], 0, 0) + b"".join(rows) + \
         bytes(_ADAM_MEMBER.size * (GROUP_MAX - len(launches)))
     return rt.launch(kernel, kernel.constants(flags), params, (first, 1, 1), tuple(sorted(slots)))
 
@@ -403,12 +421,15 @@ def adam_steps(rt, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers
         key = adam_group_key(launch) if grouping else None
         run = [members[i]]
         if key is not None:
-            amsgrad = bool(dict(key)["AMSGRAD"])
-            per, size = adam_member_bindings(amsgrad), adam_group_size(rt, amsgrad)
-            seen = set(s.buffer for s in storages[:per])
+            flags = dict(key[0])
+            amsgrad, skip = bool(flags["AMSGRAD"]), bool(flags["SKIP_IF"])
+            per, size = adam_member_bindings(amsgrad), adam_group_size(rt, amsgrad, skip)
+            shared = [s.buffer for s in storages[6:8]]  # the skip flag's and the skipped-step counts' buffers
+            seen = set(s.buffer for s in storages[:per]).union(shared)
             for other in members[i + 1:i + size]:
                 own = [s.buffer for s in other[1][:per]]
-                if adam_group_key(other[0]) != key or seen.intersection(own) or len(set(own)) != per:
+                if (adam_group_key(other[0]) != key or seen.intersection(own) or len(set(own)) != per
+                        or [s.buffer for s in other[1][6:8]] != shared):
                     break  # (WebGPU: no buffer bound writable twice in a dispatch)
                 seen.update(own)
                 run.append(other)
@@ -417,6 +438,6 @@ def adam_steps(rt, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, hypers
             rt.run(launch, storages)
             i += 1
             continue
-        per = adam_member_bindings(bool(dict(key)["AMSGRAD"]))
-        rt.run(group, [s for m in run for s in m[1][:per]] + [rt.scalars])
+        per = adam_member_bindings(bool(dict(key[0])["AMSGRAD"]))
+        rt.run(group, [s for m in run for s in m[1][:per]] + [rt.scalars] + (list(storages[6:8]) if skip else []))
         i += len(run)
