@@ -256,12 +256,13 @@ fn log_ndtr_f32(x: f32) -> f32 {
     return log1p_f32(-0.5 * erfc_f32(t));
 }
 
-// The inverse of ndtr: Abramowitz and Stegun 26.2.23 (error 4.5e-4), then Newton steps on log(ndtr), on
-// the lower half (1 - p is exact above 1/2).
+// The inverse of ndtr: sqrt(2) erfinv(2p - 1) in the middle (2p - 1 exact there); in the tails Abramowitz and
+// Stegun 26.2.23 (error 4.5e-4), then Newton steps on log(ndtr), on the lower half (1 - p is exact above 1/2).
 fn ndtri_f32(p: f32) -> f32 {
     if (is_nan(p) || p < 0.0 || p > 1.0) { return nan_f32(); }
     if (p == 0.0) { return -inf_f32(); }
     if (p == 1.0) { return inf_f32(); }
+    if (p > 0.25 && p < 0.75) { return 1.4142135623730951 * erfinv_f32(2.0 * p - 1.0); }
     let q = min(p, 1.0 - p);
     let lq = log(q);
     let t = sqrt(-2.0 * lq);
@@ -277,6 +278,16 @@ fn ndtri_f32(p: f32) -> f32 {
 // ------------------------------------------------------------------ gamma family
 // sin(pi x) for |x| <= 1/2 (callers reduce by an exact x - round(x)).
 fn sinpi_small(d: f32) -> f32 { return sin_f32(PI * d); }
+
+// cot(pi d) for |d| <= 1/2, through tan(pi (1/2 - |d|)) beyond 1/4: exactly 0 at d = +-1/2, where
+// cos(pi d) of a rounded pi d is not.
+fn cotpi_small(d: f32) -> f32 {
+    if (abs(d) > 0.25) {
+        let e = PI * (0.5 - abs(d));
+        return with_sign(sin_f32(e) / cos_f32(e), d);
+    }
+    return cos_f32(PI * d) / sin_f32(PI * d);
+}
 
 // lgamma(x) = (x - 1)(x - 2) g(x) on [1, 2], g a Chebyshev fit: exact zeros at 1 and 2.
 fn lgamma_12(x: f32) -> f32 { return (x - 1.0) * (x - 2.0) * cheb(LGAMMA_12, 2.0 * x - 3.0); }
@@ -317,8 +328,7 @@ fn digamma_f32(x0: f32) -> f32 {
     var result = 0.0;
     if (x < 0.0) {
         if (x == floor(x)) { return nan_f32(); }  // the negative integers and -inf
-        let d = x - round(x);
-        result = -PI * cos_f32(PI * d) / sin_f32(PI * d);
+        result = -PI * cotpi_small(x - round(x));
         x = 1.0 - x;
     }
     if (is_inf(x)) { return x; }
@@ -362,24 +372,35 @@ const ZETA_A = array<f32, 12>(12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.
     7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
     1.8152105401943546773e17, -7.1661652561756670113e18);
 
+// a^e for zeta's terms (e <= -1, or NaN): C's pow, the infinite e included, which the GPU builtin leaves undefined.
+fn zeta_pow(a: f32, e: f32) -> f32 {
+    if (is_inf(e)) {
+        let m = abs(a);
+        if (m == 1.0) { return 1.0; }
+        return select(0.0, inf_f32(), m < 1.0);
+    }
+    return pow_f32(a, e);
+}
+
 // The Hurwitz zeta function as Cephes' zeta (PyTorch's), in float32.
 fn zeta_f32(x: f32, q: f32) -> f32 {
-    if (is_nan(x) || is_nan(q)) { return nan_f32(); }
+    // PyTorch's checks, in its order (a NaN passes the comparisons it fails)
     if (x == 1.0) { return inf_f32(); }
     if (x < 1.0) { return nan_f32(); }
     if (q <= 0.0) {
         if (q == floor(q)) { return inf_f32(); }
-        if (x != floor(x)) { return nan_f32(); }
+        if (x != floor(x) || is_nan(x)) { return nan_f32(); }
     }
+    if (is_nan(x) || is_nan(q)) { return nan_f32(); }
     let machep = 5.9604645e-8;
-    var s = pow_f32(q, -x);
+    var s = zeta_pow(q, -x);
     var a = q;
     var b = 0.0;
     var i = 0;
     while (i < 9 || a <= 9.0) {
         i += 1;
         a += 1.0;
-        b = pow_f32(a, -x);
+        b = zeta_pow(a, -x);
         s += b;
         if (abs(b / s) < machep) { return s; }
     }
@@ -402,18 +423,48 @@ fn zeta_f32(x: f32, q: f32) -> f32 {
     return s;
 }
 
-// psi^(n)(x) as PyTorch's: digamma, trigamma, else (-1)^(n+1) n! zeta(n + 1, x).
+// psi^(n)(x) as PyTorch's: digamma, trigamma, else (-1)^(n+1) n! zeta(n + 1, x); below 0 (away from the
+// poles) by the reflection psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x): zeta's terms beside
+// the poles cancel there, beyond float32's precision.
 fn polygamma_f32(n: f32, x: f32) -> f32 {
     if (n == 0.0) { return digamma_f32(x); }
     if (n == 1.0) { return trigamma_f32(x); }
     var f = 1.0;
     for (var k = 2.0; k <= n; k += 1.0) { f *= k; }
+    let odd = (i32(n) & 1) == 1;
+    if (x < 0.0 && x != floor(x) && n <= 20.0) {
+        let reflected = select(-f, f, odd) * zeta_f32(n + 1.0, 1.0 - x);
+        return select(reflected, -reflected, odd) - cot_derivative(i32(n), x);
+    }
     let z = zeta_f32(n + 1.0, x);
-    return select(-f, f, (i32(n) & 1) == 1) * z;
+    return select(-f, f, odd) * z;
 }
 
-// The regularized incomplete gamma functions (PyTorch's special cases; the power series below a + 1,
-// the continued fraction above).
+// pi d^n/dx^n cot(pi x) = pi^(n+1) P_n(cot(pi x)), P_0(c) = c, P_{k+1}(c) = -(1 + c^2) P_k'(c), for n <= 20.
+fn cot_derivative(n: i32, x: f32) -> f32 {
+    // (every variable declared at the top, its values set by statements: a declaration inside a loop is not
+    // re-initialised at each iteration by every WGSL compiler)
+    var p: array<f32, 23>;  // P_k's coefficients, c^0 .. c^(k+1)
+    var q: array<f32, 23>;
+    for (var j = 0; j < 23; j++) { p[j] = 0.0; }
+    p[1] = 1.0;
+    for (var k = 0; k < n; k++) {
+        for (var j = 0; j < 23; j++) { q[j] = 0.0; }
+        for (var j = 1; j <= k + 1; j++) {  // -(1 + c^2) j p_j c^(j-1)
+            let d = -f32(j) * p[j];
+            q[j - 1] += d;
+            q[j + 1] += d;
+        }
+        p = q;
+    }
+    let c = cotpi_small(x - round(x));
+    var sum = 0.0;
+    for (var j = n + 1; j >= 0; j--) { sum = sum * c + p[j]; }
+    return pow(PI, f32(n + 1)) * sum;
+}
+
+// The regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P(a, x), with PyTorch's special cases
+// and its choice of method: P's power series, Q's continued fraction, or for small x Q's own series.
 fn igamma_prefactor(a: f32, x: f32) -> f32 { return exp(a * log(x) - x - lgamma_f32(a)); }
 
 fn igamma_series(a: f32, x: f32) -> f32 {
@@ -450,20 +501,59 @@ fn igammac_fraction(a: f32, x: f32) -> f32 {
     return igamma_prefactor(a, x) * h;
 }
 
+// lgamma(1 + a) for a in (-1/2, 1] without rounding 1 + a (lgamma_12's fit taken at 1 + a, or 2 + a).
+fn lgamma1p_f32(a: f32) -> f32 {
+    if (a >= 0.0) { return a * (a - 1.0) * cheb(LGAMMA_12, 2.0 * a - 1.0); }
+    return (1.0 + a) * a * cheb(LGAMMA_12, 2.0 * a + 1.0) - log1p_f32(a);
+}
+
+// Q(a, x) for small x (Cephes' igamc_series): 1 - x^a / Gamma(1 + a) + x^a / Gamma(a) sum_n (-x)^n / (n! (a + n)).
+fn igammac_series(a: f32, x: f32) -> f32 {
+    var fac = 1.0;
+    var sum = 0.0;
+    for (var n = 1; n < 200; n++) {
+        fac *= -x / f32(n);
+        let term = fac / (a + f32(n));
+        sum += term;
+        if (abs(term) <= 3e-8 * abs(sum)) { break; }
+    }
+    let logx = log(x);
+    var lg1p: f32;
+    if (a <= 1.0) {
+        lg1p = lgamma1p_f32(a);
+    } else {
+        lg1p = lgamma_f32(1.0 + a);
+    }
+    return -expm1_f32(a * logx - lg1p) - exp(a * logx - lgamma_f32(a)) * sum;
+}
+
+fn igammac_regular(a: f32, x: f32) -> f32 {
+    var p_series: bool;
+    if (x > 1.1) {
+        p_series = x < a;
+    } else if (x <= 0.5) {
+        p_series = -0.4 / log(x) < a;
+    } else {
+        p_series = x * 1.1 < a;
+    }
+    if (p_series) { return 1.0 - igamma_series(a, x); }
+    if (x > 1.1) { return igammac_fraction(a, x); }
+    return igammac_series(a, x);
+}
+
 // upper = false: P(a, x); true: Q(a, x).
 fn igamma_f32(a: f32, x: f32, upper: bool) -> f32 {
-    if (is_nan(a) || is_nan(x) || a < 0.0 || x < 0.0) { return nan_f32(); }
+    // PyTorch's checks, in its order (a NaN falls through all but the ones it meets first)
+    if (a < 0.0 || x < 0.0) { return nan_f32(); }
     let one = select(1.0, 0.0, upper);
     if (a == 0.0) { return select(nan_f32(), one, x > 0.0); }
     if (x == 0.0) { return 1.0 - one; }
     if (is_inf(a)) { return select(1.0 - one, nan_f32(), is_inf(x)); }
     if (is_inf(x)) { return one; }
-    if (x < a + 1.0) {
-        let p = igamma_series(a, x);
-        return select(p, 1.0 - p, upper);
-    }
-    let q = igammac_fraction(a, x);
-    return select(1.0 - q, q, upper);
+    if (is_nan(a) || is_nan(x)) { return nan_f32(); }
+    if (upper) { return igammac_regular(a, x); }
+    if (x > 1.0 && x > a) { return 1.0 - igammac_regular(a, x); }
+    return igamma_series(a, x);
 }
 
 // ------------------------------------------------------------------ Bessel functions

@@ -133,7 +133,7 @@ def _binary_function(op):
 
         def backward(g):
             gx, gy = op.grad(g, x, y, out)
-            return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+            return (None if gx is None else unbroadcast(gx, x.shape)), (None if gy is None else unbroadcast(gy, y.shape))
         return record(out, op.node, (x, y), backward)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.doc

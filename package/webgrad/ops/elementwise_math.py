@@ -78,11 +78,11 @@ def _clamp_bound(op):
         if not out.dtype.is_floating:
             return out
 
-        def backward(g):
-            keep = (x >= m) if op == "clamp_min" else (x <= m)
+        def backward(g):  # (a NaN input sends neither a gradient)
+            keep, bound = ((x >= m), (x < m)) if op == "clamp_min" else ((x <= m), (x > m))
             zero = ew.full_scalar_like(g, 0.0)
             gx = unbroadcast(ew.where(keep, g, zero), x.shape) if x.requires_grad else None
-            gm = unbroadcast(ew.where(keep, zero, g), m.shape) if m.requires_grad else None
+            gm = unbroadcast(ew.where(bound, g, zero), m.shape) if m.requires_grad else None
             return gx, gm
         return record(out, "ClampMin" if op == "clamp_min" else "ClampMax", (x, m), backward)
     fn.__name__ = op

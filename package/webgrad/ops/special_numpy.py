@@ -124,11 +124,11 @@ def zeta(x, q):
     summed directly and the rest by Euler-Maclaurin."""
     x, q = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(q, np.float64))
     out = np.full(x.shape, np.nan)
-    ok = (x > 1) & ~np.isnan(q)
     out[x == 1] = np.inf
-    badq = ok & (q <= 0)
-    out[badq & (q == np.floor(q))] = np.inf
-    ok &= ~(badq & ((q == np.floor(q)) | (x != np.floor(x))))
+    rest = ~(x == 1) & ~(x < 1)  # then PyTorch's checks on q, in its order (a NaN x gets past x < 1)
+    with np.errstate(invalid="ignore"):
+        out[rest & (q <= 0) & (q == np.floor(q))] = np.inf
+    ok = rest & (x > 1) & ~np.isnan(q) & ~((q <= 0) & ((q == np.floor(q)) | (x != np.floor(x))))
     out[ok] = _zeta(x[ok], q[ok])
     return out
 
@@ -315,28 +315,82 @@ def _igammac_fraction(a, x):
     return np.exp(a * np.log(x) - x - lgamma(a)) * h
 
 
+def _lgamma1p(a):
+    """lgamma(1 + a) without rounding 1 + a: its Taylor series -gamma a + sum_k (-1)^k zeta(k) a^k / k for
+    |a| <= 1/2 (Cephes' lgam1p), lgamma(1 + a) elsewhere."""
+    a = np.asarray(a, np.float64)
+    small = np.abs(a) <= 0.5
+    t = np.where(small, a, 0.0)
+    total = -EULER * t
+    power = -t  # (-a)^k
+    for k in range(2, 60):
+        power = power * -t
+        total = total + _ZETA_INT[k] * power / k
+    return np.where(small, total, lgamma(np.where(small, 0.0, 1.0 + a)))
+
+
+_ZETA_INT = [0.0, 0.0] + [sum(1.0 / j ** k for j in range(1, 200)) + 1.0 / ((k - 1) * 199.5 ** (k - 1))
+                          for k in range(2, 60)]  # zeta(k) (the tail past 199 by its integral)
+
+
+def _igammac_series(a, x):
+    """Q(a, x) for small x (Cephes' igamc_series): 1 - x^a / Gamma(1 + a) + x^a / Gamma(a) sum_n (-x)^n / (n! (a + n)),
+    the first part as -expm1(a log x - lgamma(1 + a)) so that a small a keeps its precision."""
+    fac = np.ones_like(a)
+    total = np.zeros_like(a)
+    for n in range(1, 2000):
+        fac = fac * -x / n
+        term = fac / (a + n)
+        total = total + term
+        if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
+            break
+    logx = np.log(x)
+    return -np.expm1(a * logx - _lgamma1p(a)) - np.exp(a * logx - lgamma(a)) * total
+
+
+def _igammac_regular(a, x):
+    """Q(a, x) for finite a, x > 0, by PyTorch's choice of method (its asymptotic regime, a ~ x > 20, by these too)."""
+    q = np.empty(a.shape)
+    p_series = np.where(x > 1.1, x < a, np.where(x <= 0.5, -0.4 / np.log(np.minimum(x, 0.5)) < a, x * 1.1 < a))
+    fraction = (x > 1.1) & ~p_series
+    small = ~p_series & ~fraction
+    if p_series.any():
+        q[p_series] = 1.0 - _igamma_series(a[p_series], x[p_series])
+    if fraction.any():
+        q[fraction] = _igammac_fraction(a[fraction], x[fraction])
+    if small.any():
+        q[small] = _igammac_series(a[small], x[small])
+    return q
+
+
 def _igamma_pair(a, x, lower):
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     out = np.full(a.shape, np.nan)
     ok = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
     aa, xx = a[ok], x[ok]
-    series = xx < aa + 1.0
-    p = np.empty(aa.shape)
     with np.errstate(all="ignore"):
-        if series.any():
-            s = _igamma_series(aa[series], xx[series])
-            p[series] = s if lower else 1.0 - s
-        if (~series).any():
-            f = _igammac_fraction(aa[~series], xx[~series])
-            p[~series] = 1.0 - f if lower else f
+        if lower:  # PyTorch's: 1 - Q above 1 and a, the series below
+            upper = (xx > 1.0) & (xx > aa)
+            p = np.empty(aa.shape)
+            p[upper] = 1.0 - _igammac_regular(aa[upper], xx[upper])
+            if (~upper).any():
+                p[~upper] = _igamma_series(aa[~upper], xx[~upper])
+        else:
+            p = _igammac_regular(aa, xx)
     out[ok] = p
+    # PyTorch's special cases, in its order of checks (a NaN passes the comparisons it fails)
     one, zero = (1.0, 0.0) if lower else (0.0, 1.0)
-    valid = (a >= 0) & (x >= 0)
-    out[valid & (a == 0) & (x > 0)] = one
-    out[valid & (x == 0) & (a > 0)] = zero
-    inf_a = valid & np.isinf(a) & (x > 0)
+    rest = ~((a < 0) | (x < 0))
+    a0 = rest & (a == 0)
+    out[a0] = np.where(x[a0] > 0, one, np.nan)
+    rest &= ~a0
+    x0 = rest & (x == 0)
+    out[x0] = zero
+    rest &= ~x0
+    inf_a = rest & np.isinf(a)
     out[inf_a] = np.where(np.isinf(x[inf_a]), np.nan, zero)
-    out[valid & np.isinf(x) & np.isfinite(a) & (a > 0)] = one
+    rest &= ~inf_a
+    out[rest & np.isinf(x)] = one
     return out
 
 

@@ -55,10 +55,12 @@ class Unary:
     test:      the input domain for the test rows: "normal", "pos" [0.5, 2], "away" |x| in [0.5, 2],
                "prob" [0.05, 0.95], "unit" (-0.9, 0.9), "gt1" [1.2, 3]; test_args: the parameters the
                tests pass; differentiable: False for ops the gradient checks leave out.
+    native:    cpu gets floating inputs in their own precision (float16 as float32) rather than float64
+               (round's decimals: torch rounds x * 10^d computed in the input's precision).
     heavy:     the WGSL calls shaders/special.wgsl (lgamma, Bessel functions, inverse trigonometry, ...):
-               the op compiles into a module of its own (elementwise_special.wgsl), so that no other
-               elementwise pipeline compiles that code (a software adapter compiles every function a
-               pipeline's switch reaches before it folds the switch on the op code).
+               the op compiles into a module of its own (elementwise_special.wgsl with its cases alone), so
+               that no other elementwise pipeline compiles that code (a software adapter compiles every
+               function a pipeline's switch reaches before it folds the switch on the op code).
     zero_grad: the op is piecewise constant (floor, sign, round, ...): its derivative is 0 wherever it
                exists, and as in PyTorch its floating result still joins the graph, its backward giving
                zeros (no kernel runs). A parameter may be None (PyTorch's logit eps): kernels get NaN.
@@ -68,9 +70,10 @@ class Unary:
 
     def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, int_overflow=None,
                  params=(), expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
-                 test_args=None, node=None, differentiable=None, doc=None, zero_grad=False, heavy=False):
+                 test_args=None, node=None, differentiable=None, doc=None, zero_grad=False, heavy=False,
+                 native=False):
         self.name, self.wgsl, self.cpu, self.grad, self.grad_cpu = name, wgsl, cpu, grad, grad_cpu
-        self.zero_grad, self.heavy = zero_grad, heavy
+        self.zero_grad, self.heavy, self.native = zero_grad, heavy, native
         self.result, self.int_wgsl, self.int_overflow, self.params = result, int_wgsl, int_overflow, tuple(params)
         self.expose, self.module, self.module_repr_inplace = frozenset(expose), module, module_repr_inplace
         self.test = test
@@ -186,7 +189,7 @@ def _floor_divide(x, y):
 def _round_decimals(x, decimals):
     if decimals == 0:
         return np.round(x)
-    ten = 10.0 ** abs(decimals)
+    ten = x.dtype.type(10.0 ** abs(decimals))  # in x's own precision, as torch (the record is native)
     return np.round(x * ten) / ten if decimals > 0 else np.round(x / ten) * ten
 
 
@@ -217,7 +220,8 @@ UNARY = {op.name: op for op in (
           expose=("function", "method", "inplace"), zero_grad=True),
     # half to even, as torch; decimals as torch's round(x, decimals=): through x * 10^d (or x / 10^-d)
     Unary("round", "round_decimals_f32(x, a)", lambda x, a, b: _round_decimals(x, a), result=SAME, int_wgsl="x",
-          params=(("decimals", 0),), test_args=(), expose=("function", "method", "inplace"), zero_grad=True),
+          params=(("decimals", 0),), test_args=(), expose=("function", "method", "inplace"), zero_grad=True,
+          native=True),
     Unary("trunc", "trunc(x)", lambda x, a, b: np.trunc(x), result=SAME, int_wgsl="x",
           expose=("function", "method", "inplace"), zero_grad=True),
     # ---- exponentials, logarithms, powers, trigonometry

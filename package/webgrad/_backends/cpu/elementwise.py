@@ -45,7 +45,9 @@ def unary(op, out, x, a=0.0, b=0.0):
                 raise TypeError(f"unary {op!r} has no integer form; out is {out.dtype}")
             res = rec.cpu(v.astype(np.int64), int_param(a), int_param(b))
         else:
-            res = rec.cpu(v.astype(np.float64), a, b)
+            # native: in the input's precision (float16 in float32, PyTorch's opmath)
+            native = np.float32 if out.dtype is dtypes.float16 else NP_DTYPES[out.dtype]
+            res = rec.cpu(v.astype(native if rec.native else np.float64), a, b)
     write(out, res)
 
 

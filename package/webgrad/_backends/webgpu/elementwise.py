@@ -38,12 +38,11 @@ class _OpCodes:
             **{"BW_" + n.upper(): c for n, c in self.backward.items()},
             **{"BIN_" + n.upper(): c for n, c in self.binary.items()},
         }
-        # Two modules: elementwise.wgsl with the cases of every record but the heavy ones, and
-        # elementwise_special.wgsl with the heavy records' cases only (see table.Unary's `heavy`).
+        # elementwise.wgsl holds the cases of every record but the heavy ones (table.Unary's `heavy`); each heavy
+        # record compiles into a module of its own (heavy_kernels)
         self.splices = _splices({n: op for n, op in unary.items() if not op.heavy},
                                 {n: op for n, op in binary.items() if not op.heavy})
-        self.special_splices = _splices({n: op for n, op in unary.items() if op.heavy},
-                                        {n: op for n, op in binary.items() if op.heavy})
+        self.heavy = {}  # (kind, name) -> that record's kernels (heavy_kernels)
 
 
 def _splices(unary, binary):
@@ -87,13 +86,7 @@ def _shader_inputs():
     return codes.constants, codes.splices
 
 
-def _special_shader_inputs():
-    codes = ops()
-    return codes.constants, codes.special_splices
-
-
 SHADER = Shader("elementwise.wgsl", _shader_inputs)
-SPECIAL_SHADER = Shader("elementwise_special.wgsl", _special_shader_inputs)
 
 _LAYOUT = ((0, "write"), (1, "read"), (2, "read"), (3, "read"), (4, "read"), (5, "uniform"))
 _IN = lambda k: (f"IN{k}_DTYPE", f"IN{k}_FROM_OUT")  # noqa: E731
@@ -137,17 +130,27 @@ UNARY_TO_U8 = Kernel(
 )
 
 
-def _twin(kernel):
-    return Kernel(SPECIAL_SHADER, kernel.entry, kernel.bindings, kernel.overrides)
-
-
-# The same entry points in elementwise_special.wgsl, for the heavy records: SPECIAL[kernel] is kernel's twin,
-# and VEC4, HALF8 and CHECKED map the twins as they map the originals.
-SPECIAL = {k: _twin(k) for k in (UNARY, UNARY_BACKWARD, BINARY, UNARY_TO_U8)}
-for _kernel, _special in list(SPECIAL.items()):
-    for _variants in (VEC4, HALF8, CHECKED):
-        if _kernel in _variants:
-            _variants[_special] = _twin(_variants[_kernel])
+def heavy_kernels(kind, name):
+    """{kernel: its twin} for heavy record `name` ("unary" or "binary"): the same entry points compiled from
+    elementwise_special.wgsl with that record's cases alone, so that its pipelines compile only the special
+    functions it calls (lavapipe: 0.06-0.4 s a pipeline, against ~1 s with every heavy record's cases and 2 s
+    with every record's). VEC4, HALF8 and CHECKED map the twins as they map the originals."""
+    codes = ops()
+    twins = codes.heavy.get((kind, name))
+    if twins is None:
+        rec = codes.records[kind][name]
+        splices = _splices(*(({name: rec}, {}) if kind == "unary" else ({}, {name: rec})))
+        shader = Shader("elementwise_special.wgsl", lambda: (codes.constants, splices))
+        twins = {k: Kernel(shader, k.entry, k.bindings, k.overrides) for k in (UNARY, UNARY_BACKWARD, BINARY, UNARY_TO_U8)}
+        for kernel, twin in list(twins.items()):
+            for variants in (VEC4, HALF8, CHECKED):
+                if kernel in variants:
+                    v = variants[kernel]
+                    variants[twin] = twins[v] = Kernel(shader, v.entry, v.bindings, v.overrides)
+                    if variants is CHECKED:
+                        _CHECKED_KERNELS.add(variants[twin])
+        codes.heavy[(kind, name)] = twins
+    return twins
 
 # n, rank, a_slot, b_slot | a, b, ai, bi | offsets x4 | shape x8 | strides 8 dims x 4 operands
 _PARAMS = struct.Struct("<4I2f2i4i8I32i")
@@ -158,7 +161,7 @@ def launch(rt, kernel, op_code, out, inputs, a=0.0, b=0.0, int_math=False):
     """Record `kernel` computing `out` from up to three input views (already checked, same shape)."""
     if out.numel == 0:
         return
-    to_u8 = kernel is UNARY_TO_U8 or kernel is SPECIAL[UNARY_TO_U8]
+    to_u8 = kernel.entry == "unary_to_u8"
     bound = []  # the views to bind; None: read through `out` (in place, the same element each thread writes)
     for x in inputs:
         if x.storage is out.storage:
@@ -240,13 +243,13 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
 
 
-_CHECKED_KERNELS = frozenset(CHECKED.values())
+_CHECKED_KERNELS = set(CHECKED.values())  # (and heavy records' twins, as heavy_kernels makes them)
 _HAND_WRITTEN_NAMES = {"identity": "conversion to int64", "fill": "fill of an int64 tensor",
                        "affine": "int64 arithmetic with a scalar"}
 
 
 def _op_name(kernel, code):
-    names = ops().binary if kernel in (BINARY_I64, CHECKED[SPECIAL[BINARY]]) else ops().unary
+    names = ops().binary if kernel.entry == "binary_i64" else ops().unary
     name = next((n for n, c in names.items() if c == code), "elementwise op")
     return _HAND_WRITTEN_NAMES.get(name, name)
 
@@ -339,7 +342,7 @@ def unary(rt, op, out, x, a=0.0, b=0.0):
     )
     kernel = UNARY_TO_U8 if out.dtype is uint8 else UNARY
     if rec.heavy:
-        kernel = SPECIAL[kernel]
+        kernel = heavy_kernels("unary", op)[kernel]
     if out.dtype is int64:
         # clamp's bounds only bound (beyond int32 they change nothing); other ops' scalars must fit
         scalars = () if op == "clamp" else (_integer(a), _integer(b))
@@ -365,7 +368,7 @@ def unary_backward(rt, op, out, grad, x, y, a=0.0, b=0.0):
     for name, v in (("grad", grad), ("x", x), ("y", y)):
         check_view(v, name)
     check_same_shape(out, ("grad", grad), ("x", x), ("y", y))
-    kernel = SPECIAL[UNARY_BACKWARD] if codes.records["unary"][op].heavy else UNARY_BACKWARD
+    kernel = heavy_kernels("unary", op)[UNARY_BACKWARD] if codes.records["unary"][op].heavy else UNARY_BACKWARD
     launch(rt, kernel, codes.backward[op], out, [grad, x, y], a, b)
 
 
@@ -385,7 +388,7 @@ def binary(rt, op, out, x, y):
         and (bool_result or not out.dtype.is_floating)
     )
     code = codes.binary[op]
-    kernel = SPECIAL[BINARY] if rec.heavy else BINARY
+    kernel = heavy_kernels("binary", op)[BINARY] if rec.heavy else BINARY
     if out.dtype is int64:
         launch(rt, _int64_kernel(kernel, out, int_math, rec.int_overflow is not None), code, out, [x, y],
                int_math=int_math)
