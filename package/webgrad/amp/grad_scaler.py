@@ -165,12 +165,23 @@ class GradScaler:
         flags = list(state["found_inf_per_device"].values())
         if any(f.device.backend.capturing for f in flags):  # (webgrad.replayable's recording too)
             retval = self._step_undone_on_device(optimizer, flags, args, kwargs)
-        elif not sum(v.item() for v in flags):  # the one read-back of an eager step
+        elif not self._found_inf(flags):  # the one read-back of an eager step
             retval = optimizer.step(*args, **kwargs)
         else:
             retval = None
         state["stage"] = OptState.STEPPED
         return retval
+
+    def _found_inf(self, flags):
+        """The sum of the inf flags, read back. That read raises an error a kernel of this step reported on the
+        device (an index out of range, WebGPU): the step is then abandoned, as on the CPU, whose error raised in the
+        forward, and the optimizers' stages start afresh, so that a caller who catches it can take the next step
+        (left UNSCALED, the next step() would skip unscale_ and apply gradients times the scale)."""
+        try:
+            return sum(v.item() for v in flags)
+        except BaseException:
+            self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
+            raise
 
     def _step_undone_on_device(self, optimizer, flags, args, kwargs):
         """The step, with no effect where a flag is set, decided on the device (no read-back). An optimizer
