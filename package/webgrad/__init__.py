@@ -21,6 +21,7 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
                      randn_like, randperm, get_rng_state, set_rng_state)
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
+from . import serialization  # torch.serialization: safe_globals for weights-only loads
 from .replay import replayable
 from . import amp
 from .amp import autocast

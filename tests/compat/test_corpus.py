@@ -19,10 +19,6 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 # the first failure of each script that does not run yet (exact torch name and call form)
 XFAIL = {
-    "ex_word_language_model": "torch.nn.Transformer is missing (model.py: `class TransformerModel(nn.Transformer)`, "
-                              "imported by the LSTM run too); then torch.save(model) of a whole module and "
-                              "torch.serialization.safe_globals([...]) around torch.load",
-    "ex_word_language_model_transformer": "torch.nn.Transformer is missing (`class TransformerModel(nn.Transformer)`)",
     "ex_gcn": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor, sparse @ dense, torch.spmm)",
     "ex_gat": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor(indices, values, size, dtype=torch.int64))",
     "ex_super_resolution": "torch.nn.init.orthogonal_(tensor, gain) is missing; then torch.save(model) of a whole "

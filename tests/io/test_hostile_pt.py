@@ -44,7 +44,9 @@ def refused(raw, match):
         torch_format.load(raw, device="cpu")
     assert time.perf_counter() - start < 2.0
     assert isinstance(info.value, pickle.UnpicklingError) and isinstance(info.value, ValueError)
-    assert len(str(info.value)) < 600  # names the problem without echoing a hostile file
+    # names the problem without echoing a hostile file (PyTorch's message for a refused global is longer, its name
+    # cut to 120 characters)
+    assert len(str(info.value)) < (1300 if "Weights only load failed" in str(info.value) else 600)
     return info.value
 
 
@@ -70,8 +72,8 @@ HOSTILE = {
                                           {"0": bytes(12)}), "only floating point tensors can require gradients"),
     "missing record": (checkpoint({"w": float_tensor()}, {}), "data/0 is missing"),
     "os.system": (checkpoint({"x": Raw(P().glob("os", "system").value(("true",)).op(b"R").out[2:])}, {}),
-                  r"refused.*os\.system"),
-    "builtins.getattr": (checkpoint({"x": Raw(P().glob("builtins", "getattr").out[2:])}, {}), "builtins.getattr"),
+                  r"Unsupported global: GLOBAL os\.system was not an allowed global by default"),
+    "builtins.getattr": (checkpoint({"x": Raw(P().glob("builtins", "getattr").out[2:])}, {}), "GLOBAL getattr"),
     "a storage type called": (checkpoint({"x": Raw(P().glob("torch", "FloatStorage").value((3,)).op(b"R").out[2:])},
                                          {}), "cannot be called"),
     "deep tuple as a dict key": (checkpoint({"x": Raw(b"}N" + b"\x85" * 200_000 + b"Ns")}, {}),

@@ -7,13 +7,19 @@
   tensors keeps the safetensors format it always had.
 - load: the content decides (a zip archive is PyTorch's format, anything else is tried as safetensors),
   and an error names the format detected and why it was refused.
+
+A whole module (`save(model, f)`) is written as torch.save writes one: a pickle of the objects themselves, here
+webgrad's classes and the script's own, with the tensors in the zip's records (torch_format.py). It loads back
+with `load(f, weights_only=False)`, which runs the code the file names (only for files you trust), or with the
+default weights_only=True once its classes are allowlisted (webgrad.serialization.safe_globals([...])); a
+weights-only load of it otherwise fails with PyTorch's UnpicklingError and message.
 """
 
 import os
 from collections.abc import Mapping
 
 from .._tensor import Tensor
-from . import safetensors, torch_format
+from . import safetensors, serialization, torch_format
 
 
 def _is_flat_tensor_dict(obj):
@@ -35,13 +41,15 @@ def save(obj, f, metadata=None, **kwargs):
     return torch_format.save(obj, f, archive_name=archive)
 
 
-def load(f, map_location=None, *, weights_only=None, device=None, mmap=None, **kwargs):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, device=None, mmap=None, **kwargs):
     """Load a checkpoint written by webgrad.save or torch.save (zip format) or a safetensors file.
 
     map_location / device: where the tensors go ("cpu", "webgpu", a webgrad.device; None = the default
-    device). weights_only: accepted for PyTorch scripts; webgrad always loads as weights_only=True does
-    (tensors, OrderedDicts and plain containers; any other global is refused unrun), so
-    weights_only=False cannot widen that."""
+    device, or for a whole-object file where each tensor was saved, "webgpu" or else the default device).
+    weights_only (default True, as PyTorch's since 2.6): tensors, OrderedDicts and plain containers, plus the
+    globals allowlisted with webgrad.serialization.add_safe_globals / safe_globals; any other global is refused
+    unrun, with PyTorch's UnpicklingError and message. weights_only=False: the whole-object path
+    (torch_format.load_trusted), which imports and runs what the file names: only for files you trust."""
     if device is None and map_location is not None and not callable(map_location) and \
             not isinstance(map_location, dict):
         device = map_location  # a device name or webgrad.device (a dict or function mapping: the default device)
@@ -51,7 +59,9 @@ def load(f, map_location=None, *, weights_only=None, device=None, mmap=None, **k
         with open(os.fspath(f), "rb") as src:
             raw = src.read()
     if torch_format.is_torch_zip(raw):
-        return torch_format.load(raw, device=device)
+        if weights_only is False:
+            return torch_format.load_trusted(raw, device=device)
+        return torch_format.load(raw, device=device, allowed=serialization.allowed_globals())
     if torch_format.is_legacy_torch(raw):
         raise ValueError("this is a PyTorch checkpoint in the legacy format (torch.save before 1.6, or "
                          "_use_new_zipfile_serialization=False); webgrad reads the zip format: load it in PyTorch "

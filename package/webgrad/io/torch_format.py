@@ -13,6 +13,15 @@ strings, numbers, bools, None and tensors), so torch need not be installed and n
 classes ends up in the file: `torch.load(path, weights_only=True)` reads it. Records are aligned to 64
 bytes as torch aligns them.
 
+A whole-module file (`torch.save(model, f)`, or any object beyond those plain values) is what torch.save makes
+of it too: a pickle of the objects themselves, here webgrad's (`webgrad.nn.linear.Linear`, the script's own
+`model.TransformerModel`, ...), each referenced by its module and name, with the tensors in it written as above
+(torch._utils._rebuild_tensor_v2 / _rebuild_parameter over the archive's storages; their location is their
+device, "cpu" or "webgpu"). Loading one imports those modules and runs the classes' code: only
+load_trusted() does that (torch.load(weights_only=False), for files the user trusts), or load() for the classes
+the user allowlisted (torch.serialization.add_safe_globals). The file loads in webgrad where the same modules
+exist; real torch cannot rebuild webgrad's classes, so exchange weights with it through state_dict().
+
 Reading: a pickle machine of webgrad's own (unpickler.py) reads what torch.load(weights_only=True)
 reads: tensors (from the storages and rebuild functions listed in _ALLOWED), OrderedDict and the pickle's
 own plain types (dict, list, tuple, set, str, bytes, numbers, bool, None); any other global (os.system, a
@@ -21,14 +30,19 @@ only when a tensor uses them, after a check of their declared size against the l
 records included: a zip bomb is refused before it is inflated). Dtypes webgrad lacks are converted where
 no information is lost in practice (int16 and int8 -> int32, float16 and bfloat16 -> float32); int64
 loads as int64; others are an error naming the dtype. Every problem of the file raises UnpicklingError (see
-load()).
+load()). load_trusted() is the separate, explicit path for whole-module files: Python's own Unpickler, which
+runs what the file names, with torch's names mapped to webgrad's (torch.nn.modules.linear.Linear is
+webgrad's Linear) and the same archive checks.
 """
 
 import array
+import importlib
 import io
+import pickle
 import re
 import struct
 import sys
+import types
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -36,7 +50,7 @@ from collections import OrderedDict
 from .. import devices, dtypes
 from .._tensor import Tensor
 from .._view import View
-from .unpickler import TORCH_OPCODES, Refused, Unpickler, UnpicklingError, short
+from .unpickler import TORCH_OBJECT_OPCODES, TORCH_OPCODES, Refused, Unpickler, UnpicklingError, short
 
 # webgrad dtype <-> torch storage class name
 _STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int64: "LongStorage",
@@ -60,10 +74,17 @@ def is_legacy_torch(raw):
 
 # ===================================================================== save
 def save(obj, f, archive_name="archive"):
-    """Write `obj` (nested dicts/lists/tuples of tensors, numbers, strings, bools and None) to `f`, a path
-    or a binary file object, in torch.save's zip format."""
+    """Write `obj` to `f`, a path or a binary file object, in torch.save's zip format: nested dicts/lists/tuples
+    of tensors, numbers, strings, bools and None as a checkpoint any torch.load(weights_only=True) reads; any
+    other object (a whole nn.Module) as a pickle of webgrad's objects (see the module doc)."""
     storages = []  # (key, bytes) in pickling order; a tensor object saved twice is stored once
-    pickled = _Emitter(storages).dump(obj)
+    try:
+        pickled = _Emitter(storages).dump(obj)
+    except _NotData:
+        storages = []
+        out = io.BytesIO()
+        _ObjectPickler(out, storages).dump(obj)
+        pickled = out.getvalue()
     # every tensor was read back while pickling: a failure then leaves no half-written file
     if hasattr(f, "write"):
         _write_zip(f, archive_name, pickled, storages)
@@ -151,9 +172,7 @@ class _Emitter:
         elif isinstance(obj, dtypes.DType):
             self.global_("torch", {"bool": "bool"}.get(obj.name, obj.name))
         else:
-            hint = "; pass model.state_dict()" if hasattr(obj, "state_dict") else ""
-            raise TypeError(f"webgrad.save: cannot store a {type(obj).__name__} in a PyTorch checkpoint (it holds "
-                            f"tensors, dicts, lists, tuples, strings, numbers, bools and None){hint}")
+            raise _NotData(type(obj).__name__)
 
     def items(self, mapping):
         if mapping:
@@ -190,6 +209,111 @@ class _Emitter:
         self.out += b"tR"
 
 
+class _NotData(Exception):
+    """An object the checkpoint emitter does not write: the whole object is pickled instead."""
+
+
+class _TorchName:
+    """A global written under PyTorch's name (torch._utils._rebuild_tensor_v2, torch.FloatStorage): a name in the
+    pickle, never called here."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):
+        raise TypeError(f"{self.module}.{self.name} is a name written into a pickle")
+
+
+_TORCH_NAMES = {}
+
+
+def _torch_name(module, name):
+    return _TORCH_NAMES.setdefault((module, name), _TorchName(module, name))
+
+
+class _StorageRef:
+    """A tensor's storage in a whole-object pickle: written as its persistent id, its bytes as a record."""
+
+    def __init__(self, key, stype, numel, location):
+        self.key, self.stype, self.numel, self.location = key, stype, numel, location
+
+
+# where functions made at import (the op table's activations) are found by name, for a pickle's reference
+_NAMESPACES = ("webgrad.nn.functional", "webgrad", "webgrad.special", "webgrad.linalg", "webgrad.fft")
+
+
+def global_name(obj, name=None):
+    """(module, qualified name) under which a pickle references `obj` (a class or function): where it is
+    defined, or else the public namespace that holds it (webgrad.nn.functional.relu is made by the op table in
+    webgrad.ops.elementwise, and found as webgrad.nn.functional's relu); None where neither finds it."""
+    module_name = getattr(obj, "__module__", None)
+    qualname = name or getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if module_name and qualname:
+        found = sys.modules.get(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if found is obj:
+            return module_name, qualname
+    short_name = getattr(obj, "__name__", None)
+    if short_name:
+        for namespace in _NAMESPACES:
+            module = sys.modules.get(namespace)
+            if module is not None and getattr(module, short_name, None) is obj:
+                return namespace, short_name
+    return None
+
+
+class _ObjectPickler(pickle._Pickler):
+    """Pickle protocol 2 of any object, as torch.save writes one: tensors as torch's rebuild calls over storages
+    (persistent ids), dtypes as torch.float32 and the like, everything else by Python's rules (classes and
+    functions by reference). The pure-Python pickler, whose save_global can write torch's names without torch."""
+
+    dispatch = dict(pickle._Pickler.dispatch)  # functions through this class's save_global
+
+    def __init__(self, file, storages):
+        super().__init__(file, protocol=2, fix_imports=False)
+        self.storages = storages
+
+    def persistent_id(self, obj):
+        if type(obj) is _StorageRef:
+            return ("storage", _torch_name("torch", obj.stype), obj.key, obj.location, obj.numel)
+        return None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (_TorchName, dtypes.DType)):
+            return obj.name  # a str: pickle calls save_global(obj, obj.name)
+        if isinstance(obj, Tensor):
+            from ..nn.parameter import Parameter
+            if isinstance(obj, Parameter):
+                return (_torch_name("torch._utils", "_rebuild_parameter"),
+                        (obj.detach(), bool(obj.requires_grad), OrderedDict()))
+            return (_torch_name("torch._utils", "_rebuild_tensor_v2"), self.tensor_args(obj))
+        return NotImplemented
+
+    def tensor_args(self, t):
+        if t.dtype not in _STORAGE_OF:
+            raise TypeError(f"webgrad.save: no PyTorch storage for {t.dtype}")
+        key = str(len(self.storages))
+        self.storages.append((key, t.detach().contiguous()._bytes()))
+        shape = tuple(t.shape)
+        storage = _StorageRef(key, _STORAGE_OF[t.dtype], t.numel(), t.device.type)
+        return (storage, 0, shape, tuple(View.contiguous_strides(shape)), bool(t.requires_grad), OrderedDict())
+
+    def save_global(self, obj, name=None):
+        if isinstance(obj, _TorchName):
+            where = obj.module, obj.name
+        elif isinstance(obj, dtypes.DType):
+            where = "torch", obj.name
+        else:
+            where = global_name(obj, name)
+            if where is None:
+                return super().save_global(obj, name)  # raises PicklingError naming it
+        self.write(pickle.GLOBAL + where[0].encode("utf-8") + b"\n" + where[1].encode("utf-8") + b"\n")
+        self.memoize(obj)
+
+    dispatch[types.FunctionType] = save_global
+
+
 # ===================================================================== load
 # A checkpoint is read in three steps, each bounded:
 # 1. the zip's directory: every record in one folder, named once; version and byte order as torch reads them;
@@ -210,8 +334,8 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EO
 class _Storage:
     """A record of the archive that tensors view: read when the first tensor is built."""
 
-    def __init__(self, stype, key, numel):
-        self.stype, self.key, self.numel = stype, key, numel
+    def __init__(self, stype, key, numel, location="cpu"):
+        self.stype, self.key, self.numel, self.location = stype, key, numel, location
 
 
 class _Pending:
@@ -461,13 +585,8 @@ class _Archive:
         return data
 
 
-def load(raw, device=None):
-    """The object saved in a torch.save zip archive (bytes), with tensors as webgrad tensors on `device`.
-
-    Raises UnpicklingError (both a pickle.UnpicklingError, as torch.load(weights_only=True) raises, and a
-    ValueError) naming the problem for any file it cannot read: a damaged archive, a pickle that is cut,
-    corrupt or names a global outside the allowed list, a tensor that does not fit its storage, a record
-    over the load's budget of bytes. TypeError only where the device cannot hold a dtype (float64 on WebGPU)."""
+def _open(raw):
+    """The archive of a checkpoint's bytes and its data.pkl, checked (see _Archive)."""
     if not is_torch_zip(raw):
         raise UnpicklingError("not a PyTorch checkpoint: torch.save's zip format starts with PK\\x03\\x04")
     archive = _Archive(raw)
@@ -475,6 +594,11 @@ def load(raw, device=None):
     if info.file_size > MAX_PICKLE:
         raise UnpicklingError(f"PyTorch checkpoint: data.pkl declares {info.file_size} bytes, over the "
                               f"{MAX_PICKLE >> 20} MiB a checkpoint's pickle may hold")
+    return archive, archive.read("data.pkl")
+
+
+def _storage_loader(archive):
+    """persistent_load for the archive's storages: each id checked against its record."""
     storages = {}
 
     def persistent_load(pid):
@@ -494,16 +618,180 @@ def load(raw, device=None):
             if found != nbytes:
                 raise ValueError(f"the record data/{key} holds {found} bytes, and its storage of {numel} "
                                  f"{stype.short} elements needs {nbytes}")
-            storage = storages[key] = _Storage(stype, key, numel)
+            storage = storages[key] = _Storage(stype, key, numel, location)
         elif storage.stype is not stype or storage.numel != numel:
             raise ValueError(f"the record data/{key} is read as {storage.numel} {storage.stype.short} elements and as "
                              f"{numel} {stype.short} elements")
         return storage
 
-    pickled = archive.read("data.pkl")
-    obj = Unpickler(pickled, _find_class, persistent_load, _build, encoding="utf-8", opcodes=TORCH_OPCODES,
-                    what=f"PyTorch checkpoint: {archive.prefix}data.pkl").load()
-    return _Builder(archive, devices.get(device)).walk(obj, 0)
+    return persistent_load
+
+
+def weights_only_message(full_path):
+    """PyTorch's message (torch.load with weights_only=True) for a global outside the allowed ones."""
+    if full_path.startswith("builtins."):  # torch names builtins bare: GLOBAL getattr
+        full_path = full_path[len("builtins."):]
+    full_path = full_path if len(full_path) <= 120 else full_path[:120] + "..."  # a hostile file's name, cut
+    return ("Weights only load failed. This file can still be loaded, to do so you have two options, do those steps "
+            "only if you trust the source of the checkpoint. \n\t(1) In PyTorch 2.6, we changed the default value of "
+            "the `weights_only` argument in `torch.load` from `False` to `True`. Re-running `torch.load` with "
+            "`weights_only` set to `False` will likely succeed, but it can result in arbitrary code execution. Do it "
+            "only if you got the file from a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` "
+            "please check the recommended steps in the following error message.\n\tWeightsUnpickler error: "
+            f"Unsupported global: GLOBAL {full_path} was not an allowed global by default. Please use "
+            f"`torch.serialization.add_safe_globals([{full_path}])` or the `torch.serialization.safe_globals("
+            f"[{full_path}])` context manager to allowlist this global if you trust this class/function.\n\nCheck "
+            "the documentation of torch.load to learn more about types accepted by default with weights_only "
+            "https://pytorch.org/docs/stable/generated/torch.load.html.")
+
+
+def load(raw, device=None, allowed=None):
+    """The object saved in a torch.save zip archive (bytes), with tensors as webgrad tensors on `device`.
+
+    allowed: {"module.name": object} of the globals the user allowlisted (torch.serialization.add_safe_globals),
+    read besides the default ones as torch.load(weights_only=True) reads them: such classes are made (NEWOBJ) and
+    given their state (BUILD: __setstate__, or the instance's __dict__), and such functions called (REDUCE); the
+    tensors of the file are then built as they are read (parameters as nn.Parameter), and a storage left outside
+    a tensor is still refused. Without it, only the default globals: tensors and plain containers.
+
+    Raises UnpicklingError (both a pickle.UnpicklingError, as torch.load(weights_only=True) raises, and a
+    ValueError) naming the problem for any file it cannot read: a damaged archive, a pickle that is cut,
+    corrupt or names a global outside the allowed list (with PyTorch's message), a tensor that does not fit its
+    storage, a record over the load's budget of bytes. TypeError only where the device cannot hold a dtype
+    (float64 on WebGPU)."""
+    archive, pickled = _open(raw)
+    builder = _Builder(archive, devices.get(device), follow_location=device is None and bool(allowed))
+    refused = []
+    objects = {}  # id -> the allowlisted objects, whose classes may be made and given state
+    if allowed:
+        objects = {id(v): v for v in allowed.values()}
+        eager = _eager_rebuilds(builder)
+
+    def find_class(module, name):
+        found = _ALLOWED.get((module, name))
+        if found is None and allowed:
+            found = allowed.get(f"{module}.{name}")
+        if found is None:
+            refused.append(f"{module}.{name}")
+            raise ValueError(f"refused to load this PyTorch checkpoint: it references the global {module}.{name}")
+        if allowed:
+            return eager.get(found, found)
+        return found
+
+    classes = [v for v in objects.values() if isinstance(v, type)]
+    try:
+        obj = Unpickler(pickled, find_class, _storage_loader(archive), _object_builder(classes) if allowed else _build,
+                        encoding="utf-8", opcodes=TORCH_OBJECT_OPCODES if allowed else TORCH_OPCODES,
+                        what=f"PyTorch checkpoint: {archive.prefix}data.pkl", classes=classes).load()
+    except UnpicklingError:
+        if refused:
+            raise UnpicklingError(weights_only_message(refused[-1])) from None
+        raise
+    if allowed:
+        builder.check_objects(obj, 0, set(classes), objects)
+        return obj
+    return builder.walk(obj, 0)
+
+
+def _eager_rebuilds(builder):
+    """The tensor rebuild functions of a load with allowlisted objects: each checks as _rebuild_tensor_v2 does,
+    then builds the tensor at once (an object's __setstate__ may use it)."""
+
+    def rebuild_tensor_v2(*args):
+        return builder.tensor(_rebuild_tensor_v2(*args))
+
+    def rebuild_tensor(*args):
+        return builder.tensor(_rebuild_tensor(*args))
+
+    def rebuild_parameter(data, requires_grad, backward_hooks=None):
+        from ..nn.parameter import Parameter
+        if not isinstance(data, Tensor):
+            raise ValueError(f"a Parameter's data must be a tensor, got {short(data)}")
+        if type(requires_grad) is not bool:
+            raise ValueError(f"requires_grad must be a bool, got {short(requires_grad)}")
+        if requires_grad and not data.dtype.is_floating:
+            raise ValueError(f"only floating point tensors can require gradients, this one is a {data.dtype.name}")
+        if backward_hooks is not None and not isinstance(backward_hooks, dict):
+            raise ValueError(f"a Parameter's backward hooks must be an OrderedDict, got {short(backward_hooks)}")
+        return Parameter(data, requires_grad)
+
+    return {_rebuild_tensor_v2: rebuild_tensor_v2, _rebuild_tensor: rebuild_tensor,
+            _rebuild_parameter: rebuild_parameter}
+
+
+def _object_builder(classes):
+    """BUILD as torch's weights-only unpickler does it: an OrderedDict's _metadata, or the state of an instance
+    of an allowlisted class (its __setstate__, or its __dict__ and slots updated)."""
+    classes = frozenset(classes)
+
+    def build(obj, state):
+        if type(obj) is OrderedDict:
+            return _build(obj, state)
+        if type(obj) not in classes:
+            raise ValueError(f"Can only build Tensor, Parameter, OrderedDict or types allowlisted via "
+                             f"`add_safe_globals`, but got {type(obj)}")
+        setstate = getattr(obj, "__setstate__", None)
+        if setstate is not None:
+            return setstate(state)
+        slots = None
+        if type(state) is tuple and len(state) == 2:
+            state, slots = state
+        for part in (state, slots):
+            if part is not None and (type(part) is not dict or any(type(k) is not str for k in part)):
+                raise ValueError(f"the state of a {type(obj).__name__} must be a dict of names, got {short(part)}")
+        if state:
+            obj.__dict__.update(state)
+        for k, v in (slots or {}).items():
+            setattr(obj, k, v)
+
+    return build
+
+
+def load_trusted(raw, device=None):
+    """The object of a torch.save zip archive, whatever it holds: Python's Unpickler, which imports the modules the
+    file names and runs their code (torch.load(weights_only=False), for files the user trusts). torch's names are
+    webgrad's (torch.nn.modules.linear.Linear is webgrad.nn's Linear); tensors are built over the archive's
+    storages with the same checks as load(), on `device`, or where they were saved ("webgpu") when it is None.
+    The archive's checks (sizes, budget, records) are load()'s."""
+    archive, pickled = _open(raw)
+    builder = _Builder(archive, devices.get(device), follow_location=device is None)
+    trusted = dict(_ALLOWED)
+    trusted.update({("torch._utils", fn.__name__): fn for fn in (_rebuild_tensor_v2, _rebuild_tensor,
+                                                                  _rebuild_parameter)})
+    eager = _eager_rebuilds(builder)
+    trusted = {k: eager.get(v, v) for k, v in trusted.items()}
+    trusted[("collections", "OrderedDict")] = OrderedDict
+    trusted[("builtins", "set")] = set
+    persistent_load = _storage_loader(archive)
+
+    class _Full(pickle.Unpickler):
+        def find_class(self, module, name):
+            found = trusted.get((module, name))
+            if found is not None:
+                return found
+            if module == "torch" or module.startswith("torch."):
+                return _webgrad_global(module, name)
+            return super().find_class(module, name)
+
+        def persistent_load(self, pid):
+            return persistent_load(pid)
+
+    obj = _Full(io.BytesIO(pickled), encoding="utf-8").load()
+    builder.check_objects(obj, 0, None, {})
+    return obj
+
+
+def _webgrad_global(module, name):
+    """torch.X.Y's name -> webgrad's object of that name (as webgrad.as_torch() maps modules)."""
+    ours = "webgrad" + module[len("torch"):]
+    try:
+        found = importlib.import_module(ours)
+        for part in name.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        raise pickle.UnpicklingError(f"the file names {module}.{name}, which webgrad does not have (as {ours}.{name})"
+                                     ) from None
+    return found
 
 
 class _Builder:
@@ -512,10 +800,11 @@ class _Builder:
 
     LEAVES = (type(None), bool, int, float, complex, str, bytes, dtypes.DType)
 
-    def __init__(self, archive, dev):
+    def __init__(self, archive, dev, follow_location=False):
         self.archive, self.dev = archive, dev
+        self.follow_location = follow_location  # a storage saved on "webgpu" goes back there (whole-object files)
         self.done = {}  # id(object) -> (object, what it became)
-        self.storages = {}  # key -> (backend storage, dtype, numel)
+        self.storages = {}  # key -> (backend storage, dtype, numel, device)
         self.whole = set()  # keys whose storage a tensor already took as its own
 
     def walk(self, obj, depth):
@@ -553,20 +842,49 @@ class _Builder:
             raise UnpicklingError("PyTorch checkpoint: a tensor as a dict key or set item is not read")
         return out
 
+    def check_objects(self, obj, depth, types, objects):
+        """A loaded object graph with objects in it (tensors already built): nothing of the archive's machinery
+        left in it (a storage outside a tensor); with `types` (a weights-only load with allowlisted globals), only
+        containers, plain values, tensors, the allowlisted objects and instances of their classes, nesting at
+        most MAX_DEPTH levels."""
+        todo, seen = [(obj, depth)], set()
+        while todo:
+            item, level = todo.pop()
+            if id(item) in seen or isinstance(item, (Tensor,) + self.LEAVES):
+                continue
+            seen.add(id(item))
+            if level > MAX_DEPTH:
+                raise UnpicklingError(f"PyTorch checkpoint: the object nests more than {MAX_DEPTH} levels deep")
+            if isinstance(item, (_Storage, _Pending)) or (types is not None and isinstance(item, _ReadAs)):
+                raise UnpicklingError("PyTorch checkpoint: the object holds a storage outside a tensor, which is not "
+                                      "data webgrad loads")
+            if isinstance(item, dict):
+                todo.extend((x, level + 1) for pair in item.items() for x in pair)
+            elif isinstance(item, (list, tuple, set, frozenset)):
+                todo.extend((x, level + 1) for x in item)
+            elif types is None or id(item) in objects:
+                continue
+            elif type(item) in types:
+                todo.extend((x, level + 1) for x in getattr(item, "__dict__", {}).values())
+            else:
+                raise UnpicklingError(f"PyTorch checkpoint: the object holds {short(item)}, which is not data webgrad "
+                                      "loads")
+
     def storage(self, s):
         built = self.storages.get(s.key)
         if built is None:
             raw = self.archive.read("data/" + s.key, size=s.numel * s.stype.item)
             dtype, raw = _storage_values(s, raw)
-            built = self.storages[s.key] = (self.dev.backend.from_bytes(raw, dtype), dtype, s.numel)
+            dev = devices.get("webgpu") if self.follow_location and s.location == "webgpu" else self.dev
+            built = self.storages[s.key] = (dev.backend.from_bytes(raw, dtype), dtype, s.numel, dev)
         return built
 
     def tensor(self, p):
-        data, dtype, numel = self.storage(p.storage)
+        data, dtype, numel, dev = self.storage(p.storage)
         if not all(p.size):  # no elements: neither its offset nor its strides mean anything
-            t = Tensor._empty(p.size, dtype, self.dev)
+            t = Tensor._empty(p.size, dtype, dev)
             return t.requires_grad_(True) if p.requires_grad else t
-        view = Tensor._make(View(data, p.size, p.stride, p.offset, dtype), self.dev)
+        view = Tensor._make(View(data, p.size, p.stride, p.offset, dtype), dev)
         # each loaded tensor owns its memory: the first whole-storage tensor takes the storage, views are copied
         if p.storage.key not in self.whole and view.is_contiguous() and view.numel() == numel:
             self.whole.add(p.storage.key)

@@ -63,7 +63,7 @@ OPCODES = {
     0x5D: "EMPTY_LIST", 0x61: "APPEND", 0x65: "APPENDS", 0x6C: "LIST", 0x7D: "EMPTY_DICT", 0x73: "SETITEM",
     0x75: "SETITEMS", 0x64: "DICT", 0x8F: "EMPTY_SET", 0x90: "ADDITEMS", 0x91: "FROZENSET", 0x71: "BINPUT",
     0x72: "LONG_BINPUT", 0x94: "MEMOIZE", 0x68: "BINGET", 0x6A: "LONG_BINGET", 0x63: "GLOBAL",
-    0x93: "STACK_GLOBAL", 0x52: "REDUCE", 0x62: "BUILD", 0x51: "BINPERSID",
+    0x93: "STACK_GLOBAL", 0x52: "REDUCE", 0x62: "BUILD", 0x51: "BINPERSID", 0x81: "NEWOBJ",
 }
 # what torch's weights-only unpickler reads (torch.save writes protocol 2): a checkpoint with other
 # opcodes is refused by torch.load(weights_only=True), and by webgrad as well
@@ -72,6 +72,8 @@ TORCH_OPCODES = frozenset({
     "BINUNICODE", "SHORT_BINSTRING", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_LIST", "APPEND",
     "APPENDS", "EMPTY_DICT", "SETITEM", "SETITEMS", "EMPTY_SET", "BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET",
     "GLOBAL", "REDUCE", "BUILD", "BINPERSID"})
+# and with classes the user allowlisted (torch.serialization.add_safe_globals): pickled objects, NEWOBJ + BUILD
+TORCH_OBJECT_OPCODES = TORCH_OPCODES | {"NEWOBJ"}
 
 
 class Unpickler:
@@ -82,12 +84,15 @@ class Unpickler:
     on obj (None: refused); encoding: how Python 2 strings (SHORT_BINSTRING, BINSTRING) are decoded, or
     "bytes"; opcodes: the opcode names allowed (default: all of OPCODES); what: the file, for messages.
     Functions that find_class hands out are called by REDUCE (classes never are: hand out a function that
-    checks its arguments); a TypeError or ValueError they raise is reported as the file's problem."""
+    checks its arguments); a TypeError or ValueError they raise is reported as the file's problem.
+    classes: the classes the caller trusts (the user's allowlist): only these may be called by REDUCE or made
+    by NEWOBJ (cls.__new__(cls, *args)); none by default."""
 
     def __init__(self, data, find_class, persistent_load=None, build=None, encoding="utf-8", opcodes=None,
-                 what="the pickle"):
+                 what="the pickle", classes=()):
         self.data = bytes(data)
         self.find_class, self.persistent_load, self.build = find_class, persistent_load, build
+        self.classes = frozenset(classes)
         self.encoding, self.what = encoding, what
         allowed = set(OPCODES.values()) if opcodes is None else set(opcodes)
         self.torch_only = opcodes == TORCH_OPCODES
@@ -419,9 +424,18 @@ class Unpickler:
         func = self.pop()
         if type(args) is not tuple:
             self.fail(f"the arguments of a call must be a tuple, got {short(args)}")
-        if isinstance(func, (Refused, type)) or not callable(func):
+        if isinstance(func, Refused) or not callable(func) or (isinstance(func, type) and func not in self.classes):
             self.fail(f"{short(func)} cannot be called from a file")
         self.stack.append(self.call(func, *args))
+
+    def op_NEWOBJ(self):
+        args = self.pop()
+        cls = self.pop()
+        if not isinstance(cls, type) or cls not in self.classes:
+            self.fail(f"can only create new objects of classes allowlisted by the user, got {short(cls)}")
+        if type(args) is not tuple:
+            self.fail(f"the arguments of a new object must be a tuple, got {short(args)}")
+        self.stack.append(self.call(cls.__new__, cls, *args))
 
     def op_BUILD(self):
         state = self.pop()
