@@ -42,11 +42,7 @@ PARTIAL = {
     "torch.load": "a restricted unpickler: tensors, OrderedDict and plain containers only",
     "torch.nn.Conv2d": "groups > 1 correct but run group by group",
     "torch.nn.functional.conv2d": "groups > 1 correct but run group by group",
-    "torch.nn.MaxPool2d": "no ceil_mode",
-    "torch.nn.functional.max_pool2d": "no ceil_mode",
     "torch.nn.LSTM": "no PackedSequence",
-    "torch.nn.functional.cross_entropy": "class-index targets only (no probability targets)",
-    "torch.nn.CrossEntropyLoss": "class-index targets only (no probability targets)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
 }
 
