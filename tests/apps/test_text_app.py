@@ -75,7 +75,8 @@ def test_the_sample_is_tokenised_by_character():
     assert text["train_size"] + text["test_size"] == len(raw) and text["test_size"] == len(raw) // 10
     counts = Counter(raw)
     assert text["unigram"] == pytest.approx(-sum(c / len(raw) * math.log(c / len(raw)) for c in counts.values()))
-    assert [k for k, _ in text["models"]] == list(models.GPT_SIZES) and text["source"] == "sample"
+    assert [k for k, _, _ in text["models"]] == list(models.GPT_SIZES) and text["source"] == "sample"
+    assert text["models"][0][1:] == ("GPT tiny (0.11M parameters)", "2 layers of width 64, 4 heads, 32-token context")
     assert data.decode(data.encode("ROMEO:\nO")) == "ROMEO:\nO"
     x, y = data.batch("train", 4, 32)
     assert x.shape == y.shape == (4, 32) and x.dtype == wg.int64

@@ -37,7 +37,7 @@ GPT_SIZES = {
     "gpt-6x384": dict(n_layer=6, n_head=6, n_embd=384, block_size=256),  # nanoGPT's Shakespeare-char model
 }
 GPT_TITLES = {"gpt-tiny": "GPT tiny", "gpt-small": "GPT small", "gpt-medium": "GPT medium",
-              "gpt-6x384": "GPT 6x384 (nanoGPT's)", "gpt": "GPT"}
+              "gpt-6x384": "GPT 6x384, nanoGPT's", "gpt": "GPT"}
 
 
 def gpt_config(kind, vocab_size):
@@ -61,8 +61,14 @@ def describe_gpt(kind, config):
 
 
 def gpt_choices(vocab_size):
-    """[(kind, label)] of the GPTs for a text of `vocab_size` tokens (the page's model picker)."""
-    return [(kind, describe_gpt(kind, gpt_config(kind, vocab_size))) for kind in GPT_SIZES]
+    """[(kind, label, description)] of the GPTs for a text of `vocab_size` tokens (the page's model picker), e.g.
+    ("gpt-tiny", "GPT tiny (0.11M parameters)", "2 layers of width 64, 4 heads, 32-token context")."""
+    out = []
+    for kind in GPT_SIZES:
+        title, _, rest = describe_gpt(kind, gpt_config(kind, vocab_size)).partition(": ")
+        shape, _, count = rest.rpartition(" (")
+        out.append((kind, f"{title} ({count}", shape))
+    return out
 
 
 def check_gpt_fits(config, batch_size, limit):

@@ -427,8 +427,42 @@ class Run:
         return "done", f"trained {cfg['epochs']} epoch(s), {self.step} steps in {self.clock.elapsed:.1f} s"
 
 
-def _tokens(idx):  # a GPT's "model" for train_step: the tokens go to the loss, which runs the model
-    return idx
+GRAD_CLIP = 1.0  # a GPT's gradients are clipped to this norm (nanoGPT's default): early spikes of the loss stay low
+
+
+def gpt_step(model, opt, amp=None):
+    """A GPT's training step, step(idx, targets) -> loss: nanoGPT's, with the gradients clipped to GRAD_CLIP
+    (webgrad.models.train_step's, plus the clip); replayed, or with amp (a device type) eager under autocast with a
+    GradScaler (the step's .scaler), which unscales the gradients before the clip."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    scaler = None
+    if amp:
+        from webgrad.amp import GradScaler
+        scaler = GradScaler(amp)
+
+    def step(idx, targets):
+        if scaler is None:
+            _, loss = model(idx, targets)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            wg.nn.utils.clip_grad_norm_(params, GRAD_CLIP)
+            opt.step()
+            return loss
+        with wg.autocast(device_type=amp, dtype=wg.float16):
+            _, loss = model(idx, targets)
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        wg.nn.utils.clip_grad_norm_(params, GRAD_CLIP)
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    step.__name__ = step.__qualname__ = "gpt_step"
+    if scaler is None:
+        return wg.replayable(step)
+    step.scaler = scaler
+    return step
 
 
 class TextRun(Run):
@@ -442,10 +476,7 @@ class TextRun(Run):
         self.block_size = self.model.config.block_size
         self.steps_per_epoch = self.total_steps = cfg["steps"]
         self.sample_every = min(cfg["sample_every"], cfg["steps"])
-        amp = "webgpu" if cfg["amp"] else None
-        model = self.model
-        self.train_step = train_step(_tokens, self.opt_for_step(), lambda idx, targets: model(idx, targets)[1],
-                                     amp=amp, replay=amp is None)
+        self.train_step = gpt_step(self.model, self.opt_for_step(), "webgpu" if cfg["amp"] else None)
 
     def _where(self, epoch):
         return ""
