@@ -15,7 +15,7 @@
 // page -> worker:
 //   {type: "run", id, code}                run `code` with runPythonAsync (tests, the console)
 //   {type: "app", msg}                     a message for the trainer
-//   {type: "dataset-files", source: "cifar10", files} | {type: "dataset-files", source: "images", files, size}
+//   {type: "dataset-files", source: "cifar10" | "cifar100", files} | {type: "dataset-files", source: "images", files, size}
 //                                          the user's files (see "Datasets from the user's files" below)
 
 import { openCheckpointStore } from "./js/checkpoint-store.js";
@@ -214,24 +214,25 @@ function toPlain(pyodide, value) {
 }
 
 // ------------------------------------------------------------------ datasets from the user's files
-// CIFAR-10: the files go into Pyodide's file system as webgrad.datasets.CIFAR10 expects them (the
-// tarball as downloaded, or the cifar-10-batches-bin files), then the trainer reads them. Your images:
+// CIFAR-10 and CIFAR-100: the files go into Pyodide's file system as webgrad.datasets.CIFAR10 / CIFAR100 expect
+// them (the tarball as downloaded, or the extracted binary files), then the trainer reads them. Your images:
 // decoded here (js/image-folder.js) and handed over as one uint8 buffer. Problems found here go to the
 // page as the trainer's "data-error" message (the current data stays); "data-progress" says what is under way.
 let datasetCount = 0;
 const dataError = (message) => post({ type: "app", msg: { type: "data-error", message } });
 const dataProgress = (text) => post({ type: "app", msg: { type: "data-progress", text } });
 
-async function writeCifar(pyodide, files) {
+async function writeCifar(pyodide, files, source) {
   const root = `/home/pyodide/cifar-${++datasetCount}`;
+  const [tarball, folder] = source === "cifar100" ? ["cifar-100", "cifar-100-binary"] : ["cifar-10", "cifar-10-batches-bin"];
   pyodide.FS.mkdirTree(root);
   for (const file of files) {
     const bytes = new Uint8Array(await file.arrayBuffer());
     if (/\.(tar\.gz|tgz|tar)$/i.test(file.name)) {
-      pyodide.FS.writeFile(`${root}/${/python/i.test(file.name) ? "cifar-10-python.tar.gz" : "cifar-10-binary.tar.gz"}`, bytes);
+      pyodide.FS.writeFile(`${root}/${tarball}-${/python/i.test(file.name) ? "python" : "binary"}.tar.gz`, bytes);
     } else {
-      pyodide.FS.mkdirTree(`${root}/cifar-10-batches-bin`);
-      pyodide.FS.writeFile(`${root}/cifar-10-batches-bin/${file.name}`, bytes);
+      pyodide.FS.mkdirTree(`${root}/${folder}`);
+      pyodide.FS.writeFile(`${root}/${folder}/${file.name}`, bytes);
     }
   }
   return root;
@@ -240,11 +241,12 @@ async function writeCifar(pyodide, files) {
 async function datasetFiles(data) {
   const pyodide = await pythonReady;
   const files = [...data.files];
-  if (data.source === "cifar10") {
-    if (!files.length) return dataError("CIFAR-10: no file chosen");
-    dataProgress(`Reading ${files.length} CIFAR-10 file${files.length === 1 ? "" : "s"}…`);
-    const root = await writeCifar(pyodide, files);
-    return sendToApp({ type: "dataset", source: "cifar10", root });
+  if (data.source === "cifar10" || data.source === "cifar100") {
+    const label = data.source === "cifar100" ? "CIFAR-100" : "CIFAR-10";
+    if (!files.length) return dataError(`${label}: no file chosen`);
+    dataProgress(`Reading ${files.length} ${label} file${files.length === 1 ? "" : "s"}…`);
+    const root = await writeCifar(pyodide, files, data.source);
+    return sendToApp({ type: "dataset", source: data.source, root });
   }
   const limits = self.webgradDevices.at(-1)?.limits;
   const limit = limits && Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);

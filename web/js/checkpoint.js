@@ -20,15 +20,19 @@ export function formatWhen(seconds) {
   return when.toLocaleString();
 }
 
-// "epoch 2 of 3, step 57 of 187"
+// "epoch 2 of 3, step 57 of 187"; a GPT's run (one pass of steps): "step 200 of 500"
 function position(s) {
+  if (s.config?.dataset === "text") return `step ${s.step} of ${s.total_steps}`;
   return `epoch ${s.epoch} of ${s.epochs}, step ${s.step_in_epoch} of ${s.steps_per_epoch}`;
 }
 
-const REASONS = { pause: "on Pause", epoch: "at the end of an epoch" };
+const REASONS = { pause: "on Pause", epoch: "at the end of an epoch", sample: "with a sample" };
+const AUGMENT = [["crop_padding", "RandomCrop padding"], ["flip_p", "flip p"], ["brightness", "brightness"],
+  ["contrast", "contrast"], ["erasing_p", "RandomErasing p"]];
 
-// "Adam, lr 0.002, batch 16, cosine annealing": a run's settings, in the words of the form's options
-function describeSettings(form, config) {
+// "Adam, lr 0.002, batch 16, cosine annealing; augmentation: RandomCrop padding 4, flip p 0.5": a run's settings,
+// in the words of the form's options
+export function describeSettings(form, config) {
   const label = (name) => {
     const option = [...(form.field(name)?.options || [])].find((o) => o.value === String(config[name]));
     return option ? option.textContent.trim() : String(config[name]);
@@ -38,7 +42,23 @@ function describeSettings(form, config) {
   if (config.lr != null) parts.push(`lr ${config.lr}`);
   if (config.batch_size != null) parts.push(`batch ${config.batch_size}`);
   if (config.scheduler && config.scheduler !== "none") parts.push(label("scheduler"));
-  return parts.join(", ");
+  if (config.dataset === "text") {
+    parts.push(`${config.steps} steps`, `a sample every ${config.sample_every}`);
+  }
+  if (config.amp) parts.push("mixed precision");
+  let text = parts.join(", ");
+  if (config.dataset !== "text" && AUGMENT.some(([key]) => key in config)) {
+    const on = AUGMENT.filter(([key]) => config[key]).map(([key, name]) => `${name} ${config[key]}`);
+    text += on.length ? `; augmentation: ${on.join(", ")}` : "; no augmentation";
+  }
+  return text;
+}
+
+// What the checkpoint trained on, and where it comes from: "page" (MNIST), "sample" (the bundled text) or
+// "files" (the user's, which must be chosen again after a reload). Checkpoints of before this field: by dataset.
+function trainedOn(s) {
+  const dataset = s.config?.dataset || "mnist";
+  return { name: dataset, label: s.dataset, source: dataset === "mnist" ? "page" : "files", ...(s.data || {}) };
 }
 
 export class CheckpointView {
@@ -51,6 +71,7 @@ export class CheckpointView {
     this.banner = $("checkpoint");
     this.status = $("checkpoint-status");
     this.setNews("none");
+    this.offered = null;
 
     $("checkpoint-resume").addEventListener("click", () => {
       this.busy(true);
@@ -62,6 +83,7 @@ export class CheckpointView {
     });
 
     client.on("app:checkpoint-offer", (m) => this.offer(m));
+    client.on("app:data", (m) => this.dataNote(m));
     client.on("app:checkpoint-saved", (m) => this.saved(m));
     client.on("app:checkpoint-error", (m) => this.error(m));
     client.on("app:checkpoint-discarded", ({ why }) => {
@@ -103,6 +125,7 @@ export class CheckpointView {
 
   hide() {
     this.banner.hidden = true;
+    this.offered = null;
   }
 
   offer({ summary: s, where, warning }) {
@@ -113,6 +136,7 @@ export class CheckpointView {
     if (s.config) facts.splice(2, 0, ["Settings", describeSettings(this.form, s.config)]);
     if (s.loss != null) facts.push(["Loss", s.loss.toFixed(4)]);
     if (s.accuracy != null) facts.push(["Test accuracy", `${(100 * s.accuracy).toFixed(2)}%`]);
+    if (s.val_loss != null) facts.push(["Validation loss", s.val_loss.toFixed(4)]);
     $("checkpoint-facts").replaceChildren(...facts.map(([term, value]) => {
       const div = document.createElement("div");
       const dt = document.createElement("dt"), dd = document.createElement("dd");
@@ -122,11 +146,36 @@ export class CheckpointView {
       return div;
     }));
     $("checkpoint-problem").textContent = warning || "";
+    this.offered = trainedOn(s);
+    this.dataNote(null);
     $("checkpoint-note").textContent = `Kept in this browser (${where}). Train starts a new run instead, and ` +
       "replaces this checkpoint.";
     this.show("offer", "Resume training?", "A training run of an earlier visit was saved in this browser:");
     this.setNews("offered", s.step);
     $("checkpoint-resume").focus({ preventScroll: true });
+  }
+
+  // The line that says, before the click, whether the checkpoint's data must be chosen again; `m`: the data the
+  // page holds now (its "data" message), or null when not known here.
+  dataNote(m) {
+    const note = $("checkpoint-data"), d = this.offered;
+    if (!d || d.source === "page") {
+      note.textContent = "";
+      return;
+    }
+    const loaded = m && m.name === d.name && (d.name !== "text" || m.label === d.label);
+    if (loaded) {
+      note.textContent = `${d.label} is loaded: Resume continues the run.`;
+      note.className = "ok";
+    } else if (d.source === "sample") {
+      note.textContent = `It trained on ${d.label}: Resume loads it again.`;
+      note.className = "";
+    } else {
+      note.textContent = `It trained on ${d.label}, which this page does not keep: choose ${d.name === "text" ?
+        "that text file" : "those files"} again under Data (above), then Resume.`;
+      note.className = "needs-data";
+    }
+    note.dataset.loaded = loaded ? "true" : "false";
   }
 
   saved({ summary: s, where, bytes }) {
@@ -158,14 +207,19 @@ export class CheckpointView {
     const s = m.resumed;
     this.run.bar.value = s.step;
     this.run.set("epoch", `${s.epoch} / ${s.epochs}`);
-    this.run.set("step", `${s.step_in_epoch} / ${s.steps_per_epoch}`);
+    this.run.set("step", m.config.dataset === "text" ? `${s.step} / ${s.total_steps}` :
+      `${s.step_in_epoch} / ${s.steps_per_epoch}`);
     if (s.loss != null) this.run.set("loss", s.loss.toFixed(4));
     if (s.accuracy != null) this.run.accuracy(s.accuracy, m.config.test_size);
+    if (s.val_loss != null) this.run.set("accuracy", s.val_loss.toFixed(4));
     for (const [x, y] of m.history.loss) this.charts.loss.add(x, y);
     for (const [x, y] of m.history.accuracy) this.charts.accuracy.add(x, 100 * y);
+    for (const [x, y] of m.history.val_loss || []) this.charts.accuracy.add(x, y);
     for (const [name, value] of Object.entries(m.config)) {
       const field = this.form.field(name);
-      if (field) field.value = String(value);
+      if (!field || field.disabled) continue; // a field of the other kind of dataset
+      if (field.type === "checkbox") field.checked = Boolean(value);
+      else field.value = String(value);
     }
     this.run.setMessage(s.message, s.lost ? "error" : "ok");
     this.setNews("resumed", s.step);

@@ -1,31 +1,48 @@
-// The dataset picker: MNIST (downloaded with the page), CIFAR-10 from files the user chooses or drops (the
-// binary tarball, or its extracted cifar-10-batches-bin files), or the user's own images (a folder of one
-// subfolder per class, resized to the chosen size). Files go to the worker as File objects (nothing is
-// uploaded anywhere); the trainer answers "data" (the dataset in use) or "data-error" (why not; the
-// current data stays). body[data-dataset] is the dataset in use.
+// The dataset picker: MNIST (downloaded with the page), CIFAR-10 or CIFAR-100 from files the user chooses or
+// drops (the binary tarball, or its extracted files), the user's own images (a folder of one subfolder per class,
+// resized to the chosen size), or a text for a language model (a .txt file chosen or dropped, or the bundled
+// Shakespeare sample). Files go to the worker as File objects or bytes (nothing is uploaded anywhere); the
+// trainer answers "data" (the dataset in use) or "data-error" (why not; the current data stays).
+// body[data-dataset] is the dataset in use.
 
 const $ = (id) => document.getElementById(id);
+
+export const MAX_TEXT_BYTES = 16 * 2 ** 20; // the trainer's limit too (webgrad/apps/mnist/data.py)
+const LABELS = { mnist: "MNIST", cifar10: "CIFAR-10", cifar100: "CIFAR-100", images: "your images", text: "the text" };
+const HINTS = {
+  cifar10: "Choose or drop your CIFAR-10 files.", cifar100: "Choose or drop your CIFAR-100 files.",
+  images: "Choose a folder with one subfolder of images per class.",
+  text: "Choose or drop a .txt file, or use the Shakespeare sample.",
+};
 
 export class DatasetPicker {
   constructor(client) {
     this.client = client;
     this.current = "mnist";
+    this.choice = "mnist";
     this.busy = false;
     for (const radio of this.radios()) radio.addEventListener("change", () => this.choose(radio.value));
     // The input is emptied once its files are sent, so that choosing the same (mended) files again counts.
-    for (const [id, source] of [["cifar-files", "cifar10"], ["image-folder", "images"]]) {
+    for (const [id, source] of [["cifar-files", null], ["image-folder", "images"], ["text-file", "text"]]) {
       $(id).addEventListener("change", (e) => {
-        this.sendFiles(source, e.target.files);
+        this.sendFiles(source || this.choice, e.target.files);
         e.target.value = "";
       });
     }
-    const drop = $("cifar-pick");
-    drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
-    drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-    drop.addEventListener("drop", (e) => {
-      e.preventDefault();
-      drop.classList.remove("over");
-      this.sendFiles("cifar10", e.dataTransfer.files);
+    for (const [id, source] of [["cifar-pick", null], ["text-pick", "text"]]) {
+      const drop = $(id);
+      drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+      drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+      drop.addEventListener("drop", (e) => {
+        e.preventDefault();
+        drop.classList.remove("over");
+        this.sendFiles(source || this.choice, e.dataTransfer.files);
+      });
+    }
+    $("text-sample").addEventListener("click", () => {
+      this.status("Loading the Shakespeare sample…");
+      this.busy = true;
+      this.client.send({ type: "dataset", source: "text-sample" });
     });
     client.on("app:data", (m) => this.loaded(m));
     client.on("app:data-error", ({ message }) => this.failed(message));
@@ -36,22 +53,35 @@ export class DatasetPicker {
     return document.querySelectorAll('input[name="dataset"]');
   }
 
-  choose(value) {
-    $("cifar-pick").hidden = value !== "cifar10";
+  // Show the chooser of `value`'s files (the CIFAR one says which CIFAR).
+  showPicker(value) {
+    const cifar = value === "cifar10" || value === "cifar100";
+    $("cifar-pick").hidden = !cifar;
+    if (cifar) {
+      $("cifar-button").textContent = `Choose ${LABELS[value]} files…`;
+      $("cifar-hint-cifar10").hidden = value !== "cifar10";
+      $("cifar-hint-cifar100").hidden = value !== "cifar100";
+    }
     $("images-pick").hidden = value !== "images";
+    $("text-pick").hidden = value !== "text";
+  }
+
+  choose(value) {
+    this.choice = value;
+    this.showPicker(value);
     if (value === "mnist" && this.current !== "mnist") {
       this.status("Loading MNIST…");
       this.busy = true;
       this.client.send({ type: "dataset", source: "mnist" });
     } else if (value !== this.current) {
-      this.status(value === "cifar10" ? "Choose or drop your CIFAR-10 files." :
-        "Choose a folder with one subfolder of images per class.");
+      this.status(HINTS[value]);
     }
   }
 
-  sendFiles(source, fileList) {
+  async sendFiles(source, fileList) {
     const files = [...fileList];
     if (!files.length) return;
+    if (source === "text") return this.sendText(files[0]);
     const size = Number($("image-size").value);
     if (source === "images" && !(Number.isInteger(size) && size >= 8 && size <= 2048)) {
       this.status("Image size: a whole number of pixels from 8 to 2048.", "error");
@@ -62,14 +92,35 @@ export class DatasetPicker {
     this.client.worker.postMessage({ type: "dataset-files", source, files, size });
   }
 
+  // A text goes to the trainer as its bytes (it decodes them and says what is wrong); a huge one is refused
+  // here, before it is read.
+  async sendText(file) {
+    if (file.size > MAX_TEXT_BYTES) {
+      this.failed(`${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the page takes texts of up to ` +
+        `${MAX_TEXT_BYTES / 2 ** 20} MiB (a long book is about 1 MiB)`);
+      return;
+    }
+    this.status(`Reading ${file.name}…`);
+    this.busy = true;
+    const data = new Uint8Array(await file.arrayBuffer());
+    this.client.send({ type: "dataset", source: "text", data, name: file.name }, [data.buffer]);
+  }
+
   loaded(m) {
     this.busy = false;
     this.current = m.name;
     document.body.dataset.dataset = m.name;
     for (const radio of this.radios()) radio.checked = radio.value === m.name;
-    $("cifar-pick").hidden = m.name !== "cifar10";
-    $("images-pick").hidden = m.name !== "images";
+    this.choice = m.name;
+    this.showPicker(m.name);
     const n = new Intl.NumberFormat("en-US");
+    if (m.name === "text") {
+      const tokens = m.tokens === "bytes" ? "bytes" : "characters";
+      this.status(`${m.label}: ${n.format(m.characters)} characters, ${n.format(m.vocab_size)} distinct ${tokens} ` +
+        `(the tokens); ${n.format(m.train_size)} tokens for training and ${n.format(m.test_size)} held out, on the ` +
+        `GPU. Unigram entropy ${m.unigram.toFixed(3)} nats per token.${m.notes ? ` ${m.notes}.` : ""}`, "ok");
+      return;
+    }
     const shape = `${m.channels}×${m.height}×${m.width}`;
     const classes = m.classes.length <= 12 ? `: ${m.classes.join(", ")}` : "";
     this.status(`${m.label}: ${n.format(m.train_size)} training and ${n.format(m.test_size)} test images ` +
@@ -83,7 +134,7 @@ export class DatasetPicker {
   }
 
   label() {
-    return { mnist: "MNIST", cifar10: "CIFAR-10", images: "your images" }[this.current] || this.current;
+    return LABELS[this.current] || this.current;
   }
 
   status(text, kind = "") {
@@ -93,6 +144,6 @@ export class DatasetPicker {
 
   setEnabled(enabled) {
     $("dataset-fields").disabled = !enabled;
-    for (const id of ["cifar-files", "image-folder", "image-size"]) $(id).disabled = !enabled;
+    for (const id of ["cifar-files", "image-folder", "image-size", "text-file", "text-sample"]) $(id).disabled = !enabled;
   }
 }

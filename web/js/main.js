@@ -4,7 +4,9 @@
 // State for styling and tests lives on <body>: data-boot (loading|ready|error: Python and webgrad),
 // data-app (loading|ready|error: the trainer with MNIST on the GPU), data-train (idle|training|paused),
 // data-model (none|mlp|cnn: the model that answers predictions), data-gpu (none: no WebGPU; lost: the
-// device was lost and a new one is being opened; ok), data-outcome (how the last run ended).
+// device was lost and a new one is being opened; ok), data-outcome (how the last run ended), data-dataset (the
+// dataset in use: mnist|cifar10|cifar100|images|text; text swaps the image cards and fields for a GPT's),
+// data-preparing (true while the first steps record the GPU step), data-samples (samples of text shown).
 
 import { BootView } from "./boot-view.js";
 import { Charts } from "./charts.js";
@@ -16,6 +18,7 @@ import { download, fetchModel, watchImport } from "./model-files.js";
 import { drawDigit, Results } from "./results.js";
 import { RunView } from "./run-view.js";
 import { Sketch } from "./sketch.js";
+import { TextView } from "./text-view.js";
 import { TrainForm } from "./train-form.js";
 import { WorkerClient } from "./worker-client.js";
 
@@ -25,8 +28,10 @@ const body = document.body;
 const client = new WorkerClient();
 const boot = new BootView($("boot"));
 const form = new TrainForm($("train-form"), $("form-error"));
+form.setMode("images");
 const run = new RunView($("run"));
-const charts = new Charts($("loss-chart"), $("acc-chart"));
+const charts = new Charts($("loss-chart"), $("acc-chart"), $("acc-caption"));
+const textView = new TextView(client);
 const results = new Results($("grid"), $("confusion"), $("per-class"), (i) => {
   if (body.dataset.dataset === "mnist") sketch.showDigit(results.digit(i));
 });
@@ -109,12 +114,63 @@ $("resume").addEventListener("click", () => client.send({ type: "resume" }));
 $("stop").addEventListener("click", () => client.send({ type: "stop" }));
 
 // ------------------------------------------------------------------ datasets (web/js/dataset-picker.js)
+// Images and a text take different models and settings: the model picker's options, the fields shown, and the
+// shared settings (optimizer, learning rate, batch size, schedule) each kind had last.
+const IMAGE_MODELS = [...form.field("model").options].map((o) => [o.value, o.textContent]);
+const SHARED = ["optimizer", "lr", "batch_size", "scheduler"];
+const kept = { text: { optimizer: "adamw", lr: "0.003", batch_size: "16", scheduler: "none" } };
+// What the Model file card says of the files, for images and for a GPT.
+const code = (text) => Object.assign(document.createElement("code"), { textContent: text });
+const FILE_NOTES = {
+  images: [...$("file-status").childNodes],
+  text: ["A GPT's weights, with nanoGPT's names and its config and vocabulary in the metadata: ",
+    code("webgrad.models.gpt.define(torch.nn).GPT(config)"), " takes them in PyTorch."],
+};
+let mode = "images";
+
+function setMode(next, m) {
+  if (next !== mode) {
+    kept[mode] = Object.fromEntries(SHARED.map((name) => [name, form.field(name).value]));
+    for (const [name, value] of Object.entries(kept[next] || {})) form.field(name).value = value;
+    mode = next;
+  }
+  form.setMode(mode);
+  charts.setMode(mode, mode === "text" ? m.unigram : null);
+  const select = form.field("model"), value = select.value;
+  const options = mode === "text" ? m.models : IMAGE_MODELS;
+  select.replaceChildren(...options.map(([v, label, detail]) => {
+    const option = new Option(label, v);
+    if (detail) option.dataset.detail = detail;
+    return option;
+  }));
+  if (options.some(([v]) => v === value)) select.value = value;
+  showModelNote();
+  const files = $("file-status");
+  if (files.className === "muted") { // the card's note, not news of a file
+    files.replaceChildren(...FILE_NOTES[mode]);
+    files.className = "muted";
+  }
+}
+
+// A GPT's shape under the model picker (its option says its size only).
+function showModelNote() {
+  const option = form.field("model").selectedOptions[0];
+  $("model-note").textContent = option?.dataset.detail || "";
+}
+form.field("model").addEventListener("change", showModelNote);
+
 client.on("app:data", (m) => {
+  setMode(m.name === "text" ? "text" : "images", m);
+  if (m.name === "text") {
+    if (m.model === "none" && body.dataset.model !== "none") setModel("none");
+    return;
+  }
   results.setData(m);
-  // The form's subsets: as many as the dataset has, within the form's bounds (the run takes at most all).
-  for (const [name, size] of [["train_size", m.train_size], ["test_size", m.test_size]]) {
+  // The form's subsets: as many as the dataset has (its real size), at most the form's bounds.
+  for (const [name, size, limit] of [["train_size", m.train_size, 60000], ["test_size", m.test_size, 10000]]) {
     const el = form.field(name);
-    el.value = Math.max(Number(el.min), Math.min(Number(el.max), size));
+    el.max = Math.max(1, Math.min(limit, size));
+    el.value = el.max;
   }
   // The MLP's layer sizes follow the dataset's image size and class count.
   const mlp = form.field("model").querySelector('option[value="mlp"]');
@@ -148,6 +204,7 @@ client.on("app:state", (m) => {
     delete body.dataset.outcome;
     run.start(m);
     charts.reset();
+    if (m.config.dataset === "text") textView.reset();
     setModel(m.config.model);
   }
   if (m.state === "paused") run.setMessage("Paused: Resume continues from this step, Stop ends the run.");
@@ -168,7 +225,16 @@ client.on("app:eval", (m) => {
   }
   classifyNow(); // the drawing's probabilities under the updated model
 });
+client.on("app:text-eval", (m) => {
+  run.valLoss(m.val_loss, m.unigram);
+  if (m.source === "train") charts.accuracy.add(m.step, m.val_loss);
+  if (m.source === "import") {
+    fileStatus(`${importedLabel}: validation loss ${m.val_loss.toFixed(3)} nats per token (the text's unigram ` +
+      `entropy is ${m.unigram.toFixed(3)}).`, "ok");
+  }
+});
 client.on("app:run-end", (m) => {
+  run.setPreparing(false);
   setState("idle");
   if (m.outcome === "invalid") form.showError(m.message);
   const kind = { done: "ok", stopped: "", invalid: "error", diverged: "error", "device-lost": "error" }[m.outcome];
@@ -288,8 +354,8 @@ $("url-form").addEventListener("submit", async (event) => {
 let importedLabel = "";
 client.on("app:imported", ({ kind, model, name }) => {
   importedLabel = `Imported ${name}: ${model}`;
-  fileStatus(`${importedLabel}. Evaluating it on the test digits…`, "ok");
-  form.field("model").value = kind;
+  fileStatus(`${importedLabel}. Evaluating it on the ${mode === "text" ? "held-out text" : "test images"}…`, "ok");
+  if ([...form.field("model").options].some((o) => o.value === kind)) form.field("model").value = kind;
   setModel(kind);
 });
 client.on("app:import-error", ({ message }) => fileStatus(`Import failed, the current model is unchanged: ${message}`, "error"));

@@ -1,6 +1,8 @@
 // After each epoch: the test images with their predicted classes (mistakes highlighted), the accuracy of
 // each class and the confusion matrix of the evaluated test subset, for any number of classes, with the
-// class names of the dataset. A test image is a button: onPick(i) shows it in the drawing area (MNIST).
+// class names of the dataset. A test image is a button: onPick(i) shows it in the drawing area (MNIST). Its
+// accessible name is its content: the visible prediction (and "is <class>" when wrong) with a visually hidden
+// lead that says what the button is, so the name holds the visible text (WCAG 2.5.3, label in name).
 
 const MAX_MATRIX = 20; // classes up to which the confusion matrix is drawn (the per-class list always is)
 
@@ -30,16 +32,22 @@ export class Results {
       button.type = "button";
       button.addEventListener("click", () => this.onPick(i));
       const canvas = document.createElement("canvas");
+      canvas.setAttribute("aria-hidden", "true");
       drawImage(canvas, pixels.subarray(i * size, (i + 1) * size), channels, height, width);
+      const lead = document.createElement("span");
+      lead.className = "visually-hidden lead";
+      lead.textContent = `Test image of ${this.name(label)}, not predicted yet`;
       const caption = document.createElement("span");
       caption.className = "pred";
       caption.textContent = "?";
+      caption.setAttribute("aria-hidden", "true");
+      const joint = document.createElement("span");
+      joint.className = "visually-hidden joint";
       const truth = document.createElement("span");
       truth.className = "truth";
-      button.append(canvas, caption, truth);
+      button.append(canvas, lead, caption, joint, truth);
       li.append(button);
       li.dataset.label = label;
-      button.setAttribute("aria-label", `test image of ${this.name(label)}, not predicted yet`);
       return li;
     }));
     delete this.gridEl.dataset.wrong;
@@ -64,11 +72,14 @@ export class Results {
       wrong += !ok;
       li.classList.toggle("wrong", !ok);
       li.dataset.pred = pred;
-      li.querySelector(".pred").textContent = this.name(pred);
+      const caption = li.querySelector(".pred");
+      caption.textContent = this.name(pred);
+      caption.removeAttribute("aria-hidden");
+      li.querySelector(".lead").textContent = ok ? `Test image of ${this.name(label)}, predicted ` :
+        "Test image, wrong: predicted ";
+      li.querySelector(".joint").textContent = ok ? "" : ", ";
       li.querySelector(".truth").textContent = ok ? "" : `is ${this.name(label)}`;
       li.firstChild.title = `${this.name(label)}, predicted ${this.name(pred)}`;
-      li.firstChild.setAttribute("aria-label",
-        `test image of ${this.name(label)}, predicted ${this.name(pred)}${ok ? "" : ", wrong"}`);
     });
     this.gridEl.dataset.wrong = wrong;
   }
@@ -136,14 +147,19 @@ export class Results {
       counts.forEach((n, j) => {
         const cell = rows[i].cells[j + 1];
         cell.textContent = n;
-        // Shade by the share of the true class's samples: diagonal green, mistakes red.
         const share = n / total;
-        cell.style.background = n === 0 ? "" : i === j ?
-          `rgba(22, 163, 74, ${0.15 + 0.6 * share})` : `rgba(220, 38, 38, ${Math.min(0.1 + 3 * share, 0.8)})`;
+        cell.style.background = n === 0 ? "" : shade(i === j, share);
         cell.title = `true ${this.name(i)}, predicted ${this.name(j)}: ${n} (${(100 * share).toFixed(1)}%)`;
       });
     });
   }
+}
+
+// A confusion matrix cell's background for `share` of its true class's samples: the diagonal green, mistakes
+// red, darker with the share. The darkest shades keep a contrast of at least 4.5 with the text (WCAG AA): green
+// at most 0.75 opaque, red at most 0.65.
+export function shade(diagonal, share) {
+  return diagonal ? `rgba(22, 163, 74, ${0.15 + 0.6 * share})` : `rgba(220, 38, 38, ${Math.min(0.1 + 3 * share, 0.65)})`;
 }
 
 // uint8 planar pixels (1 channel: grey, white on black like MNIST; 3: RGB) to a canvas of their size.

@@ -1,5 +1,6 @@
-// The run's progress: a bar, epoch/step/samples-per-second/ETA/loss/accuracy figures, and the
-// message the run ended with.
+// The run's progress: a bar, epoch/step/samples-per-second (tokens for a GPT)/ETA/loss/accuracy (validation loss)
+// figures, the message the run ended with, and while the first steps record the GPU step for replay (seconds
+// on a software GPU, with no figure yet), a line that says so.
 
 const $ = (root, sel) => root.querySelector(sel);
 
@@ -27,6 +28,7 @@ export class RunView {
     this.fields = Object.fromEntries(["epoch", "step", "rate", "eta", "loss", "accuracy", "lr", "memory", "gpu"].map(
       (k) => [k, $(root, `#stat-${k}`)]));
     this.message = $(root, "#run-message");
+    this.preparing = $(root, "#run-preparing");
   }
 
   set(key, text) {
@@ -39,13 +41,21 @@ export class RunView {
     for (const key of Object.keys(this.fields)) this.set(key, "–");
     this.set("epoch", `1 / ${msg.config.epochs}`);
     this.setMessage(`Training the ${msg.model} (${msg.total_steps} steps)…`);
+    this.setPreparing(true);
+  }
+
+  setPreparing(on) {
+    this.preparing.hidden = !on;
+    document.body.dataset.preparing = on ? "true" : "false";
   }
 
   progress(msg) {
     this.bar.value = msg.global_step;
     this.set("epoch", `${msg.epoch} / ${msg.epochs}`);
     this.set("step", `${msg.step} / ${msg.steps}`);
-    if (msg.samples_per_s) this.set("rate", number.format(msg.samples_per_s));
+    if (msg.tokens_per_s) this.set("rate", number.format(msg.tokens_per_s));
+    else if (msg.samples_per_s) this.set("rate", number.format(msg.samples_per_s));
+    if (msg.preparing === false && !this.preparing.hidden) this.setPreparing(false);
     this.set("eta", formatDuration(msg.eta_s));
     this.set("lr", msg.lr.toPrecision(3));
     if (msg.loss !== undefined) this.set("loss", msg.loss.toFixed(4));
@@ -66,6 +76,11 @@ export class RunView {
   accuracy(acc, testSize) {
     this.set("accuracy", `${(acc * 100).toFixed(2)}%`);
     this.fields.accuracy.title = `on ${testSize} test images`;
+  }
+
+  valLoss(loss, unigram) {
+    this.set("accuracy", loss.toFixed(4));
+    this.fields.accuracy.title = `nats per token on the held-out end of the text (unigram entropy ${unigram.toFixed(3)})`;
   }
 
   // kind: "" (neutral), "ok", "error"

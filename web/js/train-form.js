@@ -3,6 +3,8 @@
 // The HTML attributes (required, min, max, step) carry the per-field rules and the browser's own
 // messages; check() adds what attributes cannot say (batch size vs. training subset) and puts every
 // problem in one message next to the buttons. The worker checks again (webgrad/apps/mnist/train.py).
+// Fields of one kind of dataset only (class images-only or text-only) are disabled for the other: a disabled
+// field is neither checked nor sent.
 
 export class TrainForm {
   constructor(form, errorEl) {
@@ -19,6 +21,14 @@ export class TrainForm {
     return this.form.elements[name];
   }
 
+  // "images" | "text": the fields that apply to that kind of dataset.
+  setMode(mode) {
+    this.mode = mode;
+    for (const el of this.form.querySelectorAll("input.images-only, input.text-only, .images-only input")) {
+      el.disabled = mode === "text" ? !el.matches(".text-only") : el.matches(".text-only");
+    }
+  }
+
   // The settings as numbers and strings, or null (after showing why) when some are invalid.
   read() {
     return this.check({ quiet: false }) ? this.values() : null;
@@ -26,6 +36,13 @@ export class TrainForm {
 
   values() {
     const num = (name) => Number(this.field(name).value);
+    if (this.mode === "text") {
+      return {
+        model: this.field("model").value, optimizer: this.field("optimizer").value,
+        scheduler: this.field("scheduler").value, lr: num("lr"), batch_size: num("batch_size"), steps: num("steps"),
+        sample_every: num("sample_every"), amp: this.field("amp").checked && !this.field("amp").disabled,
+      };
+    }
     return {
       model: this.field("model").value,
       optimizer: this.field("optimizer").value,
@@ -48,12 +65,14 @@ export class TrainForm {
   check({ quiet }) {
     const batch = this.field("batch_size"), train = this.field("train_size");
     batch.setCustomValidity("");
-    if (batch.validity.valid && train.validity.valid && Number(batch.value) > Number(train.value)) {
+    if (this.mode !== "text" && batch.validity.valid && train.validity.valid && Number(batch.value) > Number(train.value)) {
       batch.setCustomValidity(`The batch size cannot exceed the training subset (${train.value}).`);
     }
     const problems = [];
     for (const el of this.form.querySelectorAll("input, select")) {
-      if (!el.validity.valid) {
+      if (el.willValidate === false) {
+        el.removeAttribute("aria-invalid");
+      } else if (!el.validity.valid) {
         el.setAttribute("aria-invalid", "true");
         problems.push(`${labelOf(el)}: ${el.validationMessage}`);
       } else {
