@@ -111,7 +111,7 @@ fn iflag(c: bool) -> i32 { return select(0, 1, c); }
 
 // The GPU builtins are undefined outside their domain; these give IEEE results there.
 fn log_f32(x: f32) -> f32 {
-    if (x < 0.0) { return nan_f32(); }
+    if (x < 0.0 || is_nan(x)) { return nan_f32(); }  // (SwiftShader's log of NaN is a number)
     if (x == 0.0) { return -inf_f32(); }
     return log(x);
 }

@@ -16,6 +16,10 @@ const FRAC_1_SQRT_2: f32 = 0.7071067811865476;
 const FRAC_2_SQRT_PI: f32 = 1.1283791670955126;   // 2 / sqrt(pi)
 
 fn negative_bit(x: f32) -> bool { return (bitcast<u32>(x) >> 31u) != 0u; }
+
+// v, or NaN where x is NaN: gradient formulas whose builtins (exp, log, division) a GPU need not carry NaN through
+// (WGSL lets a compiler assume no NaN: SwiftShader's exp(NaN) is inf).
+fn keep_nan(x: f32, v: f32) -> f32 { return select(v, x, is_nan(x)); }
 fn with_sign(r: f32, x: f32) -> f32 { return select(r, -r, negative_bit(x)); }
 
 // inverse trigonometric and hyperbolic
@@ -135,7 +139,7 @@ fn sinc_f32(x: f32) -> f32 {
 }
 
 fn d_sinc_f32(x: f32) -> f32 {
-    if (x == 0.0) { return 0.0; }
+    if (abs(x) < 1e-3) { return -PI * PI * x / 3.0; }  // the series: the quotient below cancels (and underflows)
     let p = PI * x;
     return (p * cos_f32(p) - sin_f32(p)) / (p * x);
 }

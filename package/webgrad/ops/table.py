@@ -403,7 +403,7 @@ BINARY = {op.name: op for op in (
 # orthogonal polynomials) give results without gradient history, as there.
 _MATH = ("function", "method", "inplace")
 _SPECIAL = ("special",)  # webgrad.special.<name> only (torch.special's own names)
-_TINY = 1.1920929e-07  # float32's epsilon: PyTorch's i1/i1e backward use their limit 0.5 below it
+_TINY = 1.1920929e-07  # float32's epsilon: PyTorch's i1/i1e backward use their limit 0.5 below it (and at NaN)
 
 
 def _logit(x, eps):
@@ -462,9 +462,9 @@ UNARY.update({op.name: op for op in (
     Unary("cosh", "cosh_f32(x)", lambda x, a, b: np.cosh(x), "g * sinh_f32(x)", lambda x, y, a, b: np.sinh(x),
           expose=_MATH, heavy=True),
     # ---- error function, gamma function and relatives
-    Unary("erfc", "erfc_checked(x)", lambda x, a, b: sf.erfc(x), "-g * FRAC_2_SQRT_PI * exp(-x * x)",
+    Unary("erfc", "erfc_checked(x)", lambda x, a, b: sf.erfc(x), "keep_nan(x, -g * FRAC_2_SQRT_PI * exp(-x * x))",
           lambda x, y, a, b: -2.0 / np.sqrt(np.pi) * np.exp(-x * x), expose=_MATH, heavy=True),
-    Unary("erfinv", "erfinv_f32(x)", lambda x, a, b: sf.erfinv(x), "g * 0.886226925452758 * exp(y * y)",
+    Unary("erfinv", "erfinv_f32(x)", lambda x, a, b: sf.erfinv(x), "keep_nan(y, g * 0.886226925452758 * exp(y * y))",
           lambda x, y, a, b: np.sqrt(np.pi) / 2.0 * np.exp(y * y), expose=_MATH, test="unit", heavy=True),
     Unary("lgamma", "lgamma_f32(x)", lambda x, a, b: sf.lgamma(x), "g * digamma_f32(x)",
           lambda x, y, a, b: sf.digamma(x), expose=_MATH, test="pos", heavy=True),
@@ -493,25 +493,25 @@ UNARY.update({op.name: op for op in (
     Unary("sgn", "select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0)", lambda x, a, b: np.nan_to_num(np.sign(x)),
           result=SAME, int_wgsl="sign(x)", expose=_MATH, zero_grad=True),
     # ---- torch.special
-    Unary("entr", "entr_f32(x)", lambda x, a, b: _entr(x), "-g * (1.0 + log_f32(x))",
+    Unary("entr", "entr_f32(x)", lambda x, a, b: _entr(x), "keep_nan(x, -g * (1.0 + log_f32(x)))",
           lambda x, y, a, b: -(1.0 + np.log(x)), expose=_SPECIAL, test="pos", heavy=True),
     Unary("erfcx", "erfcx_f32(x)", lambda x, a, b: sf.erfcx(x), "g * (2.0 * x * y - FRAC_2_SQRT_PI)",
           lambda x, y, a, b: 2.0 * x * y - 2.0 / np.sqrt(np.pi), expose=_SPECIAL, heavy=True),
-    Unary("ndtr", "ndtr_f32(x)", lambda x, a, b: sf.ndtr(x), "g * 0.3989422804014327 * exp(-0.5 * x * x)",
+    Unary("ndtr", "ndtr_f32(x)", lambda x, a, b: sf.ndtr(x), "keep_nan(x, g * 0.3989422804014327 * exp(-0.5 * x * x))",
           lambda x, y, a, b: np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi), expose=_SPECIAL, heavy=True),
     Unary("log_ndtr", "log_ndtr_f32(x)", lambda x, a, b: sf.log_ndtr(x),
-          "g * 0.3989422804014327 * exp(-(y + 0.5 * x * x))",
+          "keep_nan(y + 0.5 * x * x, g * 0.3989422804014327 * exp(-(y + 0.5 * x * x)))",
           lambda x, y, a, b: np.exp(-(y + 0.5 * x * x)) / np.sqrt(2.0 * np.pi), expose=_SPECIAL, heavy=True),
-    Unary("ndtri", "ndtri_f32(x)", lambda x, a, b: sf.ndtri(x), "g * 2.5066282746310002 * exp(0.5 * y * y)",
+    Unary("ndtri", "ndtri_f32(x)", lambda x, a, b: sf.ndtri(x), "keep_nan(y, g * 2.5066282746310002 * exp(0.5 * y * y))",
           lambda x, y, a, b: np.sqrt(2.0 * np.pi) * np.exp(0.5 * y * y), expose=_SPECIAL, test="prob", heavy=True),
     Unary("i0e", "bessel_i_f32(x, 0, true)", lambda x, a, b: sf.i0e(x),
           "g * (bessel_i_f32(x, 1, true) - sign_f32(x) * y)",
           lambda x, y, a, b: sf.i1e(x) - np.sign(x) * y, expose=_SPECIAL, heavy=True),
     Unary("i1", "bessel_i_f32(x, 1, false)", lambda x, a, b: sf.i1(x),
-          f"select(g * (bessel_i_f32(x, 0, false) - y / x), 0.5 * g, abs(x) <= {_TINY})",
+          f"select(g * (bessel_i_f32(x, 0, false) - y / x), 0.5 * g, is_nan(x) || abs(x) <= {_TINY})",
           lambda x, y, a, b: _d_i1(x, y, False), expose=_SPECIAL, heavy=True),
     Unary("i1e", "bessel_i_f32(x, 1, true)", lambda x, a, b: sf.i1e(x),
-          f"select(g * (bessel_i_f32(x, 0, true) - y * (sign_f32(x) + 1.0 / x)), 0.5 * g, abs(x) <= {_TINY})",
+          f"select(g * (bessel_i_f32(x, 0, true) - y * (sign_f32(x) + 1.0 / x)), 0.5 * g, is_nan(x) || abs(x) <= {_TINY})",
           lambda x, y, a, b: _d_i1(x, y, True), expose=_SPECIAL, heavy=True),
     _unary_bessel("bessel_j0", "bessel_j0_f32(x)", sf.j0),
     _unary_bessel("bessel_j1", "bessel_j1_f32(x)", sf.j1),
