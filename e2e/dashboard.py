@@ -1,17 +1,20 @@
 """Driving the dashboard (web/) from tests: the form, the run, the views' state.
 
-The page keeps its state where tests can read it: <body data-app data-train data-outcome data-model>,
-data-pred on each test digit, data-p on each probability bar, data-points on each chart.
+The page keeps its state where tests can read it: <body data-app data-train data-outcome data-model data-dataset
+data-preparing data-samples>, data-pred on each test digit, data-p on each probability bar, data-points on each
+chart. assert_accessible(page, state) runs axe-core (npm) on the page: no WCAG 2.1 AA violation.
 """
 
 import json
+from pathlib import Path
 
 SELECTS = ("model", "optimizer", "scheduler")
 RUN_TIMEOUT_MS = 900_000
 
 
 def fill_form(page, **settings):
-    """Set form fields by name: model, optimizer, scheduler, lr, batch_size, epochs, train_size, test_size."""
+    """Set form fields by name: model, optimizer, scheduler, lr, batch_size, epochs, train_size, test_size (a
+    text's: steps, sample_every)."""
     for name, value in settings.items():
         selector = f"#train-form [name={name}]"
         if name in SELECTS:
@@ -84,3 +87,27 @@ def wait_eval(page):
     """Wait until every test digit has a prediction."""
     page.wait_for_function("[...document.querySelectorAll('#grid li')].every((e) => e.dataset.pred !== undefined)",
                            timeout=300_000)
+
+
+# ------------------------------------------------------------------ accessibility (axe-core from npm)
+AXE = Path(__file__).resolve().parents[1] / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]  # WCAG 2.1 AA: axe's rules with these tags
+
+
+def axe_violations(page, tags=WCAG_AA):
+    """axe-core's WCAG 2.1 AA violations on the page as it is now: [{id, impact, help, nodes: [target: summary]}]."""
+    if not AXE.is_file():
+        raise FileNotFoundError(f"{AXE} is missing: npm install (package.json's devDependencies has axe-core)")
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async (tags) => {
+        const result = await axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+        return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+            nodes: v.nodes.slice(0, 6).map((n) => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`) }));
+    }""", tags)
+
+
+def assert_accessible(page, state):
+    """No axe-core WCAG 2.1 AA violation in `state` (a name for the message)."""
+    found = axe_violations(page)
+    assert not found, f"{state}: " + "; ".join(f"{v['id']} ({v['impact']}): {v['help']} -> {v['nodes']}" for v in found)

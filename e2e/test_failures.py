@@ -17,7 +17,7 @@ INVALID = [  # (field, value, the label the message names)
     ("batch_size", "12.5", "Batch size"),
     ("batch_size", "2000", "Batch size"),  # more than the 1000 training samples
     ("epochs", "0", "Epochs"),
-    ("train_size", "50", "Training samples"),
+    ("train_size", "0", "Training samples"),
     ("test_size", "20000", "Test samples"),
 ]
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dashboard import accuracy, start_training, stat, wait_run_end
-from tests.cifar_files import synthetic_images, write_cifar10
+from dashboard import accuracy, assert_accessible, start_training, stat, wait_run_end
+from tests.cifar_files import synthetic_images, write_cifar10, write_cifar100
 
 APP_TIMEOUT_MS = 180_000
 # ResNet-8 takes seconds per step on SwiftShader (a CPU; ~6 s at batch 16 on a loaded 2-core machine), so
@@ -113,8 +113,10 @@ def test_image_folder_trains(dash, tmp_path, screenshot):
     assert text.startswith("shapes: 48 training and 12 test images (3×16×16) on the GPU, 3 classes: blue, cyan, red."), text
     assert "1 file skipped (not images)" in text and "3 images of another size resized to 16x16" in text
     assert page.evaluate("document.body.dataset.model") == "none"  # the CIFAR model does not fit 3 classes
+    # the subsets' fields show the folder's real size (and take no more)
+    assert [page.input_value("#f-train-size"), page.input_value("#f-test-size")] == ["48", "12"]
     start_training(page, model="cnn", optimizer="adam", lr=0.003, batch_size=8, epochs=5, scheduler="none",
-                   train_size=100, test_size=100, crop_padding=0, flip_p=0.5, brightness=0, contrast=0, erasing_p=0)
+                   crop_padding=0, flip_p=0.5, brightness=0, contrast=0, erasing_p=0)
     assert wait_run_end(page) == "done", page.inner_text("#run-message")
     assert accuracy(page) > 0.8, stat(page, "accuracy")  # three colours; chance is a third
     assert page.locator("#confusion tbody tr").count() == 3
@@ -170,3 +172,19 @@ def test_bad_input_keeps_data_and_model(dash, tmp_path, cifar, screenshot):
     page.set_viewport_size({"width": 420, "height": 900})  # a narrow window: the data card stacks above the form
     page.wait_for_timeout(1000)  # headless Chromium repaints the re-laid-out page lazily
     screenshot(page, "datasets-narrow")
+
+
+def test_cifar100_files_load_through_the_picker(dash, tmp_path, screenshot):
+    page = dash
+    folder = write_cifar100(tmp_path)
+    pick(page, "cifar100")
+    assert page.inner_text("#cifar-pick label.button") == "Choose CIFAR-100 files…"
+    text = data_answer(page, lambda: page.set_input_files("#cifar-files", sorted(str(p) for p in folder.iterdir())))
+    assert text == "CIFAR-100: 120 training and 60 test images (3×32×32) on the GPU, 100 classes.", text
+    assert page.evaluate("document.body.dataset.dataset") == "cifar100"
+    # the subsets' fields show this small dataset's real size; a class per line of the accuracy list
+    assert [page.input_value("#f-train-size"), page.input_value("#f-test-size")] == ["120", "60"]
+    assert page.locator("#per-class li").count() == 100 and page.is_hidden("#confusion")
+    assert page.inner_text("#per-class li:nth-child(8) .name") == "thing7"
+    assert_accessible(page, "CIFAR-100 loaded")
+    screenshot(page, "cifar100-loaded")

@@ -47,3 +47,16 @@ def write_cifar10(root, per_batch=100, test=200, seed=0, kind="binary"):
             with open(os.path.join(folder, name), "wb") as f:
                 pickle.dump(batch, f, protocol=2)
     return train_x, train_y, test_x, test_y
+
+
+def write_cifar100(root, train=120, test=60, seed=0):
+    """cifar-100-binary/ under root (a pathlib.Path): train.bin and test.bin (a coarse and a fine label byte, then
+    the pixels) and the fine classes' names, thing0 ... thing99."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-100-binary"
+    folder.mkdir(parents=True)
+    for name, n in (("train", train), ("test", test)):
+        fine = rng.integers(0, 100, n)
+        (folder / f"{name}.bin").write_bytes(binary_records([fine // 5, fine], synthetic_images(fine, rng)))
+    (folder / "fine_label_names.txt").write_text("\n".join(f"thing{i}" for i in range(100)) + "\n")
+    return folder

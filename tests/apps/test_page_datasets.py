@@ -12,7 +12,7 @@ import pytest
 import webgrad as wg
 from webgrad.apps.mnist import App, data as page_data, train
 
-from cifar_files import synthetic_images, write_cifar10
+from cifar_files import synthetic_images, write_cifar10, write_cifar100
 
 CONFIG = dict(model="resnet8", optimizer="adam", scheduler="none", lr=3e-3, batch_size=16, epochs=1,
               train_size=60000, test_size=10000, crop_padding=2, flip_p=0.5, brightness=0.2, contrast=0.2,
@@ -61,19 +61,6 @@ def test_cifar10_files_train_a_resnet8_with_augmentation(app, tmp_path):
     assert len(ev["confusion"]) == 10 and sum(map(sum, ev["confusion"])) == 100
     assert ev["accuracy"] > 0.3, ev["accuracy"]  # 10 steps of 16; chance is 0.1
     assert "gpu_ms" in last(app, "progress") and last(app, "progress")["gpu_timer"]
-
-
-def write_cifar100(root, train=120, test=60, seed=0):
-    """cifar-100-binary/ under root: train.bin and test.bin (a coarse and a fine label byte, then the pixels)
-    and the fine classes' names."""
-    from cifar_files import binary_records
-    rng = np.random.default_rng(seed)
-    folder = root / "cifar-100-binary"
-    folder.mkdir()
-    for name, n in (("train", train), ("test", test)):
-        fine = rng.integers(0, 100, n)
-        (folder / f"{name}.bin").write_bytes(binary_records([fine // 5, fine], synthetic_images(fine, rng)))
-    (folder / "fine_label_names.txt").write_text("\n".join(f"thing{i}" for i in range(100)) + "\n")
 
 
 def test_cifar100_files_give_100_classes(app, tmp_path):
