@@ -161,6 +161,11 @@ form.field("model").addEventListener("change", showModelNote);
 
 client.on("app:data", (m) => {
   setMode(m.name === "text" ? "text" : "images", m);
+  if (m.model === "none" && body.dataset.model !== "none") { // the model did not fit the new data: its run is gone
+    run.clear();
+    charts.reset();
+    textView.reset();
+  }
   if (m.name === "text") {
     if (m.model === "none" && body.dataset.model !== "none") setModel("none");
     return;

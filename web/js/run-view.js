@@ -35,6 +35,13 @@ export class RunView {
     this.fields[key].textContent = text;
   }
 
+  // No model any more (another dataset's data came): the last run's figures go.
+  clear() {
+    this.bar.value = 0;
+    for (const key of Object.keys(this.fields)) this.set(key, "–");
+    this.setMessage("");
+  }
+
   start(msg) {
     this.bar.max = msg.total_steps;
     this.bar.value = 0;
