@@ -4,6 +4,7 @@
 // PyTorch's). int64, held as i32 words in the int32 range (webgrad/dtypes.py), sums exactly as a vec2<u32> (low,
 // high) with carry: store() writes the low word to `out` and the high word to `hi` (binding 3), and scan.py
 // checks that each prefix fits (check.wgsl's check_int64).
+// identity() -> T is the scan's neutral element (0 for sums; scans.py splices other scans: products, maxima, ...).
 //! splice ELEMENT
 
 struct Params {
@@ -28,7 +29,7 @@ fn scan_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         return;
     }
     var at = (c / p.inner) * p.size * p.inner + c % p.inner;
-    var acc = T(0);
+    var acc = identity();
     for (var k = 0u; k < p.size; k++) {
         acc = add(acc, load(p.x_offset + at));
         store(p.out_offset + at, acc);
@@ -53,13 +54,13 @@ fn scan_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
     let t = lid.x;
     let x_base = p.x_offset + row * p.size;
     let out_base = p.out_offset + row * p.size;
-    var carry = T(0);
+    var carry = identity();
     for (var start = 0u; start < p.size; start += TILE) {
         let k = start + 4u * t;
-        var v0 = T(0);
-        var v1 = T(0);
-        var v2 = T(0);
-        var v3 = T(0);
+        var v0 = identity();
+        var v1 = identity();
+        var v2 = identity();
+        var v3 = identity();
         if (k < p.size) { v0 = load(x_base + k); }
         if (k + 1u < p.size) { v1 = load(x_base + k + 1u); }
         if (k + 2u < p.size) { v2 = load(x_base + k + 2u); }
@@ -70,7 +71,7 @@ fn scan_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
         totals[t] = s3;
         workgroupBarrier();
         for (var d = 1u; d < WG; d <<= 1u) {
-            var more = T(0);
+            var more = identity();
             if (t >= d) {
                 more = totals[t - d];
             }

@@ -207,6 +207,47 @@ gather = _kernel("gather", "out:out x:in index:in", """out[o, k, i] = x[o, index
 gather_backward = _kernel("gather_backward", "out:out grad:in index:in", """out[o, j, i] = sum of grad[o, k, i]
 over k with index[o, k, i] == j. out contiguous [outer, size, inner] (every element written).""")
 
+# Scatters with a reduction (ops/scatter.py: scatter, scatter_add, scatter_reduce, index_add/copy/fill/reduce, put,
+# index_put with accumulate): each target element reduces the source values its indices name, in one thread (no
+# float atomics: WebGPU has none).
+SCATTER_OPS = ("sum", "prod", "mean", "amax", "amin", "assign")
+
+scatter_reduce = _kernel("scatter_reduce", "out:out x:in src:in index:in reduce:arg include_self:arg=True", """out =
+x with, at each [o, j, i], `reduce` (one of SCATTER_OPS) over x[o, j, i] (only where include_self) and the src
+values whose index names j: src[o, k, i] for index[o, k, i] == j where index is [outer, K, inner] (a scatter),
+src[o, k, i] for index[k] == j where index is [K] (an index_add). An element no index names keeps x. "mean"
+divides by the number of values reduced (floor division for integers); "amax"/"amin" propagate NaN; "assign"
+writes the src value of the largest k (the last in index order: the write that lands last in a sequential loop).
+x, out: contiguous [outer, size, inner], one dtype (float32, int32 or int64); src: contiguous [outer, K, inner]
+of that dtype; index: contiguous int64 or int32, every entry in [0, size) (else IndexError). Sums and products
+of int64 outside the int32 range are an error on a backend that holds int64 in 32 bits.""")
+
+compact = _kernel("compact", "out:out x:in positions:in", """Stream compaction: out[positions[i] - 1] = x[i] for
+each i where positions steps up (positions[i] > positions[i - 1], or positions[0] == 1): positions is the
+inclusive prefix sum of a 0/1 mask (kernels.cumsum of it), so the kept elements land in order. x, positions:
+contiguous [n] (positions int64 or int32); out: contiguous [positions[n - 1]] of x's dtype. (masked_select,
+nonzero, unique: the caller reads the count back to size out.)""")
+
+# Prefix scans other than sums (ops/scans.py): cumprod, logcumsumexp, cummax, cummin.
+SCAN_OPS = ("prod", "logaddexp", "max", "min")
+
+scan = _kernel("scan", "op:arg out:out x:in indices:out=None", """Inclusive scans along the middle axis of
+contiguous [outer, size, inner] views: out[o, k, i] = x[o, 0, i] op ... op x[o, k, i] for op in SCAN_OPS
+(logaddexp: log(exp(a) + exp(b)), exact where both are -inf). max and min also write indices (int64 or int32,
+like out): the position along size of the running extreme, the latest one on ties, and NaN wins over numbers
+(the latest NaN), as torch.cummax / cummin. float32 (and int32 / int64 for max and min).""")
+
+histc = _kernel("histc", "out:out x:in low:arg high:arg", """A histogram of the elements of x (any view, float32)
+in len(out) equal bins over [low, high] (low < high): element v counts in bin floor((v - low) * bins / (high -
+low)), the last bin including high; elements outside [low, high] and NaN count nowhere. out: contiguous float32
+[bins], the counts.""")
+
+searchsorted = _kernel("searchsorted", "out:out sorted:in values:in right:arg=False", """For each value, the
+number of entries of its row of `sorted` that are less than it (right: not greater than it): out[b, n] = that
+count for values[b, n] in sorted[b, :] (ascending; NaN sorts last: counted as greater than every number). sorted:
+contiguous [B, M]; values: contiguous [B, N] of sorted's dtype (float32, int32 or int64); out: contiguous int64
+or int32 [B, N].""")
+
 # ------------------------------------------------------------------------------------------ random numbers
 
 random = _kernel("random", "out:out dist:arg seed:arg offset:arg a:arg=0.0 b:arg=1.0", """Counter-based random

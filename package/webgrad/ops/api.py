@@ -10,7 +10,7 @@ from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
 from . import creation, joining, movement, products
-from . import logic, numeric
+from . import logic, numeric, scatter, selection
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -66,10 +66,20 @@ _FAMILIES = (
      "all any count_nonzero isclose allclose equal isneginf isposinf signbit"),
     (numeric, "aminmax nansum nanmean trace dist diff trapezoid trapz cumulative_trapezoid cov corrcoef",
      "aminmax nansum nanmean trace dist diff cov corrcoef"),
+    (scatter, "scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put take "
+              "masked_scatter select_scatter slice_scatter diagonal_scatter as_strided_scatter",
+     "scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put take "
+     "masked_scatter select_scatter slice_scatter diagonal_scatter as_strided_scatter"),
+    (selection, "nonzero nonzero_static argwhere masked_select unique unique_consecutive searchsorted bucketize",
+     "nonzero nonzero_static argwhere masked_select unique unique_consecutive"),
 )
+_FAMILY_IN_PLACE = ("scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put "
+                    "masked_scatter")
 for _module, _functions, _methods in _FAMILIES:
     FUNCTIONS.update({name: getattr(_module, name) for name in _functions.split()})
     _COMPOSED_METHODS.update({name: getattr(_module, name) for name in _methods.split()})
+_COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
+                          for name in _FAMILY_IN_PLACE.split()})
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (

@@ -9,7 +9,7 @@ allclose and equal return Python bools, so they read their answer back (a sync o
 import numbers
 
 from .. import dtypes
-from .._tensor import Tensor, _norm_dim, tensor
+from .._tensor import Tensor, _norm_dim, tensor, zeros
 from .core import cast, check_same_device
 from . import reduce
 
@@ -114,16 +114,20 @@ def equal(input, other):
     return bool(all(input == other).item())
 
 
+def _all_false(like):
+    return zeros(tuple(like.shape), dtype=dtypes.bool_, device=like.device)
+
+
 def isneginf(input):
     """Whether each element is -inf."""
     _check(input, "isneginf")
-    return (input == float("-inf")) if input.dtype.is_floating else input != input
+    return (input == float("-inf")) if input.dtype.is_floating else _all_false(input)
 
 
 def isposinf(input):
     """Whether each element is +inf."""
     _check(input, "isposinf")
-    return (input == float("inf")) if input.dtype.is_floating else input != input
+    return (input == float("inf")) if input.dtype.is_floating else _all_false(input)
 
 
 def signbit(input):
@@ -152,7 +156,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     dtype = dtypes.promote(elements.dtype, test_elements.dtype)
     x, test = cast(elements, dtype), cast(test_elements, dtype).reshape(-1)
     if test.numel() == 0:
-        found = (x != x) & (x == x)  # all False (NaN too)
+        found = _all_false(x)
     elif x.numel() * test.numel() <= _PAIRWISE_LIMIT:
         found = reduce.sum(x.reshape(tuple(x.shape) + (1,)) == test, (x.ndim,)) > 0
     else:

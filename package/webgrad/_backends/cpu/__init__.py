@@ -11,6 +11,7 @@ from ..interface import Backend
 from . import augment, checks, conv, elementwise, index, linalg, loss, norm, optim, random, reduce  # noqa: F401
 from . import attention, layer_norm, masked, softmax_masked  # noqa: F401  (the transformer's kernels)
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
+from . import scatter  # noqa: F401  (scatter_reduce, compact, scan, searchsorted, histc)
 from .arrays import NP_DTYPES, array, np, require_numpy
 
 

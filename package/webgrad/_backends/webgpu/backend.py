@@ -16,6 +16,7 @@ from . import (amp, augment, batch_norm, check, conv, elementwise, f16, grad_nor
 from . import attention, dropout, layer_norm, masked, softmax_masked  # noqa: F401  (the transformer's kernels)
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
 from . import value_checks  # noqa: F401  (check_values, device_error_flag)
+from . import scans, scatter, search  # noqa: F401  (scatter_reduce, compact, scan, searchsorted, histc)
 from .memory import Storage
 from .runtime import default_runtime
 from .views import check_view, contiguous_view

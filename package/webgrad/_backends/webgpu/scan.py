@@ -16,6 +16,7 @@ _PLAIN = """alias T = {t};
 fn load(k: u32) -> T {{ return x[k]; }}
 fn store(k: u32, v: T) {{ out[k] = v; }}
 fn add(a: T, b: T) -> T {{ return a + b; }}
+fn identity() -> T {{ return T(0); }}
 """
 # int64: exact 64-bit sums of the int32 words, the high words to `hi` for the range check (see scan.wgsl)
 _WIDE = """alias T = vec2<u32>;
@@ -31,6 +32,7 @@ fn add(a: T, b: T) -> T {
     let lo = a.x + b.x;
     return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
+fn identity() -> T { return T(0); }
 """
 _BINDINGS = ((0, "write"), (1, "read"), (2, "uniform"))
 _ELEMENTS = {float32: (_PLAIN.format(t="f32"), _BINDINGS), int32: (_PLAIN.format(t="i32"), _BINDINGS),

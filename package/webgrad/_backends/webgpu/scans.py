@@ -1,0 +1,130 @@
+"""Scans other than sums (the registry's scan): cumprod, logcumsumexp, cummax and cummin on WebGPU, with the
+prefix-sum shader (shaders/scan.wgsl) and another element spliced in: its type, identity and combine."""
+
+import struct
+
+from ..._view import View
+from ...dtypes import float32, int32, int64
+from .. import kernels
+from .dispatch import Kernel, Shader, grid
+from .elementwise import copy
+from .scan import SOFTWARE_COLUMN_MAX
+from .views import INDEX, check_view, contiguous_view
+
+_VALUES = """alias T = {t};
+@group(0) @binding(0) var<storage, read_write> out: array<{t}>;
+@group(0) @binding(1) var<storage, read> x: array<{t}>;
+fn load(k: u32) -> T {{ return x[k]; }}
+fn store(k: u32, v: T) {{ out[k] = v; }}
+{combine}
+"""
+_PROD = "fn identity() -> T { return T(1); }\nfn add(a: T, b: T) -> T { return a * b; }"
+_LOGADDEXP = """fn identity() -> T { return bitcast<f32>(0xff800000u); }
+fn add(a: T, b: T) -> T {
+    if (is_nan(a) || is_nan(b)) { return bitcast<f32>(0x7fc00000u); }
+    if (bitcast<u32>(a) == 0xff800000u) { return b; }
+    if (bitcast<u32>(b) == 0xff800000u) { return a; }
+    let m = max(a, b);
+    if ((bitcast<u32>(m) & 0x7fffffffu) == 0x7f800000u) { return m; }
+    return m + log(1.0 + exp(-abs(a - b)));
+}"""
+# (value, position along size): the running extreme, the later one on ties, NaN above every number. The
+# identity's position NONE marks it, so that it is neutral on both sides.
+_EXTREME = """struct Pair {{ v: {t}, k: u32 }}
+alias T = Pair;
+const NONE: u32 = 0xffffffffu;
+@group(0) @binding(0) var<storage, read_write> out: array<{t}>;
+@group(0) @binding(1) var<storage, read> x: array<{t}>;
+@group(0) @binding(3) var<storage, read_write> where_: array<i32>;
+fn load(k: u32) -> T {{ return Pair(x[k], ((k - p.x_offset) / p.inner) % p.size); }}
+fn store(k: u32, v: T) {{
+    out[k] = v.v;
+    where_[k - p.out_offset] = i32(v.k);
+}}
+fn identity() -> T {{ return Pair({t}(0), NONE); }}
+fn beats(a: {t}, b: {t}) -> bool {{ {beats} }}
+fn add(a: T, b: T) -> T {{
+    if (b.k == NONE) {{ return a; }}
+    if (a.k == NONE) {{ return b; }}
+    return select(a, b, beats(a.v, b.v));
+}}
+"""
+_BEATS = {("max", True): "return is_nan(b) || (!is_nan(a) && b >= a);",
+          ("min", True): "return is_nan(b) || (!is_nan(a) && b <= a);",
+          ("max", False): "return b >= a;", ("min", False): "return b <= a;"}
+# (the spliced text's own helper: includes are expanded before splices)
+_HEADER = "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+_BINDINGS = ((0, "write"), (1, "read"), (2, "uniform"))
+
+
+def _element(op, dtype):
+    t = "f32" if dtype is float32 else "i32"
+    if op in ("max", "min"):
+        return _HEADER + _EXTREME.format(t=t, beats=_BEATS[op, dtype is float32]), _BINDINGS + ((3, "write"),)
+    return _HEADER + _VALUES.format(t=t, combine=_PROD if op == "prod" else _LOGADDEXP), _BINDINGS
+
+
+_KERNELS = {}
+
+
+def _kernels(op, dtype):
+    """(scan_columns, scan_rows) kernels of `op` on `dtype` (int64 scans as int32: its words)."""
+    key = (op, int32 if dtype is int64 else dtype)
+    hit = _KERNELS.get(key)
+    if hit is None:
+        text, bindings = _element(*key)
+        shader = Shader("scan.wgsl", lambda text=text: ({}, {"ELEMENT": text}))
+        hit = _KERNELS[key] = (Kernel(shader, "scan_columns", bindings), Kernel(shader, "scan_rows", bindings))
+    return hit
+
+
+_PARAMS = struct.Struct("<6I")
+
+
+@kernels.scan.implement("webgpu")
+def scan(rt, op, out, x, indices=None):
+    if op not in kernels.SCAN_OPS:
+        raise ValueError(f"scan: op must be one of {kernels.SCAN_OPS}, got {op!r}")
+    extreme = op in ("max", "min")
+    allowed = (float32, int32, int64) if extreme else (float32,)
+    check_view(x, "x", dtype=allowed, contiguous=True, ndim=3)
+    check_view(out, "out", dtype=x.dtype, contiguous=True, ndim=3)
+    if out.shape != x.shape:
+        raise ValueError(f"scan: out {list(out.shape)} must match x {list(x.shape)}")
+    if extreme:
+        if indices is None:
+            raise ValueError(f"scan: {op} writes indices")
+        check_view(indices, "indices", dtype=INDEX, contiguous=True, ndim=3)
+    outer, size, inner = out.shape
+    if out.numel == 0:
+        return
+    if inner > 1 and rt.software and size > SOFTWARE_COLUMN_MAX:
+        # too long for a thread's loop there (see scan.py): scan the rows of a transposed copy
+        n, dtype = out.numel, out.dtype
+        rows_in = contiguous_view(rt.storage(n, dtype), (outer, inner, size), dtype)
+        copy(rt, rows_in, View(x.storage, (outer, inner, size), (size * inner, 1, inner), x.offset, dtype))
+        rows_out = contiguous_view(rt.storage(n, dtype), (outer * inner, size, 1), dtype)
+        rows_idx = contiguous_view(rt.storage(n, indices.dtype), (outer * inner, size, 1), indices.dtype) \
+            if extreme else None
+        scan(rt, op, rows_out, rows_in.reshaped((outer * inner, size, 1)), rows_idx)
+        copy(rt, View(out.storage, (outer, inner, size), (size * inner, 1, inner), out.offset, dtype),
+             rows_out.reshaped((outer, inner, size)))
+        if extreme:
+            copy(rt, View(indices.storage, (outer, inner, size), (size * inner, 1, inner), indices.offset,
+                          indices.dtype), rows_idx.reshaped((outer, inner, size)))
+        return
+    columns, rows = _kernels(op, x.dtype)
+    storages = (out.storage, x.storage)
+    where = None
+    if extreme:
+        # the shader writes the positions from element 0 of their buffer: into indices where it starts there
+        where = indices if indices.offset == 0 else contiguous_view(rt.storage(out.numel, indices.dtype),
+                                                                    out.shape, indices.dtype)
+        storages += (where.storage,)
+    params = _PARAMS.pack(outer, size, inner, x.offset, out.offset, outer * inner)
+    if inner == 1 and (not rt.software or size > SOFTWARE_COLUMN_MAX):
+        rt.dispatch(rows, (), storages, params, grid(outer))
+    else:
+        rt.dispatch(columns, (), storages, params, grid(-(-outer * inner // 64)))
+    if extreme and where is not indices:
+        copy(rt, indices, where)
