@@ -26,6 +26,8 @@ from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
 from .._backends import kernels
+from .functional_layers import *  # noqa: F401,F403  (glu, normalize, conv1d, unfold, ...: __all__)
+from .functional_losses import *  # noqa: F401,F403  (kl_div, triplet_margin_loss, ...: __all__)
 
 
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
