@@ -121,6 +121,39 @@ fn ndtr_f32(x: f32) -> f32 {
 }
 
 
+// The Airy function Ai: its Maclaurin series for |x| <= 2; above, exp(-zeta) g / (2 sqrt(pi) x^1/4) with
+// g = 1 - u_1/zeta + ... fitted in 1/zeta; below, (cos(zeta - pi/4) P + sin(zeta - pi/4) Q) / (sqrt(pi) |x|^1/4)
+// with P, Q fitted in 1/zeta (zeta = 2/3 |x|^3/2); NaN at +-inf, as PyTorch's.
+const AIRY_U_MAX: f32 = 0.5303300858899107;  // 1/zeta at |x| = 2
+
+fn airy_ai_f32(x: f32) -> f32 {
+    if (is_nan(x)) { return x; }
+    if (is_inf(x)) { return nan_f32(); }
+    let z = abs(x);
+    if (z <= 2.0) {
+        let x3 = x * x * x;
+        var ft = 1.0;
+        var gt = x;
+        var f = 1.0;
+        var g = x;
+        for (var k = 1; k < 14; k++) {
+            let k3 = 3.0 * f32(k);
+            ft *= x3 / ((k3 - 1.0) * k3);
+            gt *= x3 / (k3 * (k3 + 1.0));
+            f += ft;
+            g += gt;
+        }
+        return 0.3550280538878172 * f - 0.2588194037928068 * g;
+    }
+    let zeta = 2.0 / 3.0 * z * sqrt(z);
+    let t = 2.0 / (zeta * AIRY_U_MAX) - 1.0;
+    let n = 1.7724538509055159 * sqrt(sqrt(z));  // sqrt(pi) |x|^1/4
+    if (x > 0.0) { return exp(-zeta) * cheb(AIRY_POS, t) / (2.0 * n); }
+    let c = cos_f32(zeta);
+    let s = sin_f32(zeta);
+    return ((c + s) * cheb(AIRY_P, t) + (s - c) * cheb(AIRY_Q, t)) * FRAC_1_SQRT_2 / n;
+}
+
 // sin(x) / x as PyTorch's spherical_bessel_j0 (its series below 1/2, 0 at +-inf).
 fn spherical_j0_f32(x: f32) -> f32 {
     if (is_inf(x)) { return 0.0; }
@@ -898,3 +931,18 @@ const K1_LARGE = array<f32, 13>(
     1.360313095e+00, 1.039237366e-01, -2.857816860e-03, 1.952155185e-04, -1.936197974e-05, 2.406484948e-06,
     -3.501960601e-07, 5.741083914e-08, -1.034575624e-08, 2.015024919e-09, -4.189460436e-10, 9.184835115e-11,
     -2.000925059e-11);
+// AIRY_POS: degree 12; error / largest value: 4.8e-12 (the series), 5.7e-08 (float32)
+const AIRY_POS = array<f32, 13>(
+    9.844053049e-01, -1.479278485e-02, 7.327177465e-04, -6.125954235e-05, 6.834766972e-06, -9.237229706e-07,
+    1.436225343e-07, -2.489318610e-08, 4.709781727e-09, -9.583734554e-10, 2.073984390e-10, -4.717134313e-11,
+    1.060888080e-11);
+// AIRY_P: degree 12; error / largest value: 1.4e-10 (the series), 5.8e-08 (float32)
+const AIRY_P = array<f32, 13>(
+    9.967891298e-01, -4.130128828e-03, -8.239390723e-04, 9.509829060e-05, -2.336529286e-06, -1.611678544e-06,
+    4.487176634e-07, -6.185462879e-08, -1.502214652e-09, 3.875506350e-09, -1.369970924e-09, 2.910321307e-10,
+    -2.903949107e-11);
+// AIRY_Q: degree 12; error / largest value: 4.7e-09 (the series), 1.5e-07 (float32)
+const AIRY_Q = array<f32, 13>(
+    1.719270774e-02, 1.664612911e-02, -6.058399029e-04, -4.351724762e-05, 1.412203897e-05, -1.735429049e-06,
+    -1.723575750e-08, 7.141396091e-08, -2.154574155e-08, 3.594727978e-09, -2.672166938e-11, -2.375796031e-10,
+    1.006366289e-10);

@@ -87,6 +87,43 @@ def _i_large(nu):
     return f
 
 
+AIRY_U_MAX = 1.0 / (2.0 / 3.0 * 2.0 ** 1.5)  # 1/zeta at |x| = 2, zeta = 2/3 |x|^3/2
+
+
+def _airy_x(t):
+    """|x| for t in [-1, 1]: u = 1/zeta runs over (0, AIRY_U_MAX] (x = +-2 at t = 1)."""
+    u = np.maximum((t + 1.0) / 2.0 * AIRY_U_MAX, 1e-12)
+    return (1.5 / u) ** (2.0 / 3.0), 1.0 / u
+
+
+def _airy_positive(t):  # 2 sqrt(pi) x^1/4 exp(zeta) Ai(x), x >= 2: 1 - u_1/zeta + ... (DLMF 9.7.5)
+    x, zeta = _airy_x(t)
+    near = x <= 40.0
+    xs = np.minimum(x, 40.0)
+    direct = 2.0 * np.sqrt(np.pi) * xs ** 0.25 * np.exp(zeta * near) * S.airy_ai(xs)
+    u = S._airy_u(20)
+    series = sum((-1) ** k * u[k] / np.maximum(zeta, 1.0) ** k for k in range(20))
+    return np.where(near, direct, series)
+
+
+def _airy_negative(part):
+    """P or Q of Ai(-x) = (cos(zeta - pi/4) P + sin(zeta - pi/4) Q) / (sqrt(pi) x^1/4), x >= 2: from Ai(-x) and
+    Bi(-x) (their Maclaurin series) up to 6, the asymptotic series above (DLMF 9.7.9, 9.7.11)."""
+    def f(t):
+        x, zeta = _airy_x(t)
+        xs = np.minimum(x, 6.0)
+        fm, gm = S._airy_maclaurin(-xs)
+        ai, bi = S.AIRY_C1 * fm - S.AIRY_C2 * gm, np.sqrt(3.0) * (S.AIRY_C1 * fm + S.AIRY_C2 * gm)
+        zs = 2.0 / 3.0 * xs ** 1.5
+        n = np.sqrt(np.pi) * xs ** 0.25
+        phi = zs - np.pi / 4
+        p = n * (ai * np.cos(phi) - bi * np.sin(phi))
+        q = n * (ai * np.sin(phi) + bi * np.cos(phi))
+        sp, sq = S.airy_pq(np.maximum(zeta, 1.0))
+        return np.where(x <= 6.0, p, sp) if part == "p" else np.where(x <= 6.0, q, sq)
+    return f
+
+
 FITS = [
     # name, function of t in [-1, 1], degree
     ("LGAMMA_12", _lgamma_ratio, 10),
@@ -102,6 +139,9 @@ FITS = [
     ("I1_LARGE", _i_large(1), 12),
     ("K0_LARGE", _k_scaled(0), 12),
     ("K1_LARGE", _k_scaled(1), 12),
+    ("AIRY_POS", _airy_positive, 12),
+    ("AIRY_P", _airy_negative("p"), 12),
+    ("AIRY_Q", _airy_negative("q"), 12),
 ]
 
 

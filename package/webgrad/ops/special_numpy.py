@@ -754,3 +754,77 @@ def legendre_p(x, n):
     edge = np.where((x > 0) | (n % 2 == 0), 1.0, -1.0)
     out = np.where(np.abs(x) == 1, edge, out)
     return np.where(n < 0, 0.0, out)
+
+
+# ============================================================================ Airy function
+AIRY_C1 = 0.35502805388781723926  # Ai(0)
+AIRY_C2 = 0.25881940379280679840  # -Ai'(0)
+
+
+def _airy_maclaurin(x):
+    """(f, g) of Ai = c1 f - c2 g, Bi = sqrt(3) (c1 f + c2 g): f = sum 3^k (1/3)_k x^3k / (3k)!,
+    g = sum 3^k (2/3)_k x^(3k+1) / (3k+1)! (A&S 10.4.2)."""
+    x3 = x ** 3
+    f_term, g_term = np.ones_like(x), x.copy()
+    f, g = f_term.copy(), g_term.copy()
+    for k in range(1, 80):
+        f_term = f_term * x3 / ((3 * k - 1) * (3 * k))
+        g_term = g_term * x3 / ((3 * k) * (3 * k + 1))
+        f, g = f + f_term, g + g_term
+    return f, g
+
+
+def _airy_u(count):
+    """u_k = (2k+1)(2k+3)...(6k-1) / (216^k k!) of the Airy asymptotic expansions (DLMF 9.7.2)."""
+    out, u = [1.0], Fraction(1)
+    for k in range(1, count):
+        u = u * Fraction((6 * k - 5) * (6 * k - 3) * (6 * k - 1), 216 * k * (2 * k - 1))
+        out.append(float(u))
+    return out
+
+
+def airy_pq(zeta, count=24):
+    """P(zeta) = sum (-1)^k u_2k zeta^-2k and Q(zeta) = sum (-1)^k u_(2k+1) zeta^-(2k+1): for x > 6,
+    Ai(-x) = (cos(zeta - pi/4) P + sin(zeta - pi/4) Q) / (sqrt(pi) x^1/4) and
+    Bi(-x) = (cos(zeta - pi/4) Q - sin(zeta - pi/4) P) / (sqrt(pi) x^1/4), zeta = 2/3 x^3/2 (DLMF 9.7.9, 9.7.11)."""
+    u = _airy_u(count)
+    p = np.zeros_like(zeta)
+    q = np.zeros_like(zeta)
+    for k in range(count):
+        term = u[k] / zeta ** k
+        if k % 2 == 0:
+            p = p + (-1) ** (k // 2) * term
+        else:
+            q = q + (-1) ** (k // 2) * term
+    return p, q
+
+
+def airy_ai(x):
+    """Ai(x): its Maclaurin series on [-6, 3]; above, (1/pi) sqrt(x/3) K_1/3(zeta) (K by its integral, or its
+    asymptotic series past zeta = 50); below, the asymptotic expansion; NaN at +-inf (as PyTorch)."""
+    x = np.asarray(x, np.float64)
+    out = np.full(x.shape, np.nan)
+    mid = (x >= -6) & (x <= 3)
+    f, g = _airy_maclaurin(x[mid])
+    out[mid] = AIRY_C1 * f - AIRY_C2 * g
+    high = (x > 3) & np.isfinite(x)
+    xh = x[high]
+    zeta = 2.0 / 3.0 * xh ** 1.5
+    with np.errstate(all="ignore"):
+        kscaled = np.empty(xh.shape)  # exp(zeta) K_1/3(zeta)
+        near = zeta <= 50
+        if near.any():
+            kscaled[near] = _bessel_k_scaled_integral(zeta[near], 1.0 / 3.0)
+        far = zeta[~near]
+        total = np.zeros_like(far)
+        for k, a in enumerate(_asymptotic_terms(1.0 / 3.0, 25)):
+            total = total + a / far ** k
+        kscaled[~near] = total * np.sqrt(np.pi / (2 * far))
+        out[high] = np.sqrt(xh / 3.0) / np.pi * kscaled * np.exp(-zeta)
+    low = (x < -6) & np.isfinite(x)
+    z = -x[low]
+    zeta = 2.0 / 3.0 * z ** 1.5
+    p, q = airy_pq(zeta)
+    phase = zeta - np.pi / 4
+    out[low] = (np.cos(phase) * p + np.sin(phase) * q) / (np.sqrt(np.pi) * z ** 0.25)
+    return out

@@ -524,6 +524,7 @@ UNARY.update({op.name: op for op in (
     _unary_bessel("scaled_modified_bessel_k0", "bessel_k_f32(x, 0, true)", sf.k0e),
     _unary_bessel("scaled_modified_bessel_k1", "bessel_k_f32(x, 1, true)", sf.k1e),
     _unary_bessel("spherical_bessel_j0", "spherical_j0_f32(x)", sf.spherical_j0),
+    _unary_bessel("airy_ai", "airy_ai_f32(x)", sf.airy_ai),
 )})
 
 

@@ -41,7 +41,7 @@ UNARY = [(n, "torch." + n, RANGE + SPECIALS, True) for n in (
         ("bessel_j0", False), ("bessel_j1", False), ("bessel_y0", False), ("bessel_y1", False),
         ("modified_bessel_i0", False), ("modified_bessel_i1", False), ("modified_bessel_k0", False),
         ("modified_bessel_k1", False), ("scaled_modified_bessel_k0", False), ("scaled_modified_bessel_k1", False),
-        ("spherical_bessel_j0", False))] + [
+        ("spherical_bessel_j0", False), ("airy_ai", False))] + [
     ("entr", "torch.special.entr", POS + SPECIALS, True),
     ("ndtri", "torch.special.ndtri", [0.5 + v / 2 for v in UNIT] + SPECIALS, True)]
 PAIRS = [(a, b) for a in (0.0, -0.0, 0.5, 2.5, -3.0, float("inf"), float("nan")) for b in (0.0, -0.0, 1.5, -2.0, 7.0)]
