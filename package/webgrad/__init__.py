@@ -15,6 +15,9 @@ from .dtypes import int32 as int, int64 as long
 from .dtypes import promote_types, result_type  # torch's type promotion
 from .devices import device, get_default_device, set_default_device
 from ._autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._inference import inference_mode, is_inference_mode_enabled  # no_grad semantics, as torch's
+from ._settings import (get_default_dtype, get_num_interop_threads, get_num_threads, set_default_dtype,
+                        set_num_interop_threads, set_num_threads)
 from ._tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, frombuffer,
                       full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like, randint, randn,
@@ -52,7 +55,9 @@ __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
     "device", "get_default_device", "set_default_device",
     "promote_types", "result_type",
-    "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",
+    "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "get_num_interop_threads",
+    "set_num_interop_threads", "serialization",
     "Size", "Tensor", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "frombuffer",
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",

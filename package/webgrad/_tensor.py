@@ -37,10 +37,11 @@ class Tensor:
         webgrad.tensor(data) in float32. Prefer the creation functions, as in PyTorch."""
         shape = _legacy_shape(args, size)
         if shape is not None:
-            t = empty(shape, dtype=dtype or dtypes.float32, device=device)
+            t = empty(shape, dtype=dtype or dtypes.default_float(), device=device)
         else:
             data = args[0]  # a tensor keeps its dtype (as PyTorch); other data becomes float32
-            t = tensor(data, dtype=dtype or (None if isinstance(data, Tensor) else dtypes.float32), device=device)
+            t = tensor(data, dtype=dtype or (None if isinstance(data, Tensor) else dtypes.default_float()),
+                       device=device)
         self._init(t._view, t.device, requires_grad)
 
     def _init(self, view, device, requires_grad=False):
@@ -215,6 +216,13 @@ class Tensor:
 
     def detach(self):
         return Tensor._make(self._view, self.device)
+
+    def is_shared(self):
+        return False  # no storage of webgrad's lives in shared memory (webgrad.multiprocessing)
+
+    def share_memory_(self):
+        from ._sharing import not_shared
+        raise not_shared("Tensor.share_memory_()")
 
     def detach_(self):
         self.grad_fn = None
@@ -532,7 +540,7 @@ def _infer_dtype(flat):
         return dtypes.bool_
     if all(isinstance(v, int) for v in flat) and flat:
         return dtypes.int64  # as torch.tensor([1, 2])
-    return dtypes.float32
+    return dtypes.default_float()
 
 
 def _pack(flat, dtype):
@@ -736,14 +744,15 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, layou
           memory_format=None):
     """empty(*size) / empty(size=...): a tensor with undefined contents (torch.empty's forms)."""
     _check_layout("empty", layout, pin_memory)
-    t = Tensor._empty(_size_arg("empty", sizes, size), dtypes.to_dtype(dtype, dtypes.float32), devices.get(device))
+    t = Tensor._empty(_size_arg("empty", sizes, size), dtypes.to_dtype(dtype, dtypes.default_float()),
+                      devices.get(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     _check_layout("full", layout, pin_memory)
     size = _shape_args((size,) if isinstance(size, int) else (tuple(size),))
-    dtype = dtypes.to_dtype(dtype) or (dtypes.scalar_dtype(fill_value) if not isinstance(fill_value, float) else dtypes.float32)
+    dtype = dtypes.to_dtype(dtype) or dtypes.scalar_dtype(fill_value)  # a float fill: the default float dtype
     t = Tensor._empty(size, dtype, devices.get(device))
     kernels.fill(t.device.backend, t._view, fill_value)
     return t.requires_grad_(True) if requires_grad else t
@@ -751,13 +760,13 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """zeros(*size) / zeros(size=...), as torch.zeros."""
-    return full(_size_arg("zeros", sizes, size), 0, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device,
+    return full(_size_arg("zeros", sizes, size), 0, dtype=dtypes.to_dtype(dtype, dtypes.default_float()), device=device,
                 requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """ones(*size) / ones(size=...), as torch.ones."""
-    return full(_size_arg("ones", sizes, size), 1, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device,
+    return full(_size_arg("ones", sizes, size), 1, dtype=dtypes.to_dtype(dtype, dtypes.default_float()), device=device,
                 requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
 
@@ -791,7 +800,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
     is_int = all(isinstance(v, int) for v in (start, end, step))
-    dtype = dtypes.to_dtype(dtype, dtypes.int64 if is_int else dtypes.float32)
+    dtype = dtypes.to_dtype(dtype, dtypes.int64 if is_int else dtypes.default_float())
     n = max(0, -(-(end - start) // step)) if is_int else max(0, int(-(-(end - start) // step)))
     values = [start + i * step for i in range(n)]
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad) if n else \
@@ -811,7 +820,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, la
         # symmetric formula as PyTorch: the second half counts back from `end` so both ends are exact
         half = steps // 2
         values = [start + step * i if i < half else end - step * (steps - 1 - i) for i in range(steps)]
-    return tensor(values, dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device, requires_grad=requires_grad) \
+    return tensor(values, dtype=dtypes.to_dtype(dtype, dtypes.default_float()), device=device,
+                  requires_grad=requires_grad) \
         if steps else empty(0, dtype=dtype, device=device)
 
 
@@ -830,4 +840,4 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     for i in range(min(n, m)):
         flat[i * m + i] = 1
     t = tensor(bytes(flat), dtype=dtypes.uint8, device=device).reshape(n, m)
-    return t.to(dtype=dtypes.to_dtype(dtype, dtypes.float32)).requires_grad_(requires_grad)
+    return t.to(dtype=dtypes.to_dtype(dtype, dtypes.default_float())).requires_grad_(requires_grad)

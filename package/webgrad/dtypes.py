@@ -129,13 +129,31 @@ def _combine(higher, lower):
     return higher
 
 
+_default_float = [float32]  # torch.set_default_dtype's choice: what float data and creation functions give
+
+
+def default_float():
+    """The dtype of float data and of creation functions without dtype= (torch.get_default_dtype())."""
+    return _default_float[0]
+
+
+def set_default_float(d):
+    """torch.set_default_dtype: float32 or float64 (float64 holds on the CPU; WebGPU stores no float64)."""
+    d = to_dtype(d)
+    if d not in (float32, float64):
+        if d is not None and d.is_floating:
+            raise TypeError(f"webgrad's default dtype is float32 or float64, not {d.name} (use autocast for float16)")
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_float[0] = d
+
+
 def scalar_dtype(value):
     """The dtype a Python scalar has as a tensor (torch: int -> int64, float -> the default float32)."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
         return int64
-    return float32
+    return _default_float[0]
 
 
 def result_type(*operands):

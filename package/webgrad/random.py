@@ -111,7 +111,8 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_gr
          pin_memory=False):
     """rand(*size) / rand(size=...): uniform on [0, 1), as torch.rand."""
     _check_layout("rand", layout, pin_memory)
-    return _make(_size_arg("rand", sizes, size), "uniform", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device,
+    return _make(_size_arg("rand", sizes, size), "uniform", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.default_float()),
+                 device,
                  requires_grad, generator)
 
 
@@ -119,7 +120,8 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_g
           pin_memory=False):
     """randn(*size) / randn(size=...): standard normal, as torch.randn."""
     _check_layout("randn", layout, pin_memory)
-    return _make(_size_arg("randn", sizes, size), "normal", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.float32), device,
+    return _make(_size_arg("randn", sizes, size), "normal", 0.0, 1.0, dtypes.to_dtype(dtype, dtypes.default_float()),
+                 device,
                  requires_grad, generator)
 
 

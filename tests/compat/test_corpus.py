@@ -21,15 +21,12 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 XFAIL = {
     "ex_gcn": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor, sparse @ dense, torch.spmm)",
     "ex_gat": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor(indices, values, size, dtype=torch.int64))",
-    "ex_super_resolution": "torch.nn.init.orthogonal_(tensor, gain) is missing; then torch.save(model) of a whole "
-                           "module",
-    "ex_mnist_hogwild": "module torch.multiprocessing is missing (then model.share_memory(), mp.Process)",
+    "ex_mnist_hogwild": "model.share_memory() raises: webgrad cannot share tensors between processes (Hogwild! "
+                        "training needs one model's weights in shared memory)",
     "makemore": "module torch.utils.tensorboard is missing (`from torch.utils.tensorboard import SummaryWriter`); "
                 "then @torch.inference_mode()",
     "makemore_rnn": "module torch.utils.tensorboard is missing (`from torch.utils.tensorboard import SummaryWriter`); "
                     "then @torch.inference_mode()",
-    "tut_sequence_models": "F.log_softmax(x) without dim is refused (torch picks dim=1 for a 2-d input, with a "
-                           "deprecation warning)",
 }
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt

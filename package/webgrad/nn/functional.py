@@ -21,7 +21,7 @@ from ..ops.autocast_policy import full_precision
 from ..ops.attention import fused_attention as _fused_attention, fused_dropout as _fused_dropout
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
-from ..ops.reduce import log_softmax, softmax as _softmax  # noqa: F401
+from ..ops.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
@@ -38,12 +38,23 @@ globals().update(_elementwise.table_functions("functional"))
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """softmax over `dim`, as torch.nn.functional.softmax. Over the last dim of a masked_fill's result (hand-written
     attention's `att.masked_fill(mask, -inf)`, then `softmax(att, dim=-1)`), one kernel computes it from the
-    masked_fill's input and mask, and so does its gradient (ops/masked.py)."""
+    masked_fill's input and mask, and so does its gradient (ops/masked.py). Without dim, PyTorch's deprecated
+    implicit choice (a warning; dim 0 for 0-, 1- and 3-d inputs, else 1)."""
+    if dim is None and isinstance(input, Tensor):
+        dim = _softmax_legacy_dim(input.ndim, "softmax", _stacklevel)
     if dtype is None and dim is not None and isinstance(input, Tensor):
         fused = _softmax_of_masked(input, dim)
         if fused is not None:
             return fused
     return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(input)) over `dim` in one kernel, as torch.nn.functional.log_softmax; without dim, PyTorch's
+    deprecated implicit choice (a warning; dim 0 for 0-, 1- and 3-d inputs, else 1)."""
+    if dim is None and isinstance(input, Tensor):
+        dim = _softmax_legacy_dim(input.ndim, "log_softmax", _stacklevel)
+    return _log_softmax(input, dim, dtype=dtype)
 
 
 # ===================================================================== dropout
@@ -379,9 +390,9 @@ def one_hot(tensor, num_classes=-1):
     return (tensor.unsqueeze(-1) == classes).long()  # int64, as PyTorch
 
 
-def _softmax_legacy_dim(ndim, name):
+def _softmax_legacy_dim(ndim, name, stacklevel=3):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+                  "as an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 

@@ -130,3 +130,69 @@ def _erfinv(x):
     for c in (0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682):
         q = q * tail + c
     return where(w < 5.0, p, q) * x
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill `tensor` (2 or more dims, flattened to [size(0), rest]) with a (semi-)orthogonal matrix times gain, as
+    PyTorch: Q of the QR decomposition of a standard normal matrix (drawn on the tensor's device, as normal_
+    draws), its columns' signs those of R's diagonal, so Q is unique. The QR runs on the host in float64:
+    NumPy's (LAPACK) where NumPy is present, else Householder reflections in Python (Pyodide without NumPy;
+    O(rows * cols**2) steps, seconds for a few hundred columns)."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor  # no-op
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        drawn = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+        a = drawn.double().tolist() if tensor.device.type == "cpu" else drawn.tolist()
+        if rows < cols:
+            a = [list(c) for c in zip(*a)]  # QR of the transpose: Q's rows orthonormal
+        q = _orthonormal_columns(a)
+        if rows < cols:
+            q = [list(c) for c in zip(*q)]
+        tensor.copy_(tensor.new_tensor(q).reshape(tuple(tensor.shape)))
+        tensor.mul_(gain)
+    return tensor
+
+
+def _orthonormal_columns(a):
+    """Q (m x n, m >= n, nested lists) of a = QR with R's diagonal made non-negative (a zero one zeroes its
+    column, as torch's q * sign(diag(r)))."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        q, r = np.linalg.qr(np.asarray(a, dtype=np.float64))
+        return (q * np.sign(np.diag(r))).tolist()
+    m, n = len(a), len(a[0])
+    cols = [[a[i][j] for i in range(m)] for j in range(n)]
+    reflectors, diag = [], []
+    for k in range(n):
+        x = cols[k][k:]
+        alpha = math.sqrt(sum(v * v for v in x))
+        s = -math.copysign(alpha, x[0])
+        v = list(x)
+        v[0] -= s
+        vv = sum(t * t for t in v)
+        reflectors.append((v, vv))
+        diag.append(s if vv else x[0])
+        if vv:
+            for j in range(k, n):
+                c = cols[j]
+                f = 2.0 * sum(v[i] * c[k + i] for i in range(len(v))) / vv
+                for i in range(len(v)):
+                    c[k + i] -= f * v[i]
+    q = [[1.0 if i == j else 0.0 for i in range(m)] for j in range(n)]  # columns of Q, built from the right
+    for k in range(n - 1, -1, -1):
+        v, vv = reflectors[k]
+        if not vv:
+            continue
+        for c in q:
+            f = 2.0 * sum(v[i] * c[k + i] for i in range(len(v))) / vv
+            for i in range(len(v)):
+                c[k + i] -= f * v[i]
+    signs = [(d > 0) - (d < 0) for d in diag]
+    return [[q[j][i] * signs[j] for j in range(n)] for i in range(m)]

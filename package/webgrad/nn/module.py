@@ -300,6 +300,11 @@ class Module:
             return t.to(device=device, dtype=dtype if t.dtype.is_floating else None)
         return self._apply(convert)
 
+    def share_memory(self):
+        """PyTorch moves the storages to shared memory here; webgrad has none (webgrad.multiprocessing)."""
+        from .._sharing import not_shared
+        raise not_shared("Module.share_memory()")
+
     def cpu(self):
         return self.to("cpu")
 

@@ -29,7 +29,7 @@ def _strided(name, size, stride, dtype, device, requires_grad):
         raise RuntimeError(f"{name}(): mismatch in length of strides and shape: {len(size)} != {len(stride)}")
     if any(s < 0 for s in stride):
         raise RuntimeError(f"{name}(): negative strides are not supported, got {list(stride)}")
-    dtype, dev = dtypes.to_dtype(dtype, dtypes.float32), devices.get(device)
+    dtype, dev = dtypes.to_dtype(dtype, dtypes.default_float()), devices.get(device)
     span = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     t = Tensor._make(View(dev.backend.empty(span, dtype), size, stride, 0, dtype), dev)
     return t.requires_grad_(True) if requires_grad else t
@@ -68,7 +68,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A 0-d tensor holding s (float32 unless dtype says otherwise)."""
     _check_layout("scalar_tensor", layout, pin_memory)
-    return full((), _scalar_arg("scalar_tensor", s), dtype=dtypes.to_dtype(dtype, dtypes.float32), device=device,
+    return full((), _scalar_arg("scalar_tensor", s), dtype=dtypes.to_dtype(dtype, dtypes.default_float()),
+                device=device,
                 requires_grad=requires_grad)
 
 
@@ -78,7 +79,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=No
     _check_layout("logspace", layout, pin_memory)
     exponents = linspace(_scalar_arg("logspace", start), _scalar_arg("logspace", end), steps, dtype=dtypes.float64,
                          device="cpu").tolist()
-    out_dtype = dtypes.to_dtype(dtype, dtypes.float32)
+    out_dtype = dtypes.to_dtype(dtype, dtypes.default_float())
     values = [float(base) ** e for e in exponents]
     if not out_dtype.is_floating:
         values = [int(v) for v in values]
