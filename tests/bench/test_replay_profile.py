@@ -51,3 +51,18 @@ def test_replay_profile_records_the_amp_step():
     entries = [d.kernel.entry for d in rt.describe(run.graph.records) if d.kernel]
     assert "unscale_check6" in entries and any(e.startswith("h_from_f") for e in entries)
     run.release()
+
+
+def test_replay_profile_records_a_gpt_step_with_either_attention():
+    """The GPT rows are bench scale's models and step; --attention manual records the hand-written attention
+    (the masked softmax), sdpa F.scaled_dot_product_attention."""
+    from webgrad._backends.webgpu.runtime import default_runtime
+    from webgrad.bench import replay_profile as rp
+
+    rt = default_runtime()
+    run, (idx, targets) = rp.record_step("gpt-6x384", 1, attention="manual")
+    assert tuple(idx.shape) == tuple(targets.shape) == (1, 256)
+    entries = [d.kernel.entry for d in rt.describe(run.graph.records) if d.kernel]
+    assert any(e.startswith("softmax_masked") for e in entries)
+    assert not any(e.startswith("attention_") for e in entries)
+    run.release()

@@ -1,9 +1,12 @@
 """Where a replayed training step's time goes, on either binding:
-`python -m webgrad.bench replay [--models transformer cnn] [--batch-sizes N] [--each] [--list] [--amp]`
-natively (wgpu-py), `python tools/bench_dawn.py --profile [same arguments]` in Pyodide on Dawn.
+`python -m webgrad.bench replay [--models transformer cnn gpt2-small] [--batch-sizes N] [--each] [--list] [--amp]
+[--attention sdpa|manual]` natively (wgpu-py), `python tools/bench_dawn.py --profile [same arguments]` in Pyodide
+on Dawn.
 
 The same code runs on both bindings so that their figures compare line by line. For each model it records
-one training step (webgrad.replayable, the models and recipes of bench train and bench scale) and prints:
+one training step (webgrad.replayable, the models and recipes of bench train and bench scale; the GPTs, gpt-6x384
+and gpt2-small or `gpt` for both, as bench scale builds and trains them: random tokens, AdamW, and with --attention
+manual nanoGPT's hand-written attention instead of F.scaled_dot_product_attention) and prints:
 
   dispatches  the recorded step's dispatches, copies and compute passes, and a digest of its dispatch list
               (kernel entry points, override constants, workgroup grids: Runtime.describe through bench
@@ -34,9 +37,29 @@ import time
 
 import webgrad as wg
 from webgrad._backends.webgpu.runtime import default_runtime
-from webgrad.bench.profile import ALL_MODELS, label, record_step, replay_wall
+from webgrad.bench import profile as _profile
+from webgrad.bench.profile import label, replay_wall
+from webgrad.bench.recipes import GPT_MODELS, benchmark_batches, benchmark_optimizer, benchmark_step
 
-BATCH = {"transformer": 32, "resnet18": 128, "widemlp": 128, "mlp": 128, "cnn": 128}
+ALL_MODELS = {**_profile.ALL_MODELS, **GPT_MODELS}
+BATCH = {"transformer": 32, "resnet18": 128, "widemlp": 128, "mlp": 128, "cnn": 128, "gpt-6x384": 16,
+         "gpt2-small": 8}  # bench scale's
+
+
+def record_step(model_name, batch, amp=False, attention="sdpa"):
+    """The replayable training step of `model_name` after its recording and one replay, and its inputs (bench
+    profile's for the classifiers; a GPT's as bench scale trains it, attention "sdpa" or "manual")."""
+    if model_name not in GPT_MODELS:
+        return _profile.record_step(model_name, batch, amp)
+    wg.manual_seed(0)
+    model = GPT_MODELS[model_name](flash=attention == "sdpa").to("webgpu")
+    opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
+    run = benchmark_step(model_name, model, opt, wg, amp="webgpu" if amp else None, replay=True)
+    inputs = benchmark_batches(model_name, wg, batch, "webgpu", count=1)[0]
+    for _ in range(3):  # eager warm-up, recording (and the planned recording), one replay
+        run(*inputs)
+    wg.webgpu.synchronize()
+    return run, inputs
 
 
 def shape(records):
@@ -244,15 +267,17 @@ def span_without(rt, records, labels, pattern, repeats):
     return len(kept), statistics.median(rep[0] for rep in gpu_times(rt, kept, prepared, "span", repeats))
 
 
-def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out=(), amp=False):
+def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out=(), amp=False, attention="sdpa"):
     rt = default_runtime()
-    run, inputs = record_step(model_name, batch, amp)
+    run, inputs = record_step(model_name, batch, amp, attention)
     graph = run.graph
     records = graph.records
     dispatches, copies, passes = shape(records)
     labels = [label(d) for d in rt.describe(records)]
     digest = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12]
     step = " (autocast float16, GradScaler)" if amp else ""
+    if model_name in GPT_MODELS:
+        step += " (F.scaled_dot_product_attention)" if attention == "sdpa" else " (hand-written attention)"
     print(f"\n{model_name}{step} batch {batch} on {rt.binding.name}: {dispatches} dispatches, {copies} copies, "
           f"{passes} compute passes; dispatch list digest {digest}", flush=True)
     if full_list:
@@ -305,7 +330,8 @@ def profile(model_name, batch, repeats, each, top, full_list, reads=0, leave_out
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m webgrad.bench replay", description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=["transformer", "cnn"], choices=sorted(ALL_MODELS))
+    p.add_argument("--models", nargs="+", default=["transformer", "cnn"], choices=sorted(ALL_MODELS) + ["gpt"],
+                   help="gpt: both GPT rows")
     p.add_argument("--batch-sizes", nargs="+", type=int, help="default: each model's benchmark batch")
     p.add_argument("--repeats", type=int, default=10, help="timestamped submits per figure (median)")
     p.add_argument("--each", action="store_true", help="also time every dispatch in a pass of its own")
@@ -318,6 +344,9 @@ def main(argv=None):
                         "batch_norm:finish matmul_reduce): what they cost in the step")
     p.add_argument("--amp", action="store_true", help="the step of bench train --amp: autocast to float16 and a "
                    "GradScaler (needs an adapter with shader-f16)")
+    p.add_argument("--attention", choices=("sdpa", "manual"), default="sdpa",
+                   help="the GPTs' attention: F.scaled_dot_product_attention (default) or nanoGPT's hand-written "
+                        "q @ k^T, masked_fill, softmax, @ v")
     args = p.parse_args(argv)
     info = wg.webgpu.adapter_info()
     print(f"webgrad on WebGPU: {info.get('device') or info.get('description')} ({info.get('backend')})")
@@ -325,10 +354,11 @@ def main(argv=None):
     print(f"vendor {info.get('vendor')!r}, architecture {info.get('architecture')!r}, description "
           f"{info.get('description')!r}; kernel variants for a "
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
-    for model in args.models:
+    models = [m for name in args.models for m in (GPT_MODELS if name == "gpt" else (name,))]
+    for model in dict.fromkeys(models):
         for batch in args.batch_sizes or [BATCH[model]]:
             profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads, args.leave_out,
-                    args.amp)
+                    args.amp, args.attention)
     return 0
 
 
