@@ -23,10 +23,6 @@ XFAIL = {
     "ex_gat": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor(indices, values, size, dtype=torch.int64))",
     "ex_mnist_hogwild": "model.share_memory() raises: webgrad cannot share tensors between processes (Hogwild! "
                         "training needs one model's weights in shared memory)",
-    "makemore": "module torch.utils.tensorboard is missing (`from torch.utils.tensorboard import SummaryWriter`); "
-                "then @torch.inference_mode()",
-    "makemore_rnn": "module torch.utils.tensorboard is missing (`from torch.utils.tensorboard import SummaryWriter`); "
-                    "then @torch.inference_mode()",
 }
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt
