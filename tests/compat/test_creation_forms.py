@@ -178,5 +178,4 @@ def test_torch_norm_function_and_errors():
         torch.tensor([1, 2]).norm()
     with pytest.raises(RuntimeError, match="floating point"):
         wg.tensor([1, 2]).norm()
-    with pytest.raises(RuntimeError, match="nuclear"):
-        wg.tensor(a).norm("nuc")
+    assert np.allclose(wg.tensor(a).norm("nuc").item(), torch.tensor(a).norm("nuc").item())  # singular values
