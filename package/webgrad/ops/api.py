@@ -10,7 +10,7 @@ from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
 from . import creation, joining, movement, products
-from . import logic, numeric, scatter, selection
+from . import logic, numeric, scans, scatter, selection, statistics
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -72,9 +72,12 @@ _FAMILIES = (
      "masked_scatter select_scatter slice_scatter diagonal_scatter as_strided_scatter"),
     (selection, "nonzero nonzero_static argwhere masked_select unique unique_consecutive searchsorted bucketize",
      "nonzero nonzero_static argwhere masked_select unique unique_consecutive"),
+    (scans, "cumprod logcumsumexp cummax cummin", "cumprod logcumsumexp cummax cummin"),
+    (statistics, "kthvalue median nanmedian mode quantile nanquantile histc histogram",
+     "kthvalue median nanmedian mode quantile nanquantile histc histogram"),
 )
 _FAMILY_IN_PLACE = ("scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put "
-                    "masked_scatter")
+                    "masked_scatter cumprod")
 for _module, _functions, _methods in _FAMILIES:
     FUNCTIONS.update({name: getattr(_module, name) for name in _functions.split()})
     _COMPOSED_METHODS.update({name: getattr(_module, name) for name in _methods.split()})

@@ -46,7 +46,8 @@ fn beats(a: {t}, b: {t}) -> bool {{ {beats} }}
 fn add(a: T, b: T) -> T {{
     if (b.k == NONE) {{ return a; }}
     if (a.k == NONE) {{ return b; }}
-    return select(a, b, beats(a.v, b.v));
+    if (beats(a.v, b.v)) {{ return b; }}
+    return a;
 }}
 """
 _BEATS = {("max", True): "return is_nan(b) || (!is_nan(a) && b >= a);",
