@@ -29,5 +29,7 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 from .upsampling import (PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,  # noqa: F401
                          UpsamplingNearest2d)
 
+from .layers_more import *  # noqa: F401,F403  (Conv1d, MaxPool1d, RMSNorm, KLDivLoss, ...: its __all__)
+
 # ReLU, Sigmoid, Tanh, SiLU, ELU, Hardswish, ...: one Module per op-table record (nn/activation.py).
 globals().update(_TABLE_MODULES)

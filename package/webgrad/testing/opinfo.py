@@ -20,6 +20,11 @@ through both libraries, and compared:
   the output does not depend on, zeros for one it depends on through a non-differentiable op such as
   ``round``).
 - random ops (dropout, bernoulli, ``empty``...): shapes and dtypes only, since the values cannot match.
+- where PyTorch's own gradient test of an op is an expected failure (as_strided_scatter's gradient is known to be
+  wrong), a gradient that differs from torch's is noted rather than failed.
+
+A torch module passed as an argument (triplet_margin_with_distance_loss's distance_function) becomes webgrad's
+module of that class with the same attributes, where it has no parameters.
 
 Each entry gets one status, the worst over its samples:
 
@@ -204,6 +209,21 @@ def _name_exists(name):
         raise
 
 
+def _torch_gradient_known_wrong(op):
+    """Whether PyTorch's own gradient test of the entry is an expected failure for float32 (its gradient is known to
+    be wrong: as_strided_scatter's gives the input the gradient of the part src replaced): a webgrad gradient that
+    differs from it is noted, not held against webgrad."""
+    import torch
+    for info in tuple(op.decorators) + tuple(getattr(op, "skips", ())):
+        if getattr(info, "cls_name", None) != "TestBwdGradients" or getattr(info, "test_name", None) != "test_fn_grad":
+            continue
+        if info.dtypes is not None and torch.float32 not in info.dtypes:
+            continue
+        if any(getattr(d, "__name__", "") == "expectedFailure" for d in info.decorators):
+            return True
+    return False
+
+
 def _random_candidate(op):
     fn = op.op.func if isinstance(op.op, functools.partial) else op.op
     return isinstance(fn, types.FunctionType) and "wrapper_set_seed" in _code_names(fn.__code__)
@@ -276,6 +296,8 @@ class Converter:
             if not hasattr(wg, name):
                 raise Unconvertible(f"webgrad has no torch.{name}")
             return getattr(wg, name)
+        if isinstance(obj, torch.nn.Module):
+            return self._module(obj)
         if isinstance(obj, torch.Generator):
             return wg.Generator().manual_seed(obj.initial_seed())
         if isinstance(obj, list):
@@ -291,6 +313,20 @@ class Converter:
             return obj
         raise Unconvertible(f"the harness cannot convert a {type(obj).__name__}")
 
+
+    def _module(self, obj):
+        """webgrad's module of the same class for a torch module without parameters or buffers (a distance
+        function passed as an argument), with the same attributes."""
+        wg = _wg()
+        cls = getattr(wg.nn, type(obj).__name__, None)
+        if cls is None or any(True for _ in obj.parameters()) or any(True for _ in obj.buffers()):
+            raise Unconvertible(f"the harness cannot convert a {type(obj).__name__}")
+        module = cls.__new__(cls)
+        wg.nn.Module.__init__(module)
+        for name, value in vars(obj).items():
+            if not name.startswith("_"):
+                setattr(module, name, self(value))
+        return module
 
     def _storage_view(self, data, dtype):
         """A webgrad view with data's sizes, strides and offset onto a copy of data's whole storage."""
@@ -482,6 +518,8 @@ class _Verdict:
     def __init__(self):
         self.status, self.reason = "pass", ""
         self.failures = []  # every failing sample's (status, reason), in order
+        # torch's own gradient test of the op is an expected failure: a gradient that differs from torch's is noted
+        self.torch_grad_unreliable = False
 
     def fail(self, status, reason):
         self.failures.append((status, reason))
@@ -516,10 +554,11 @@ def run_entry(op, device="cpu", max_samples=64, time_box=20.0, impl=None):
 
     undefined = op.name in UNDEFINED_VALUES
     random_candidate = _random_candidate(op)
+    verdict, notes = _Verdict(), set()
     torch_op = _rebind(op.op, torch, _passthrough_seed) if random_candidate else op.op
     grad = bool(op.supports_autograd)
+    verdict.torch_grad_unreliable = grad and _torch_gradient_known_wrong(op)
     fwd_tol, grad_tol = FORWARD_TOL.get(device, FORWARD_TOL["webgpu"]), GRAD_TOL.get(device, GRAD_TOL["webgpu"])
-    verdict, notes = _Verdict(), set()
     started, finished = time.monotonic(), 0
 
     def on_alarm(signum, frame):
@@ -690,6 +729,9 @@ def _check_grad(sample, ref, got, conv, tol, random, verdict, notes, what, resul
         try:
             compare(rg, mine, tol, where, random, notes)
         except Mismatch as exc:
+            if verdict.torch_grad_unreliable:
+                notes.add(f"{where} differs from torch's, whose own gradient test is an expected failure")
+                continue
             verdict.fail("wrong", f"{exc} on sample {what}")
             return
 
