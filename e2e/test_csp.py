@@ -1,6 +1,7 @@
 """The page and its worker under serve.py's Content-Security-Policy: it boots, trains, and nothing it does is
-blocked. Violations are caught three ways: the page's securitypolicyviolation events, console errors, and the
-reports the browser posts to serve.py (report-uri), which cover the worker too."""
+blocked (MNIST's MLP, then a GPT on the bundled text with its samples and the prompt box). Violations are caught
+three ways: the page's securitypolicyviolation events, console errors, and the reports the browser posts to
+serve.py (report-uri), which cover the worker too."""
 
 import time
 
@@ -60,6 +61,21 @@ def test_page_boots_and_trains_under_its_csp(browser, server_url):
     page.click("#train")
     wait(page, "document.body.dataset.outcome !== undefined && document.body.dataset.train === 'idle'", 600_000)
     assert page.evaluate("document.body.dataset.outcome") == "done", page.inner_text("#run-message")
+
+    # a GPT on the bundled text: the favicon, the Text card's views, a sample and a prompt's continuation
+    page.check('input[name="dataset"][value="text"]')
+    page.click("#text-sample")
+    wait(page, "document.body.dataset.dataset === 'text'", 120_000)
+    fill_form(page, model="gpt-tiny", optimizer="adamw", lr=0.003, batch_size=8, steps=8, sample_every=4,
+              scheduler="none")
+    page.evaluate("delete document.body.dataset.outcome")
+    page.click("#train")
+    wait(page, "document.body.dataset.outcome !== undefined && document.body.dataset.train === 'idle'", 600_000)
+    assert page.evaluate("document.body.dataset.outcome") == "done", page.inner_text("#run-message")
+    assert page.evaluate("document.body.dataset.samples") == "2"
+    page.fill("#gen-length", "20")
+    page.click("#generate")
+    wait(page, "document.getElementById('generated').dataset.done === 'true'", 120_000)
     time.sleep(1)  # reports are posted asynchronously
     violations = page.evaluate("window.cspViolations")
     reports = [f"{r.get('violated-directive')} blocked {r.get('blocked-uri')} in {r.get('document-uri')}"
