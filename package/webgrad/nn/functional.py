@@ -18,7 +18,8 @@ from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, 
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
 from ..ops.autocast_policy import full_precision
-from ..ops.attention import fused_attention as _fused_attention, fused_dropout as _fused_dropout
+from ..ops.attention import fused_dropout as _fused_dropout
+from ..ops.attention_chunked import sdpa as _sdpa_kernels
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
 from ..ops.reduce import log_softmax as _log_softmax, softmax as _softmax
@@ -429,8 +430,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     A bool attn_mask says where to attend (True = attend, False = -inf); a float one is added to the scores.
     is_causal masks the upper triangle (query i attends keys j <= i). dropout_p applies dropout to the weights
     (always, as PyTorch: pass 0.0 in eval). The fused attention kernels run it (ops/attention.py: the weights are
-    never stored); a float mask that requires grad, or head sizes the device's kernels refuse, take the
-    composition of matmul, softmax and dropout instead."""
+    never stored), or on a GPU, for sequences of 128 and more, batched products over chunks of (batch, head) pairs
+    (ops/attention_chunked.py, which holds the rule); a float mask that requires grad takes the composition of
+    matmul, softmax and dropout instead."""
     if enable_gqa:
         raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not supported by webgrad")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
@@ -446,8 +448,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     _check_same_device("scaled_dot_product_attention", query, key, value,
                        *(() if attn_mask is None else (attn_mask,)))
-    fused = _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    if fused is not None:  # (the attention kernels: no score matrix in memory)
+    fused = _sdpa_kernels(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if fused is not None:  # (the attention kernels, or products in chunks: ops/attention_chunked.py's choose)
         return fused
     bias = None
     if is_causal:
