@@ -103,7 +103,8 @@ def axe_violations(page, tags=WCAG_AA):
     return page.evaluate("""async (tags) => {
         const result = await axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
         return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
-            nodes: v.nodes.slice(0, 6).map((n) => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`) }));
+            nodes: v.nodes.slice(0, 6).map((n) =>
+                `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`) }));
     }""", tags)
 
 

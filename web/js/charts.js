@@ -66,7 +66,8 @@ function makeChart(el, { label, xLabel, color, points, yRange, xWhole, fmt, refe
 
 const LOSS = { label: "loss", xLabel: "step", color: "#2563eb", points: false, fmt: (v) => v.toFixed(v < 1 ? 2 : 1) };
 const ACCURACY = { label: "test accuracy", xLabel: "epoch", color: "#15803d", points: true, xWhole: true,
-  yRange: (u, min, max) => [Math.min(Math.floor((min ?? 90) / 10) * 10, 90), 100], fmt: (v) => `${v.toFixed(v % 1 ? 1 : 0)}%` };
+  yRange: (u, min, max) => [Math.min(Math.floor((min ?? 90) / 10) * 10, 90), 100],
+  fmt: (v) => `${v.toFixed(v % 1 ? 1 : 0)}%` };
 const VAL_LOSS = { label: "validation loss", xLabel: "step", color: "#15803d", points: true, fmt: (v) => v.toFixed(2) };
 
 export class Charts {
@@ -95,8 +96,8 @@ export class Charts {
     this.accCaption.textContent = text ? "Validation loss at each sample" : "Test accuracy per epoch";
     this.accEl.setAttribute("aria-label", text ? "Chart of the validation loss at each sample" :
       "Chart of the test accuracy per epoch");
-    this.lossEl.setAttribute("aria-label", "Chart of the training loss per step" +
-      (text && reference != null ? `, with the text's unigram entropy (${reference.toFixed(2)}) as a dashed line` : ""));
+    const line = text && reference != null ? `, with the text's unigram entropy (${reference.toFixed(2)}) dashed` : "";
+    this.lossEl.setAttribute("aria-label", `Chart of the training loss per step${line}`);
   }
 
   reset() {

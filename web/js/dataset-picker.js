@@ -144,6 +144,8 @@ export class DatasetPicker {
 
   setEnabled(enabled) {
     $("dataset-fields").disabled = !enabled;
-    for (const id of ["cifar-files", "image-folder", "image-size", "text-file", "text-sample"]) $(id).disabled = !enabled;
+    for (const id of ["cifar-files", "image-folder", "image-size", "text-file", "text-sample"]) {
+      $(id).disabled = !enabled;
+    }
   }
 }

@@ -159,7 +159,8 @@ export class Results {
 // red, darker with the share. The darkest shades keep a contrast of at least 4.5 with the text (WCAG AA): green
 // at most 0.75 opaque, red at most 0.65.
 export function shade(diagonal, share) {
-  return diagonal ? `rgba(22, 163, 74, ${0.15 + 0.6 * share})` : `rgba(220, 38, 38, ${Math.min(0.1 + 3 * share, 0.65)})`;
+  return diagonal ? `rgba(22, 163, 74, ${0.15 + 0.6 * share})` :
+    `rgba(220, 38, 38, ${Math.min(0.1 + 3 * share, 0.65)})`;
 }
 
 // uint8 planar pixels (1 channel: grey, white on black like MNIST; 3: RGB) to a canvas of their size.

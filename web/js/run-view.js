@@ -87,7 +87,8 @@ export class RunView {
 
   valLoss(loss, unigram) {
     this.set("accuracy", loss.toFixed(4));
-    this.fields.accuracy.title = `nats per token on the held-out end of the text (unigram entropy ${unigram.toFixed(3)})`;
+    this.fields.accuracy.title =
+      `nats per token on the held-out end of the text (unigram entropy ${unigram.toFixed(3)})`;
   }
 
   // kind: "" (neutral), "ok", "error"

@@ -65,7 +65,8 @@ export class TrainForm {
   check({ quiet }) {
     const batch = this.field("batch_size"), train = this.field("train_size");
     batch.setCustomValidity("");
-    if (this.mode !== "text" && batch.validity.valid && train.validity.valid && Number(batch.value) > Number(train.value)) {
+    const checked = this.mode !== "text" && batch.validity.valid && train.validity.valid;
+    if (checked && Number(batch.value) > Number(train.value)) {
       batch.setCustomValidity(`The batch size cannot exceed the training subset (${train.value}).`);
     }
     const problems = [];

@@ -482,7 +482,7 @@ class TextRun(Run):
         return ""
 
     async def run(self):
-        cfg, B = self.cfg, self.cfg["batch_size"]
+        B = self.cfg["batch_size"]
         saved = getattr(self, "resume_rng", None)  # a resumed run draws its windows from where it was
         self.resume_rng = None
         if saved is not None:
