@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 // Binary search and histograms (the Python side is backends/webgpu/search.py).
-//   searchsorted   a thread per value: how many entries of its row of `sorted` are below it (right: not above
-//                  it); NaN orders above every number
+//   searchsorted   a thread per value: a binary search of its row of `sorted`, torch's lower bound (right: upper
+//                  bound)
 //   histc_count    a thread per element: one integer atomic add to its bin's count
 //   histc_finish   a thread per bin: the count as float32
 
@@ -30,14 +30,16 @@ struct Params {
 
 const WORKGROUP: u32 = 256u;
 
-// a < b, NaN above every number
-fn below(a: u32, b: u32) -> bool {
+// Whether the search goes right of entry s for value v: unless s >= v (right: s > v), as torch's lower and upper
+// bounds, so that a NaN on either side sends it right (NaN tested on the bits: compilers may assume no NaN).
+fn goes_right(s: u32, v: u32) -> bool {
     if (FLOAT) {
-        let fa = bitcast<f32>(a);
-        let fb = bitcast<f32>(b);
-        return (!is_nan(fa) && is_nan(fb)) || fa < fb;
+        let fs = bitcast<f32>(s);
+        let fv = bitcast<f32>(v);
+        if (is_nan(fs) || is_nan(fv)) { return true; }
+        return select(fs < fv, fs <= fv, RIGHT);
     }
-    return bitcast<i32>(a) < bitcast<i32>(b);
+    return select(bitcast<i32>(s) < bitcast<i32>(v), bitcast<i32>(s) <= bitcast<i32>(v), RIGHT);
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -53,10 +55,7 @@ fn searchsorted(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     var hi = p.m;
     while (lo < hi) {
         let mid = (lo + hi) / 2u;
-        let s = sorted[base + mid];
-        // left: the first entry not below v; right: the first entry above v
-        let goes_right = select(below(s, v), !below(v, s), RIGHT);
-        if (goes_right) { lo = mid + 1u; } else { hi = mid; }
+        if (goes_right(sorted[base + mid], v)) { lo = mid + 1u; } else { hi = mid; }
     }
     out[p.out_offset + q] = i32(lo);
 }

@@ -242,9 +242,10 @@ in len(out) equal bins over [low, high] (low < high): element v counts in bin fl
 low)), the last bin including high; elements outside [low, high] and NaN count nowhere. out: contiguous float32
 [bins], the counts.""")
 
-searchsorted = _kernel("searchsorted", "out:out sorted:in values:in right:arg=False", """For each value, the
-number of entries of its row of `sorted` that are less than it (right: not greater than it): out[b, n] = that
-count for values[b, n] in sorted[b, :] (ascending; NaN sorts last: counted as greater than every number). sorted:
+searchsorted = _kernel("searchsorted", "out:out sorted:in values:in right:arg=False", """For each value, its
+insertion position in its row of `sorted` (ascending): out[b, n] = the binary search of values[b, n] in sorted[b, :]
+that goes right of an entry unless entry >= value (right: entry > value), as torch's lower / upper bound, so that a
+NaN on either side sends it right (a NaN value lands after every entry). sorted:
 contiguous [B, M]; values: contiguous [B, N] of sorted's dtype (float32, int32 or int64); out: contiguous int64
 or int32 [B, N].""")
 

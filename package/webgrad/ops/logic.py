@@ -32,11 +32,17 @@ def _reduce_dims(input, dim):
     return tuple(sorted({_norm_dim(d, input.ndim) for d in dims}))
 
 
+def _nonzero(input):
+    """input != 0 (NaN counts as non-zero), written ~(input == 0): some WebGPU compilers evaluate a != b on a NaN
+    as an ordered comparison (False)."""
+    return ~(input == 0)
+
+
 def count_nonzero(input, dim=None):
     """The number of non-zero elements over `dim` (every dim when None or ()), as int64."""
     _check(input, "count_nonzero")
     dims = _reduce_dims(input, dim) if dim not in (None, ()) else tuple(range(input.ndim))
-    return reduce.sum(input != 0, dims) if dims else cast(input != 0, dtypes.int64)
+    return reduce.sum(_nonzero(input), dims) if dims else cast(_nonzero(input), dtypes.int64)
 
 
 def _bool_reduce(op):
@@ -45,7 +51,7 @@ def _bool_reduce(op):
         if out is not None:
             raise TypeError(f"{op}(): out= is not supported by webgrad; assign the result instead")
         dims = _reduce_dims(input, dim)
-        nonzero = input != 0
+        nonzero = _nonzero(input)
         if dims:
             count = reduce.sum(nonzero, dims, keepdim)
             n = 1

@@ -18,6 +18,12 @@ from . import reduce
 from .._backends import kernels
 
 
+def _differs(a, b):
+    """a != b with NaN differing from everything, itself included, written ~(a == b): some WebGPU compilers
+    evaluate != on a NaN as an ordered comparison (False)."""
+    return ~(a == b)
+
+
 def _check(input, op, name="input"):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(input).__name__}")
@@ -61,7 +67,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     _check(input, "nonzero")
     if out is not None:
         raise TypeError("nonzero(): out= is not supported by webgrad; assign the result instead")
-    flat = _flat_true((input != 0).reshape(-1))
+    flat = _flat_true(_differs(input, 0).reshape(-1))
     if as_tuple:
         if input.ndim == 0:
             return (flat,)
@@ -188,7 +194,7 @@ def _run_starts(rows):
         return first
     if rows.shape[1] == 0:
         return cat([first, zeros(n - 1, dtype=dtypes.bool_, device=rows.device)])
-    differs = reduce.sum(rows[1:] != rows[:-1], 1) > 0
+    differs = reduce.sum(_differs(rows[1:], rows[:-1]), 1) > 0
     return cat([first, differs])
 
 

@@ -124,7 +124,7 @@ def mode(input, dim=-1, keepdim=False):
     rows = flat_values.shape[0]
     v = flat_values.detach()
     edge = full((rows, 1), True, dtype=dtypes.bool_, device=input.device)
-    starts = cat([edge, v[:, 1:] != v[:, :-1]], -1) if n > 1 else edge  # where each run of equal values starts
+    starts = cat([edge, ~(v[:, 1:] == v[:, :-1])], -1) if n > 1 else edge  # where each run of equal values starts
     ends = cat([starts[:, 1:], edge], -1) if n > 1 else edge
     run = cumsum(starts, -1) - 1  # each element's run number
     from .scatter import scatter_add

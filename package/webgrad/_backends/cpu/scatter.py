@@ -102,6 +102,18 @@ def histc(out, x, low, high):
 @kernels.searchsorted.implement("cpu")
 def searchsorted(out, sorted, values, right=False):
     s, v = array(sorted), array(values)
-    side = "right" if right else "left"
-    write(out, np.stack([np.searchsorted(s[b], v[b], side=side) for b in range(s.shape[0])])
-          if s.shape[0] else np.zeros(out.shape, np.int64))
+    rows, m = s.shape
+    lo = np.zeros(v.shape, np.int64)
+    hi = np.full(v.shape, m, np.int64)
+    row = np.arange(rows).reshape(-1, 1)
+    with np.errstate(invalid="ignore"):
+        while (lo < hi).any():
+            active = lo < hi
+            mid = (lo + hi) // 2
+            at = s[row, np.minimum(mid, m - 1)] if m else v
+            # torch's bounds: the search goes right unless the entry is >= (right: >) the value, so a NaN on either
+            # side sends it right
+            goes_right = ~(at > v) if right else ~(at >= v)
+            lo = np.where(active & goes_right, mid + 1, lo)
+            hi = np.where(active & ~goes_right, mid, hi)
+    write(out, lo)
