@@ -9,10 +9,16 @@
 gloo moves CPU tensors only, and the GPUs here are reached through WebGPU, which shares no memory with other
 processes, so each gradient bucket crosses the host: DDP's reducer hands a bucket (a flat webgpu tensor of
 gradients) to the communication hook :func:`allreduce_hook` as soon as the backward has produced it; the hook
-reads it back (waiting for the GPU work that produced it), starts gloo's all-reduce on the CPU copy and
-returns at once, so the reduction of bucket k runs on gloo's threads while the backward of the layers before
-it is computed and the next buckets are read. When the backward ends, DDP waits for the reductions and copies
-the averaged gradients into the parameters' ``.grad`` on the device (one upload per parameter).
+reads it back (waiting for the GPU work that produced it), hands the CPU copy to a reducer thread and returns
+at once, so the reduction of bucket k runs while the backward of the layers before it is computed and the next
+buckets are read. When the backward ends, DDP waits for the reductions and copies the averaged gradients into
+the parameters' ``.grad`` on the device (one upload per parameter).
+
+Where every rank runs on one host (the usual case: one process per local GPU), the reducer thread averages
+through shared memory (:class:`SharedReducer`): each rank writes its bucket into its slot of a segment the
+ranks share, each sums one chunk of every slot into the result, and each copies the result out, with three
+gloo barriers; memory bandwidth instead of gloo's TCP over loopback (ResNet-18's 45 MB of gradients took
+86 ms through gloo on an H200 host). Across hosts it is gloo's all-reduce.
 
 The process group backend "webgrad" (:class:`ProcessGroupWebgpu`, registered with torch.distributed on import)
 is gloo for CPU tensors and gloo through host copies for webgpu tensors (read back, collective, written back,
@@ -23,6 +29,9 @@ at construction only (``broadcast_buffers=False``: a broadcast at every forward 
 BatchNorm statistics then stay per rank).
 """
 
+import os
+import socket
+import tempfile
 import time
 
 import torch
@@ -48,19 +57,110 @@ TIMINGS = Timings()
 
 
 def allreduce_hook(group, bucket):
-    """DDP communication hook for webgpu gradients: the bucket read back, averaged over the ranks by gloo
-    asynchronously; the future's value is the CPU result, which DDP copies into the device gradients."""
+    """DDP communication hook for webgpu gradients: the bucket read back, averaged over the ranks by the group's
+    reducer thread (shared memory on one host, else gloo); the future's value is the CPU result, which DDP
+    copies into the device gradients."""
     start = time.perf_counter()
     host = st.to_cpu(bucket.buffer())
     TIMINGS.read += time.perf_counter() - start
     TIMINGS.buckets += 1
     group = group if group is not None else dist.group.WORLD
-    host.div_(dist.get_world_size(group))
-    work = dist.all_reduce(host, group=group, async_op=True)
+    if not isinstance(group, ProcessGroupWebgpu):
+        host.div_(dist.get_world_size(group))
+        work = dist.all_reduce(host, group=group, async_op=True)
+        return work.get_future().then(lambda fut: host)
+    return group.reducer().submit(bucket.index(), host)
 
-    def done(fut):
-        return host
-    return work.get_future().then(done)
+
+class SharedReducer:
+    """Averages CPU tensors over the ranks of one host through shared memory, on a thread of its own, in the
+    order the buckets come (the same on every rank, as DDP's reducer makes them).
+
+    A segment per (bucket index, size) holds a slot per rank and a result: each rank writes its slot, a barrier;
+    rank r sums chunk r of every slot into the result and scales it by 1 / world, a barrier; each copies the
+    result out, a barrier (so that no rank writes the next step's result while another still reads this one).
+    The barriers are gloo's, on the group's own gloo group. Rank 0 makes the segments and the others attach to
+    them after a barrier; they go when the reducer does."""
+
+    def __init__(self, group, prefix):
+        import atexit
+        import concurrent.futures
+        self.group, self.gloo = group, group.gloo
+        self.rank, self.world = group.rank(), group.size()
+        self._segments = {}  # (bucket index, nbytes) -> (file path, its uint8 tensor mapped shared)
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="webgrad-ddp")
+        folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        self._prefix = os.path.join(folder, prefix)  # rank 0's choice, unique to this group
+        atexit.register(self.close)
+
+    def submit(self, index, host):
+        fut = torch.futures.Future()
+
+        def run():
+            try:
+                fut.set_result(self._reduce(index, host))
+            except BaseException as e:  # surfaced by DDP's wait on the future
+                fut.set_exception(e)
+        self._pool.submit(run)
+        return fut
+
+    def _barrier(self):
+        self.gloo.barrier(dist.BarrierOptions()).wait()
+
+    def _segment(self, index, nbytes):
+        key = (index, nbytes)
+        held = self._segments.get(key)
+        if held is None:
+            path = f"{self._prefix}_{index}_{nbytes}"
+            size = max((self.world + 1) * nbytes, 1)
+            if self.rank == 0:  # a file in shared memory, mapped by every rank
+                with open(path, "wb") as f:
+                    f.truncate(size)
+            self._barrier()
+            held = self._segments[key] = (path, torch.from_file(path, shared=True, size=size, dtype=torch.uint8))
+        return held[1]
+
+    def _reduce(self, index, host):
+        flat = host.reshape(-1)
+        nbytes = flat.numel() * flat.element_size()
+        whole = self._segment(index, nbytes)[:(self.world + 1) * nbytes].view(host.dtype)
+        n = flat.numel()
+        slots = whole[:self.world * n].view(self.world, n)
+        result = whole[self.world * n:]
+        slots[self.rank].copy_(flat)
+        self._barrier()
+        chunk = -(-n // self.world)
+        lo, hi = self.rank * chunk, min(n, (self.rank + 1) * chunk)
+        if lo < hi:
+            torch.sum(slots[:, lo:hi], dim=0, out=result[lo:hi])
+            result[lo:hi].mul_(1.0 / self.world)
+        self._barrier()
+        out = result.clone().view(host.shape)
+        self._barrier()
+        return out
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+        if self.rank == 0:
+            for path, _ in self._segments.values():
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        self._segments.clear()
+
+
+class _GlooReducer:
+    """gloo's all-reduce of the averaged bucket, asynchronous (ranks on several hosts)."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def submit(self, index, host):
+        host.div_(self.group.size())
+        opts = dist.AllreduceOptions()
+        work = self.group.gloo.allreduce([host], opts)
+        return work.get_future().then(lambda fut: host)
 
 
 class ProcessGroupWebgpu(dist.ProcessGroup):
@@ -70,6 +170,17 @@ class ProcessGroupWebgpu(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
         self.gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        self._reducer = None
+
+    def reducer(self):
+        """What averages the hook's buckets: shared memory where all ranks share this host, else gloo."""
+        if self._reducer is None:
+            seen = [None] * self.size()
+            prefix = f"webgrad{os.getpid():x}_{time.time_ns() % 0xffffffff:x}"
+            dist.all_gather_object(seen, (socket.gethostname(), prefix), group=self)
+            one_host = len({host for host, _ in seen}) == 1 and self.size() > 1
+            self._reducer = SharedReducer(self, seen[0][1]) if one_host else _GlooReducer(self)
+        return self._reducer
 
     @staticmethod
     def create(store, rank, size, timeout):
@@ -114,6 +225,13 @@ class ProcessGroupWebgpu(dist.ProcessGroup):
 
     def barrier(self, opts):
         return self.gloo.barrier(opts)
+
+    def shutdown(self):
+        """dist.destroy_process_group(): the reducer's thread and shared segments go (spawned ranks exit
+        without running atexit hooks)."""
+        if self._reducer is not None and hasattr(self._reducer, "close"):
+            self._reducer.close()
+        self.gloo.shutdown()
 
 
 def _done(result):
