@@ -338,7 +338,13 @@ def test_bad_input_gets_torchs_errors(device):
             (lambda: webgrad.positive(webgrad.tensor([True], device=device)), RuntimeError, "bool"),
             (lambda: webgrad.lerp(x, webgrad.tensor([1.0, 2.0], dtype=webgrad.float16, device=device), 0.5),
              RuntimeError, "expected dtype"),
-            (lambda: webgrad.copysign("a", x), TypeError, "unsupported")):
+            (lambda: webgrad.copysign("a", x), TypeError, "unsupported"),
+            (lambda: webgrad.frac(webgrad.tensor([1, 2], device=device)), NotImplementedError, "'Long'"),
+            (lambda: webgrad.nextafter(webgrad.tensor([1], dtype=webgrad.int32, device=device),
+                                       webgrad.tensor([2], dtype=webgrad.int32, device=device)),
+             NotImplementedError, "'Int'"),
+            (lambda: webgrad.igamma(webgrad.tensor([True], device=device), webgrad.tensor([True], device=device)),
+             NotImplementedError, "'Bool'")):
         with pytest.raises(exc, match=message):
             call()
 

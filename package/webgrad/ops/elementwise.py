@@ -44,6 +44,8 @@ def apply_unary(op, input, a=0.0, b=0.0):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op.name}(): expected a Tensor, got {type(input).__name__}")
     x = input
+    if op.float_only and not x.dtype.is_floating:
+        raise _not_for(op.name, x.dtype)
     if not x.dtype.is_floating and op.result != table.BOOL and not (op.result == table.SAME and op.int_exact):
         x = cast(x, dtypes.float32)
     a, b = _NONE if a is None else a, _NONE if b is None else b
@@ -57,6 +59,12 @@ def apply_unary(op, input, a=0.0, b=0.0):
 
 
 _NONE = float("nan")  # a parameter given as None (logit's eps), as the kernels read it
+_TORCH_TYPE_NAMES = {"int32": "Int", "int64": "Long", "bool": "Bool", "uint8": "Byte"}
+
+
+def _not_for(op, dtype):
+    """PyTorch's error for a float-only op given integers or bools."""
+    return NotImplementedError(f'"{op}" not implemented for \'{_TORCH_TYPE_NAMES.get(dtype.name, dtype.name)}\'')
 
 
 def record_zero_grad(out, name, inputs):
@@ -124,6 +132,8 @@ def _binary_function(op):
             input = _scalar_operand(other, input, op.name)
         if not isinstance(other, Tensor):
             other = _scalar_operand(input, other, op.name)
+        if op.float_only and not (input.dtype.is_floating or other.dtype.is_floating):
+            raise _not_for(op.name, dtypes.result_type(input, other))
         if op.result == table.FLOAT:
             input, other = _float_input(input, op.name), _float_input(other, op.name)
         x, y, dtype = _promote_pair(input, other, op.name)
@@ -252,6 +262,9 @@ def _scalar_dtype(x, s, op):
 
 
 def add(input, other, alpha=1):
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):  # webgrad.sparse COO operands
+        from ..sparse._coo import add as sparse_add
+        return sparse_add(input, other, alpha)
     if not isinstance(input, Tensor):
         input, other = other, input
     if not isinstance(other, Tensor):
@@ -273,6 +286,9 @@ def _affine_scalar(x, scale, shift, dtype, name):
 
 
 def sub(input, other, alpha=1):
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        from ..sparse._coo import add as sparse_add
+        return sparse_add(input, other, -alpha)
     if not isinstance(input, Tensor):  # scalar - tensor
         dtype = _scalar_dtype(other, input, "sub")
         return _affine_scalar(other, -alpha, input, dtype, "Rsub")

@@ -55,6 +55,8 @@ class Unary:
     test:      the input domain for the test rows: "normal", "pos" [0.5, 2], "away" |x| in [0.5, 2],
                "prob" [0.05, 0.95], "unit" (-0.9, 0.9), "gt1" [1.2, 3]; test_args: the parameters the
                tests pass; differentiable: False for ops the gradient checks leave out.
+    float_only: integer and bool inputs are refused (NotImplementedError, as PyTorch's frac) instead of
+               converted to float32.
     native:    cpu gets floating inputs in their own precision (float16 as float32) rather than float64
                (round's decimals: torch rounds x * 10^d computed in the input's precision).
     heavy:     the WGSL calls shaders/special.wgsl (lgamma, Bessel functions, inverse trigonometry, ...):
@@ -71,9 +73,9 @@ class Unary:
     def __init__(self, name, wgsl, cpu, grad=None, grad_cpu=None, *, result=FLOAT, int_wgsl=None, int_overflow=None,
                  params=(), expose=("function", "method"), module=None, module_repr_inplace=True, test="normal",
                  test_args=None, node=None, differentiable=None, doc=None, zero_grad=False, heavy=False,
-                 native=False):
+                 native=False, float_only=False):
         self.name, self.wgsl, self.cpu, self.grad, self.grad_cpu = name, wgsl, cpu, grad, grad_cpu
-        self.zero_grad, self.heavy, self.native = zero_grad, heavy, native
+        self.zero_grad, self.heavy, self.native, self.float_only = zero_grad, heavy, native, float_only
         self.result, self.int_wgsl, self.int_overflow, self.params = result, int_wgsl, int_overflow, tuple(params)
         self.expose, self.module, self.module_repr_inplace = frozenset(expose), module, module_repr_inplace
         self.test = test
@@ -104,7 +106,7 @@ class Binary:
     gradient history). It may raise for an input PyTorch gives no derivative for (igamma's first).
     differentiable: False leaves the op out of the generic gradient checks (default: grad is given).
     native: cpu gets floating operands in their own dtype rather than float64 (nextafter: the result is the
-    dtype's neighbouring value). heavy: as Unary's.
+    dtype's neighbouring value). heavy, float_only: as Unary's (float_only: when neither operand is floating).
     int_overflow: as Unary's, an expression in x, y.
     """
 
@@ -112,9 +114,9 @@ class Binary:
 
     def __init__(self, name, wgsl, cpu, grad=None, *, result=SAME, int_wgsl=None, int_overflow=None,
                  expose=("function", "method"), test=("normal", "normal"), node=None, doc=None, differentiable=None,
-                 native=False, heavy=False):
+                 native=False, heavy=False, float_only=False):
         self.name, self.wgsl, self.cpu, self.grad = name, wgsl, cpu, grad
-        self.native, self.heavy = native, heavy
+        self.native, self.heavy, self.float_only = native, heavy, float_only
         self.differentiable = (grad is not None) if differentiable is None else differentiable
         self.result, self.int_wgsl, self.int_overflow, self.expose = result, int_wgsl, int_overflow, frozenset(expose)
         self.test = tuple(test)
@@ -481,7 +483,7 @@ UNARY.update({op.name: op for op in (
           lambda x, y, a, b: _d_logit(x, a), params=(("eps", None),), expose=_MATH, test="prob", heavy=True),
     # ---- conversions and parts
     Unary("frac", "frac_f32(x)", lambda x, a, b: x - np.trunc(x), "g", lambda x, y, a, b: 1.0, result=SAME,
-          expose=_MATH),
+          expose=_MATH, float_only=True),
     Unary("deg2rad", "x * 0.017453292519943295", lambda x, a, b: x * (np.pi / 180.0), "g * 0.017453292519943295",
           lambda x, y, a, b: np.pi / 180.0, expose=_MATH),
     Unary("rad2deg", "x * 57.29577951308232", lambda x, a, b: x * (180.0 / np.pi), "g * 57.29577951308232",
@@ -609,13 +611,14 @@ BINARY.update({op.name: op for op in (
     Binary("fmin", "select(select(min(x, y), x, is_nan(y)), y, is_nan(x))", lambda x, y: np.fmin(x, y), _fmin_grad,
            int_wgsl="min(x, y)", expose=("function", "method")),
     Binary("nextafter", "nextafter_f32(x, y)", lambda x, y: np.nextafter(x, y),
-           lambda g, x, y, out: (g, _zeros(y)), result=FLOAT, expose=_MATH, native=True, heavy=True),
+           lambda g, x, y, out: (g, _zeros(y)), result=FLOAT, expose=_MATH, native=True, heavy=True,
+           float_only=True),
     Binary("logaddexp2", "logaddexp2_f32(x, y)", lambda x, y: np.logaddexp2(x, y), _logaddexp2_grad, result=FLOAT,
-           expose=("function", "method"), heavy=True),
+           expose=("function", "method"), heavy=True, float_only=True),
     Binary("igamma", "igamma_f32(x, y, false)", lambda x, y: sf.igamma(x, y), _igamma_grad(False), result=FLOAT,
-           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True),
+           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True, float_only=True),
     Binary("igammac", "igamma_f32(x, y, true)", lambda x, y: sf.igammac(x, y), _igamma_grad(True), result=FLOAT,
-           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True),
+           expose=_MATH, test=("pos", "pos"), differentiable=False, heavy=True, float_only=True),
     Binary("xlog1py", "xlogy_f32(x, y, true)", lambda x, y: _xlogy(x, y, np.log1p), _xlog1py_grad, result=FLOAT,
            expose=_SPECIAL, test=("normal", "pos"), heavy=True),
     Binary("zeta", "zeta_f32(x, y)", lambda x, y: sf.zeta(x, y), _zeta_grad, result=FLOAT, expose=_SPECIAL,
