@@ -25,6 +25,8 @@ from .random import (Generator, manual_seed, initial_seed, seed, rand, rand_like
 from .ops.api import FUNCTIONS as _FUNCTIONS  # declares Tensor's methods (ops/api.py) on import
 from .io import load, save  # safetensors checkpoints
 from . import serialization  # torch.serialization: safe_globals for weights-only loads
+from . import sparse  # torch.sparse: sparse COO tensors
+from .sparse import sparse_coo, sparse_coo_tensor, mm as spmm  # noqa: F401
 from .replay import replayable
 from . import amp
 from .amp import autocast
@@ -57,7 +59,7 @@ __all__ = [
     "promote_types", "result_type",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "get_num_interop_threads",
-    "set_num_interop_threads", "serialization",
+    "set_num_interop_threads", "serialization", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm",
     "Size", "Tensor", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "frombuffer",
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",

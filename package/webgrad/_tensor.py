@@ -220,6 +220,21 @@ class Tensor:
     def is_shared(self):
         return False  # no storage of webgrad's lives in shared memory (webgrad.multiprocessing)
 
+    is_sparse = False  # webgrad.sparse's COO tensors say True
+
+    @property
+    def layout(self):
+        from .layout import strided
+        return strided
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        """This tensor's nonzero entries as a sparse COO tensor (webgrad.sparse)."""
+        from .sparse import to_sparse
+        return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype=dtype)
+
     def share_memory_(self):
         from ._sharing import not_shared
         raise not_shared("Tensor.share_memory_()")

@@ -19,8 +19,6 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 # the first failure of each script that does not run yet (exact torch name and call form)
 XFAIL = {
-    "ex_gcn": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor, sparse @ dense, torch.spmm)",
-    "ex_gat": "Tensor.to_sparse() is missing (then torch.sparse_coo_tensor(indices, values, size, dtype=torch.int64))",
     "ex_mnist_hogwild": "model.share_memory() raises: webgrad cannot share tensors between processes (Hogwild! "
                         "training needs one model's weights in shared memory)",
 }

@@ -72,6 +72,9 @@ def _check(a, b, op):
 
 @lower_precision("matmul")
 def matmul(input, other):
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):  # torch.mm/matmul with sparse COO
+        from ..sparse._coo import matmul as sparse_matmul
+        return sparse_matmul(input, other)
     a, b = input, other
     _check(a, b, "matmul")
     if a.ndim == 1 and b.ndim == 1:
@@ -104,6 +107,9 @@ def matmul(input, other):
 
 
 def mm(input, mat2):
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        from ..sparse._coo import mm as sparse_mm
+        return sparse_mm(input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm(): expected 2-D tensors, got shapes {list(input.shape)} and {list(mat2.shape)}")
     return matmul(input, mat2)
