@@ -8,7 +8,7 @@ const ONE_BITS: u32 = 0x3f800000u;  // 1.0f
 // unscale_check6: up to six gradients, each in its own storage (bindings 0-5; WebGPU guarantees eight storage
 // buffers a stage: six, inv_scale and the flag). Workgroups [first[j], first[j + 1]) take gradient j (a slot
 // past the count has n = 0 and no workgroups). With a dispatch per gradient, each wrote the one flag, so they
-// ran one after another (ResNet-18's 62 under autocast: 180 us of the H200's replayed step, session 13).
+// ran one after another (ResNet-18's 62 under autocast: 180 us of the H200's replayed step).
 struct Params6 {
     n: array<vec4<u32>, 2>,       // elements of gradient j: n[j / 4][j % 4] (j < 6)
     offset: array<vec4<u32>, 2>,  // its first element in its storage

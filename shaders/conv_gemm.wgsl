@@ -127,7 +127,7 @@ override LB: u32 = BK * BN4 / NT;
 // robustness clamps every dynamic index into a workgroup array (naga and Tint alike), and a flat array indexed
 // by base + k * BM4 took a clamp and an add per fragment read, which the driver cannot fold into the load; here
 // k's clamp folds away once compute's calls are inlined and the column's (the same every K step) is hoisted.
-// H200, ResNet-18 at batch 128 (bench replay --each, session 17): its implicit-GEMM convolutions (all BK = 16,
+// H200, ResNet-18 at batch 128 (bench replay --each): its implicit-GEMM convolutions (all BK = 16,
 // NBUF = 1) ran 5-10% faster (conv_gemm_v4 197 -> 183 us for the 256-position weight gradient, conv_phased4
 // 260 -> 248). matmul.wgsl's alike change ran its BK = 8, NBUF = 2 tiles slower (4096^3 as 128x128w 37.4 ->
 // 22.7 TFLOP/s) and was left out there.

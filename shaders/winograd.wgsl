@@ -204,7 +204,7 @@ fn wino_grad_output(@builtin(local_invocation_index) li: u32, @builtin(workgroup
 // workgroup takes PW pairs; its thread li works on row li / PW of pair li % PW, so that a row's loads are
 // coalesced along the pairs. Each thread sums its row over the slabs in one loop with an accumulator per point
 // (each step's loads independent), puts its row of X M^T in workgroup memory, and rows 0 to 2 finish the pair's
-// 3x3. H200, ResNet-18's 13 weight gradients (bench replay --each, /work/.device/11 and 12 of session 12): 243 us;
+// 3x3. H200, ResNet-18's 13 weight gradients (bench replay --each): 243 us;
 // one thread per pair summing all ALPHA^2 points, 195 us over the chunks' reduced dU, 331 over all the slabs.
 const PW: u32 = THREADS / ALPHA;
 var<workgroup> grad_rows: array<f32, 3u * ALPHA * PW>;  // [ALPHA rows][3][PW pairs]

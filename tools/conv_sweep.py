@@ -120,8 +120,8 @@ class Case:
         """GPU seconds summed over a captured candidate's dispatches (median of `repeats`), after `warm` seconds
         of it back to back. The sweep times its candidates round by round, all compiled beforehand: an H200
         left idle while the host compiled the next pipeline dropped its clocks, and timed candidate by
-        candidate the same dispatch read 308 us, then 1,172 us later in the same case (session 12, /4). Round
-        by round, the planner's choice read 336.0-339.6 us in its five warm rounds (/16)."""
+        candidate the same dispatch read 308 us, then 1,172 us later in the same case. Round
+        by round, the planner's choice read 336.0-339.6 us in its five warm rounds."""
         start = time.perf_counter()
         while time.perf_counter() - start < warm:
             for _ in range(4):

@@ -13,7 +13,7 @@ dispatches (wall clock around each submit) after half a second of the same submi
            against float64, beside the error of rounding the exact product to half alone
 
 The product kernel is a probe, not webgrad's: it wants M, N multiples of 128 and K a multiple of BK.
-On an H200 (session 13): fma 53.6 TFLOP/s on vec4<f32>, 61.0 on vec4<f16>, 56.0 on vec2<f16>; at 4096^3 the
+On an H200: fma 53.6 TFLOP/s on vec4<f32>, 61.0 on vec4<f16>, 56.0 on vec2<f16>; at 4096^3 the
 product ran 17.5 in f32 and 22.8 in f16 (BK 16), against 35.7 for webgrad's tuned f32 kernel.
 """
 import argparse

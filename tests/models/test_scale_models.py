@@ -26,7 +26,7 @@ def test_same_layout_as_torch(name):
 def test_resnet18_training_step_matches_torch(device):
     # Seed 5: its ReLU inputs keep at least 1.2e-5 from the kink. Seed 0 put one at 1.1e-7 (layer1.0's), where
     # float32 rounding picks the side: a change of summation order in batch norm's statistics flipped it and
-    # moved layer1.0.conv1's weight gradient by 3% (session 10).
+    # moved layer1.0.conv1's weight gradient by 3%.
     torch.manual_seed(5)
     ref = resnet18(nn=torch.nn).double()
     ours = resnet18()

@@ -126,8 +126,8 @@ def test_resnet18_replay_holds_near_what_its_tensors_need():
     """ResNet-18 (the scale benchmark's), batch 2 of 3x16x16, on the CI adapter: parameters, their gradients
     and momentum buffers are 3 x 42.6 MiB. A replay held 1.39x that (178.3 MiB) while the graph held every
     op's inputs and the capture reused only buffers of the exact size class; 1.30x (165.7 MiB) with any
-    larger free buffer reused; 1.20x (153.6 MiB), reusing those of up to twice the class; 154.0 MiB since
-    session 22, with requests taking their own class, a plan not saving enough here to record again. Most of
+    larger free buffer reused; 1.20x (153.6 MiB), reusing those of up to twice the class; 154.0 MiB with
+    requests taking their own class, a plan not saving enough here to record again. Most of
     the rest is the size classes' rounding of those three (up to 25% per buffer) and the batch's saved
     activations; at batch 128 the activations dominate (bench scale)."""
     from webgrad.bench.scale import MODELS, peak_bytes

@@ -145,7 +145,7 @@ def _elementwise(rt, entry, views):
     """The elementwise pass `entry` (normalize, grad_input) over views [N, C, S]: (kernel name, values per
     thread, workgroups). A GPU takes the vec4 twin where _vec4 holds (H200, ResNet-18 at batch 128, bench replay
     --each: normalize's 20 dispatches took 505 us with 4 scalars a thread, 241 as normalize4; grad_input 544
-    and 290; /work/.device/3 and 6 of session 10)."""
+    and 290)."""
     total = views[0].numel
     vec4 = _vec4(rt, views)
     per_thread = 4 if vec4 else ELEMENTWISE_PER_THREAD[rt.variant["batch_norm_rows"]]

@@ -5,23 +5,23 @@ adapter's convolutions here where conv_gemm.py does not take them (its gradients
 conv_gemm.MIN_CHANNELS output channels), instead of matmul.wgsl's per-image products; software adapters
 keep their im2col + matmul_cpu path.
 
-Measured on an H200 (bench replay --each, the MNIST CNN at batch 1024, session 8; /work/.device/5 to 8),
+Measured on an H200 (bench replay --each, the MNIST CNN at batch 1024),
 against the per-image products and conv_gemm:
     conv 1->16 on 28x28, forward             57 -> 44 us  (two positions per thread; 52 with one)
     conv 16->32 on 14x14, forward           142 -> 123 us (two; 135 with one)
     conv 16->32, input gradient             224 -> 147 us (two; 193 with one)
     conv 1->16, weight gradient              87 -> 71 us (then the chunks' sum: too small for the top 12)
     the step's GPU span                     944 -> 809 us; bench train replay 953k -> 1,109k samples/s
-                                            (/work/.device/9: the two wheels alternating)
+                                            (the two wheels alternating in one call)
 The weight gradient of conv 16->32 (288 blocks) ran 246 us against 199 on the per-image products with two
 blocks per thread, and 212 against 198 (51.2 against 29.8 at batch 128) split along k over two workgroups of
-144 threads (/work/.device/13), and ResNet-18's stem (64 channels, an earlier version of the tiles) 109
+144 threads, and ResNet-18's stem (64 channels, an earlier version of the tiles) 109
 against 58 us on conv_gemm: both stay there (MAX_UNITS, and conv_gemm first). Through Dawn (Pyodide under
 Node) the CNN's replayed step did not move: 1.21-1.23M samples/s against 1.16-1.22M for the previous wheel,
 alternating in one call.
 
 The weight gradient's partials are summed by the backend's row sum (reduce.py), not a kernel of this file:
-H200, the same call (/work/.device/14), the MNIST CNN's GPU span 812.2 against 809.3 us at batch 1024 and
+H200, the same call, the MNIST CNN's GPU span 812.2 against 809.3 us at batch 1024 and
 237.6 against 234.5 at batch 128, against a dedicated 32-lane sum (8.3 and 6.5 us).
 
 Plans are pure Python and cached; a plan's Launches are kept in the runtime's memo.
@@ -53,14 +53,14 @@ MAX_ROWS = 32          # conv_direct: rows held in each thread's registers (8 ve
 # in 147 against 193 us for one and 224 on the per-image products, its forward in 123 against 135 and 142
 # on conv_gemm; at batch 128 (25,088 positions) the direct kernels lost: input gradient 62.9 (one per thread)
 # or 75.0 (two) against 39.1 us per image, forward 42.3 or 53.1 against 26.2 on conv_gemm, the step's GPU
-# span 276.2 against 247.4 us (/work/.device/5, 8 and 11).
+# span 276.2 against 247.4 us (, 8 and 11).
 PPT = 2
 MIN_POSITIONS = 2 * 132 * PPT * 256
 MAX_UNITS = THREADS    # conv_direct_wgrad: 4x4 blocks of dW, one per thread
 TILE_VEC4S = 768       # conv_direct_wgrad: xs + ds, 12 KiB (with the 4 KiB of lanes, 16 KiB)
 # conv_direct_wgrad's chunks: about TARGET_CHUNKS workgroups (8 of 256 threads per SM of a 132-SM
 # H100/H200), each at least MIN_CHUNK_TILES tiles, the partials at most MAX_SCRATCH floats. Measured (MNIST
-# conv 1->16 at batch 1024, session 8): 264 chunks 94 us, 1056 71 us, 2112 82 us.
+# conv 1->16 at batch 1024): 264 chunks 94 us, 1056 71 us, 2112 82 us.
 TARGET_CHUNKS = 1056
 MIN_CHUNK_TILES = 4
 MAX_SCRATCH = 1 << 22

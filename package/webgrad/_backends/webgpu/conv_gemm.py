@@ -158,7 +158,7 @@ def _waste(cfg, M, N):
 
 # Where the big tile is chosen and 128 x 128 tiles fit with little waste (both sides at least 128), the
 # warp-tiled, swizzled 128x128 tile with BK = 16 in one buffer takes its place. Measured on an H200 with
-# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log /work/.device/2/log.txt, 24 Nov 2026):
+# tools/conv_sweep.py (ResNet-18, CIFAR variant, batch 128; log/log.txt, 24 Nov 2026):
 # forward 128->128 at 16x16, 321.7 us against 356.7 as 64x128 (30.0 against 27.1 TFLOP/s); it was the
 # fastest configuration, or within 2% of it, at the planner's K split for the forward products and weight
 # gradients of every stage with 128 to 512 channels (weight gradient 512->512 at 4x4: 2155 against 2833 us;
@@ -318,10 +318,10 @@ def _phase_slices(cfg, M, N, steps, forced):
 
 
 # PHASED's tiles. Measured on an H200 (tools/conv_sweep.py --cases dgrad:64-128-32-s2 dgrad:128-256-16-s2
-# dgrad:256-512-8-s2, ResNet-18 at batch 128, session 15's /work/.device/6; each input gradient's weight copy,
+# dgrad:256-512-8-s2, ResNet-18 at batch 128; each input gradient's weight copy,
 # product and conv_unphase): choose_config's tiles took 303.7, 267.9 and 282.1 us; these 275.8, 234.5 and
 # 244.5, the fastest of every configuration at the balanced K slices. The one-dispatch-per-phase products
-# they replace took about 311, 289 and 311 us there (bench replay --each, /1).
+# they replace took about 311, 289 and 311 us there (bench replay --each).
 PHASED_NARROW = "64x128w16"  # 64 input channels or fewer
 PHASED_WIDE = "128x64w16"
 
@@ -427,10 +427,10 @@ def forward(rt, out, x, weight, bias, geom, relu=False):
 # (64 to 512 channels, 32x32 to 4x4 maps) ran faster: 25.4 -> 19.1 ms of convolution per step at batch 128.
 MIN_CHANNELS = 64
 # The forward product alone wins from 16 output channels: the MNIST CNN at batch 1024 on an H200 (bench
-# replay --each, one call, session 7, /work/.device/4): conv 16->32 on 14x14 163.7 -> 142.2 us, 1->16 on
+# replay --each, one call): conv 16->32 on 14x14 163.7 -> 142.2 us, 1->16 on
 # 28x28 67.3 -> 57.4 us, the step's GPU span 988.4 -> 955.7 us, bench train 902k -> 942k samples/s. Its
 # input and weight gradients stay on the per-image products (753 against 226 us for the CNN's input
-# gradient, tools/conv_sweep.py --model cnn, session 6). Fewer channels were not measured. Since session 8
+# gradient, tools/conv_sweep.py --model cnn). Fewer channels were not measured.
 # conv_direct.py takes the forward products of at most 32 output channels before this (conv.py).
 MIN_FORWARD_CHANNELS = 16
 

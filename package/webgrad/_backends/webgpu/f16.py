@@ -37,7 +37,7 @@ CASTS = {(float16, float32): Kernel(SHADER, "h_from_f", _CAST_LAYOUT),
          (float16, float16): Kernel(SHADER, "h_from_h", _CAST_LAYOUT)}
 # Both contiguous, with offsets and size multiples of 4: four elements a thread through vec4 views. H200, ResNet-18's
 # replayed autocast step: the 33 weight casts took 285 us and the 34 casts of their gradients back 235 us with the
-# strided kernels above (bench replay --amp --each, /work/.device/2 of session 13).
+# strided kernels above (bench replay --amp --each).
 CONTIGUOUS_CASTS = {(float16, float32): Kernel(SHADER, "h_from_f4", _CAST_LAYOUT),
                     (float32, float16): Kernel(SHADER, "f_from_h4", _CAST_LAYOUT),
                     (float16, float16): Kernel(SHADER, "h_from_h4", _CAST_LAYOUT)}

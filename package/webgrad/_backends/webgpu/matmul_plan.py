@@ -77,7 +77,7 @@ BIG_W_MIN_TILES = 256
 BIG_W_MIN_K = 512
 # The wide plan (a side of at most 128, split 8 ways: see choose_config) runs as 128x128w16. H200, one call
 # (`bench kernels --sizes --shapes 1,128,4096,4096,0,0 1,128,4096,4096,0,1 1,128,4096,3072,0,1 --configs
-# 128x128 128x128w16 128x128w`, log /work/.device/2 of session 7), TFLOP/s as 128x128 / 128x128w16 /
+# 128x128 128x128w16 128x128w`, log), TFLOP/s as 128x128 / 128x128w16 /
 # 128x128w, all split 8 ways: 128x4096 @ 4096x4096 NN 26.9 / 29.3 / 26.0, NT 26.3 / 28.0 / 25.9,
 # 128x4096 @ 3072 NT 25.8 / 27.2 / 25.4. The wide MLP's step (bench scale, same call, alternating):
 # 117.3k and 119.5k samples/s as 128x128, 122.2k and 123.0k as 128x128w16; peak memory the same.
@@ -85,12 +85,12 @@ WIDE_TWIN = "128x128w16"
 # A weight gradient X^T @ dY over a batch of 128 to 511 rows (TN, a short K) with 128x128 tiles enough to fill
 # the GPU takes the BK = 16 twin too: the wide MLP's at batch 128 (H200, `bench kernels --sizes --shapes
 # 1,4096,4096,128,1,0 1,4096,3072,128,1,0 --configs 64x128 128x64 128x128 128x128w 128x128w16 64x128w
-# 64x128w16`, session 7, /work/.device/12): [4096, 4096] 145.1 us as 64x128 (the plan's), 144.1 as 128x128w,
+# 64x128w16`): [4096, 4096] 145.1 us as 64x128 (the plan's), 144.1 as 128x128w,
 # 132.7 as 128x128w16; [4096, 3072] 110.2, 109.5, 100.7 us. Other short-K products were not measured.
 SHORT_K_TWIN_MIN = 128
 # Tiles past a browser's default 16 KiB of workgroup memory lost on the H200 (fewer workgroups per SM), so
 # every configuration stays within it. `bench kernels --sizes 4096 --trans --configs 128x128w 128x128w16
-# 16,16,8,8,16 16,16,8,8,16,w 16,16,8,8,32,w,nbuf1 16,8,8,8,16,w` (session 7, /work/.device/1), 4096^3
+# 16,16,8,8,16 16,16,8,8,16,w 16,16,8,8,32,w,nbuf1 16,8,8,8,16,w`, 4096^3
 # NN TFLOP/s: 37.4 as 128x128w, 35.4 as 128x128w16; 28.1 double-buffered at BK = 16 (32 KiB, swizzled or
 # not), 31.2 at BK = 32 in one buffer (32 KiB), 27.8 as 64x128 double-buffered at BK = 16 (24 KiB).
 

@@ -137,13 +137,13 @@ class CapturePool:
     Memory planning, online: a recorded step's intermediates live in the graph's buffers for good, so each
     buffer the capture adds is held by every replay. A request therefore takes a free buffer of its size
     class before it makes one: first among those freed earlier in the capture, then among the pool's free
-    ones (the eager warm-up step's). Of its class only (FIT_CLASSES = 1). Until session 22 a larger one was
-    taken too, up to twice the request's class: in a graph that nothing replaced that held less (ResNet-18's
-    recorded step at batch 128: 934.1 MiB at its peak, the least of the bounds 1, 1.5, 2, 4 and none tried).
-    But a storage that outlives the step then kept the larger buffer: the gradients a first recording made took
-    77 MiB instead of 47, and those are alive while the step is recorded again, planned (below), whose peak was
-    then 864.6 MiB instead of 842.4 (lavapipe, GPU kernel variants). A first recording is now either replaced by
-    a planned one or holds within 1/REPLAN_SHARE of what the plan would.
+    ones (the eager warm-up step's). Of its class only (FIT_CLASSES = 1). Taking larger ones too, up to twice the
+    request's class, made a graph that nothing replaced hold less (ResNet-18's recorded step at batch 128: 934.1
+    MiB at its peak, the least of the bounds 1, 1.5, 2, 4 and none tried); but a storage that outlives the step
+    then keeps the larger buffer: the gradients a first recording made took 77 MiB instead of 47, and those are
+    alive while the step is recorded again, planned (below), whose peak was then 864.6 MiB instead of 842.4
+    (lavapipe, GPU kernel variants). A first recording is either replaced by a planned one or holds within
+    1/REPLAN_SHARE of what the plan would.
 
     Planned: given a `plan` (memory_plan.BufferPlan, made from `events` of an earlier recording of the same
     step; see memory_plan), the k-th request takes the plan's buffer for it, made at its first use, as long

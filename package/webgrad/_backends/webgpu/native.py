@@ -59,7 +59,7 @@ def _chosen_adapter(wgpu):
 # shader, to measure what they cost (bench replay, bench kernels): "all" (the default: wgpu-py's own
 # create_shader_module), "bounds" (index clamps only), "loops" (loop bounding only) or "none". Measurement only:
 # without the clamps an index past a workgroup or private array is undefined behaviour, and webgrad's kernels are
-# meant to keep theirs in range but nothing would catch a mistake. H200, session 17 (/work/.device/1-3): ResNet-18's
+# meant to keep theirs in range but nothing would catch a mistake. H200: ResNet-18's
 # replayed step (bench replay) 10,184 us of GPU span with all, 10,018 bounds, 9,883 loops, 9,561 none; matmul
 # 4096^3 (bench kernels) 37.5 TFLOP/s with all, 40.9 none. Dawn's alike switch, its toggle disable_robustness
 # (tools/bench_dawn.py --profile --also 'enable-dawn-features=disable_robustness'), took the span 10,377 -> 9,728.

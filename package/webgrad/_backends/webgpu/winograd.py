@@ -103,12 +103,12 @@ def points(tile):
 
 # Both channel counts at least this, the weight gradient's too. With F(4x4) on ResNet-18's first stage (64
 # channels, 32x32 maps, batch 128) its weight gradients here rather than on conv_gemm took a replayed step's
-# GPU span from 13,602 to 13,162 us (bench replay, H200, /work/.device/4 of session 10); with F(2x2) only from
-# 128 channels paid (14,720 us against 14,829 and 14,853 from 64; /work/.device/14 of session 9).
+# GPU span from 13,602 to 13,162 us (bench replay, H200); with F(2x2) only from
+# 128 channels paid (14,720 us against 14,829 and 14,853 from 64).
 MIN_CHANNELS = 64
 # Bytes of V (and of M) per chunk of images: the "winograd-in" and "winograd-out" scratches' size. H200, ResNet-18
-# at batch 128 with F(4x4) where the plane is 8x8 or more (session 10): a replayed step's GPU span 13,160 us at
-# 16 MiB, 12,832 at 20, 12,609 at 24 (bench replay, /work/.device/5); bench scale (all three models, as in the
+# at batch 128 with F(4x4) where the plane is 8x8 or more: a replayed step's GPU span 13,160 us at
+# 16 MiB, 12,832 at 20, 12,609 at 24 (bench replay); bench scale (all three models, as in the
 # README) 9,482 samples/s and a peak of 932.8 MiB at 20 (1.29x PyTorch's 722.6), 9,622 and 940.8 (1.30x) at 24.
 WORKSPACE = int(os.environ.get("WEBGRAD_WINOGRAD_MIB") or 20) << 20
 # WEBGRAD_WINOGRAD=0 turns these kernels off (conv.py then takes conv_gemm.py, as before them).
@@ -116,15 +116,15 @@ FORCED = {"off": os.environ.get("WEBGRAD_WINOGRAD") == "0"}
 # The tile of a convolution whose output plane is at least F4_MIN_PLANE on both sides: F(4x4, 3x3) (fewer
 # products and smaller V and M; its transforms round); smaller planes take F(2x2, 3x3). WEBGRAD_WINOGRAD_TILE=2
 # or 4 forces one tile for every plane (TILE["size"]). H200, ResNet-18 at batch 128, a replayed step's GPU span
-# (bench replay; /work/.device/2 and 3 of session 10): F(2x2) everywhere 14,724 us (the hand-written F(2x2)
+# (bench replay): F(2x2) everywhere 14,724 us (the hand-written F(2x2)
 # kernels before it 14,760), F(4x4) everywhere 13,615. On the 4x4 planes of the last stage F(4x4)'s products
 # ([512, 512] @ [512, 128 tiles], 36 of them) ran no faster than F(2x2)'s (16 of [512, 512] @ [512, 512]: 897
-# against 887 us) and its U is 2.25 times F(2x2)'s (37.7 MB for 512 channels), hence F4_MIN_PLANE 8 until
-# session 22. Then the products' tiles below (BIG_PRODUCT_MIN_FILL) made them faster, and a recorded step's
+# against 887 us) and its U is 2.25 times F(2x2)'s (37.7 MB for 512 channels), hence F4_MIN_PLANE was 8 at
+# first. Then the products' tiles below (BIG_PRODUCT_MIN_FILL) made them faster, and a recorded step's
 # memory plan (memory_plan.py) took the larger scratches without raising its peak. H200, ResNet-18 at batch 128:
 # with 128x128w16 tiles, bench scale 12,647 samples/s against 12,484 at 8, peak 845.4 MiB either way (964.9
-# and 940.9 before the plan; /work/devlogs22/1); with BIG_PRODUCT_MIN_FILL, a replayed step's GPU span 9,662 us
-# against 10,006 (bench replay) and bench scale 12,900 samples/s against 12,495 (/work/devlogs22/2).
+# and 940.9 before the plan); with BIG_PRODUCT_MIN_FILL, a replayed step's GPU span 9,662 us
+# against 10,006 (bench replay) and bench scale 12,900 samples/s against 12,495.
 F4_MIN_PLANE = int(os.environ.get("WEBGRAD_WINOGRAD_F4_PLANE") or 4)
 TILE = {"size": int(os.environ.get("WEBGRAD_WINOGRAD_TILE") or 0) or None}
 
@@ -148,7 +148,7 @@ def rows(tile, width, offset, px=1):
     """Whether F(tile x tile)'s transform of an image (or of dY, or into the output) with rows `width` wide at
     element `offset` takes the row variant: a row's 4 pixels in one load or store. F(4x4) where the rows and
     the offset are multiples of 4 and the padding on the left is 1 (the input patch's middle columns aligned).
-    ResNet-18 at batch 128 (H200, bench replay --each, /work/.device/2 and 3 of session 11), us per kernel, as
+    ResNet-18 at batch 128 (H200, bench replay --each), us per kernel, as
     written before -> rows: wino_output on 32x32 maps 657 -> 366, on 16x16 282 -> 156; wino_input 776 -> 744 and
     314 -> 293; wino_grad_output 208 -> 202. A replayed step's GPU span 12,159 -> 11,493 us."""
     return tile == 4 and width % 4 == 0 and offset % 4 == 0 and px == 1
@@ -190,7 +190,7 @@ def images_per_chunk(N, C, O, tiles_per_image, xi, product=None):
     waves (product_waves), then the fewest chunks, then the most images (counts whose chunks all have 8x8
     register tiles); else the most images. (Chunks as even
     as they go, regardless of waves, ran slower: ResNet-18's 256-channel products at 2 x 64 images took 921 us
-    against 691 + 188 for 113 + 15; bench replay --each, /work/.device/2 and 3 of session 10.)"""
+    against 691 + 188 for 113 + 15; bench replay --each.)"""
     most = max(1, min(N, WORKSPACE // (xi * max(C, O) * tiles_per_image * 4)))
     if product is None or product_waves(product(most * tiles_per_image)) is None:
         return most
@@ -207,11 +207,11 @@ def images_per_chunk(N, C, O, tiles_per_image, xi, product=None):
 # takes about two waves' time. RESIDENT_THREADS: threads of 8x8-register-tile workgroups an H100 or H200 holds
 # at once (132 SMs, 512 such threads each: registers bound them), 528 workgroups of 64x128 tiles, 264 of
 # 128x128w16. WebGPU tells no SM count; on other GPUs the chunks stay within WORKSPACE, only less well sized.
-# H200, bench kernels (/work/.device/1 of session 11), us per product and per image of it: ResNet-18's first stage
+# H200, bench kernels, us per product and per image of it: ResNet-18's first stage
 # (F(4x4), 64 channels, 32x32 maps: 64 tiles an image, 64x128 tiles) 23.8 us for 28 images (504 workgroups,
 # 0.85 us an image), 30.9 for 29 (540 workgroups, 1.07), 35.4 for 35 (1.01); its second (128 channels, 16x16,
 # 128x128w16 tiles) 37.7 us for 56 images (252 workgroups, 0.67 us an image), 55.1 for 57 (288, 0.97), 58.0
-# for 71 (0.82). A replayed step's GPU span (bench replay, /work/.device/3 of session 11): 11,620 us with chunks
+# for 71 (0.82). A replayed step's GPU span (bench replay): 11,620 us with chunks
 # of the most images, 11,493 and 11,529 in waves (ResNet-18's first stage in chunks of 28 images, not 35, its
 # second of 56, not 71).
 RESIDENT_THREADS = 132 * 512
@@ -263,15 +263,15 @@ def plan(N, C, H, W, O, OH, OW, pad, x_off, w_off, out_off, has_bias=False, bias
 
 
 # The products M[xi] = U[xi] [O, C] @ V[xi] [C, T] of at least BIG_PRODUCT on every side take 128x128w16 tiles.
-# H200, bench kernels (/work/.device/7 of session 9), us against matmul_plan's choice: 16x128x4096 @ K = 128
+# H200, bench kernels, us against matmul_plan's choice: 16x128x4096 @ K = 128
 # 76.2 (85.0 as 64x128), 16x256x2048 @ 256 142.8 (160.6 as 64x128), 16x512x512 @ 512 143.8 (157.0 as 128x128);
 # 16x64x8192 @ 64 keeps 64x128 (47.9; 75.6 as 128x128w16).
 # Where those tiles take more than one wave (product_waves), 64x128w16 tiles ran faster: H200, bench kernels
-# (/work/.device/2 of session 12), us per product as 128x128w16 / 64x128w16: 36x256x512 @ K = 256 (the third stage,
+# (bench kernels), us per product as 128x128w16 / 64x128w16: 36x256x512 @ K = 256 (the third stage,
 # 288 workgroups of 128x128) 110.3 / 97.3; in one wave 36x128x896 @ 128 37.6 / 48.9, 16x512x512 @ 512 143.2 / 167.8.
 # And where they fill less than BIG_PRODUCT_MIN_FILL of one wave: the last stage's F(4x4) products on 4x4 planes,
 # 36x512x128 @ K = 512 (144 workgroups of 128x128, 0.55 of a wave), ran at 16.7 TFLOP/s as 128x128w16 and 21.4
-# as 64x128w16 (bench kernels --shapes 36,512,128,512, /work/devlogs21/5).
+# as 64x128w16 (bench kernels --shapes 36,512,128,512).
 BIG_PRODUCT = 128
 BIG_PRODUCT_CONFIG = "128x128w16"
 BIG_PRODUCT_PAST_A_WAVE = "64x128w16"
@@ -292,18 +292,18 @@ def _product(O, C, T, xi, matmul_profile):
 
 # The weight gradient's products dU[xi] = D[xi] [O, T] @ V[xi]ᵀ have a small output and a long K: tiles by the
 # narrower channel count, their K split to about WGRAD_WORKGROUPS[config] workgroups. H200, bench kernels
-# (/work/.device/3 of session 9), us per product against matmul_plan's own choice: 16x64x64 @ K = 8192 67.5 as
+# (bench kernels), us per product against matmul_plan's own choice: 16x64x64 @ K = 8192 67.5 as
 # 64x32k2 split 16 ways (104.9 as 32x32k4 split 9); 16x256x256 @ 2048 157.0 as 128x128w16 split 4 (280.8 as
 # 64x128 unsplit); 16x128x128 @ 4096 88.1 as 64x128 split 8 (the same).
 # With F(4x4) (36 points) the 64x128 tiles take 128 and 256 channels, split into pieces of WGRAD_SPLIT_K tiles of
-# K: bench kernels (/work/.device/12 of session 11), us per product, 36x128x128 @ K = 1136 69.5 split 3 ways (the
+# K: bench kernels, us per product, 36x128x128 @ K = 1136 69.5 split 3 ways (the
 # former rule), 59.4 split 7; 36x256x256 @ 512 148.7 as 128x128w16 unsplit (the former rule), 113.2 as 64x128
 # split 3 (and 5); 16x512x512 @ 512 keeps 128x128w16 unsplit (150.1; 184.1 as 64x128); 36x64x64 @ 2240 43.8 as
 # 64x32k2 split 7 (40.8 as 64x64 split 10: not taken).
 WGRAD_CONFIGS = ((128, "64x32k2"), (512, "64x128"), (None, "128x128w16"))  # (narrower side below, config)
 WGRAD_WORKGROUPS = {"64x32k2": 512, "128x128w16": 256}
 WGRAD_SPLIT_K = {"64x128": 160}
-# {"on": False}: split weight-gradient products reduce each chunk's partials into "winograd-u" (before session 12)
+# {"on": False}: split weight-gradient products reduce each chunk's partials into "winograd-u" (the path before the slabs)
 SPLIT_SLABS = {"on": os.environ.get("WEBGRAD_WINOGRAD_SLABS") != "0"}
 
 
@@ -338,7 +338,7 @@ def plan_wgrad(N, C, H, W, O, OH, OW, pad, x_off, grad_off, out_off, matmul_prof
     dW's element type; tile as plan's.
     Where a chunk's product splits its K across workgroups, no reduction runs: every chunk's product writes
     its slabs ([splits][xi][O][C], unsplit: one) one after another into the split-K scratch, and the weight
-    dispatch sums them all. H200, ResNet-18 at batch 128 (bench replay, /work/.device/10 of session 12): 25
+    dispatch sums them all. H200, ResNet-18 at batch 128 (bench replay): 25
     dispatches fewer (611 -> 586), a replayed step's GPU span 10,601 -> 10,576 and 10,581 us; bench scale's peak
     the same (948.8 MiB): the slabs fit in the split-K scratch the conv_gemm products had grown already."""
     py, px = pad

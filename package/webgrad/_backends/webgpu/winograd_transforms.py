@@ -6,7 +6,7 @@ and the filter g as Y = A^T [(G g G^T) * (B^T d B)] A (Lavin and Gray, "Fast Alg
 Neural Networks", 2015). Every step of the shader is such a product X -> M X M^T with one matrix M (B^T, G,
 A^T, or for the weight gradient A and G^T) on both sides: `sandwich` writes it out as WGSL `let` lines, each
 a sum of at most a row's nonzero terms. Written out, the transforms live in registers; the same steps as loops
-over function-local arrays ran 1.2-2.4x slower on the H200 (bench replay --each, /work/.device/1 of session 10).
+over function-local arrays ran 1.2-2.4x slower on the H200 (bench replay --each).
 """
 
 import functools
