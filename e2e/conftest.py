@@ -26,7 +26,7 @@ from tools import bootstrap
 
 ARTIFACTS = bootstrap.ROOT / "artifacts"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost"}
-# Verified recipe (shared/ENVIRONMENT.md): without the background-networking flags Chromium keeps
+# without the background-networking flags Chromium keeps
 # trying to reach the internet; the last two enable WebGPU on SwiftShader's Vulkan.
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -1,4 +1,4 @@
-// GradScaler's unscale (the Python side is backends/webgpu/amp.py): grad *= inv_scale in place, and the
+// GradScaler's unscale (the Python side is _backends/webgpu/amp.py): grad *= inv_scale in place, and the
 // found-inf flag (a float32 0-d tensor, 0 or 1) set where any gradient element, before unscaling, is inf
 // or NaN, as PyTorch's _amp_foreach_non_finite_check_and_unscale_. unscale_check6 takes up to six gradients
 // per dispatch; the flag is written with an atomic max of 1.0's bits (the float32 0/1 read back as is).

@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 //! include "random_stream.wgsl"
-// Fused scaled dot-product attention, flash-attention style (the Python side is backends/webgpu/attention.py):
+// Fused scaled dot-product attention, flash-attention style (the Python side is _backends/webgpu/attention.py):
 //   attention_forward   out = softmax(q k^T * scale + mask) v per (batch, head), dropout on the weights, and
 //                       each row's log-sum-exp (lse) of the scores for the backward
 //   attention_dq        grad_q, recomputing the weights from lse; it also leaves D = rowsum(grad * out)

@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 //! include "random_stream.wgsl"
-// Data augmentation on image batches [N, C, H, W] (the Python side is backends/webgpu/augment.py; the
-// semantics, and the CPU reference, are in backends/interface.py and backends/cpu.py):
+// Data augmentation on image batches [N, C, H, W] (the Python side is _backends/webgpu/augment.py; the
+// semantics, and the CPU reference, are in _backends/kernels.py and _backends/cpu/augment.py):
 //   crop_flip   a random crop of the padded image, then a random horizontal flip, drawn per sample
 //   affine      out = x * scale[c] + shift[c] in float32, from uint8 or float32, NCHW or NHWC
 // Random parameters come from the counter-based stream of random.wgsl (same hash, same counters), so a

@@ -1,5 +1,5 @@
 //! include "common.wgsl"
-// Batch normalisation, forward and backward (the Python side is backends/webgpu/batch_norm.py).
+// Batch normalisation, forward and backward (the Python side is _backends/webgpu/batch_norm.py).
 //
 // x, out, grad are contiguous [N, C, S] (S the spatial positions) of element type XT, float32 or float16
 // (batch_norm.py splices ELEMENT_TYPES: typed.py element_types): float16 activations are read into f32 and

@@ -2,7 +2,7 @@
 //! include "errors.wgsl"
 // check_finite: report a NaN or an infinity among n float32 values in the error word (errors.wgsl), so
 // the host learns it at its next read-back, with no sync of its own. The Python side is
-// backends/webgpu/check.py; webgrad.replayable(check_finite=...) checks each step's loss with it.
+// _backends/webgpu/check.py; webgrad.replayable(check_finite=...) checks each step's loss with it.
 
 struct Params {
     n: u32,

@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 // Convolution helpers and 2-D pooling over contiguous NCHW float32 images (the Python side is
-// backends/webgpu/conv.py). One thread per output element; the gradient kernels gather (each thread
+// _backends/webgpu/conv.py). One thread per output element; the gradient kernels gather (each thread
 // sums what reaches its pixel, deterministic) except max_pool2d_backward, whose signature has no
 // window geometry: it scatters each gradient to its argmax with atomic adds into a zeroed output.
 //

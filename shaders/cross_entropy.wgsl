@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
 // Softmax cross-entropy over wide rows (a language model's vocabulary: 50,257 logits a row), the Python side
-// being backends/webgpu/softmax_loss.py:
+// being _backends/webgpu/softmax_loss.py:
 //   cross_entropy_online        each row's loss in ONE pass over its logits: a running (max, sum of exp) merged
 //                               online, with the target's logit and (for label smoothing) the row's sum; each
 //                               row's log-sum-exp saved (LSE) for the backward

@@ -1,7 +1,7 @@
 //! include "random_stream.wgsl"
 // Dropout in one pass: out[i] = x[i] * scale where u(offset + i) >= p, else 0 (u: random.wgsl's uniform of the
 // counter-based stream; scale = 1 / (1 - p)). The mask is drawn, never stored: the backward is the same kernel
-// on the gradient with the same seed and offset. The Python side is backends/webgpu/dropout.py; seed and offset
+// on the gradient with the same seed and offset. The Python side is _backends/webgpu/dropout.py; seed and offset
 // may be dynamic scalars, so that a replayed step draws anew.
 
 struct Params {

@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 // Elementwise kernels: out[i] = f(in0[i], in1[i], in2[i], a, b) over strided views of one shape.
 //
-// Entry points (the Python side is backends/webgpu/elementwise.py):
+// Entry points (the Python side is _backends/webgpu/elementwise.py):
 //   unary           out = op(in0, a, b)                     OP in the OP_* codes
 //   unary_to_u8     the same, out a uint8 view (bytes packed four per word, written with atomics)
 //   unary_backward  out = in0 * op'(x = in1, y = in2, a, b)  OP in the BW_* codes

@@ -1,5 +1,5 @@
 // The backward of index_select (an embedding's gradient): out[o, j, i] = the sum of grad[o, k, i] over the k with
-// index[k] == j, every element of out written. The Python side is backends/webgpu/embedding.py.
+// index[k] == j, every element of out written. The Python side is _backends/webgpu/embedding.py.
 //   link       a thread per index k: k joins the list of its row j (heads[j], the host filled with -1, becomes k,
 //              next[k] the head before it: one integer atomic exchange per index, no float atomics)
 //   sum_rows   a thread per element (sum_rows4: per vec4) of out: the sum of its row's list, 0 for a row no index

@@ -1,4 +1,4 @@
-// The runtime's error word (backends/webgpu/runtime.py, Runtime.error_code): a kernel cannot raise,
+// The runtime's error word (_backends/webgpu/runtime.py, Runtime.error_code): a kernel cannot raise,
 // so one that meets a bad value (an index out of range, a non-finite norm) records it here and the host
 // raises at its next read-back. Pulled in with `//! include "errors.wgsl"`; the including shader
 // declares the binding itself (its number differs per shader):

@@ -1,4 +1,4 @@
-// float16 kernels (the Python side is backends/webgpu/f16.py, which puts `enable f16;` in front: the
+// float16 kernels (the Python side is _backends/webgpu/f16.py, which puts `enable f16;` in front: the
 // module needs the adapter's optional shader-f16 feature). Storage is array<f16>: two bytes an element,
 // each element addressable on its own (a u32-packed store would need atomics to write one half).
 //

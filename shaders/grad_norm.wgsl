@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
-// clip_grad_norm_ on WebGPU (the Python side is backends/webgpu/grad_norm.py): the total p-norm of
+// clip_grad_norm_ on WebGPU (the Python side is _backends/webgpu/grad_norm.py): the total p-norm of
 // every gradient, and their scaling by min(max_norm / (norm + 1e-6), 1), without any read-back.
 //
 // A dispatch binds up to GRADS gradient buffers (WGSL cannot index bindings, and WebGPU guarantees only

@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
-// Indexing along the middle axis of [outer, size, inner] (the Python side is backends/webgpu/index.py):
+// Indexing along the middle axis of [outer, size, inner] (the Python side is _backends/webgpu/index.py):
 //   index_select           out[o, k, i] = x[o, index[k], i]
 //   gather                 out[o, k, i] = x[o, index[o, k, i], i]
 //   gather_add             out[o, index[o, k, i], i] += grad[o, k, i]  (backward of gather)

@@ -1,5 +1,5 @@
 // Layer normalisation over the rows of a contiguous float32 [rows, cols] (the Python side is
-// backends/webgpu/layer_norm.py):
+// _backends/webgpu/layer_norm.py):
 //   layer_norm                 out = (x - mean) * rstd * w + b, and save[row] = (mean, rstd)
 //   layer_norm_backward        grad_input = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), and per chunk of
 //                              rows the partial sums of g * xhat and g over its rows (stage 1 of grad_weight

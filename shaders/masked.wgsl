@@ -2,7 +2,7 @@
 // masked_fill: out = mask ? a : in0, over strided views of one shape (in1 the bool mask; the value is the
 // scalar a, inline or a dynamic scalar). It shares elementwise.wgsl's walker, operands and Params, so that
 // elementwise.py's launcher serves it: one pass, whatever the broadcast of the mask (the Python side is
-// backends/webgpu/masked.py).
+// _backends/webgpu/masked.py).
 
 @compute @workgroup_size(WORKGROUP)
 fn masked_fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {

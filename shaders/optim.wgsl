@@ -1,5 +1,5 @@
 // Fused optimizer updates, in place (PyTorch's single-tensor SGD, Adam/AdamW and RMSprop, as
-// backends/device.py specifies). The Python side is backends/webgpu/optim.py.
+// _backends/kernels.py specifies). The Python side is _backends/webgpu/optim.py.
 //
 // Every hyperparameter is read from the dynamic-scalar buffer (`scalars`) at a slot the uniform
 // names: values that change between steps (lr, step, SGD's first-step flag) can then be updated

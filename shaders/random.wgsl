@@ -1,8 +1,8 @@
 //! include "common.wgsl"
 //! include "random_stream.wgsl"
-// Counter-based random numbers, bit-for-bit the stream device.py specifies (the CPU backend draws the
+// Counter-based random numbers, bit-for-bit the stream _backends/kernels.py specifies (kernels.random) (the CPU backend draws the
 // same): for element i, c = offset + i, k = h(seed), bits(j) = h(h(j ^ k) + k), h = lowbias32.
-// The Python side is backends/webgpu/rng.py. Seed and offset may come from dynamic scalars, so a
+// The Python side is _backends/webgpu/rng.py. Seed and offset may come from dynamic scalars, so a
 // replayed graph draws new numbers each time.
 
 override DIST: u32 = 0u;        // RNG_UNIFORM, RNG_NORMAL or RNG_RANDINT (rng.py)

@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 //! include "int64.wgsl"
 // Reductions over the middle axis of a contiguous [outer, size, inner] view: out[o, i] = op over s of
-// x[o, s, i]. The Python side is backends/webgpu/reduce.py.
+// x[o, s, i]. The Python side is _backends/webgpu/reduce.py.
 //
 // Work split: a workgroup of 256 threads serves `lanes` outputs side by side, 256 / lanes threads
 // each (lane = lid % lanes, thread-in-lane t = lid / lanes). Consecutive lanes are consecutive

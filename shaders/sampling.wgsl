@@ -4,7 +4,7 @@
 // multinomial (kernels.multinomial): one workgroup per row of weights, the row cut into CHUNKS chunks, one per
 // thread. The float32 sums are added in exactly the order the record specifies (each chunk from its start, then
 // the chunk totals from the first), so the CPU reference, which adds in that order too, draws the same
-// categories. The Python side is backends/webgpu/sampling.py.
+// categories. The Python side is _backends/webgpu/sampling.py.
 //   with replacement     the sums once, then the draws in parallel (thread t takes draws t, t + CHUNKS, ...)
 //   without replacement  draws one after the other: a drawn entry is marked (-1) in `scratch` (the row's copy of
 //                        the weights, where it then weighs 0) and its chunk's sum and the prefix sums are added

@@ -1,7 +1,7 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
 //! include "int64.wgsl"
-// Scatters with a reduction and stream compaction (the Python side is backends/webgpu/scatter.py).
+// Scatters with a reduction and stream compaction (the Python side is _backends/webgpu/scatter.py).
 //   link            a thread per src element (per index, ROWS): the element joins the list of the target it names
 //                   (heads[target], filled with -1 by the host, becomes its number; next[its number], the head
 //                   before it: one integer atomic exchange each, as embedding.wgsl's backward)

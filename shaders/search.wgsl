@@ -1,5 +1,5 @@
 //! include "common.wgsl"
-// Binary search and histograms (the Python side is backends/webgpu/search.py).
+// Binary search and histograms (the Python side is _backends/webgpu/search.py).
 //   searchsorted   a thread per value: a binary search of its row of `sorted`, torch's lower bound (right: upper
 //                  bound)
 //   histc_count    a thread per element: one integer atomic add to its bin's count

@@ -3,7 +3,7 @@
 // Row kernels over contiguous float32 [rows, cols]: softmax, log-softmax, their backward, and fused
 // softmax cross-entropy: its backward without a saved log-sum-exp, and its mean in one workgroup for small
 // problems (the per-row forward and the backward from a saved log-sum-exp are cross_entropy.wgsl's). The Python
-// side is backends/webgpu/softmax_loss.py.
+// side is _backends/webgpu/softmax_loss.py.
 //
 // Two forms of each kernel; softmax_loss.py picks one by adapter and shape (_thread_per_row):
 // * `<name>_rows` (CPU adapters): one thread per row, a plain loop over its columns, 64 rows per

@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 //! include "random_stream.wgsl"
-// The row softmax of hand-written attention, fused (the Python side is backends/webgpu/softmax_masked.py):
+// The row softmax of hand-written attention, fused (the Python side is _backends/webgpu/softmax_masked.py):
 //   softmax_masked           y = softmax(s) over the last dim, s = value where mask else x * scale (a GPT's
 //                            `(q @ k^T) * scale`, `masked_fill(mask, -inf)`, `softmax`); with DROPOUT also
 //                            dropped = y / (1 - p) where kept, else 0 (the `attn_dropout` that follows)

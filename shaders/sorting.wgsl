@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 // topk, sort and argsort (kernels.topk): bitonic sorts of (key, index) pairs in workgroup memory. The Python side
-// is backends/webgpu/sorting.py, which chains the entry points:
+// is _backends/webgpu/sorting.py, which chains the entry points:
 //   a row of at most TILE_MAX entries   tile_sort from x straight to the outputs (one dispatch);
 //   a longer row, k <= TILE_MAX / 2     tile_sort keeps each tile's best k as candidates, then again over the
 //                                       candidates until one tile holds them all (each pass halves the row at least);

@@ -1,6 +1,6 @@
 //! include "common.wgsl"
 //! include "errors.wgsl"
-// Value checks that cannot raise where they run: the Python side is backends/webgpu/value_checks.py.
+// Value checks that cannot raise where they run: the Python side is _backends/webgpu/value_checks.py.
 //
 // check_values: the elements of x that PyTorch refuses where it reads them (one_hot's classes outside
 // [0, num_classes), binary_cross_entropy's probabilities outside [0, 1], an integer divisor of 0) set the

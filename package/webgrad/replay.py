@@ -5,7 +5,7 @@
         loss = step(x, y)                      # after a warm-up call and a recording call (and a second
                                                # one where a memory plan pays; see below): one replay
 
-Why: from Python, every op costs tens of microseconds of FFI work (ENVIRONMENT.md) while the GPU work of
+Why: from Python, every op costs tens of microseconds of FFI work while the GPU work of
 a small model's step takes less. A replay hands the whole recorded step to the binding in one call.
 
 How: the first call runs eagerly (it creates optimizer state); the second copies its tensor arguments

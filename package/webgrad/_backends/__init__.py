@@ -1,1 +1,2 @@
-"""Backends: the device interface (device.py) and its implementations (cpu.py, webgpu/)."""
+"""Backends: the device interface (interface.py), the kernel registry (kernels.py) and the implementations
+(cpu/, webgpu/)."""

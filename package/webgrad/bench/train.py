@@ -1,6 +1,6 @@
 """Training benchmark: `python -m webgrad.bench train [--models mlp cnn] [--batch-sizes 128 1024] [--steps N]`.
 
-Training steps timed side by side in one run: the MNIST models of the reference recipe (ENVIRONMENT.md:
+Training steps timed side by side in one run: the MNIST models of the reference recipe (docs/PERFORMANCE.md:
 cross-entropy, Adam lr 1e-3, data resident on the device, loss read back every 10 steps), and with
 `--models widemlp resnet18` the CIFAR-shaped scale models (SGD lr 0.01, momentum 0.9; see
 webgrad.bench.recipes; the models are webgrad.models', the step webgrad.models.train_step):

@@ -2,7 +2,7 @@
 
 conv2d is three backend kernels: the convolution (bias included) and its input and weight gradients
 (_backends/kernels.py). The CPU backend builds them from im2col and BLAS; WebGPU multiplies with the
-matmul kernel reading the image in place (backends/webgpu/conv.py). The bias gradient is a sum of the
+matmul kernel reading the image in place (_backends/webgpu/conv.py). The bias gradient is a sum of the
 output gradient over images and positions.
 
 Pooling kernels return what their backward needs (max_pool2d: the argmax of each window), and the

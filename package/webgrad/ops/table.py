@@ -4,11 +4,11 @@ A record holds an op's name, its CPU forward and derivative (NumPy, float64), it
 derivative expressions, its integer behaviour, how it is exposed (``webgrad.f``, ``Tensor.f``,
 ``Tensor.f_``, ``nn.functional.f``, an ``nn`` Module) and how the tests exercise it. From the records:
 
-* the CPU backend (``_backends/cpu.py``) looks up ``cpu`` / ``grad_cpu`` / ``int_exact``;
+* the CPU backend (``_backends/cpu/``) looks up ``cpu`` / ``grad_cpu`` / ``int_exact``;
 * the WebGPU backend numbers the ops and splices a ``case`` per record into the ``switch`` statements
   of ``shaders/elementwise.wgsl`` when the shader is loaded (``_backends/webgpu/elementwise.py``);
 * ``ops/elementwise.py`` builds the differentiable functions (forward kernel + backward kernel);
-* ``ops/methods.py``, ``webgrad/__init__.py``, ``nn/functional.py`` and ``nn/activation.py`` expose them;
+* ``ops/api.py``, ``webgrad/__init__.py``, ``nn/functional.py`` and ``nn/activation.py`` expose them;
 * ``tests/op_cases.py`` turns every exposed record into a gradient-check, PyTorch and CPU-vs-WebGPU row.
 
 How to add an op: append a record below. That is all (see README, "How to add an op").

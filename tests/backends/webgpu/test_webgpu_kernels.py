@@ -187,7 +187,7 @@ def test_unary_int(gpu, op):
 
 
 def test_unary_int_clamp_unbounded(gpu):
-    # device.py: +-inf means "no bound". (Checked against NumPy directly: the CPU backend's int path
+    # (clamp's parameters: +-inf means "no bound".) (Checked against NumPy directly: the CPU backend's int path
     # calls int(-inf).)
     x = np.arange(-20, 21, dtype=np.int32)
     s = gpu.from_bytes(x.tobytes(), I32)

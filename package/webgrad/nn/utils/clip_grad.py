@@ -1,6 +1,6 @@
 """Gradient clipping, as torch.nn.utils.clip_grad_norm_ / clip_grad_value_.
 
-On WebGPU the norm of all gradients and their scaling are fused kernels (backends/webgpu/grad_norm.py):
+On WebGPU the norm of all gradients and their scaling are fused kernels (_backends/webgpu/grad_norm.py):
 a few dispatches for the whole model, no read-back, so clipping records into a `webgrad.replayable`
 step. Elsewhere (the CPU, float64) the same is composed from ops, as PyTorch does.
 """
