@@ -11,23 +11,56 @@ from .elementwise import copy
 from .scan import SOFTWARE_COLUMN_MAX
 from .views import INDEX, check_view, contiguous_view
 
-_VALUES = """alias T = {t};
-@group(0) @binding(0) var<storage, read_write> out: array<{t}>;
-@group(0) @binding(1) var<storage, read> x: array<{t}>;
-fn load(k: u32) -> T {{ return x[k]; }}
-fn store(k: u32, v: T) {{ out[k] = v; }}
-{combine}
+_PROD = """alias T = f32;
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+fn load(k: u32) -> T { return x[k]; }
+fn store(k: u32, v: T) { out[k] = v; }
+fn identity() -> T { return T(1); }
+fn add(a: T, b: T) -> T { return a * b; }
 """
-_PROD = "fn identity() -> T { return T(1); }\nfn add(a: T, b: T) -> T { return a * b; }"
-_LOGADDEXP = """fn identity() -> T { return bitcast<f32>(0xff800000u); }
+# Log-add-exp sums carried as (m, o): m an element of the column (exact), o the log of the sum of exp(x - m) over
+# the elements so far (small: m is taken from the larger part at each step). Differences of elements are taken before anything is
+# rounded at their magnitude, and m + o is rounded once when stored, as a sum in float64 would be (torch's CPU
+# accumulates in double; carried in one float32 at 1e4 the sums drifted by 5 ulp over 40 steps, which a
+# gradient that cancels turns into percents).
+_LOGADDEXP = """alias T = vec2<f32>;
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+fn load(k: u32) -> T { return vec2<f32>(x[k], 0.0); }
+fn store(k: u32, v: T) { out[k] = v.x + v.y; }
+fn identity() -> T { return vec2<f32>(bitcast<f32>(0xff800000u), 0.0); }
+// log(1 + exp(-d)) for d >= 0 to float32's precision: the builtin exp and log are relaxed on software adapters (a
+// few 1e-6 off). exp(-d) = 2^-n exp(r), |r| <= ln 2 / 2, by its Taylor series; log(1 + e) = 2 atanh(e / (2 + e)) by
+// its odd series (e / (2 + e) <= 1/3).
+fn log1p_exp_neg(d: f32) -> f32 {
+    if (d > 104.0) { return 0.0; }
+    let n = floor(d * 1.4426950408889634 + 0.5);
+    let r = (n * 0.693145751953125 - d) + n * 1.4286068203094173e-06;  // n ln 2 - d, ln 2 in two parts
+    let q = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666666666666666 + r * (0.041666666666666664 + r * (
+        0.008333333333333333 + r * (0.001388888888888889 + r * 0.0001984126984126984))))));
+    let e = ldexp(q, -i32(n));
+    let s = e / (2.0 + e);
+    let s2 = s * s;
+    return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0 + s2 * (1.0 / 11.0
+        + s2 * (1.0 / 13.0 + s2 * (1.0 / 15.0 + s2 * (1.0 / 17.0 + s2 / 19.0)))))))));
+}
 fn add(a: T, b: T) -> T {
-    if (is_nan(a) || is_nan(b)) { return bitcast<f32>(0x7fc00000u); }
-    if (bitcast<u32>(a) == 0xff800000u) { return b; }
-    if (bitcast<u32>(b) == 0xff800000u) { return a; }
-    let m = max(a, b);
-    if ((bitcast<u32>(m) & 0x7fffffffu) == 0x7f800000u) { return m; }
-    return m + log(1.0 + exp(-abs(a - b)));
-}"""
+    if (is_nan(a.x) || is_nan(b.x)) { return vec2<f32>(bitcast<f32>(0x7fc00000u), 0.0); }
+    if (bitcast<u32>(a.x) == 0xff800000u) { return b; }
+    if (bitcast<u32>(b.x) == 0xff800000u) { return a; }
+    if (bitcast<u32>(a.x) == 0x7f800000u || bitcast<u32>(b.x) == 0x7f800000u) {
+        return vec2<f32>(bitcast<f32>(0x7f800000u), 0.0);
+    }
+    var big = a;
+    var t = (b.x - a.x) + (b.y - a.y);  // log of b's sum over a's
+    if (t > 0.0) {
+        big = b;
+        t = -t;
+    }
+    return vec2<f32>(big.x, big.y + log1p_exp_neg(-t));
+}
+"""
 # (value, position along size): the running extreme, the later one on ties, NaN above every number. The
 # identity's position NONE marks it, so that it is neutral on both sides.
 _EXTREME = """struct Pair {{ v: {t}, k: u32 }}
@@ -62,7 +95,7 @@ def _element(op, dtype):
     t = "f32" if dtype is float32 else "i32"
     if op in ("max", "min"):
         return _HEADER + _EXTREME.format(t=t, beats=_BEATS[op, dtype is float32]), _BINDINGS + ((3, "write"),)
-    return _HEADER + _VALUES.format(t=t, combine=_PROD if op == "prod" else _LOGADDEXP), _BINDINGS
+    return _HEADER + (_PROD if op == "prod" else _LOGADDEXP), _BINDINGS
 
 
 _KERNELS = {}
