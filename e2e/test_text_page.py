@@ -110,7 +110,7 @@ def test_a_gpt_trains_on_a_dropped_text_samples_and_resumes(app_page, run_python
     page.wait_for_function("document.body.dataset.app !== 'loading'", timeout=APP_TIMEOUT_MS)
     page.wait_for_function("document.body.dataset.checkpoint === 'offered'", timeout=60_000)
     offer = page.inner_text("#checkpoint")
-    for text in ("GPT tiny", "Text", f"step {step} of 400", "AdamW, lr 0.003, batch 16, 400 steps, a sample every 100",
+    for text in ("GPT tiny", "Text (shakespeare.txt)", f"step {step} of 400", "AdamW, lr 0.003, batch 16, 400 steps, a sample every 100",
                  "on Pause", "Validation loss",
                  "It trained on shakespeare.txt, which this page does not keep: choose that text file again"):
         assert text in offer, (text, offer)
@@ -122,6 +122,7 @@ def test_a_gpt_trains_on_a_dropped_text_samples_and_resumes(app_page, run_python
     page.wait_for_function("document.body.dataset.checkpoint === 'resumed'", timeout=120_000)
     assert page.inner_text("#run-message").startswith(f"Resumed from the checkpoint of step {step} of 400")
     assert points(page) == curve and points(page, "acc-chart") == 2  # the curves as they were, then they go on
+    assert page.inner_text("#sample-text") == sample  # and the last sample
     page.wait_for_function(f"Number(document.getElementById('loss-chart').dataset.points) > {curve + 2}",
                            timeout=300_000)
     assert int(stat(page, "step").split(" / ")[0]) > step
@@ -142,7 +143,8 @@ def test_a_gpt_trains_on_a_dropped_text_samples_and_resumes(app_page, run_python
             ("empty.txt", b"", "empty.txt is empty"),
             ("photo.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8,
              "photo.txt is not a text file: it holds binary data"),
-            ("huge.txt", b"a" * (16 * 2 ** 20 + 1), "huge.txt is 16.0 MiB; the page takes texts of up to 16 MiB")):
+            ("huge.txt", b"a" * (16 * 2 ** 20 + 1),
+             "huge.txt holds 16,777,217 bytes, more than the 16 MiB (16,777,216 bytes) the page takes")):
         answer = data_answer(page, lambda: page.set_input_files(
             "#text-file", files=[{"name": name, "mimeType": "text/plain", "buffer": payload}]))
         assert answer.startswith("Not loaded, the current data (the text) stays: ") and message in answer, answer

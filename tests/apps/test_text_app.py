@@ -98,7 +98,8 @@ def test_many_distinct_characters_make_byte_tokens_and_latin1_is_read():
     (b"", "poem.txt is empty"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4, "not a text file: it holds binary data"),
     (bytes([1, 2, 3, 4, 5, 6, 7]) * 50 + b"text", "not a text file: .* control codes"),
-    (b"a" * (MAX_TEXT_BYTES + 1), r"poem.txt is 16.0 MiB; the page takes texts of up to 16.0 MiB"),
+    (b"a" * (MAX_TEXT_BYTES + 1), r"poem.txt holds 16,777,217 bytes, more than the 16 MiB \(16,777,216 bytes\) the "
+                                  "page takes"),
     (b"too short", "too short: 9 characters"),
     (b"a" * 500, "repeats one character"),
 ])
@@ -243,6 +244,7 @@ def test_resume_after_a_reload_continues_the_same_run(tmp_path):
     state = of(offer_app, "state")[0]
     assert state["resumed"]["message"].startswith("Resumed from the checkpoint of step 10 of 20")
     assert [p[0] for p in state["history"]["val_loss"]] == [10]
+    assert state["sample"]["step"] == 10 and len(state["sample"]["text"]) == train.SAMPLE_TOKENS  # shown again
     assert of(offer_app, "run-end")[-1]["outcome"] == "done"
     assert state_bytes(offer_app.model) == state_bytes(whole.model)  # the same batches, the same weights
 

@@ -62,9 +62,10 @@ function trainedOn(s) {
 }
 
 export class CheckpointView {
-  // client: the WorkerClient; charts, run, form: the page's views (a resumed run refills them).
-  constructor({ client, charts, run, form }) {
+  // client: the WorkerClient; charts, run, form, textView: the page's views (a resumed run refills them).
+  constructor({ client, charts, run, form, textView }) {
     this.client = client;
+    this.textView = textView;
     this.charts = charts;
     this.run = run;
     this.form = form;
@@ -130,7 +131,8 @@ export class CheckpointView {
 
   offer({ summary: s, where, warning }) {
     const facts = [
-      ["Model", s.model], ["Dataset", s.dataset], ["Progress", position(s)],
+      ["Model", s.model], ["Dataset", s.data?.name === "text" ? `${s.dataset} (${s.data.label})` : s.dataset],
+      ["Progress", position(s)],
       ["Saved", `${formatWhen(s.saved_at)}, ${REASONS[s.reason] || s.reason}`],
     ];
     if (s.config) facts.splice(2, 0, ["Settings", describeSettings(this.form, s.config)]);
@@ -212,6 +214,7 @@ export class CheckpointView {
     if (s.loss != null) this.run.set("loss", s.loss.toFixed(4));
     if (s.accuracy != null) this.run.accuracy(s.accuracy, m.config.test_size);
     if (s.val_loss != null) this.run.set("accuracy", s.val_loss.toFixed(4));
+    if (m.sample) this.textView.sample(m.sample); // a GPT's last sample of text
     for (const [x, y] of m.history.loss) this.charts.loss.add(x, y);
     for (const [x, y] of m.history.accuracy) this.charts.accuracy.add(x, 100 * y);
     for (const [x, y] of m.history.val_loss || []) this.charts.accuracy.add(x, y);

@@ -96,8 +96,9 @@ export class DatasetPicker {
   // here, before it is read.
   async sendText(file) {
     if (file.size > MAX_TEXT_BYTES) {
-      this.failed(`${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the page takes texts of up to ` +
-        `${MAX_TEXT_BYTES / 2 ** 20} MiB (a long book is about 1 MiB)`);
+      const n = new Intl.NumberFormat("en-US");
+      this.failed(`${file.name} holds ${n.format(file.size)} bytes, more than the ${MAX_TEXT_BYTES / 2 ** 20} MiB ` +
+        `(${n.format(MAX_TEXT_BYTES)} bytes) the page takes; a long book is about 1 MiB`);
       return;
     }
     this.status(`Reading ${file.name}…`);

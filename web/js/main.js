@@ -367,6 +367,6 @@ client.on("app:import-error", ({ message }) => fileStatus(`Import failed, the cu
 
 // Checkpoints: the Resume offer after a reload, the "saved" line, a resumed run's figures and curves. Made
 // last: its handlers run after the ones above, on views they have already reset.
-new CheckpointView({ client, charts, run, form });
+new CheckpointView({ client, charts, run, form, textView });
 
 setState("idle");

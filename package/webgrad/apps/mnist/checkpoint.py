@@ -135,6 +135,10 @@ def _check_run(state):
         isinstance(history.get(k, []), list) and all(isinstance(p, list) and len(p) == 2 and
                                                       all(_is_number(x) for x in p) for p in history.get(k, []))
         for k in ("loss", "accuracy", "val_loss"))), "history")
+    sample = state.get("sample")  # a GPT's last sample of text, shown again when the run resumes
+    need(sample is None or (isinstance(sample, dict) and _is_int(sample.get("step")) and
+                            isinstance(sample.get("prompt"), str) and isinstance(sample.get("text"), str) and
+                            _is_number(sample.get("temperature")) and _is_int(sample.get("top_k"))), "sample")
     data = state.get("data")  # what the run trained on (Data.info / TextData.info): names, a digest, counts
     need(data is None or (isinstance(data, dict) and all(
         isinstance(k, str) and (isinstance(v, str) or _is_int(v)) for k, v in data.items())), "data")

@@ -223,8 +223,8 @@ def decode_text(raw, name):
     if not raw:
         raise DataError(f"{name} is empty: choose a file with some text in it")
     if len(raw) > MAX_TEXT_BYTES:
-        raise DataError(f"{name} is {format_bytes(len(raw))}; the page takes texts of up to "
-                        f"{format_bytes(MAX_TEXT_BYTES)} (a long book is about 1 MiB)")
+        raise DataError(f"{name} holds {len(raw):,} bytes, more than the {MAX_TEXT_BYTES // 2 ** 20} MiB "
+                        f"({MAX_TEXT_BYTES:,} bytes) the page takes; a long book is about 1 MiB")
     zero = raw.find(b"\0")
     if zero >= 0:
         raise DataError(f"{name} is not a text file: it holds binary data (a zero byte at offset {zero:,}); "

@@ -47,6 +47,7 @@ class Checkpoints:
         self.store = store  # None: checkpoints are kept in memory only
         self.history = {k: [] for k in CURVES}  # the charts' curves of the current run
         self.recording = False
+        self.sample = None  # a GPT's run: its last sample of text {step, prompt, text, ...}, kept with the curves
         self.latest = None  # bytes of the current run's newest checkpoint
         self.lost = None  # why the device was lost, for the message of the run resumed after it
 
@@ -76,6 +77,8 @@ class Checkpoints:
             self.history["accuracy"].append([msg["epoch"], msg["accuracy"]])
         elif kind == "text-eval" and msg.get("source") == "train":
             self.history["val_loss"].append([msg["step"], msg["val_loss"]])
+        elif kind == "sample":
+            self.sample = {k: v for k, v in msg.items() if k != "type"}
 
     # ------------------------------------------------------------------ a run's life
     async def begin(self, run, resume):
@@ -85,6 +88,7 @@ class Checkpoints:
         if resume is None:
             await self.discard(quiet=True)
             self.history = {k: [] for k in CURVES}
+            self.sample = None
             self.recording = True
             return {}
         state, summary = resume
@@ -96,6 +100,7 @@ class Checkpoints:
             return None
         history = state.get("history") or {}
         self.history = {k: [list(p) for p in history.get(k, [])] for k in CURVES}
+        self.sample = state.get("sample")
         self.recording = True
         epoch, step = checkpoint.position(run)
         where = f"epoch {min(epoch + 1, run.cfg['epochs'])}, step {step} of {run.steps_per_epoch}"
@@ -107,7 +112,8 @@ class Checkpoints:
             text = (f"The GPU device was lost ({self.lost}). webgrad opened a new one and resumed training from the "
                     f"checkpoint of {where}.")
             self.lost = None
-        return {"resumed": dict(summary, message=text, lost=lost), "history": copy.deepcopy(self.history)}
+        return {"resumed": dict(summary, message=text, lost=lost), "history": copy.deepcopy(self.history),
+                "sample": copy.deepcopy(self.sample)}
 
     async def end(self, run, outcome):
         """Called by App._train before it reports the run's end."""
@@ -123,6 +129,7 @@ class Checkpoints:
         training goes on."""
         try:
             state, summary = checkpoint.capture(run, self.history, reason, _names(run.cfg))
+            state["sample"] = self.sample
             data = checkpoint.pack(state, summary)
         except Exception as e:
             if self.app.lost:
