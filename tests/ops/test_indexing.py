@@ -106,3 +106,18 @@ def test_basic_indexing_of_a_strided_view_sends_the_gradient_to_the_right_elemen
     t = torch.tensor(data, requires_grad=True)
     (select(t) * torch.arange(1.0, 1.0 + select(t).numel()).reshape(select(t).shape)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+def test_list_indices_are_read_on_the_host_without_a_tensor_on_the_default_device(monkeypatch):
+    # In Pyodide the default device is the CPU, which has no NumPy there: x[:, [-1]] on a WebGPU tensor (a GPT's
+    # last position) must not make a tensor anywhere but on x's device
+    import webgrad.ops.shape as shape
+
+    made = []
+    real = shape.tensor
+    monkeypatch.setattr(shape, "tensor", lambda *a, **k: (made.append(k.get("device")), real(*a, **k))[1])
+    x = wg.arange(12.0).reshape(3, 4)
+    assert x[:, [-1]].tolist() == [[3.0], [7.0], [11.0]]
+    assert made and all(d is not None for d in made)
+    with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+        x[[0.5]]

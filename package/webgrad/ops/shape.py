@@ -341,7 +341,7 @@ def _index_tensor(i, device):
     integer (or bool) tensors; tensors move to the indexed tensor's device."""
     if isinstance(i, range):
         i = list(i)
-    if isinstance(i, Tensor) and i.dtype.is_floating or not isinstance(i, Tensor) and tensor(i).dtype.is_floating:
+    if isinstance(i, Tensor) and i.dtype.is_floating or not isinstance(i, Tensor) and _float_data(i):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     on_host = not isinstance(i, Tensor) or (i.device.type == "cpu" and i.device != device)
     try:
@@ -358,6 +358,15 @@ def _index_tensor(i, device):
     host.host_values = i.reshape(-1).tolist() if isinstance(i, Tensor) else \
         list(_flatten([i.tolist() if hasattr(i, "tolist") else i]))
     return host
+
+
+def _float_data(i):
+    """Whether a list, tuple or NumPy array index holds floats (read on the host: no tensor is made, so no
+    device is touched; in Pyodide the default CPU device has no NumPy)."""
+    kind = getattr(getattr(i, "dtype", None), "kind", None)
+    if kind is not None:
+        return kind == "f"
+    return any(isinstance(v, float) for v in _flatten([i]))
 
 
 def _mask_indices(mask, shape, dim):
