@@ -4,6 +4,8 @@ and PyTorch's warnings."""
 import pickle
 import warnings
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -244,3 +246,33 @@ def test_argument_errors():
     rms = wg.optim.RMSprop([wg.zeros(1, requires_grad=True)])
     s.OneCycleLR(rms, max_lr=0.1, total_steps=4)  # RMSprop has "momentum": cycled like SGD's
     assert rms.param_groups[0]["momentum"] == 0.95
+
+
+_MORE = {
+    "LambdaLR": lambda L, o: L.optim.lr_scheduler.LambdaLR(o, lambda e: 0.95 ** e),
+    "LambdaLR per group": lambda L, o: L.optim.lr_scheduler.LambdaLR(o, [lambda e: 0.9 ** e, lambda e: 1 / (1 + e)]),
+    "MultiplicativeLR": lambda L, o: L.optim.lr_scheduler.MultiplicativeLR(o, lambda e: 0.9),
+    "ConstantLR": lambda L, o: L.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=4),
+    "PolynomialLR": lambda L, o: L.optim.lr_scheduler.PolynomialLR(o, total_iters=10, power=2.0),
+    "CosineAnnealingWarmRestarts": lambda L, o: L.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=2,
+                                                                                                eta_min=0.01),
+    "ChainedScheduler": lambda L, o: L.optim.lr_scheduler.ChainedScheduler(
+        [L.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=3), L.optim.lr_scheduler.ExponentialLR(o, 0.9)]),
+}
+
+
+@pytest.mark.parametrize("name", list(_MORE))
+def test_more_schedulers_follow_torch(name):
+    def lrs(lib):
+        opt = lib.optim.SGD([{"params": [lib.nn.Parameter(lib.zeros(1))]},
+                             {"params": [lib.nn.Parameter(lib.zeros(1))], "lr": 0.5}], lr=0.1, momentum=0.9)
+        sched = _MORE[name](lib, opt)
+        out = []
+        for _ in range(25):
+            opt.step()
+            sched.step()
+            out.append([g["lr"] for g in opt.param_groups])
+        return out
+    import torch
+    import webgrad
+    np.testing.assert_allclose(lrs(webgrad), lrs(torch), rtol=1e-12, atol=1e-15)
