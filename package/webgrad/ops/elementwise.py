@@ -163,7 +163,7 @@ def function(name):
     if fn is None or fn.__record__ is not op:
         fn = _unary_function(op) if op.kind == "unary" else _binary_function(op)
         fn.__record__ = op
-        _functions[name] = fn
+        _functions[name] = table.FUNCTIONS[name] = fn
     return fn
 
 
