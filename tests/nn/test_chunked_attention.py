@@ -226,8 +226,9 @@ def test_a_recorded_step_replays_with_fresh_dropout_draws(monkeypatch):
 
 
 def test_the_rule(monkeypatch):
-    """choose(): the CPU and software adapters take the fused kernels; a GPU adapter the chunked products from
-    CHUNKED_MIN_SEQ tokens on each side; FORCE overrides. eligible(): what the chunked path can take."""
+    """choose(): the CPU takes the fused kernels; WebGPU the chunked products from CHUNKED_MIN_KEYS keys on (a
+    decode step's single query too), the fused kernels below; FORCE overrides. eligible(): what the chunked path
+    can take."""
     monkeypatch.setattr(ac, "FORCE", None)
     long = [wg.randn(1, 2, 128, 8) for _ in range(3)]
     assert ac.choose(*long) == "fused"
@@ -240,26 +241,18 @@ def test_the_rule(monkeypatch):
     assert not ac.eligible(*long, None)
     if "webgpu" not in DEVICES:
         return
-    from webgrad._backends.webgpu.runtime import default_runtime
-    rt = default_runtime()
     monkeypatch.setattr(ac, "FORCE", None)
-    short = [wg.randn(1, 2, 127, 8, device="webgpu") for _ in range(3)]
     gpu_long = [t.to("webgpu") for t in long]
+    short_keys = [gpu_long[0]] + [wg.randn(1, 2, 127, 8, device="webgpu") for _ in range(2)]
     decode = [wg.randn(1, 2, 1, 8, device="webgpu")] + gpu_long[1:]
-    monkeypatch.setattr(rt, "software", True)
-    assert ac.choose(*gpu_long) == "fused"
-    monkeypatch.setattr(rt, "software", False)
-    assert ac.choose(*gpu_long) == "chunked"
-    assert ac.choose(*short) == "fused" and ac.choose(*decode) == "fused"
+    assert ac.choose(*gpu_long) == "chunked" and ac.choose(*decode) == "chunked"
+    assert ac.choose(*short_keys) == "fused"
 
 
 @pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
-def test_a_gpu_adapter_takes_the_products_and_falls_back(monkeypatch):
-    """On a GPU adapter a long sequence runs the products; where the chunked path cannot take the call (float64
-    is refused by WebGPU altogether, so: a scratch budget below one pair) the fused kernels run it."""
-    from webgrad._backends.webgpu.runtime import default_runtime
-    rt = default_runtime()
-    monkeypatch.setattr(rt, "software", False)
+def test_webgpu_takes_the_products_and_falls_back(monkeypatch):
+    """On WebGPU a long sequence runs the products; where the chunked path cannot take the call (float64 is
+    refused by WebGPU altogether, so: a scratch budget below one pair) the fused kernels run it."""
     monkeypatch.setattr(ac, "FORCE", None)
     calls = []
     real = ac.chunked_attention

@@ -430,7 +430,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     A bool attn_mask says where to attend (True = attend, False = -inf); a float one is added to the scores.
     is_causal masks the upper triangle (query i attends keys j <= i). dropout_p applies dropout to the weights
     (always, as PyTorch: pass 0.0 in eval). The fused attention kernels run it (ops/attention.py: the weights are
-    never stored), or on a GPU, for sequences of 128 and more, batched products over chunks of (batch, head) pairs
+    never stored), or on WebGPU, from 128 keys on, batched products over chunks of (batch, head) pairs
     (ops/attention_chunked.py, which holds the rule); a float mask that requires grad takes the composition of
     matmul, softmax and dropout instead."""
     if enable_gqa:

@@ -38,17 +38,11 @@ from .core import broadcast_shapes, new, unbroadcast
 # memory, while each product still multiplies ten 1024 x 1024 x 64 matrices, enough work to fill a GPU.
 SCRATCH_BYTES = 128 << 20
 BACKWARD_BUFFERS, FORWARD_BUFFERS = 3, 2
-# On a GPU adapter, sequences shorter than this (on either side: a decode step's single query) take the fused
-# kernels: one dispatch, against three products and a row pass per chunk.
-CHUNKED_MIN_SEQ = 128
+# Fewer keys than this take the fused kernels (one dispatch; each query row's thread walks a short loop).
+CHUNKED_MIN_KEYS = 128
 # "fused" or "chunked" forces every call that can take that path (tests, benchmarks: WEBGRAD_SDPA=fused ...);
 # None: choose() decides.
 FORCE = os.environ.get("WEBGRAD_SDPA") or None
-
-
-def _software(backend):
-    runtime = getattr(backend, "runtime", None)
-    return bool(getattr(runtime, "software", True))
 
 
 def eligible(query, key, value, attn_mask):
@@ -75,18 +69,20 @@ def choose(query, key, value, attn_mask=None):
     The rule, in order:
       1. FORCE, where set;
       2. the CPU: fused (its reference is one NumPy pass; the products would only add copies);
-      3. a software adapter (lavapipe, SwiftShader): fused (its untiled kernels need no scratch, and its products
-         are no faster than its loops);
-      4. a GPU adapter: chunked, unless a side of the sequence is shorter than CHUNKED_MIN_SEQ (fused).
+      3. fewer than CHUNKED_MIN_KEYS keys: fused (one dispatch, and each query row's thread has a short loop);
+      4. else chunked. On a GPU adapter the products run at the tuned matmul's speed where the fused kernels keep
+         a query row per thread without the GPU's fast paths. A decode step (one query row over a long cache)
+         leaves the fused kernels B x H threads, each walking every key in turn; the products spread the keys
+         over the device, on software adapters too (lavapipe: a 256-key step over 8 heads takes 1.4 ms against
+         3.4), while training-shaped calls cost software adapters about the same either way.
     Either path hands over to the other where it cannot run the call (sdpa): the chunked path where the scratch of
     one (batch, head) pair would pass SCRATCH_BYTES or for dtypes its kernels lack, the fused kernels for head
     sizes or storage-buffer limits they refuse."""
     if FORCE in ("fused", "chunked"):
         return FORCE
-    backend = query.device.backend
-    if backend.name == "cpu" or _software(backend):
+    if query.device.backend.name == "cpu" or key.shape[-2] < CHUNKED_MIN_KEYS:
         return "fused"
-    return "chunked" if min(query.shape[-2], key.shape[-2]) >= CHUNKED_MIN_SEQ else "fused"
+    return "chunked"
 
 
 def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale):
@@ -271,6 +267,8 @@ def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     wants = [t.requires_grad for t in (query, key, value)]
     if not any(wants):
         return result
+    # (shapes only: the closure must not hold the inputs, whose buffers the copies q3, k3, v3 may replace)
+    in_shapes = tuple(tuple(t.shape) for t in (query, key, value))
 
     def backward(g):
         g3 = g.reshape(pairs, L, Ev).contiguous()
@@ -301,7 +299,7 @@ def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
                 kernels.matmul(backend, _block(gq, c0, n), d_s, _block(k3, c0, n))
             if gk is not None:
                 kernels.matmul(backend, _block(gk, c0, n), d_s, _block(q3, c0, n), trans_a=True)
-        return tuple(None if gt is None else unbroadcast(gt.reshape(*lead, *gt.shape[-2:]), tuple(t.shape))
-                     for gt, t in zip(grads, (query, key, value)))
+        return tuple(None if gt is None else unbroadcast(gt.reshape(*lead, *gt.shape[-2:]), shape)
+                     for gt, shape in zip(grads, in_shapes))
 
     return record(result, "ScaledDotProductAttention", (query, key, value), backward)
