@@ -76,7 +76,10 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     qs, ks, vs = (_aligned(_four(t.expand(*lead, *t.shape[-2:]), lead)) for t in (query, key, value))
     mask = None
     if attn_mask is not None:
-        m = attn_mask if attn_mask.dtype is dtypes.bool_ else attn_mask.to(dtypes.float32)
+        # a float mask in the scores' precision: float32 kernels, float64 on the CPU (a float64 mask rounded to
+        # float32 moved float64 results by ~1e-8, which finite differences in float64 read as a wrong gradient)
+        m = attn_mask if attn_mask.dtype is dtypes.bool_ else \
+            attn_mask.to(dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32)
         m = m.expand(*lead, L, S)
         mask = expanded_view(_four(m, lead), (B, H, L, S))
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
