@@ -5,7 +5,7 @@ from .. import kernels
 from .arrays import array, lowbias32, np, write
 
 CHUNKS = 256
-TINY = np.float32(2.0 ** -126)  # the smallest normal float32: weights below it count as 0
+TINY = 2.0 ** -126  # the smallest normal float32: weights below it count as 0 (a float: NumPy may be absent)
 BAD_VALUE = "probability tensor contains either `inf`, `nan` or element < 0"
 ZERO_SUM = "invalid multinomial distribution (sum of probabilities <= 0)"
 
