@@ -33,10 +33,14 @@ from .attention import fused_attention
 from .core import broadcast_shapes, new, unbroadcast
 
 # The [n, L, S] buffers of one call (three in the backward: the scores, the weights and their gradient; two in the
-# forward) stay under this many bytes, n as large as fits: at GPT-2 small's 1,024 tokens, ten (batch, head) pairs
-# a chunk (4 MiB of scores each), about 1% of that model's training peak and so within PyTorch's flash SDPA's
-# memory, while each product still multiplies ten 1024 x 1024 x 64 matrices, enough work to fill a GPU.
-SCRATCH_BYTES = 128 << 20
+# forward) stay under SCRATCH_BYTES together and MAX_BUFFER_BYTES each (WebGPU's default
+# maxStorageBufferBindingSize: every adapter binds them), n as large as fits. At GPT-2 small's 1,024 tokens (4 MiB of scores a pair): 21
+# pairs a backward chunk and 32 a forward one, 256 MiB, under 2% of that model's training peak at batch 8, so
+# within PyTorch's flash SDPA's memory; each product multiplies 21 (or 32) 1024 x 1024 x 64 matrices, enough tiles
+# to fill a GPU without splitting K (at 128 MiB, 10 pairs: the thin products split K in four, and the step takes
+# 2,051 dispatches instead of 1,163). WEBGRAD_SDPA_SCRATCH_MIB sets SCRATCH_BYTES (to measure other sizes).
+SCRATCH_BYTES = int(os.environ.get("WEBGRAD_SDPA_SCRATCH_MIB") or 256) << 20
+MAX_BUFFER_BYTES = 128 << 20
 BACKWARD_BUFFERS, FORWARD_BUFFERS = 3, 2
 # Fewer keys than this take the fused kernels (one dispatch; each query row's thread walks a short loop).
 CHUNKED_MIN_KEYS = 128
@@ -48,7 +52,7 @@ FORCE = os.environ.get("WEBGRAD_SDPA") or None
 def eligible(query, key, value, attn_mask):
     """Whether the chunked path takes these operands: floating q, k, v of one dtype that the matmul and softmax
     kernels take (float32; float64 on the CPU), a mask without gradient, no empty dimension, and the scratch of one
-    (batch, head) pair within SCRATCH_BYTES."""
+    (batch, head) pair within SCRATCH_BYTES and MAX_BUFFER_BYTES."""
     dtype = query.dtype
     if not (dtype is key.dtype is value.dtype):
         return False
@@ -60,7 +64,8 @@ def eligible(query, key, value, attn_mask):
     S, Ev = key.shape[-2], value.shape[-1]
     if not (L and S and E and Ev) or any(0 in t.shape for t in (query, key, value)):
         return False
-    return BACKWARD_BUFFERS * L * S * dtype.itemsize <= SCRATCH_BYTES
+    per_pair = L * S * dtype.itemsize
+    return BACKWARD_BUFFERS * per_pair <= SCRATCH_BYTES and per_pair <= MAX_BUFFER_BYTES
 
 
 def choose(query, key, value, attn_mask=None):
@@ -156,7 +161,7 @@ class _Mask:
 
 
 def _chunk_size(pairs, per_pair, buffers, mask):
-    n = max(1, min(pairs, SCRATCH_BYTES // (buffers * per_pair)))
+    n = max(1, min(pairs, SCRATCH_BYTES // (buffers * per_pair), MAX_BUFFER_BYTES // per_pair))
     if mask is not None and not mask.aligned(n):
         heads = mask.heads
         n = n - n % heads if n >= heads else max(d for d in range(1, n + 1) if heads % d == 0)
