@@ -16,10 +16,10 @@ ENTRIES = {
                "scatter_reduce:amax scatter_reduce:amin masked_scatter take put select_scatter slice_scatter "
                "diagonal_scatter as_strided_scatter",
     "selection": "masked_select nonzero nonzero_static argwhere unique unique_consecutive searchsorted bucketize isin",
-    "statistics": "kthvalue median nanmedian mode quantile nanquantile histc histogram cummax cummin cumprod "
-                  "logcumsumexp",
+    "statistics": "kthvalue median nanmedian mode quantile nanquantile histc histogram histogramdd cummax cummin "
+                  "cumprod logcumsumexp",
     "logic": "all any count_nonzero aminmax nansum nanmean isclose allclose equal isneginf isposinf signbit trace "
-             "dist diff trapezoid trapz cumulative_trapezoid cov corrcoef",
+             "dist diff gradient trapezoid trapz cumulative_trapezoid cov corrcoef",
     "losses": "nn.functional.kl_div nn.functional.gaussian_nll_loss nn.functional.poisson_nll_loss "
               "nn.functional.cosine_embedding_loss nn.functional.hinge_embedding_loss "
               "nn.functional.margin_ranking_loss nn.functional.multi_margin_loss nn.functional.multilabel_margin_loss "
@@ -31,7 +31,9 @@ ENTRIES = {
               "nn.functional.pairwise_distance nn.functional.pdist nn.functional.conv1d nn.functional.conv_transpose1d "
               "nn.functional.avg_pool1d nn.functional.max_pool1d nn.functional.adaptive_avg_pool1d "
               "nn.functional.adaptive_max_pool1d nn.functional.adaptive_max_pool2d nn.functional.unfold "
-              "nn.functional.channel_shuffle nn.functional.embedding_bag nn.functional.bilinear",
+              "nn.functional.channel_shuffle nn.functional.embedding_bag nn.functional.bilinear "
+              "nn.functional.max_unpool1d nn.functional.max_unpool1d:grad nn.functional.max_unpool2d "
+              "nn.functional.max_unpool2d:grad nn.functional.max_unpool3d nn.functional.max_unpool3d:grad",
 }
 
 

@@ -233,6 +233,27 @@ def test_histc_and_histogram(device):
     _close(got.bin_edges, want.bin_edges, device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradient_and_histogramdd(device):
+    rng = np.random.default_rng(12)
+    y = rng.standard_normal((6, 5)).astype(np.float32)
+    coords = np.array([0.0, 0.5, 1.7, 2.0, 3.5, 4.0], np.float32)
+    coords2 = np.array([-1.0, 0.0, 0.25, 3.0, 3.5], np.float32)
+    for edge_order in (1, 2):
+        _both(lambda a: wg.gradient(a, spacing=(_wg(coords, device), _wg(coords2, device)), edge_order=edge_order),
+              lambda a: torch.gradient(a, spacing=(torch.tensor(coords), torch.tensor(coords2)),
+                                       edge_order=edge_order), [y], device, rtol=1e-4)
+        _both(lambda a: wg.gradient(a, spacing=[0.5, 2.0], dim=(1, 0), edge_order=edge_order),
+              lambda a: torch.gradient(a, spacing=[0.5, 2.0], dim=(1, 0), edge_order=edge_order), [y], device)
+    points = rng.standard_normal((500, 3)).astype(np.float32)
+    w = rng.random(500).astype(np.float32)
+    got = wg.histogramdd(_wg(points, device), [3, 4, 2], weight=_wg(w, device), density=True)
+    want = torch.histogramdd(torch.tensor(points), [3, 4, 2], weight=torch.tensor(w), density=True)
+    _close(got.hist, want.hist, device, rtol=1e-4)
+    for a, b in zip(got.bin_edges, want.bin_edges):
+        _close(a, b, device)
+
+
 # ===================================================================== scans and order statistics
 @pytest.mark.parametrize("device", DEVICES)
 def test_scans_on_long_rows_and_columns(device):
@@ -315,6 +336,9 @@ def test_fold_unfold_and_adaptive_max_pool(device):
           lambda a: TF.fold(a, (6, 7), 2, padding=1, stride=(2, 1)), [cols], device)
     _both(lambda a: F.adaptive_max_pool2d(a, (4, 5), return_indices=True),
           lambda a: TF.adaptive_max_pool2d(a, (4, 5), return_indices=True), [x], device)
+    pooled, where = TF.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    _both(lambda a: F.max_unpool2d(a, _wg(where.numpy(), device), 2, output_size=(7, 6)),
+          lambda a: TF.max_unpool2d(a, where, 2, output_size=(7, 6)), [pooled.numpy()], device)
     signal = rng.standard_normal((2, 3, 11)).astype(np.float32)
     weight = rng.standard_normal((4, 3, 3)).astype(np.float32)
     _both(lambda a, w: F.conv1d(a, w, padding="same", dilation=2),

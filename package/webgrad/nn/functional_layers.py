@@ -332,6 +332,68 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, indices) if return_indices else out
 
 
+def _unpool(input, indices, kernel_size, stride, padding, output_size, dims, op):
+    """The inverse of max pooling over the last `dims` dims: input's values written at their flat plane positions
+    `indices` (a max pool's return_indices) in zeros of the output size (PyTorch's default: (n - 1) * stride -
+    2 * padding + kernel)."""
+    _check(input, op)
+    _check(indices, op, "indices")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{op}: Expected {dims + 1}D or {dims + 2}D tensor, but got {list(input.shape)}")
+
+    def per_dim(value, name):
+        values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+        if len(values) != dims:
+            raise RuntimeError(f"{op}: {name} must have {dims} elements, got {list(values)}")
+        return tuple(int(v) for v in values)
+    kernel = per_dim(kernel_size, "kernel_size")
+    strides = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        per_dim(stride, "stride")
+    pads = per_dim(padding, "padding")
+    spatial = tuple(input.shape[-dims:])
+    if output_size is None:
+        size = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(spatial, strides, pads, kernel))
+    else:
+        size = tuple(int(n) for n in tuple(output_size)[-dims:])
+        if len(tuple(output_size)) not in (dims, input.ndim):
+            raise ValueError(f"{op}: output_size must have {dims} or {input.ndim} elements, got "
+                             f"{list(output_size)}")
+    lead = tuple(input.shape[:-dims])
+    plane = 1
+    for n in size:
+        plane *= n
+    flat_in = input.reshape(lead + (-1,))
+    from ..ops.scatter import scatter
+    with _bounds_reporting(f"{op}: Found an invalid max index: {{value}} (output volumes are of size {plane})"):
+        out = scatter(zeros(lead + (plane,), dtype=input.dtype, device=input.device), len(lead),
+                      indices.reshape(lead + (-1,)).long(), flat_in)
+    return out.reshape(lead + size)
+
+
+def _bounds_reporting(message):
+    from .. import _bounds
+    return _bounds.reporting(message)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool1d: [N, C, L] (or [C, L]) values written at their indices, zeros elsewhere, as
+    torch.nn.functional.max_unpool1d."""
+    return _unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d (indices h * W + w of each plane), as torch.nn.functional.max_unpool2d."""
+    return _unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of a 3-D max pooling (flat indices of each volume), as torch.nn.functional.max_unpool3d."""
+    return _unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
 # ===================================================================== im2col
 def _pair(value, name):
     if isinstance(value, (tuple, list)):
@@ -523,4 +585,5 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 __all__ = ["glu", "hardshrink", "softshrink", "tanhshrink", "threshold", "threshold_", "rrelu", "rrelu_", "softmin",
            "normalize", "rms_norm", "local_response_norm", "cosine_similarity", "pairwise_distance", "pdist",
            "conv1d", "conv_transpose1d", "avg_pool1d", "max_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "unfold", "fold", "channel_shuffle", "bilinear", "embedding_bag"]
+           "adaptive_max_pool2d", "unfold", "fold", "channel_shuffle", "bilinear", "embedding_bag", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d"]

@@ -1,7 +1,8 @@
 """Modules for the functions of nn/functional_layers.py and nn/functional_losses.py, as torch.nn: activations (GLU,
 Hardshrink, Softshrink, Tanhshrink, Threshold, RReLU, Softmin), RMSNorm, LocalResponseNorm, CosineSimilarity,
 PairwiseDistance, 1-D convolution and pooling (Conv1d, ConvTranspose1d, AvgPool1d, MaxPool1d, AdaptiveAvgPool1d,
-AdaptiveMaxPool1d, AdaptiveMaxPool2d), Unfold, Fold, ChannelShuffle, Bilinear, EmbeddingBag, and the loss modules
+AdaptiveMaxPool1d, AdaptiveMaxPool2d, MaxUnpool1d/2d/3d), Unfold, Fold, ChannelShuffle, Bilinear, EmbeddingBag, and the
+loss modules
 (KLDivLoss, GaussianNLLLoss, ...). Each holds its options (and parameters) and calls its function.
 """
 
@@ -110,6 +111,33 @@ class Unfold(_Options):
 class Fold(_Options):
     _function, _options = "fold", (("output_size", None), ("kernel_size", None), ("dilation", 1), ("padding", 0),
                                    ("stride", 1))
+
+
+class _MaxUnpool(Module):
+    _function = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, \
+            padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._function)(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    _function = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpool):
+    _function = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpool):
+    _function = "max_unpool3d"
 
 
 class RReLU(Module):
@@ -424,7 +452,7 @@ class TripletMarginWithDistanceLoss(_Loss):
 __all__ = ["GLU", "Hardshrink", "Softshrink", "Tanhshrink", "Threshold", "RReLU", "Softmin", "RMSNorm",
            "LocalResponseNorm", "CosineSimilarity", "PairwiseDistance", "Conv1d", "ConvTranspose1d", "AvgPool1d",
            "MaxPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Unfold", "Fold",
-           "ChannelShuffle", "Bilinear", "EmbeddingBag", "KLDivLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+           "ChannelShuffle", "Bilinear", "EmbeddingBag", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "KLDivLoss", "GaussianNLLLoss", "PoissonNLLLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
            "TripletMarginWithDistanceLoss"]

@@ -64,7 +64,7 @@ _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[nam
 _FAMILIES = (
     (logic, "all any count_nonzero isclose allclose equal isin isneginf isposinf signbit",
      "all any count_nonzero isclose allclose equal isneginf isposinf signbit"),
-    (numeric, "aminmax nansum nanmean trace dist diff trapezoid trapz cumulative_trapezoid cov corrcoef",
+    (numeric, "aminmax nansum nanmean trace dist diff gradient trapezoid trapz cumulative_trapezoid cov corrcoef",
      "aminmax nansum nanmean trace dist diff cov corrcoef"),
     (scatter, "scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put take "
               "masked_scatter select_scatter slice_scatter diagonal_scatter as_strided_scatter",
@@ -73,7 +73,7 @@ _FAMILIES = (
     (selection, "nonzero nonzero_static argwhere masked_select unique unique_consecutive searchsorted bucketize",
      "nonzero nonzero_static argwhere masked_select unique unique_consecutive"),
     (scans, "cumprod logcumsumexp cummax cummin", "cumprod logcumsumexp cummax cummin"),
-    (statistics, "kthvalue median nanmedian mode quantile nanquantile histc histogram",
+    (statistics, "kthvalue median nanmedian mode quantile nanquantile histc histogram histogramdd",
      "kthvalue median nanmedian mode quantile nanquantile histc histogram"),
 )
 _FAMILY_IN_PLACE = ("scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put "

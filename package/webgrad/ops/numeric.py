@@ -175,6 +175,68 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return reduce.cumsum(_heights(y, d) * widths / 2.0, d)
 
 
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative estimate of input along each dim (every dim when None): second-order central differences
+    inside, one-sided differences of edge_order 1 or 2 at the ends, over unit spacing, a number per dim, or sample
+    coordinates per dim, as torch.gradient (a tuple, one tensor per dim)."""
+    _check(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = tuple(range(input.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    dims = tuple(_norm_dim(d, input.ndim) for d in dims)
+    if spacing is None:
+        spacing = 1
+    spacings = list(spacing) if isinstance(spacing, (tuple, list)) else [spacing] * len(dims)
+    if len(spacings) == 1 and len(dims) > 1:
+        spacings = spacings * len(dims)
+    if len(spacings) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or its length to match the "
+                           f"number of dimensions ({len(dims)}), but got {len(spacings)}")
+    x = input if input.dtype.is_floating else cast(input, dtypes.float32)
+    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(x, d, h, edge_order):
+    n = x.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+
+    def part(start, length):
+        return narrow(x, d, start, length)
+    if not isinstance(h, Tensor):  # uniform spacing
+        h = float(h)
+        inner = (part(2, n - 2) - part(0, n - 2)) * (0.5 / h)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) * (1.0 / h)
+            last = (part(n - 1, 1) - part(n - 2, 1)) * (1.0 / h)
+        else:
+            first = (part(0, 1) * -1.5 + part(1, 1) * 2.0 - part(2, 1) * 0.5) * (1.0 / h)
+            last = (part(n - 3, 1) * 0.5 - part(n - 2, 1) * 2.0 + part(n - 1, 1) * 1.5) * (1.0 / h)
+        return cat([first, inner, last], d)
+    # sample coordinates along d: non-uniform differences (numpy's formulas, as torch's)
+    if h.ndim != 1 or h.shape[0] != n:
+        raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and of length {n}")
+
+    def along(t):  # a [k] coordinate difference broadcast along dim d
+        return t.reshape((-1,) + (1,) * (x.ndim - 1 - d))
+    dx = diff(h.to(x.dtype))
+    a, b = along(dx[:-1]), along(dx[1:])  # the steps before and after each inner point
+    inner = (part(2, n - 2) * (a * a) - part(0, n - 2) * (b * b) + part(1, n - 2) * (b * b - a * a)) / \
+        (a * b * (a + b))
+    d0, d1 = along(dx[:1]), along(dx[-1:])
+    if edge_order == 1:
+        first = (part(1, 1) - part(0, 1)) / d0
+        last = (part(n - 1, 1) - part(n - 2, 1)) / d1
+    else:
+        h1, h2 = along(dx[:1]), along(dx[1:2])
+        first = part(0, 1) * (-(2 * h1 + h2) / (h1 * (h1 + h2))) + part(1, 1) * ((h1 + h2) / (h1 * h2)) + \
+            part(2, 1) * (-h1 / (h2 * (h1 + h2)))
+        g1, g2 = along(dx[-2:-1]), along(dx[-1:])
+        last = part(n - 3, 1) * (g2 / (g1 * (g1 + g2))) + part(n - 2, 1) * (-(g1 + g2) / (g1 * g2)) + \
+            part(n - 1, 1) * ((2 * g2 + g1) / (g2 * (g1 + g2)))
+    return cat([first, inner, last], d)
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in input's rows (observations in its columns), with frequency and
     analytic weights, as torch.cov."""

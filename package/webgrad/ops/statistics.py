@@ -9,6 +9,7 @@ selection algorithm's, webgrad picks the first of them in the input's order. his
 weights with a scatter.
 """
 
+import builtins
 import numbers
 from collections import namedtuple
 
@@ -28,6 +29,7 @@ median_result = namedtuple("median", ["values", "indices"])
 nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
 mode_result = namedtuple("mode", ["values", "indices"])
 histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
 
 
 def _check(input, op):
@@ -239,6 +241,78 @@ def histc(input, bins=100, min=0, max=0):
     out = new((bins,), dtypes.float32 if input.device.type != "cpu" else input.dtype, input.device)
     kernels.histc(input.device.backend, out._view, x._view, low, high)
     return out if out.dtype is input.dtype else cast(out, input.dtype)
+
+
+def _edges(values, bins, span, dtype, device):
+    """Bin edges over `values`: the given 1-D tensor, or `bins` equal bins of span (the values' range by default;
+    a single value v gives [v - 0.5, v + 0.5])."""
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd(): expected bins to be 1D tensors, but got {bins.ndim}D")
+        return bins
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogramdd(): expected each bin count to be positive, but got {bins}")
+    if span is not None:
+        low, high = float(span[0]), float(span[1])
+    elif values.numel():
+        low, high = float(reduce.amin(values).item()), float(reduce.amax(values).item())
+    else:
+        low, high = 0.0, 0.0
+    if low > high:
+        raise RuntimeError(f"torch.histogramdd(): expected leftmost edge to be less than or equal to rightmost edge, "
+                           f"but got {low} > {high}")
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return linspace(low, high, bins + 1, dtype=dtype, device=device)
+
+
+def _bin_of(values, edges):
+    """Each value's bin among the edges (the last bin includes its right edge) and whether it falls in one."""
+    count = edges.shape[0] - 1
+    at = searchsorted(edges, values, right=True) - 1
+    last = edges[-1]
+    at = where(values == last, count - 1, at)
+    inside = (values >= edges[0]) & (values <= last) & (at >= 0) & (at < count)
+    return where(inside, at, 0), inside
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): the D-dimensional histogram of the points input[..., D], with bins per dim (a count, a
+    list of counts or a list of 1-D edge tensors), ranges as [low0, high0, low1, ...], weights and density, as
+    torch.histogramdd."""
+    _check(input, "histogramdd")
+    if not input.dtype.is_floating or input.ndim < 1:
+        raise RuntimeError("torch.histogramdd(): expected a floating point input of at least 1 dimension")
+    d = input.shape[-1]
+    points = input.reshape(-1, d)
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
+    if len(per_dim) != d:
+        raise RuntimeError(f"torch.histogramdd(): expected {d} sequences of bin edges for each of the {d} dimensions "
+                           f"of the input, but got {len(per_dim)}")
+    spans = [None] * d if range is None else [range[2 * i:2 * i + 2] for i in builtins.range(d)]
+    edges = [_edges(points[:, i], per_dim[i], spans[i], input.dtype, input.device) for i in builtins.range(d)]
+    counts = [e.shape[0] - 1 for e in edges]
+    total = 1
+    for c in counts:
+        total *= max(c, 0)
+    hist = zeros(total, dtype=input.dtype, device=input.device)
+    if total and points.shape[0]:
+        flat, keep = None, None
+        for i in builtins.range(d):
+            at, inside = _bin_of(points[:, i], edges[i])
+            flat = at if flat is None else flat * counts[i] + at
+            keep = inside if keep is None else keep & inside
+        w = weight.reshape(-1) if weight is not None else points.new_ones(points.shape[0])
+        from .scatter import index_add
+        hist = index_add(hist, 0, flat, where(keep, w, 0.0))
+    hist = hist.reshape(tuple(counts))
+    if density:
+        volume = None
+        for i, e in enumerate(edges):
+            widths = (e[1:] - e[:-1]).reshape((-1,) + (1,) * (d - 1 - i))
+            volume = widths if volume is None else volume * widths
+        hist = hist / (reduce.sum(hist) * volume)
+    return histogramdd_result(hist, tuple(edges))
 
 
 def histogram(input, bins, *, range=None, weight=None, density=False):
