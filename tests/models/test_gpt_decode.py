@@ -128,3 +128,11 @@ def test_a_stream_left_early_releases_its_recording():
     assert first == ours.generate(prompt, 8, top_k=1, replay=False).tolist()[0][3:]
     del stream
     assert wg.webgpu.memory_allocated() <= base
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_the_callers_code_keeps_its_grad_mode_between_tokens(replay):
+    """stream() computes without grad but yields outside no_grad: a loop over its tokens may train."""
+    ours, _ = twins(seed=6)
+    states = [wg.is_grad_enabled() for _ in ours.stream(wg.tensor([[1, 2]], device="webgpu"), 6, replay=replay)]
+    assert states == [True] * 6

@@ -326,8 +326,8 @@ def define(nn):
                 return
             block = self.config.block_size
             caches = None
-            with lib.no_grad():
-                for _ in range(max_new_tokens):
+            for _ in range(max_new_tokens):
+                with lib.no_grad():  # (not around the yield: the caller's code runs there, with its grad mode)
                     if not kv_cache:
                         # crop the context to block_size, nanoGPT's way: every step runs the whole context
                         logits, _ = self(idx if idx.size(1) <= block else idx[:, -block:])
@@ -339,7 +339,7 @@ def define(nn):
                         logits, _ = self(idx if idx.size(1) <= block else idx[:, -block:], caches=caches)
                     idx_next = self._sample(logits, temperature, top_k)
                     idx = lib.cat((idx, idx_next), dim=1)
-                    yield idx_next
+                yield idx_next
 
         def _sample(self, logits, temperature, top_k):
             """The next token [B, 1] from the last position's logits: / temperature, cut to the top_k, softmax,
@@ -369,8 +369,8 @@ def define(nn):
                 return token
 
             try:
-                with lib.no_grad():
-                    for _ in range(max_new_tokens):
+                for _ in range(max_new_tokens):
+                    with lib.no_grad():
                         if caches is not None and caches[0].length < block:
                             idx_next = step(tokens[-1]).clone()  # (a replay refreshes the same output tensor)
                             for cache in caches:
@@ -390,8 +390,8 @@ def define(nn):
                                 for cache in caches:
                                     cache.decode = state
                                 step = lib.replayable(decode)
-                        tokens.append(idx_next)
-                        yield idx_next
+                    tokens.append(idx_next)
+                    yield idx_next
             finally:
                 if step is not None:
                     step.release()
