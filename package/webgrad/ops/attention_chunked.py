@@ -34,11 +34,12 @@ from .core import broadcast_shapes, new, unbroadcast
 
 # The [n, L, S] buffers of one call (three in the backward: the scores, the weights and their gradient; two in the
 # forward) stay under SCRATCH_BYTES together and MAX_BUFFER_BYTES each (WebGPU's default
-# maxStorageBufferBindingSize: every adapter binds them), n as large as fits. At GPT-2 small's 1,024 tokens (4 MiB of scores a pair): 21
-# pairs a backward chunk and 32 a forward one, 256 MiB, under 2% of that model's training peak at batch 8, so
-# within PyTorch's flash SDPA's memory; each product multiplies 21 (or 32) 1024 x 1024 x 64 matrices, enough tiles
-# to fill a GPU without splitting K (at 128 MiB, 10 pairs: the thin products split K in four, and the step takes
-# 2,051 dispatches instead of 1,163). WEBGRAD_SDPA_SCRATCH_MIB sets SCRATCH_BYTES (to measure other sizes).
+# maxStorageBufferBindingSize: every adapter binds them), n as large as fits. At GPT-2 small's 1,024 tokens (4 MiB
+# of scores a pair): 21 pairs a backward chunk and 32 a forward one, 256 MiB, under 2% of that model's training
+# peak at batch 8, so within PyTorch's flash SDPA's memory; each product multiplies 21 (or 32) 1024 x 1024 x 64
+# matrices, enough tiles to fill a GPU without splitting K (at 128 MiB, 10 pairs: the thin products split K in
+# four, and the step takes 2,051 dispatches instead of 1,163). WEBGRAD_SDPA_SCRATCH_MIB sets SCRATCH_BYTES (to
+# measure other sizes).
 SCRATCH_BYTES = int(os.environ.get("WEBGRAD_SDPA_SCRATCH_MIB") or 256) << 20
 MAX_BUFFER_BYTES = 128 << 20
 BACKWARD_BUFFERS, FORWARD_BUFFERS = 3, 2
