@@ -1,5 +1,5 @@
-"""OpInfo entries of the indexing, selection, order-statistics, logic and nn.functional families added for issue 39,
-run on WebGPU (test_opinfo.py runs every entry on the cpu; the full WebGPU run is
+"""OpInfo entries of the indexing, selection, order-statistics, logic, torch.masked and nn.functional families added
+for issue 39, run on WebGPU (test_opinfo.py runs every entry on the cpu; the full WebGPU run is
 `python -m webgrad.testing.opinfo --device webgpu`). Left out: softmin:with_dtype (float64)."""
 
 import pytest
@@ -20,6 +20,9 @@ ENTRIES = {
                   "cumprod logcumsumexp",
     "logic": "all any count_nonzero aminmax nansum nanmean isclose allclose equal isneginf isposinf signbit trace "
              "dist diff gradient trapezoid trapz cumulative_trapezoid cov corrcoef",
+    "masked": "masked.amax masked.amin masked.argmax masked.argmin masked.cumprod masked.cumsum masked.log_softmax "
+              "masked.logaddexp masked.logsumexp masked.mean masked.median masked.norm masked.normalize masked.prod "
+              "masked.softmax masked.softmin masked.std masked.sum masked.var",
     "losses": "nn.functional.kl_div nn.functional.gaussian_nll_loss nn.functional.poisson_nll_loss "
               "nn.functional.cosine_embedding_loss nn.functional.hinge_embedding_loss "
               "nn.functional.margin_ranking_loss nn.functional.multi_margin_loss nn.functional.multilabel_margin_loss "
