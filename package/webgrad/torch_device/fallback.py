@@ -69,8 +69,7 @@ def _check_devices(name, args, kwargs):
     visit(list(kwargs.values()))
     if len(devices) > 1 and not name.startswith(_CPU_INDICES_OK):
         other = next(d for d in devices if d != DEVICE.type)
-        from .kernels import device_mismatch
-        raise device_mismatch(torch.device(other))
+        raise st.device_mismatch(torch.device(other))
 
 
 def run_on_cpu(op, args, kwargs, why=None):
@@ -119,8 +118,8 @@ def run_on_cpu(op, args, kwargs, why=None):
             if isinstance(o, torch.Tensor) and o.device.type == DEVICE.type:
                 if tuple(o.shape) != tuple(r.shape):
                     o.resize_(r.shape)
-                from .kernels import copy_from
-                copy_from(r, o)
+                with torch.no_grad():
+                    o.copy_(r)  # an upload, through the device's own copy_ kernel
         written[tuple(sorted(arg.alias_info.before_set))] = original
 
     def back(value, ret):

@@ -24,7 +24,7 @@ from webgrad._backends import kernels as K
 from ..torch_backend import aten_table
 from ..torch_backend.aten_table import ATEN, NEEDS_DEVICE, Unsupported
 from . import storage as st
-from .storage import DEVICE, unwrap, wrap
+from .storage import DEVICE, device_mismatch, unwrap, wrap
 
 aten = torch.ops.aten
 _LIB = torch.library.Library("aten", "IMPL")
@@ -42,11 +42,6 @@ def register(*ops):
 
 
 # ------------------------------------------------------------------ arguments in, results out
-def device_mismatch(other):
-    return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                        f"{DEVICE} and {other}!")
-
-
 def _to_webgrad(a, found):
     """A kernel argument with webgpu tensors as webgrad Tensors (noting their torch dtypes in `found`) and
     0-dim CPU tensors (wrapped numbers, torch.tensor(2.0)) as Python numbers, as PyTorch allows."""

@@ -46,6 +46,12 @@ _STRIDE = 1 << 40  # address space between two storages: larger than any byte of
 _device = []  # the webgrad device that holds the data: set once by webgrad.torch_device
 
 
+def device_mismatch(other):
+    """PyTorch's error for an op given tensors of two devices."""
+    return RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                        f"{DEVICE} and {other}!")
+
+
 def webgrad_device():
     if not _device:
         raise RuntimeError("the webgpu device is not registered: import webgrad.torch_device")
