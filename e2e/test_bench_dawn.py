@@ -53,4 +53,4 @@ def test_bench_dawn_phases_prints_an_eager_steps_host_time():
     assert row, proc.stdout
     for phase in ("forward", "loss", "zero_grad", "backward", "step", "submit"):
         assert re.search(rf"{phase} \d+/\d+", row.group(1)), row.group(1)
-    assert int(row.group(4)) == 17  # the MLP's eager step, as natively (tests/bench/test_bench_phases.py)
+    assert int(row.group(4)) == 18  # the MLP's eager step, as natively (tests/bench/test_bench_phases.py)

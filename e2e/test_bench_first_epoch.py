@@ -28,8 +28,10 @@ def form_defaults():
     out = {}
     for name, body in re.findall(r'<select [^>]*name="(\w+)"[^>]*>(.*?)</select>', html, re.S):
         out[name] = re.search(r'<option value="(\w+)"[^>]*\bselected\b', body).group(1)
-    for name, value in re.findall(r'<input [^>]*name="(\w+)" type="number"[^>]*value="([\d.]+)"', html):
-        out[name] = float(value) if "." in value else int(value)
+    for tag in re.findall(r'<input [^>]*type="number"[^>]*>', html):  # attributes in any order
+        name, value = re.search(r' name="(\w+)"', tag), re.search(r' value="([\d.]+)"', tag)
+        if name:  # the form's fields (the image-size and generation boxes have no name)
+            out[name.group(1)] = float(value.group(1)) if "." in value.group(1) else int(value.group(1))
     return out
 
 

@@ -15,9 +15,11 @@ def test_every_phase_timed_for_every_step():
     times, dispatches = eager_phases.phase_times("mlp", 4, steps=5, warmup=2)
     assert list(times) == list(eager_phases.PHASES)
     assert all(len(v) == 5 and all(t > 0 for t in v) for v in times.values())
-    assert dispatches == 17  # the MLP's eager step on any binding (e2e/test_bench_dawn.py: in Pyodide)
+    # The MLP's eager step on any binding (e2e/test_bench_dawn.py: in Pyodide): 17 kernels, and the optimizer's
+    # device_error_flag, since cross-entropy's check of its targets may set the error word the step is gated on.
+    assert dispatches == 18
     line = eager_phases.report("mlp", 4, times, dispatches)
-    assert line.startswith("mlp") and "submit" in line and "(17 dispatches)" in line
+    assert line.startswith("mlp") and "submit" in line and "(18 dispatches)" in line
 
 
 def test_cli(capsys):
