@@ -41,6 +41,13 @@ def stat(page, name):
     return page.inner_text(f"#stat-{name}")
 
 
+def wait_for_rate(page, timeout_ms=300_000):
+    """The samples/s figure once it is known: the run's first steps record the step for replay and post
+    their loss with no rate (it would time the recording), so the loss chart fills before the rate shows."""
+    page.wait_for_function("/^[\\d,]+$/.test(document.getElementById('stat-rate').textContent)", timeout=timeout_ms)
+    return int(stat(page, "rate").replace(",", ""))
+
+
 def accuracy(page):
     return float(stat(page, "accuracy").rstrip("%")) / 100
 
