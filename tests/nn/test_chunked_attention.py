@@ -226,8 +226,9 @@ def test_a_recorded_step_replays_with_fresh_dropout_draws(monkeypatch):
 
 
 def test_the_rule(monkeypatch):
-    """choose(): the CPU takes the fused kernels; WebGPU the chunked products from CHUNKED_MIN_KEYS keys on (a
-    decode step's single query too), the fused kernels below; FORCE overrides. eligible(): what the chunked path
+    """choose(): the CPU takes the fused kernels; WebGPU the chunked products from CHUNKED_MIN_KEYS keys on while
+    the query rows of all (batch, head) pairs are fewer than FUSED_MIN_ROWS (a decode step's single query), the
+    fused kernels otherwise; FORCE overrides. eligible(): what the chunked path
     can take."""
     monkeypatch.setattr(ac, "FORCE", None)
     long = [wg.randn(1, 2, 128, 8) for _ in range(3)]
@@ -247,6 +248,9 @@ def test_the_rule(monkeypatch):
     decode = [wg.randn(1, 2, 1, 8, device="webgpu")] + gpu_long[1:]
     assert ac.choose(*gpu_long) == "chunked" and ac.choose(*decode) == "chunked"
     assert ac.choose(*short_keys) == "fused"
+    many_rows = wg.randn(1, ac.FUSED_MIN_ROWS // 128, 128, 8, device="webgpu")  # a training step's queries
+    assert ac.choose(many_rows, many_rows, many_rows) == "fused"
+    assert ac.choose(many_rows[:, :-1], many_rows[:, :-1], many_rows[:, :-1]) == "chunked"
 
 
 @pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")

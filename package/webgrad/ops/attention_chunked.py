@@ -45,6 +45,13 @@ MAX_BUFFER_BYTES = 128 << 20
 BACKWARD_BUFFERS, FORWARD_BUFFERS = 3, 2
 # Fewer keys than this take the fused kernels (one dispatch; each query row's thread walks a short loop).
 CHUNKED_MIN_KEYS = 128
+# The fused kernels give each query row of each (batch, head) pair a thread: from this many rows they fill a GPU
+# and beat the products, which write and read the [L, S] scores. On an H200 (python -m webgrad.bench scale
+# --models gpt-6x384 gpt2-small, with WEBGRAD_SDPA=fused and =chunked), training steps of 24,576 rows (gpt-6x384:
+# batch 16 x 6 heads x 256) ran 232,995 tokens/s fused against 224,966 chunked at 866 MiB against 966, and of
+# 98,304 rows (gpt2-small) 27,813 against 27,888 at 10,796 MiB against 11,374. A decode step (one query row per
+# pair: B x H threads, each walking the whole cache) is where the products win.
+FUSED_MIN_ROWS = 4096
 # "fused" or "chunked" forces every call that can take that path (tests, benchmarks: WEBGRAD_SDPA=fused ...);
 # None: choose() decides.
 FORCE = os.environ.get("WEBGRAD_SDPA") or None
@@ -76,8 +83,9 @@ def choose(query, key, value, attn_mask=None):
       1. FORCE, where set;
       2. the CPU: fused (its reference is one NumPy pass; the products would only add copies);
       3. fewer than CHUNKED_MIN_KEYS keys: fused (one dispatch, and each query row's thread has a short loop);
-      4. else chunked. On a GPU adapter the products run at the tuned matmul's speed where the fused kernels keep
-         a query row per thread without the GPU's fast paths. A decode step (one query row over a long cache)
+      4. FUSED_MIN_ROWS query rows or more over all (batch, head) pairs: fused (a thread per row fills the GPU,
+         and no [L, S] scores go through memory; measured above FUSED_MIN_ROWS);
+      5. else chunked: few rows over many keys, a decode step above all (one query row over a long cache),
          leaves the fused kernels B x H threads, each walking every key in turn; the products spread the keys
          over the device, on software adapters too (lavapipe: a 256-key step over 8 heads takes 1.4 ms against
          3.4), while training-shaped calls cost software adapters about the same either way.
@@ -87,6 +95,11 @@ def choose(query, key, value, attn_mask=None):
     if FORCE in ("fused", "chunked"):
         return FORCE
     if query.device.backend.name == "cpu" or key.shape[-2] < CHUNKED_MIN_KEYS:
+        return "fused"
+    rows = 1
+    for n in query.shape:
+        rows *= n
+    if rows // query.shape[-1] >= FUSED_MIN_ROWS:
         return "fused"
     return "chunked"
 
@@ -105,12 +118,15 @@ def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale):
 
 # ------------------------------------------------------------------------------------ the chunked path
 
-_CAUSAL = {}  # (device, L, S) -> bool [L, S], True above the diagonal (masked): made once, outside any capture
+# (backend, L, S) -> bool [L, S], True above the diagonal (masked): made once, outside any capture. Keyed by the
+# backend, not the device's name: after webgrad.webgpu.reset() "webgpu" is a new device, and a mask of the old
+# one would be bound beside the new one's buffers.
+_CAUSAL = {}
 _CAUSAL_KEEP = 8
 
 
 def _causal(device, L, S):
-    key = (device, L, S)
+    key = (device.backend, L, S)
     mask = _CAUSAL.get(key)
     if mask is None:
         with device.backend.outside_capture(), no_grad():  # (kept after a recorded step is released)
