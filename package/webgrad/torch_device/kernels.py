@@ -483,15 +483,15 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 # backend has it). Per-step values (lr, Adam's step count) reach the kernels as the backend's dynamic scalars:
 # in a recorded step (replayable) a replay hook advances them as the recorded _foreach_add_ advances the
 # device's step counts, so no value is read back and each replay computes with its own step.
-_SCALARS = {}  # key -> the backend's dynamic scalar
+_SCALARS = {}  # (backend, key) -> the backend's dynamic scalar (a new device after webgpu.reset() makes its own)
 
 
 def _dynamic(backend, key, value):
     if not backend.supports_capture:
         return value
-    held = _SCALARS.get(key)
+    held = _SCALARS.get((backend, key))
     if held is None:
-        held = _SCALARS[key] = backend.scalar(value)
+        held = _SCALARS[backend, key] = backend.scalar(value)
     elif held.value != value:
         held.set(value)
     return held
