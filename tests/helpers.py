@@ -29,6 +29,29 @@ def webgpu_available():
 DEVICES = ["cpu"] + (["webgpu"] if webgpu_available() else [])
 
 
+class variant:
+    """Run the WebGPU kernels' software (untiled) or GPU (tiled) variant, whatever the adapter; a no-op on the CPU
+    and where software is None."""
+
+    def __init__(self, device, software):
+        self.on = device == "webgpu" and software is not None
+        self.software = software
+
+    def __enter__(self):
+        if self.on:
+            from webgrad._backends.webgpu.runtime import default_runtime
+            self.rt = default_runtime()
+            self.old, self.rt.software = self.rt.software, self.software
+
+    def __exit__(self, *exc):
+        if self.on:
+            self.rt.software = self.old
+
+
+# (device, software) pairs: the CPU once, WebGPU with each variant
+VARIANTS = [(d, s) for d in DEVICES for s in ((True, False) if d == "webgpu" else (None,))]
+
+
 def _inputs(arrays, device, dtype, requires_grad):
     return [wg.tensor(a, dtype=dtype if a.dtype.kind == "f" else None, device=device,
                       requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]

@@ -11,30 +11,11 @@ import torch
 
 import webgrad as wg
 import webgrad.nn.functional as F
-from helpers import DEVICES, gradcheck
+from helpers import DEVICES, VARIANTS, gradcheck, variant as _variant
 
 RNG = np.random.default_rng(2)
 
 
-class _variant:
-    """Run the WebGPU kernels' software (untiled) or GPU (tiled) variant, whatever the adapter."""
-
-    def __init__(self, device, software):
-        self.on = device == "webgpu" and software is not None
-        self.software = software
-
-    def __enter__(self):
-        if self.on:
-            from webgrad._backends.webgpu.runtime import default_runtime
-            self.rt = default_runtime()
-            self.old, self.rt.software = self.rt.software, self.software
-
-    def __exit__(self, *exc):
-        if self.on:
-            self.rt.software = self.old
-
-
-VARIANTS = [(d, s) for d in DEVICES for s in ((True, False) if d == "webgpu" else (None,))]
 
 
 def _run_both(device, software, shapes, kw, mask=None):

@@ -7,30 +7,13 @@ import pytest
 import torch
 
 import webgrad as wg
-from helpers import DEVICES
+from helpers import DEVICES, VARIANTS, variant as _variant
 
 RNG = np.random.default_rng(5)
 SHAPES = [(5, 7), (7,), (3, 4, 2), (13,), (1,), (64,), (6, 6), (2, 3)]
 WEBGPU = "webgpu" in DEVICES
 
 
-class _variant:
-    def __init__(self, device, software):
-        self.on = device == "webgpu" and software is not None
-        self.software = software
-
-    def __enter__(self):
-        if self.on:
-            from webgrad._backends.webgpu.runtime import default_runtime
-            self.rt = default_runtime()
-            self.old, self.rt.software = self.rt.software, self.software
-
-    def __exit__(self, *exc):
-        if self.on:
-            self.rt.software = self.old
-
-
-VARIANTS = [(d, s) for d in DEVICES for s in ((True, False) if d == "webgpu" else (None,))]
 FLAVOURS = [("AdamW", {}), ("AdamW", {"amsgrad": True}), ("Adam", {"weight_decay": 0.05}),
             ("Adam", {"maximize": True})]
 
