@@ -168,3 +168,15 @@ def record_calls(monkeypatch, module, names=CONV_PASSES):
     for name in names:
         monkeypatch.setattr(module, name, lambda *a, _f=getattr(module, name), _n=name: ran.append(_n) or _f(*a))
     return ran
+
+
+def assert_opinfo_entries_pass(wanted, device):
+    """Every named OpInfo entry ("name" or "name:variant") exists and passes on `device` (webgrad.testing.opinfo)."""
+    from webgrad.testing import opinfo
+    by_name = {}
+    for op in opinfo.entries([w.split(":")[0] for w in wanted]):
+        r = opinfo.run_entry(op, device)
+        by_name[r.full_name] = r
+    assert not set(wanted) - set(by_name), f"not OpInfo entries: {sorted(set(wanted) - set(by_name))}"
+    failing = {n: f"{by_name[n].status}: {by_name[n].reason}" for n in wanted if by_name[n].status != "pass"}
+    assert not failing, "\n".join(f"{n}: {why}" for n, why in failing.items())

@@ -7,8 +7,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("expecttest")  # op_db needs it
 
-from webgrad.testing import opinfo  # noqa: E402
-from helpers import webgpu_available  # noqa: E402
+from helpers import assert_opinfo_entries_pass, webgpu_available  # noqa: E402
 
 ENTRIES = {
     "scatter": "index_add index_copy index_fill index_put index_reduce:amax index_reduce:amin index_reduce:mean "
@@ -43,11 +42,4 @@ ENTRIES = {
 @pytest.mark.skipif(not webgpu_available(), reason="no WebGPU adapter")
 @pytest.mark.parametrize("family", sorted(ENTRIES))
 def test_entries_pass_on_webgpu(family):
-    wanted = ENTRIES[family].split()
-    by_name = {}
-    for op in opinfo.entries([w.split(":")[0] for w in wanted]):
-        r = opinfo.run_entry(op, "webgpu")
-        by_name[r.full_name] = r
-    assert not set(wanted) - set(by_name), f"not OpInfo entries: {sorted(set(wanted) - set(by_name))}"
-    failing = {n: f"{by_name[n].status}: {by_name[n].reason}" for n in wanted if by_name[n].status != "pass"}
-    assert not failing, "\n".join(f"{n}: {why}" for n, why in failing.items())
+    assert_opinfo_entries_pass(ENTRIES[family].split(), "webgpu")
