@@ -24,6 +24,7 @@ NAMESPACES = [
     ("torch.nn.functional", "webgrad.nn.functional", "functions"),
     ("torch.nn.init", "webgrad.nn.init", "functions"),
     ("torch.special", "webgrad.special", "functions"),
+    ("torch.masked", "webgrad.masked", "functions"),
     ("torch.optim", "webgrad.optim", "optimizers"),
     ("torch.optim.lr_scheduler", "webgrad.optim.lr_scheduler", "schedulers"),
     ("torch.utils.data", "webgrad.utils.data", "classes and functions"),

@@ -56,8 +56,8 @@ norm = _with_out(norm)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
-    "device", "get_default_device", "set_default_device",
     "promote_types", "result_type",
+    "device", "get_default_device", "set_default_device",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "get_num_interop_threads",
     "set_num_interop_threads", "serialization", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm",

@@ -60,8 +60,9 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 # ===================================================================== dropout
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability p and scale the rest by 1/(1-p). The mask is drawn on the
-    input's device (webgrad.rand), so dropout uploads nothing."""
+    """Zero each element with probability p and scale the rest by 1/(1-p). The mask is drawn on the input's
+    device, inside one dropout kernel (ops/attention.py: the numbers of `rand(shape) >= p`, never stored; the
+    gradient is the same kernel), so dropout uploads nothing."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
