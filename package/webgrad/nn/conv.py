@@ -1,7 +1,6 @@
 """Conv2d (weight [out_channels, in_channels / groups, kh, kw]) and ConvTranspose2d (weight
 [in_channels, out_channels / groups, kh, kw]), bias [out_channels], as PyTorch."""
 
-import math
 
 from ..ops.conv import _pair
 from .._tensor import empty
@@ -45,12 +44,7 @@ class Conv2d(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def _explicit_padding(self):
         """(left, right, top, bottom) for F.pad when padding_mode is not 'zeros'."""

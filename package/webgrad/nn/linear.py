@@ -1,6 +1,5 @@
 """Identity and Linear (y = x Wᵀ + b, weight [out_features, in_features] as PyTorch)."""
 
-import math
 
 from .._tensor import empty
 from . import functional as F, init
@@ -31,12 +30,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # PyTorch's default: kaiming_uniform_(a=sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)); bias likewise
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)  # the bias is fused into the matmul kernel
