@@ -126,6 +126,21 @@ class Replayable:
         self.replays += 1
         return self._outputs
 
+    @property
+    def reads_back(self):
+        """Whether the recording read values back, so that the step runs eagerly at every call."""
+        return self._reads_back
+
+    def record_again(self):
+        """Count the calls so far as warm-up: the next call records the step afresh, even after a recording that
+        read values back. For a caller that knows why those reads happened and that they decide nothing the
+        step computes (torch_device's replayable: a compiler building its guards on a call that compiled)."""
+        if self.graph is not None:
+            self.graph.release()
+        self.graph, self._static, self._outputs, self._hooks = None, None, None, []
+        self._reads_back = self._replan = False
+        self.warmup = self.calls
+
     def _record(self, backend, args, replacing=None):
         """Record the step on static copies of `args` (already copied into them when `replacing` the first
         recording: see the module doc's memory planning)."""

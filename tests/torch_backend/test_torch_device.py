@@ -252,6 +252,47 @@ def test_whole_step_recorded_and_replayed(compiled, make_opt):
         close(p.detach().cpu(), q.detach())
 
 
+@pytest.mark.skipif(not RECORDS, reason="the device records no steps")
+def test_a_call_that_compiled_is_warm_up_even_if_it_printed_tensors():
+    """What torch.compile does on PyTorch 2.11 when a step recompiles on its second call (an optimizer's state now
+    exists): Dynamo counts a new graph and takes repr() of every parameter it guards on, reading them back. That
+    call is warm-up, and the step records on the next one; a read-back of the step's own (no compile) still makes
+    it eager, with the warning."""
+    import torch._dynamo.utils as dynamo_utils
+    model = nn.Linear(3, 2).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    calls = [0]
+
+    def step(x, read_own=False):
+        calls[0] += 1
+        if calls[0] == 2:  # the recording call, as a recompiling Dynamo makes it
+            dynamo_utils.counters["stats"]["unique_graphs"] += 1
+            repr(model.weight)
+        if read_own:
+            model.weight.sum().item()
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    replayed = td.replayable(step)
+    x = torch.randn(4, 3).to(DEV)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "read ... back" warning for the compiler's reads
+        for _ in range(5):
+            replayed(x)
+    assert replayed.recompiles == 1 and replayed.replays == 2  # warm-up, compiled (warm-up), recorded, 2 replays
+
+    calls[0] = 10
+    own = td.replayable(lambda x: step(x, read_own=True))
+    own(x)
+    with pytest.warns(RuntimeWarning, match="read 1 value"):
+        own(x)
+    own(x)
+    assert own.recompiles == 0 and own.replays == 0
+
+
 @pytest.mark.parametrize("whole_step", [False, True], ids=["graphs", "whole-step"])
 def test_compiled_batch_norm_replayed(whole_step):
     """ResNet-8 (BatchNorm in training mode, residual adds) compiled on webgpu tensors and replayed: its

@@ -16,7 +16,15 @@ is run eagerly from then on, with a warning), host-side decisions are frozen as 
 inside the step, and give Adam ``capturable=True`` (its step count and bias corrections then live on the
 device; the default keeps them on the host, which a replay would not advance). The tensors returned are the
 same memory at every replay, as with CUDA graphs: copy what must outlive the next step.
+
+A call in which torch.compile compiled (Dynamo's first run of a frame, or a recompile: an optimizer's first step
+makes its state, and the next call's guards differ) counts as warm-up: Dynamo prints tensors while building its
+guards (PyTorch 2.11 takes repr() of every parameter it guards on), which reads them back, and a recording on
+such a call would be refused. The step records again on the next call, up to RECOMPILES_ALLOWED times.
 """
+
+import sys
+import warnings
 
 import torch
 import torch.utils._pytree as pytree
@@ -24,6 +32,15 @@ import torch.utils._pytree as pytree
 import webgrad as wg
 
 from . import storage as st
+
+
+RECOMPILES_ALLOWED = 4  # recordings retried because torch.compile compiled during them (see the module doc)
+
+
+def _graphs_compiled():
+    """How many graphs Dynamo has compiled in this process (0 where torch._dynamo was never imported)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    return 0 if utils is None else utils.counters["stats"]["unique_graphs"]
 
 
 class Replayable:
@@ -34,6 +51,7 @@ class Replayable:
         self.inner = wg.replayable(self._run, warmup=warmup)
         self._arg_dtypes = None
         self._out = None  # (pytree spec, per leaf: torch dtype or None for a non-tensor)
+        self.recompiles = 0  # recordings retried because the call compiled
 
     @property
     def replays(self):
@@ -58,7 +76,23 @@ class Replayable:
             if isinstance(a, torch.Tensor) and a.device.type != st.DEVICE.type:
                 raise TypeError(f"replayable: arguments are webgpu tensors (or Python values), got one on {a.device}")
         self._arg_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in args]
-        leaves = self.inner(*[st.unwrap(a.detach()) if isinstance(a, torch.Tensor) else a for a in args])
+        inner_args = [st.unwrap(a.detach()) if isinstance(a, torch.Tensor) else a for a in args]
+        recording = self.inner.graph is None and not self.inner.reads_back and self.inner.calls >= self.inner.warmup
+        if not recording:
+            leaves = self.inner(*inner_args)
+        else:
+            compiled = _graphs_compiled()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                leaves = self.inner(*inner_args)
+            retry = (self.inner.reads_back and _graphs_compiled() != compiled
+                     and self.recompiles < RECOMPILES_ALLOWED)
+            if retry:  # the reads were the compiler's (see the module doc): record on the next call
+                self.recompiles += 1
+                self.inner.record_again()
+            for w in caught:
+                if not (retry and issubclass(w.category, RuntimeWarning) and "read" in str(w.message)):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
         spec, dtypes = self._out
         out = [st.wrap(x, d) if d is not None else x for x, d in zip(leaves, dtypes)]
         return pytree.tree_unflatten(out, spec)
