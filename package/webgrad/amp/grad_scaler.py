@@ -205,34 +205,12 @@ class GradScaler:
                           f"{type(optimizer).__name__}'s step count where step() computes from it on the host "
                           "(bias corrections, lr decay), unlike PyTorch's, which leaves a skipped step out; "
                           "Adam, AdamW, RMSprop and SGD skip exactly", RuntimeWarning, stacklevel=3)
-        with no_grad():
-            kept = []
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    kept.append((p, None, p.detach().clone()))
-                    for key, value in optimizer.state.get(p, {}).items():
-                        if isinstance(value, Tensor) and value.device == p.device:
-                            kept.append((p, key, value.clone()))
-            retval = optimizer.step(*args, **kwargs)
-            skipped = {}  # per device: 1.0 where the step is skipped, else 0.0
-            for p, key, old in kept:
-                if key is None and "step" in optimizer.state.get(p, {}):  # (the count state_dict() leaves out)
-                    dev = p.device.type
-                    if dev not in skipped:
-                        skipped[dev] = (found[dev] > 0).to(dtypes.float32).reshape(1)
-                    optimizer._skipped_steps(p).add_(skipped[dev])
-                now = p if key is None else optimizer.state[p].get(key)
-                if now is None:
-                    continue
-                total, backend = found[old.device.type], now.device.backend
-                if (backend.has(kernels.amp_restore_if) and now.dtype in (dtypes.float32, dtypes.int32)
-                        and now.dtype is old.dtype and now.is_contiguous() and now.shape == old.shape):
-                    kernels.amp_restore_if(backend, now._view, old._view, total._view)  # one dispatch, no copy
-                else:
-                    now.copy_(where(total > 0, old, now))
-        return retval
+        optimizer._undoing = True  # (its step's own check of device errors is folded into `found` below)
+        try:
+            return optimizer._undone_where(optimizer._error_flags(found),
+                                           lambda: optimizer.step(*args, **kwargs))
+        finally:
+            optimizer._undoing = False
 
     def update(self, new_scale=None):
         """The next step's scale: backoff_factor times it after an inf/NaN step, growth_factor times it

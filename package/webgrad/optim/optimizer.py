@@ -28,10 +28,11 @@ from collections import defaultdict
 from itertools import chain
 
 from .. import replay
-from .._autograd import enable_grad, note_write
+from .._autograd import enable_grad, no_grad, note_write
 from .._tensor import Tensor, empty, full_like, tensor, zeros
+from ..ops.elementwise import where
 from ..ops.shape import cat
-from ..dtypes import float32
+from ..dtypes import float32, int32
 from .._backends import kernels
 
 
@@ -94,7 +95,8 @@ class Optimizer:
         self._skip_counts = {}
         # {device type: one-element float32 tensor}: this step's skip flag per device (_skip_flags), None for none
         self._step_skip = None
-        self._error_flags = {}  # device -> the tensor device_error_flag writes (kept: a replay writes it again)
+        self._undoing = False  # inside _undone_where (see _marks_step_called)
+        self._error_flags_kept = {}  # device -> the tensor device_error_flag writes (kept: a replay writes it again)
         self._recorded_hyper = None  # _replay_invariants() when a step was last recorded (prepare_replay checks)
         self._packed = {}  # strided param -> the contiguous copy its last fused update ran on
         self._prepared = {}  # param -> the hyper its last prepare_replay() wrote (_fused_update)
@@ -230,26 +232,68 @@ class Optimizer:
         flag (kernels.device_error_flag), the larger of the two where both are there. So a step that follows a
         failed index or value check (an embedding index or a cross-entropy target out of range) changes no
         parameter and no state before its error raises at the next read-back, as the CPU raises in the forward
-        before the step; the kernels count the skip where they keep a step count (_skipped_steps). The flag's
-        kernel runs only where a kernel that may report an error ran since the backend last read its errors
-        (backend.errors_pending)."""
+        before the step; the kernels count the skip where they keep a step count (_skipped_steps). An optimizer
+        composed of tensor ops gets the same protection from its step's wrapper (_undone_where)."""
         found = self._skip_if
         if not self.skips_on_device():
             return found
+        return self._error_flags(found)
+
+    def _error_flags(self, found=None):
+        """{device type: one-element float32 tensor, > 0 where the step must change nothing}: the backend's error
+        word as a flag (kernels.device_error_flag), merged with `found` (GradScaler's) where given; None where
+        nothing is flagged. The flag's kernel runs only where a kernel that may report an error ran since the
+        backend last read its errors (backend.errors_pending)."""
         flags = dict(found) if found else {}
         devices = {p.device: None for group in self.param_groups for p in group["params"]}
         for device in devices:
             backend = device.backend
             if not backend.errors_pending or not backend.has(kernels.device_error_flag):
                 continue
-            out = self._error_flags.get(device)
+            out = self._error_flags_kept.get(device)
             if out is None:
                 with backend.outside_capture():
-                    out = self._error_flags[device] = zeros(1, device=device)
+                    out = self._error_flags_kept[device] = zeros(1, device=device)
             prior = flags.get(device.type)
             kernels.device_error_flag(backend, out._view, None if prior is None else prior._view)
             flags[device.type] = out
         return flags or None
+
+    def _undone_where(self, found, run):
+        """run() (this optimizer's step), with no effect on the devices whose flag in `found` ({device type:
+        one-element float32 tensor}) is > 0, decided on the device (no read-back): the parameters that have a
+        gradient and their tensor state are copied before it and put back where the flag is set. For an
+        optimizer whose changes are not all fused updates (skips_on_device() False): GradScaler's skipped step,
+        and a step after a failed device-side check. A kept step count (the state_dict's "step") counts the skip
+        (_skipped_steps); a count the step computes from on the host still advances."""
+        with no_grad():
+            kept = []
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None or p.device.type not in found:
+                        continue
+                    kept.append((p, None, p.detach().clone()))
+                    for key, value in self.state.get(p, {}).items():
+                        if isinstance(value, Tensor) and value.device == p.device:
+                            kept.append((p, key, value.clone()))
+            retval = run()
+            skipped = {}  # per device: 1.0 where the step is skipped, else 0.0
+            for p, key, old in kept:
+                if key is None and "step" in self.state.get(p, {}):  # (the count state_dict() leaves out)
+                    dev = p.device.type
+                    if dev not in skipped:
+                        skipped[dev] = (found[dev] > 0).to(float32).reshape(1)
+                    self._skipped_steps(p).add_(skipped[dev])
+                now = p if key is None else self.state[p].get(key)
+                if now is None:
+                    continue
+                total, backend = found[old.device.type], now.device.backend
+                if (backend.has(kernels.amp_restore_if) and now.dtype in (float32, int32)
+                        and now.dtype is old.dtype and now.is_contiguous() and now.shape == old.shape):
+                    kernels.amp_restore_if(backend, now._view, old._view, total._view)  # one dispatch, no copy
+                else:
+                    now.copy_(where(total > 0, old, now))
+        return retval
 
     def _skip_hyper(self, p, hyper):
         """hyper with this step's skip flag of p's device (hyper["skip_if"]) and, for an update that keeps a step
@@ -471,9 +515,20 @@ def _submit(param_groups):
 
 
 def _marks_step_called(step):
+    """A subclass's step, wrapped: it records that it ran (for the schedulers), and an optimizer composed of tensor
+    ops steps under _undone_where where a device-side check may have failed (its fused peers skip in their
+    kernels), so that a failed step never updates the weights."""
     def wrapper(self, *args, **kwargs):
         self._opt_called = True
-        result = step(self, *args, **kwargs)
+        flags = None if self._replaying or self.skips_on_device() or self._undoing else self._error_flags()
+        if flags:
+            self._undoing = True  # (GradScaler's own _undone_where may call this step: one level of copies)
+            try:
+                result = self._undone_where(flags, lambda: step(self, *args, **kwargs))
+            finally:
+                self._undoing = False
+        else:
+            result = step(self, *args, **kwargs)
         if not self._replaying:  # a replay submits the recorded step itself
             _submit(self.param_groups)
         return result
