@@ -155,16 +155,28 @@ def test_submits_after_many_dispatches_without_sync(gpu):
     assert get(gpu, x)[0] == Runtime.FLUSH_AFTER + 6
 
 
-def test_write_waits_for_recorded_readers(gpu):
-    # queue.writeBuffer lands before any later submit: the runtime must submit the recorded reader first.
+def test_write_comes_after_recorded_readers_without_a_submit(gpu):
+    # queue.writeBuffer lands before any later submit: a write into a buffer that recorded work reads is staged
+    # and copied in order, so the reader recorded before it sees the old data, and nothing is submitted early.
+    rt = gpu.runtime
     x = put(gpu, np.full(16, 3.0, np.float32))
+    gpu.synchronize()
+    submits = rt.stats["submits"]
     out = new(gpu, (16,))
     kernels.unary(gpu, "square", out, x)
-    gpu.write(x.storage, np.full(16, 5.0, np.float32).tobytes())
-    out2 = new(gpu, (16,))
-    kernels.unary(gpu, "square", out2, x)
+    for value in (5.0, 6.0):  # two staged writes before one submit: each keeps its own staging buffer
+        gpu.write(x.storage, np.full(16, value, np.float32).tobytes())
+        if value == 5.0:
+            out2 = new(gpu, (16,))
+            kernels.unary(gpu, "square", out2, x)
+    out3 = new(gpu, (16,))
+    kernels.unary(gpu, "square", out3, x)
+    assert rt.stats["submits"] == submits
     assert get(gpu, out).tolist() == [9.0] * 16
     assert get(gpu, out2).tolist() == [25.0] * 16
+    assert get(gpu, out3).tolist() == [36.0] * 16
+    gpu.write(x.storage, np.full(16, 7.0, np.float32).tobytes())  # nothing pending: written directly
+    assert get(gpu, x).tolist() == [7.0] * 16
 
 
 def test_storage_buffers_return_to_the_pool(gpu):

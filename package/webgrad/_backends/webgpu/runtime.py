@@ -122,6 +122,9 @@ class Runtime:
         )
         self.pool = BufferPool(lambda size: self._create_buffer(size, "storage"))
         self._readback_pool = BufferPool(lambda size: self._create_buffer(size, "readback"))
+        # Uploads staged behind work still to be submitted (write): free again once that work is submitted
+        self._upload_pool = BufferPool(lambda size: self._create_buffer(size, "upload"))
+        self._staged = []
         self._alloc = self.pool  # the pool new storages draw from (a CapturePool while capturing)
         self._kept_scratch = {}  # name -> Storage: see kept_scratch
         self._tickets = None  # see tickets
@@ -254,7 +257,16 @@ class Runtime:
             self._append((1, upload, 0, storage.buffer.handle, byte_offset, nbytes), (storage,), ())
             return
         if storage.buffer in self._pending:
-            self.flush()
+            # Work still to be submitted uses this buffer (the pool hands a buffer out again as soon as its
+            # storage dies). A write to it now would land before that work runs: stage the data and record the
+            # copy in order, instead of submitting everything so far (an eager step paid a submit for each such
+            # upload, an arange in a loss's backward among them). The staging buffer is taken again only after
+            # the submit that copies from it, which the queue orders before any later write to it.
+            upload = self._upload_pool.acquire(nbytes)
+            self.binding.write_buffer(upload.handle, 0, data)
+            self._staged.append(upload)
+            self._append((1, upload.handle, 0, storage.buffer.handle, byte_offset, nbytes), (storage,), ())
+            return
         self.binding.write_buffer(storage.buffer.handle, byte_offset, data)
 
     def copy(self, src, src_offset, dst, dst_offset, nbytes):
@@ -520,6 +532,9 @@ class Runtime:
         segments, self._segments = self._segments, []
         self.binding.submit(segments)
         self.stats["submits"] += 1
+        for upload in self._staged:
+            self._upload_pool.release(upload)
+        self._staged.clear()
         self._pending.clear()
         self._pending_slots.clear()
         if max(len(self._bind_groups), len(self._uniforms), len(self.memo)) > self.CACHE_LIMIT:
