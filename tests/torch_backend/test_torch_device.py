@@ -165,6 +165,55 @@ def test_fallback_warns_once_and_strict_mode_raises():
     assert td.get_fallback() == "cpu"
 
 
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU], ids=["lstm", "gru"])
+def test_recurrent_layers_run_their_fused_cells_on_the_device(cls, bias):
+    """On an accelerator nn.LSTM and nn.GRU call ATen's fused cells (_thnn_fused_lstm_cell, _thnn_fused_gru_cell)
+    and their backward, which have no CPU kernel to fall back to: webgrad's run them. Outputs and every gradient
+    match the CPU, strict mode (no fallback) on."""
+    torch.manual_seed(0)
+    ref = cls(5, 7, num_layers=2, batch_first=True, bias=bias)
+    model = copy.deepcopy(ref).to(DEV)
+    x, h0 = torch.randn(3, 4, 5), torch.randn(2, 3, 7)
+    state = (h0, torch.randn(2, 3, 7)) if cls is nn.LSTM else h0
+    out, _ = ref(x, state)
+    (out.square().sum()).backward()
+    dev_state = tuple(t.to(DEV) for t in state) if cls is nn.LSTM else state.to(DEV)
+    with td.strict():
+        got, _ = model(x.to(DEV), dev_state)
+        (got.square().sum()).backward()
+    close(got.cpu(), out)
+    for (name, p), q in zip(ref.named_parameters(), model.parameters()):
+        close(q.grad.cpu(), p.grad, atol=1e-4, rtol=1e-3)
+
+
+def test_cross_entropy_gradient_with_ignored_targets_uploads_nothing():
+    torch.manual_seed(0)
+    logits, target = torch.randn(6, 9, requires_grad=True), torch.randint(0, 9, (6,))
+    target[2] = -100
+    F.cross_entropy(logits, target).backward()
+    on_dev = logits.detach().to(DEV).requires_grad_()
+    dev_target = target.to(DEV)
+    rt = td.storage.webgrad_device().backend
+    writes = rt.runtime.stats["writes"] if RECORDS else 0
+    F.cross_entropy(on_dev, dev_target).backward()
+    if RECORDS:
+        assert rt.runtime.stats["writes"] == writes  # (its backward made a class index list on the host before)
+    close(on_dev.grad.cpu(), logits.grad)
+
+
+def test_a_pinning_data_loader_feeds_the_device():
+    """DataLoader(pin_memory=True), as scripts make one whenever an accelerator is there: webgpu is the accelerator,
+    and pin_memory() hands the batch over as it is (PyTorch asks a device for pinned memory through a C++ hook)."""
+    assert torch.accelerator.current_accelerator().type == DEV
+    data = torch.utils.data.TensorDataset(torch.arange(12.0).reshape(6, 2), torch.arange(6))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True, num_workers=1)
+    seen = [x.to(DEV, non_blocking=True).sum().item() for x, _ in loader]
+    assert seen == [28.0, 38.0]
+    x = torch.ones(3)
+    assert x.pin_memory() is x
+
+
 @pytest.mark.parametrize("mode", ["eager", "compile"])
 @pytest.mark.parametrize("model", ["mlp", "cnn", "gpt"])
 def test_parity_suite_on_the_device(model, mode):

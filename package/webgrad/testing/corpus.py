@@ -949,6 +949,8 @@ def _child(job):
             webgrad.set_default_device("webgpu")
     else:
         import torch
+        if job["device"] == "webgpu":  # the real torch with webgrad's "webgpu" device: torch.accelerator finds it
+            import webgrad.torch_device  # noqa: F401
     if hasattr(torch, "set_num_threads"):
         torch.set_num_threads(1)
     random.seed(0)

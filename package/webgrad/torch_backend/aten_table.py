@@ -223,8 +223,57 @@ def _nll_loss_backward(grad, logp, target, weight, reduction, ignore_index, tota
     if reduction == 1:
         w = w / total_weight
     coef = -(w * grad if reduction == 0 else w * grad.reshape(()))
-    onehot = (wg.arange(logp.shape[1], dtype=dtypes.int32, device=logp.device).unsqueeze(0) == safe.unsqueeze(1)).to(dtype=logp.dtype)
-    return (onehot * coef.unsqueeze(1)).reshape(shape)
+    # each row's coefficient scattered at its target (no class index list made on the host and uploaded)
+    out = wg.zeros(tuple(logp.shape), dtype=logp.dtype, device=logp.device)
+    return out.scatter_(1, safe.unsqueeze(1), coef.unsqueeze(1).to(dtype=logp.dtype)).reshape(shape)
+
+
+# ------------------------------------------------------------------ fused recurrent cells
+# What nn.LSTM and nn.GRU call on an accelerator (CUDA, and PyTorch's webgpu device): the gates of one time step
+# from the two products, and their backward. The same formulas as ATen's CUDA kernels; workspace holds what the
+# backward needs.
+def _lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias + hidden_bias
+    i, f, g, o = gates.chunk(4, 1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * cx + i * g
+    return o * cy.tanh(), cy, wg.cat([i, f, g, o], 1)
+
+
+def _lstm_cell_backward(grad_hy, grad_cy, cx, cy, workspace, has_bias):
+    i, f, g, o = workspace.chunk(4, 1)
+    tanh_cy = cy.tanh()
+    grad_hy = wg.zeros_like(cy) if grad_hy is None else grad_hy
+    gc = grad_hy * o * (1 - tanh_cy * tanh_cy)
+    if grad_cy is not None:
+        gc = gc + grad_cy
+    grad_gates = wg.cat([gc * g * i * (1 - i), gc * cx * f * (1 - f), gc * i * (1 - g * g),
+                         grad_hy * tanh_cy * o * (1 - o)], 1)
+    return grad_gates, gc * f, grad_gates.sum(0) if has_bias else None
+
+
+def _gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    if input_bias is not None:
+        input_gates, hidden_gates = input_gates + input_bias, hidden_gates + hidden_bias
+    ir, ii, in_ = input_gates.chunk(3, 1)
+    hr, hi, hn = hidden_gates.chunk(3, 1)
+    r, z = (ir + hr).sigmoid(), (ii + hi).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return n + z * (hx - n), wg.cat([r, z, n, hx, hn], 1)
+
+
+def _gru_cell_backward(grad_hy, workspace, has_bias):
+    r, z, n, hx, hn = workspace.chunk(5, 1)
+    gn = grad_hy * (1 - z) * (1 - n * n)
+    gz = grad_hy * (hx - n) * z * (1 - z)
+    gr = gn * hn * r * (1 - r)
+    grad_input = wg.cat([gr, gz, gn], 1)
+    grad_hidden = wg.cat([gr, gz, gn * r], 1)
+    if not has_bias:
+        return grad_input, grad_hidden, grad_hy * z, None, None
+    return grad_input, grad_hidden, grad_hy * z, grad_input.sum(0), grad_hidden.sum(0)
 
 
 # ------------------------------------------------------------------ elementwise helpers
@@ -615,6 +664,11 @@ ATEN = {
     aten.nll_loss_forward.default: _nll_loss_forward,
     aten.nll_loss_backward.default: _nll_loss_backward,
     aten.native_layer_norm.default: _native_layer_norm,
+    # recurrent cells
+    aten._thnn_fused_lstm_cell.default: _lstm_cell,
+    aten._thnn_fused_lstm_cell_backward_impl.default: _lstm_cell_backward,
+    aten._thnn_fused_gru_cell.default: _gru_cell,
+    aten._thnn_fused_gru_cell_backward.default: _gru_cell_backward,
     aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_attention_backward,
     aten._native_batch_norm_legit_functional.default: _batch_norm,

@@ -24,6 +24,7 @@ still called "webgpu"): for tests of the mechanics on a machine without a GPU ad
 """
 
 import os
+import warnings
 
 _MIN_TORCH = (2, 9)
 
@@ -163,11 +164,35 @@ def _register():
     torch._C._acc.register_python_privateuseone_hook(_Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     torch.serialization.register_package(19, _tag, _deserialize)
+    _pin_memory_for_webgpu()
     # the backward of webgpu tensors runs in the thread that calls it, as the CPU's does: webgrad's recording
     # of a step (replay hooks, capture) is per thread, and PyTorch's engine sizes its per-device worker queues
     # once, at its first backward, which may come before this registration
     torch._C._set_multithreading_enabled(False)
     _print_from_cpu()
+
+
+_LIBRARY = []  # the torch.library registration below, kept alive
+
+
+def _pin_memory_for_webgpu():
+    """Tensor.pin_memory() where webgpu is the accelerator (a DataLoader with pin_memory=True, as pytorch/examples
+    make one whenever an accelerator is there) returns the tensor itself: webgrad uploads from any host memory
+    (queue.writeBuffer), and PyTorch asks a device for a pinned-memory allocator only through a C++ hook that
+    Python cannot register. Elsewhere it does what PyTorch's own pin_memory does (is_pinned, then _pin_memory)."""
+    def pin_memory(self, device=None):
+        target = torch.device(device) if device is not None else torch.accelerator.current_accelerator()
+        if target is not None and target.type == NAME:
+            return self
+        if torch.ops.aten.is_pinned(self, device):
+            return self
+        return torch.ops.aten._pin_memory(self, device)
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():  # ("Overriding a previously registered kernel": that is the point)
+        warnings.simplefilter("ignore")
+        library.impl("pin_memory", pin_memory, "CompositeImplicitAutograd")
+    _LIBRARY.append(library)
 
 
 def _tag(obj):
