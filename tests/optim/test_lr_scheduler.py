@@ -71,6 +71,14 @@ SCHEDULES = {
                                                     s.StepLR(o, step_size=2, gamma=0.7)], milestones=[4, 12]),
     "SequentialLR-exponential": lambda s, o: s.SequentialLR(o, [s.ExponentialLR(o, gamma=0.5),
                                                                 s.MultiStepLR(o, [3, 6])], milestones=[5]),
+    "CyclicLR-triangular": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=4),
+    "CyclicLR-triangular2": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3, step_size_down=5,
+                                                    mode="triangular2", base_momentum=0.7, max_momentum=0.95),
+    "CyclicLR-exp_range": lambda s, o: s.CyclicLR(o, base_lr=[0.02, 0.01], max_lr=0.2, step_size_up=2,
+                                                  mode="exp_range", gamma=0.97),
+    "CyclicLR-scale_fn": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                                 scale_fn=lambda x: 1 / (1 + 0.1 * x), scale_mode="iterations",
+                                                 cycle_momentum=False),
 }
 
 
@@ -163,6 +171,7 @@ STATE_CASES = {
     "OneCycleLR": SCHEDULES["OneCycleLR-three-phase"],
     "SequentialLR": SCHEDULES["SequentialLR"],
     "ReduceLROnPlateau": lambda s, o: s.ReduceLROnPlateau(o, patience=1, cooldown=1),
+    "CyclicLR": SCHEDULES["CyclicLR-triangular2"],
 }
 
 
@@ -243,6 +252,10 @@ def test_argument_errors():
         s.SequentialLR(opt, [s.StepLR(opt, 2), s.StepLR(opt, 3)], milestones=[3, 4])
     with pytest.raises(ValueError, match="same optimizer"):
         s.SequentialLR(opt, [s.StepLR(opt, 2), s.StepLR(_optimizer(wg), 3)], milestones=[3])
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        s.CyclicLR(opt, 0.01, 0.1, mode="sawtooth")
+    with pytest.raises(ValueError, match="optimizer must support momentum"):
+        s.CyclicLR(wg.optim.Adagrad([wg.zeros(1, requires_grad=True)]), 0.01, 0.1)
     rms = wg.optim.RMSprop([wg.zeros(1, requires_grad=True)])
     s.OneCycleLR(rms, max_lr=0.1, total_steps=4)  # RMSprop has "momentum": cycled like SGD's
     assert rms.param_groups[0]["momentum"] == 0.95
