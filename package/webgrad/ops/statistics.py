@@ -243,12 +243,13 @@ def histc(input, bins=100, min=0, max=0):
     return out if out.dtype is input.dtype else cast(out, input.dtype)
 
 
-def _edges(values, bins, span, dtype, device):
+def _edges(values, bins, span, dtype, device, one_dim=False):
     """Bin edges over `values`: the given 1-D tensor, or `bins` equal bins of span (the values' range by default;
-    a single value v gives [v - 0.5, v + 0.5])."""
+    a single value v gives [v - 0.5, v + 0.5]). one_dim: histogram's wording of the errors, else histogramdd's."""
     if isinstance(bins, Tensor):
         if bins.ndim != 1:
-            raise RuntimeError(f"torch.histogramdd(): expected bins to be 1D tensors, but got {bins.ndim}D")
+            what = "bins[0] to be a 1D tensor" if one_dim else "bins to be 1D tensors"
+            raise RuntimeError(f"torch.histogramdd(): expected {what}, but got {bins.ndim}D")
         return bins
     if bins <= 0:
         raise RuntimeError(f"torch.histogramdd(): expected each bin count to be positive, but got {bins}")
@@ -259,8 +260,8 @@ def _edges(values, bins, span, dtype, device):
     else:
         low, high = 0.0, 0.0
     if low > high:
-        raise RuntimeError(f"torch.histogramdd(): expected leftmost edge to be less than or equal to rightmost edge, "
-                           f"but got {low} > {high}")
+        raise RuntimeError("torch.histogramdd(): expected leftmost edge to be less than or equal to rightmost edge"
+                           f"{' for dimension 0' if one_dim else ','} but got {low} > {high}")
     if low == high:
         low, high = low - 0.5, high + 0.5
     return linspace(low, high, bins + 1, dtype=dtype, device=device)
@@ -324,25 +325,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but got "
                            f"input {input.dtype.name} and bins float")
     flat = input.reshape(-1)
-    if isinstance(bins, Tensor):
-        if bins.ndim != 1:
-            raise RuntimeError(f"torch.histogramdd(): expected bins[0] to be a 1D tensor, but got {bins.ndim}D")
-        edges = bins
-    else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogramdd(): expected each bin count to be positive, but got {bins}")
-        if range is not None:
-            low, high = float(range[0]), float(range[1])
-        elif flat.numel():
-            low, high = float(reduce.amin(flat).item()), float(reduce.amax(flat).item())
-        else:
-            low, high = 0.0, 0.0
-        if low > high:
-            raise RuntimeError(f"torch.histogramdd(): expected leftmost edge to be less than or equal to rightmost "
-                               f"edge for dimension 0 but got {low} > {high}")
-        if low == high:
-            low, high = low - 0.5, high + 0.5
-        edges = linspace(low, high, bins + 1, dtype=input.dtype, device=input.device)
+    edges = _edges(flat, bins, range, input.dtype, input.device, one_dim=True)
     m = edges.shape[0]
     count = m - 1
     w = weight.reshape(-1) if weight is not None else None
