@@ -50,6 +50,25 @@ RANGE_MESSAGE = ("cumsum: the int64 prefix sum at element {value} (of {size}) is
                  "integers); compute it on the CPU device")
 
 
+def scan_transposed(rt, x, outs, scan_rows):
+    """A scan along the middle dim of [outer, size, inner] contiguous views, run over rows instead: x copied
+    transposed to [outer * inner, size, 1], scan_rows(row outputs, rows) run on it, and each of `outs` (the scan's
+    outputs, of x's shape) written back from its row output. For columns too long for a thread's loop on a
+    software adapter (SOFTWARE_COLUMN_MAX)."""
+    outer, size, inner = x.shape
+    n = x.numel
+
+    def columns(v):  # v's elements in [outer, inner, size] order
+        return View(v.storage, (outer, inner, size), (size * inner, 1, inner), v.offset, v.dtype)
+
+    rows_in = contiguous_view(rt.storage(n, x.dtype), (outer, inner, size), x.dtype)
+    copy(rt, rows_in, columns(x))
+    rows_outs = [contiguous_view(rt.storage(n, o.dtype), (outer * inner, size, 1), o.dtype) for o in outs]
+    scan_rows(rows_outs, rows_in.reshaped((outer * inner, size, 1)))
+    for o, rows in zip(outs, rows_outs):
+        copy(rt, columns(o), rows.reshaped((outer, inner, size)))
+
+
 @kernels.cumsum.implement("webgpu")
 def cumsum(rt, out, x):
     check_view(out, "out", contiguous=True, ndim=3)
@@ -63,13 +82,7 @@ def cumsum(rt, out, x):
         return
     if inner > 1 and rt.software and size > SOFTWARE_COLUMN_MAX:
         # Too long for a thread's loop there: scan the rows of a transposed copy, and transpose back.
-        dtype, n = out.dtype, out.numel
-        rows_in = contiguous_view(rt.storage(n, dtype), (outer, inner, size), dtype)
-        copy(rt, rows_in, View(x.storage, (outer, inner, size), (size * inner, 1, inner), x.offset, dtype))
-        rows_out = contiguous_view(rt.storage(n, dtype), (outer * inner, size, 1), dtype)
-        cumsum(rt, rows_out, rows_in.reshaped((outer * inner, size, 1)))
-        copy(rt, View(out.storage, (outer, inner, size), (size * inner, 1, inner), out.offset, dtype),
-             rows_out.reshaped((outer, inner, size)))
+        scan_transposed(rt, x, [out], lambda rows_outs, rows_in: cumsum(rt, rows_outs[0], rows_in))
         return
     params = _PARAMS.pack(outer, size, inner, x.offset, out.offset, outer * inner)
     storages = (out.storage, x.storage)

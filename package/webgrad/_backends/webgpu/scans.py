@@ -3,12 +3,11 @@ prefix-sum shader (shaders/scan.wgsl) and another element spliced in: its type, 
 
 import struct
 
-from ..._view import View
 from ...dtypes import float32, int32, int64
 from .. import kernels
 from .dispatch import Kernel, Shader, grid
 from .elementwise import copy
-from .scan import SOFTWARE_COLUMN_MAX
+from .scan import SOFTWARE_COLUMN_MAX, scan_transposed
 from .views import INDEX, check_view, contiguous_view
 
 _PROD = """alias T = f32;
@@ -134,18 +133,8 @@ def scan(rt, op, out, x, indices=None):
         return
     if inner > 1 and rt.software and size > SOFTWARE_COLUMN_MAX:
         # too long for a thread's loop there (see scan.py): scan the rows of a transposed copy
-        n, dtype = out.numel, out.dtype
-        rows_in = contiguous_view(rt.storage(n, dtype), (outer, inner, size), dtype)
-        copy(rt, rows_in, View(x.storage, (outer, inner, size), (size * inner, 1, inner), x.offset, dtype))
-        rows_out = contiguous_view(rt.storage(n, dtype), (outer * inner, size, 1), dtype)
-        rows_idx = contiguous_view(rt.storage(n, indices.dtype), (outer * inner, size, 1), indices.dtype) \
-            if extreme else None
-        scan(rt, op, rows_out, rows_in.reshaped((outer * inner, size, 1)), rows_idx)
-        copy(rt, View(out.storage, (outer, inner, size), (size * inner, 1, inner), out.offset, dtype),
-             rows_out.reshaped((outer, inner, size)))
-        if extreme:
-            copy(rt, View(indices.storage, (outer, inner, size), (size * inner, 1, inner), indices.offset,
-                          indices.dtype), rows_idx.reshaped((outer, inner, size)))
+        scan_transposed(rt, x, [out, indices] if extreme else [out],
+                        lambda rows_outs, rows_in: scan(rt, op, rows_outs[0], rows_in, *rows_outs[1:]))
         return
     columns, rows = _kernels(op, x.dtype)
     storages = (out.storage, x.storage)
