@@ -14,18 +14,10 @@ from .._autograd import no_grad
 from .._tensor import Tensor, arange
 from ..ops import elementwise
 from ..ops.elementwise import minimum, where
+from ..ops.loss import _legacy_reduction
 
 _xlogy = elementwise.function("xlogy")
 _logsigmoid = elementwise.function("logsigmoid")
-
-
-def _legacy(size_average, reduce, reduction):
-    """PyTorch's deprecated size_average/reduce flags, mapped onto `reduction`."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return "mean" if size_average and reduce else ("sum" if reduce else "none")
 
 
 def _reduce(loss, reduction, op):
@@ -50,7 +42,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     or log-probabilities with log_target), as torch.nn.functional.kl_div; 'batchmean' divides the sum by the
     batch size."""
     _tensors("kl_div", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
@@ -95,7 +87,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     input, with Stirling's approximation of log(target!) where full (for targets above 1), as
     torch.nn.functional.poisson_nll_loss."""
     _tensors("poisson_nll_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
@@ -109,7 +101,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (cosines over the last
     dim), as torch.nn.functional.cosine_embedding_loss."""
     _tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     dim = target.ndim
     if dim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -129,7 +121,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """input where target is 1, max(0, margin - input) where it is -1, as
     torch.nn.functional.hinge_embedding_loss."""
     _tensors("hinge_embedding_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = where(target != 1, (margin - input).clamp(min=0), 0.0) + where(target != -1, input, 0.0)
     return _reduce(loss, reduction, "hinge_embedding_loss")
 
@@ -137,7 +129,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), as torch.nn.functional.margin_ranking_loss."""
     _tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if not (input1.ndim == input2.ndim == target.ndim):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {list(input1.shape)}, input2: {list(input2.shape)}, target: {list(target.shape)} ")
@@ -148,7 +140,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), as torch.nn.functional.soft_margin_loss."""
     _tensors("soft_margin_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = (-input * target).exp().log1p()
     return _reduce(loss, reduction, "soft_margin_loss")
 
@@ -157,7 +149,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """The mean over classes of each class's logistic loss (targets 0 or 1), as
     torch.nn.functional.multilabel_soft_margin_loss."""
     _tensors("multilabel_soft_margin_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = -(target * _logsigmoid(input) + (1 - target) * _logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -182,7 +174,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     max(0, margin - x[y] + x[j])^p (times weight[y]), divided by the number of classes, as
     torch.nn.functional.multi_margin_loss."""
     _tensors("multi_margin_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     x = _rows(input, target, "multi_margin_loss")
@@ -209,7 +201,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     -1) and non-target classes k of max(0, 1 - (x[j] - x[k])), divided by the number of classes, as
     torch.nn.functional.multilabel_margin_loss."""
     _tensors("multilabel_margin_loss", input=input, target=target)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     x = _rows(input, target, "multilabel_margin_loss")
     t = target.reshape(x.shape).long()
     c = x.shape[1]
@@ -249,7 +241,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     smaller of d(anchor, negative) and d(positive, negative) with swap), as
     torch.nn.functional.triplet_margin_loss."""
     _tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
     return _triplet(anchor, positive, negative, lambda x, y: _pairwise_distance(x, y, p, eps), margin, swap,
