@@ -9,7 +9,6 @@ import math
 
 from .. import dtypes, random, replay
 from .._autograd import record
-from .._tensor import Tensor
 from .core import broadcast_shapes, expanded_view, new, unbroadcast
 from .._backends import kernels
 
@@ -50,6 +49,18 @@ def _aligned(t):
     return t.clone() if t.is_contiguous() else t.contiguous()
 
 
+def lead_shape(query, key, value, attn_mask):
+    """The broadcast batch dims of an attention call (all but the last two), its mask's included; raises where the
+    operands, or the mask against the [L, S] scores, do not broadcast."""
+    lead = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]),
+                            op="scaled_dot_product_attention")
+    if attn_mask is not None:
+        lead = broadcast_shapes(lead, tuple(attn_mask.shape[:-2]), op="scaled_dot_product_attention")
+        broadcast_shapes((query.shape[-2], key.shape[-2]), tuple(attn_mask.shape[-2:]),
+                         op="scaled_dot_product_attention")
+    return lead
+
+
 def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """softmax(q k^T * scale + mask) v with dropout, by the attention kernels; None where they do not apply (the
     caller composes it then): a float mask that requires grad, head sizes a backend refuses."""
@@ -59,11 +70,7 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
         return None
     L, E = query.shape[-2:]
     S, Ev = key.shape[-2], value.shape[-1]
-    lead = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]),
-                            op="scaled_dot_product_attention")
-    if attn_mask is not None:
-        lead = broadcast_shapes(lead, tuple(attn_mask.shape[:-2]), op="scaled_dot_product_attention")
-        broadcast_shapes((L, S), tuple(attn_mask.shape[-2:]), op="scaled_dot_product_attention")
+    lead = lead_shape(query, key, value, attn_mask)
     if len(lead) > 2:
         flat = 1
         for n in lead[:-1]:

@@ -22,6 +22,7 @@ starting at its first pair's counter.
 choose() says which path a call takes (the one place the rule lives); sdpa() runs it.
 """
 
+import math
 import os
 
 from .. import dtypes, random, replay
@@ -29,8 +30,8 @@ from .._autograd import no_grad, record
 from .._tensor import arange
 from .._view import View
 from .._backends import kernels
-from .attention import fused_attention
-from .core import broadcast_shapes, new, unbroadcast
+from .attention import fused_attention, lead_shape
+from .core import new, unbroadcast
 
 # The [n, L, S] buffers of one call (three in the backward: the scores, the weights and their gradient; two in the
 # forward) stay under SCRATCH_BYTES together and MAX_BUFFER_BYTES each (WebGPU's default
@@ -226,15 +227,9 @@ def _draw(device, per_pair, pairs, starts):
 def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """softmax(q kᵀ * scale + mask) v with dropout, by products in chunks of (batch, head) pairs (module doc).
     The caller checked eligible()."""
-    import math
-
     L, E = query.shape[-2:]
     S, Ev = key.shape[-2], value.shape[-1]
-    lead = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]),
-                            op="scaled_dot_product_attention")
-    if attn_mask is not None:
-        lead = broadcast_shapes(lead, tuple(attn_mask.shape[:-2]), op="scaled_dot_product_attention")
-        broadcast_shapes((L, S), tuple(attn_mask.shape[-2:]), op="scaled_dot_product_attention")
+    lead = lead_shape(query, key, value, attn_mask)
     pairs = 1
     for d in lead:
         pairs *= d
