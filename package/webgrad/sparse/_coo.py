@@ -219,25 +219,10 @@ class SparseCOOTensor(Tensor):
 
     # ------------------------------------------------------------------ conversions
     def to(self, *args, **kwargs):
-        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("copy", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, (str, devices.device)):
-                device = a
-            elif isinstance(a, bool):
-                continue  # non_blocking / copy
-            elif a is not None:
-                dtype = a
-        indices, values = self._sp[0], self._sp[1]
-        if device is not None:
-            indices, values = indices.to(device), values.to(device)
-        if dtype is not None:
-            values = values.to(dtype=dtype)
+        """Tensor.to's forms (device, dtype, both, another tensor): the values converted as a dense tensor's
+        would be, the indices moved with them."""
+        values = self._sp[1].to(*args, **kwargs)
+        indices = self._sp[0].to(values.device)
         if indices is self._sp[0] and values is self._sp[1]:
             return self
         return SparseCOOTensor(indices, values, self._sp[2], self._sp[3])
