@@ -358,7 +358,24 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
-class ChainedScheduler(LRScheduler):
+class _OfSchedulers(LRScheduler):
+    """A scheduler made of others (self._schedulers): its state dict holds theirs under "_schedulers", as
+    PyTorch's ChainedScheduler and SequentialLR do."""
+
+    def state_dict(self):
+        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        children = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, child_state in zip(self._schedulers, children):
+            scheduler.load_state_dict(child_state)
+
+
+class ChainedScheduler(_OfSchedulers):
     """Step several schedulers of one optimizer together, each at every step (their effects compose)."""
 
     def __init__(self, schedulers, optimizer=None):
@@ -369,29 +386,18 @@ class ChainedScheduler(LRScheduler):
             if sched.optimizer is not optimizer:
                 raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same optimizer, but got "
                                  f"scheduler {type(sched).__name__} at index {i} with a different optimizer")
-        self._schedules = list(schedulers)
+        self._schedulers = list(schedulers)
         self.optimizer = optimizer
         self._last_lr = [group["lr"] for group in optimizer.param_groups]
 
     def step(self):
-        for sched in self._schedules:
+        for sched in self._schedulers:
             sched.step()
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
-    def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedules")}
-        state["_schedules"] = [s.state_dict() for s in self._schedules]
-        return state
-
-    def load_state_dict(self, state_dict):
-        state = dict(state_dict)
-        saved = state.pop("_schedules")
-        self.__dict__.update(state)
-        for sched, s in zip(self._schedules, saved):
-            sched.load_state_dict(s)
 
 
-class SequentialLR(LRScheduler):
+class SequentialLR(_OfSchedulers):
     """Run schedulers one after another, switching at the milestone epochs."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
@@ -439,17 +445,6 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self):
-        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        state = dict(state_dict)
-        children = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, child_state in zip(self._schedulers, children):
-            scheduler.load_state_dict(child_state)
 
 
 def _per_group(name, optimizer, value):
