@@ -127,6 +127,11 @@ class Replayable:
         return self._outputs
 
     @property
+    def records_next_call(self):
+        """Whether the next call records the step (warm-up over, nothing recorded yet, no read-back refused it)."""
+        return self.graph is None and not self._reads_back and self.calls >= self.warmup
+
+    @property
     def reads_back(self):
         """Whether the recording read values back, so that the step runs eagerly at every call."""
         return self._reads_back

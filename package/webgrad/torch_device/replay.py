@@ -77,8 +77,7 @@ class Replayable:
                 raise TypeError(f"replayable: arguments are webgpu tensors (or Python values), got one on {a.device}")
         self._arg_dtypes = [a.dtype if isinstance(a, torch.Tensor) else None for a in args]
         inner_args = [st.unwrap(a.detach()) if isinstance(a, torch.Tensor) else a for a in args]
-        recording = self.inner.graph is None and not self.inner.reads_back and self.inner.calls >= self.inner.warmup
-        if not recording:
+        if not self.inner.records_next_call:
             leaves = self.inner(*inner_args)
         else:
             compiled = _graphs_compiled()
