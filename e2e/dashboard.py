@@ -41,6 +41,15 @@ def stat(page, name):
     return page.inner_text(f"#stat-{name}")
 
 
+def data_answer(page, action):
+    """Do `action()` (which gives the page a file or files); the data status once the trainer has answered."""
+    page.evaluate("document.getElementById('data-status').textContent = ''")
+    action()
+    page.wait_for_function("/ on the GPU|^Not loaded/.test(document.getElementById('data-status').textContent)",
+                           timeout=120_000)
+    return page.inner_text("#data-status")
+
+
 def wait_for_rate(page, timeout_ms=300_000):
     """The samples/s figure once it is known: the run's first steps record the step for replay and post
     their loss with no rate (it would time the recording), so the loss chart fills before the rate shows."""

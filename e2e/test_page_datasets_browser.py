@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dashboard import accuracy, assert_accessible, start_training, stat, wait_for_rate, wait_run_end
+from dashboard import accuracy, assert_accessible, data_answer, start_training, stat, wait_for_rate, wait_run_end
 from tests.cifar_files import synthetic_images, write_cifar10, write_cifar100
 
 APP_TIMEOUT_MS = 180_000
@@ -31,15 +31,6 @@ def dash(module_page):
 
 def run_python(page, code):
     return page.evaluate("(code) => window.webgradRunPython(code)", code)
-
-
-def data_answer(page, action):
-    """Do `action()` (which gives the page files); the data status once the trainer has answered."""
-    page.evaluate("document.getElementById('data-status').textContent = ''")
-    action()
-    page.wait_for_function("/ on the GPU|^Not loaded/.test(document.getElementById('data-status').textContent)",
-                           timeout=120_000)
-    return page.inner_text("#data-status")
 
 
 def pick(page, source):

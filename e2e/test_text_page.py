@@ -13,7 +13,7 @@ from importlib.resources import files
 import pytest
 
 from conftest import APP_TIMEOUT_MS
-from dashboard import assert_accessible, start_training, stat, wait_run_end
+from dashboard import assert_accessible, data_answer, start_training, stat, wait_run_end
 
 TEXT = files("webgrad.apps").joinpath("data/shakespeare.txt").read_text()
 # The tiny GPT (2 layers of width 64, 32 characters of context): ~0.5 s a step on SwiftShader with 2 busy cores.
@@ -24,15 +24,6 @@ RUN = dict(model="gpt-tiny", optimizer="adamw", lr=0.003, batch_size=16, steps=4
 def unigram_entropy(text):
     counts = Counter(text)
     return -sum(c / len(text) * math.log(c / len(text)) for c in counts.values())
-
-
-def data_answer(page, action):
-    """Do `action()` (which gives the page a file); the data status once the trainer has answered."""
-    page.evaluate("document.getElementById('data-status').textContent = ''")
-    action()
-    page.wait_for_function("/ on the GPU|^Not loaded/.test(document.getElementById('data-status').textContent)",
-                           timeout=120_000)
-    return page.inner_text("#data-status")
 
 
 def give_text(page, path):
