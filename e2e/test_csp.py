@@ -18,11 +18,13 @@ document.addEventListener('securitypolicyviolation', (e) =>
 
 def wait(page, expression, timeout_ms=APP_TIMEOUT_MS):
     """Poll `expression` in the page until it is truthy. Playwright's wait_for_function evaluates its
-    predicate with eval, which this page's policy blocks (the other e2e tests bypass the policy)."""
+    predicate with eval, which this page's policy blocks (the other e2e tests bypass the policy).
+    It waits with page.wait_for_timeout, not time.sleep: the sync API dispatches the offline guard's route
+    handler only while a Playwright call runs, and a request held there (a CSP report, say) would stall."""
     deadline = time.monotonic() + timeout_ms / 1000
     while not page.evaluate(expression):
         assert time.monotonic() < deadline, f"timed out waiting for {expression}"
-        time.sleep(0.25)
+        page.wait_for_timeout(250)
 
 
 def test_page_boots_and_trains_under_its_csp(browser, server_url):
@@ -43,7 +45,7 @@ def test_page_boots_and_trains_under_its_csp(browser, server_url):
     wait(page, "window.cspViolations.length > 0", 10_000)
     deadline = time.monotonic() + 30
     while len(serve.CSP_REPORTS) == start and time.monotonic() < deadline:
-        time.sleep(0.1)
+        page.wait_for_timeout(100)  # lets the offline guard pass the report on (see wait)
     assert any("script-src" in str(r) for r in serve.CSP_REPORTS[start:]), serve.CSP_REPORTS[start:]
     page.evaluate("window.cspViolations = []")
     console.clear()
@@ -76,7 +78,7 @@ def test_page_boots_and_trains_under_its_csp(browser, server_url):
     page.fill("#gen-length", "20")
     page.click("#generate")
     wait(page, "document.getElementById('generated').dataset.done === 'true'", 120_000)
-    time.sleep(1)  # reports are posted asynchronously
+    page.wait_for_timeout(1000)  # reports are posted asynchronously
     violations = page.evaluate("window.cspViolations")
     reports = [f"{r.get('violated-directive')} blocked {r.get('blocked-uri')} in {r.get('document-uri')}"
                for r in serve.CSP_REPORTS[start:]]

@@ -1,7 +1,6 @@
 """The JupyterLite notebooks under their Content-Security-Policy (tools/lite.py's, sent by serve.py): the
 quickstart notebook runs (webgrad installed and training in the kernel's worker) and nothing is blocked."""
 
-import time
 
 import pytest
 
@@ -30,7 +29,7 @@ def test_notebook_runs_under_its_csp(lite_site, browser, server_url):
     open_notebook(page, server_url, "01-quickstart.ipynb")
     text = "\n".join(run_all(page).values())
     assert "gradient check PASSED" in text and "learned weights: [2.0, -3.0, 0.5]" in text
-    time.sleep(1)  # reports are posted asynchronously
+    page.wait_for_timeout(1000)  # reports are posted asynchronously
     violations = page.evaluate("window.cspViolations")
     reports = [f"{r.get('violated-directive')} blocked {r.get('blocked-uri')} in {r.get('document-uri')}"
                for r in serve.CSP_REPORTS[start:]]

@@ -2,7 +2,6 @@
 update, and Pause / Resume / Stop act on the run. Screenshots go to artifacts/."""
 
 import re
-import time
 
 from dashboard import accuracy, grid_predictions, start_training, stat, wait_for_rate, wait_run_end
 
@@ -77,7 +76,7 @@ def test_pause_resume_stop(app_page):
     assert page.is_enabled("#resume") and page.is_disabled("#pause") and page.is_enabled("#stop")
     assert page.evaluate("document.activeElement.id") == "resume"  # keyboard focus follows
     step = stat(page, "step")
-    time.sleep(3)
+    page.wait_for_timeout(3000)
     assert stat(page, "step") == step, "the run went on while paused"
 
     page.click("#resume")
