@@ -495,8 +495,11 @@ def cast(x, dtype):
     out = Tensor._empty(x.shape, dtype, x.device)
     kernels.copy(x.device.backend, out._view, x._view)
     if dtype.is_floating and x.dtype.is_floating:
-        # the gradient goes back in the input's dtype (autocast's float16 copies feed float32 parameters)
-        record(out, "ToCopy", (x,), lambda g: (cast(g, x.dtype),))
+        # the gradient goes back in the input's dtype (autocast's float16 copies feed float32 parameters).
+        # The backward keeps the dtype, not x: holding x would keep autocast's float32 originals alive
+        # beside their float16 copies until the backward pass (a GPT's LayerNorm outputs, say).
+        source = x.dtype
+        record(out, "ToCopy", (x,), lambda g: (cast(g, source),))
     return out
 
 
@@ -504,7 +507,8 @@ def _to_device(t, device):
     out = Tensor._make(View(device.backend.from_bytes(t._bytes(), t.dtype), t.shape,
                             View.contiguous_strides(t.shape), 0, t.dtype), device)
     if t.requires_grad:
-        record(out, "ToCopy", (t,), lambda g: (_to_device(g, t.device),))
+        source = t.device  # not t, which the backward would otherwise keep alive on its device
+        record(out, "ToCopy", (t,), lambda g: (_to_device(g, source),))
     return out
 
 

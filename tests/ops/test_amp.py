@@ -652,3 +652,22 @@ def test_batch_norm_modules_under_autocast_and_in_float16(f16_device):
     want = torch.nn.BatchNorm2d(8)(torch.tensor(xh.detach().float().tolist()).half().float())
     assert out.dtype is wg.float16 and xh.grad.dtype is wg.float16
     np.testing.assert_allclose(np.array(out.float().tolist()), want.detach().numpy(), atol=2e-3)
+
+
+def test_a_cast_does_not_keep_its_input_alive(f16_device):
+    """A cast's backward needs only the source dtype: autocast's float32 originals (a LayerNorm's output cast
+    for the next Linear) must be freed once cast, not held until the backward pass beside their copies."""
+    import gc
+    import weakref
+
+    w = wg.randn(8, 8, device=f16_device, requires_grad=True)
+    with wg.autocast(device_type=f16_device):
+        h = F.layer_norm(w * 2, (8,))  # float32 (fp32 list), made inside the region
+        assert h.dtype is wg.float32
+        source = weakref.ref(h._view.storage)
+        y = F.linear(h, wg.ones(4, 8, device=f16_device))  # casts h to float16
+    del h
+    gc.collect()
+    assert source() is None, "the cast kept its float32 input alive"
+    y.float().sum().backward()
+    assert w.grad.dtype is wg.float32 and w.grad.shape == (8, 8)
