@@ -53,6 +53,7 @@ from ._out import add_out_argument as _add_out_argument
 globals().update(_FUNCTIONS)
 _add_out_argument(globals())
 norm = _with_out(norm)
+globals().update(linalg.TORCH_FUNCTIONS)  # torch.inverse, det, svd, qr, cholesky_solve, ... (linalg.py)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -70,5 +71,5 @@ __all__ = [
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
     "norm", "distributed", "jit", "onnx",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
-    *sorted(_FUNCTIONS),
+    *sorted(_FUNCTIONS), *sorted(linalg.TORCH_FUNCTIONS),
 ]

@@ -553,3 +553,40 @@ is given. An optimizer passes the flag as its updates' hyper['skip_if']: a step 
 value check changes nothing before the error raises at the next read-back, as the CPU's error raises in the
 forward. Only for a backend that reports errors late (WebGPU), and there only worth running where
 backend.errors_pending says an error may be there; the CPU raises at once and lacks it.""", optional=True)
+
+# ------------------------------------------------------------------------------------------ linear algebra
+# The dense factorizations behind torch.linalg's solvers (webgrad/linalg.py composes the rest from them). Every
+# matrix operand is a contiguous [batch, rows, cols] view of float32 (float64 on the CPU); int32 results are
+# LAPACK's: 1-based pivots, and an info of 0 (success) or the 1-based column where the factorization failed.
+
+lu_factor = _kernel("lu_factor", "lu:out pivots:out info:out a:in", """LU with partial pivoting (LAPACK getrf):
+a [batch, m, n] = P L U; lu holds L's strict lower part (unit diagonal implied) and U; pivots int32 [batch,
+min(m, n)]: row j was swapped with row pivots[j] - 1 at step j (the largest |entry| of the column, the first on
+ties); info int32 [batch]: 0, or j + 1 for the first exactly zero pivot U[j, j] (the factorization goes on).""",
+                    half=REFUSE)
+
+lu_permutation = _kernel("lu_permutation", "perm:out pivots:in", """The row order of LAPACK pivots: perm int32
+[batch, m] starts as 0..m-1 and has entries j and pivots[j] - 1 swapped for j = 0, 1, ... in turn; then
+a[perm[i]] is row i of L U (P[perm[i], i] = 1). pivots: int32 [batch, k], entries in [1, m].""", half=REFUSE)
+
+cholesky = _kernel("cholesky", "l:out info:out a:in", """Cholesky (LAPACK potrf, lower): a [batch, n, n]
+(its lower triangle read) = l l^T, l lower triangular with a positive diagonal and zeros above it; info int32
+[batch]: 0, or j + 1 for the first leading minor that is not positive definite (that matrix's l is then only
+meaningful in its first j columns).""", half=REFUSE)
+
+triangular_solve = _kernel("triangular_solve", "x:out a:in b:in upper:arg=False unitriangular:arg=False",
+                           """x = a^-1 b by substitution: a [batch, n, n] lower (upper) triangular, only that
+triangle read, its diagonal taken as ones when unitriangular; b, x [batch, n, k]. A zero on the diagonal gives
+inf / nan, as LAPACK trsm.""", half=REFUSE)
+
+qr = _kernel("qr", "q:out r:out a:in", """Householder QR (LAPACK geqrf + orgqr signs: each reflector maps its
+column to -sign(a_jj) |column|): a [batch, m, n] = q r with q [batch, m, c] orthonormal columns and r [batch, c,
+n] upper triangular, c = m (complete) or min(m, n) (reduced).""", half=REFUSE)
+
+eigh = _kernel("eigh", "values:out vectors:out a:in", """The eigen-decomposition of a symmetric a [batch, n, n]
+(its lower triangle read): values [batch, n] ascending, vectors [batch, n, n] orthonormal columns with a
+vectors[:, j] = values[j] vectors[:, j] (each column's sign is the backend's).""", half=REFUSE)
+
+svd = _kernel("svd", "u:out s:out vh:out a:in", """The reduced singular value decomposition a [batch, m, n] =
+u diag(s) vh: s [batch, k] descending, non-negative; u [batch, m, k] and vh [batch, k, n] orthonormal columns
+and rows (k = min(m, n); signs are the backend's, a pair of vectors flipped together).""", half=REFUSE)

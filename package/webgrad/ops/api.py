@@ -5,7 +5,7 @@ below, and the op table's records (ops/table.py) by their ``expose`` field. ``we
 re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 """
 
-from .. import _printing, _tensor
+from .. import _printing, _tensor, linalg
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
@@ -83,6 +83,7 @@ for _module, _functions, _methods in _FAMILIES:
     _COMPOSED_METHODS.update({name: getattr(_module, name) for name in _methods.split()})
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in _FAMILY_IN_PLACE.split()})
+_COMPOSED_METHODS.update(linalg.TENSOR_METHODS)  # inverse, det, svd, qr, cholesky, ... (webgrad/linalg.py)
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (

@@ -12,7 +12,7 @@ from .. import kernels
 from ..interface import Backend
 # the kernel families: importing them registers their launchers on the records of _backends/kernels.py
 from . import (amp, augment, batch_norm, check, conv, elementwise, f16, grad_norm, index, matmul, optim,  # noqa: F401
-               reduce, rng, scan, softmax_loss)
+               linalg, reduce, rng, scan, softmax_loss)
 from . import attention, dropout, layer_norm, masked, softmax_masked  # noqa: F401  (the transformer's kernels)
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
 from . import value_checks  # noqa: F401  (check_values, device_error_flag)
