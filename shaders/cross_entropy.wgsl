@@ -12,6 +12,10 @@
 // floats starts anywhere modulo 4), through the one vec4 view of the logits (naga refuses two views of a binding in
 // one entry point). On GPUs a workgroup of 256 threads takes a row and merges the threads' partial results in a
 // tree; the previous kernels (softmax_loss.wgsl) read each row three times forward and three times backward.
+// softmax_loss.py splices ELEMENT_TYPES (typed.py): XT, the logits' type, and OT, out's (float32 losses; the
+// backward's gradient in the logits' type). float16 logits are read into f32 and every result rounded once, so a
+// half row gives what its float32 copy would (autocast's cross-entropy keeps the half logits for the backward).
+//! splice ELEMENT_TYPES
 
 override LSE: bool = false;  // forward: write each row's log-sum-exp
 
@@ -31,8 +35,8 @@ struct Params {
     out_stride: u32,   // forward: 1, or 2 to write (loss, counted) pairs
 }
 
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
-@group(0) @binding(1) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read_write> out: array<OT>;
+@group(0) @binding(1) var<storage, read> x4: array<vec4<XT>>;
 @group(0) @binding(2) var<storage, read> targets: array<i32>;
 @group(0) @binding(3) var<storage, read_write> lse_w: array<f32>;
 @group(0) @binding(4) var<storage, read> row_grad: array<f32>;
@@ -44,7 +48,7 @@ const LOWEST: f32 = -3.4028234663852886e38;
 const WG: u32 = 256u;
 const BLOCK: u32 = 32u;
 
-fn x_at(e: u32) -> f32 { return x4[e >> 2u][e & 3u]; }
+fn x_at(e: u32) -> f32 { return f32(x4[e >> 2u][e & 3u]); }
 
 // A thread's share of a row: (max, sum of exp(x - max), sum of x, the target's logit where this thread saw it).
 struct Part { m: f32, l: f32, total: f32, picked: f32 }
@@ -82,7 +86,7 @@ fn fold_row(r: u32, start: u32, step: u32, tgt: i32) -> Part {
     for (var b = start; b < quads; b += BLOCK * step) {
         var part = Part(LOWEST, 0.0, 0.0, 0.0);
         for (var u = b; u < min(b + BLOCK * step, quads); u += step) {
-            part = take4(part, x4[q0 + u], head + 4u * u, tgt);
+            part = take4(part, vec4<f32>(x4[q0 + u]), head + 4u * u, tgt);
         }
         a = merge(a, part);
     }
@@ -104,8 +108,8 @@ fn finish(r: u32, a: Part, tgt: i32) {
         report_error(p.error_code, tgt, p.cols);
     }
     let at = p.out_offset + r * p.out_stride;
-    out[at] = select(loss, 0.0, ignored);
-    if (p.out_stride == 2u) { out[at + 1u] = select(1.0, 0.0, ignored); }
+    out[at] = to_OT(select(loss, 0.0, ignored));
+    if (p.out_stride == 2u) { out[at + 1u] = to_OT(select(1.0, 0.0, ignored)); }
     if (LSE) { lse_w[p.lse_offset + r] = a.m + ll; }
 }
 
@@ -162,7 +166,7 @@ fn cross_entropy_backward_lse(@builtin(workgroup_id) wid: vec3<u32>, @builtin(nu
         for (var c = c0; c < min(c0 + 4u, p.cols); c++) {
             let onehot = select(0.0, 1.0 - p.smoothing, i32(c) == tgt);
             let v = g * (exp(x_at(base + c) - lse) - onehot - uniform_part);
-            out[dest + c] = select(v, 0.0, ignored);
+            out[dest + c] = to_OT(select(v, 0.0, ignored));
         }
     }
 }

@@ -671,3 +671,31 @@ def test_a_cast_does_not_keep_its_input_alive(f16_device):
     assert source() is None, "the cast kept its float32 input alive"
     y.float().sum().backward()
     assert w.grad.dtype is wg.float32 and w.grad.shape == (8, 8)
+
+
+@pytest.mark.parametrize("rows,cols", [(8, 10), (64, 2050), (3, 50257)])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_autocast_cross_entropy_keeps_half_logits(f16_device, rows, cols, reduction):
+    """Under autocast, cross_entropy of float16 logits gives what torch's gives on their float32 cast, bit for
+    bit up to summation order, and its backward keeps the float16 logits, not a float32 copy twice the size."""
+    from webgrad import _autograd
+    rng = np.random.default_rng(rows + cols)
+    x = rng.standard_normal((rows, cols)).astype(np.float16) * 4
+    t = rng.integers(0, cols, rows)
+    t[0] = -100  # an ignored row
+    logits = wg.tensor(x, device=f16_device, requires_grad=True)
+    with wg.autocast(device_type=f16_device):
+        loss = F.cross_entropy(logits, wg.tensor(t, device=f16_device), reduction=reduction, label_smoothing=0.1)
+    assert loss.dtype is wg.float32
+    saved = []
+    _autograd._saved_tensors(loss.grad_fn.backward_fn if loss.grad_fn.name_() == "CrossEntropyBackward" else
+                             loss.grad_fn.inputs[0].grad_fn.backward_fn, saved, set())
+    assert saved and all(s.dtype is not wg.float32 or s.numel() <= rows for s in saved), \
+        [(s.dtype, s.shape) for s in saved]
+    (loss.sum() * 3).backward()
+    tx = torch.from_numpy(x).requires_grad_()
+    tl = torch.nn.functional.cross_entropy(tx.float(), torch.from_numpy(t), reduction=reduction, label_smoothing=0.1)
+    (tl.sum() * 3).backward()
+    np.testing.assert_allclose(_np(loss), tl.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert logits.grad.dtype is wg.float16
+    np.testing.assert_allclose(_np(logits.grad).astype(np.float32), tx.grad.float().numpy(), rtol=2e-3, atol=1e-6)

@@ -267,23 +267,24 @@ h(x): x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16
 _CE = "logits:in target:in ignore_index:arg=-100 label_smoothing:arg=0.0"
 
 cross_entropy = _kernel("cross_entropy", "out:out " + _CE + " lse:out=None", """Per-row softmax cross-entropy.
-logits: contiguous float32 [rows, C]; target: int64 or int32 [rows]; out: float32 [rows] = -(1-ls)*logp[t] -
-ls/C*sum(logp); 0 where target == ignore_index. out may be [rows, 2] instead: column 1 is then 1.0 where target
-!= ignore_index, else 0.0 (the mean's divisor). A target outside [0, C) other than ignore_index raises IndexError
+logits: contiguous float32 [rows, C] (or float16, read into float32: autocast's loss); target: int64 or int32
+[rows]; out: float32 [rows] = -(1-ls)*logp[t] - ls/C*sum(logp); 0 where target == ignore_index. out may be
+[rows, 2] instead: column 1 is then 1.0 where target != ignore_index, else 0.0 (the mean's divisor). A target outside [0, C) other than ignore_index raises IndexError
 (webgrad/_bounds.py). lse: None, or contiguous float32 [rows] to receive each row's log-sum-exp of the logits (for
-the backward).""")
+the backward).""", half=HALF)
 
 cross_entropy_mean = _kernel("cross_entropy_mean", "out:out " + _CE + " lse:out=None", """reduction="mean" of
 cross_entropy: out
 float32 [2] = (the mean of the per-row losses over the rows whose target is not ignore_index, that count). The
-mean is NaN when every row is ignored (as PyTorch); the count is the backward's divisor. Errors and lse as
-cross_entropy.""")
+mean is NaN when every row is ignored (as PyTorch); the count is the backward's divisor. Errors, lse and float16
+logits as cross_entropy.""", half=HALF)
 
 cross_entropy_backward = _kernel("cross_entropy_backward", "out:out logits:in target:in grad:in "
                                  "ignore_index:arg=-100 label_smoothing:arg=0.0 lse:in=None", """out [rows, C] =
 grad[row] * (softmax(logits) - ((1-ls)*onehot(target) + ls/C)); 0 rows where target == ignore_index. grad: float32
 [rows] (the upstream gradient of each row's loss). lse: None, or the forward's [rows] log-sum-exp, so that
-softmax(logits) = exp(logits - lse) takes no reduction over the row.""")
+softmax(logits) = exp(logits - lse) takes no reduction over the row. logits and out may both be float16
+(computed in float32, rounded once).""", half=HALF)
 
 # ------------------------------------------------------------------------------------------ convolution, pooling
 # Geometry arguments are (height, width) pairs: kernel k, stride s, padding p, dilation d. Images are contiguous

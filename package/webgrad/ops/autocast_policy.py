@@ -74,6 +74,10 @@ def _cast(v, dtype):
     return cast(v, dtype)
 
 
+def _holds_half(args, kwargs):
+    return any(isinstance(v, Tensor) and v.dtype is dtypes.float16 for v in (*args, *kwargs.values()))
+
+
 def lower_precision(name):
     """Decorator: inside autocast, the op's floating tensor arguments are cast to the autocast dtype."""
     def wrap(fn):
@@ -90,14 +94,21 @@ def lower_precision(name):
     return wrap
 
 
-def full_precision(name):
+def full_precision(name, reads_half=None):
     """Decorator: inside autocast (where `name` is on the device's fp32 list), float16 tensor arguments
-    are cast to float32, so the op computes and returns float32."""
+    are cast to float32, so the op computes and returns float32.
+
+    reads_half: the op's form for float16 arguments, called with them instead of their casts. It reads them
+    into float32 itself and returns what the op on the casts would (a half is exact in float32), so what it
+    keeps for its backward is the float16 tensor, not a float32 copy twice its size (a language model's
+    logits, for the fused cross-entropy)."""
     def wrap(fn):
         @functools.wraps(fn)
         def op(*args, **kwargs):
             kind = _active(args, kwargs)
             if kind is not None and name in FP32_OPS[kind]:
+                if reads_half is not None and _holds_half(args, kwargs):
+                    return reads_half(*args, **kwargs)
                 args = tuple(_cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v
                              for v in args)
                 kwargs = {k: _cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v

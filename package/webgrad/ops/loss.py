@@ -30,7 +30,20 @@ def _reduce_rows(per_row, reduction, count):
     raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
-@full_precision("cross_entropy")
+def _half_cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """cross_entropy inside autocast with float16 arguments: float16 [N, C] logits with class indices take the
+    fused kernels as they are (read into float32; a float32 loss, and a float16 gradient rounded once, as the
+    cast's backward would give), so the half logits, not a float32 copy, wait for the backward. Other forms
+    take float32 casts."""
+    if input.dtype is dtypes.float16 and input.ndim == 2 and weight is None and isinstance(target, Tensor) and \
+            not target.dtype.is_floating:
+        with _bounds.reporting(_bounds.CROSS_ENTROPY):
+            return _cross_entropy(input, target, None, ignore_index, reduction, label_smoothing, result=dtypes.float32)
+    input, weight = (t.float() if isinstance(t, Tensor) and t.dtype is dtypes.float16 else t for t in (input, weight))
+    return cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+@full_precision("cross_entropy", reads_half=_half_cross_entropy)
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy with class-index targets, as torch.nn.functional.cross_entropy.
 
@@ -42,7 +55,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
 
 
-def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing, result=None):
+    """result: the loss's dtype where it is not the logits' (float32 for autocast's float16 logits)."""
     if isinstance(target, Tensor) and target.dtype.is_floating:
         return _probability_cross_entropy(input, target, weight, reduction, label_smoothing)
     if weight is not None:
@@ -87,7 +101,7 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
         return out
 
     if reduction != "mean":
-        per_row = new((n,), logits.dtype, logits.device)
+        per_row = new((n,), result or logits.dtype, logits.device)
         kernels.cross_entropy(backend, per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing),
                               lse_view)
         record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
@@ -95,7 +109,7 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
     # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
     # padding). The backend writes (mean, count) on the device: no read-back, and for a classifier's batch
     # one dispatch (webgpu: softmax_loss.cross_entropy_mean). Both are read as 0-d tensors of that storage.
-    pair = new((2,), logits.dtype, logits.device)._view
+    pair = new((2,), result or logits.dtype, logits.device)._view
     kernels.cross_entropy_mean(backend, pair, logits._view, tgt._view, ignore_index, float(label_smoothing), lse_view)
     loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows

@@ -148,3 +148,24 @@ def test_binary_half_in_place_overflow_and_routing(kernels_run):
     np.testing.assert_array_equal(_np(odd + odd), (ta[:, :7, :5] * 2).half().numpy())
     np.testing.assert_array_equal(_np(oa + ob[0]), (ta + tb[0]).half().numpy())
     assert "binary_h8" not in kernels_run and "f_from_h" in kernels_run  # (105 elements: the strided cast)
+
+
+@pytest.mark.parametrize("software", [False, True], ids=["gpu-variant", "rows-variant"])
+def test_cross_entropy_reads_half_logits(monkeypatch, kernels_run, software):
+    # autocast's loss over a vocabulary-wide row: cross_entropy.wgsl's float16 forms read the half logits and
+    # write the half gradient; no float32 copy of them is made
+    rt = wg.device("webgpu").backend.runtime
+    monkeypatch.setattr(rt, "software", software)
+    monkeypatch.setattr(rt, "memo", {})  # launches made before would bypass kernels_run
+    x = (wg.randn(6, 30011, device="webgpu") * 3).half().requires_grad_()
+    target = wg.randint(0, 30011, (6,), device="webgpu")
+    with wg.autocast(device_type="webgpu"):
+        loss = nn.functional.cross_entropy(x, target)
+    loss.backward()
+    entries = [k for k in kernels_run if "cross_entropy" in k]
+    assert "cross_entropy_backward_lse" in entries and any(k.startswith("cross_entropy_online") for k in entries)
+    assert not [k for k in kernels_run if k in ("f_from_h", "f_from_h4")], kernels_run
+    ref = torch.nn.functional.cross_entropy(torch.from_numpy(_np(x)).float().requires_grad_(),
+                                            torch.from_numpy(_np(target)))
+    assert abs(loss.item() - ref.item()) < 1e-5 * abs(ref.item())
+    assert x.grad.dtype is wg.float16

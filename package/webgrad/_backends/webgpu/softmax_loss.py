@@ -4,8 +4,9 @@ import struct
 
 from ... import _bounds
 from ..._view import View
-from ...dtypes import float32
+from ...dtypes import float16, float32
 from .. import kernels
+from . import typed
 from .elementwise import binary, copy, materialize
 from .reduce import reduce
 from .dispatch import Kernel, Shader, grid, pow2_at_least
@@ -27,13 +28,24 @@ SOFTMAX_BACKWARD = _pair("softmax_backward", ((0, "write"), (1, "read"), (2, "re
 CROSS_ENTROPY_MEAN = Kernel(SHADER, "cross_entropy_mean", ((0, "write"), (1, "read"), (3, "read"), (5, "uniform"),
                                                            (6, "write"), (7, "write")), ("MEAN_THREADS", "LSE"))
 # cross_entropy.wgsl: the per-row forward in one pass over a row (a tree per row / a thread per row), and the
-# backward from the forward's log-sum-exp
-ONLINE_SHADER = Shader("cross_entropy.wgsl", {})
+# backward from the forward's log-sum-exp; one module per (logits, out) element type (float16 logits: autocast)
 _ONLINE = ((0, "write"), (1, "read"), (2, "read"), (3, "write"), (5, "uniform"), (6, "write"))
-CROSS_ENTROPY = (Kernel(ONLINE_SHADER, "cross_entropy_online", _ONLINE, ("LSE",)),
-                 Kernel(ONLINE_SHADER, "cross_entropy_online_rows", _ONLINE, ("LSE",)))
-CROSS_ENTROPY_BACKWARD_LSE = Kernel(ONLINE_SHADER, "cross_entropy_backward_lse",
-                                    ((0, "write"), (1, "read"), (2, "read"), (4, "read"), (5, "uniform"), (7, "read")))
+_BACKWARD_LSE = ((0, "write"), (1, "read"), (2, "read"), (4, "read"), (5, "uniform"), (7, "read"))
+_WGSL_TYPES = {float32: "f32", float16: "f16"}
+_ONLINE_KERNELS = {}
+
+
+def _online(entry, logits, out):
+    """cross_entropy.wgsl's `entry` for logits and out of those dtypes."""
+    key = (entry, logits, out)
+    kernel = _ONLINE_KERNELS.get(key)
+    if kernel is None:
+        shader = typed.typed_shader("cross_entropy.wgsl", (("XT", _WGSL_TYPES[logits]), ("OT", _WGSL_TYPES[out])))
+        bindings, overrides = (_BACKWARD_LSE, ()) if entry == "cross_entropy_backward_lse" else (_ONLINE, ("LSE",))
+        kernel = _ONLINE_KERNELS[key] = Kernel(shader, entry, bindings, overrides)
+    return kernel
+
+
 _ONLINE_PARAMS = struct.Struct("<9IifII")  # rows, cols, x, out, target, target stride, lse, grad, grad stride |
                                            # ignore | smoothing | error code, out stride
 CROSS_ENTROPY_BACKWARD = _pair(
@@ -87,8 +99,8 @@ def _run(rt, kernel, rows, cols, storages, constants=(), x_offset=0, y_offset=0,
     rt.dispatch(kernel, constants, storages, params, grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
-def _rows(view, name):
-    check_view(view, name, dtype=float32, contiguous=True, ndim=2)
+def _rows(view, name, dtype=float32):
+    check_view(view, name, dtype=dtype, contiguous=True, ndim=2)
     return view.shape
 
 
@@ -127,8 +139,9 @@ def softmax_backward(rt, out, grad, y, log=False):
 
 @kernels.cross_entropy.implement("webgpu")
 def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
-    """cross_entropy.wgsl's one pass over each row: a workgroup tree per row, or a thread per row (_thread_per_row)."""
-    rows, cols = _rows(logits, "logits")
+    """cross_entropy.wgsl's one pass over each row: a workgroup tree per row, or a thread per row (_thread_per_row).
+    Float16 logits (the half launcher) are read as they are."""
+    rows, cols = _rows(logits, "logits", logits.dtype if logits.dtype is float16 else float32)
     _vector(target, "target", INDEX, rows)
     check_view(out, "out", dtype=float32, contiguous=True)
     if out.shape not in ((rows,), (rows, 2)):
@@ -148,7 +161,7 @@ def cross_entropy(rt, out, logits, target, ignore_index=-100, label_smoothing=0.
                                  code, len(out.shape))
     limit = rt.limits["max_compute_workgroups_per_dimension"]
     per_row = _thread_per_row(rt, rows, cols)
-    kernel = CROSS_ENTROPY[per_row]
+    kernel = _online("cross_entropy_online_rows" if per_row else "cross_entropy_online", logits.dtype, float32)
     groups = grid(-(-rows // ROW_WORKGROUP), limit) if per_row else grid(rows, limit)
     rt.dispatch(kernel, kernel.constants({"LSE": lse is not None}),
                 (out.storage, logits.storage, target.storage, lse.storage if lse is not None else rt.spare(0),
@@ -165,18 +178,24 @@ MEAN_MAX_ELEMENTS = 65536
 SOFTWARE_MEAN_MAX_ROWS = 512
 
 
+def _split_mean(rt, rows, cols):
+    """Whether cross_entropy_mean takes per-row losses and their sums rather than its one-workgroup kernel."""
+    return rows * cols > MEAN_MAX_ELEMENTS or rows == 0 or (rt.variant["softmax_rows"] and rows > SOFTWARE_MEAN_MAX_ROWS)
+
+
 @kernels.cross_entropy_mean.implement("webgpu")
 def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
     """out [2] = (the mean of the per-row losses over the rows whose target is not ignore_index, that
     count). One dispatch for a small problem (MEAN_MAX_ELEMENTS, SOFTWARE_MEAN_MAX_ROWS); else per-row
     (loss, counted) pairs, their column sums, a division and the count's copy."""
-    rows, cols = _rows(logits, "logits")
+    half = logits.dtype is float16  # the half launcher's call (the split route only)
+    rows, cols = _rows(logits, "logits", logits.dtype if half else float32)
     _vector(target, "target", INDEX, rows)
     check_view(out, "out", dtype=float32, contiguous=True, ndim=1)
     if out.shape != (2,):
         raise ValueError(f"cross_entropy_mean: out has shape {out.shape}, expected (2,)")
     software = rt.variant["softmax_rows"]
-    if rows * cols > MEAN_MAX_ELEMENTS or rows == 0 or (software and rows > SOFTWARE_MEAN_MAX_ROWS):
+    if half or _split_mean(rt, rows, cols):
         pairs = contiguous_view(rt.storage(2 * rows, float32), (rows, 2), float32)
         cross_entropy(rt, pairs, logits, target, ignore_index, label_smoothing, lse)
         sums = contiguous_view(rt.storage(2, float32), (1, 2), float32)
@@ -202,8 +221,9 @@ def cross_entropy_mean(rt, out, logits, target, ignore_index=-100, label_smoothi
 
 @kernels.cross_entropy_backward.implement("webgpu")
 def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0, lse=None):
-    rows, cols = _rows(logits, "logits")
-    if _rows(out, "out") != (rows, cols):
+    half = logits.dtype is float16  # the half launcher's call: float16 logits and gradient, with the forward's lse
+    rows, cols = _rows(logits, "logits", logits.dtype if half else float32)
+    if _rows(out, "out", logits.dtype) != (rows, cols):
         raise ValueError(f"cross_entropy_backward: out {out.shape} != logits {logits.shape}")
     _vector(target, "target", INDEX, rows)
     _vector(grad, "grad", float32, rows)
@@ -219,10 +239,40 @@ def cross_entropy_backward(rt, out, logits, target, grad, ignore_index=-100, lab
                                      lse.offset, grad.offset, grad.strides[0], int(ignore_index),
                                      float(label_smoothing), 0, 1)
         limit = rt.limits["max_compute_workgroups_per_dimension"]
-        rt.dispatch(CROSS_ENTROPY_BACKWARD_LSE, (), (out.storage, logits.storage, target.storage, grad.storage,
+        rt.dispatch(_online("cross_entropy_backward_lse", logits.dtype, out.dtype), (), (out.storage, logits.storage, target.storage, grad.storage,
                                                      lse.storage), params,
                     (min(-(-cols // (4 * 256)), limit), min(rows, limit), 1))
         return
     _run(rt, CROSS_ENTROPY_BACKWARD, rows, cols, (out.storage, logits.storage, target.storage, grad.storage),
          x_offset=logits.offset, out_offset=out.offset, target=target, grad=grad,
          ignore_index=ignore_index, smoothing=label_smoothing)
+
+
+# Float16 logits (autocast's cross-entropy, ops/loss.py): the one-pass forward and the backward from its lse read
+# them as they are, so the loss keeps the half logits for its backward, not a float32 copy twice their size (a
+# batch of GPT-2's 50,257-way rows), and the gradient is written in half once. Other forms go through float32
+# copies (f16.py's CAST).
+def _half_logits(logits, out=None):
+    return logits.dtype is float16 and logits.is_contiguous() and (out is None or out.dtype is float16)
+
+
+@kernels.cross_entropy.implement("webgpu", half=True)
+def cross_entropy_half(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
+    if not _half_logits(logits) or out.dtype is not float32:
+        return NotImplemented
+    return cross_entropy(rt, out, logits, target, ignore_index, label_smoothing, lse)
+
+
+@kernels.cross_entropy_mean.implement("webgpu", half=True)
+def cross_entropy_mean_half(rt, out, logits, target, ignore_index=-100, label_smoothing=0.0, lse=None):
+    if not _half_logits(logits) or out.dtype is not float32 or len(logits.shape) != 2 or \
+            not _split_mean(rt, *logits.shape):
+        return NotImplemented  # the one-workgroup kernel reads float32
+    return cross_entropy_mean(rt, out, logits, target, ignore_index, label_smoothing, lse)
+
+
+@kernels.cross_entropy_backward.implement("webgpu", half=True)
+def cross_entropy_backward_half(rt, out, logits, target, grad, ignore_index=-100, label_smoothing=0.0, lse=None):
+    if not _half_logits(logits, out) or lse is None or grad.dtype is not float32:
+        return NotImplemented
+    return cross_entropy_backward(rt, out, logits, target, grad, ignore_index, label_smoothing, lse)
