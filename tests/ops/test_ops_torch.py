@@ -41,3 +41,16 @@ def test_matches_torch(name, fn, specs):
         assert (g is None) == (rg is None), f"{name}: input {i} gradient presence differs"
         if g is not None:
             np.testing.assert_allclose(g, rg, rtol=1e-6, atol=1e-9, err_msg=f"{name}: gradient of input {i}")
+
+
+@pytest.mark.parametrize("case", ["zero-dim", "empty list", "shapes"])
+def test_cat_refuses_what_torch_refuses_with_its_exception(case):
+    def args(lib):
+        return {"zero-dim": [lib.tensor(1.0), lib.tensor(2.0)], "empty list": [],
+                "shapes": [lib.ones(2, 3), lib.ones(2, 4)]}[case]
+    with pytest.raises(Exception) as ref:
+        torch.cat(args(torch))
+    with pytest.raises(type(ref.value)) as ours:
+        webgrad.cat(args(webgrad))
+    if case == "zero-dim":
+        assert str(ours.value) == str(ref.value)

@@ -617,7 +617,10 @@ def _setitem(input, index, value):
 def cat(tensors, dim=0):
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     ref = next((t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)), tensors[0])
     d = _norm_dim(dim, ref.ndim)
     parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0 and ref.ndim != 1)]
@@ -661,7 +664,7 @@ concat = concatenate = cat
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("stack(): expected a non-empty list of tensors")
+        raise RuntimeError("stack expects a non-empty TensorList")
     for t in tensors:
         if tuple(t.shape) != tuple(tensors[0].shape):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
