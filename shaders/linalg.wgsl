@@ -9,7 +9,7 @@ struct Params {
     m: u32,
     n: u32,
     k: u32,
-    flags: u32,  // triangular_solve: 1 upper, 2 unitriangular; svd: 1 when m < n (the transpose is factored)
+    flags: u32,  // triangular_solve: 1 upper, 2 unitriangular; eigh: 1 upper; svd: 1 when m < n (a^T is factored)
     off_a: u32,
     off_b: u32,
     off_o0: u32,
@@ -339,7 +339,9 @@ fn eigh(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var e = t; e < n * n; e += WG) {
         let i = e / n;
         let c = e % n;
-        scratch[w + e] = a[src + max(i, c) * n + min(i, c)];  // the lower triangle, mirrored
+        // the lower triangle (the upper one when flags & 1), mirrored
+        scratch[w + e] = select(a[src + max(i, c) * n + min(i, c)], a[src + min(i, c) * n + max(i, c)],
+                                (p.flags & 1u) != 0u);
         scratch[v + e] = select(0.0, 1.0, i == c);
     }
     sync();

@@ -623,7 +623,7 @@ def slogdet(A, *, out=None):
 
     def backward(g):
         return (_lu_solve_detached(LU, pivots, diag_embed(g.unsqueeze(-1).expand(*g.shape, n)), adjoint=True),)
-    logabsdet = record(logabsdet, "LinalgSlogdet", (A,), backward)
+    sign, logabsdet = _record_many("LinalgSlogdet", (A,), [sign, logabsdet], lambda gsign, g: backward(g))
     return _outs(SignLogAbsDet(sign, logabsdet), out)
 
 
@@ -713,6 +713,8 @@ def qr(A, mode="reduced", *, out=None):
     m, n = A.shape[-2:]
     c = m if mode == "complete" else min(m, n)
     Q, R = _run(kernels.qr, A, [((m, c), None), ((c, n), None)])
+    if A.numel() == 0 and Q.numel():  # (no reflectors: Q is the identity, as LAPACK's)
+        Q = eye(m, c, dtype=A.dtype, device=A.device).expand(*Q.shape).contiguous()
     if mode == "r":
         def backward_r(g):
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
@@ -749,7 +751,8 @@ def eigh(A, UPLO="L", *, out=None):
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     n = A.shape[-1]
-    L, V = _run(kernels.eigh, A.mT if UPLO == "U" else A, [((n,), None), ((n, n), None)])
+    L, V = _run(lambda backend, lv, vv, av: kernels.eigh(backend, lv, vv, av, UPLO == "U"), A,
+                [((n,), None), ((n, n), None)])
 
     def backward(gL, gV):  # torch's linalg_eig_backward, hermitian
         VhgV = matmul(_mH(V), gV)
@@ -850,6 +853,13 @@ def _tolerance(values_max, atol, rtol, m, n, dtype):
     return tol if atol is None else maximum(tol, tol * 0 + column(atol))
 
 
+def _largest(values):
+    """The largest of the last dim, kept as [..., 1] (0 where there is none)."""
+    if values.numel() == 0:
+        return values.new_zeros(tuple(values.shape[:-1]) + (1,))
+    return values.amax(-1, keepdim=True)
+
+
 def _pinv_backward(g, P, A):
     """torch's pinv_backward."""
     m, n = A.shape[-2:]
@@ -872,7 +882,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         if hermitian:
             L, V = eigh(A)
             absL = L.abs()
-            tol = _tolerance(absL.amax(-1, keepdim=True), atol, rtol, m, n, A.dtype)
+            tol = _tolerance(_largest(absL), atol, rtol, m, n, A.dtype)
             inverse = where(absL > tol, 1 / L, 0.0)
             P = matmul(V * inverse.unsqueeze(-2), _mH(V))
         else:
@@ -897,8 +907,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
     m, n = A.shape[-2:]
     with no_grad():
         values = eigvalsh(A).abs() if hermitian else svdvals(A)
-        top = values.amax(-1, keepdim=True) if values.shape[-1] else values.new_zeros(tuple(values.shape[:-1]) + (1,))
-        limit = _tolerance(top, atol, rtol, m, n, A.dtype)
+        limit = _tolerance(_largest(values), atol, rtol, m, n, A.dtype)
         return _out((values > limit).sum(-1).to(dtypes.int64), out)
 
 
@@ -917,9 +926,9 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     m, n = A.shape[-2:]
     rtol = rcond if rcond is not None and rcond >= 0 else None
     X = matmul(pinv(A, rtol=rtol), Bm)
-    empty = zeros(0, dtype=A.dtype, device=A.device)
+    empty = X.reshape(-1)[:0]  # (an empty result on the graph, as torch's)
     rank = matrix_rank(A, rtol=rtol) if driver != "gels" else zeros(0, dtype=dtypes.int64, device=A.device)
-    values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty
+    values = svdvals(A) if driver in ("gelsd", "gelss") else empty
     residuals = empty
     if driver != "gelsy" and m > n and bool((matrix_rank(A) == n).all()):
         residuals = ((matmul(A, X) - Bm) ** 2).sum(-2)
@@ -945,6 +954,8 @@ def matrix_exp(A):
     _check_matrix("linalg.matrix_exp", A)
     if A.numel() == 0:
         return A.clone()
+    if A.dtype is dtypes.float32 and A.device.type == "cpu":  # the squarings amplify float32 rounding
+        return matrix_exp(A.to(dtypes.float64)).to(dtypes.float32)
     b = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
          10559470521600., 670442572800., 33522128640., 1323241920., 40840800., 960960., 16380., 182., 1.)
     norm1 = A.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
@@ -1003,6 +1014,8 @@ def householder_product(A, tau, *, out=None):
                            "tau.shape[-1]")
     V = A.tril(-1) + eye(m, n, dtype=A.dtype, device=A.device)
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape)
+    if k == 0:
+        Q = Q + A * 0  # (on A's graph all the same, as torch's)
     for i in reversed(range(k)):  # Q = H_i Q, from the last reflector on
         v = V[..., :, i:i + 1]
         Q = Q - tau[..., i:i + 1].unsqueeze(-1) * matmul(v, matmul(_mH(v), Q))

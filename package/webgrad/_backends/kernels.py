@@ -584,8 +584,8 @@ qr = _kernel("qr", "q:out r:out a:in", """Householder QR (LAPACK geqrf + orgqr s
 column to -sign(a_jj) |column|): a [batch, m, n] = q r with q [batch, m, c] orthonormal columns and r [batch, c,
 n] upper triangular, c = m (complete) or min(m, n) (reduced).""", half=REFUSE)
 
-eigh = _kernel("eigh", "values:out vectors:out a:in", """The eigen-decomposition of a symmetric a [batch, n, n]
-(its lower triangle read): values [batch, n] ascending, vectors [batch, n, n] orthonormal columns with a
+eigh = _kernel("eigh", "values:out vectors:out a:in upper:arg=False", """The eigen-decomposition of a symmetric
+a [batch, n, n] (its lower triangle read, the upper one when upper): values [batch, n] ascending, vectors [batch, n, n] orthonormal columns with a
 vectors[:, j] = values[j] vectors[:, j] (each column's sign is the backend's).""", half=REFUSE)
 
 svd = _kernel("svd", "u:out s:out vh:out a:in", """The reduced singular value decomposition a [batch, m, n] =

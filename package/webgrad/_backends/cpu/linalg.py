@@ -113,8 +113,8 @@ def qr(q, r, a):
 
 
 @kernels.eigh.implement("cpu")
-def eigh(values, vectors, a):
-    w, v = np.linalg.eigh(array(a), UPLO="L")
+def eigh(values, vectors, a, upper=False):
+    w, v = np.linalg.eigh(array(a), UPLO="U" if upper else "L")
     write(values, w)
     write(vectors, v)
 

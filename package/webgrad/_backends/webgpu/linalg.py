@@ -103,7 +103,7 @@ def qr(rt, q, r, a):
 
 
 @kernels.eigh.implement("webgpu")
-def eigh(rt, values, vectors, a):
+def eigh(rt, values, vectors, a, upper=False):
     _float(a, "a", 3)
     _float(values, "values", 2)
     _float(vectors, "vectors", 3)
@@ -111,7 +111,7 @@ def eigh(rt, values, vectors, a):
     if batch == 0:
         return
     scratch = rt.storage(batch * (2 * n * n + n + n % 2), float32)
-    params = _params(batch, n, n, n, a=a, o0=values, o1=vectors)
+    params = _params(batch, n, n, n, int(upper), a=a, o0=values, o1=vectors)
     rt.dispatch(KERNELS["eigh"], (), (a.storage, values.storage, vectors.storage, scratch), params, grid(batch))
 
 
