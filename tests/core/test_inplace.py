@@ -166,3 +166,37 @@ def test_an_optimizer_step_between_forward_and_backward_is_refused(device, make)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
     assert w._version >= 2
+
+
+# An op's result written in place: PyTorch refuses the backward only where the derivative reads the result
+# (exp, sigmoid, tanh, sqrt, ...); a derivative that reads the input alone (pow, sin, abs, clamp, ...) keeps
+# only the input, so the write is harmless (the old VAE idiom: mu.pow(2).add_(logvar.exp())).
+RESULT_WRITTEN = {
+    "pow(2)": lambda L, x: x.pow(2), "**3": lambda L, x: x ** 3, "square": lambda L, x: L.square(x),
+    "sin": lambda L, x: L.sin(x), "log": lambda L, x: L.log(x.abs() + 1), "abs": lambda L, x: x.abs(),
+    "neg": lambda L, x: -x, "clamp": lambda L, x: x.clamp(-1, 1), "erf": lambda L, x: L.erf(x),
+    "leaky_relu": lambda L, x: L.nn.functional.leaky_relu(x, 0.1),
+    "softplus": lambda L, x: L.nn.functional.softplus(x), "2 ** x": lambda L, x: 2 ** x,
+    "exp": lambda L, x: L.exp(x), "sigmoid": lambda L, x: L.sigmoid(x), "tanh": lambda L, x: L.tanh(x),
+    "sqrt": lambda L, x: L.sqrt(x.abs() + 1), "elu": lambda L, x: L.nn.functional.elu(x),
+    "celu": lambda L, x: L.nn.functional.celu(x, 1.5), "selu": lambda L, x: L.nn.functional.selu(x),
+    "relu": lambda L, x: L.relu(x),
+}
+
+
+@pytest.mark.parametrize("case", list(RESULT_WRITTEN))
+def test_writing_an_ops_result_in_place_is_refused_as_torch_refuses_it(device, case):
+    def run(L, dev):
+        x = L.tensor([0.5, -1.5, 2.0, -0.25], device=dev, requires_grad=True)
+        y = RESULT_WRITTEN[case](L, x)
+        y.add_(1)
+        try:
+            (y * y).sum().backward()
+        except RuntimeError as e:
+            assert "inplace" in str(e)
+            return None
+        return x.grad.detach().to("cpu").numpy()
+    ref, ours = run(torch, "cpu"), run(wg, device)
+    assert (ref is None) == (ours is None), (ref, ours)
+    if ref is not None:
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)

@@ -28,8 +28,21 @@ def _unary(x, op, a=0.0, b=0.0, dtype=None, name=None, grad_op=None):
     out = new(x.shape, dtype or x.dtype, x.device)
     kernels.unary(x.device.backend, op, out._view, x._view, a, b)
     if grad_op is not None:
-        record(out, name or op.capitalize(), (x,), lambda g: (_unary_grad(grad_op, g, x, out, a, b),))
+        xs, ys = _kept(grad_op, x, out)
+        record(out, name or op.capitalize(), (x,), lambda g: (_unary_grad(grad_op, g, xs, ys, a, b),))
     return out
+
+
+def _kept(op, x, y):
+    """The (x, y) operands of op's derivative kernel that its backward keeps: the ones its formula reads
+    (table.Unary.grad_reads), the other slot given the kept one (the kernel only takes its shape). Ops in
+    _GRAD_FROM_OUTPUT keep y for both."""
+    if op in _GRAD_FROM_OUTPUT:
+        return y, y
+    reads_x, reads_y = table.UNARY[op].grad_reads
+    if reads_y:
+        return (x if reads_x else y), y
+    return x, x
 
 
 def _unary_grad(op, g, x, y, a, b):
@@ -51,8 +64,8 @@ def apply_unary(op, input, a=0.0, b=0.0):
     a, b = _NONE if a is None else a, _NONE if b is None else b
     out = _unary(x, op.name, a, b, dtype=dtypes.bool_ if op.result == table.BOOL else x.dtype)
     if op.grad is not None and x.dtype.is_floating:
-        saved = out if op.name in _GRAD_FROM_OUTPUT else x
-        record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, saved, out, a, b),))
+        xs, ys = _kept(op.name, x, out)
+        record(out, op.node, (x,), lambda g: (_unary_grad(op.name, g, xs, ys, a, b),))
     elif op.zero_grad and x.dtype.is_floating:
         record_zero_grad(out, op.node, (x,))
     return out

@@ -24,7 +24,9 @@ compute ``f(x, y)``; their gradients are written with tensor ops (``grad(g, x, y
 This module imports nothing from the engine: backends read it as plain data.
 """
 
+import dis
 import math
+import re
 
 from . import special_numpy as sf
 
@@ -94,8 +96,37 @@ class Unary:
     def int_exact(self):
         return self.int_wgsl is not None
 
+    @property
+    def grad_reads(self):
+        """Which of x (the input) and y (the result) the derivative reads, in either backend's formula: what
+        its backward keeps. As in PyTorch, a result the derivative does not read may then be written in place
+        (the VAE idiom ``mu.pow(2).add_(...)``) without invalidating the graph, and is freed sooner."""
+        reads = _GRAD_READS.get(self.name)
+        if reads is None:
+            names = _names_read(self.grad_cpu)
+            wgsl = set(_IDENTIFIER.findall(self.grad)) if isinstance(self.grad, str) else {"x", "y"}
+            reads = _GRAD_READS[self.name] = ("x" in names or "x" in wgsl, "y" in names or "y" in wgsl)
+        return reads
+
     def __repr__(self):
         return f"Unary({self.name!r})"
+
+
+_GRAD_READS = {}  # name -> (reads x, reads y), cached (a record's formulas never change)
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _names_read(fn):
+    """The local names CPU formula `fn` loads (its parameters it uses); every parameter where that cannot be
+    told."""
+    try:
+        found = set()
+        for ins in dis.get_instructions(fn):
+            if ins.opname.startswith("LOAD_FAST") or ins.opname.startswith("LOAD_DEREF"):
+                found.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+        return found
+    except (TypeError, AttributeError):
+        return {"x", "y"}
 
 
 class Binary:
@@ -277,15 +308,15 @@ UNARY = {op.name: op for op in (
           "select(g * a, g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, a),
           params=(("negative_slope", 0.01),), expose=_ACT_INPLACE, module="LeakyReLU", test="away", test_args=(0.1,)),
     Unary("elu", "select(a * expm1_f32(x), x, x > 0.0)", lambda x, a, b: np.where(x > 0, x, a * np.expm1(x)),
-          "select(g * (y + a), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, y + a),
+          "select(g * a * exp(x), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, a * np.exp(x)),
           params=(("alpha", 1.0),), expose=_ACT_INPLACE, module="ELU", test="away", test_args=(0.7,)),
     Unary("celu", "select(a * expm1_f32(x / a), x, x > 0.0)", lambda x, a, b: np.where(x > 0, x, a * np.expm1(x / a)),
-          "select(g * (y / a + 1.0), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, y / a + 1.0),
+          "select(g * exp(x / a), g, x > 0.0)", lambda x, y, a, b: np.where(x > 0, 1.0, np.exp(x / a)),
           params=(("alpha", 1.0),), expose=_ACT_INPLACE, module="CELU", test="away", test_args=(1.5,)),
     Unary("selu", f"{_SELU_SCALE} * select({_SELU_ALPHA} * expm1_f32(x), x, x > 0.0)",
           lambda x, a, b: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)),
-          f"select(g * (y + {_SELU_SCALE * _SELU_ALPHA}), g * {_SELU_SCALE}, x > 0.0)",
-          lambda x, y, a, b: np.where(x > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA),
+          f"select(g * {_SELU_SCALE * _SELU_ALPHA} * exp(x), g * {_SELU_SCALE}, x > 0.0)",
+          lambda x, y, a, b: np.where(x > 0, _SELU_SCALE, _SELU_SCALE * _SELU_ALPHA * np.exp(x)),
           expose=_ACT_INPLACE, module="SELU", test="away"),
     Unary("gelu", "x * norm_cdf(x)", lambda x, a, b: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
           "g * (norm_cdf(x) + x * norm_pdf(x))", lambda x, y, a, b: _d_gelu(x),
