@@ -44,7 +44,6 @@ PARTIAL = {
     "torch.load": "a restricted unpickler: tensors, OrderedDict and plain containers only",
     "torch.nn.Conv2d": "groups > 1 correct but run group by group",
     "torch.nn.functional.conv2d": "groups > 1 correct but run group by group",
-    "torch.nn.LSTM": "no PackedSequence",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
 }
 

@@ -7,8 +7,13 @@ LSTM and (r, z, n) for GRU; every parameter starts as U(-1/sqrt(hidden), 1/sqrt(
 
 The input projection of a whole sequence is one matmul per layer and direction; only the recurrent
 projection runs per time step (one matmul plus a few elementwise ops per step). Gradients come from the
-ops. LSTM's proj_size is supported (h is projected by weight_hr_l{k} [proj_size, hidden]); PackedSequence
-inputs are not (a clear error: pass a padded tensor).
+ops. LSTM's proj_size is supported (h is projected by weight_hr_l{k} [proj_size, hidden]).
+
+A PackedSequence input runs on its packed data as PyTorch's does: the sequences are sorted longest first, so
+at step t the first batch_sizes[t] rows are the running ones; each step updates just those rows and the others
+keep their state. A sequence's final state is therefore its state at its own last step (for the reverse
+direction, after walking from its own last step back to step 0, since a row is untouched, still at h0, until
+its last step comes), and the outputs of the steps, stacked in order, are the output's packed data.
 """
 
 import math
@@ -18,6 +23,7 @@ from ..ops.shape import cat, stack
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -51,12 +57,6 @@ def _step(mode, x_proj, state, w_hh, b_hh, w_hr=None):
     if mode == "GRU":
         return _gru_cell(x_proj, state, w_hh, b_hh)
     return _rnn_cell(x_proj, state, w_hh, b_hh, "tanh" if mode == "RNN_TANH" else "relu")
-
-
-def _check_not_packed(input, name):
-    if not isinstance(input, Tensor):
-        raise NotImplementedError(f"{name}: input of type {type(input).__name__} is not supported (webgrad has no "
-                                  "PackedSequence); pass a padded tensor")
 
 
 class RNNBase(Module):
@@ -164,9 +164,90 @@ class RNNBase(Module):
         h_n = stack(h_last, 0)
         return layer_input, ((h_n, stack(c_last, 0)) if lstm else h_n)
 
+    def _run_packed(self, data, batch_sizes, hx):
+        """data [sum(batch_sizes), H_in], the time steps one after another with the batch_sizes[t] sequences
+        still running at step t (sorted longest first); hx in the sorted batch order.
+        Returns the output's packed data [sum(batch_sizes), dirs*H] and the final state(s) in hx's layout."""
+        lstm = self.mode == "LSTM"
+        directions = 2 if self.bidirectional else 1
+        batch = batch_sizes[0]
+        h0, c0 = hx if lstm else (hx, None)
+        h_last, c_last = [], []
+        layer_input = data
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(directions):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
+                k = layer * directions + direction
+                h, c = h0[k], (c0[k] if lstm else None)
+                x_proj = F.linear(layer_input, w_ih, b_ih).split(batch_sizes, 0)
+                steps = range(len(batch_sizes) - 1, -1, -1) if direction == 1 else range(len(batch_sizes))
+                hs = [None] * len(batch_sizes)
+                for t in steps:
+                    n = batch_sizes[t]
+                    h_run = h if n == batch else h[:n]
+                    running = (h_run, c if n == batch else c[:n]) if lstm else h_run
+                    state = _step(self.mode, x_proj[t], running, w_hh, b_hh, w_hr)
+                    hs[t] = state[0] if lstm else state
+                    # the finished (forward) or not yet started (reverse) rows keep their state
+                    h = hs[t] if n == batch else cat([hs[t], h[n:]], 0)
+                    if lstm:
+                        c = state[1] if n == batch else cat([state[1], c[n:]], 0)
+                outs.append(cat(hs, 0))
+                h_last.append(h)
+                if lstm:
+                    c_last.append(c)
+            layer_input = outs[0] if directions == 1 else cat(outs, 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        h_n = stack(h_last, 0)
+        return layer_input, ((h_n, stack(c_last, 0)) if lstm else h_n)
+
+    def _initial_state(self, hx, batch, batched, like):
+        """hx checked against [layers*dirs, batch, H] (an (h, c) pair for LSTM), zeros where None; an
+        unbatched hx gets its batch dimension."""
+        directions = 2 if self.bidirectional else 1
+        shape = (self.num_layers * directions, batch, self.hidden_size)
+        h_shape = shape[:2] + (self.proj_size or self.hidden_size,)
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            h = zeros(h_shape, dtype=like.dtype, device=like.device)
+            return (h, zeros(shape, dtype=like.dtype, device=like.device)) if lstm else h
+        parts = hx if lstm else (hx,)
+        if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+        parts = tuple(p.unsqueeze(1) if not batched else p for p in parts)
+        for p, expected in zip(parts, (h_shape, shape)):
+            if tuple(p.shape) != expected:
+                raise RuntimeError(f"Expected hidden size {tuple(expected)}, got {list(p.shape)}")
+        return parts if lstm else parts[0]
+
+    def _forward_packed(self, input, hx):
+        data = input.data
+        if data.ndim != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.ndim}")
+        if data.shape[1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {data.shape[1]}")
+        batch_sizes = [int(b) for b in input.batch_sizes.tolist()]
+        lstm = self.mode == "LSTM"
+        order, back = input.sorted_indices, input.unsorted_indices
+        if hx is not None and order is not None:  # hx comes in the caller's batch order
+            hx = self._initial_state(hx, batch_sizes[0], True, data)
+            hx = tuple(s.index_select(1, order) for s in hx) if lstm else hx.index_select(1, order)
+        hx = self._initial_state(hx, batch_sizes[0], True, data)
+        output, state = self._run_packed(data, batch_sizes, hx)
+        if back is not None:
+            state = tuple(s.index_select(1, back) for s in state) if lstm else state.index_select(1, back)
+        return PackedSequence(output, input.batch_sizes, order, back), state
+
     def forward(self, input, hx=None):
         name = type(self).__name__
-        _check_not_packed(input, name)
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected the input to be a Tensor or a PackedSequence, got "
+                            f"{type(input).__name__}")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
         batched = input.ndim == 3
@@ -177,22 +258,8 @@ class RNNBase(Module):
         if input.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[2]}")
-        directions = 2 if self.bidirectional else 1
-        shape = (self.num_layers * directions, input.shape[1], self.hidden_size)
-        h_shape = shape[:2] + (self.proj_size or self.hidden_size,)
         lstm = self.mode == "LSTM"
-        if hx is None:
-            h = zeros(h_shape, dtype=input.dtype, device=input.device)
-            hx = (h, zeros(shape, dtype=input.dtype, device=input.device)) if lstm else h
-        else:
-            parts = hx if lstm else (hx,)
-            if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
-                raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
-            parts = tuple(p.unsqueeze(1) if not batched else p for p in parts)
-            for p, expected in zip(parts, (h_shape, shape)):
-                if tuple(p.shape) != expected:
-                    raise RuntimeError(f"Expected hidden size {tuple(expected)}, got {list(p.shape)}")
-            hx = parts if lstm else parts[0]
+        hx = self._initial_state(hx, input.shape[1], batched, input)
         output, state = self._run(input, hx)
         if not batched:
             output = output.squeeze(1)

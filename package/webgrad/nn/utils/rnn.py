@@ -6,8 +6,8 @@
 
 The functions compose webgrad's ops (slices, cat, stack, index_select), so gradients flow through them on
 every device. A PackedSequence holds the time steps one after another, each with the sequences still
-running at that step (batch_sizes[t] of them, longest first), as in PyTorch. (Which modules accept a
-PackedSequence is their own business: webgrad.nn's RNNs take padded tensors.)
+running at that step (batch_sizes[t] of them, longest first), as in PyTorch; webgrad.nn's RNN, LSTM and GRU
+take one and give their output as one.
 """
 
 from collections import namedtuple
