@@ -459,3 +459,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     elif attn_mask is not None:
         bias = _additive(attn_mask, query, attend_when_true=True)
     return _attention(query, key, value, bias, dropout_p, scale)[0]
+from ._grid_sample import affine_grid, grid_sample  # noqa: F401  (spatial transformers: _grid_sample.py)
