@@ -283,16 +283,55 @@ def _topological_order(root):
     return order
 
 
-def backward(tensor, gradient, retain_graph=False):
+def backward(tensor, gradient, retain_graph=False, create_graph=False):
     """Accumulate d(tensor)/d(leaf) * gradient into every leaf's .grad. `gradient` is a tensor of
     tensor's shape (Tensor.backward checks the user's arguments and makes the seed)."""
+    run_backward([(tensor, gradient)], retain_graph, create_graph)
 
-    with no_grad():
-        if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
-            _accumulate(tensor, gradient)
+
+def grad(roots, inputs, retain_graph=False, create_graph=False):
+    """[d(roots)/d(input) for each of `inputs`] (None where an input is not reached), each root a (tensor,
+    seed) pair; no .grad is touched (torch.autograd.grad)."""
+    captured = {id(t): None for t in inputs}
+    run_backward(roots, retain_graph, create_graph, captured)
+    return [captured[id(t)] for t in inputs]
+
+
+def run_backward(roots, retain_graph=False, create_graph=False, captured=None):
+    """The engine: the seeds of `roots` ((tensor, gradient) pairs) back through the graph in topological order.
+    captured: None, accumulate into leaves' .grad (and retain_grad tensors'); else a dict {id(tensor): None} of
+    the tensors whose gradients are wanted, filled in instead, every .grad left alone (autograd.grad).
+    create_graph: the backward functions run with grad mode on, so the gradients get a graph of their own
+    (higher-order gradients); one whose backward function cannot be differentiated raises."""
+
+    def deliver(t, g):
+        if captured is None:
+            _accumulate(t, g, create_graph)
+        elif id(t) in captured:
+            captured[id(t)] = g if captured[id(t)] is None else captured[id(t)] + g
+
+    wanted = (lambda t: t._retains_grad) if captured is None else (lambda t: id(t) in captured)
+    with set_grad_enabled(create_graph):
+        grads = {}
+        for tensor, gradient in roots:
+            if create_graph and not gradient.requires_grad:
+                # Every gradient is linear in its seed: with the seed in the graph, a gradient that comes back
+                # without one was made by a backward that cannot be differentiated (_check_differentiated).
+                gradient = gradient.detach().requires_grad_()
+            if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
+                deliver(tensor, gradient)
+                continue
+            slot = grads.get(id(tensor.grad_fn))
+            if slot is None:
+                grads[id(tensor.grad_fn)] = [gradient] + ([tensor] if wanted(tensor) else [])
+            else:
+                slot[0] = slot[0] + gradient
+                if wanted(tensor) and not any(o is tensor for o in slot[1:]):
+                    slot.append(tensor)
+        if not grads:
             return
-        grads = {id(tensor.grad_fn): [gradient] + ([tensor] if tensor._retains_grad else [])}
-        for node in _topological_order(tensor.grad_fn):
+        order = _topological_order_of([tensor.grad_fn for tensor, _ in roots if tensor.grad_fn is not None])
+        for node in order:
             entry = grads.pop(id(node), None)
             if entry is None:
                 continue
@@ -304,11 +343,13 @@ def backward(tensor, gradient, retain_graph=False):
                 )
             if node.clock != _clock[0]:  # something was written in place since the node ran
                 _check_saved(node)
-            for o in entry[1:]:  # the tensors this node made that retain their grad
-                _accumulate(o, grad_out)
+            for o in entry[1:]:  # the tensors this node made whose gradient is wanted
+                deliver(o, grad_out)
             input_grads = node.backward_fn(grad_out)
             if is_anomaly_enabled():
                 input_grads = check_anomaly(node, input_grads)
+            if create_graph:
+                _check_differentiated(node, input_grads)
             if not retain_graph:
                 node.backward_fn = None
             # Each gradient is taken out of the list as it is used, so that the list does not count as an
@@ -327,10 +368,13 @@ def backward(tensor, gradient, retain_graph=False):
                 if g.dtype is not t.dtype and t.dtype.is_floating:  # as PyTorch's engine (autocast's casts)
                     g = g.to(t.dtype)
                 if t.grad_fn is None:
-                    if t.grad is None and _stealable(g, t) and _refcounts(g) == tuple(_owned_counts()[:3]):
+                    if captured is not None:
+                        deliver(t, g)
+                    elif t.grad is None and not create_graph and _stealable(g, t) and \
+                            _refcounts(g) == tuple(_owned_counts()[:3]):
                         t.grad = g  # nobody else can see it: no copy needed (PyTorch's AccumulateGrad steals too)
                     else:
-                        _accumulate(t, g)
+                        _accumulate(t, g, create_graph)
                     continue
                 slot = grads.get(id(t.grad_fn))
                 if slot is None:
@@ -338,8 +382,53 @@ def backward(tensor, gradient, retain_graph=False):
                 else:
                     slot[0] = slot[0] + g
                 tensor = t.tensor()
-                if tensor is not None and tensor._retains_grad and not any(o is tensor for o in slot[1:]):
+                if tensor is not None and wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
+
+
+def _topological_order_of(roots):
+    """The nodes reachable from the nodes `roots`, each before the nodes it depends on."""
+    if len(roots) == 1:
+        return _topological_order(roots[0])
+    nodes, seen = [], set()
+    for root in roots:
+        for node in _topological_order(root):
+            if id(node) not in seen:
+                seen.add(id(node))
+                nodes.append(node)
+    # Kahn's algorithm over the graph they span: a node shared by two roots' graphs waits for both
+    among = {id(n) for n in nodes}
+    pending = dict.fromkeys(among, 0)
+    for n in nodes:
+        for t in n.inputs:
+            if t is not None and t.grad_fn is not None and id(t.grad_fn) in among:
+                pending[id(t.grad_fn)] += 1
+    ready = [n for n in nodes if pending[id(n)] == 0]
+    order = []
+    while ready:
+        n = ready.pop()
+        order.append(n)
+        for t in n.inputs:
+            if t is not None and t.grad_fn is not None and id(t.grad_fn) in among:
+                pending[id(t.grad_fn)] -= 1
+                if pending[id(t.grad_fn)] == 0:
+                    ready.append(t.grad_fn)
+    return order
+
+
+def _check_differentiated(node, input_grads):
+    """With create_graph every upstream gradient carries a graph (run_backward puts the seeds in it), and a
+    backward function is linear in it: a gradient that comes back without a graph was made by a kernel run
+    directly, which a higher-order gradient would silently take for a constant. Refuse it, naming the op
+    (a piecewise-constant op's zeros excepted: constant_gradient)."""
+    if getattr(node.backward_fn, "constant_gradient", False):
+        return
+    for t, g in zip(node.inputs, input_grads):
+        if t is not None and g is not None and not g.requires_grad:
+            raise NotImplementedError(
+                f"create_graph=True: the gradient of {node.name_()} cannot be differentiated again in webgrad "
+                "yet (its backward is a kernel without a derivative of its own); higher-order gradients "
+                "through this op are not supported")
 
 
 def _stealable(g, t):
@@ -383,9 +472,21 @@ def _owned_counts():
     return _OWNED_COUNTS
 
 
-def _accumulate(t, g):
-    """Add g into t.grad, as PyTorch does for leaves and for tensors that called retain_grad()."""
+def accumulate_into(t, g, keep_graph=False):
+    """Add g into t.grad (Tensor.backward(inputs=...)): a leaf's, or a non-leaf's as if it retained its grad."""
+    if t.grad is None:
+        t.grad = g if keep_graph else g.detach().clone()
+    else:
+        t.grad = t.grad + g
+
+
+def _accumulate(t, g, keep_graph=False):
+    """Add g into t.grad, as PyTorch does for leaves and for tensors that called retain_grad(). keep_graph
+    (create_graph): .grad keeps g's graph, so that it can be differentiated again."""
     if t.grad_fn is not None and not t._retains_grad:
+        return
+    if keep_graph:
+        t.grad = g if t.grad is None else t.grad + g
         return
     if t.grad is None:
         # Own copy: one gradient object can reach several tensors (x + y sends g to both), and users

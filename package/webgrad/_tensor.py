@@ -191,9 +191,7 @@ class Tensor:
     def retains_grad(self):
         return self._retains_grad
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        if create_graph:
-            raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         if not self.requires_grad:
             raise RuntimeError(
                 "element 0 of tensors does not require grad and does not have a grad_fn: "
@@ -212,7 +210,14 @@ class Tensor:
             if tuple(gradient.shape) != tuple(self.shape):
                 raise RuntimeError(f"backward(): gradient has shape {tuple(gradient.shape)} but the tensor has "
                                    f"shape {tuple(self.shape)}")
-        _autograd.backward(self, gradient, retain_graph=bool(retain_graph))
+        keep = create_graph if retain_graph is None else retain_graph
+        if inputs is not None:  # accumulate into these tensors' .grad only, as torch
+            inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+            for t, g in zip(inputs, _autograd.grad([(self, gradient)], inputs, bool(keep), bool(create_graph))):
+                if g is not None:
+                    _autograd.accumulate_into(t, g, bool(create_graph))
+            return
+        _autograd.backward(self, gradient, retain_graph=bool(keep), create_graph=bool(create_graph))
 
     def detach(self):
         return Tensor._make(self._view, self.device)

@@ -18,10 +18,14 @@ Custom ops:
     y = LeakyReLU.apply(x, 0.01)
 
 forward runs without recording a graph (its inner ops are invisible to autograd); its one output
-tensor becomes a node whose backward is yours. backward runs without recording as well (no
-higher-order gradients, as everywhere in webgrad).
+tensor becomes a node whose backward is yours. backward records a graph only under create_graph=True
+(then written with webgrad ops, it can be differentiated again).
+
+Gradients without touching .grad: ``webgrad.autograd.grad(outputs, inputs, create_graph=...)``, as
+torch.autograd.grad (a gradient penalty differentiates its result again; see _autograd.run_backward).
 """
 
+from . import _autograd
 from ._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
 from ._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from ._tensor import Tensor
@@ -73,3 +77,63 @@ class Function:
             return grads
 
         return record(out, cls.__name__, args, backward_fn)
+
+
+def _as_tuple(x, name):
+    if isinstance(x, Tensor):
+        return (x,)
+    if isinstance(x, (list, tuple)) and all(isinstance(t, Tensor) for t in x):
+        return tuple(x)
+    raise TypeError(f"grad(): {name} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs` (a tuple, one per input), as torch.autograd.grad:
+    grad_outputs are the seeds (None for a scalar output: 1); no tensor's .grad changes. create_graph: the
+    gradients get a graph of their own, to be differentiated again (WGAN-GP's gradient penalty);
+    retain_graph defaults to it. An input the outputs do not depend on raises unless allow_unused (then
+    None) or materialize_grads (then zeros)."""
+    outputs, inputs = _as_tuple(outputs, "outputs"), _as_tuple(inputs, "inputs")
+    if is_grads_batched:
+        raise NotImplementedError("grad(): is_grads_batched=True (vmap over the seeds) is not supported by webgrad")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got {len(grad_outputs)} "
+                           f"grad_outputs for {len(outputs)} outputs")
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+    roots = []
+    for i, (out, seed) in enumerate(zip(outputs, grad_outputs)):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if seed is None:
+            if out.numel() != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output {i} has shape "
+                                   f"{list(out.shape)})")
+            seed = out._full_like_value(1.0)
+        elif tuple(seed.shape) != tuple(out.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} and "
+                               f"output[{i}] has a shape of {tuple(out.shape)}.")
+        roots.append((out, seed))
+    keep = create_graph if retain_graph is None else bool(retain_graph)
+    grads = _autograd.grad(roots, inputs, retain_graph=keep, create_graph=bool(create_graph))
+    result = []
+    for t, g in zip(inputs, grads):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = t._full_like_value(0.0)
+        result.append(g)
+    return tuple(result)

@@ -7,11 +7,12 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 import inspect
 
 from .. import _bounds, dtypes
-from .._autograd import no_grad, record
+from .._autograd import is_grad_enabled, no_grad, record
 from .._tensor import Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
 from .inplace import assign_, run_in_place
+from .second_derivatives import unary_backward_backward
 from .._backends import kernels
 
 INF = float("inf")
@@ -46,8 +47,14 @@ def _kept(op, x, y):
 
 
 def _unary_grad(op, g, x, y, a, b):
+    """g * op'(x) through the derivative kernel (x, y: what _kept gives). Under create_graph (grad mode on in
+    the backward pass, something here requiring grad) it is a node of its own: linear in g, and through x or
+    y by op's second derivative (second_derivatives.py)."""
     out = new(x.shape, x.dtype, x.device)
     kernels.unary_backward(x.device.backend, op, out._view, g._view, x._view, y._view, a, b)
+    if is_grad_enabled() and (g.requires_grad or x.requires_grad or y.requires_grad):
+        record(out, f"{table.UNARY[op].node}Backward", (g, x, y),
+               unary_backward_backward(op, g, x, y, a, b, _unary_grad))
     return out
 
 
@@ -87,6 +94,7 @@ def record_zero_grad(out, name, inputs):
 
     def backward(g):
         return tuple(None if s is None else full(s, 0.0, dtype=g.dtype, device=g.device) for s in shapes)
+    backward.constant_gradient = True  # zeros at every order (create_graph asks: _autograd)
     return record(out, name, inputs, backward)
 
 

@@ -1,0 +1,104 @@
+"""torch.autograd.grad and higher-order gradients (create_graph=True) against torch: gradients that leave .grad
+alone, gradients of gradients (a WGAN-GP gradient penalty, a Hessian-vector product, Tensor.backward with
+create_graph), and a clear error for an op whose backward cannot be differentiated yet."""
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+from helpers import DEVICES
+
+
+def _data(seed, *shape):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _np(t):
+    return t.detach().to("cpu").numpy()
+
+
+def test_grad_leaves_dot_grad_alone_and_follows_torchs_arguments(device):
+    def run(L, dev):
+        x = L.tensor(_data(0, 3, 4), device=dev, requires_grad=True)
+        w = L.tensor(_data(1, 4), device=dev, requires_grad=True)
+        unused = L.tensor(_data(2, 2), device=dev, requires_grad=True)
+        y = (x * w).tanh()
+        gx, gw, gu = L.autograd.grad(y, (x, w, unused), grad_outputs=L.ones_like(y) * 2, retain_graph=True,
+                                     allow_unused=True)
+        (gs,) = L.autograd.grad(y.sum(), [w], retain_graph=True)
+        (gm,) = L.autograd.grad(y.sum(), unused, materialize_grads=True)
+        assert x.grad is None and w.grad is None and gu is None
+        return [_np(gx), _np(gw), _np(gs), _np(gm)]
+    for ours, ref in zip(run(wg, device), run(torch, "cpu")):
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_refuses_what_torch_refuses(device):
+    x = wg.tensor(_data(0, 3), device=device, requires_grad=True)
+    c = wg.tensor(_data(1, 3), device=device)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        wg.autograd.grad(y.sum(), c)
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        wg.autograd.grad(y.sum(), [x, wg.ones(1, requires_grad=True, device=device)], retain_graph=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        wg.autograd.grad(y, x)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        wg.autograd.grad(y, x, grad_outputs=wg.ones(4, device=device))
+    wg.autograd.grad(y.sum(), x)
+    with pytest.raises(RuntimeError, match="second time"):
+        wg.autograd.grad(y.sum(), x)  # retain_graph defaults to create_graph (False)
+
+
+ACTIVATIONS = {
+    "leaky_relu": lambda L, h: L.nn.functional.leaky_relu(h, 0.2), "relu": lambda L, h: L.relu(h),
+    "tanh": lambda L, h: L.tanh(h), "sigmoid": lambda L, h: L.sigmoid(h), "sin": lambda L, h: L.sin(h),
+    "pow3": lambda L, h: h ** 3, "gelu": lambda L, h: L.nn.functional.gelu(h),
+    "softplus": lambda L, h: L.nn.functional.softplus(h), "silu": lambda L, h: L.nn.functional.silu(h),
+    "elu": lambda L, h: L.nn.functional.elu(h), "exp": lambda L, h: (h * 0.3).exp(),
+}
+
+
+@pytest.mark.parametrize("act", list(ACTIVATIONS))
+def test_gradient_penalty_matches_torch(device, act):
+    """WGAN-GP's penalty: the critic's input gradient with create_graph, its norm's distance to 1, then a
+    backward to the critic's weights through that gradient (second derivatives of every op on the way)."""
+    def run(L, dev):
+        w1 = L.tensor(_data(0, 6, 3), device=dev, requires_grad=True)
+        b1 = L.tensor(_data(1, 6), device=dev, requires_grad=True)
+        w2 = L.tensor(_data(2, 1, 6), device=dev, requires_grad=True)
+        x = L.tensor(_data(3, 5, 3), device=dev, requires_grad=True)
+        d = L.nn.functional.linear(ACTIVATIONS[act](L, L.nn.functional.linear(x, w1, b1)), w2)
+        (gx,) = L.autograd.grad(d, x, grad_outputs=L.ones_like(d), create_graph=True, retain_graph=True)
+        penalty = ((gx.norm(2, dim=1) - 1) ** 2).mean() * 10 + d.mean()
+        penalty.backward()
+        return [penalty.item(), _np(w1.grad), _np(b1.grad), _np(w2.grad), _np(x.grad)]
+    ours, ref = run(wg, device), run(torch, "cpu")
+    for a, b in zip(ours, ref):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+
+
+def test_backward_with_create_graph_and_inputs(device):
+    def run(L, dev):
+        x = L.tensor([0.5, -1.0, 2.0], device=dev, requires_grad=True)
+        w = L.tensor([1.5, 0.25, -0.5], device=dev, requires_grad=True)
+        (x ** 3 * w).sum().backward(create_graph=True)
+        first = _np(x.grad).copy()  # (torch may add the next gradient into this memory)
+        x.grad.sum().backward(inputs=[x])  # d/dx sum(3 x^2 w) = 6 x w, added to x.grad
+        hv = L.autograd.grad((L.tanh(x * w) ** 2).sum(), x, create_graph=True)[0]  # a Hessian-vector product
+        (hvp,) = L.autograd.grad(hv, x, grad_outputs=L.ones_like(hv))
+        return [first, _np(x.grad), _np(w.grad), _np(hvp)]
+    for a, b in zip(run(wg, device), run(torch, "cpu")):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_an_op_without_a_second_derivative_says_so(device):
+    conv = wg.nn.Conv2d(1, 2, 3).to(device)
+    x = wg.randn(1, 1, 5, 5, device=device, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="Convolution|conv"):
+        wg.autograd.grad(conv(x).sum(), x, create_graph=True)
+    y = wg.nn.functional.mish(x)
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        (g,) = wg.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
