@@ -129,6 +129,22 @@ class Tensor:
     def mT(self):
         return self.transpose(-2, -1)
 
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (webgrad's tensors are real: its transpose)."""
+        if self.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor."
+                               + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""))
+        return self.T
+
+    @property
+    def mH(self):
+        """The conjugate transpose of each matrix of a batch (webgrad's tensors are real: mT)."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got "
+                               f"{self.ndim}-D tensor.")
+        return self.mT
+
     def size(self, dim=None):
         if dim is None:
             return self.shape

@@ -779,8 +779,15 @@ def _svd_reduced(A):
 
 
 def _svd_backward(gU, gS, gVh, U, S, Vh):
-    """torch's svd_backward (real) for the reduced factors."""
-    m, n = U.shape[-2], Vh.shape[-1]
+    """torch's svd_backward (real) for the reduced factors (full ones are narrowed to them first, as torch's:
+    the completing columns get no gradient)."""
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    if U.shape[-1] > k:
+        U, gU = U[..., :k], gU[..., :k]
+    if Vh.shape[-2] > k:
+        Vh, gVh = Vh[..., :k, :], gVh[..., :k, :]
+    if not (m and n and S.shape[-1]):  # an empty matrix: nothing flows (as torch)
+        return zeros(*U.shape[:-2], m, n, dtype=U.dtype, device=U.device)
     skew = lambda X: X - _mH(X)
     UhgU = skew(matmul(_mH(U), gU))
     VhgV = skew(matmul(Vh, _mH(gVh)))

@@ -42,7 +42,7 @@ def _infer_shape(x, shape):
 
 def _view_strides(v, shape):
     """Strides that let `v`'s elements be seen with `shape` without a copy, or None (as torch.view)."""
-    if v.is_contiguous():
+    if v.is_contiguous() or 0 in shape:  # (an empty view's strides are free: torch gives contiguous ones)
         return View.contiguous_strides(shape)
     # group old dims into chunks that are contiguous among themselves, and match new dims to chunks
     old = [(n, s) for n, s in zip(v.shape, v.strides) if n != 1]

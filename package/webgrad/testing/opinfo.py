@@ -662,13 +662,61 @@ def _run_sample(op, sample, fn, torch_op, device, grad, undefined, random_candid
     try:
         compare(ref, got, fwd_tol, "output", random, notes)
     except Mismatch as exc:
-        verdict.fail("wrong", f"{exc} on sample {what}")
-        return
+        settled = _settle_mismatch(sample, torch_op, ref, got, fwd_tol, notes)
+        if settled is not None:
+            verdict.fail("error" if settled == "error" else "wrong", f"{exc} on sample {what}")
+            return
     except Exception as exc:  # reading the result back failed
         verdict.fail("error", f"reading the output: {_first_line(exc)} on sample {what}")
         return
     if grad:
         _check_grad(sample, ref, got, conv, grad_tol, random, verdict, notes, what, result)
+
+
+def _settle_mismatch(sample, torch_op, ref, got, tol, notes):
+    """A forward mismatch that is not wrong by the sample's own standard: None if it is settled, else
+    "wrong" (or "error": the output cannot be processed). Two standards, both torch's:
+    - outputs that are unique only up to a choice (the signs of singular vectors and eigenvectors) are
+      compared through the sample's output_process_fn_grad, which OpInfo writes to be invariant to it;
+    - a float32 result may differ from torch's float32 one by more than the tolerance where torch's own
+      float32 error is that large: then it must match torch's float64 result (matrix_exp's series)."""
+    import torch
+    process = sample.output_process_fn_grad
+    if not getattr(process, "__qualname__", "").startswith("SampleInput.__init__"):  # not OpInfo's identity
+        try:
+            compare(process(ref), _rebind(process, _TorchAsWebgrad(), _webgrad_seed)(got), tol, "output", False,
+                    notes)
+            notes.add("compared through the sample's output_process_fn_grad (outputs unique up to signs)")
+            return None
+        except Mismatch:
+            pass
+        except Exception:
+            return "error"
+    tensors = [t for t in _flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+               if isinstance(t, torch.Tensor)]
+    if not tensors or any(t.dtype is not torch.float32 for t in tensors if t.is_floating_point()):
+        return "wrong"
+    widen = lambda v: v.double() if isinstance(v, torch.Tensor) and v.dtype is torch.float32 else v  # noqa: E731
+    try:
+        exact = torch_op(widen(sample.input), *[widen(a) for a in sample.args],
+                         **{k: widen(v) for k, v in sample.kwargs.items()})
+        exact = _map_tensors(exact, lambda t: t.float() if t.dtype is torch.float64 else t)
+        compare(exact, got, tol, "output", False, notes)
+    except Exception:
+        return "wrong"
+    notes.add("matches torch's float64 result, where torch's float32 one is off by more than the tolerance")
+    return None
+
+
+def _map_tensors(obj, fn):
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map_tensors(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map_tensors(v, fn) for v in obj)
+    return obj
 
 
 def _check_grad(sample, ref, got, conv, tol, random, verdict, notes, what, result):
