@@ -36,6 +36,18 @@ const SWEEPS: u32 = 12u;  // Jacobi sweeps: quadratic convergence leaves float32
 var<workgroup> shared_row: u32;
 var<workgroup> shared_ok: u32;
 
+// The tangent of a Jacobi rotation whose angle has cot(2 theta) = tau: the smaller root, 1 / (|tau| + sqrt(1 +
+// tau^2)) with tau's sign. WGSL lets implementations assume no infinities (fast math), so tau^2 must never
+// overflow: callers rotate only where |tau| <= 1e18 (JACOBI_FAR), beyond which the angle is below float32's
+// resolution anyway.
+const JACOBI_FAR: f32 = 1e18;
+
+fn jacobi_tangent(tau: f32) -> f32 {
+    let a = min(abs(tau), JACOBI_FAR);
+    let t = 1.0 / (a + sqrt(1.0 + a * a));
+    return select(-t, t, tau >= 0.0);
+}
+
 fn sync() {
     storageBarrier();
     workgroupBarrier();
@@ -353,9 +365,9 @@ fn eigh(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 var s = 0.0;
                 if (pq.y < n) {
                     let apq = scratch[w + pq.x * n + pq.y];
-                    if (apq != 0.0) {
-                        let tau = (scratch[w + pq.y * n + pq.y] - scratch[w + pq.x * n + pq.x]) / (2.0 * apq);
-                        let tt = select(-1.0, 1.0, tau >= 0.0) / (abs(tau) + sqrt(1.0 + tau * tau));
+                    let gap = scratch[w + pq.y * n + pq.y] - scratch[w + pq.x * n + pq.x];
+                    if (apq != 0.0 && abs(gap) <= 2.0 * JACOBI_FAR * abs(apq)) {
+                        let tt = jacobi_tangent(gap / (2.0 * apq));
                         c = 1.0 / sqrt(1.0 + tt * tt);
                         s = tt * c;
                     }
@@ -463,11 +475,13 @@ fn svd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid:
                     beta += y * y;
                     gamma += x * y;
                 }
-                if (gamma == 0.0 || abs(gamma) <= 1e-9 * sqrt(alpha * beta)) {
+                // columns orthogonal to float32's precision are left alone (a rotation by rounding noise only
+                // spreads it), and so are angles beyond JACOBI_FAR
+                if (gamma == 0.0 || abs(gamma) <= 1e-7 * sqrt(alpha * beta) ||
+                        abs(beta - alpha) > 2.0 * JACOBI_FAR * abs(gamma)) {
                     continue;
                 }
-                let zeta = (beta - alpha) / (2.0 * gamma);
-                let tt = select(-1.0, 1.0, zeta >= 0.0) / (abs(zeta) + sqrt(1.0 + zeta * zeta));
+                let tt = jacobi_tangent((beta - alpha) / (2.0 * gamma));
                 let c = 1.0 / sqrt(1.0 + tt * tt);
                 let s = c * tt;
                 for (var i = 0u; i < rows; i++) {

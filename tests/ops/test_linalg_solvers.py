@@ -326,3 +326,25 @@ def test_methods_and_torch_names():
     _close(spd.cholesky(), torch.tensor(spd.numpy()).cholesky(), "cpu")
     out = wg.empty(3, 3, dtype=wg.float64)
     assert wg.linalg.inv(a, out=out) is out
+
+
+@pytest.mark.parametrize("n,rank", [(24, 24), (40, 3), (50, 50), (50, 1), (64, 64)])
+def test_decompositions_of_larger_and_rank_deficient_matrices(device, n, rank):
+    # across the Jacobi kernels' order limit on WebGPU (JACOBI_MAX_ORDER: larger ones run on the host), and a
+    # rank-one matrix, whose zero singular values pinv must drop
+    rng = np.random.default_rng(n + rank)
+    a = (rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))).astype(np.float32)
+    A = wg.tensor(a, device=device)
+    s = wg.linalg.svdvals(A).to("cpu").numpy()
+    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    assert np.abs(s - ref).max() <= 2e-5 * ref.max()
+    sym = a + a.T
+    e = wg.linalg.eigvalsh(wg.tensor(sym, device=device)).to("cpu").numpy()
+    assert np.abs(e - np.linalg.eigvalsh(sym.astype(np.float64))).max() <= 2e-5 * np.abs(sym).max()
+    U, S, Vh = wg.linalg.svd(A, full_matrices=False)
+    np.testing.assert_allclose(((U * S.unsqueeze(-2)) @ Vh).to("cpu").numpy(), a, atol=2e-5 * ref.max())
+    if rank < n:
+        import torch
+        p = wg.linalg.pinv(A).to("cpu").numpy()
+        ref_p = torch.linalg.pinv(torch.from_numpy(a)).numpy()  # float32's cutoff: eps * n * the largest value
+        np.testing.assert_allclose(p, ref_p, atol=1e-4 * np.abs(ref_p).max())
