@@ -6,6 +6,8 @@ Subcommands:
   curve     learning curves of webgrad and PyTorch from the same weights on the same batches (MNIST MLP, CNN,
             ResNet-18; --amp: mixed precision against float32)
   scale     ResNet-18, wide MLP and a transformer block: samples/s, ms/step and peak GPU memory vs PyTorch eager
+  amp-memory  peak GPU memory of a replayed step under autocast against float32 (--gpu-kernels: a GPU's
+            kernel variants on a software adapter)
   profile   per-kernel GPU time of a recorded training step (timestamp queries)
   replay    where a replayed step's time goes: host (in and outside the binding's submit), wall, GPU span,
             per-dispatch GPU times; the same code runs in Pyodide on Dawn (tools/bench_dawn.py --profile)
@@ -30,6 +32,7 @@ SUBCOMMANDS = {
     "replay": "webgrad.bench.replay_profile",
     "phases": "webgrad.bench.eager_phases",
     "scale": "webgrad.bench.scale",
+    "amp-memory": "webgrad.bench.amp_memory",
     "ddp": "webgrad.bench.ddp",
     "compile": "webgrad.bench.compile",
 }
