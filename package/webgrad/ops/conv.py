@@ -129,6 +129,10 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
 
     def backward(g):
         g = g.contiguous()
+        if is_grad_enabled():  # create_graph: gradients that are nodes of their own, differentiable again
+            return (_conv_input_grad(g, w, tuple(x.shape), geometry) if x.requires_grad else None,
+                    _conv_weight_grad(g, x, tuple(w.shape), geometry) if w.requires_grad else None,
+                    g.sum((0, 2, 3)) if b is not None and b.requires_grad else None)
         gx = gw = gb = None
         # The weight gradient first: then the input gradient's last pass is the last to touch g, and in a
         # captured step the backward of a ReLU before this convolution folds into it (WebGPU's fusion.py)
@@ -142,6 +146,35 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
             gb = g.sum((0, 2, 3))
         return gx, gw, gb
     return record(out, "Convolution", (x, w, b), backward)
+
+
+# A convolution's two gradients as differentiable functions (create_graph=True: a gradient penalty through a
+# convolutional critic). All three maps are bilinear, and each one's derivatives are the other two: for
+# out = conv(x, w), <g, conv(x, w)> = <conv_input_grad(g, w), x> = <conv_weight_grad(g, x), w>.
+def _conv_input_grad(g, w, x_shape, geometry):
+    """d<g, conv(x, w)>/dx: the transposed convolution of g by w, recorded when it can be differentiated."""
+    gx = new(x_shape, g.dtype, g.device)
+    kernels.conv2d_backward_input(g.device.backend, gx._view, g._view, w._view, *geometry)
+    if is_grad_enabled() and (g.requires_grad or w.requires_grad):
+        def backward(h):  # h: x-shaped
+            h = h.contiguous()
+            return (_conv2d(h, w, None, *geometry) if g.requires_grad else None,
+                    _conv_weight_grad(g, h, tuple(w.shape), geometry) if w.requires_grad else None)
+        record(gx, "ConvolutionBackwardInput", (g, w), backward)
+    return gx
+
+
+def _conv_weight_grad(g, x, w_shape, geometry):
+    """d<g, conv(x, w)>/dw, recorded when it can be differentiated."""
+    gw = new(w_shape, g.dtype, g.device)
+    kernels.conv2d_backward_weight(g.device.backend, gw._view, g._view, x._view, *geometry)
+    if is_grad_enabled() and (g.requires_grad or x.requires_grad):
+        def backward(h):  # h: w-shaped
+            h = h.contiguous()
+            return (_conv2d(x, h, None, *geometry) if g.requires_grad else None,
+                    _conv_input_grad(g, h, tuple(x.shape), geometry) if x.requires_grad else None)
+        record(gw, "ConvolutionBackwardWeight", (g, x), backward)
+    return gw
 
 
 # ===================================================================== pooling
@@ -422,6 +455,9 @@ def _conv_transpose2d(input, weight, size, geometry):
 
     def backward(g):
         g = g.contiguous()
+        if is_grad_enabled():  # create_graph (see _conv_input_grad): x plays a convolution's output gradient
+            return (_conv2d(g, w, None, *geometry) if x.requires_grad else None,
+                    _conv_weight_grad(x, g, tuple(w.shape), geometry) if w.requires_grad else None)
         gx = gw = None
         if x.requires_grad:  # the adjoint of the adjoint: conv2d of the output gradient
             gx = new(tuple(x.shape), g.dtype, g.device)

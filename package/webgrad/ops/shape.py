@@ -3,7 +3,7 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import _bounds, dtypes
-from .._autograd import no_grad, note_write, record
+from .._autograd import is_grad_enabled, no_grad, note_write, record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
@@ -320,6 +320,8 @@ def getitem(input, index):
         # sliced input has strides of its own storage, which the zeros tensor does not share).
         out = _zeros_like(input, g.dtype)
         kernels.copy(out.device.backend, View(out._view.storage, *_basic_view(out, index), g.dtype), g._view)
+        if g.requires_grad and is_grad_enabled():  # create_graph: this scatter's derivative is the selection
+            record(out, "SelectBackward", (g,), lambda h: (getitem(h, index),))
         return out
     out = Tensor._make(View(input._view.storage, shape, strides, offset, input.dtype), input.device)
     return record(out, "Select", (input,), lambda g: (backward(g),))
