@@ -206,6 +206,16 @@ def record(out, name, inputs, backward_fn):
     return out
 
 
+def record_adjoint(result, g, forward, name):
+    """`result` = A^T g, the backward of a linear op A (forward: h -> A h, with the op's fixed arguments: a
+    pooling's windows, a dropout's mask, an index). Under create_graph (grad mode on, g requiring grad) it is
+    recorded with A itself as its backward, the adjoint of the adjoint, so it can be differentiated again;
+    A's derivative in its input is zero (or the op's own, for a max pooling's fixed argmax)."""
+    if g.requires_grad and is_grad_enabled():
+        record(result, name, (g,), lambda h: (forward(h),))
+    return result
+
+
 def _check_fresh(t, name):
     """Refuse to use `t` when its storage was written in place through another tensor after t was computed
     (t is a view of the tensor modified in place, or its base): t's history does not hold that write."""
@@ -297,12 +307,14 @@ def grad(roots, inputs, retain_graph=False, create_graph=False):
     return [captured[id(t)] for t in inputs]
 
 
-def run_backward(roots, retain_graph=False, create_graph=False, captured=None):
+def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False):
     """The engine: the seeds of `roots` ((tensor, gradient) pairs) back through the graph in topological order.
     captured: None, accumulate into leaves' .grad (and retain_grad tensors'); else a dict {id(tensor): None} of
     the tensors whose gradients are wanted, filled in instead, every .grad left alone (autograd.grad).
     create_graph: the backward functions run with grad mode on, so the gradients get a graph of their own
-    (higher-order gradients); one whose backward function cannot be differentiated raises."""
+    (higher-order gradients); a fused op whose backward function declares a `composite` (its definition in
+    differentiable ops) is differentiated through that instead, and one that can be neither raises.
+    stop: the captured tensors end the walk (a composite's inputs: what lies before them is not its graph)."""
 
     def deliver(t, g):
         if captured is None:
@@ -345,7 +357,8 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None):
                 _check_saved(node)
             for o in entry[1:]:  # the tensors this node made whose gradient is wanted
                 deliver(o, grad_out)
-            input_grads = node.backward_fn(grad_out)
+            composite = getattr(node.backward_fn, "composite", None) if create_graph else None
+            input_grads = node.backward_fn(grad_out) if composite is None else _composite_grads(composite, grad_out)
             if is_anomaly_enabled():
                 input_grads = check_anomaly(node, input_grads)
             if create_graph:
@@ -367,6 +380,11 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None):
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
                 if g.dtype is not t.dtype and t.dtype.is_floating:  # as PyTorch's engine (autocast's casts)
                     g = g.to(t.dtype)
+                if stop:
+                    tensor = t if t.grad_fn is None else t.tensor()
+                    if tensor is not None and id(tensor) in captured:
+                        deliver(tensor, g)
+                        continue
                 if t.grad_fn is None:
                     if captured is not None:
                         deliver(t, g)
@@ -414,6 +432,17 @@ def _topological_order_of(roots):
                 if pending[id(t.grad_fn)] == 0:
                     ready.append(t.grad_fn)
     return order
+
+
+def _composite_grads(composite, grad_out):
+    """The input gradients of a fused op through its definition in differentiable ops: composite() runs it
+    again on the op's own inputs and returns (output, inputs); the walk stops at those inputs, so the
+    gradients are functions of them, differentiable further (create_graph)."""
+    out, inputs = composite()
+    captured = {id(t): None for t in inputs if t is not None and getattr(t, "requires_grad", False)}
+    # (retain_graph: the gradients made here reach back into this graph when they are differentiated)
+    run_backward([(out, grad_out)], retain_graph=True, create_graph=True, captured=captured, stop=True)
+    return tuple(captured.get(id(t)) if t is not None else None for t in inputs)
 
 
 def _check_differentiated(node, input_grads):

@@ -94,9 +94,10 @@ def test_backward_with_create_graph_and_inputs(device):
 
 
 def test_an_op_without_a_second_derivative_says_so(device):
-    x = wg.randn(1, 1, 6, 6, device=device, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="MaxPool"):
-        wg.autograd.grad(wg.nn.functional.max_pool2d(x * x, 2).sum(), x, create_graph=True)
+    x = wg.randn(4, 5, device=device, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="CrossEntropy"):
+        wg.autograd.grad(wg.nn.functional.cross_entropy(x * x, wg.tensor([0, 1, 2, 3], device=device)), x,
+                         create_graph=True)
     y = wg.nn.functional.mish(x)
     with pytest.raises(NotImplementedError, match="create_graph"):
         (g,) = wg.autograd.grad(y.sum(), x, create_graph=True)
@@ -122,3 +123,61 @@ def test_gradient_penalty_through_convolutions_matches_torch(device, stride, pad
         return [penalty.item(), _np(w1.grad), _np(wt.grad), _np(w2.grad), _np(x.grad)]
     for a, b in zip(run(wg, device), run(torch, "cpu")):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+
+
+FUSED = {  # fused kernels, differentiated again through their definitions in differentiable ops
+    "layer_norm": lambda L, h, w, b: L.nn.functional.layer_norm(h, (6,), w, b),
+    "batch_norm (training)": lambda L, h, w, b: L.nn.functional.batch_norm(h, None, None, w, b, training=True),
+    "batch_norm (eval)": lambda L, h, w, b: L.nn.functional.batch_norm(
+        h, L.arange(6.0, device=h.device) * 0.1, L.arange(1.0, 7.0, device=h.device), w, b, training=False),
+    "group_norm": lambda L, h, w, b: L.nn.functional.group_norm(h.unsqueeze(-1), 3, w, b).squeeze(-1),
+    "softmax": lambda L, h, w, b: L.softmax(h * w, -1) + b,
+    "log_softmax": lambda L, h, w, b: L.log_softmax(h * w, 1) + b,
+}
+
+
+@pytest.mark.parametrize("op", list(FUSED))
+def test_gradient_penalty_through_fused_ops_matches_torch(device, op):
+    def run(L, dev):
+        w1 = L.tensor(_data(0, 6, 3), device=dev, requires_grad=True)
+        w = L.tensor(_data(1, 6) * 0.5 + 1, device=dev, requires_grad=True)
+        b = L.tensor(_data(2, 6), device=dev, requires_grad=True)
+        w2 = L.tensor(_data(3, 1, 6), device=dev, requires_grad=True)
+        x = L.tensor(_data(4, 5, 3), device=dev, requires_grad=True)
+        h = L.nn.functional.leaky_relu(FUSED[op](L, L.nn.functional.linear(x, w1), w, b), 0.2)
+        d = L.nn.functional.linear(h, w2)
+        (gx,) = L.autograd.grad(d.sum(), x, create_graph=True)
+        penalty = ((gx.norm(2, dim=1) - 1) ** 2).mean() + d.mean()
+        penalty.backward()
+        return [penalty.item(), _np(w1.grad), _np(w.grad), _np(b.grad), _np(w2.grad), _np(x.grad)]
+    for a, b in zip(run(wg, device), run(torch, "cpu")):
+        np.testing.assert_allclose(a, b, rtol=5e-4, atol=5e-5)
+
+
+def test_gradient_penalty_through_pooling_and_indexing_matches_torch(device):
+    """Pooling and index_select's backward passes are linear in the gradient: differentiated again, they give
+    the op itself (the adjoint of the adjoint)."""
+    def run(L, dev):
+        F = L.nn.functional
+        w1 = L.tensor(_data(0, 4, 2, 3, 3), device=dev, requires_grad=True)
+        w2 = L.tensor(_data(1, 3, 4, 2, 2), device=dev, requires_grad=True)
+        lin = L.tensor(_data(2, 1, 3), device=dev, requires_grad=True)
+        x = L.tensor(_data(3, 2, 2, 10, 10), device=dev, requires_grad=True)
+        h = F.max_pool2d(F.leaky_relu(F.conv2d(x, w1, padding=1), 0.2), 2)
+        h = F.avg_pool2d(F.conv2d(h.index_select(1, L.tensor([3, 0, 1, 1], device=dev)), w2) ** 2, 2, 1)
+        d = F.linear(F.adaptive_avg_pool2d(h, 1).flatten(1), lin)
+        (gx,) = L.autograd.grad(d.sum(), x, create_graph=True)
+        penalty = ((gx.reshape(2, -1).norm(2, dim=1) - 1) ** 2).mean()
+        penalty.backward()
+        return [penalty.item(), _np(w1.grad), _np(w2.grad), _np(lin.grad), _np(x.grad)]
+    for a, b in zip(run(wg, device), run(torch, "cpu")):
+        np.testing.assert_allclose(a, b, rtol=5e-4, atol=5e-5)
+
+
+def test_dropout_is_differentiated_again_with_its_mask(device):
+    x = wg.randn(64, device=device, requires_grad=True)
+    y = wg.nn.functional.dropout(x, 0.5) * x  # d/dx = mask * 2x / (1 - p) where kept; d2/dx2 = 2 * mask / 0.5
+    (g,) = wg.autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = wg.autograd.grad(g.sum(), x)
+    kept = (y.detach() != 0).float()
+    np.testing.assert_allclose(_np(h), _np(kept * 4.0), atol=1e-5)

@@ -230,6 +230,17 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                                     bool(training))
         return tuple(grads)
 
+    def composite():  # the definition in differentiable ops, for gradients of gradients (create_graph)
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        if training:  # the batch's statistics (biased variance), which depend on x
+            dims = (0,) + tuple(range(2, x.ndim))
+            centred = x - x.mean(dims, keepdim=True)
+            y = centred * ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
+        else:  # the running ones, constants
+            y = (x - running_mean.detach().reshape(shape)) * (running_var.detach().reshape(shape) + eps).rsqrt()
+        y = y * weight.reshape(shape) if weight is not None else y
+        return (y + bias.reshape(shape) if bias is not None else y), (x, weight, bias)
+    backward.composite = composite
     return record(out, "BatchNorm", (x, weight, bias), backward)
 
 
@@ -273,6 +284,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                                     flat(g, rows, cols), flat(x, rows, cols), save._view, flat(w, cols))
         return tuple(grads)
 
+    def composite():  # the definition in differentiable ops, for gradients of gradients (create_graph)
+        dims = tuple(range(x.ndim - k, x.ndim))
+        centred = x - x.mean(dims, keepdim=True)
+        y = centred * ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
+        y = y * w if w is not None else y
+        return (y + b if b is not None else y), (x, w, b)
+    backward.composite = composite
     return record(out, "NativeLayerNorm", (x, w, b), backward)
 
 

@@ -8,7 +8,7 @@ numbers F.dropout(softmax(...)) would draw from the same generator state, on eve
 import math
 
 from .. import dtypes, random, replay
-from .._autograd import record
+from .._autograd import record, record_adjoint
 from .core import broadcast_shapes, expanded_view, new, unbroadcast
 from .._backends import kernels
 
@@ -133,5 +133,5 @@ def fused_dropout(input, p):
         g = g.contiguous()
         gx = new(tuple(g.shape), g.dtype, g.device)
         kernels.dropout(backend, gx._view, g._view, float(p), seed, offset)
-        return (gx,)
+        return (record_adjoint(gx, g, lambda h: backward(h)[0], "DropoutBackward"),)  # (the same mask: self-adjoint)
     return record(out, "Dropout", (x,), backward)

@@ -11,7 +11,7 @@ treated as a batch of one, as in PyTorch.
 """
 
 from .. import dtypes
-from .._autograd import is_grad_enabled, record
+from .._autograd import is_grad_enabled, record, record_adjoint
 from .._view import View
 from .._tensor import Tensor, full, tensor
 from .elementwise import check_same_device, new
@@ -229,7 +229,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         gx = new(tuple(x.shape), g.dtype, g.device)
         kernels.max_pool2d_backward(g.device.backend, gx._view, g.contiguous()._view, indices._view, kernel, stride, padding,
                                              dilation)
-        return (gx,)
+        # create_graph: the scatter's adjoint reads each window's argmax out of h
+        return (record_adjoint(gx, g, lambda h: h.reshape(shape[0], shape[1], -1).gather(
+            2, indices.reshape(shape[0], shape[1], -1)).reshape(shape), "MaxPool2DWithIndicesBackward"),)
     record(out, "MaxPool2DWithIndices", (x,), backward)
     if unbatched:
         out, indices = out.squeeze(0), indices.squeeze(0)
@@ -266,7 +268,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         gx = new(tuple(x.shape), g.dtype, g.device)
         kernels.avg_pool2d_backward(g.device.backend, gx._view, g.contiguous()._view, kernel, stride, padding,
                                              bool(count_include_pad))
-        return (gx,)
+        return (record_adjoint(gx, g, lambda h: avg_pool2d(h, kernel, stride, padding, False, count_include_pad),
+                               "AvgPool2DBackward"),)
     record(out, "AvgPool2D", (x,), backward)
     return out.squeeze(0) if unbatched else out
 

@@ -300,8 +300,17 @@ def _softmax(log):
                 kernels.softmax_backward(g.device.backend, out._view, gm._view.reshaped((rows, cols)), y._view,
                                          log=log)
             return restore(out)
+
+        def grads(g):
+            return (backward(g),)
+
+        def composite():  # the definition in differentiable ops, for gradients of gradients (create_graph)
+            shifted = x - x.amax(dim, keepdim=True).detach()
+            total = shifted.exp().sum(dim, keepdim=True)
+            return (shifted - total.log() if log else shifted.exp() / total), (x,)
+        grads.composite = composite
         out = restore(y)
-        return record(out, name, (x,), lambda g: (backward(g),))
+        return record(out, name, (x,), grads)
     fn.__name__ = "log_softmax" if log else "softmax"
     return fn
 

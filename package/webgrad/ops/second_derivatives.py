@@ -57,6 +57,13 @@ IN_Y = {
 }
 
 
+# the derivatives of K in (x, y), for ops whose formula reads both (rsqrt's kernel: K = -0.5 g y^3)
+IN_BOTH = {
+    "rsqrt": lambda g, x, y, a, b: (None, -1.5 * g * y * y),
+    "rdiv": lambda g, x, y, a, b: (2.0 * a * g / (x * x * x), None),
+}
+
+
 def unary_backward_backward(op, g, xs, ys, a, b, first):
     """The backward function of the node K(g, xs, ys) = g * op'(x): g2 times (dK/dg, dK/dxs, dK/dys).
     first(op, g, xs, ys, a, b): K itself (elementwise._unary_grad), which is dK/dg times g (K is linear in g)."""
@@ -79,5 +86,7 @@ def _second(op, gg, xs, ys, a, b):
         return IN_X[op](gg, xs, a, b), None
     if xs is ys and op in IN_Y:
         return IN_Y[op](gg, ys, a, b), None
+    if xs is not ys and op in IN_BOTH:
+        return IN_BOTH[op](gg, xs, ys, a, b)
     raise NotImplementedError(f"create_graph=True: the second derivative of {op} is not available in webgrad yet "
                               "(higher-order gradients through it are not supported)")

@@ -3,7 +3,7 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import _bounds, dtypes
-from .._autograd import is_grad_enabled, no_grad, note_write, record
+from .._autograd import is_grad_enabled, no_grad, note_write, record, record_adjoint
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
@@ -754,7 +754,7 @@ def index_select(input, dim, index):
         gx = new(tuple(x.shape), g.dtype, g.device)
         kernels.index_select_backward(g.device.backend, gx._view.reshaped((outer, size, inner)),
                                                g.contiguous()._view.reshaped((outer, k, inner)), index._view)
-        return gx
+        return record_adjoint(gx, g, lambda h: index_select(h, d, index), "IndexSelectBackward")
     return record(out, "IndexSelect", (x,), lambda g: (backward(g),))
 
 
