@@ -322,7 +322,9 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
         elif id(t) in captured:
             captured[id(t)] = g if captured[id(t)] is None else captured[id(t)] + g
 
-    wanted = (lambda t: t._retains_grad) if captured is None else (lambda t: id(t) in captured)
+    # tensors whose gradient is handed to them as their node runs (retain_grad); captured ones get theirs as it
+    # arrives instead (their node may not run at all: _leading_to)
+    wanted = (lambda t: t._retains_grad) if captured is None else (lambda t: False)
     with set_grad_enabled(create_graph):
         grads = {}
         for tensor, gradient in roots:
@@ -333,6 +335,8 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
             if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
                 deliver(tensor, gradient)
                 continue
+            if captured is not None and id(tensor) in captured:
+                deliver(tensor, gradient)
             slot = grads.get(id(tensor.grad_fn))
             if slot is None:
                 grads[id(tensor.grad_fn)] = [gradient] + ([tensor] if wanted(tensor) else [])
@@ -343,6 +347,8 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
         if not grads:
             return
         order = _topological_order_of([tensor.grad_fn for tensor, _ in roots if tensor.grad_fn is not None])
+        if captured is not None:  # only the nodes on a path to a wanted tensor (torch.autograd.grad's walk)
+            order = _leading_to(order, captured)
         for node in order:
             entry = grads.pop(id(node), None)
             if entry is None:
@@ -400,7 +406,10 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 else:
                     slot[0] = slot[0] + g
                 tensor = t.tensor()
-                if tensor is not None and wanted(tensor) and not any(o is tensor for o in slot[1:]):
+                if captured is not None:
+                    if tensor is not None and id(tensor) in captured:
+                        deliver(tensor, g)
+                elif tensor is not None and wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
 
 
@@ -432,6 +441,21 @@ def _topological_order_of(roots):
                 if pending[id(t.grad_fn)] == 0:
                     ready.append(t.grad_fn)
     return order
+
+
+def _leading_to(order, captured):
+    """The nodes of `order` (each before the nodes it depends on) from which a tensor of `captured` is reached:
+    the rest need not run (and under create_graph might not be differentiable at all)."""
+    needed = set()
+    for node in reversed(order):  # dependencies first
+        for t in node.inputs:
+            if t is None:
+                continue
+            tensor = t if t.grad_fn is None else t.tensor()
+            if (tensor is not None and id(tensor) in captured) or (t.grad_fn is not None and id(t.grad_fn) in needed):
+                needed.add(id(node))
+                break
+    return [node for node in order if id(node) in needed]
 
 
 def _composite_grads(composite, grad_out):

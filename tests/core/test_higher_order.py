@@ -181,3 +181,21 @@ def test_dropout_is_differentiated_again_with_its_mask(device):
     (h,) = wg.autograd.grad(g.sum(), x)
     kept = (y.detach() != 0).float()
     np.testing.assert_allclose(_np(h), _np(kept * 4.0), atol=1e-5)
+
+
+def test_grad_with_respect_to_a_non_leaf_walks_no_further(device):
+    """Gradients with respect to a generator's output (a non-leaf): the walk stops there, so nothing before it
+    runs (under create_graph, nothing there need be differentiable again), and the root itself may be asked for."""
+    def run(L, dev):
+        w = L.tensor(_data(0, 4, 3), device=dev, requires_grad=True)
+        f = L.nn.functional.linear(L.tensor(_data(1, 2, 3), device=dev), w).tanh()
+        y = (f * f * f).sum()
+        gf, gy = L.autograd.grad(y, (f, y), create_graph=True)
+        (gf * gf).sum().backward()
+        return [_np(gf), _np(gy), _np(w.grad)]
+    for a, b in zip(run(wg, device), run(torch, "cpu")):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    x = wg.randn(3, device=device, requires_grad=True)
+    h = wg.nn.functional.max_pool2d(x.reshape(1, 1, 1, 3), (1, 3)).reshape(1).sinh()  # no second derivative
+    (g,) = wg.autograd.grad((h * 2).sum(), h, create_graph=True)  # but it is never reached
+    assert g.item() == 2.0
