@@ -395,6 +395,10 @@ class Tensor:
     def webgpu(self):
         return self.to("webgpu")
 
+    def cuda(self, device=None, non_blocking=False):
+        """As on a torch without CUDA: an error that names webgpu (devices.DeviceUnavailableError)."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """t.type() names the type as PyTorch does ('torch.FloatTensor'); t.type(X) converts to X: a dtype,
         a legacy type (torch.LongTensor) or its name ('torch.LongTensor'). The device is kept."""

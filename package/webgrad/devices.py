@@ -5,32 +5,48 @@ _default = ["cpu"]
 KNOWN = ("cpu", "webgpu")
 
 
+# Devices of other libraries: a device object of theirs can be made, as torch makes torch.device("cuda") without
+# CUDA (scripts build them for comparisons and defaults); placing memory there raises DeviceUnavailableError.
+FOREIGN = ("cuda", "mps", "xpu", "hip")
+
+
+class DeviceUnavailableError(RuntimeError, AssertionError):
+    """Memory placed on a device webgrad does not drive (cuda, mps, ...). An AssertionError as well as a
+    RuntimeError: a CPU-only torch raises AssertionError("Torch not compiled with CUDA enabled") there."""
+
+
 class device:
-    """Like torch.device: `webgrad.device("webgpu")`; compares equal to its name."""
+    """Like torch.device: `webgrad.device("webgpu")`; compares equal to its name. `index`: the number after a
+    colon, else None."""
 
-    __slots__ = ("type",)
+    __slots__ = ("type", "index")
 
-    def __init__(self, spec):
+    def __init__(self, spec, index=None):
         if isinstance(spec, device):
-            spec = spec.type
-        name, _, index = str(spec).partition(":")
+            spec, index = spec.type, spec.index if index is None else index
+        name, _, number = str(spec).partition(":")
         if name == "gpu":
             name = "webgpu"
-        if name not in KNOWN:
-            hint = ""
-            if name in ("cuda", "mps", "xpu", "hip"):
-                hint = ("; webgrad reaches GPUs through WebGPU: use device('webgpu'), or "
-                        "webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
+        if name not in KNOWN and name not in FOREIGN:
             raise ValueError(f"unknown device {spec!r}: webgrad has devices "
-                             f"{', '.join(repr(k) for k in KNOWN)}{hint}")
-        if index not in ("", "0"):  # one adapter per process: webgpu:0 is the only WebGPU device
+                             f"{', '.join(repr(k) for k in KNOWN)}")
+        if number:
+            if not number.isdigit() or index is not None:
+                raise ValueError(f"invalid device {spec!r}: expected a device type and an optional index, as 'cuda:0'")
+            index = int(number)
+        if name in KNOWN and index not in (None, 0):  # one adapter per process: webgpu:0 is the only WebGPU device
             raise ValueError(f"invalid device {spec!r}: webgrad has one {name} device, {name!r} (or '{name}:0')")
         self.type = name
+        self.index = index
 
     @property
     def backend(self):
         be = _backends.get(self.type)
         if be is None:
+            if self.type in FOREIGN:
+                raise DeviceUnavailableError(
+                    f"device {str(self)!r} is not available: webgrad reaches GPUs through WebGPU; use "
+                    "device('webgpu'), or webgrad.accelerator.current_accelerator() to pick it when an adapter exists")
             be = _backends[self.type] = _create_backend(self.type)
         return be
 
@@ -40,16 +56,18 @@ class device:
                 other = device(other)
             except ValueError:
                 return False
-        return isinstance(other, device) and other.type == self.type
+        return isinstance(other, device) and other.type == self.type and \
+            (self.type in KNOWN or other.index == self.index)
 
     def __hash__(self):
         return hash(self.type)
 
     def __str__(self):
-        return self.type
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return f"device(type='{self.type}')"
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
 
 
 def _create_backend(name):

@@ -35,9 +35,20 @@ def test_accelerator_is_webgpu_when_there_is_an_adapter():
         assert acc is None
 
 
-def test_cuda_device_names_webgpu_in_the_error():
-    with pytest.raises(ValueError, match="webgpu"):
-        wg.device("cuda")
+def test_cuda_devices_are_made_and_refuse_memory_naming_webgpu():
+    # as a torch without CUDA: the device object exists (scripts compare with it, read its index), memory
+    # placed on it raises torch's AssertionError (also a RuntimeError), naming webgpu
+    d = wg.device("cuda:1")
+    assert (d.type, d.index, str(d), wg.device("cuda").index) == ("cuda", 1, "cuda:1", None)
+    assert d != wg.device("cuda:0") and wg.device("webgpu:0") == "webgpu"
+    lin = wg.nn.Linear(2, 2)
+    for place in (lambda: wg.zeros(2, device="cuda"), lambda: wg.ones(2).to(d), lambda: wg.ones(2).cuda(),
+                  lambda: lin.cuda()):
+        with pytest.raises(AssertionError, match="webgpu"):
+            place()
+    assert lin.weight.device == "cpu"
+    with pytest.raises(ValueError, match="unknown device"):
+        wg.device("tpu")
 
 
 # ----------------------------------------------------------------- conversions and constructors

@@ -58,7 +58,8 @@ CASES = [
     ("device_mix", lambda d: wg.randn(2) + wg.randn(2, device=d) if d != "cpu" else wg.randn(2, device="cpu:1"),
      (RuntimeError, ValueError), "device"),
     ("device_index", lambda d: wg.zeros(2, device=f"{d}:7"), ValueError, "one"),
-    ("device_name", lambda d: wg.zeros(2, device="cuda"), ValueError, "unknown device"),
+    ("device_name", lambda d: wg.zeros(2, device="tpu"), ValueError, "unknown device"),
+    ("device_unavailable", lambda d: wg.zeros(2, device="cuda"), RuntimeError, "webgpu"),
     # optimizers and schedulers
     ("sgd_lr_nan", lambda d: wg.optim.SGD(_params(), lr=math.nan), ValueError, "Invalid learning rate"),
     ("adam_lr_negative", lambda d: wg.optim.Adam(_params(), lr=-1), ValueError, "Invalid learning rate"),

@@ -101,8 +101,10 @@ def test_errors_name_the_problem(device):
         a[5]
     with pytest.raises(RuntimeError, match="int32"):
         wg.ones(2, 2, device=device) @ wg.ones(2, 2, dtype=wg.int32, device=device)
-    with pytest.raises(ValueError, match="unknown device"):
+    with pytest.raises(RuntimeError, match="not available"):
         wg.ones(2, device="cuda")
+    with pytest.raises(ValueError, match="unknown device"):
+        wg.ones(2, device="tpu")
 
 
 def test_device_mismatch_is_reported():

@@ -16,7 +16,10 @@ _TYPES = ("webgpu", "cpu")
 def _device_type(device_type):
     if not isinstance(device_type, str):
         raise ValueError(f"autocast: expected `device_type` of type `str`, got: `{type(device_type)}`")
-    return "webgpu" if device_type == "cuda" else devices.device(device_type).type  # "cuda": WebGPU here
+    kind = "webgpu" if device_type == "cuda" else devices.device(device_type).type  # "cuda": WebGPU here
+    if kind not in _TYPES:
+        raise ValueError(f"autocast: device type {device_type!r} is not one of webgrad's (webgpu, cuda, cpu)")
+    return kind
 
 
 def is_autocast_available(device_type):

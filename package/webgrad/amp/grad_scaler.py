@@ -32,7 +32,10 @@ from .._backends import kernels
 
 def _device_type(device):
     """"cuda" (PyTorch's default) means WebGPU here."""
-    return "webgpu" if str(device).split(":")[0] == "cuda" else devices.device(device).type
+    kind = "webgpu" if str(device).split(":")[0] == "cuda" else devices.device(device).type
+    if kind in devices.FOREIGN:
+        raise ValueError(f"GradScaler: device {device!r} is not one of webgrad's (webgpu, cuda, cpu)")
+    return kind
 
 
 class OptState(Enum):

@@ -311,6 +311,10 @@ class Module:
     def webgpu(self):
         return self.to("webgpu")
 
+    def cuda(self, device=None):
+        """As on a torch without CUDA: an error that names webgpu, the module left as it was."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
     def float(self):
         return self.to(dtypes.float32)
 
