@@ -104,13 +104,40 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            + (f" (and out_channels {o} must be divisible by groups)" if groups > 1 and o % groups else ""))
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"conv2d(): bias must have shape [{o}], got {list(bias.shape)}")
-    if groups > 1:  # one convolution per group of channels, joined along the channel dim
+    if groups > 1 and groups == c and kernel[0] * kernel[1] <= DEPTHWISE_MAX_WINDOW:
+        out = _depthwise_conv2d(x, weight, bias, stride, padding, dilation)
+    elif groups > 1:  # one convolution per group of channels, joined along the channel dim
         biases = bias.chunk(groups) if bias is not None else [None] * groups
         out = cat([_conv2d(xi, wi, bi, stride, padding, dilation)
                    for xi, wi, bi in zip(x.chunk(groups, 1), weight.chunk(groups, 0), biases)], 1)
     else:
         out = _conv2d(x, weight, bias, stride, padding, dilation)
     return out.squeeze(0) if unbatched else out
+
+
+# A depthwise convolution (groups == in_channels: MobileNet, EfficientNet, ShuffleNet) with at most this many
+# taps is a sum of shifted, strided slices of the padded input, each times its channel's tap: kh*kw elementwise
+# passes over the output, where one small convolution per channel would cost a dispatch (and a kernel's tiling
+# overhead) per channel. Differentiable by composition, to any order.
+DEPTHWISE_MAX_WINDOW = 49
+
+
+def _depthwise_conv2d(x, weight, bias, stride, padding, dilation):
+    n, c, h, w = x.shape
+    o, _, kh, kw = weight.shape
+    oh, ow = _geometry("conv2d", x.shape, (kh, kw), stride, padding, dilation)
+    if o != c:  # a channel multiplier: output channel k reads input channel k // (o // c)
+        x = x.repeat_interleave(o // c, dim=1)
+    xp = pad(x, (padding[1], padding[1], padding[0], padding[0])) if any(padding) else x
+    taps = weight.reshape(o, kh * kw)
+    out = None
+    for a in range(kh):
+        for b in range(kw):
+            top, left = a * dilation[0], b * dilation[1]
+            window = xp[:, :, top:top + stride[0] * (oh - 1) + 1:stride[0], left:left + stride[1] * (ow - 1) + 1:stride[1]]
+            term = window * taps[:, a * kw + b].reshape(1, o, 1, 1)
+            out = term if out is None else out + term
+    return out + bias.reshape(1, o, 1, 1) if bias is not None else out
 
 
 def _conv2d(input, weight, bias, stride, padding, dilation):
