@@ -501,7 +501,7 @@ class Size(tuple):
         return n
 
     def __repr__(self):
-        return f"webgrad.Size([{', '.join(str(s) for s in self)}])"
+        return f"{dtypes.namespace()}.Size([{', '.join(str(s) for s in self)}])"
 
 
 _autograd.register_tensor_type(Tensor)

@@ -48,10 +48,18 @@ class DType:
         return False
 
     def __repr__(self):
-        return f"webgrad.{self.name}"
+        return f"{namespace()}.{self.name}"
 
     def __reduce__(self):
         return (_by_name, (self.name,))
+
+
+def namespace():
+    """The name reprs give the package: "torch" where webgrad.as_torch() made `import torch` mean webgrad
+    (scripts print torch.float32 and torch.Size, and some compare those strings), else "webgrad"."""
+    import sys
+    modules = sys.modules
+    return "torch" if modules.get("torch") is modules.get("webgrad", False) else "webgrad"
 
 
 bool_ = DType("bool", 1, "B", False, 0)

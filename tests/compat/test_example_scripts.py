@@ -77,7 +77,7 @@ def test_quickstart_runs_unchanged(accel, tmp_path):
     run = _Run(f"__import__('quickstart').main(use_accelerator={accel})", tmp_path)
     out, losses = run.out, run.result
     assert f"Using {'webgpu' if accel else 'cpu'} device" in out
-    assert "Shape of X [N, C, H, W]: webgrad.Size([8, 1, 28, 28])" in out and "Predicted: " in out
+    assert "Shape of X [N, C, H, W]: torch.Size([8, 1, 28, 28])" in out and "Predicted: " in out  # (as_torch)
     assert "loss: " in out and "[   24/   24]" in out and "Accuracy: " in out
     assert losses[-1] < losses[0]  # it learns
     assert list(torch.load(tmp_path / "model.pth", weights_only=True)) == [

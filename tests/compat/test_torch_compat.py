@@ -202,3 +202,13 @@ def test_summarised_repr_reads_only_the_shown_entries(monkeypatch):
 
 def test_half_is_float16():  # float16 itself: tests/ops/test_amp.py
     assert wg.ones(2).half().dtype is wg.float16 is wg.half
+
+
+def test_reprs_say_torch_under_as_torch():
+    import subprocess
+    import sys
+    code = ("import webgrad; print(webgrad.float32, webgrad.ones(2).shape); webgrad.as_torch(); import torch; "
+            "print(torch.float32, torch.ones(2).shape, repr(torch.ones(1, dtype=torch.float64)), torch.int64)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["webgrad.float32 webgrad.Size([2])",
+                   "torch.float32 torch.Size([2]) tensor([1.], dtype=torch.float64) torch.int64"]
