@@ -100,11 +100,22 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
                                        float(label_smoothing), lse_view)
         return out
 
+    def composed_rows():  # each row's loss in differentiable ops, for gradients of gradients (create_graph)
+        logp = log_softmax(logits.float() if logits.dtype is dtypes.float16 else logits, 1)
+        valid = tgt != ignore_index
+        picked = logp.gather(1, where(valid, tgt, 0).unsqueeze(1)).squeeze(1)
+        rows = -(1.0 - label_smoothing) * picked - (label_smoothing / c) * logp.sum(1)
+        return rows * valid.to(rows.dtype)
+
     if reduction != "mean":
         per_row = new((n,), result or logits.dtype, logits.device)
         kernels.cross_entropy(backend, per_row._view, logits._view, tgt._view, ignore_index, float(label_smoothing),
                               lse_view)
-        record(per_row, "CrossEntropy", (logits,), lambda g: (backward_rows(g.contiguous()),))
+
+        def rows_backward(g):
+            return (backward_rows(g.contiguous()),)
+        rows_backward.composite = lambda: (composed_rows(), (logits,))
+        record(per_row, "CrossEntropy", (logits,), rows_backward)
         return _reduce_rows(per_row, reduction, n)
     # PyTorch's mean divides by the number of rows whose target is not ignore_index (the default -100 marks
     # padding). The backend writes (mean, count) on the device: no read-back, and for a classifier's batch
@@ -113,7 +124,10 @@ def _cross_entropy(input, target, weight, ignore_index, reduction, label_smoothi
     kernels.cross_entropy_mean(backend, pair, logits._view, tgt._view, ignore_index, float(label_smoothing), lse_view)
     loss, count = (Tensor._make(View(pair.storage, (), (), pair.offset + i, pair.dtype), logits.device) for i in (0, 1))
     # every row's loss enters the mean with weight 1 / count: the upstream gradient, broadcast over the rows
-    return record(loss, "CrossEntropy", (logits,), lambda g: (backward_rows((g / count).reshape(1).expand(n)),))
+    def mean_backward(g):
+        return (backward_rows((g / count).reshape(1).expand(n)),)
+    mean_backward.composite = lambda: (composed_rows().sum() / count.detach(), (logits,))
+    return record(loss, "CrossEntropy", (logits,), mean_backward)
 
 
 def _probability_cross_entropy(input, target, weight, reduction, label_smoothing):

@@ -790,7 +790,7 @@ def gather(input, dim, index):
         kernels.gather_backward(g.device.backend, gx._view.reshaped((outer, size, inner)),
                                          g.contiguous()._view.reshaped((outer, k, inner)),
                                          index._view.reshaped((outer, k, inner)))
-        return gx
+        return record_adjoint(gx, g, lambda h: gather(h, d, index), "GatherBackward")
     return record(out, "Gather", (x,), lambda g: (backward(g),))
 
 
