@@ -262,16 +262,9 @@ def _torch_name(dtype):
         dtype.name, dtype.name.capitalize())
 
 
-def _count(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _flat(A):
     """A's matrices as one contiguous [batch, m, n] tensor, detached (the ops record their own gradients)."""
-    return A.detach().reshape(_count(A.shape[:-2]), *A.shape[-2:]).contiguous()
+    return A.detach().reshape(math.prod(A.shape[:-2]), *A.shape[-2:]).contiguous()
 
 
 def _run(kernel, A, shapes_dtypes, *extra):
@@ -385,7 +378,7 @@ def _lu_raw(A):
 def _permutation(pivots, m):
     """The permutation matrices P (A = P L U) of LAPACK pivots [..., k], as float one-hots."""
     batch = tuple(pivots.shape[:-1])
-    flat = pivots.detach().reshape(_count(batch), pivots.shape[-1]).to(dtypes.int32).contiguous()
+    flat = pivots.detach().reshape(math.prod(batch), pivots.shape[-1]).to(dtypes.int32).contiguous()
     perm = new((flat.shape[0], m), dtypes.int32, pivots.device)
     if perm.numel():
         kernels.lu_permutation(pivots.device.backend, perm._view, flat._view)
@@ -987,10 +980,10 @@ def tensorinv(A, ind=2, *, out=None):
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
-    if _count(rows) != _count(cols):
+    if math.prod(rows) != math.prod(cols):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
-                           f"prod(self.shape[:ind]), but got {_count(cols)} != {_count(rows)}")
-    return _out(inv(A.reshape(_count(rows), _count(cols))).reshape(*cols, *rows), out)
+                           f"prod(self.shape[:ind]), but got {math.prod(cols)} != {math.prod(rows)}")
+    return _out(inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(*cols, *rows), out)
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
@@ -1000,10 +993,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
         keep = [d for d in range(A.ndim) if d not in dims]
         A = A.permute(*keep, *dims)
     rest = tuple(A.shape[B.ndim:])
-    n = _count(B.shape)
-    if _count(rest) != n:
+    n = math.prod(B.shape)
+    if math.prod(rest) != n:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(result_shape) == prod(other.shape), "
-                           f"but got {_count(rest)} != {n}")
+                           f"but got {math.prod(rest)} != {n}")
     return _out(solve(A.reshape(n, n), B.reshape(n)).reshape(*rest), out)
 
 
