@@ -143,11 +143,11 @@ class Node:
         self.clock = _clock[0]
 
     def __repr__(self):
-        return f"<{self.name}Backward>"
+        return f"<{self.name_()} object at {hex(id(self))}>"  # as torch prints a grad_fn
 
-    # PyTorch-compatible introspection
+    # PyTorch-compatible introspection (torch's names end in the overload's number: MulBackward0)
     def name_(self):
-        return f"{self.name}Backward"
+        return f"{self.name}Backward0"
 
     @property
     def next_functions(self):

@@ -33,7 +33,7 @@ def format_tensor(t):
     if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int64 and t.numel() > 0):
         extras.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
-        extras.append(f"grad_fn={t.grad_fn!r}")
+        extras.append(f"grad_fn=<{t.grad_fn.name_()}>")  # (torch prints no address here)
     elif t.requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
