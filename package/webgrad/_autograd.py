@@ -272,11 +272,12 @@ def _check_saved(node):
                 "the op that saved it.")
 
 
-def _topological_order(root):
-    """Nodes reachable from `root`, each before the nodes it depends on (iterative DFS: deep graphs
-    such as RNN unrolls must not hit Python's recursion limit)."""
+def _topological_order(roots):
+    """Nodes reachable from the nodes `roots`, each before the nodes it depends on: the reverse of one
+    depth-first post-order over all of them (iterative: deep graphs such as RNN unrolls must not hit
+    Python's recursion limit)."""
     order, seen = [], set()
-    stack = [(root, False)]
+    stack = [(root, False) for root in reversed(roots)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -346,7 +347,7 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                     slot.append(tensor)
         if not grads:
             return
-        order = _topological_order_of([tensor.grad_fn for tensor, _ in roots if tensor.grad_fn is not None])
+        order = _topological_order([tensor.grad_fn for tensor, _ in roots if tensor.grad_fn is not None])
         if captured is not None:  # only the nodes on a path to a wanted tensor (torch.autograd.grad's walk)
             order = _leading_to(order, captured)
         for node in order:
@@ -411,36 +412,6 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                         deliver(tensor, g)
                 elif tensor is not None and wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
-
-
-def _topological_order_of(roots):
-    """The nodes reachable from the nodes `roots`, each before the nodes it depends on."""
-    if len(roots) == 1:
-        return _topological_order(roots[0])
-    nodes, seen = [], set()
-    for root in roots:
-        for node in _topological_order(root):
-            if id(node) not in seen:
-                seen.add(id(node))
-                nodes.append(node)
-    # Kahn's algorithm over the graph they span: a node shared by two roots' graphs waits for both
-    among = {id(n) for n in nodes}
-    pending = dict.fromkeys(among, 0)
-    for n in nodes:
-        for t in n.inputs:
-            if t is not None and t.grad_fn is not None and id(t.grad_fn) in among:
-                pending[id(t.grad_fn)] += 1
-    ready = [n for n in nodes if pending[id(n)] == 0]
-    order = []
-    while ready:
-        n = ready.pop()
-        order.append(n)
-        for t in n.inputs:
-            if t is not None and t.grad_fn is not None and id(t.grad_fn) in among:
-                pending[id(t.grad_fn)] -= 1
-                if pending[id(t.grad_fn)] == 0:
-                    ready.append(t.grad_fn)
-    return order
 
 
 def _leading_to(order, captured):
