@@ -7,7 +7,7 @@
 //   h_from_f4, f_from_h4, h_from_h4  the same where both are contiguous, with offsets and size multiples of
 //                                  4: four elements a thread through vec4 views (a weight's cast under
 //                                  autocast, its gradient's back to f32)
-//   matmul_h                       (off by default until measured: f16.py NATIVE_MATMUL)
+//   matmul_h                       (off by default: slower than the f32 kernel on copies, f16.py NATIVE_MATMUL)
 //                                  out[z] = op(a[z]) @ op(b[z]) (+ bias) (then relu), f16 in and out,
 //                                  products and sums in f32 (the product of two halves is exact in f32),
 //                                  rounded once at the store, as cuBLAS does for half GEMMs

@@ -1,9 +1,10 @@
 """PyTorch on webgrad's GPU against webgrad itself and against PyTorch on the CPU, side by side in one run.
 
-    python -m webgrad.bench compile [--models mlp cnn resnet18] [--batch-size 128] [--steps N] [--no-cpu]
+    python -m webgrad.bench compile [--models mlp cnn resnet18 gpt-6x384] [--batch-size 128] [--steps N] [--no-cpu]
 
-For each model (webgrad.bench.recipes: the MNIST MLP and CNN with Adam, ResNet-18 with SGD momentum; random
-batches of the datasets' shapes resident on the device; the loss read back every 10 steps), samples/s of:
+For each model (webgrad.bench.recipes: the MNIST MLP and CNN with Adam, ResNet-18 with SGD momentum, a GPT as
+bench scale trains it, with AdamW at batch 16; random batches of the datasets' shapes, or random tokens, resident
+on the device; the loss read back every 10 steps), samples (a GPT's: sequences) per second of:
 
   webgrad replay      webgrad's own step recorded once and replayed (webgrad.replayable)
   compiled step       PyTorch's step (zero_grad, forward, backward, optimizer) on webgpu tensors through
@@ -25,39 +26,31 @@ import argparse
 import os
 import time
 
-from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS
+from webgrad.bench.recipes import (GPT_MODELS, MNIST_MODELS, SCALE_MODELS, benchmark_batches, benchmark_optimizer,
+                                   benchmark_step)
 
-ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS}
-
-
-def _torch_optimizer(torch, name, params):
-    """The recipe's optimizer (bench.recipes.benchmark_optimizer) for PyTorch, fused=True: on webgpu webgrad's
-    update kernels (Adam's step count a dynamic scalar, so a recorded step replays it), on the CPU PyTorch's
-    fused CPU kernels."""
-    if name in MNIST_MODELS:
-        return torch.optim.Adam(params, lr=1e-3, fused=True)
-    return torch.optim.SGD(params, lr=0.01, momentum=0.9, fused=True)
+ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS, **GPT_MODELS}
+GPT_BATCH = 16  # gpt-6x384's batch in bench scale (a GPT row takes it instead of --batch-size)
 
 
 def torch_rate(torch, name, batch, steps, dev, mode):
     """samples/s of PyTorch's training step on `dev` ("webgpu" or "cpu"); mode: "eager", "graphs" (the model
     compiled with backend="webgrad") or "step" (the whole step compiled and recorded)."""
     from webgrad.bench.train import time_loop
-    from webgrad.models import train_step
     torch.manual_seed(0)
     torch._dynamo.reset()
     model = ALL_MODELS[name](nn=torch.nn).to(dev)
-    opt = _torch_optimizer(torch, name, model.parameters())
-    if mode == "eager":
-        step = train_step(model, opt, lib=torch)
-    elif mode == "graphs":
+    # the recipe's optimizer with fused=True: on webgpu webgrad's update kernels (Adam's step count a dynamic
+    # scalar, so a recorded step replays it), on the CPU PyTorch's fused CPU kernels
+    opt = benchmark_optimizer(name, model.parameters(), torch.optim, fused=True)
+    if mode == "graphs":
         from webgrad import torch_backend
-        step = train_step(torch_backend.compile(model, fallback="error"), opt, lib=torch)
-    else:
+        model = torch_backend.compile(model, fallback="error")
+    step = benchmark_step(name, model, opt, torch)
+    if mode == "step":
         from webgrad import torch_backend
-        step = torch_backend.compile(train_step(model, opt, lib=torch), fallback="error", whole_step=True)
-    shape = INPUT_SHAPES[name]
-    batches = [(torch.rand(batch, *shape, device=dev), torch.randint(0, 10, (batch,), device=dev)) for _ in range(4)]
+        step = torch_backend.compile(step, fallback="error", whole_step=True)
+    batches = benchmark_batches(name, torch, batch, dev)
     if dev == "webgpu":
         import webgrad.torch_device as td
         sync = td.synchronize
@@ -90,7 +83,7 @@ def _ratio(a, b):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m webgrad.bench compile", description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=sorted(ALL_MODELS), default=["mlp", "cnn", "resnet18"])
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128, help=f"batch of the classifiers (a GPT takes {GPT_BATCH})")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per window (bench.train.time_loop)")
     parser.add_argument("--no-eager", action="store_true", help="leave out webgrad eager and torch eager")
     parser.add_argument("--no-cpu", action="store_true", help="leave out PyTorch on the CPU")
@@ -105,21 +98,22 @@ def main(argv=None):
 
     adapter = webgrad.webgpu.adapter_info().get("device", "?")
     print(f"adapter {adapter}; PyTorch {torch.__version__} with {torch.get_num_threads()} CPU threads, CUDA "
-          f"{'visible' if torch.cuda.is_available() else 'hidden'}; batch {args.batch_size}; samples/s")
+          f"{'visible' if torch.cuda.is_available() else 'hidden'}; batch {args.batch_size} (a GPT {GPT_BATCH}); samples (a GPT: sequences)/s")
     head = ["model", "webgrad replay", "compiled step", "compiled graphs", "webgrad eager", "torch eager",
             "torch cpu", "step/replay", "graphs/replay", "eager/eager", "step/cpu"]
-    print(f"{head[0]:9s}" + "".join(f"{h:>16s}" for h in head[1:7]) + "".join(f"{h:>14s}" for h in head[7:]))
+    print(f"{head[0]:10s}" + "".join(f"{h:>16s}" for h in head[1:7]) + "".join(f"{h:>14s}" for h in head[7:]))
     for name in args.models:
         steps = args.steps
-        r = {"replay": webgrad_rate(name, args.batch_size, steps, True, "webgpu")}
-        r["step"] = torch_rate(torch, name, args.batch_size, steps, "webgpu", "step")
-        r["graphs"] = None if args.no_graphs else torch_rate(torch, name, args.batch_size, steps, "webgpu", "graphs")
-        r["wg_eager"] = None if args.no_eager else webgrad_rate(name, args.batch_size, steps, False, "webgpu")
-        r["eager"] = None if args.no_eager else torch_rate(torch, name, args.batch_size, steps, "webgpu", "eager")
-        r["cpu"] = None if args.no_cpu else torch_rate(torch, name, args.batch_size, max(3, steps // 4), "cpu",
+        batch = GPT_BATCH if name in GPT_MODELS else args.batch_size
+        r = {"replay": webgrad_rate(name, batch, steps, True, "webgpu")}
+        r["step"] = torch_rate(torch, name, batch, steps, "webgpu", "step")
+        r["graphs"] = None if args.no_graphs else torch_rate(torch, name, batch, steps, "webgpu", "graphs")
+        r["wg_eager"] = None if args.no_eager else webgrad_rate(name, batch, steps, False, "webgpu")
+        r["eager"] = None if args.no_eager else torch_rate(torch, name, batch, steps, "webgpu", "eager")
+        r["cpu"] = None if args.no_cpu else torch_rate(torch, name, batch, max(3, steps // 4), "cpu",
                                                        "eager")
         cells = [r["replay"], r["step"], r["graphs"], r["wg_eager"], r["eager"], r["cpu"]]
-        print(f"{name:9s}" + "".join(f"{_cell(c):>16s}" for c in cells)
+        print(f"{name:10s}" + "".join(f"{_cell(c):>16s}" for c in cells)
               + f"{_ratio(r['step'], r['replay']):>14s}{_ratio(r['graphs'], r['replay']):>14s}"
               + f"{_ratio(r['eager'], r['wg_eager']):>14s}{_ratio(r['step'], r['cpu']):>14s}", flush=True)
     print(f"boundary: {boundary_us(torch, 'webgpu'):.0f} us per call of a compiled x + 1 on 16 CPU elements "

@@ -32,16 +32,17 @@ INPUT_SHAPES.update({name: config["input_shape"] for name, config in GPT_CONFIGS
 CLASSES = 10  # of the classifiers' random labels
 
 
-def benchmark_optimizer(model_name, params, optim):
-    """The optimizer of `model_name`'s benchmark recipe, from `optim` (webgrad.optim or torch.optim)."""
+def benchmark_optimizer(model_name, params, optim, **options):
+    """The optimizer of `model_name`'s benchmark recipe, from `optim` (webgrad.optim or torch.optim), with
+    `options` added (fused=True for torch's)."""
     if model_name in GPT_MODELS:  # nanoGPT's configure_optimizers: no decay on biases and LayerNorm gains
         params = list(params)
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-        return optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95))
+        return optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), **options)
     if model_name in SCALE_MODELS or model_name in TRANSFORMER_MODELS:
-        return optim.SGD(params, lr=0.01, momentum=0.9)
-    return optim.Adam(params, lr=1e-3)
+        return optim.SGD(params, lr=0.01, momentum=0.9, **options)
+    return optim.Adam(params, lr=1e-3, **options)
 
 
 def benchmark_batches(model_name, lib, batch, device, count=4):

@@ -22,7 +22,8 @@ import argparse
 import time
 
 import webgrad as wg
-from webgrad.bench.recipes import INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS, benchmark_optimizer
+from webgrad.bench.recipes import (GPT_MODELS, INPUT_SHAPES, MNIST_MODELS, SCALE_MODELS, benchmark_batches,
+                                   benchmark_optimizer, benchmark_step)
 from webgrad.models import train_step
 
 ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS}
@@ -73,12 +74,10 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
 
 def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
     wg.manual_seed(0)
-    model = ALL_MODELS[model_name]().to(device)
+    model = {**ALL_MODELS, **GPT_MODELS}[model_name]().to(device)
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
-    run = train_step(model, opt, amp=device if amp else None, replay=replay)
-    shape = INPUT_SHAPES[model_name]
-    batches = [(wg.rand(batch, *shape, device=device), wg.randint(0, 10, (batch,), device=device))
-               for _ in range(4)]
+    run = benchmark_step(model_name, model, opt, wg, amp=device if amp else None, replay=replay)
+    batches = benchmark_batches(model_name, wg, batch, device)
     sync = wg.webgpu.synchronize if device == "webgpu" else (lambda: None)
     return batch * steps / time_loop(run, batches, steps, sync)
 

@@ -9,14 +9,15 @@ PyTorch's numerics on CUDA, where half convolutions accumulate in f32 and half e
 f32 "opmath"): casts and copies (any strides); convolutions and both their gradients on GPU adapters
 (conv.py's half launchers: conv_gemm.wgsl's float16 variants, or winograd.wgsl's where winograd.suits);
 BatchNorm (batch_norm.py: half activations, f32 statistics and parameters); unary, unary_backward and binary
-on contiguous halves (elementwise.wgsl's float16 entry points). A half matmul kernel exists but is not yet
-fast (NATIVE_MATMUL below). Every other kernel (reductions, softmax, pooling, matmul, ...) and float16 work
-that does not fit those kernels (strided views, broadcasts) runs on float16 operands by converting them to
-float32 scratch views, running its float32 kernel and rounding the result into the float16 output, at the
+on contiguous halves (elementwise.wgsl's float16 entry points). A half matmul kernel exists but is slower
+than the float32 one on float32 copies (NATIVE_MATMUL below). Every other kernel (reductions, softmax, pooling,
+matmul, ...) and float16 work that does not fit those kernels (strided views, broadcasts) runs on float16
+operands by converting them to float32 scratch views, running its float32 kernel and rounding the result into the float16 output, at the
 cost of two extra conversions: each record's policy (kernels.py) says which, and :func:`run` applies it.
 The backend calls :func:`run` only once a float16 storage exists, so float32 work never pays for it.
 """
 
+import os
 import struct
 
 from ..._view import View
@@ -164,13 +165,12 @@ def _materialized(rt, v):
 
 # Whether half products use matmul_h (shaders/f16.wgsl) or the tuned float32 kernel on float32 copies of the
 # operands. Both have the same numerics (a half is exact in f32, products and sums in f32, one rounding), so
-# this is about speed alone. Measured on an H200 (tools/bench_f16.py, 4096^3): matmul_h's first version,
-# with its 8 x 8 accumulators in an array indexed by loop counters (kept in local memory by the driver, as
-# matmul.wgsl's header found for its own loop version), ran 0.71 TFLOP/s against the float32 kernel's
-# 29.85. It now has named accumulators as matmul.wgsl does; until that version is measured
-# (`tools/bench_f16.py --native`), half products take the float32 kernel, at the cost of one conversion
-# pass over each operand and the output.
-NATIVE_MATMUL = False
+# this is about speed alone, and the copies win. H200, `python tools/bench_f16.py --native --sizes 8192,2304,768
+# 8192,3072,768 8192,768,3072 4096,4096,4096` (a GPT-2 step's products, then a square one), TFLOP/s as float32 /
+# float16 through the copies / matmul_h: 22.8 / 27.2 / 23.1, 31.5 / 28.9 / 25.9, 31.2 / 29.3 / 20.2, 35.2 / 34.1 /
+# 27.7. matmul_h's 8 x 8 named accumulators read halves from 64 x 64 tiles, without the float32 kernel's
+# swizzled, warp-tiled layouts. WEBGRAD_HALF_MATMUL=native turns it on (to measure a whole step).
+NATIVE_MATMUL = os.environ.get("WEBGRAD_HALF_MATMUL") == "native"
 
 
 @kernels.matmul.implement("webgpu", half=True)
