@@ -37,10 +37,13 @@ from . import storage as st
 RECOMPILES_ALLOWED = 4  # recordings retried because torch.compile compiled during them (see the module doc)
 
 
-def _graphs_compiled():
-    """How many graphs Dynamo has compiled in this process (0 where torch._dynamo was never imported)."""
+def _compilations():
+    """How many times Dynamo has compiled in this process: frames it converted (each builds guards, whether or
+    not its graph is new: PyTorch 2.11 recompiled ResNet-18's step on its recording call into a graph it already
+    had, and read the parameters back while guarding on them) plus graphs made (0 where torch._dynamo was never
+    imported)."""
     utils = sys.modules.get("torch._dynamo.utils")
-    return 0 if utils is None else utils.counters["stats"]["unique_graphs"]
+    return 0 if utils is None else utils.counters["frames"]["total"] + utils.counters["stats"]["unique_graphs"]
 
 
 class Replayable:
@@ -80,11 +83,11 @@ class Replayable:
         if not self.inner.records_next_call:
             leaves = self.inner(*inner_args)
         else:
-            compiled = _graphs_compiled()
+            compiled = _compilations()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 leaves = self.inner(*inner_args)
-            retry = (self.inner.reads_back and _graphs_compiled() != compiled
+            retry = (self.inner.reads_back and _compilations() != compiled
                      and self.recompiles < RECOMPILES_ALLOWED)
             if retry:  # the reads were the compiler's (see the module doc): record on the next call
                 self.recompiles += 1
