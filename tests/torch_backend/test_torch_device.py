@@ -49,6 +49,24 @@ def test_device_basics():
     assert z.cpu().tolist() == [0.0, 5.0, 0.0]
 
 
+@pytest.mark.parametrize("args", [(5,), (2, 9), (1, 10, 3), (0.5, 3.0, 0.5), (10, 0, -2), (3, 3)])
+@pytest.mark.parametrize("dtype", [None, torch.int64, torch.float32])
+def test_arange_is_made_on_the_device_without_the_fallback(args, dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the CPU fallback warns)
+        try:
+            expected = torch.arange(*args, dtype=dtype)
+        except (RuntimeError, ValueError) as e:  # (an integer arange whose step truncates to 0)
+            with pytest.raises(type(e), match="step must be nonzero"):
+                torch.arange(*args, dtype=dtype, device=DEV)
+            return
+        got = torch.arange(*args, dtype=dtype, device=DEV)
+        out = torch.empty(1, dtype=expected.dtype, device=DEV)
+        torch.arange(*args, out=out)
+    assert got.device.type == DEV and got.dtype is expected.dtype
+    assert torch.equal(got.cpu(), expected) and torch.equal(out.cpu(), expected)
+
+
 def test_views_and_in_place_ops_write_through():
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     g = x.to(DEV)

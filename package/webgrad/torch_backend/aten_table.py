@@ -7,6 +7,8 @@ ATen ops, so webgrad's own autograd is not involved. A function raises :class:`U
 combinations it does not cover; the executor then runs that node in eager PyTorch (see executor.py).
 """
 
+import math
+
 import webgrad as wg
 from webgrad import dtypes
 from webgrad.ops.elementwise import new
@@ -290,6 +292,12 @@ def _scalar_tensor(value, dtype=None, layout=None, device=None, pin_memory=None,
 def _arange(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None, *, target):
     if dtype is None:
         dtype = torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.get_default_dtype()
+    if not dtype.is_floating_point:  # ATen: the count from the numbers as given, the values from integers
+        count = math.ceil((float(end) - float(start)) / float(step)) if float(step) else 0
+        start, step = int(start), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
+        end = start + max(0, count) * step
     return wg.arange(start, end, step, dtype=_dtype(dtype), device=target)
 
 

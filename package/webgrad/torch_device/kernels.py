@@ -186,6 +186,16 @@ def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory
     return st.empty(size, _dtype(dtype), tuple(stride))
 
 
+@register(aten.arange.start_out)
+def arange_out(start, end, step=1, *, out):
+    """torch.arange(..., device="webgpu") with a dtype PyTorch routes here, and arange(out=): made on the device
+    in out's dtype (out resized to their count, as ATen's out= ops are)."""
+    values = aten_table._arange(start, end, step, dtype=out.dtype, target=st.webgrad_device())
+    if tuple(out.shape) != tuple(values.shape):
+        out.resize_(values.shape)
+    return write_into(out, values)
+
+
 def _fill(self, value):
     st.forget_scalars(self)
     view = unwrap(self)
