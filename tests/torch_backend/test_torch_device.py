@@ -220,6 +220,51 @@ def test_cross_entropy_gradient_with_ignored_targets_uploads_nothing():
     close(on_dev.grad.cpu(), logits.grad)
 
 
+@pytest.mark.parametrize("shape", [(6, 5), (5,), (4, 3, 2, 2)], ids=["rows", "one-sample", "spatial"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("options", [{}, {"label_smoothing": 0.1}, {"ignore_index": 1}, {"weight": True}],
+                         ids=["plain", "smoothing", "ignore", "weight"])
+def test_cross_entropy_runs_webgrads_fused_op_in_eager_mode(shape, reduction, options):
+    """F.cross_entropy on webgpu tensors is webgrad's fused op forward and backward (fused_autograd.py), not
+    PyTorch's log_softmax + nll_loss decomposition: values and gradients match the CPU, no CPU fallback."""
+    torch.manual_seed(0)
+    classes = shape[1] if len(shape) > 1 else shape[0]
+    x = torch.randn(*shape, requires_grad=True)
+    target = torch.randint(0, classes, (shape[0], *shape[2:]) if len(shape) > 1 else ())
+    options = dict(options, weight=torch.rand(classes)) if options.get("weight") else options
+    loss = F.cross_entropy(x, target, reduction=reduction, **options)
+    seed = torch.randn_like(loss)
+    loss.backward(seed)
+    on_dev = x.detach().to(DEV).requires_grad_()
+    dev_options = {k: v.to(DEV) if isinstance(v, torch.Tensor) else v for k, v in options.items()}
+    with td.strict():
+        got = F.cross_entropy(on_dev, target.to(DEV), reduction=reduction, **dev_options)
+        got.backward(seed.to(DEV))
+    if RECORDS:
+        assert type(got.grad_fn).__name__ == "_WebgradOpBackward"
+    torch.testing.assert_close(got.cpu(), loss.detach(), atol=1e-5, rtol=1e-4, equal_nan=True)
+    close(on_dev.grad.cpu(), x.grad)
+
+
+def test_cross_entropy_with_probabilities_and_its_limits():
+    torch.manual_seed(0)
+    x, p = torch.randn(4, 5, requires_grad=True), torch.softmax(torch.randn(4, 5), 1)
+    F.cross_entropy(x, p, label_smoothing=0.2).backward()
+    on_dev = x.detach().to(DEV).requires_grad_()
+    F.cross_entropy(on_dev, p.to(DEV), label_smoothing=0.2).backward()
+    close(on_dev.grad.cpu(), x.grad)
+    with torch.no_grad():  # no record: a plain result
+        assert F.cross_entropy(on_dev, p.to(DEV)).grad_fn is None
+    # a gradient through its gradient: PyTorch's error, never a silent zero
+    (g,) = torch.autograd.grad(F.cross_entropy(on_dev, p.to(DEV)), on_dev, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        g.sum().backward()
+    # a weight that wants a gradient takes PyTorch's decomposition, and its error
+    target = torch.randint(0, 5, (4,))
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+        F.cross_entropy(on_dev, target.to(DEV), weight=torch.rand(5, device=DEV, requires_grad=True))
+
+
 def test_a_pinning_data_loader_feeds_the_device():
     """DataLoader(pin_memory=True), as scripts make one whenever an accelerator is there: webgpu is the accelerator,
     and pin_memory() hands the batch over as it is (PyTorch asks a device for pinned memory through a C++ hook)."""
