@@ -246,6 +246,35 @@ def test_cross_entropy_runs_webgrads_fused_op_in_eager_mode(shape, reduction, op
     close(on_dev.grad.cpu(), x.grad)
 
 
+@pytest.mark.parametrize("shape", [(4, 5), (2, 3, 5), (5,)], ids=["rows", "batched", "vector"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("wants", ["all", "input", "weight"])
+def test_linear_runs_webgrads_fused_op_in_eager_mode(shape, bias, wants):
+    """nn.Linear / F.linear on webgpu tensors is webgrad's linear (bias fused into the product) forward and
+    backward, not PyTorch's t + addmm and AddmmBackward: values and the gradients asked for match the CPU."""
+    torch.manual_seed(0)
+    ref = nn.Linear(5, 7, bias=bias)
+    model = copy.deepcopy(ref).to(DEV)
+    for p, q in zip(ref.parameters(), model.parameters()):
+        p.requires_grad_(wants != "input")
+        q.requires_grad_(wants != "input")
+    x = torch.randn(*shape, requires_grad=wants != "weight")
+    x_dev = x.detach().to(DEV).requires_grad_(x.requires_grad)
+    y = ref(x)
+    seed = torch.randn_like(y)
+    y.backward(seed)
+    with td.strict():
+        got = model(x_dev)
+        got.backward(seed.to(DEV))
+    if RECORDS:
+        assert type(got.grad_fn).__name__ == "_WebgradOpBackward"
+    close(got.cpu(), y.detach())
+    for a, b in [(x, x_dev), *zip(ref.parameters(), model.parameters())]:
+        assert (a.grad is None) == (b.grad is None)
+        if a.grad is not None:
+            close(b.grad.cpu(), a.grad)
+
+
 def test_cross_entropy_with_probabilities_and_its_limits():
     torch.manual_seed(0)
     x, p = torch.randn(4, 5, requires_grad=True), torch.softmax(torch.randn(4, 5), 1)

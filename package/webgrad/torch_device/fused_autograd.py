@@ -1,14 +1,18 @@
 """Composite ATen ops that run, forward and backward, as webgrad's own fused op in eager PyTorch on webgpu tensors.
 
-PyTorch decomposes composite ops before they reach a device's kernels. F.cross_entropy becomes log_softmax and
-nll_loss, and its backward nll_loss_backward (the targets' coefficients scattered into zeros) and
-_log_softmax_backward_data: on webgpu, 2 kernels forward and 14 backward, each crossing PyTorch's dispatcher
-and webgrad's wrappers, for what webgrad's F.cross_entropy does in one kernel forward and two backward.
+PyTorch decomposes composite ops before they reach a device's kernels, and each piece crosses PyTorch's
+dispatcher and webgrad's wrappers (kernels.py) on its own:
+  F.cross_entropy   log_softmax + nll_loss; backward nll_loss_backward (the targets' coefficients scattered into
+                    zeros) and _log_softmax_backward_data: 2 kernels forward and 14 backward, for what webgrad's
+                    F.cross_entropy does in one forward and two backward;
+  F.linear          t + addmm; backward AddmmBackward's t, mm, mm and sum, where webgrad's linear has the bias in
+                    its product's kernel and its gradient in the backward's.
 Registered at AutogradPrivateUse1 (which PyTorch consults before the composite kernel for webgpu tensors), an op
 here runs webgrad's op on views of the torch tensors, and its backward asks webgrad's autograd for the
-gradients: webgrad's numerics, with PyTorch's autograd around them. Calls this path does not take run PyTorch's
-decomposition as before: tensors that are not plain webgpu tensors (FakeTensors and functional tensors while
-torch.compile traces), gradients wanted for other operands than the input, other dtypes.
+gradients: webgrad's numerics, with PyTorch's autograd around them (the MNIST MLP's eager step enters 5 of
+webgrad's kernels from PyTorch's dispatcher instead of 23). Calls this path does not take run PyTorch's
+decomposition as before: tensors that are not plain webgpu tensors or parameters (FakeTensors and functional
+tensors while torch.compile traces), other dtypes, and for cross-entropy a weight that wants a gradient.
 
 A gradient computed here is not differentiable again (once_differentiable): a double backward through it
 raises PyTorch's error instead of returning a wrong value.
@@ -27,40 +31,58 @@ _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 _FLOATS = (torch.float32, torch.float16)
 
 
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
 def _plain(*tensors):
-    """Whether every tensor given is an ordinary webgpu tensor (None allowed)."""
-    return all(t is None or (type(t) is torch.Tensor and t.device.type == st.DEVICE.type) for t in tensors)
+    """Whether every tensor given is an ordinary webgpu tensor or parameter (None allowed): not a tensor
+    subclass that intercepts dispatch, as torch.compile's fake and functional tensors do."""
+    return all(t is None or (type(t) in _PLAIN_TYPES and t.device.type == st.DEVICE.type) for t in tensors)
 
 
 class _WebgradOp(torch.autograd.Function):
-    """forward(run, differentiable input, *rest): `run` on webgrad views of the torch tensors, recorded by
-    webgrad's autograd from a leaf viewing the input; backward: webgrad's autograd.grad of that record."""
+    """forward(run, *inputs): `run` on webgrad views of the inputs, recorded by webgrad's autograd from leaves
+    viewing the tensors that require grad; backward: webgrad's autograd.grad of that record for those leaves."""
 
     @staticmethod
-    def forward(ctx, run, x, *rest):
-        leaf = st.unwrap(x).detach().requires_grad_()
+    def forward(ctx, run, *inputs):
+        args, leaves = [], []
+        for t in inputs:
+            if isinstance(t, torch.Tensor):
+                v = st.unwrap(t)
+                if t.requires_grad:
+                    v = v.detach().requires_grad_()
+                    leaves.append((len(args), v))
+                args.append(v)
+            else:
+                args.append(t)
         with wg.enable_grad():
-            out = run(leaf, *(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in rest))
-        ctx.leaf, ctx.out, ctx.rest_count = leaf, out, len(rest)
+            out = run(*args)
+        ctx.record = (out, leaves, len(inputs))
         return st.wrap(out.detach())
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        (gx,) = wg.autograd.grad(ctx.out, ctx.leaf, st.unwrap(grad.contiguous()))
-        ctx.leaf = ctx.out = None  # the record's saved tensors go with it (retain_graph is PyTorch's concern)
-        return (None, st.wrap(gx)) + (None,) * ctx.rest_count
+        out, leaves, count = ctx.record
+        ctx.record = None  # the record's saved tensors go with it
+        grads = wg.autograd.grad(out, [v for _, v in leaves], st.unwrap(grad.contiguous()), allow_unused=True)
+        result = [None] * (1 + count)
+        for (i, _), g in zip(leaves, grads):
+            result[1 + i] = st.wrap(g) if g is not None else None
+        return tuple(result)
 
 
-def _apply(run, x, *rest):
-    """run(x, *rest) through _WebgradOp where x needs a gradient, else once without recording."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        return _WebgradOp.apply(run, x, *rest)
+def _apply(run, *inputs):
+    """run(*inputs) through _WebgradOp where an input needs a gradient, else once without recording."""
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
+        return _WebgradOp.apply(run, *inputs)
     with wg.no_grad():
-        return st.wrap(run(st.unwrap(x), *(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in rest)))
+        return st.wrap(run(*(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in inputs)))
 
 
 def _cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    # (PyTorch's nll_loss refuses a weight that requires grad: its decomposition raises that error)
     if not (_plain(input, target, weight) and input.dtype in _FLOATS and not target.requires_grad
             and (weight is None or not weight.requires_grad)):
         return aten.cross_entropy_loss.default.decompose(input, target, weight, reduction, ignore_index,
@@ -72,4 +94,12 @@ def _cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-1
     return _apply(run, input, target, weight)
 
 
+def _linear(input, weight, bias=None):
+    if not (_plain(input, weight, bias) and input.dtype in _FLOATS and input.dtype == weight.dtype and input.dim()
+            and (bias is None or bias.dtype == input.dtype)):
+        return aten.linear.default.decompose(input, weight, bias)
+    return _apply(wg.nn.functional.linear, input, weight, bias)
+
+
 _LIB.impl("cross_entropy_loss", _cross_entropy_loss, "AutogradPrivateUse1")
+_LIB.impl("linear", _linear, "AutogradPrivateUse1")
