@@ -34,6 +34,8 @@ SDPA_CASES = [
     ("causal", {"is_causal": True}),
     ("bool_mask", {"attn_mask": "bool"}),
     ("float_mask", {"attn_mask": "float"}),
+    ("gqa", {"enable_gqa": True}),
+    ("gqa_causal", {"enable_gqa": True, "is_causal": True}),
 ]
 
 
@@ -42,8 +44,10 @@ SDPA_CASES = [
 def test_sdpa_matches_torch(device, name, kw):
     rng = np.random.default_rng(0)
     L = S = 5  # square, so is_causal is well defined as in PyTorch
-    arrs = [rng.standard_normal((2, 3, L, 4)).astype(np.float32), rng.standard_normal((2, 3, S, 4)).astype(np.float32),
-            rng.standard_normal((2, 3, S, 6)).astype(np.float32)]
+    kv_heads = 1 if kw.get("enable_gqa") else 3  # grouped-query attention: one key/value head for three queries
+    arrs = [rng.standard_normal((2, 3, L, 4)).astype(np.float32),
+            rng.standard_normal((2, kv_heads, S, 4)).astype(np.float32),
+            rng.standard_normal((2, kv_heads, S, 6)).astype(np.float32)]
     pairs = [_pair(a, device) for a in arrs]
     wkw, tkw = dict(kw), dict(kw)
     if kw.get("attn_mask") == "bool":
@@ -69,6 +73,10 @@ def test_sdpa_errors():
         F.scaled_dot_product_attention(q, q, q, attn_mask=wg.ones(3, 3), is_causal=True)
     with pytest.raises(RuntimeError, match="same embedding dimension"):
         F.scaled_dot_product_attention(q, wg.randn(2, 3, 5), q)
+    with pytest.raises(RuntimeError, match="must divide the number of heads in query"):
+        F.scaled_dot_product_attention(wg.randn(1, 6, 3, 4), wg.randn(1, 4, 3, 4), wg.randn(1, 4, 3, 4), enable_gqa=True)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        F.scaled_dot_product_attention(q[0], q[0], q[0], enable_gqa=True)
 
 
 def test_sdpa_dropout_changes_output_and_p0_does_not():

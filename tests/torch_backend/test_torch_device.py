@@ -275,6 +275,48 @@ def test_linear_runs_webgrads_fused_op_in_eager_mode(shape, bias, wants):
             close(b.grad.cpu(), a.grad)
 
 
+def _check_fused_op(fn, *inputs, atol=1e-5, rtol=1e-4):
+    """fn on CPU tensors and on their webgpu copies (strict: no fallback): the value and every input's gradient
+    match, and the webgpu result's node is fused_autograd's."""
+    out = fn(*inputs)
+    seed = torch.randn_like(out)
+    out.backward(seed)
+    on_dev = [t.detach().to(DEV).requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+              for t in inputs]
+    with td.strict():
+        got = fn(*on_dev)
+        got.backward(seed.to(DEV))
+    if RECORDS:
+        assert type(got.grad_fn).__name__ == "_WebgradOpBackward"
+    close(got.cpu(), out.detach(), atol, rtol)
+    for a, b in zip(inputs, on_dev):
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            close(b.grad.cpu(), a.grad, atol, rtol)
+
+
+@pytest.mark.parametrize("normalized", [(6,), (3, 6)], ids=["last", "last-two"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_layer_norm_runs_webgrads_fused_op_in_eager_mode(normalized, affine):
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 6, requires_grad=True)
+    w = torch.randn(*normalized, requires_grad=True) if affine else None
+    b = torch.randn(*normalized, requires_grad=True) if affine else None
+    _check_fused_op(lambda x, w, b: F.layer_norm(x, normalized, w, b, eps=1e-4), x, w, b)
+
+
+@pytest.mark.parametrize("mask", [None, "causal", "bool", "float"])
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2)], ids=["mha", "gqa"])
+def test_attention_runs_webgrads_fused_op_in_eager_mode(mask, heads):
+    torch.manual_seed(0)
+    q = torch.randn(2, heads[0], 5, 8, requires_grad=True)
+    k, v = (torch.randn(2, heads[1], 7, 8, requires_grad=True) for _ in range(2))
+    attn_mask = {"bool": torch.rand(5, 7) > 0.3, "float": torch.randn(2, 1, 5, 7)}.get(mask)
+    if mask == "bool":
+        attn_mask[:, 0] = True  # every query attends to a key
+    _check_fused_op(lambda q, k, v, m: F.scaled_dot_product_attention(
+        q, k, v, m, is_causal=mask == "causal", scale=0.3, enable_gqa=heads[0] != heads[1]), q, k, v, attn_mask)
+
+
 def test_cross_entropy_with_probabilities_and_its_limits():
     torch.manual_seed(0)
     x, p = torch.randn(4, 5, requires_grad=True), torch.softmax(torch.randn(4, 5), 1)

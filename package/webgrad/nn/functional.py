@@ -451,9 +451,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     (always, as PyTorch: pass 0.0 in eval). The fused attention kernels run it (ops/attention.py: the weights are
     never stored), or on WebGPU, from 128 keys on, batched products over chunks of (batch, head) pairs
     (ops/attention_chunked.py, which holds the rule); a float mask that requires grad takes the composition of
-    matmul, softmax and dropout instead."""
-    if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not supported by webgrad")
+    matmul, softmax and dropout instead. enable_gqa: key and value may have fewer heads (dim -3) than query, each
+    then serving a group of query heads (repeated as PyTorch's math path repeats them)."""
+    if enable_gqa:  # grouped-query attention: each key/value head serves a group of query heads (dim -3)
+        if min(query.ndim, key.ndim, value.ndim) < 3:
+            raise IndexError("Dimension out of range (expected to be in range of [-2, 1], but got -3)")
+        heads = query.shape[-3]
+        if heads % key.shape[-3] or heads % value.shape[-3]:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        key = key.repeat_interleave(heads // key.shape[-3], -3)
+        value = value.repeat_interleave(heads // value.shape[-3], -3)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError("scaled_dot_product_attention: query, key and value must have at least 2 dimensions")
     if query.shape[-1] != key.shape[-1]:
