@@ -476,6 +476,59 @@ def test_a_call_that_compiled_is_warm_up_even_if_it_printed_tensors():
     assert own.recompiles == 0 and own.replays == 0
 
 
+@pytest.mark.parametrize("replayed", [False, True], ids=["eager", "replayed"])
+def test_eager_batch_norm_counts_and_statistics_follow_the_cpu(replayed):
+    """ResNet-8 in eager PyTorch on webgpu tensors, as it is and recorded whole (td.replayable): BatchNorm's fused
+    op updates the running statistics in place, and num_batches_tracked, a counter the host knows, is written by
+    one fill per step (a replay hook advances it): the state dict follows PyTorch on the CPU step by step."""
+    from webgrad.torch_backend.parity import ResNet8
+    torch.manual_seed(0)
+    ref = ResNet8(width=4)
+    model = copy.deepcopy(ref).to(DEV)
+
+    def make_step(m, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+    step = make_step(model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True))
+    if replayed:
+        step = td.replayable(step)
+    ref_step = make_step(ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
+    for _ in range(5):
+        x, y = torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))
+        close(step(x.to(DEV), y.to(DEV)).cpu(), ref_step(x, y).detach(), atol=1e-4, rtol=1e-3)
+    if replayed and RECORDS:
+        assert step.replays == 3
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
+        close(a.cpu().to(b.dtype), b, atol=1e-4, rtol=1e-3)
+    counters = [v.item() for k, v in model.state_dict().items() if k.endswith("num_batches_tracked")]
+    assert counters and set(counters) == {5}
+
+
+def test_integer_counters_added_in_place():
+    t = torch.tensor(7, device=DEV)
+    t.add_(2)
+    t += 3
+    t.add_(torch.tensor(1), alpha=2)
+    assert t.item() == 14
+    t.mul_(2)  # written by a kernel: the host's copy is forgotten, the next add computes on the device
+    t.add_(1)
+    assert t.item() == 29
+    t.add_(-30)
+    assert t.item() == -1
+    big = torch.tensor(2 ** 24 - 1, device=DEV)  # past float32's exact integers: added on the device
+    big.add_(1)
+    big.add_(1)
+    assert big.item() == 2 ** 24 + 1
+    row = torch.zeros(3, dtype=torch.int64, device=DEV)
+    row[1].add_(4)
+    assert row.cpu().tolist() == [0, 4, 0]
+
+
 @pytest.mark.parametrize("whole_step", [False, True], ids=["graphs", "whole-step"])
 def test_compiled_batch_norm_replayed(whole_step):
     """ResNet-8 (BatchNorm in training mode, residual adds) compiled on webgpu tensors and replayed: its

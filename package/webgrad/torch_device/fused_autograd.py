@@ -7,6 +7,7 @@ dispatcher and webgrad's wrappers (kernels.py) on its own:
                     F.cross_entropy does in one forward and two backward;
   F.linear          t + addmm; backward AddmmBackward's t, mm, mm and sum, where webgrad's linear has the bias in
                     its product's kernel and its gradient in the backward's;
+  F.batch_norm      _batch_norm_impl_index, then native_batch_norm with its statistics as two more results;
   F.layer_norm      native_layer_norm; its backward composed of a dozen elementwise ops and reductions, against
                     webgrad's one backward kernel;
   F.scaled_dot_product_attention   on a device without a registered fused kernel, PyTorch's math path: bmm,
@@ -129,7 +130,24 @@ def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0
     return _apply(run, query, key, value, attn_mask)
 
 
+def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    stats = (running_mean, running_var)
+    if not (_plain(input, weight, bias, *stats) and input.dtype in _FLOATS and input.dim() >= 2 and momentum is not None
+            and all(t is None or (t.dtype == torch.float32 and t.is_contiguous()) for t in (weight, bias, *stats))
+            and not any(t is not None and t.requires_grad for t in stats)):
+        return aten.batch_norm.default.decompose(input, weight, bias, running_mean, running_var, training, momentum,
+                                                 eps, cudnn_enabled)
+    for t in stats:
+        if t is not None:
+            st.forget_scalars(t)  # (updated in place on the device when training)
+
+    def run(x, w, b, mean, var):
+        return wg.nn.functional.batch_norm(x, mean, var, w, b, training, momentum, eps)
+    return _apply(run, input, weight, bias, running_mean, running_var)
+
+
 _LIB.impl("cross_entropy_loss", _cross_entropy_loss, "AutogradPrivateUse1")
+_LIB.impl("batch_norm", _batch_norm, "AutogradPrivateUse1")
 _LIB.impl("linear", _linear, "AutogradPrivateUse1")
 _LIB.impl("layer_norm", _layer_norm, "AutogradPrivateUse1")
 _LIB.impl("scaled_dot_product_attention", _scaled_dot_product_attention, "AutogradPrivateUse1")

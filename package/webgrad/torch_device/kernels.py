@@ -121,9 +121,36 @@ def write_into(target, value):
     return target
 
 
+_COUNTING = {aten.add_.Tensor, aten.add_.Scalar}
+
+
+def _count_on_host(self, other, alpha=1):
+    """self += alpha * other as one fill, where self is a one-element integer tensor whose value the host knows
+    and the rest are integers: a module's counter (BatchNorm's num_batches_tracked.add_(1)) costs one kernel
+    instead of an add and a copy back. False where that does not apply (the dynamic scalar the fill reads is a
+    float32, exact below 2**24)."""
+    if self.numel() != 1 or self.dtype.is_floating_point or self.dtype.is_complex or self.dtype is torch.bool:
+        return False
+    if isinstance(other, torch.Tensor):
+        if other.dim() or other.device.type != "cpu" or other.dtype.is_floating_point or other.dtype is torch.bool:
+            return False
+        other = other.item()
+    if type(other) is not int or type(alpha) is not int:
+        return False
+    known = st.known_scalar(self)
+    if known is None or abs(known + alpha * other) >= 1 << 24:
+        return False
+    _set_count(self, known + alpha * other, alpha * other)
+    return True
+
+
 def in_place(fn, op):
     """The in-place variant's kernel (add_ from add): the functional result written through self's view."""
+    counting = op in _COUNTING
+
     def kernel(self, *args, **kwargs):
+        if counting and args and _count_on_host(self, args[0], kwargs.get("alpha", 1)):
+            return self
         found = [self]
         wself = unwrap(self)
         wargs = _to_webgrad(args, found)
@@ -240,15 +267,20 @@ def _foreach_add_scalar(tensors, scalar):
         if known is None:
             t.add_(scalar)
             continue
-        value = known + scalar
-        view = unwrap(t)
-        backend = view.device.backend
-        counter = _dynamic(backend, _count_key(t), value)
-        K.fill(backend, view._view, counter)
-        st.note_scalar(t, value)
-        if backend.capturing:
-            _COUNTED.add(_count_key(t))
-            replay.on_replay(lambda t=t, counter=counter, step=scalar: _count(t, counter, step))
+        _set_count(t, known + scalar, scalar)
+
+
+def _set_count(t, value, step):
+    """Write `value`, which the host knows, into one-element tensor `t` with one fill. In a recorded step the fill
+    reads a dynamic scalar that a replay hook advances by `step` per replay, as it advances the host's copy."""
+    view = unwrap(t)
+    backend = view.device.backend
+    counter = _dynamic(backend, _count_key(t), float(value))
+    K.fill(backend, view._view, counter)
+    st.note_scalar(t, value)
+    if backend.capturing:
+        _COUNTED.add(_count_key(t))
+        replay.on_replay(lambda: _count(t, counter, step))
 
 
 _COUNTED = set()  # count keys that a replay hook advances (see _foreach_add_scalar)
@@ -261,7 +293,7 @@ def _count_key(t):
 def _count(t, counter, step):
     value = counter.value + step
     counter.set(value)
-    st.note_scalar(t, value)
+    st.note_scalar(t, value if t.dtype.is_floating_point else int(value))
 
 
 def copy_from(src, dst):
@@ -282,6 +314,9 @@ def copy_from(src, dst):
             return dst
         value = unwrap(st.from_cpu(host.contiguous()))
         K.copy(target.device.backend, target._view, value._view)
+        st.forget_scalars(dst)
+        if dst.numel() == 1 and not (dst.dtype.is_floating_point or dst.dtype.is_complex):
+            st.note_scalar(dst, int(host.item()))  # (a counter's value, for _count_on_host)
         return dst
     if dst.device.type != "cpu":
         raise RuntimeError(f"copy from {src.device} to {dst.device}: webgpu tensors exchange data with the CPU")

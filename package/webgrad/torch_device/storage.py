@@ -304,7 +304,10 @@ def from_cpu(t, torch_dtype=None):
     storage = webgrad_device().backend.from_bytes(host_bytes(t, dtype), dtype)
     held = torch_storage(storage, t.numel(), torch_dtype)
     out = _empty_tensor([0], torch_dtype)
-    return _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(t.shape), list(View.contiguous_strides(tuple(t.shape))))
+    out = _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(t.shape), list(View.contiguous_strides(tuple(t.shape))))
+    if t.numel() == 1 and not (torch_dtype.is_floating_point or torch_dtype.is_complex):
+        note_scalar(out, int(t.item()))  # an integer counter's value (kernels._count_on_host)
+    return out
 
 
 def to_webgrad(t):
