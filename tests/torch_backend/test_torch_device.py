@@ -294,6 +294,25 @@ def _check_fused_op(fn, *inputs, atol=1e-5, rtol=1e-4):
             close(b.grad.cpu(), a.grad, atol, rtol)
 
 
+@pytest.mark.parametrize("geometry", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)],
+                         ids=["plain", "strided", "dilated", "grouped"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+def test_conv2d_runs_webgrads_fused_op_in_eager_mode(geometry, bias):
+    stride, padding, dilation, groups = geometry
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 9, 9, requires_grad=True)
+    w = torch.randn(6, 4 // groups, 3, 3, requires_grad=True)
+    b = torch.randn(6, requires_grad=True) if bias else None
+    _check_fused_op(lambda x, w, b: F.conv2d(x, w, b, stride, padding, dilation, groups), x, w, b, atol=1e-4)
+
+
+@pytest.mark.parametrize("pool", [(2, None, 0, 1, False), (3, 2, 1, 1, True), (3, 1, 1, 2, False)],
+                         ids=["plain", "padded-ceil", "dilated"])
+def test_max_pool2d_runs_webgrads_fused_op_in_eager_mode(pool):
+    torch.manual_seed(0)
+    _check_fused_op(lambda x: F.max_pool2d(x, *pool), torch.randn(2, 3, 9, 9, requires_grad=True))
+
+
 @pytest.mark.parametrize("normalized", [(6,), (3, 6)], ids=["last", "last-two"])
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 def test_layer_norm_runs_webgrads_fused_op_in_eager_mode(normalized, affine):

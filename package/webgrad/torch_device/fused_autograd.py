@@ -7,6 +7,9 @@ dispatcher and webgrad's wrappers (kernels.py) on its own:
                     F.cross_entropy does in one forward and two backward;
   F.linear          t + addmm; backward AddmmBackward's t, mm, mm and sum, where webgrad's linear has the bias in
                     its product's kernel and its gradient in the backward's;
+  F.conv2d          convolution, and convolution_backward, which unfolds the input again for the weight's
+                    gradient;
+  F.max_pool2d      max_pool2d_with_indices, whose indices the backward then reads;
   F.batch_norm      _batch_norm_impl_index, then native_batch_norm with its statistics as two more results;
   F.layer_norm      native_layer_norm; its backward composed of a dozen elementwise ops and reductions, against
                     webgrad's one backward kernel;
@@ -146,7 +149,29 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
     return _apply(run, input, weight, bias, running_mean, running_var)
 
 
+def _conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    if not (_plain(input, weight, bias) and input.dtype in _FLOATS and input.dim() == 4 and weight.dim() == 4
+            and all(t is None or t.dtype == input.dtype for t in (weight, bias))):
+        return aten.conv2d.default.decompose(input, weight, bias, stride, padding, dilation, groups)
+
+    def run(x, w, b):
+        return wg.nn.functional.conv2d(x, w, b, tuple(stride), tuple(padding), tuple(dilation), groups)
+    return _apply(run, input, weight, bias)
+
+
+def _max_pool2d(input, kernel_size, stride=(), padding=(0, 0), dilation=(1, 1), ceil_mode=False):
+    if not (_plain(input) and input.dtype in _FLOATS and input.dim() == 4):
+        return aten.max_pool2d.default.decompose(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+    def run(x):
+        return wg.nn.functional.max_pool2d(x, tuple(kernel_size), tuple(stride) or None, tuple(padding),
+                                           tuple(dilation), ceil_mode)
+    return _apply(run, input)
+
+
 _LIB.impl("cross_entropy_loss", _cross_entropy_loss, "AutogradPrivateUse1")
+_LIB.impl("conv2d", _conv2d, "AutogradPrivateUse1")
+_LIB.impl("max_pool2d", _max_pool2d, "AutogradPrivateUse1")
 _LIB.impl("batch_norm", _batch_norm, "AutogradPrivateUse1")
 _LIB.impl("linear", _linear, "AutogradPrivateUse1")
 _LIB.impl("layer_norm", _layer_norm, "AutogradPrivateUse1")
