@@ -45,6 +45,26 @@ def test_short_windows_grow_before_they_count(quick):
     assert 2 * 0.001 <= seconds < 2 * 0.001 * 3, seconds
 
 
+def test_interleaved_runs_share_the_hosts_drift(quick):
+    """Two runs of equal steps, timed by turns while the host slows down for a stretch: both medians see the
+    same conditions, so their ratio stays near 1 (one run timed entirely in the slow stretch would read 0.5)."""
+    clock = {"calls": 0}
+
+    def step_of(calls):
+        def step(x):
+            clock["calls"] += 1
+            slow = 150 <= clock["calls"] < 450  # a stretch of the host at half speed
+            time.sleep(0.002 if slow else 0.001)
+            calls.append(x)
+            return Loss()
+        return step
+    a_calls, b_calls = [], []
+    seconds = train.interleaved_seconds({"a": (step_of(a_calls), [(0,)], lambda: None),
+                                         "b": (step_of(b_calls), [(0,)], lambda: None)}, 10, rounds=5, warmup=2)
+    assert set(seconds) == {"a", "b"} and a_calls and b_calls
+    assert 0.75 < seconds["a"] / seconds["b"] < 1.33, seconds
+
+
 def test_windows_must_be_positive():
     with pytest.raises(SystemExit, match="--windows"):
         train.set_windows(0)

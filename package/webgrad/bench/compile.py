@@ -16,8 +16,10 @@ on the device; the loss read back every 10 steps), samples (a GPT's: sequences) 
   torch cpu           PyTorch's eager step on the CPU, CUDA hidden (CUDA_VISIBLE_DEVICES=""), as on a machine
                       whose GPU PyTorch does not drive
 
-PyTorch's optimizers run with fused=True (on webgpu: webgrad's update kernels). The ratios: compiled step / webgrad replay (and compiled graphs / webgrad replay), torch
-eager / webgrad eager, compiled step / torch cpu. Then the per-call cost of crossing from CPU torch tensors into
+The GPU columns of a model are built together and timed by turns (bench.train.interleaved_seconds: --rounds
+windows each, the median), so that the host's drift falls on all of them alike; the CPU column is timed on its
+own. PyTorch's optimizers run with fused=True (on webgpu: webgrad's update kernels). The ratios: compiled step /
+webgrad replay (and compiled graphs / webgrad replay), torch eager / webgrad eager, compiled step / torch cpu. Then the per-call cost of crossing from CPU torch tensors into
 a compiled graph and back (the compile backend's boundary). --no-eager leaves out the eager columns, --no-cpu
 the CPU one (slow at ResNet-18's size).
 """
@@ -33,12 +35,11 @@ ALL_MODELS = {**MNIST_MODELS, **SCALE_MODELS, **GPT_MODELS}
 GPT_BATCH = 16  # gpt-6x384's batch in bench scale (a GPT row takes it instead of --batch-size)
 
 
-def torch_rate(torch, name, batch, steps, dev, mode):
-    """samples/s of PyTorch's training step on `dev` ("webgpu" or "cpu"); mode: "eager", "graphs" (the model
-    compiled with backend="webgrad") or "step" (the whole step compiled and recorded)."""
-    from webgrad.bench.train import time_loop
+def torch_training(torch, name, batch, dev, mode):
+    """PyTorch's side of a column: (its training step on `dev`, "webgpu" or "cpu", four random batches, the
+    device's sync); mode: "eager", "graphs" (the model compiled with backend="webgrad") or "step" (the whole
+    step compiled and recorded)."""
     torch.manual_seed(0)
-    torch._dynamo.reset()
     model = ALL_MODELS[name](nn=torch.nn).to(dev)
     # the recipe's optimizer with fused=True: on webgpu webgrad's update kernels (Adam's step count a dynamic
     # scalar, so a recorded step replays it), on the CPU PyTorch's fused CPU kernels
@@ -53,10 +54,8 @@ def torch_rate(torch, name, batch, steps, dev, mode):
     batches = benchmark_batches(name, torch, batch, dev)
     if dev == "webgpu":
         import webgrad.torch_device as td
-        sync = td.synchronize
-    else:
-        sync = lambda: None  # noqa: E731
-    return batch * steps / time_loop(step, batches, steps, sync)
+        return step, batches, td.synchronize
+    return step, batches, lambda: None
 
 
 def boundary_us(torch, device, calls=200):
@@ -85,6 +84,8 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", choices=sorted(ALL_MODELS), default=["mlp", "cnn", "resnet18"])
     parser.add_argument("--batch-size", type=int, default=128, help=f"batch of the classifiers (a GPT takes {GPT_BATCH})")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per window (bench.train.time_loop)")
+    parser.add_argument("--rounds", type=int, default=5, help="windows of each GPU column, timed by turns "
+                        "(bench.train.interleaved_seconds); the figure is the median")
     parser.add_argument("--no-eager", action="store_true", help="leave out webgrad eager and torch eager")
     parser.add_argument("--no-cpu", action="store_true", help="leave out PyTorch on the CPU")
     parser.add_argument("--no-graphs", action="store_true", help="leave out the model-only compiled column")
@@ -94,7 +95,7 @@ def main(argv=None):
     import torch
     import webgrad.torch_device  # noqa: F401  (registers the webgpu device before any backward)
     import webgrad.webgpu
-    from webgrad.bench.train import webgrad_rate
+    from webgrad.bench.train import interleaved_seconds, time_loop, webgrad_training
 
     adapter = webgrad.webgpu.adapter_info().get("device", "?")
     print(f"adapter {adapter}; PyTorch {torch.__version__} with {torch.get_num_threads()} CPU threads, CUDA "
@@ -105,17 +106,25 @@ def main(argv=None):
     for name in args.models:
         steps = args.steps
         batch = GPT_BATCH if name in GPT_MODELS else args.batch_size
-        r = {"replay": webgrad_rate(name, batch, steps, True, "webgpu")}
-        r["step"] = torch_rate(torch, name, batch, steps, "webgpu", "step")
-        r["graphs"] = None if args.no_graphs else torch_rate(torch, name, batch, steps, "webgpu", "graphs")
-        r["wg_eager"] = None if args.no_eager else webgrad_rate(name, batch, steps, False, "webgpu")
-        r["eager"] = None if args.no_eager else torch_rate(torch, name, batch, steps, "webgpu", "eager")
-        r["cpu"] = None if args.no_cpu else torch_rate(torch, name, batch, max(3, steps // 4), "cpu",
-                                                       "eager")
-        cells = [r["replay"], r["step"], r["graphs"], r["wg_eager"], r["eager"], r["cpu"]]
+        torch._dynamo.reset()
+        runs = {"replay": webgrad_training(name, batch, True, "webgpu"),
+                "step": torch_training(torch, name, batch, "webgpu", "step")}
+        if not args.no_graphs:
+            runs["graphs"] = torch_training(torch, name, batch, "webgpu", "graphs")
+        if not args.no_eager:
+            runs["wg_eager"] = webgrad_training(name, batch, False, "webgpu")
+            runs["eager"] = torch_training(torch, name, batch, "webgpu", "eager")
+        r = {key: batch * steps / seconds for key, seconds in interleaved_seconds(runs, steps, args.rounds).items()}
+        del runs
+        r["cpu"] = None
+        if not args.no_cpu:
+            cpu_steps = max(3, steps // 4)
+            step, batches, sync = torch_training(torch, name, batch, "cpu", "eager")
+            r["cpu"] = batch * cpu_steps / time_loop(step, batches, cpu_steps, sync)
+        cells = [r.get(key) for key in ("replay", "step", "graphs", "wg_eager", "eager", "cpu")]
         print(f"{name:10s}" + "".join(f"{_cell(c):>16s}" for c in cells)
-              + f"{_ratio(r['step'], r['replay']):>14s}{_ratio(r['graphs'], r['replay']):>14s}"
-              + f"{_ratio(r['eager'], r['wg_eager']):>14s}{_ratio(r['step'], r['cpu']):>14s}", flush=True)
+              + f"{_ratio(r['step'], r['replay']):>14s}{_ratio(r.get('graphs'), r['replay']):>14s}"
+              + f"{_ratio(r.get('eager'), r.get('wg_eager')):>14s}{_ratio(r['step'], r['cpu']):>14s}", flush=True)
     print(f"boundary: {boundary_us(torch, 'webgpu'):.0f} us per call of a compiled x + 1 on 16 CPU elements "
           "(CPU tensors in and out)")
     return 0

@@ -49,6 +49,33 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
     times `steps`. Timing starts after a warm-up of at least `warmup` steps and WARMUP_SECONDS: an idle GPU
     clocks down (an H100 idles at 345 MHz), and a few milliseconds of warm-up would time the first library
     at lower clocks than the next."""
+    _warm_up(step, batches, sync, warmup)
+    per_step, n = [], steps
+    while len(per_step) < (windows or WINDOWS):
+        seconds, n = _window(step, batches, sync, n)
+        per_step.append(seconds / n)
+    return sorted(per_step)[len(per_step) // 2] * steps
+
+
+def interleaved_seconds(runs, steps, rounds=5, warmup=10):
+    """Seconds for `steps` steps of each run in `runs` ({name: (step, batches, sync)}), timed by turns: each run
+    is warmed up, then every round times one window (time_loop's) of each run in turn, and a run's figure is its
+    median window. Drift on the host (another tenant, clocks, a collection) then falls on every run alike instead
+    of on whichever ran during it: the ratios of eager and compiled PyTorch steps to webgrad's, host-bound at
+    these sizes, swung 0.33-0.84x between two calls of one build timed one after another."""
+    sizes = {}
+    for name, (step, batches, sync) in runs.items():
+        _warm_up(step, batches, sync, warmup)
+        sizes[name] = _window(step, batches, sync, steps)[1]  # (the window's length, grown to be trusted)
+    per_step = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (step, batches, sync) in runs.items():
+            seconds, n = _window(step, batches, sync, sizes[name])
+            per_step[name].append(seconds / n)
+    return {name: sorted(times)[len(times) // 2] * steps for name, times in per_step.items()}
+
+
+def _warm_up(step, batches, sync, warmup):
     i, start = 0, time.perf_counter()
     while i < warmup or time.perf_counter() - start < WARMUP_SECONDS:
         step(*batches[i % len(batches)])
@@ -56,8 +83,11 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
             sync()
         i += 1
     sync()
-    per_step, n = [], steps
-    while len(per_step) < (windows or WINDOWS):
+
+
+def _window(step, batches, sync, n):
+    """(seconds, steps) of one timed window of at least `n` steps, grown until it lasts MIN_WINDOW_SECONDS."""
+    while True:
         start = time.perf_counter()
         for i in range(n):
             loss = step(*batches[i % len(batches)])
@@ -65,21 +95,25 @@ def time_loop(step, batches, steps, sync, warmup=10, windows=None):
                 float(loss.item())
         sync()
         seconds = time.perf_counter() - start
-        if seconds < MIN_WINDOW_SECONDS and n < 1 << 16:
-            n = max(n * 2, int(n * MIN_WINDOW_SECONDS / max(seconds, 1e-6)))  # too short to trust: longer
-            continue
-        per_step.append(seconds / n)
-    return sorted(per_step)[len(per_step) // 2] * steps
+        if seconds >= MIN_WINDOW_SECONDS or n >= 1 << 16:
+            return seconds, n
+        n = max(n * 2, int(n * MIN_WINDOW_SECONDS / max(seconds, 1e-6)))  # too short to trust: longer
 
 
 def webgrad_rate(model_name, batch, steps, replay, device, amp=False):
+    run, batches, sync = webgrad_training(model_name, batch, replay, device, amp)
+    return batch * steps / time_loop(run, batches, steps, sync)
+
+
+def webgrad_training(model_name, batch, replay, device, amp=False):
+    """webgrad's side of a row: (its training step, replayed or eager, four random batches, the device's sync)."""
     wg.manual_seed(0)
     model = {**ALL_MODELS, **GPT_MODELS}[model_name]().to(device)
     opt = benchmark_optimizer(model_name, model.parameters(), wg.optim)
     run = benchmark_step(model_name, model, opt, wg, amp=device if amp else None, replay=replay)
     batches = benchmark_batches(model_name, wg, batch, device)
     sync = wg.webgpu.synchronize if device == "webgpu" else (lambda: None)
-    return batch * steps / time_loop(run, batches, steps, sync)
+    return run, batches, sync
 
 
 def torch_training(torch, models, model_name, batch, dev, amp=False):
