@@ -31,6 +31,17 @@ def close(a, b, atol=1e-5, rtol=1e-4):
     torch.testing.assert_close(a, b, atol=atol, rtol=rtol)
 
 
+def training_step(forward, opt):
+    """A step as scripts write it: zero_grad, cross-entropy of forward(x) against y, backward, optimizer step."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def test_device_basics():
     assert torch.device(DEV).type == DEV
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
@@ -425,22 +436,14 @@ def test_whole_step_recorded_and_replayed(compiled, make_opt):
     ref = CNN()
     model = copy.deepcopy(ref).to(DEV)
 
-    def make_step(m, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
     stats = {}
-    train = make_step(model, make_opt(model.parameters()))
+    train = training_step(model, make_opt(model.parameters()))
     step = torch_backend.compile(train, stats=stats, whole_step=True) if compiled else td.replayable(train)
     torch._dynamo.reset()
     ref_opt = make_opt(ref.parameters())
     for group in ref_opt.param_groups:  # the same update on the CPU, by PyTorch's own code
         group["fused"], group["capturable"] = False, False
-    ref_step = make_step(ref, ref_opt)
+    ref_step = training_step(ref, ref_opt)
     got, want = [], []
     for _ in range(5):
         x, y = torch.randn(4, 1, 16, 16), torch.randint(0, 10, (4,))
@@ -505,18 +508,10 @@ def test_eager_batch_norm_counts_and_statistics_follow_the_cpu(replayed):
     ref = ResNet8(width=4)
     model = copy.deepcopy(ref).to(DEV)
 
-    def make_step(m, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
-    step = make_step(model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True))
+    step = training_step(model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True))
     if replayed:
         step = td.replayable(step)
-    ref_step = make_step(ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
+    ref_step = training_step(ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
     for _ in range(5):
         x, y = torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))
         close(step(x.to(DEV), y.to(DEV)).cpu(), ref_step(x, y).detach(), atol=1e-4, rtol=1e-3)
@@ -559,21 +554,13 @@ def test_compiled_batch_norm_replayed(whole_step):
     model = copy.deepcopy(ref).to(DEV)
     stats = {}
 
-    def make_step(m, fwd, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(fwd(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True)
     if whole_step:
-        step = torch_backend.compile(make_step(model, model, opt), stats=stats, whole_step=True)
+        step = torch_backend.compile(training_step(model, opt), stats=stats, whole_step=True)
     else:
-        step = make_step(model, torch_backend.compile(model, stats=stats, fallback="error"), opt)
+        step = training_step(torch_backend.compile(model, stats=stats, fallback="error"), opt)
     torch._dynamo.reset()
-    ref_step = make_step(ref, ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
+    ref_step = training_step(ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
     for _ in range(4):
         x, y = torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))
         close(step(x.to(DEV), y.to(DEV)).cpu(), ref_step(x, y).detach(), atol=1e-4, rtol=1e-3)
