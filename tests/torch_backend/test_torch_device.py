@@ -360,6 +360,17 @@ def test_cross_entropy_with_probabilities_and_its_limits():
     (g,) = torch.autograd.grad(F.cross_entropy(on_dev, p.to(DEV)), on_dev, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         g.sum().backward()
+    # what the record reads, written in place before the backward: PyTorch's error, never a stale gradient
+    h = on_dev * 1
+    y = F.linear(h, torch.randn(3, 5, device=DEV, requires_grad=True))
+    h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    q = torch.randn(1, 2, 4, 8, device=DEV, requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q)
+    out.mul_(2)  # (the attention's backward reads its output)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
     # a weight that wants a gradient takes PyTorch's decomposition, and its error
     target = torch.randint(0, 5, (4,))
     with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):

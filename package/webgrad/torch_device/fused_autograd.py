@@ -20,9 +20,9 @@ Registered at AutogradPrivateUse1 (which PyTorch consults before the composite k
 here runs webgrad's op on views of the torch tensors, and its backward asks webgrad's autograd for the
 gradients: webgrad's numerics, with PyTorch's autograd around them. The MNIST MLP's eager step enters webgrad's
 kernels from PyTorch's dispatcher 5 times instead of 23; a GPT's step (gpt-6x384) runs 271 ATen ops instead of
-549. Calls this path does not take run PyTorch's
-decomposition as before: tensors that are not plain webgpu tensors or parameters (FakeTensors and functional
-tensors while torch.compile traces), other dtypes, and for cross-entropy a weight that wants a gradient.
+549. Calls this path does not take run PyTorch's decomposition as before: tensors that are not plain webgpu
+tensors or parameters (FakeTensors and functional tensors while torch.compile traces), other dtypes, and for
+cross-entropy a weight that wants a gradient.
 
 A gradient computed here is not differentiable again (once_differentiable): a double backward through it
 raises PyTorch's error instead of returning a wrong value.
@@ -39,8 +39,6 @@ aten = torch.ops.aten
 _LIB = torch.library.Library("aten", "IMPL")
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 _FLOATS = (torch.float32, torch.float16)
-
-
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
@@ -51,42 +49,52 @@ def _plain(*tensors):
 
 
 class _WebgradOp(torch.autograd.Function):
-    """forward(run, *inputs): `run` on webgrad views of the inputs, recorded by webgrad's autograd from leaves
-    viewing the tensors that require grad; backward: webgrad's autograd.grad of that record for those leaves."""
+    """forward(run, updated, *inputs): `run` on webgrad views of the inputs, recorded by webgrad's autograd from
+    leaves viewing the tensors that require grad; backward: webgrad's autograd.grad of that record for those leaves.
+
+    The record reads the inputs' and the output's memory when the backward runs, so they are also saved on
+    PyTorch's side: an in-place write to one before then raises PyTorch's "modified by an inplace operation" error
+    at the backward, as for any op of its own. `updated` (indices into inputs) are tensors the op itself writes in
+    place (running statistics) and its backward never reads: not saved."""
 
     @staticmethod
-    def forward(ctx, run, *inputs):
-        args, leaves = [], []
-        for t in inputs:
+    def forward(ctx, run, updated, *inputs):
+        args, leaves, saved = [], [], []
+        for i, t in enumerate(inputs):
             if isinstance(t, torch.Tensor):
                 v = st.unwrap(t)
                 if t.requires_grad:
                     v = v.detach().requires_grad_()
                     leaves.append((len(args), v))
+                if i not in updated:
+                    saved.append(t)
                 args.append(v)
             else:
                 args.append(t)
         with wg.enable_grad():
             out = run(*args)
+        result = st.wrap(out.detach())
+        ctx.save_for_backward(*saved, result)
         ctx.record = (out, leaves, len(inputs))
-        return st.wrap(out.detach())
+        return result
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
+        ctx.saved_tensors  # (PyTorch's check that nothing the record reads was written since)
         out, leaves, count = ctx.record
         ctx.record = None  # the record's saved tensors go with it
         grads = wg.autograd.grad(out, [v for _, v in leaves], st.unwrap(grad.contiguous()), allow_unused=True)
-        result = [None] * (1 + count)
+        result = [None] * (2 + count)
         for (i, _), g in zip(leaves, grads):
-            result[1 + i] = st.wrap(g) if g is not None else None
+            result[2 + i] = st.wrap(g) if g is not None else None
         return tuple(result)
 
 
-def _apply(run, *inputs):
+def _apply(run, *inputs, updated=()):
     """run(*inputs) through _WebgradOp where an input needs a gradient, else once without recording."""
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
-        return _WebgradOp.apply(run, *inputs)
+        return _WebgradOp.apply(run, frozenset(updated), *inputs)
     with wg.no_grad():
         return st.wrap(run(*(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in inputs)))
 
@@ -146,7 +154,7 @@ def _batch_norm(input, weight, bias, running_mean, running_var, training, moment
 
     def run(x, w, b, mean, var):
         return wg.nn.functional.batch_norm(x, mean, var, w, b, training, momentum, eps)
-    return _apply(run, input, weight, bias, running_mean, running_var)
+    return _apply(run, input, weight, bias, running_mean, running_var, updated=(3, 4))
 
 
 def _conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
