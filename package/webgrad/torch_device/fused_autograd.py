@@ -49,16 +49,20 @@ def _plain(*tensors):
 
 
 class _WebgradOp(torch.autograd.Function):
-    """forward(run, updated, *inputs): `run` on webgrad views of the inputs, recorded by webgrad's autograd from
-    leaves viewing the tensors that require grad; backward: webgrad's autograd.grad of that record for those leaves.
+    """forward(run, updated, reads_output, *inputs): `run` on webgrad views of the inputs, recorded by webgrad's
+    autograd from leaves viewing the tensors that require grad; backward: webgrad's autograd.grad of that record for
+    those leaves.
 
-    The record reads the inputs' and the output's memory when the backward runs, so they are also saved on
-    PyTorch's side: an in-place write to one before then raises PyTorch's "modified by an inplace operation" error
-    at the backward, as for any op of its own. `updated` (indices into inputs) are tensors the op itself writes in
-    place (running statistics) and its backward never reads: not saved."""
+    The record reads the inputs' memory when the backward runs (and the output's, where `reads_output`: the
+    attention kernels' backward), so those are also saved on PyTorch's side, as PyTorch's own kernels save them: an
+    in-place write to one before the backward raises PyTorch's "modified by an inplace operation" error there, as
+    it would for PyTorch's op, instead of a gradient from the new values. An output the backward does not read is
+    not saved, so the in-place activation after a convolution or a batch norm (nn.ReLU(inplace=True)) stays legal.
+    `updated` (indices into inputs) are tensors the op itself writes in place (running statistics) and its
+    backward never reads: not saved."""
 
     @staticmethod
-    def forward(ctx, run, updated, *inputs):
+    def forward(ctx, run, updated, reads_output, *inputs):
         args, leaves, saved = [], [], []
         for i, t in enumerate(inputs):
             if isinstance(t, torch.Tensor):
@@ -74,7 +78,7 @@ class _WebgradOp(torch.autograd.Function):
         with wg.enable_grad():
             out = run(*args)
         result = st.wrap(out.detach())
-        ctx.save_for_backward(*saved, result)
+        ctx.save_for_backward(*saved, *((result,) if reads_output else ()))
         ctx.record = (out, leaves, len(inputs))
         return result
 
@@ -85,16 +89,16 @@ class _WebgradOp(torch.autograd.Function):
         out, leaves, count = ctx.record
         ctx.record = None  # the record's saved tensors go with it
         grads = wg.autograd.grad(out, [v for _, v in leaves], st.unwrap(grad.contiguous()), allow_unused=True)
-        result = [None] * (2 + count)
+        result = [None] * (3 + count)
         for (i, _), g in zip(leaves, grads):
-            result[2 + i] = st.wrap(g) if g is not None else None
+            result[3 + i] = st.wrap(g) if g is not None else None
         return tuple(result)
 
 
-def _apply(run, *inputs, updated=()):
+def _apply(run, *inputs, updated=(), reads_output=False):
     """run(*inputs) through _WebgradOp where an input needs a gradient, else once without recording."""
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
-        return _WebgradOp.apply(run, frozenset(updated), *inputs)
+        return _WebgradOp.apply(run, frozenset(updated), reads_output, *inputs)
     with wg.no_grad():
         return st.wrap(run(*(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in inputs)))
 
@@ -138,7 +142,8 @@ def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0
 
     def run(q, k, v, mask):
         return wg.nn.functional.scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa)
-    return _apply(run, query, key, value, attn_mask)
+    # (the fused kernels' backward reads the output, as PyTorch's flash and memory-efficient kernels save theirs)
+    return _apply(run, query, key, value, attn_mask, reads_output=True)
 
 
 def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
