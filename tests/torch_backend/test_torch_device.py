@@ -347,6 +347,45 @@ def test_attention_runs_webgrads_fused_op_in_eager_mode(mask, heads):
         q, k, v, m, is_causal=mask == "causal", scale=0.3, enable_gqa=heads[0] != heads[1]), q, k, v, attn_mask)
 
 
+ACTIVATIONS = [nn.LeakyReLU(0.2), nn.LeakyReLU(0.2, inplace=True), nn.ELU(), nn.ELU(0.7, inplace=True), nn.SELU(),
+               nn.CELU(0.5), nn.Softplus(), nn.Softplus(2, 1.0), nn.Hardtanh(-0.5, 0.7, inplace=True), nn.ReLU6(),
+               nn.Mish(), nn.Hardswish(), nn.Hardsigmoid(), nn.Softsign(), nn.LogSigmoid()]
+
+
+@pytest.mark.parametrize("module", ACTIVATIONS, ids=[repr(m) for m in ACTIVATIONS])
+def test_activations_run_on_the_device(module):
+    """The activations scripts use (DCGAN's LeakyReLU(inplace=True) among them) and their ATen backward formulas
+    run on webgrad's kernels, no CPU fallback, matching the CPU at and around their kinks."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 6) * 3
+    x[0, :6] = torch.tensor([0.0, -3.0, 3.0, 1.0, -0.5, 0.7])  # the kinks of hardswish, hardtanh, ...
+    a, b = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    with td.strict():
+        expected, got = module(a * 1), module(b * 1)
+        seed = torch.randn_like(expected)
+        expected.backward(seed)
+        got.backward(seed.to(DEV))
+    close(got.cpu(), expected.detach())
+    close(b.grad.cpu(), a.grad)
+
+
+def test_in_place_activations_after_fused_ops_are_legal():
+    """DCGAN's and the siamese network's pattern: an in-place activation right after a convolution, a batch norm or
+    a linear layer. Their backward does not read their output, so PyTorch allows it, and so does the device; the
+    gradients match the CPU."""
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Conv2d(3, 4, 3), nn.LeakyReLU(0.2, inplace=True), nn.Conv2d(4, 4, 3),
+                        nn.BatchNorm2d(4), nn.ReLU(inplace=True), nn.Flatten(), nn.Linear(4 * 4 * 4, 5),
+                        nn.ReLU(inplace=True), nn.Linear(5, 2))
+    model = copy.deepcopy(ref).to(DEV)
+    x = torch.randn(2, 3, 8, 8)
+    ref(x).square().sum().backward()
+    with td.strict():
+        model(x.to(DEV)).square().sum().backward()
+    for p, q in zip(ref.parameters(), model.parameters()):
+        close(q.grad.cpu(), p.grad, atol=1e-4, rtol=1e-3)
+
+
 def test_cross_entropy_with_probabilities_and_its_limits():
     torch.manual_seed(0)
     x, p = torch.randn(4, 5, requires_grad=True), torch.softmax(torch.randn(4, 5), 1)

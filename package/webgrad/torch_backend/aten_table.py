@@ -384,6 +384,32 @@ def _unary_backward(op):
     return backward
 
 
+# ------------------------------------------------------------------ activations and their ATen backward formulas
+# (what eager PyTorch on webgpu tensors and nn.LeakyReLU(inplace=True) reach; the formulas are ATen's)
+def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    return wg.where(x > 0, x * scale, (wg.exp(x * input_scale) - 1) * (alpha * scale))
+
+
+def _elu_backward(grad, alpha, scale, input_scale, is_result, z):
+    if is_result:  # z is the output (an in-place ELU): its negative part is alpha*scale*(exp(x*input_scale) - 1)
+        return wg.where(z <= 0, grad * input_scale * (z + alpha * scale), grad * scale)
+    return wg.where(z <= 0, grad * (input_scale * alpha * scale) * wg.exp(z * input_scale), grad * scale)
+
+
+def _softplus_backward(grad, x, beta, threshold):
+    z = wg.exp(x * beta)
+    return wg.where(x * beta > threshold, grad, grad * z / (z + 1))
+
+
+def _mish_backward(grad, x):
+    t = wg.tanh(wg.nn.functional.softplus(x))
+    return grad * (t + x * wg.sigmoid(x) * (1 - t * t))
+
+
+def _log_sigmoid_forward(x):
+    return wg.nn.functional.logsigmoid(x), wg.empty(0, dtype=x.dtype, device=x.device)
+
+
 def _native_layer_norm(x, shape, weight, bias, eps):
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     mean = x.mean(dims, keepdim=True)
@@ -687,6 +713,23 @@ ATEN = {
     aten.relu.default: wg.relu,
     aten.threshold_backward.default: _threshold_backward,
     aten.gelu.default: _gelu,
+    aten.leaky_relu.default: lambda x, negative_slope=0.01: wg.nn.functional.leaky_relu(x, negative_slope),
+    aten.leaky_relu_backward.default: lambda g, x, slope, is_result: wg.where(x > 0, g, g * slope),
+    aten.elu.default: _elu,
+    aten.elu_backward.default: _elu_backward,
+    aten.softplus.default: lambda x, beta=1.0, threshold=20.0: wg.nn.functional.softplus(x, beta, threshold),
+    aten.softplus_backward.default: _softplus_backward,
+    aten.hardtanh.default: lambda x, min_val=-1.0, max_val=1.0: wg.nn.functional.hardtanh(x, min_val, max_val),
+    aten.hardtanh_backward.default: lambda g, x, lo, hi: wg.where((x <= lo) | (x >= hi), 0.0, g),
+    aten.mish.default: wg.nn.functional.mish,
+    aten.mish_backward.default: _mish_backward,
+    aten.hardswish.default: wg.nn.functional.hardswish,
+    aten.hardswish_backward.default: lambda g, x: wg.where(x <= -3, 0.0, wg.where(x < 3, g * (x / 3 + 0.5), g)),
+    aten.hardsigmoid.default: wg.nn.functional.hardsigmoid,
+    aten.hardsigmoid_backward.default: lambda g, x: wg.where((x > -3) & (x < 3), g / 6, 0.0),
+    aten.log_sigmoid_forward.default: _log_sigmoid_forward,
+    aten.log_sigmoid_backward.default: lambda g, x, buffer: g * wg.sigmoid(-x),
+    aten.sgn.default: wg.sign,
     aten.gelu_backward.default: _unary_backward("gelu"),
     aten.tanh.default: wg.tanh,
     aten.tanh_backward.default: _unary_backward("tanh"),
