@@ -314,9 +314,7 @@ def copy_from(src, dst):
             return dst
         value = unwrap(st.from_cpu(host.contiguous()))
         K.copy(target.device.backend, target._view, value._view)
-        st.forget_scalars(dst)
-        if dst.numel() == 1 and not (dst.dtype.is_floating_point or dst.dtype.is_complex):
-            st.note_scalar(dst, int(host.item()))  # (a counter's value, for _count_on_host)
+        st.note_upload(dst, host)
         return dst
     if dst.device.type != "cpu":
         raise RuntimeError(f"copy from {src.device} to {dst.device}: webgpu tensors exchange data with the CPU")

@@ -305,9 +305,16 @@ def from_cpu(t, torch_dtype=None):
     held = torch_storage(storage, t.numel(), torch_dtype)
     out = _empty_tensor([0], torch_dtype)
     out = _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(t.shape), list(View.contiguous_strides(tuple(t.shape))))
-    if t.numel() == 1 and not (torch_dtype.is_floating_point or torch_dtype.is_complex):
-        note_scalar(out, int(t.item()))  # an integer counter's value (kernels._count_on_host)
+    note_upload(out, t)
     return out
+
+
+def note_upload(t, host):
+    """Webgpu tensor `t` has just received CPU tensor `host`'s values: where it is a one-element integer tensor
+    (a counter such as num_batches_tracked), the host keeps its value (kernels._count_on_host), else forgets any."""
+    forget_scalars(t)
+    if t.numel() == 1 and not (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is torch.bool):
+        note_scalar(t, int(host.item()))
 
 
 def to_webgrad(t):
