@@ -74,7 +74,8 @@ def test_sdpa_errors():
     with pytest.raises(RuntimeError, match="same embedding dimension"):
         F.scaled_dot_product_attention(q, wg.randn(2, 3, 5), q)
     with pytest.raises(RuntimeError, match="must divide the number of heads in query"):
-        F.scaled_dot_product_attention(wg.randn(1, 6, 3, 4), wg.randn(1, 4, 3, 4), wg.randn(1, 4, 3, 4), enable_gqa=True)
+        kv = wg.randn(1, 4, 3, 4)
+        F.scaled_dot_product_attention(wg.randn(1, 6, 3, 4), kv, kv, enable_gqa=True)
     with pytest.raises(IndexError, match="Dimension out of range"):
         F.scaled_dot_product_attention(q[0], q[0], q[0], enable_gqa=True)
 

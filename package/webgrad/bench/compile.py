@@ -19,9 +19,9 @@ on the device; the loss read back every 10 steps), samples (a GPT's: sequences) 
 The GPU columns of a model are built together and timed by turns (bench.train.interleaved_seconds: --rounds
 windows each, the median), so that the host's drift falls on all of them alike; the CPU column is timed on its
 own. PyTorch's optimizers run with fused=True (on webgpu: webgrad's update kernels). The ratios: compiled step /
-webgrad replay (and compiled graphs / webgrad replay), torch eager / webgrad eager, compiled step / torch cpu. Then the per-call cost of crossing from CPU torch tensors into
-a compiled graph and back (the compile backend's boundary). --no-eager leaves out the eager columns, --no-cpu
-the CPU one (slow at ResNet-18's size).
+webgrad replay (and compiled graphs / webgrad replay), torch eager / webgrad eager, compiled step / torch cpu.
+Then the per-call cost of crossing from CPU torch tensors into a compiled graph and back (the compile backend's
+boundary). --no-eager leaves out the eager columns, --no-cpu the CPU one (slow at ResNet-18's size).
 """
 
 import argparse
@@ -82,7 +82,8 @@ def _ratio(a, b):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m webgrad.bench compile", description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=sorted(ALL_MODELS), default=["mlp", "cnn", "resnet18"])
-    parser.add_argument("--batch-size", type=int, default=128, help=f"batch of the classifiers (a GPT takes {GPT_BATCH})")
+    parser.add_argument("--batch-size", type=int, default=128,
+                        help=f"batch of the classifiers (a GPT takes {GPT_BATCH})")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per window (bench.train.time_loop)")
     parser.add_argument("--rounds", type=int, default=5, help="windows of each GPU column, timed by turns "
                         "(bench.train.interleaved_seconds); the figure is the median")
@@ -99,7 +100,8 @@ def main(argv=None):
 
     adapter = webgrad.webgpu.adapter_info().get("device", "?")
     print(f"adapter {adapter}; PyTorch {torch.__version__} with {torch.get_num_threads()} CPU threads, CUDA "
-          f"{'visible' if torch.cuda.is_available() else 'hidden'}; batch {args.batch_size} (a GPT {GPT_BATCH}); samples (a GPT: sequences)/s")
+          f"{'visible' if torch.cuda.is_available() else 'hidden'}; batch {args.batch_size} (a GPT {GPT_BATCH}); "
+          "samples (a GPT: sequences)/s")
     head = ["model", "webgrad replay", "compiled step", "compiled graphs", "webgrad eager", "torch eager",
             "torch cpu", "step/replay", "graphs/replay", "eager/eager", "step/cpu"]
     print(f"{head[0]:10s}" + "".join(f"{h:>16s}" for h in head[1:7]) + "".join(f"{h:>14s}" for h in head[7:]))

@@ -12,9 +12,10 @@ BatchNorm (batch_norm.py: half activations, f32 statistics and parameters); unar
 on contiguous halves (elementwise.wgsl's float16 entry points). A half matmul kernel exists but is slower
 than the float32 one on float32 copies (NATIVE_MATMUL below). Every other kernel (reductions, softmax, pooling,
 matmul, ...) and float16 work that does not fit those kernels (strided views, broadcasts) runs on float16
-operands by converting them to float32 scratch views, running its float32 kernel and rounding the result into the float16 output, at the
-cost of two extra conversions: each record's policy (kernels.py) says which, and :func:`run` applies it.
-The backend calls :func:`run` only once a float16 storage exists, so float32 work never pays for it.
+operands by converting them to float32 scratch views, running its float32 kernel and rounding the result into
+the float16 output, at the cost of two extra conversions: each record's policy (kernels.py) says which, and
+:func:`run` applies it. The backend calls :func:`run` only once a float16 storage exists, so float32 work never
+pays for it.
 """
 
 import os
