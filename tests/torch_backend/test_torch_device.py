@@ -369,6 +369,40 @@ def test_activations_run_on_the_device(module):
     close(b.grad.cpu(), a.grad)
 
 
+SCATTERS = {
+    "index_add": lambda x, i, s: x.index_add(0, i, s, alpha=2),
+    "index_add_": lambda x, i, s: (x * 1).index_add_(0, i, s),
+    "index_copy": lambda x, i, s: x.index_copy(0, i[1:] + torch.tensor([-2, 0, 0]).to(i.device), s[1:]),
+    "index_fill": lambda x, i, s: x.index_fill(1, i[:2], -1.5),
+    "scatter_add": lambda x, i, s: x.scatter_add(0, i[:, None].expand(4, 3), s),
+    "scatter_reduce": lambda x, i, s: x.scatter_reduce(0, i[:, None].expand(4, 3), s, "amax", include_self=False),
+    "nonzero": lambda x, i, s: (x > 0).nonzero(),
+    "amin, min.dim": lambda x, i, s: x.amin(1) + x.min(0).values.sum() + x.min(0).indices.sum(),
+}
+
+
+@pytest.mark.parametrize("name", SCATTERS)
+def test_scatters_by_index_run_on_the_device(name):
+    """What graph networks and sparse products are made of (index_add, scatter_add...) runs on webgrad's kernels,
+    values and gradients as on the CPU."""
+    torch.manual_seed(0)
+    x, s = torch.randn(5, 3, requires_grad=True), torch.randn(4, 3, requires_grad=True)
+    i = torch.tensor([0, 2, 2, 4])
+    xd, sd = (t.detach().to(DEV).requires_grad_() for t in (x, s))
+    expected = SCATTERS[name](x, i, s)
+    with td.strict():
+        got = SCATTERS[name](xd, i.to(DEV), sd)
+        if expected.dtype.is_floating_point:
+            seed = torch.randn_like(expected)
+            expected.backward(seed)
+            got.backward(seed.to(DEV))
+    close(got.detach().cpu(), expected.detach())
+    for cpu, dev in ((x, xd), (s, sd)):
+        assert (cpu.grad is None) == (dev.grad is None)
+        if cpu.grad is not None:
+            close(dev.grad.cpu(), cpu.grad)
+
+
 def test_in_place_activations_after_fused_ops_are_legal():
     """DCGAN's and the siamese network's pattern: an in-place activation right after a convolution, a batch norm or
     a linear layer. Their backward does not read their output, so PyTorch allows it, and so does the device; the

@@ -671,6 +671,10 @@ def _max_dim(x, dim, keepdim=False):
     return x.amax(dim, keepdim=keepdim), x.argmax(dim, keepdim=keepdim)
 
 
+def _min_dim(x, dim, keepdim=False):
+    return x.amin(dim, keepdim=keepdim), x.argmin(dim, keepdim=keepdim)
+
+
 def _binary(fn):
     """An ATen binary op with an optional `alpha` (add/sub) and python-number operands."""
     def op(a, b, *, alpha=1):
@@ -763,6 +767,7 @@ ATEN = {
     aten.mean.default: _mean,
     aten.var_mean.correction: _var_mean,
     aten.amax.default: lambda x, dim=(), keepdim=False: x.amax(tuple(dim) or tuple(range(x.ndim)), keepdim=keepdim),
+    aten.amin.default: lambda x, dim=(), keepdim=False: x.amin(tuple(dim) or tuple(range(x.ndim)), keepdim=keepdim),
     # creation and dtype
     aten.scalar_tensor.default: _scalar_tensor,
     aten.arange.start_step: _arange,
@@ -789,6 +794,15 @@ ATEN = {
     aten.select.int: lambda x, dim, i: x.select(dim, i),
     aten.cat.default: lambda xs, dim=0: wg.cat(list(xs), dim),
     aten.index_select.default: lambda x, dim, i: x.index_select(dim, i),
+    # scattering by index: what graph networks and sparse products are made of
+    aten.index_add.default: lambda x, dim, i, src, alpha=1: x.index_add(dim, i, src, alpha=alpha),
+    aten.index_copy.default: lambda x, dim, i, src: x.index_copy(dim, i, src),
+    aten.index_fill.int_Scalar: lambda x, dim, i, value: x.index_fill(dim, i, value),
+    aten.scatter_add.default: lambda x, dim, i, src: x.scatter_add(dim, i, src),
+    aten.scatter.src: lambda x, dim, i, src: x.scatter(dim, i, src),
+    aten.scatter_reduce.two: lambda x, dim, i, src, reduce, include_self=True: x.scatter_reduce(
+        dim, i, src, reduce, include_self=include_self),
+    aten.nonzero.default: lambda x: x.nonzero(),
     aten.scatter.value: _scatter_value,
     aten.gather.default: lambda x, dim, i, sparse_grad=False: x.gather(dim, i),
     aten.embedding.default: _embedding,
@@ -817,7 +831,8 @@ ATEN = {
     aten.lerp.Scalar: lambda x, end, weight: x + (end - x) * weight,
     aten.mse_loss.default: _mse_loss, aten.mse_loss_backward.default: _mse_loss_backward,
     # reductions to values and indices
-    aten.max.dim: _max_dim, aten.max.default: lambda x: x.max(), aten.min.default: lambda x: x.min(),
+    aten.max.dim: _max_dim, aten.min.dim: _min_dim,
+    aten.max.default: lambda x: x.max(), aten.min.default: lambda x: x.min(),
     aten.argmax.default: lambda x, dim=None, keepdim=False: x.argmax(dim, keepdim=keepdim) if dim is not None
     else x.argmax(),
     aten.embedding_dense_backward.default: _embedding_dense_backward,
