@@ -222,7 +222,7 @@ def _print_from_cpu():
 
 _register()
 
-from . import kernels, fallback, fused_autograd  # noqa: E402,F401
+from . import kernels, fallback, fused_autograd, sparse  # noqa: E402,F401
 from .fallback import fallback_counts, get_fallback, reset_fallback_counts, set_fallback, strict  # noqa: E402,F401
 from .storage import from_webgrad, live_storages, to_webgrad  # noqa: E402,F401
 from .replay import replayable  # noqa: E402,F401

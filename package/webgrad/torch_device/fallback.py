@@ -36,10 +36,11 @@ def get_fallback():
 
 
 @contextlib.contextmanager
-def strict():
-    """Within the block an op without a webgpu kernel raises NotImplementedError instead of running on the CPU."""
+def strict(on=True):
+    """Within the block an op without a webgpu kernel raises NotImplementedError instead of running on the CPU
+    (with on=False: runs on the CPU, whatever the mode outside)."""
     before = _mode[0]
-    _mode[0] = "error"
+    _mode[0] = "error" if on else "cpu"
     try:
         yield
     finally:
@@ -72,19 +73,25 @@ def _check_devices(name, args, kwargs):
         raise st.device_mismatch(torch.device(other))
 
 
-def run_on_cpu(op, args, kwargs, why=None):
-    """Run ATen `op` on CPU copies of its webgpu arguments; results back on webgpu (see the module doc)."""
-    name = str(op)
+def note_fallback(name, why=None):
+    """Before op `name` runs on the CPU: raise in strict mode, else warn once per op and count the call."""
     if _mode[0] == "error":
         raise NotImplementedError(f"webgpu: {name} has no webgrad kernel{f' ({why})' if why else ''}, and the "
                                   "CPU fallback is off (webgrad.torch_device.set_fallback('error'))")
-    _check_devices(name, args, kwargs)
     if name not in _warned:
         _warned.add(name)
         warnings.warn(f"webgpu: {name} has no webgrad kernel{f' ({why})' if why else ''}; it runs on the CPU "
                       "(inputs read back from the GPU, results uploaded again). One warning per op; "
-                      "webgrad.torch_device.fallback_counts() lists them", stacklevel=3)
+                      "webgrad.torch_device.fallback_counts() lists them", stacklevel=4)
     COUNTS[name] = COUNTS.get(name, 0) + 1
+
+
+def run_on_cpu(op, args, kwargs, why=None):
+    """Run ATen `op` on CPU copies of its webgpu arguments; results back on webgpu (see the module doc)."""
+    name = str(op)
+    if _mode[0] != "error":
+        _check_devices(name, args, kwargs)
+    note_fallback(name, why)
     on_device = [False]
 
     def to_cpu(a):
