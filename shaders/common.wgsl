@@ -50,7 +50,7 @@ fn encode_f32(v: f32, dtype: u32) -> u32 {
     switch dtype {
         case DT_F32: { return bitcast<u32>(v); }
         case DT_I32, DT_I64: { return bitcast<u32>(i32(v)); }
-        default: { return select(0u, 1u, v != 0.0); }
+        default: { return select(1u, 0u, v == 0.0); }  // (not `v != 0.0`: ordered on some drivers, false for NaN)
     }
 }
 

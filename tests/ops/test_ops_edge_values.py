@@ -38,3 +38,16 @@ def test_nan_to_num(kwargs, device):
     out.sum().backward()
     ref.sum().backward()
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_nan_is_unequal_and_truthy(device):
+    """NaN != NaN and NaN != 1 are true, and NaN is truthy (bool, logical ops): WGSL's float `!=` is an ordered
+    compare on some drivers, false where a side is NaN, which made torch.nanmean count the NaNs."""
+    values = [1.0, float("nan"), 2.0, 0.0]
+    other = [1.0, float("nan"), 3.0, 0.0]
+    x, y = webgrad.tensor(values, device=device), webgrad.tensor(other, device=device)
+    tx, ty = torch.tensor(values), torch.tensor(other)
+    for ours, theirs in ((x != x, tx != tx), (x != y, tx != ty), (x != 1.0, tx != 1.0), (x.bool(), tx.bool()),
+                         (x.logical_and(y), tx.logical_and(ty)), (x.logical_or(y), tx.logical_or(ty)),
+                         (x.logical_xor(y), tx.logical_xor(ty)), (x.logical_not(), tx.logical_not())):
+        assert ours.tolist() == theirs.tolist()

@@ -374,7 +374,9 @@ UNARY = {op.name: op for op in (
             if (a == 0.0 && x >= 0.0) { return 0.0; }
             return g * y * log_f32(a);""", lambda x, y, a, b: y * np.log(a), result=SAME, int_wgsl="pow_i32(a, x)",
           int_overflow="pow_overflows(a, x)", expose=()),
-    *(Unary(name, f"flag(x {sym} a)", fn, result=BOOL, int_wgsl=f"iflag(x {sym} a)", expose=())
+    # (ne as "not equal": WGSL's float != is ordered on some drivers, false where either side is NaN)
+    *(Unary(name, "flag(!(x == a))" if name == "ne" else f"flag(x {sym} a)", fn, result=BOOL,
+            int_wgsl=f"iflag(x {sym} a)", expose=())
       for name, sym, fn in (("eq", "==", lambda x, a, b: x == a), ("ne", "!=", lambda x, a, b: x != a),
                             ("lt", "<", lambda x, a, b: x < a), ("le", "<=", lambda x, a, b: x <= a),
                             ("gt", ">", lambda x, a, b: x > a), ("ge", ">=", lambda x, a, b: x >= a))),
@@ -417,15 +419,16 @@ BINARY = {op.name: op for op in (
             if (is_inf(m) && x == y) { return m; }
             return m + log1p_f32(exp(-abs(x - y)));""", lambda x, y: np.logaddexp(x, y), _logaddexp_grad,
            result=FLOAT),
-    *(Binary(name, f"flag(x {sym} y)", fn, result=BOOL, int_wgsl=f"iflag(x {sym} y)", expose=())
+    *(Binary(name, "flag(!(x == y))" if name == "ne" else f"flag(x {sym} y)", fn, result=BOOL,
+             int_wgsl=f"iflag(x {sym} y)", expose=())
       for name, sym, fn in (("eq", "==", lambda x, y: x == y), ("ne", "!=", lambda x, y: x != y),
                             ("lt", "<", lambda x, y: x < y), ("le", "<=", lambda x, y: x <= y),
                             ("gt", ">", lambda x, y: x > y), ("ge", ">=", lambda x, y: x >= y))),
-    Binary("logical_and", "flag(x != 0.0 && y != 0.0)", lambda x, y: np.logical_and(x, y), result=BOOL,
+    Binary("logical_and", "flag(!(x == 0.0) && !(y == 0.0))", lambda x, y: np.logical_and(x, y), result=BOOL,
            int_wgsl="iflag(x != 0 && y != 0)", expose=()),
-    Binary("logical_or", "flag(x != 0.0 || y != 0.0)", lambda x, y: np.logical_or(x, y), result=BOOL,
+    Binary("logical_or", "flag(!(x == 0.0) || !(y == 0.0))", lambda x, y: np.logical_or(x, y), result=BOOL,
            int_wgsl="iflag(x != 0 || y != 0)", expose=()),
-    Binary("logical_xor", "flag((x != 0.0) != (y != 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
+    Binary("logical_xor", "flag((x == 0.0) != (y == 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
            int_wgsl="iflag((x != 0) != (y != 0))", expose=()),
 )}
 
