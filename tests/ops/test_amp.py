@@ -673,6 +673,66 @@ def test_a_cast_does_not_keep_its_input_alive(f16_device):
     assert w.grad.dtype is wg.float32 and w.grad.shape == (8, 8)
 
 
+def _autocast_layers_step(device, hold_casts):
+    """Linear, conv2d and matmul layers under autocast, backward after the region: the parameters' gradients,
+    the float16 casts the region made (weak references), and the float16 tensors the graph saved."""
+    import gc
+    import weakref
+    from webgrad import _autograd
+    from webgrad.ops.autocast_policy import STATE
+
+    wg.manual_seed(0)
+    conv, lin = nn.Conv2d(3, 8, 3, padding=1).to(device), nn.Linear(8 * 6 * 6, 5).to(device)
+    w = wg.randn(5, 4, device=device, requires_grad=True)
+    x = wg.randn(2, 3, 6, 6, device=device)
+    with wg.autocast(device_type=device):
+        h = F.relu(conv(x))
+        y = lin(h.flatten(1)) @ w
+        casts = [out for _, out in STATE.cache.values()]
+    assert y.dtype is wg.float16 and len(casts) == 5  # conv's weight and bias, lin's, w
+    held = casts if hold_casts else None
+    refs = [weakref.ref(c) for c in casts]
+    del casts
+    gc.collect()
+    saved, seen, nodes = [], set(), [y.grad_fn]
+    while nodes:
+        node = nodes.pop()
+        if node is not None and id(node) not in seen:
+            seen.add(id(node))
+            _autograd._saved_tensors(node.backward_fn, saved, set())
+            nodes.extend(e.grad_fn for e in node.inputs if isinstance(e, _autograd.Edge))
+    y.float().pow(2).sum().backward()
+    del held
+    return [_np(p.grad) for p in (conv.weight, conv.bias, lin.weight, lin.bias, w)], refs, saved
+
+
+def test_autocast_backward_casts_parameters_again(f16_device):
+    """A layer's backward keeps the float32 parameter, not autocast's float16 cast of it: the casts die with the
+    region (PyTorch's ops save them until their backward, beside the parameters), and the backward casts the
+    parameter again, so the gradients are the same bits as with the casts kept."""
+    kept, _, _ = _autocast_layers_step(f16_device, hold_casts=True)
+    grads, refs, saved = _autocast_layers_step(f16_device, hold_casts=False)
+    assert all(r() is None for r in refs), "a float16 cast of a parameter outlived the autocast region"
+    weight_shapes = {(8, 3, 3, 3), (5, 8 * 6 * 6), (5, 4)}
+    assert not [s for s in saved if s.dtype is wg.float16 and tuple(s.shape) in weight_shapes]
+    for a, b in zip(grads, kept):
+        assert a.dtype == np.float32
+        np.testing.assert_array_equal(a, b)
+
+
+def test_parameter_written_between_autocast_forward_and_backward_raises(f16_device):
+    """The backward casts the parameter again, so a parameter written in place after the forward cannot give the
+    values the forward used: that raises, naming the in-place write, instead of a gradient of other weights."""
+    lin = nn.Linear(4, 3).to(f16_device)
+    x = wg.randn(2, 4, device=f16_device, requires_grad=True)
+    with wg.autocast(device_type=f16_device):
+        y = lin(x)
+    with wg.no_grad():
+        lin.weight.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.float().sum().backward()
+
+
 @pytest.mark.parametrize("rows,cols", [(8, 10), (64, 2050), (3, 50257)])
 @pytest.mark.parametrize("reduction", ["mean", "none"])
 def test_autocast_cross_entropy_keeps_half_logits(f16_device, rows, cols, reduction):

@@ -10,10 +10,19 @@ float32 promote to float32 as usual.
 Casts of leaf tensors that require grad (parameters) are cached for the autocast region, as PyTorch does:
 a weight used by several ops is cast once per step, and its gradient still flows back to the float32
 parameter through the cast's backward.
+
+What an op's backward keeps of such a cast (kept): the parameter, which is alive anyway, and the cast is made
+again from it when the backward runs, if the cast itself is gone by then. PyTorch's ops save the cast weight
+for their backward, so every layer's float16 copy lives from the forward to that layer's backward, beside the
+float32 parameter; here it dies with the autocast region's cache. The values are the same (a cast of the same
+parameter, which the version counter says nothing wrote in between), and a replayed step's peak, reached early
+in the backward while most layers still wait for theirs, loses those copies (ResNet-18's and a GPT's weights
+in half: 21 to 22 MiB).
 """
 
 import functools
 import threading
+import weakref
 
 from .. import dtypes
 from .._tensor import Tensor, cast
@@ -70,8 +79,46 @@ def _cast(v, dtype):
             return hit[1]
         out = cast(v, dtype)
         STATE.cache[id(v)] = (v, out)
+        _recasts[id(out)] = _Recast(out, v)
         return out
     return cast(v, dtype)
+
+
+class _Recast:
+    """kept()'s function for autocast's cast of a parameter: the cast while it lives, else a new cast of the
+    parameter (module doc)."""
+
+    __slots__ = ("ref", "source", "dtype", "version", "__weakref__")
+
+    def __init__(self, out, source):
+        key = id(out)
+        self.ref = weakref.ref(out, lambda _: _recasts.pop(key, None))
+        self.source, self.dtype, self.version = source, out.dtype, source._version
+
+    def __call__(self):
+        t = self.ref()
+        if t is not None:
+            return t
+        if self.source._version != self.version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"a parameter of shape {list(self.source.shape)} that autocast cast to {self.dtype.name} for the "
+                f"forward pass was written in place (version {self.source._version}; expected {self.version}) "
+                "before the backward pass, which needs the values it had")
+        return cast(self.source, self.dtype)
+
+
+_recasts = {}  # id(autocast's cast of a parameter) -> its _Recast, while the cast lives
+
+
+def kept(t):
+    """What an op's backward holds of its tensor argument `t`, as a function that returns t's values when the
+    backward runs: for autocast's cast of a parameter, the parameter (cast again if the cast is gone: module
+    doc); for any other tensor, t itself."""
+    recast = _recasts.get(id(t))
+    if recast is not None and recast.ref() is t:
+        return recast
+    return lambda: t
 
 
 def _holds_half(args, kwargs):

@@ -16,7 +16,7 @@ from .._view import View
 from .._tensor import Tensor, full, tensor
 from .elementwise import check_same_device, new
 from .shape import cat, index_select
-from .autocast_policy import full_precision, lower_precision  # noqa: F401
+from .autocast_policy import full_precision, kept, lower_precision  # noqa: F401
 from .._backends import kernels
 
 
@@ -153,23 +153,27 @@ def _conv2d(input, weight, bias, stride, padding, dilation):
     # (WebGPU on a software adapter: the unfolded image), held here until backward
     keep = w.requires_grad and is_grad_enabled()
     workspace = kernels.conv2d(be, out._view, x._view, w._view, b._view if b is not None else None, *geometry, keep=keep)
+    # w is kept for the input's gradient only; autocast's cast of a parameter as the parameter, cast again at
+    # the backward (autocast_policy.kept)
+    w_shape, w_grad, b_grad = tuple(w.shape), w.requires_grad, b is not None and b.requires_grad
+    w_values = kept(w) if x.requires_grad else None
 
     def backward(g):
         g = g.contiguous()
         if is_grad_enabled():  # create_graph: gradients that are nodes of their own, differentiable again
-            return (_conv_input_grad(g, w, tuple(x.shape), geometry) if x.requires_grad else None,
-                    _conv_weight_grad(g, x, tuple(w.shape), geometry) if w.requires_grad else None,
-                    g.sum((0, 2, 3)) if b is not None and b.requires_grad else None)
+            return (_conv_input_grad(g, w_values(), tuple(x.shape), geometry) if x.requires_grad else None,
+                    _conv_weight_grad(g, x, w_shape, geometry) if w_grad else None,
+                    g.sum((0, 2, 3)) if b_grad else None)
         gx = gw = gb = None
         # The weight gradient first: then the input gradient's last pass is the last to touch g, and in a
         # captured step the backward of a ReLU before this convolution folds into it (WebGPU's fusion.py)
-        if w.requires_grad:
-            gw = new(tuple(w.shape), g.dtype, g.device)
+        if w_grad:
+            gw = new(w_shape, g.dtype, g.device)
             kernels.conv2d_backward_weight(be, gw._view, g._view, x._view, *geometry, workspace=workspace)
         if x.requires_grad:
             gx = new(tuple(x.shape), g.dtype, g.device)
-            kernels.conv2d_backward_input(be, gx._view, g._view, w._view, *geometry)
-        if b is not None and b.requires_grad:
+            kernels.conv2d_backward_input(be, gx._view, g._view, w_values()._view, *geometry)
+        if b_grad:
             gb = g.sum((0, 2, 3))
         return gx, gw, gb
     return record(out, "Convolution", (x, w, b), backward)

@@ -10,7 +10,7 @@ from .._autograd import record
 from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
 from .._tensor import Tensor
-from .autocast_policy import full_precision, lower_precision  # noqa: F401
+from .autocast_policy import full_precision, kept, lower_precision  # noqa: F401
 from .._backends import kernels
 
 
@@ -98,10 +98,15 @@ def matmul(input, other):
     av, ta = operand(a, batch)
     bv, tb = operand(b, batch)
     kernels.matmul(a.device.backend, out._view.reshaped((_prod(batch), m, n)), av, bv, trans_a=ta, trans_b=tb)
+    # each operand is kept for the other's gradient; autocast's casts of parameters as the parameter, cast
+    # again at the backward (autocast_policy.kept)
+    a_shape, b_shape, a_grad, b_grad = a.shape, b.shape, a.requires_grad, b.requires_grad
+    a_values = kept(a) if b_grad else None
+    b_values = kept(b) if a_grad else None
 
     def backward(g):
-        ga = unbroadcast(matmul(g, b.mT), a.shape) if a.requires_grad else None
-        gb = unbroadcast(matmul(a.mT, g), b.shape) if b.requires_grad else None
+        ga = unbroadcast(matmul(g, b_values().mT), a_shape) if a_grad else None
+        gb = unbroadcast(matmul(a_values().mT, g), b_shape) if b_grad else None
         return ga, gb
     return record(out, "Mm", (a, b), backward)
 
@@ -157,11 +162,13 @@ def linear(input, weight, bias=None):
     wv, tw = operand(_transposed(weight), ())
     bv = bias.contiguous()._view if bias is not None else None
     kernels.matmul(input.device.backend, out._view.reshaped((1, rows, n)), xv, wv, trans_a=tx, trans_b=tw, bias=bv)
+    weight_values, weight_grad = kept(weight), weight.requires_grad  # (autocast_policy.kept)
+    bias_grad = bias is not None and bias.requires_grad
 
     def backward(g):
-        gx = matmul(g, weight) if x.requires_grad else None
-        gw = matmul(_transposed(g), x) if weight.requires_grad else None  # (backward runs without grad)
-        gb = g.sum(0) if bias is not None and bias.requires_grad else None
+        gx = matmul(g, weight_values()) if x.requires_grad else None
+        gw = matmul(_transposed(g), x) if weight_grad else None  # (backward runs without grad)
+        gb = g.sum(0) if bias_grad else None
         return gx, gw, gb
     out = record(out, "Addmm", (x, weight, bias), backward)
     return out if flat else out.reshape(*lead, n)
