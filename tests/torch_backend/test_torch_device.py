@@ -369,6 +369,22 @@ def test_activations_run_on_the_device(module):
     close(b.grad.cpu(), a.grad)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_read_into_writes_a_tensor_read_back_into_given_memory(dtype):
+    """storage.read_into (what DDP's hook reads each bucket with, into its shared-memory slot): the values land in
+    the given CPU tensor, a strided source included; a mismatched target is refused."""
+    x = (torch.randn(6, 5) * 4).to(dtype)
+    on_dev = x.to(DEV)
+    out = torch.empty(6, 5, dtype=dtype)
+    assert td.storage.read_into(on_dev, out) is out
+    assert torch.equal(out, x)
+    strided = torch.empty(5, 6, dtype=dtype)
+    td.storage.read_into(on_dev.t(), strided)
+    assert torch.equal(strided, x.t())
+    with pytest.raises(ValueError, match="contiguous CPU tensor"):
+        td.storage.read_into(on_dev, torch.empty(29, dtype=dtype))
+
+
 SCATTERS = {
     "index_add": lambda x, i, s: x.index_add(0, i, s, alpha=2),
     "index_add_": lambda x, i, s: (x * 1).index_add_(0, i, s),

@@ -60,16 +60,19 @@ def allreduce_hook(group, bucket):
     """DDP communication hook for webgpu gradients: the bucket read back, averaged over the ranks by the group's
     reducer thread (shared memory on one host, else gloo); the future's value is the CPU result, which DDP
     copies into the device gradients."""
+    group = group if group is not None else dist.group.WORLD
+    buffer = bucket.buffer()
+    reducer = group.reducer() if isinstance(group, ProcessGroupWebgpu) else None
+    slot = reducer.slot(bucket.index(), buffer) if isinstance(reducer, SharedReducer) else None
     start = time.perf_counter()
-    host = st.to_cpu(bucket.buffer())
+    host = st.read_into(buffer, slot) if slot is not None else st.to_cpu(buffer)
     TIMINGS.read += time.perf_counter() - start
     TIMINGS.buckets += 1
-    group = group if group is not None else dist.group.WORLD
-    if not isinstance(group, ProcessGroupWebgpu):
+    if reducer is None:
         host.div_(dist.get_world_size(group))
         work = dist.all_reduce(host, group=group, async_op=True)
         return work.get_future().then(lambda fut: host)
-    return group.reducer().submit(bucket.index(), host)
+    return reducer.submit(bucket.index(), host)
 
 
 class SharedReducer:
@@ -77,10 +80,15 @@ class SharedReducer:
     order the buckets come (the same on every rank, as DDP's reducer makes them).
 
     A segment per (bucket index, size) holds a slot per rank and a result: each rank writes its slot, a barrier;
-    rank r sums chunk r of every slot into the result and scales it by 1 / world, a barrier; each copies the
-    result out, a barrier (so that no rank writes the next step's result while another still reads this one).
-    The barriers are gloo's, on the group's own gloo group. Rank 0 makes the segments and the others attach to
-    them after a barrier; they go when the reducer does."""
+    rank r averages chunk r of every slot into the result, a barrier; each copies the
+    result out (DDP may keep and write the future's value, which must not be memory the ranks share). No third
+    barrier is needed to keep a rank from writing the next result of a bucket while another still copies this
+    one: the copy comes before that rank's next barrier on the reducer thread, and the next result is written
+    only after it. The barriers are gloo's, on the group's own gloo group. Rank 0 makes the segments and the
+    others attach to them after a barrier; they go when the reducer does.
+
+    Ranks on one host should run PyTorch's CPU ops on few threads each (torchrun sets OMP_NUM_THREADS=1): with
+    every rank's thread pool as wide as the host, their spinning threads starve the ranks' Python threads."""
 
     def __init__(self, group, prefix):
         import atexit
@@ -120,6 +128,17 @@ class SharedReducer:
             held = self._segments[key] = (path, torch.from_file(path, shared=True, size=size, dtype=torch.uint8))
         return held[1]
 
+    def slot(self, index, like):
+        """This rank's slot of bucket `index`'s segment, shaped like tensor `like`, for the hook to read the bucket
+        straight into; None until the reducer thread has made the segment (it makes them in bucket order,
+        with a barrier that must not interleave with its others). Writing it at the hook is safe: every rank
+        has summed the previous step's slots before this rank's previous backward could end."""
+        nbytes = like.numel() * like.element_size()
+        held = self._segments.get((index, nbytes))
+        if held is None:
+            return None
+        return held[1][self.rank * nbytes:(self.rank + 1) * nbytes].view(like.dtype).view(like.shape)
+
     def _reduce(self, index, host):
         flat = host.reshape(-1)
         nbytes = flat.numel() * flat.element_size()
@@ -127,17 +146,15 @@ class SharedReducer:
         n = flat.numel()
         slots = whole[:self.world * n].view(self.world, n)
         result = whole[self.world * n:]
-        slots[self.rank].copy_(flat)
+        if flat.data_ptr() != slots[self.rank].data_ptr():  # (not read into its slot already)
+            slots[self.rank].copy_(flat)
         self._barrier()
         chunk = -(-n // self.world)
         lo, hi = self.rank * chunk, min(n, (self.rank + 1) * chunk)
         if lo < hi:
-            torch.sum(slots[:, lo:hi], dim=0, out=result[lo:hi])
-            result[lo:hi].mul_(1.0 / self.world)
+            torch.mean(slots[:, lo:hi], dim=0, out=result[lo:hi])
         self._barrier()
-        out = result.clone().view(host.shape)
-        self._barrier()
-        return out
+        return result.clone().view(host.shape)
 
     def close(self):
         self._pool.shutdown(wait=True)

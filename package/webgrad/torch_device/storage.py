@@ -291,8 +291,23 @@ def to_cpu(t):
     raw = x.device.backend.to_bytes(x._view)
     if not len(raw):
         return torch.empty(tuple(t.shape), dtype=t.dtype)
-    out = torch.frombuffer(bytearray(raw), dtype=_TORCH_STORED[x.dtype]).reshape(tuple(t.shape))
+    raw = raw if isinstance(raw, bytearray) else bytearray(raw)  # (torch.frombuffer wants writable memory)
+    out = torch.frombuffer(raw, dtype=_TORCH_STORED[x.dtype]).reshape(tuple(t.shape))
     return out if out.dtype is t.dtype else out.to(t.dtype)
+
+
+def read_into(t, out):
+    """Webgpu tensor `t`'s values written into CPU tensor `out` (contiguous, of t's dtype and size): on WebGPU one
+    copy, from the mapped read-back buffer straight into out's memory."""
+    if out.dtype is not t.dtype or out.numel() != t.numel() or not out.is_contiguous() or out.device.type != "cpu":
+        raise ValueError(f"read_into: out must be a contiguous CPU tensor of {t.dtype} with {t.numel()} elements")
+    x = unwrap(t)
+    backend = x.device.backend
+    if not hasattr(backend, "read_into") or is_byte_view(t) or _TORCH_STORED[x.dtype] is not t.dtype:
+        out.copy_(to_cpu(t).reshape(out.shape))
+    elif out.numel():
+        backend.read_into(x._view, out.reshape(-1).view(torch.uint8).numpy())
+    return out
 
 
 def from_cpu(t, torch_dtype=None):

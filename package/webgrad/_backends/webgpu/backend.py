@@ -109,14 +109,26 @@ class WebGPUBackend(Backend):
         if plan is None:
             return b""
         storage, start, nbytes, skip, length = plan
-        return _canonical(self.runtime.read(storage, start, nbytes)[skip:skip + length], view.dtype)
+        return _canonical(_part(self.runtime.read(storage, start, nbytes), skip, length), view.dtype)
+
+    def read_into(self, view, out):
+        """Write `view`'s canonical bytes into writable buffer `out` (exactly that many bytes): straight from the
+        mapped staging buffer where the view is read as it is stored, else through to_bytes."""
+        plan = self._read_plan(view)
+        if plan is None:
+            return
+        storage, start, nbytes, skip, length = plan
+        if skip == 0 and length == nbytes and view.dtype is not dtypes.int64:
+            self.runtime.read_into(storage, start, out)
+        else:
+            memoryview(out).cast("B")[:] = memoryview(self.to_bytes(view)).cast("B")
 
     async def to_bytes_async(self, view):
         plan = self._read_plan(view)
         if plan is None:
             return b""
         storage, start, nbytes, skip, length = plan
-        return _canonical((await self.runtime.read_async(storage, start, nbytes))[skip:skip + length], view.dtype)
+        return _canonical(_part(await self.runtime.read_async(storage, start, nbytes), skip, length), view.dtype)
 
     def _read_plan(self, view):
         """(storage, byte start, bytes to read, bytes to skip, canonical length) for reading `view`,
@@ -172,6 +184,11 @@ class WebGPUBackend(Backend):
         if impl is None:
             raise NotImplementedError(f"the webgpu backend has no kernel {kernel.name!r}")
         return impl(self.runtime, *args, **kwargs)
+
+
+def _part(data, skip, length):
+    """data[skip:skip + length], without a copy where that is all of it (a bytearray's slice copies)."""
+    return data if skip == 0 and length == len(data) else data[skip:skip + length]
 
 
 def _canonical(data, dtype):

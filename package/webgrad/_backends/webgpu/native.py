@@ -254,8 +254,20 @@ class NativeBinding:
 
     def read(self, buffer, size):
         buffer.map_sync(self._wgpu.MapMode.READ, 0, size)
+        try:  # one copy out of the mapping, into memory the caller may keep and write (torch.frombuffer)
+            return bytearray(buffer.read_mapped(0, size, copy=False))
+        finally:
+            buffer.unmap()
+
+    def read_into(self, buffer, size, out):
+        """Map `buffer`, copy its first len(out) bytes straight into writable buffer `out` (one copy, no
+        intermediate), and return the bytes after them, up to `size` (the error word, if it rode along)."""
+        buffer.map_sync(self._wgpu.MapMode.READ, 0, size)
         try:
-            return bytes(buffer.read_mapped(0, size, copy=False))
+            mapped = buffer.read_mapped(0, size, copy=False)
+            target = memoryview(out).cast("B")
+            target[:] = mapped[:len(target)]
+            return bytes(mapped[len(target):])
         finally:
             buffer.unmap()
 

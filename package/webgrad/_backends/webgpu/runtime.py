@@ -284,6 +284,22 @@ class Runtime:
             self._readback_pool.release(staging)
         return self._check_errors(data, nbytes)
 
+    def read_into(self, storage, byte_offset, out):
+        """Like read, the bytes from byte_offset written into writable buffer `out` (len(out) of them) instead
+        of returned: a read-back that lands where the caller needs it (a DDP bucket's shared-memory slot)."""
+        nbytes = memoryview(out).nbytes
+        staging, total = self._stage_read(storage, byte_offset, nbytes)
+        try:
+            if hasattr(self.binding, "read_into"):
+                tail = self.binding.read_into(staging.handle, total, out)
+            else:
+                data = self.binding.read(staging.handle, total)
+                memoryview(out).cast("B")[:] = memoryview(data)[:nbytes]
+                tail = bytes(data[nbytes:])
+        finally:
+            self._readback_pool.release(staging)
+        self._check_errors(tail, 0)
+
     async def read_async(self, storage, byte_offset, nbytes):
         staging, total = self._stage_read(storage, byte_offset, nbytes)
         try:
@@ -361,6 +377,9 @@ class Runtime:
             if isinstance(kind, type) and issubclass(kind, BaseException):
                 raise kind(message)
             kind(message)  # a handler (replayable's check_finite callback): called, and the read goes on
+        if isinstance(data, bytearray):  # (dropped in place: a slice would copy a large read once more)
+            del data[nbytes:]
+            return data
         return data[:nbytes]
 
     def clear_errors(self):
