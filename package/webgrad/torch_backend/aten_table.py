@@ -144,6 +144,10 @@ def _rows(x, dim):
 
 
 def _softmax(x, dim, half_to_float=False, log=False):
+    if x.numel() == 0:
+        return x.clone()
+    if x.ndim == 0:
+        return _softmax(x.reshape(1), 0, log=log).reshape(())
     rows, back = _rows(x, dim)
     out = new(tuple(rows.shape), rows.dtype, rows.device)
     kernels.softmax(rows.device.backend, out._view, rows._view, log=log)
@@ -151,6 +155,10 @@ def _softmax(x, dim, half_to_float=False, log=False):
 
 
 def _softmax_backward(grad, y, dim, input_dtype, log=False):
+    if grad.numel() == 0:
+        return grad.clone()
+    if grad.ndim == 0:
+        return _softmax_backward(grad.reshape(1), y.reshape(1), 0, input_dtype, log).reshape(())
     g, back = _rows(grad, dim)
     yr, _ = _rows(y, dim)
     out = new(tuple(g.shape), g.dtype, g.device)
@@ -159,17 +167,8 @@ def _softmax_backward(grad, y, dim, input_dtype, log=False):
 
 
 def _nll_loss_forward(logp, target, weight, reduction, ignore_index):
-    if weight is None and logp.ndim == 2 and logp.dtype is dtypes.float32:
-        # the cross-entropy kernel on log-probabilities is the NLL: their log-sum-exp is 0
-        x, t, be = logp.contiguous(), target.contiguous(), logp.device.backend
-        if reduction == 1:
-            out = new((2,), x.dtype, x.device)
-            kernels.cross_entropy_mean(be, out._view, x._view, t._view, ignore_index)
-            return out[0], out[1]
-        rows = new((x.shape[0], 2), x.dtype, x.device)
-        kernels.cross_entropy(be, rows._view, x._view, t._view, ignore_index)
-        loss, count = rows[:, 0], rows[:, 1].sum()
-        return (loss.contiguous() if reduction == 0 else loss.sum()), count
+    """-logp[target] (gathered, not the cross-entropy kernel, which would take logp's log-sum-exp to be 0: it is
+    only for log-probabilities, and F.nll_loss takes any input)."""
     return _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index)
 
 
@@ -194,6 +193,7 @@ def nll_log_softmax_backward(grad, logp, target, weight, reduction, ignore_index
 def _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index):
     if logp.ndim > 2:
         raise Unsupported("only [N, C] and [C] inputs are mapped")
+    target_shape = tuple(target.shape)
     if logp.ndim == 1:
         logp, target = logp.unsqueeze(0), target.reshape(1)
     t = target.int()
@@ -206,7 +206,7 @@ def _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index):
     total = w.sum()
     # reduction: 0 none, 1 mean, 2 sum (ATen's enum); total_weight is returned as ATen does
     if reduction == 0:
-        return loss, total
+        return loss.reshape(*target_shape), total
     return (loss.sum() / total if reduction == 1 else loss.sum()), total
 
 
@@ -317,14 +317,18 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
 
 
 def _sum(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype=_dtype(dtype))
     if dim is None or len(dim) == 0:
         return x.sum() if not keepdim else x.sum(tuple(range(x.ndim)), keepdim=True)
     return x.sum(tuple(dim), keepdim=keepdim)
 
 
 def _mean(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype=_dtype(dtype))
     if dim is None or len(dim) == 0:
-        return x.mean()
+        return x.mean(tuple(range(x.ndim)), keepdim=True) if keepdim and x.ndim else x.mean()
     return x.mean(tuple(dim), keepdim=keepdim)
 
 
@@ -424,10 +428,12 @@ def _native_layer_norm(x, shape, weight, bias, eps):
 
 
 def _scatter_value(x, dim, index, value):
-    """x with `value` written at `index` along `dim` (index covers x in every other dim: the nll_loss case)."""
+    """x with `value` written at `index` along `dim`: where index covers x in every other dim (the nll_loss case),
+    one comparison per index column and a where."""
+    if x.ndim == 0 or index.ndim != x.ndim or any(index.shape[d] != x.shape[d] for d in range(x.ndim)
+                                                   if d != dim % x.ndim):
+        return x.scatter(dim, index, value=value)  # webgrad's scatter kernel
     dim = dim % x.ndim
-    if any(index.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
-        raise Unsupported("index must match self in every dim but `dim`")
     shape = [1] * x.ndim
     shape[dim] = x.shape[dim]
     positions = wg.arange(x.shape[dim], dtype=dtypes.int32, device=x.device).reshape(*shape)
@@ -841,22 +847,495 @@ ATEN = {
 
 
 def _norm(x, ord=2, dtype=None):
+    """The vector norm of all of x (the foreach norms of gradient clipping)."""
     if ord == 2:
         return (x * x).sum().sqrt()
     if ord == 1:
         return x.abs().sum()
-    if ord == float("inf"):
-        return x.abs().max()
-    return (x.abs() ** ord).sum() ** (1.0 / ord)
+    return wg.linalg.vector_norm(x, ord)
 
 
 ATEN[aten.pow.Scalar] = lambda base, x: base ** x
-ATEN[aten.linalg_vector_norm.default] = lambda x, ord=2, dim=None, keepdim=False, dtype=None: \
-    _norm(x, ord) if dim is None and not keepdim else _unsupported("linalg_vector_norm over dims")
 
 
 def _unsupported(what):
     raise Unsupported(f"{what} is not mapped")
+
+
+# ------------------------------------------------------------------ what eager PyTorch on webgpu tensors reaches
+# Entries for ops webgrad has, with ATen's argument conventions (dims as lists, dtype keywords, Scalar overloads);
+# the in-place and out= forms follow from each (torch_device/kernels.py). Where a webgrad op differs from ATen's for
+# some arguments, the entry raises Unsupported for those.
+def _vjp(forward, grad, *inputs):
+    """The gradients of forward(*inputs) against `grad`, by webgrad's autograd (the backward ATen ops of ops whose
+    forward is one webgrad op: upsampling, adaptive pooling, padding, cdist)."""
+    with wg.enable_grad():
+        leaves = [x.detach().requires_grad_(True) for x in inputs]
+        out = forward(*leaves)
+        grads = wg.autograd.grad(out, leaves, grad, allow_unused=True)
+    return [g if g is not None else wg.zeros_like(x) for g, x in zip(grads, inputs)]
+
+
+def _dims(x, dim):
+    """ATen's optional dim list (None or [] for all dims) as webgrad's dim argument: None, or a tuple."""
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0) or x.ndim == 0:
+        return None
+    return (dim,) if isinstance(dim, int) else tuple(dim)
+
+
+def _all_dims(x, dim, keepdim):
+    """dims for a reduction that keeps them: None (all of them) only where keepdim is off."""
+    dims = _dims(x, dim)
+    return tuple(range(x.ndim)) if dims is None and keepdim and x.ndim else dims
+
+
+def _moment(name):
+    """std / var with ATen's correction (None: 1) and webgrad's reduction over the same dims."""
+    def fn(x, dim=None, *, correction=None, keepdim=False):
+        if not x.dtype.is_floating:
+            raise Unsupported(f"{name} of an integer tensor")
+        dims = _all_dims(x, dim, keepdim)
+        return getattr(wg, name)(x, dims, keepdim=keepdim, correction=1 if correction is None else correction)
+    return fn
+
+
+def _with_dtype(fn):
+    """An op whose `dtype` keyword casts the input first (sum, prod, cumsum, nansum...)."""
+    def op(x, *args, dtype=None, **kwargs):
+        if dtype is not None:
+            x = x.to(dtype=_dtype(dtype))
+        return fn(x, *args, **kwargs)
+    return op
+
+
+def _integer_result(fn):
+    """An op whose integer and bool inputs give int64, as ATen's sum, prod, cumsum and cumprod do."""
+    def op(x, *args, **kwargs):
+        if not x.dtype.is_floating and x.dtype is not dtypes.int64:
+            x = x.to(dtype=dtypes.int64)
+        return fn(x, *args, **kwargs)
+    return op
+
+
+def _prod(x, dim=None, keepdim=False):
+    return x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
+
+
+def _sort(x, stable=None, dim=-1, descending=False):
+    out = x.sort(dim, descending, stable=True)  # a stable order is also a valid unstable one, and the CPU's
+    return out[0], out[1]
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    out = x.topk(k, dim, largest, sorted)
+    return out[0], out[1]
+
+
+def _masked_fill(x, mask, value):
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        value = value.to(dtype=x.dtype)
+    out = wg.where(mask, value, x)
+    return out if out.dtype is x.dtype else out.to(dtype=x.dtype)
+
+
+def _index(x, indices):
+    """x[indices], ATen's list of index tensors (None for a whole dim) as one advanced index."""
+    return x[tuple(slice(None) if i is None else i for i in indices)]
+
+
+def _index_put_general(x, indices, values, accumulate=False):
+    try:
+        return _index_put(x, indices, values, accumulate)
+    except Unsupported:
+        pass
+    index = tuple(slice(None) if i is None else i for i in indices)
+    if accumulate:
+        return x.index_put(index, values.to(dtype=x.dtype), accumulate=True)
+    out = x.clone()
+    out[index] = values.to(dtype=x.dtype)
+    return out
+
+
+def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype=_dtype(dtype))
+    if not x.dtype.is_floating:
+        raise Unsupported("vector norms of integer tensors")
+    return wg.linalg.vector_norm(x, ord, _dims(x, dim), keepdim)
+
+
+def _norm_dims(x, p=2, dim=None, keepdim=False, *, dtype=None):
+    return _vector_norm(x, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+def _linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    if isinstance(start, Tensor) or isinstance(end, Tensor):
+        raise Unsupported("linspace with tensor ends on the device")
+    return wg.linspace(start, end, steps, dtype=_dtype(dtype or torch.get_default_dtype()), device=target)
+
+
+def _logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    if isinstance(start, Tensor) or isinstance(end, Tensor):
+        raise Unsupported("logspace with tensor ends on the device")
+    return wg.logspace(start, end, steps, base, dtype=_dtype(dtype or torch.get_default_dtype()), device=target)
+
+
+def _eye(n, m=None, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    return wg.eye(n, n if m is None else m, dtype=_dtype(dtype or torch.get_default_dtype()), device=target)
+
+
+def _randperm(n, generator=None, dtype=None, layout=None, device=None, pin_memory=None, *, target):
+    if generator is not None:
+        raise Unsupported("randperm with a generator")
+    return wg.randperm(n, dtype=_dtype(dtype or torch.int64), device=target)
+
+
+def _multinomial(x, num_samples, replacement=False, *, generator=None):
+    if generator is not None:
+        raise Unsupported("multinomial with a generator")
+    return wg.multinomial(x, num_samples, replacement)
+
+
+def _conv1d_as_2d(x, w, stride, padding, dilation):
+    """A 1-D convolution's operands and geometry as the 2-D convolution of height 1 that computes it."""
+    return (x.unsqueeze(2), w.unsqueeze(2), (1, _pair(stride)[0]), (0, _pair(padding)[0]), (1, _pair(dilation)[0]))
+
+
+def _convolution_any(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if isinstance(padding, str):
+        raise Unsupported("string padding")
+    if x.ndim == 3 and not transposed:
+        return wg.nn.functional.conv1d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+    if x.ndim == 4 and transposed:
+        return wg.nn.functional.conv_transpose2d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
+                                                 groups, tuple(dilation))
+    return _convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def _convolution_backward_any(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                              output_mask):
+    if x.ndim == 3 and not transposed and groups == 1:
+        x2, w2, s2, p2, d2 = _conv1d_as_2d(x, w, stride, padding, dilation)
+        gx, gw, gb = _convolution_backward(grad.unsqueeze(2), x2, w2, bias_sizes, s2, p2, d2, False, (0, 0), 1,
+                                           output_mask)
+        return (gx.squeeze(2) if gx is not None else None, gw.squeeze(2) if gw is not None else None, gb)
+    if x.ndim in (3, 4) and (transposed or groups != 1):
+        def forward(a, b):
+            return _convolution_any(a, b, None, stride, padding, dilation, transposed, output_padding, groups)
+        gx, gw = _vjp(forward, grad, x, w)
+        gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if output_mask[2] else None
+        return gx if output_mask[0] else None, gw if output_mask[1] else None, gb
+    return _convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding,
+                                 groups, output_mask)
+
+
+def _upsample(mode, align_corners=None):
+    """upsample_<mode>(x, output_size, [align_corners,] *scales): webgrad's interpolate. ATen maps an output
+    pixel to its source by the scale it is given where there is one (interpolate's scale_factor), else by the
+    ratio of sizes."""
+    def fn(x, output_size, *rest):
+        if mode in ("linear", "bilinear", "bicubic", "trilinear"):
+            corners, scales = rest[0], rest[1:]
+        else:
+            corners, scales = None, rest
+        scales = [s for s in scales if s is not None]
+        if scales and len(scales) == len(output_size):
+            out = wg.nn.functional.interpolate(x, scale_factor=tuple(scales), mode=mode, align_corners=corners,
+                                               recompute_scale_factor=False)
+            if tuple(out.shape[2:]) != tuple(output_size):
+                raise Unsupported("an output size other than the one the scales give")
+            return out
+        return wg.nn.functional.interpolate(x, size=tuple(output_size), mode=mode, align_corners=corners)
+    return fn
+
+
+def _upsample_backward(mode):
+    forward = _upsample(mode)
+
+    def fn(grad, output_size, input_size, *rest):
+        x = wg.zeros(tuple(input_size), dtype=grad.dtype, device=grad.device)
+        return _vjp(lambda a: forward(a, output_size, *rest), grad, x)[0]
+    return fn
+
+
+def _smooth_l1_loss(x, y, reduction=1, beta=1.0):
+    return wg.nn.functional.smooth_l1_loss(x, y, reduction=_REDUCTIONS[reduction], beta=beta)
+
+
+def _smooth_l1_loss_backward(grad, x, y, reduction, beta):
+    d = x - y
+    g = d.sign() if beta == 0 else wg.where(d.abs() < beta, d / beta, d.sign())
+    return g * (grad / x.numel() if reduction == 1 else grad)
+
+
+def _huber_loss(x, y, reduction=1, delta=1.0):
+    return wg.nn.functional.huber_loss(x, y, reduction=_REDUCTIONS[reduction], delta=delta)
+
+
+def _huber_loss_backward(grad, x, y, reduction, delta):
+    d = x - y
+    g = wg.where(d.abs() <= delta, d, d.sign() * delta)
+    return g * (grad / x.numel() if reduction == 1 else grad)
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _cdist_forward(x1, x2, p, compute_mode=None):
+    return wg.cdist(x1, x2, p)
+
+
+def _cdist_backward(grad, x1, x2, p, cdist):
+    return _vjp(lambda a: wg.cdist(a, x2, p), grad, x1)[0]
+
+
+def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
+    out = wg.unique(x, sorted=True, return_inverse=True, return_counts=True)
+    values, inverse, counts = out
+    empty = wg.empty(0, dtype=dtypes.int64, device=x.device)
+    return values, inverse.reshape(*x.shape) if return_inverse else empty, counts if return_counts else empty
+
+
+def _rsub(x, other, alpha=1):
+    return other - (x * alpha if alpha != 1 else x)
+
+
+def _pad(mode):
+    def fn(x, pad):
+        return wg.nn.functional.pad(x, tuple(pad), mode=mode)
+    return fn
+
+
+def _pad_backward(mode):
+    def fn(grad, x, pad):
+        return _vjp(lambda a: wg.nn.functional.pad(a, tuple(pad), mode=mode), grad, x)[0]
+    return fn
+
+
+def _adaptive_avg_pool2d_backward(grad, x):
+    return _vjp(lambda a: wg.nn.functional.adaptive_avg_pool2d(a, tuple(grad.shape[-2:])), grad, x)[0]
+
+
+def _cummaxmin(name):
+    def fn(x, dim):
+        out = getattr(wg, name)(x, dim)
+        return out[0], out[1]
+    return fn
+
+
+def _values_indices(name):
+    def fn(x, *args, **kwargs):
+        out = getattr(x, name)(*args, **kwargs)
+        return out[0], out[1]
+    return fn
+
+
+def _pool2d(fn, x, *args, **kwargs):
+    """A webgrad 2-D pooling of a batched or unbatched ([C, H, W]) input."""
+    if x.ndim == 3:
+        out = fn(x.unsqueeze(0), *args, **kwargs)
+        return tuple(o.squeeze(0) for o in out) if isinstance(out, tuple) else out.squeeze(0)
+    return fn(x, *args, **kwargs)
+
+
+def _max_pool2d_any(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    if not ceil_mode and x.ndim == 4:
+        return _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+    out = _pool2d(wg.nn.functional.max_pool2d, x, tuple(kernel), tuple(stride) or None, _pair(padding),
+                  _pair(dilation), ceil_mode, return_indices=True)
+    return out[0], out[1]
+
+
+def _max_pool2d_backward_any(grad, x, kernel, stride, padding, dilation, ceil_mode, indices):
+    if not ceil_mode and x.ndim == 4:
+        return _max_pool2d_backward(grad, x, kernel, stride, padding, dilation, ceil_mode, indices)
+    return _vjp(lambda a: _max_pool2d_any(a, kernel, stride, padding, dilation, ceil_mode)[0], grad, x)[0]
+
+
+def _avg_pool2d_any(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    if not ceil_mode and x.ndim == 4:
+        return _avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _pool2d(wg.nn.functional.avg_pool2d, x, tuple(kernel), tuple(stride) or None, _pair(padding), ceil_mode,
+                   count_include_pad, divisor_override)
+
+
+def _avg_pool2d_backward_any(grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not ceil_mode and divisor_override is None and x.ndim == 4:
+        return _avg_pool2d_backward(grad, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _vjp(lambda a: _avg_pool2d_any(a, kernel, stride, padding, ceil_mode, count_include_pad,
+                                          divisor_override), grad, x)[0]
+
+
+def _adaptive_max_pool2d(x, size):
+    out = _pool2d(wg.nn.functional.adaptive_max_pool2d, x, tuple(size), return_indices=True)
+    return out[0], out[1]
+
+
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def _grid_sampler_2d(x, grid, interpolation_mode, padding_mode, align_corners):
+    return wg.nn.functional.grid_sample(x, grid, _GRID_MODES[interpolation_mode], _GRID_PADDING[padding_mode],
+                                        align_corners)
+
+
+def _grid_sampler_2d_backward(grad, x, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    gx, gg = _vjp(lambda a, b: _grid_sampler_2d(a, b, interpolation_mode, padding_mode, align_corners), grad, x,
+                  grid)
+    return gx if output_mask[0] else None, gg
+
+
+def _unfold_backward(grad, input_sizes, dim, size, step):
+    x = wg.zeros(tuple(input_sizes), dtype=grad.dtype, device=grad.device)
+    return _vjp(lambda a: a.unfold(dim, size, step), grad, x)[0]
+
+
+def _inv_ex(A, *, check_errors=False):
+    inverse, info = wg.linalg.inv_ex(A, check_errors=check_errors)
+    return inverse, info
+
+
+def _cholesky_ex(A, *, upper=False, check_errors=False):
+    L, info = wg.linalg.cholesky_ex(A, upper=upper, check_errors=check_errors)
+    return L, info
+
+
+_EAGER = {
+    # elementwise math webgrad has (integer inputs give float results, as ATen's)
+    **{getattr(aten, name).default: getattr(wg, name) for name in (
+        "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "tan", "exp2", "trunc", "frac", "log2",
+        "log10", "lgamma", "digamma", "erfinv", "erfc", "i0", "sinc", "rad2deg", "deg2rad", "signbit", "atan2",
+        "logaddexp", "logaddexp2", "hypot", "fmax", "fmin", "heaviside", "nextafter", "floor_divide")},
+    aten.special_i0e.default: wg.special.i0e, aten.special_i1.default: wg.special.i1,
+    aten.special_i1e.default: wg.special.i1e, aten.special_ndtri.default: wg.special.ndtri,
+    aten.special_erfcx.default: wg.special.erfcx, aten.special_log_ndtr.default: wg.special.log_ndtr,
+    aten.special_entr.default: wg.special.entr, aten.special_xlog1py.default: wg.special.xlog1py,
+    aten.polygamma.default: wg.polygamma,
+    aten.logit.default: lambda x, eps=None: wg.logit(x, eps),
+    aten.nan_to_num.default: lambda x, nan=None, posinf=None, neginf=None: wg.nan_to_num(
+        x, 0.0 if nan is None else nan, posinf, neginf),
+    aten.round.decimals: lambda x, *, decimals=0: wg.round(x, decimals=decimals),
+    aten.remainder.Tensor: wg.remainder, aten.remainder.Scalar: wg.remainder,
+    aten.remainder.Scalar_Tensor: wg.remainder,
+    aten.fmod.Tensor: wg.fmod, aten.fmod.Scalar: wg.fmod,
+    aten.floor_divide.Scalar: wg.floor_divide,
+    aten.div.Tensor_mode: lambda a, b, *, rounding_mode=None: wg.div(a, b, rounding_mode=rounding_mode),
+    aten.div.Scalar_mode: lambda a, b, *, rounding_mode=None: wg.div(a, b, rounding_mode=rounding_mode),
+    aten.xlogy.Tensor: wg.xlogy, aten.xlogy.Scalar_Other: wg.xlogy, aten.xlogy.Scalar_Self: wg.xlogy,
+    aten.copysign.Tensor: wg.copysign, aten.copysign.Scalar: wg.copysign,
+    aten.rsub.Tensor: _rsub, aten.rsub.Scalar: _rsub,
+    aten.masked_fill.Scalar: _masked_fill, aten.masked_fill.Tensor: _masked_fill,
+    # reductions and scans
+    aten.std.correction: _moment("std"), aten.var.correction: _moment("var"),
+    aten.std_mean.correction: lambda x, dim=None, *, correction=None, keepdim=False: (
+        _moment("std")(x, dim, correction=correction, keepdim=keepdim), _mean(x, dim, keepdim)),
+    aten.prod.default: _integer_result(_with_dtype(_prod)),
+    aten.prod.dim_int: _integer_result(_with_dtype(_prod)),
+    aten.nansum.default: _integer_result(_with_dtype(lambda x, dim=None, keepdim=False: wg.nansum(
+        x, _all_dims(x, dim, keepdim), keepdim))),
+    aten.cumsum.default: _integer_result(_with_dtype(lambda x, dim: x.cumsum(dim))),
+    aten.cumprod.default: _integer_result(_with_dtype(lambda x, dim: x.cumprod(dim))),
+    aten._logcumsumexp.default: wg.logcumsumexp,
+    aten.cummax.default: _cummaxmin("cummax"), aten.cummin.default: _cummaxmin("cummin"),
+    aten.argmin.default: lambda x, dim=None, keepdim=False: x.argmin(dim, keepdim=keepdim) if dim is not None
+    else x.argmin(),
+    aten.aminmax.default: lambda x, *, dim=None, keepdim=False: tuple(wg.aminmax(x, dim=dim, keepdim=keepdim)),
+    aten.count_nonzero.dim_IntList: lambda x, dim: wg.count_nonzero(x, _dims(x, dim)),
+    aten.count_nonzero.default: lambda x, dim=None: wg.count_nonzero(x, dim),
+    aten.linalg_vector_norm.default: _vector_norm,
+    aten.norm.Scalar: lambda x, p=2: _vector_norm(x, p),
+    aten.norm.ScalarOpt_dim: _norm_dims,
+    aten.norm.ScalarOpt_dim_dtype: _norm_dims,
+    aten.equal.default: lambda a, b: wg.equal(a, b),
+    aten.sort.default: lambda x, dim=-1, descending=False: _sort(x, None, dim, descending),
+    aten.sort.stable: _sort,
+    aten.topk.default: _topk,
+    aten.kthvalue.default: _values_indices("kthvalue"),
+    aten.median.default: lambda x: x.median(),
+    aten.median.dim: _values_indices("median"),
+    aten.nanmedian.default: lambda x: x.nanmedian(),
+    aten.nanmedian.dim: _values_indices("nanmedian"),
+    aten.mode.default: _values_indices("mode"),
+    # shape, order and selection
+    aten.flip.default: lambda x, dims: x.flip(tuple(dims)),
+    aten.roll.default: lambda x, shifts, dims=(): wg.roll(x, tuple(shifts), tuple(dims) or None),
+    aten.index.Tensor: _index,
+    aten.index_put.default: _index_put_general,
+    aten.masked_select.default: lambda x, mask: wg.masked_select(x, mask),
+    aten.masked_scatter.default: lambda x, mask, source: wg.masked_scatter(x, mask, source),
+    aten.take.default: wg.take,
+    aten.isin.Tensor_Tensor: lambda a, b, *, assume_unique=False, invert=False: wg.isin(a, b, invert=invert),
+    aten.isin.Tensor_Scalar: lambda a, b, *, assume_unique=False, invert=False: wg.isin(a, b, invert=invert),
+    aten._unique2.default: _unique2,
+    # linear algebra
+    aten.dot.default: lambda a, b: a.dot(b), aten.vdot.default: lambda a, b: a.dot(b),
+    aten.mv.default: lambda a, b: a.mv(b),
+    aten.addmv.default: lambda x, m, v, *, beta=1, alpha=1: wg.addmv(x, m, v, beta=beta, alpha=alpha),
+    aten.baddbmm.default: lambda x, a, b, *, beta=1, alpha=1: wg.baddbmm(x, a, b, beta=beta, alpha=alpha),
+    aten.addbmm.default: lambda x, a, b, *, beta=1, alpha=1: wg.addbmm(x, a, b, beta=beta, alpha=alpha),
+    aten._cdist_forward.default: _cdist_forward,
+    aten._cdist_backward.default: _cdist_backward,
+    # convolution (1-D, transposed, grouped gradients), upsampling, pooling, padding
+    aten.convolution.default: _convolution_any,
+    aten.convolution_backward.default: _convolution_backward_any,
+    aten.upsample_nearest1d.default: _upsample("nearest"),
+    aten.upsample_nearest2d.default: _upsample("nearest"),
+    aten.upsample_bilinear2d.default: _upsample("bilinear"),
+    aten.upsample_linear1d.default: _upsample("linear"),
+    aten.upsample_nearest3d.default: _upsample("nearest"),
+    aten.upsample_bicubic2d.default: _upsample("bicubic"),
+    aten.upsample_trilinear3d.default: _upsample("trilinear"),
+    aten.upsample_nearest3d_backward.default: _upsample_backward("nearest"),
+    aten.upsample_bicubic2d_backward.default: _upsample_backward("bicubic"),
+    aten.upsample_trilinear3d_backward.default: _upsample_backward("trilinear"),
+    aten.upsample_nearest1d_backward.default: _upsample_backward("nearest"),
+    aten.upsample_nearest2d_backward.default: _upsample_backward("nearest"),
+    aten.upsample_bilinear2d_backward.default: _upsample_backward("bilinear"),
+    aten.upsample_linear1d_backward.default: _upsample_backward("linear"),
+    aten._adaptive_avg_pool2d.default: lambda x, size: wg.nn.functional.adaptive_avg_pool2d(x, tuple(size)),
+    aten._adaptive_avg_pool2d_backward.default: _adaptive_avg_pool2d_backward,
+    aten.reflection_pad1d.default: _pad("reflect"), aten.reflection_pad2d.default: _pad("reflect"),
+    aten.reflection_pad3d.default: _pad("reflect"), aten.replication_pad3d.default: _pad("replicate"),
+    aten.reflection_pad3d_backward.default: _pad_backward("reflect"),
+    aten.replication_pad3d_backward.default: _pad_backward("replicate"),
+    aten.replication_pad1d.default: _pad("replicate"), aten.replication_pad2d.default: _pad("replicate"),
+    aten.reflection_pad1d_backward.default: _pad_backward("reflect"),
+    aten.reflection_pad2d_backward.default: _pad_backward("reflect"),
+    aten.replication_pad1d_backward.default: _pad_backward("replicate"),
+    aten.replication_pad2d_backward.default: _pad_backward("replicate"),
+    aten.max_pool2d_with_indices.default: _max_pool2d_any,
+    aten.max_pool2d_with_indices_backward.default: _max_pool2d_backward_any,
+    aten.avg_pool2d.default: _avg_pool2d_any,
+    aten.avg_pool2d_backward.default: _avg_pool2d_backward_any,
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
+    aten.adaptive_max_pool2d_backward.default: lambda grad, x, indices: _vjp(
+        lambda a: _adaptive_max_pool2d(a, tuple(grad.shape[-2:]))[0], grad, x)[0],
+    aten.grid_sampler_2d.default: _grid_sampler_2d,
+    aten.grid_sampler_2d_backward.default: _grid_sampler_2d_backward,
+    aten.unfold_backward.default: _unfold_backward,
+    aten.index_fill.int_Tensor: lambda x, dim, i, value: x.index_fill(dim, i, value.item() if isinstance(
+        value, Tensor) else value),
+    aten.linalg_solve_triangular.default: lambda A, B, *, upper, left=True, unitriangular=False:
+        wg.linalg.solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular),
+    aten.linalg_inv_ex.default: _inv_ex,
+    aten.linalg_cholesky_ex.default: _cholesky_ex,
+    aten.linalg_cross.default: lambda a, b, *, dim=-1: wg.linalg.cross(a, b, dim=dim),
+    # losses
+    aten.smooth_l1_loss.default: _smooth_l1_loss, aten.smooth_l1_loss_backward.default: _smooth_l1_loss_backward,
+    aten.huber_loss.default: _huber_loss, aten.huber_loss_backward.default: _huber_loss_backward,
+    # creation and sampling
+    aten.eye.default: _eye, aten.eye.m: _eye,
+    aten.linspace.default: _linspace, aten.logspace.default: _logspace,
+    aten.randperm.default: _randperm,
+    aten.multinomial.default: _multinomial,
+}
+ATEN.update(_EAGER)
+NEEDS_DEVICE_EAGER = {aten.eye.default, aten.eye.m, aten.linspace.default, aten.logspace.default,
+                      aten.randperm.default}
 
 
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
@@ -920,4 +1399,5 @@ KEEP_WHOLE = {aten._log_softmax_backward_data.default, aten._softmax_backward_da
               aten.embedding_dense_backward.default, aten.native_batch_norm_backward.default}
 
 # ops that create tensors from nothing need the target device (passed as the keyword `target`)
-NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step, aten.arange.default}
+NEEDS_DEVICE = {aten.scalar_tensor.default, aten.full.default, aten.arange.start_step,
+                aten.arange.default} | NEEDS_DEVICE_EAGER

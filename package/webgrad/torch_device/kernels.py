@@ -656,4 +656,8 @@ def _register_out_variants():
 
 
 _register_table()
+# what index_put_ and x[idx] = v reach through PyTorch's index_put_ (unsafe only skips bounds checks)
+register(aten._index_put_impl_.default)(in_place(
+    lambda x, indices, values, accumulate=False, unsafe=False: aten_table._index_put_general(
+        x, indices, values, accumulate), aten._index_put_impl_.default))
 _register_out_variants()
