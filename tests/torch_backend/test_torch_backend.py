@@ -346,3 +346,23 @@ def test_a_graph_that_reads_back_while_recorded_runs_node_by_node():
     assert stats.get("replays", 0) == 0 and stats["error"]
     for out in outs:
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_forward_is_one_kernel_and_nll_of_any_input_is_right(reduction, monkeypatch):
+    """A compiled cross-entropy's nll_loss_forward, fed by _log_softmax, runs the cross-entropy kernel (exact on
+    log-probabilities); nll_loss of an input that is not log-probabilities is gathered (the kernel would be
+    wrong there). Both against eager, an ignored target included."""
+    from webgrad._backends import kernels
+    calls = []
+    kind, original = type(kernels.cross_entropy), type(kernels.cross_entropy).__call__
+    monkeypatch.setattr(kind, "__call__", lambda self, *a, **k: (calls.append(self.name), original(self, *a, **k))[1])
+    torch.manual_seed(0)
+    x, y = torch.randn(6, 5), torch.tensor([0, 4, -100, 2, 1, 3])
+    for fn in (lambda x: F.cross_entropy(x * 2, y, reduction=reduction),
+               lambda x: F.nll_loss(x * 2, y, reduction=reduction)):
+        calls.clear()
+        got = torch_backend.compile(fn, device="cpu", fallback="error")(x)
+        torch.testing.assert_close(got, fn(x), atol=1e-5, rtol=1e-4)
+        assert any(c.startswith("cross_entropy") for c in calls) == ("cross_entropy" in fn.__code__.co_names), calls
+        torch._dynamo.reset()

@@ -172,6 +172,22 @@ def _nll_loss_forward(logp, target, weight, reduction, ignore_index):
     return _nll_loss_forward_composed(logp, target, weight, reduction, ignore_index)
 
 
+def nll_of_log_softmax(logp, target, weight, reduction, ignore_index):
+    """nll_loss_forward of what _log_softmax made (the executor pairs them, see GraphExecutor._pair): one
+    cross-entropy kernel, exact there since the log-sum-exp of log-probabilities is 0."""
+    if weight is not None or logp.ndim != 2 or logp.dtype is not dtypes.float32:
+        return _nll_loss_forward(logp, target, weight, reduction, ignore_index)
+    x, t, be = logp.contiguous(), target.contiguous(), logp.device.backend
+    if reduction == 1:
+        out = new((2,), x.dtype, x.device)
+        kernels.cross_entropy_mean(be, out._view, x._view, t._view, ignore_index)
+        return out[0], out[1]
+    rows = new((x.shape[0], 2), x.dtype, x.device)
+    kernels.cross_entropy(be, rows._view, x._view, t._view, ignore_index)
+    loss, count = rows[:, 0], rows[:, 1].sum()
+    return (loss.contiguous() if reduction == 0 else loss.sum()), count
+
+
 def nll_log_softmax_backward(grad, logp, target, weight, reduction, ignore_index, total_weight):
     """nll_loss_backward followed by _log_softmax_backward_data over the rows of the same log-probabilities
     (the executor pairs them, see GraphExecutor._pair): the gradient of the logits, grad * (softmax - onehot)

@@ -41,7 +41,8 @@ from webgrad import dtypes
 from webgrad._tensor import Tensor
 from webgrad._view import View
 
-from .aten_table import ATEN, NEEDS_DEVICE, Unsupported, _DTYPES, batch_norm_in_place, nll_log_softmax_backward
+from .aten_table import (ATEN, NEEDS_DEVICE, Unsupported, _DTYPES, batch_norm_in_place, nll_log_softmax_backward,
+                         nll_of_log_softmax)
 from .._backends import kernels
 
 _TORCH_DTYPES = {dtypes.float32: torch.float32, dtypes.float64: torch.float64, dtypes.int64: torch.int64,
@@ -638,10 +639,14 @@ def _pair(nodes):
     nll_loss_backward feeding _log_softmax_backward_data (a cross-entropy's backward) is one
     cross-entropy-backward kernel when both read the same log-probabilities; the second node then passes its
     input on. AOTAutograd may hand the two nodes the log-probabilities as two saved tensors, so the sameness is
-    checked when the nodes run (the same memory); where it fails the pair runs as two ops."""
+    checked when the nodes run (the same memory); where it fails the pair runs as two ops. In the forward, an
+    nll_loss_forward of what _log_softmax made (a cross-entropy's forward) is one cross-entropy kernel."""
     aten = torch.ops.aten
     overrides = {}
     for node in nodes:
+        if node.op == "call_function" and node.target is aten.nll_loss_forward.default and \
+                isinstance(node.args[0], torch.fx.Node) and node.args[0].target is aten._log_softmax.default:
+            overrides[node] = nll_of_log_softmax
         if node.op != "call_function" or node.target is not aten._log_softmax_backward_data.default:
             continue
         g, logp, dim = node.args[:3]
