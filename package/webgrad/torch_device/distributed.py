@@ -84,8 +84,8 @@ class SharedReducer:
     result out (DDP may keep and write the future's value, which must not be memory the ranks share). No third
     barrier is needed to keep a rank from writing the next result of a bucket while another still copies this
     one: the copy comes before that rank's next barrier on the reducer thread, and the next result is written
-    only after it. The barriers are gloo's, on the group's own gloo group. Rank 0 makes the segments and the
-    others attach to them after a barrier; they go when the reducer does.
+    only after it. The barriers go through named pipes (_barrier). Rank 0 makes the segments and the pipes, and
+    the others attach to them after a barrier; they go when the reducer does.
 
     Ranks on one host should run PyTorch's CPU ops on few threads each (torchrun sets OMP_NUM_THREADS=1): with
     every rank's thread pool as wide as the host, their spinning threads starve the ranks' Python threads."""
@@ -99,6 +99,15 @@ class SharedReducer:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="webgrad-ddp")
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
         self._prefix = os.path.join(folder, prefix)  # rank 0's choice, unique to this group
+        self._fifos = [f"{self._prefix}_fifo_{r}" for r in range(self.world)]
+        if self.rank == 0:
+            for path in self._fifos:
+                os.mkfifo(path)
+        self.gloo.barrier(dist.BarrierOptions()).wait()  # (the one gloo barrier: the pipes exist)
+        # read and write ends held open by every rank (O_RDWR: opening never blocks, reads never see an end)
+        self._fds = [os.open(path, os.O_RDWR) for path in self._fifos]
+        self._arrived = [0] * self.world  # barriers each rank has announced to this one
+        self._epoch = 0
         atexit.register(self.close)
 
     def submit(self, index, host):
@@ -113,7 +122,22 @@ class SharedReducer:
         return fut
 
     def _barrier(self):
-        self.gloo.barrier(dist.BarrierOptions()).wait()
+        """Wait until every rank has reached its barrier of this number. Through named pipes, one per rank: each
+        announces itself to every other with its rank (2 bytes) and counts the announcements it reads. A
+        round trip of microseconds where gloo's barrier took hundreds (a third of the 2-rank overhead of the
+        MNIST CNN's step); the pipe's system calls also order each rank's writes to the segments before
+        the others' reads of them."""
+        self._epoch += 1
+        me = self.rank.to_bytes(2, "little")
+        for r, fd in enumerate(self._fds):
+            if r != self.rank:
+                os.write(fd, me)
+        pending = b""
+        while min(n for r, n in enumerate(self._arrived) if r != self.rank) < self._epoch:
+            pending += os.read(self._fds[self.rank], 2 * self.world)
+            for i in range(0, len(pending) - 1, 2):
+                self._arrived[int.from_bytes(pending[i:i + 2], "little")] += 1
+            pending = pending[len(pending) // 2 * 2:]
 
     def _segment(self, index, nbytes):
         key = (index, nbytes)
@@ -158,8 +182,11 @@ class SharedReducer:
 
     def close(self):
         self._pool.shutdown(wait=True)
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
         if self.rank == 0:
-            for path, _ in self._segments.values():
+            for path in [path for path, _ in self._segments.values()] + self._fifos:
                 try:
                     os.unlink(path)
                 except FileNotFoundError:
