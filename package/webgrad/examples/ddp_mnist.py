@@ -75,6 +75,8 @@ def train(rank, world, args):
 
 def worker(rank, world, init, args):
     os.environ["LOCAL_RANK"] = str(rank)  # what torchrun sets: picks this rank's adapter (webgrad.webgpu)
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(1)  # as torchrun: ranks with pools as wide as the host starve each other
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         train(rank, world, args)
