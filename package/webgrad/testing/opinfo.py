@@ -788,7 +788,11 @@ def _check_grad(sample, ref, got, conv, tol, random, verdict, notes, what, resul
 def entries(only=None):
     """The float32 OpInfo entries (on cpu), optionally those named in `only` ("max" or "max:binary")."""
     import torch
+    frozen = torch.backends.flags_frozen()
     from torch.testing._internal.common_methods_invocations import op_db
+    if not frozen:  # importing PyTorch's test utilities froze torch.backends' flags for the whole process; code
+        # run after (a benchmark's TF32 switch, a later test) may set them, as before the import
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
     out = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
     if only:
         wanted = set(only)
