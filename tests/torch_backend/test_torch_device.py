@@ -601,8 +601,8 @@ def test_a_call_that_compiled_is_warm_up_even_if_it_printed_tensors():
 @pytest.mark.parametrize("replayed", [False, True], ids=["eager", "replayed"])
 def test_eager_batch_norm_counts_and_statistics_follow_the_cpu(replayed):
     """ResNet-8 in eager PyTorch on webgpu tensors, as it is and recorded whole (td.replayable): BatchNorm's fused
-    op updates the running statistics in place, and num_batches_tracked, a counter the host knows, is written by
-    one fill per step (a replay hook advances it): the state dict follows PyTorch on the CPU step by step."""
+    op updates the running statistics in place, and num_batches_tracked, a counter the host knows, is written when
+    something reads it (a replay hook advances it): the state dict follows PyTorch on the CPU step by step."""
     from webgrad.torch_backend.parity import ResNet8
     torch.manual_seed(0)
     ref = ResNet8(width=4)
@@ -621,6 +621,35 @@ def test_eager_batch_norm_counts_and_statistics_follow_the_cpu(replayed):
         close(a.cpu().to(b.dtype), b, atol=1e-4, rtol=1e-3)
     counters = [v.item() for k, v in model.state_dict().items() if k.endswith("num_batches_tracked")]
     assert counters and set(counters) == {5}
+
+
+def test_step_counts_are_written_when_read():
+    """Fused Adam's per-parameter step counts advance on the host each eager step, with no kernel; whatever reads
+    one (item, a kernel, torch.save, a recorded step taking over) sees the count, as on the CPU."""
+    torch.manual_seed(0)
+    ref = nn.Linear(4, 3)
+    model = copy.deepcopy(ref).to(DEV)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+    ref_opt = torch.optim.Adam(ref.parameters(), lr=0.1)
+    step = training_step(model, opt)
+    ref_step = training_step(ref, ref_opt)
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    for _ in range(3):
+        step(x.to(DEV), y.to(DEV))
+        ref_step(x, y)
+    counts = [s["step"] for s in opt.state.values()]
+    pending = td.storage._deferred
+    assert all(c.untyped_storage().data_ptr() in pending for c in counts)  # no kernel has written them yet
+    buffer = io.BytesIO()
+    torch.save(opt.state_dict(), buffer)
+    assert [float(v["step"]) for v in torch.load(io.BytesIO(buffer.getvalue()))["state"].values()] == [3.0, 3.0]
+    assert (counts[0] * 2).item() == 6.0  # a kernel reading it
+    replayed = td.replayable(step)
+    for _ in range(4):
+        replayed(x.to(DEV), y.to(DEV))
+        ref_step(x, y)
+    assert [c.item() for c in counts] == [7.0, 7.0]
+    close(model.weight.detach().cpu(), ref.weight.detach(), atol=1e-5, rtol=1e-4)
 
 
 def test_integer_counters_added_in_place():

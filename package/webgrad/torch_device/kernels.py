@@ -271,10 +271,14 @@ def _foreach_add_scalar(tensors, scalar):
 
 
 def _set_count(t, value, step):
-    """Write `value`, which the host knows, into one-element tensor `t` with one fill. In a recorded step the fill
-    reads a dynamic scalar that a replay hook advances by `step` per replay, as it advances the host's copy."""
+    """Write `value`, which the host knows, into one-element tensor `t`: deferred until something touches its
+    memory (storage.defer_count), or in a recorded step one fill reading a dynamic scalar that a replay hook
+    advances by `step` per replay, as it advances the host's copy."""
+    backend = st.webgrad_device().backend
+    if not backend.capturing:
+        st.defer_count(t, value)
+        return
     view = unwrap(t)
-    backend = view.device.backend
     counter = _dynamic(backend, _count_key(t), float(value))
     K.fill(backend, view._view, counter)
     st.note_scalar(t, value)

@@ -68,6 +68,7 @@ def webgrad_dtype(torch_dtype):
 
 
 def _release(pointer):
+    _deferred.pop(pointer, None)
     _by_pointer.pop(pointer, None)
     _dtype_of.pop(pointer, None)
     _pending.pop(pointer, None)
@@ -144,8 +145,11 @@ def wrap(x, torch_dtype=None):
 
 
 def storage_of(t):
-    """The webgrad storage under webgpu tensor `t`."""
+    """The webgrad storage under webgpu tensor `t` (every read and write of a webgpu tensor's memory asks for it,
+    so deferred counts are written here first: see defer_count)."""
     pointer = t.untyped_storage().data_ptr()
+    if _deferred and pointer in _deferred:
+        _write_deferred(pointer)
     storage = _by_pointer.get(pointer)
     if storage is None:
         if pointer in _pending:
@@ -153,6 +157,32 @@ def storage_of(t):
         raise RuntimeError(f"a tensor on {t.device} whose storage webgrad does not know (made outside "
                            "webgrad.torch_device?)")
     return storage
+
+
+# data pointer -> {storage offset: value}: one-element counts (an optimizer's step counts) whose new value the host
+# knows and whose write into GPU memory waits for the first kernel or read-back that touches the storage. Adam's
+# per-parameter counts advance every step, and only the host reads them (the fused optimizers take the host's
+# copy), so an eager step writes none of them: one dispatch each per step saved.
+_deferred = {}
+
+
+def defer_count(t, value):
+    """Set one-element webgpu tensor `t` to `value` (known to the host) without a kernel now: storage_of writes
+    it before anything else touches the memory."""
+    _deferred.setdefault(t.untyped_storage().data_ptr(), {})[t.storage_offset()] = value
+    note_scalar(t, value)
+
+
+def _write_deferred(pointer):
+    counts = _deferred.pop(pointer)
+    storage = _by_pointer.get(pointer)
+    if storage is None:  # (a storage loaded by torch.load: typed at its first use, which holds no deferred count)
+        return
+    dtype = TO_WEBGRAD[_dtype_of[pointer]]
+    backend = webgrad_device().backend
+    with backend.outside_capture():  # (written once, now: never part of a step being recorded)
+        for offset, value in counts.items():
+            kernels.fill(backend, View(storage, (1,), (1,), offset, dtype), value)
 
 
 def _type_pending(pointer, torch_dtype):

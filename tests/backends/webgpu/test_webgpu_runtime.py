@@ -266,6 +266,34 @@ def test_dynamic_scalar_changes_between_eager_calls(gpu):
     assert get(gpu, a).tolist() == [2.0] * 4 and get(gpu, b).tolist() == [3.0] * 4
 
 
+def test_dynamic_scalar_set_under_queued_work_is_copied_in_order_without_a_submit(gpu):
+    """Setting a scalar that queued work reads stages the new value and copies it in order (an eager optimizer's
+    step count each step): no submit, each kernel sees its own value, the slot of a scalar that died with such a
+    copy queued is taken again without the copy landing over the new owner's value, and a cluster of scalars
+    written at the flush leaves the copied slot as the copy wrote it."""
+    rt = gpu.runtime
+    x = put(gpu, np.ones(4, np.float32))
+    outs = [new(gpu, (4,)) for _ in range(5)]
+    rt.flush()
+    scale, neighbour = gpu.scalar(2.0), gpu.scalar(10.0)
+    submits = rt.stats["submits"]
+    kernels.unary(gpu, "affine", outs[0], x, scale, 0.0)
+    scale.set(3.0)
+    kernels.unary(gpu, "affine", outs[1], x, scale, 0.0)
+    scale.set(4.0)
+    assert rt.stats["submits"] == submits  # nothing was submitted to keep the first kernel's value
+    slot = scale.slot
+    del scale  # dies with its copy of 4.0 queued; the next scalar may take its slot
+    taker = gpu.scalar(5.0)
+    kernels.unary(gpu, "affine", outs[2], x, taker, 0.0)
+    neighbour.set(11.0)  # written by the flush, in a cluster of slots around the copied ones
+    kernels.unary(gpu, "affine", outs[3], x, neighbour, 0.0)
+    assert [get(gpu, o).tolist()[0] for o in outs[:4]] == [2.0, 3.0, 5.0, 11.0]
+    kernels.unary(gpu, "affine", outs[4], x, taker, 0.0)  # after the submit: the value the copy left
+    assert get(gpu, outs[4]).tolist() == [5.0] * 4
+    assert taker.slot == slot or slot in rt._free_scalar_slots
+
+
 def test_capture_records_data_written_inside_it(gpu):
     # A constant uploaded during the capture is re-uploaded by each replay, even if its buffer was
     # reused for something else later in the step.

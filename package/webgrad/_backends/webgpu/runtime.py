@@ -139,6 +139,7 @@ class Runtime:
         self._pending = set()  # PooledBuffers used by work not yet submitted
         self._pending_slots = set()
         self._scalar_writes = set()  # slots set but not yet written (see _write_scalar)
+        self._staged_scalars = {}  # slot -> the word a recorded copy writes into it (see _write_scalar)
         self._scalar_values = bytearray(4 * self.SCALAR_SLOTS)  # every slot's value, as on the GPU after a flush
         self._graph = None
         self.dummy = self._permanent(256)  # bound to read-only bindings a kernel does not use
@@ -399,6 +400,20 @@ class Runtime:
 
     def _write_scalar(self, slot, word):
         if slot in self._pending_slots:
+            if self._graph is None:
+                # Recorded work must still see the old value: the new one is staged and copied into the slot in
+                # order, after that work, instead of submitting it first (an eager optimizer step that advances
+                # its scalars had split every training step into two submits). The host's copy of the slot
+                # keeps the old value until that submit: a cluster write at the flush (_write_scalars) puts
+                # the old value, which the work before the copy reads.
+                upload = self._upload_pool.acquire(4)
+                self.binding.write_buffer(upload.handle, 0, word)
+                self._staged.append(upload)
+                # (the slot stays pending: a later write to it before the submit, by this scalar or by the next
+                # one to take the slot, is staged after this copy, not written under it at the flush)
+                self._staged_scalars[slot] = word  # (before _append, which may flush)
+                self._append((1, upload.handle, 0, self.scalars.buffer.handle, 4 * slot, 4), (), (slot,))
+                return
             self.flush()  # recorded work must still see the old value
         # Written at the next flush, before its submit: the same order for the GPU (a queue write lands
         # before later submits), and an optimizer's several scalars per step go out in one write_buffer.
@@ -554,6 +569,9 @@ class Runtime:
         for upload in self._staged:
             self._upload_pool.release(upload)
         self._staged.clear()
+        for slot, word in self._staged_scalars.items():  # (what the submitted copies wrote)
+            self._scalar_values[4 * slot:4 * slot + 4] = word
+        self._staged_scalars.clear()
         self._pending.clear()
         self._pending_slots.clear()
         if max(len(self._bind_groups), len(self._uniforms), len(self.memo)) > self.CACHE_LIMIT:
