@@ -28,16 +28,12 @@ a time box reached after some samples ran keeps the verdict of those samples.
 """
 
 import argparse
-import itertools
-import re
-import signal
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 
-from .opinfo import (_TimeBox, _first_line, _flatten, _main_thread, _passthrough_seed, _random_candidate, _rebind,
-                     _same, _snapshot, _torch_gradient_known_wrong, describe, entries)
+from .opinfo import (_TimeBox, _first_line, _flatten, _passthrough_seed, _random_candidate, _random_values, _rebind,
+                     _reference_grads, _torch_gradient_known_wrong, counts, describe, entries, sample_loop, table_row)
 
 STATUSES = ("pass", "fallback", "wrong", "error", "skipped")
 WORST_FIRST = ("wrong", "error", "fallback", "pass")
@@ -195,45 +191,11 @@ def run_entry(op, max_samples=32, time_box=20.0):
     grad = bool(op.supports_autograd)
     grad_unreliable = grad and _torch_gradient_known_wrong(op)
     verdict, notes, skipped = _Verdict(), set(), [0]
-    started, finished = time.monotonic(), 0
-
-    def on_alarm(signum, frame):
-        raise _TimeBox()
-
-    use_alarm = time_box and hasattr(signal, "setitimer") and _main_thread()
-    if use_alarm:
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, time_box)
-    try:
-        with warnings.catch_warnings(), fallback.strict(False):
-            warnings.simplefilter("ignore")
-            torch.manual_seed(0)
-            samples = itertools.islice(op.sample_inputs("cpu", torch.float32, requires_grad=grad), max_samples)
-            while verdict.status != "wrong":
-                try:
-                    sample = next(samples)
-                except StopIteration:
-                    break
-                except Exception as exc:  # torch's sample generator failed: nothing to hold against the device
-                    notes.add(f"torch's sample generator raised {_first_line(exc)}")
-                    break
-                try:
-                    _run_sample(op, sample, torch_op, grad, grad_unreliable, undefined, random_candidate,
-                                verdict, notes, skipped, result)
-                except (_TimeBox, KeyboardInterrupt):
-                    raise
-                except Exception as exc:  # a bug of the harness: shown, never taken for a pass
-                    verdict.fail("error", f"harness: {_first_line(exc)} on sample {describe(sample)}")
-                finished = result.samples
-    except _TimeBox:
-        result.samples = finished  # the sample the time box interrupted does not count
-        if result.samples == 0 and verdict.status == "pass":
-            verdict.fail("error", f"time box of {time_box:g} s reached before a sample finished")
-        notes.add(f"time box reached after {result.samples} samples")
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+    started = time.monotonic()
+    with fallback.strict(False):
+        sample_loop(op, grad, max_samples, time_box, verdict, notes, result, ("wrong",),
+                    lambda sample: _run_sample(op, sample, torch_op, grad, grad_unreliable, undefined,
+                                               random_candidate, verdict, notes, skipped, result))
     if result.fallbacks:
         verdict.fail("fallback", "fell back: " + ", ".join(sorted(result.fallbacks)))
     result.status, result.reason = verdict.status, verdict.reason
@@ -269,14 +231,7 @@ def _run_sample(op, sample, torch_op, grad, grad_unreliable, undefined, random_c
     if lacking:  # the result cannot live on the device (complex, float64...)
         skipped[0] += 1
         return
-    random = undefined
-    if random_candidate and not undefined:
-        first = _snapshot(ref)  # an in-place op returns its input, which the second run overwrites
-        torch.manual_seed(1)
-        try:
-            random = not _same(first, torch_op(sample.input, *sample.args, **sample.kwargs))
-        except Exception:
-            random = True
+    random = _random_values(torch_op, sample, ref, undefined, random_candidate)
     if random:
         notes.add("random values: shapes and dtypes compared")
     result.samples += 1
@@ -324,12 +279,9 @@ def _check_grad(sample, ref, got, move, random, grad_unreliable, verdict, notes,
     inputs = [t for t, _ in move.tensors.values() if t.requires_grad]
     if not pairs or not inputs:
         return
-    gen = torch.Generator().manual_seed(1234)
-    cotangents = [torch.randn(r.shape, generator=gen, dtype=r.dtype) for r, _ in pairs]
-    try:
-        ref_grads = torch.autograd.grad([r for r, _ in pairs], inputs, cotangents, allow_unused=True)
-    except Exception:
-        return  # the CPU cannot differentiate this sample
+    cotangents, ref_grads = _reference_grads(pairs, inputs)
+    if ref_grads is None:
+        return  # torch cannot differentiate this sample
     for k, (r, g) in enumerate(pairs):
         if not isinstance(g, torch.Tensor) or not g.requires_grad:
             verdict.fail("wrong", f"output {k} does not require grad (the CPU's does) on sample {what}")
@@ -372,15 +324,8 @@ def run(only=None, max_samples=32, time_box=20.0, verbose=False):
     return results
 
 
-def counts(results):
-    c = {s: 0 for s in STATUSES}
-    for r in results:
-        c[r.status] += 1
-    return c
-
-
 def summary(results):
-    c = counts(results)
+    c = counts(results, STATUSES)
     return (f"opinfo on the webgpu torch device: pass {c['pass']}, fallback {c['fallback']}, wrong {c['wrong']}, "
             f"error {c['error']}, skipped {c['skipped']} of {len(results)}")
 
@@ -412,24 +357,8 @@ def table(results, max_samples, backend):
         reason = r.reason
         if r.fallbacks and r.status != "fallback":
             reason += "; fell back: " + ", ".join(sorted(r.fallbacks))
-        reason = (reason or "; ".join(r.notes)).replace("|", "\\|").replace("\n", " ")
-        if len(reason) > 240:
-            reason = reason[:237] + "..."
-        lines.append(f"| `{r.full_name}` | {r.status} | {reason} |")
+        lines.append(table_row(r, reason))
     return "\n".join(lines) + "\n"
-
-
-_ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<status>[a-z-]+) \| (?P<reason>.*) \|$")
-
-
-def read_table(text):
-    """(summary line, {entry: (status, reason)}) of a table written by --write-table."""
-    rows = {}
-    for line in text.splitlines():
-        m = _ROW.match(line)
-        if m:
-            rows[m["name"]] = (m["status"], m["reason"])
-    return text.splitlines()[0], rows
 
 
 def main(argv=None):

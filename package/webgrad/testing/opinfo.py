@@ -559,45 +559,14 @@ def run_entry(op, device="cpu", max_samples=64, time_box=20.0, impl=None):
     grad = bool(op.supports_autograd)
     verdict.torch_grad_unreliable = grad and _torch_gradient_known_wrong(op)
     fwd_tol, grad_tol = FORWARD_TOL.get(device, FORWARD_TOL["webgpu"]), GRAD_TOL.get(device, GRAD_TOL["webgpu"])
-    started, finished = time.monotonic(), 0
-
-    def on_alarm(signum, frame):
-        raise _TimeBox()
-
-    use_alarm = time_box and hasattr(signal, "setitimer") and _main_thread()
-    if use_alarm:
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, time_box)
+    started = time.monotonic()
     previous_device = wg.get_default_device()
     wg.set_default_device(device)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.manual_seed(0)
-            samples = itertools.islice(op.sample_inputs("cpu", torch.float32, requires_grad=grad), max_samples)
-            while verdict.status not in ("missing", "wrong"):  # nothing worse can follow those
-                try:
-                    sample = next(samples)
-                except StopIteration:
-                    break
-                except Exception as exc:  # torch's sample generator failed: nothing to hold against webgrad
-                    notes.add(f"torch's sample generator raised {_first_line(exc)}")
-                    break
-                try:
-                    _run_sample(op, sample, fn, torch_op, device, grad, undefined, random_candidate,
-                                fwd_tol, grad_tol, verdict, notes, result)
-                except Exception as exc:  # a bug of the harness: shown, never taken for a pass
-                    verdict.fail("error", f"harness: {_first_line(exc)} on sample {describe(sample)}")
-                finished = result.samples
-    except _TimeBox:
-        result.samples = finished  # the sample the time box interrupted does not count
-        if result.samples == 0 and verdict.status == "pass":
-            verdict.fail("error", f"time box of {time_box:g} s reached before a sample finished")
-        notes.add(f"time box reached after {result.samples} samples")
+        sample_loop(op, grad, max_samples, time_box, verdict, notes, result, ("missing", "wrong"),
+                    lambda sample: _run_sample(op, sample, fn, torch_op, device, grad, undefined, random_candidate,
+                                               fwd_tol, grad_tol, verdict, notes, result))
     finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
         wg.set_default_device(previous_device)
     result.status, result.reason, result.failures = verdict.status, verdict.reason, verdict.failures
     if result.status == "pass" and result.samples == 0:
@@ -606,6 +575,77 @@ def run_entry(op, device="cpu", max_samples=64, time_box=20.0, impl=None):
     result.notes = sorted(notes)
     result.seconds = time.monotonic() - started
     return result
+
+
+def sample_loop(op, grad, max_samples, time_box, verdict, notes, result, stop, run_one):
+    """run_one(sample) over op's float32 sample inputs (at most max_samples) until the verdict's status is in
+    `stop` (nothing worse can follow), within a time box of time_box seconds (SIGALRM, in the main thread): the
+    sample the box interrupts does not count, and a box reached before any sample finished is an error. A
+    sample generator that fails ends the loop with a note; an exception of run_one is a bug of the harness,
+    shown as an error, never taken for a pass."""
+    import torch
+
+    def on_alarm(signum, frame):
+        raise _TimeBox()
+
+    use_alarm = time_box and hasattr(signal, "setitimer") and _main_thread()
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, time_box)
+    finished = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            samples = itertools.islice(op.sample_inputs("cpu", torch.float32, requires_grad=grad), max_samples)
+            while verdict.status not in stop:
+                try:
+                    sample = next(samples)
+                except StopIteration:
+                    break
+                except Exception as exc:  # torch's sample generator failed: nothing to hold against the tested side
+                    notes.add(f"torch's sample generator raised {_first_line(exc)}")
+                    break
+                try:
+                    run_one(sample)
+                except Exception as exc:
+                    verdict.fail("error", f"harness: {_first_line(exc)} on sample {describe(sample)}")
+                finished = result.samples
+    except _TimeBox:
+        result.samples = finished
+        if result.samples == 0 and verdict.status == "pass":
+            verdict.fail("error", f"time box of {time_box:g} s reached before a sample finished")
+        notes.add(f"time box reached after {result.samples} samples")
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _reference_grads(pairs, inputs):
+    """(cotangents, torch's gradients of `inputs`) for the (torch output, tested output) `pairs`: fixed random
+    cotangents, one per output, backpropagated through torch; gradients None where torch cannot."""
+    import torch
+    gen = torch.Generator().manual_seed(1234)
+    cotangents = [torch.randn(r.shape, generator=gen, dtype=r.dtype) for r, _ in pairs]
+    try:
+        return cotangents, torch.autograd.grad([r for r, _ in pairs], inputs, cotangents, allow_unused=True)
+    except Exception:
+        return cotangents, None
+
+
+def _random_values(torch_op, sample, ref, undefined, random_candidate):
+    """Whether torch's result `ref` of `sample` is random (or undefined): a second run under another seed
+    differs. Then only shapes and dtypes are compared."""
+    import torch
+    if undefined or not random_candidate:
+        return undefined
+    first = _snapshot(ref)  # an in-place op returns its input, which the second run overwrites
+    torch.manual_seed(1)
+    try:
+        return not _same(first, torch_op(sample.input, *sample.args, **sample.kwargs))
+    except Exception:
+        return True
 
 
 def _main_thread():
@@ -634,14 +674,7 @@ def _run_sample(op, sample, fn, torch_op, device, grad, undefined, random_candid
         ref = torch_op(sample.input, *sample.args, **sample.kwargs)
     except Exception:
         return  # torch refuses the sample
-    random = undefined
-    if random_candidate and not undefined:
-        first = _snapshot(ref)  # an in-place op returns its input, which the second run overwrites
-        torch.manual_seed(1)
-        try:
-            random = not _same(first, torch_op(sample.input, *sample.args, **sample.kwargs))
-        except Exception:
-            random = True
+    random = _random_values(torch_op, sample, ref, undefined, random_candidate)
     result.samples += 1
     if random:
         notes.add("random values: shapes and dtypes compared")
@@ -742,11 +775,8 @@ def _check_grad(sample, ref, got, conv, tol, random, verdict, notes, what, resul
     inputs = [t for t in _sample_tensors(sample) if t.requires_grad]
     if not pairs or not inputs:
         return
-    gen = torch.Generator().manual_seed(1234)
-    cotangents = [torch.randn(r.shape, generator=gen, dtype=r.dtype) for r, _ in pairs]
-    try:
-        ref_grads = torch.autograd.grad([r for r, _ in pairs], inputs, cotangents, allow_unused=True)
-    except Exception:
+    cotangents, ref_grads = _reference_grads(pairs, inputs)
+    if ref_grads is None:
         return  # torch cannot differentiate this sample
     for k, (r, g) in enumerate(pairs):
         if not isinstance(g, wg.Tensor) or not g.requires_grad:
@@ -811,8 +841,8 @@ def run(device="cpu", only=None, max_samples=64, time_box=20.0, verbose=False):
     return results
 
 
-def counts(results):
-    c = {s: 0 for s in STATUSES}
+def counts(results, statuses=STATUSES):
+    c = {s: 0 for s in statuses}
     for r in results:
         c[r.status] += 1
     return c
@@ -832,11 +862,16 @@ def table(results, device, max_samples):
              "than torch's (compared by value; named below).", "",
              "| OpInfo entry | status | first failure |", "|---|---|---|"]
     for r in sorted(results, key=lambda r: (r.name, r.variant)):
-        reason = (r.reason or "; ".join(r.notes)).replace("|", "\\|").replace("\n", " ")
-        if len(reason) > 240:
-            reason = reason[:237] + "..."
-        lines.append(f"| `{r.full_name}` | {r.status} | {reason} |")
+        lines.append(table_row(r, r.reason))
     return "\n".join(lines) + "\n"
+
+
+def table_row(result, reason):
+    """A result's row of a --write-table table (read back by read_table): its reason, else its notes."""
+    reason = (reason or "; ".join(result.notes)).replace("|", "\\|").replace("\n", " ")
+    if len(reason) > 240:
+        reason = reason[:237] + "..."
+    return f"| `{result.full_name}` | {result.status} | {reason} |"
 
 
 _ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<status>[a-z-]+) \| (?P<reason>.*) \|$")

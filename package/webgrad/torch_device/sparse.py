@@ -34,6 +34,8 @@ import warnings
 
 import torch
 
+from webgrad._view import View
+
 from . import fallback
 from . import storage as st
 from .storage import DEVICE
@@ -116,19 +118,11 @@ def _sparse_shape(t):
     return tuple(t.shape[:_sparse_dims(t)])
 
 
-def _strides(shape):
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return out[::-1]
-
-
 def _linear(indices, shape):
     """Each entry's position in the row-major order of the sparse dims `shape` (int64 [nnz])."""
     if indices.shape[0] == 1:
         return indices[0]
-    weights = torch.tensor(_strides(shape), dtype=torch.int64).to(indices.device)
+    weights = torch.tensor(View.contiguous_strides(tuple(shape)), dtype=torch.int64).to(indices.device)
     return (indices * weights[:, None]).sum(0)
 
 
@@ -300,7 +294,8 @@ def _coalesce(self):
     sparse = _sparse_shape(self)
     linear = _linear(self._sp_indices, sparse).cpu()
     unique, inverse = torch.unique(linear, sorted=True, return_inverse=True)
-    indices = torch.stack([unique // s % n for s, n in zip(_strides(sparse), sparse)]) if sparse else \
+    strides = View.contiguous_strides(sparse)
+    indices = torch.stack([unique // s % n for s, n in zip(strides, sparse)]) if sparse else \
         torch.zeros(0, unique.numel(), dtype=torch.int64)
     values = self._sp_values
     summed = torch.zeros((unique.numel(),) + tuple(values.shape[1:]), dtype=values.dtype, device=DEVICE)
