@@ -25,7 +25,8 @@ is dense anyway:
   ``.cpu()``, dtype casts, and the metadata (``_nnz``, ``indices``, ``values``, ``is_coalesced``...).
 
 Any other op runs as the dense fallback does (fallback.py): on the CPU, with one warning naming it, or a
-NotImplementedError in strict mode. A tensor made from user indices has them checked against its size (one
+NotImplementedError in strict mode (except in the backward pass, where an error would abort the process: there
+it runs on the CPU with a warning; see SparseTensor.__torch_dispatch__). A tensor made from user indices has them checked against its size (one
 read-back), as webgrad checks its own: an index out of range is PyTorch's error, never a write outside a buffer.
 """
 
