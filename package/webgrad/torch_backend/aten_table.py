@@ -443,6 +443,15 @@ def _native_layer_norm(x, shape, weight, bias, eps):
     return out, mean, rstd
 
 
+def _empty_index_keeps(fn):
+    """A scatter that leaves x as it is for an empty index, whatever the index's shape or dtype: ATen checks
+    nothing then (gather's backward scatters into zeros with the index gather was given, an empty uint8 one
+    included)."""
+    def scatter(x, dim, index, *args, **kwargs):
+        return x.clone() if index.numel() == 0 else fn(x, dim, index, *args, **kwargs)
+    return scatter
+
+
 def _scatter_value(x, dim, index, value):
     """x with `value` written at `index` along `dim`: where index covers x in every other dim (the nll_loss case),
     one comparison per index column and a where."""
@@ -820,12 +829,12 @@ ATEN = {
     aten.index_add.default: lambda x, dim, i, src, alpha=1: x.index_add(dim, i, src, alpha=alpha),
     aten.index_copy.default: lambda x, dim, i, src: x.index_copy(dim, i, src),
     aten.index_fill.int_Scalar: lambda x, dim, i, value: x.index_fill(dim, i, value),
-    aten.scatter_add.default: lambda x, dim, i, src: x.scatter_add(dim, i, src),
-    aten.scatter.src: lambda x, dim, i, src: x.scatter(dim, i, src),
-    aten.scatter_reduce.two: lambda x, dim, i, src, reduce, include_self=True: x.scatter_reduce(
-        dim, i, src, reduce, include_self=include_self),
+    aten.scatter_add.default: _empty_index_keeps(lambda x, dim, i, src: x.scatter_add(dim, i, src)),
+    aten.scatter.src: _empty_index_keeps(lambda x, dim, i, src: x.scatter(dim, i, src)),
+    aten.scatter_reduce.two: _empty_index_keeps(lambda x, dim, i, src, reduce, include_self=True: x.scatter_reduce(
+        dim, i, src, reduce, include_self=include_self)),
     aten.nonzero.default: lambda x: x.nonzero(),
-    aten.scatter.value: _scatter_value,
+    aten.scatter.value: _empty_index_keeps(_scatter_value),
     aten.gather.default: lambda x, dim, i, sparse_grad=False: x.gather(dim, i),
     aten.embedding.default: _embedding,
     # logic, masks, triangles
@@ -1345,13 +1354,16 @@ _EAGER = {
     aten.huber_loss.default: _huber_loss, aten.huber_loss_backward.default: _huber_loss_backward,
     # creation and sampling
     aten.eye.default: _eye, aten.eye.m: _eye,
+    # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
+    aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
+    target: _full(size, 0, dtype, target=target),
     aten.linspace.default: _linspace, aten.logspace.default: _logspace,
     aten.randperm.default: _randperm,
     aten.multinomial.default: _multinomial,
 }
 ATEN.update(_EAGER)
 NEEDS_DEVICE_EAGER = {aten.eye.default, aten.eye.m, aten.linspace.default, aten.logspace.default,
-                      aten.randperm.default}
+                      aten.randperm.default, aten._efficientzerotensor.default}
 
 
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a

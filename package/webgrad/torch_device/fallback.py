@@ -8,6 +8,7 @@ checking that a model runs wholly on the GPU. ``fallback_counts()`` tells which 
 """
 
 import contextlib
+import numbers
 import warnings
 
 import torch
@@ -104,6 +105,7 @@ def run_on_cpu(op, args, kwargs, why=None):
 
     cpu_args = to_cpu(list(args))
     cpu_kwargs = {k: to_cpu(v) for k, v in kwargs.items()}
+    _numbers_as_tensors(op._schema, cpu_args, cpu_kwargs)
     device = cpu_kwargs.get("device")
     if device is not None and torch.device(device).type == DEVICE.type:
         cpu_kwargs["device"] = torch.device("cpu")
@@ -145,6 +147,32 @@ def run_on_cpu(op, args, kwargs, why=None):
     if not schema.returns:
         return None
     return tuple(back(v, r) for v, r in zip(out, schema.returns))
+
+
+def _numbers_as_tensors(schema, args, kwargs):
+    """Python numbers given for Tensor arguments as 0-dim CPU tensors. PyTorch hands a boxed fallback the wrapped
+    number of ``torch.special.zeta(x, 2.0, out=o)`` as the Python number, which the overload then refuses. The
+    tensor's dtype is the one a wrapped number promotes as next to tensors: the default float dtype for a float,
+    int64 for an int, complex64 for a complex."""
+    tensor = torch._C.TensorType.get()
+    for i, arg in enumerate(schema.arguments):
+        at_args = not arg.kwarg_only and i < len(args)
+        value = args[i] if at_args else kwargs.get(arg.name)
+        if not isinstance(value, numbers.Number) or not arg.type.isSubtypeOf(torch._C.OptionalType(tensor)):
+            continue
+        if isinstance(value, bool):
+            dtype = torch.bool
+        elif isinstance(value, numbers.Integral):
+            dtype = torch.int64
+        elif isinstance(value, numbers.Real):
+            dtype = torch.get_default_dtype()
+        else:
+            dtype = torch.complex64 if torch.get_default_dtype() is not torch.float64 else torch.complex128
+        value = torch.tensor(value, dtype=dtype)
+        if at_args:
+            args[i] = value
+        else:
+            kwargs[arg.name] = value
 
 
 def _boxed(op, *args, **kwargs):

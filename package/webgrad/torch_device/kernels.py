@@ -202,9 +202,8 @@ def _dtype(dtype):
 
 @register(aten.empty.memory_format)
 def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    if memory_format is torch.channels_last and len(size) == 4:
-        n, c, h, w = size
-        return st.empty(size, _dtype(dtype), (h * w * c, 1, w * c, c))
+    if memory_format in (torch.channels_last, torch.channels_last_3d):
+        return st.empty(size, _dtype(dtype), torch.empty(size, device="meta", memory_format=memory_format).stride())
     return st.empty(size, _dtype(dtype))
 
 
@@ -347,19 +346,22 @@ def _copy_from_and_resize(self, dst):
 
 @register(aten._to_copy.default)
 def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    """Copies keep the strides PyTorch's copies take (st.copy_strides: preserve_format keeps a dense tensor's
+    own, a transposed one's too)."""
     dtype = dtype or self.dtype
     target = torch.device(device) if device is not None else self.device
+    strides = st.copy_strides(self, memory_format)
     if target.type == "cpu":
-        out = st.to_cpu(self)
+        out = st.to_cpu(self, strides)
         return out if out.dtype is dtype else out.to(dtype)
     if target.type != DEVICE.type:
         raise RuntimeError(f"webgpu tensors move to the CPU or stay on webgpu, not to {target}")
     if self.device.type == "cpu":  # BackendSelect sends cpu -> webgpu moves here too
-        return st.from_cpu(self, dtype)
+        return st.from_cpu(self, dtype, strides)
     if self.device.type != DEVICE.type:
         raise RuntimeError(f"copy from {self.device} to {target}: webgpu tensors exchange data with the CPU")
     x = unwrap(self)
-    out = st.empty(self.shape, dtype)
+    out = st.empty(self.shape, dtype, strides)
     if self.numel():
         K.copy(x.device.backend, unwrap(out)._view, x._view)
     return out
@@ -367,7 +369,7 @@ def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_bl
 
 @register(aten.clone.default)
 def clone(self, memory_format=None):
-    return _to_copy(self)
+    return _to_copy(self, memory_format=memory_format)
 
 
 @register(aten._local_scalar_dense.default)

@@ -313,17 +313,53 @@ def host_bytes(t, dtype):
 _TORCH_STORED = TO_TORCH  # the canonical bytes of each webgrad dtype are those of this torch dtype
 
 
-def to_cpu(t):
-    """Webgpu tensor `t` read back as a CPU torch tensor of its shape and dtype (a contiguous copy)."""
+def copy_strides(t, memory_format=None):
+    """The strides PyTorch gives a copy of `t` (``.to()``, ``.cpu()``, ``clone()``) in `memory_format`:
+    preserve_format (the default) keeps t's own where they are non-overlapping and dense (a transposed or permuted
+    dense tensor stays so), else takes dense ones in the order of t's; torch.empty_like's rule, asked of a meta
+    tensor."""
+    if memory_format in (None, torch.preserve_format) and t.is_contiguous():
+        return tuple(t.stride())
+    meta = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="meta")
+    return tuple(torch.empty_like(meta, memory_format=memory_format or torch.preserve_format).stride())
+
+
+def dense(shape, strides):
+    """Whether a tensor of `shape` and `strides` covers a span of memory once each (non-overlapping and dense):
+    then that span, read or written as it lies, holds the tensor."""
+    expected = 1
+    for size, stride in sorted((d for d in zip(shape, strides) if d[0] != 1), key=lambda d: d[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def to_cpu(t, strides=None):
+    """Webgpu tensor `t` read back as a CPU torch tensor of its shape and dtype (a copy): contiguous, or with
+    `strides` (dense ones: what copy_strides gives), read as the memory lies where t has those strides."""
+    shape = tuple(t.shape)
+    if strides is not None and tuple(strides) != View.contiguous_strides(shape) and t.numel() > 1:
+        strides = tuple(strides)
+        if tuple(t.stride()) == strides and dense(shape, strides) and not is_byte_view(t):
+            span = unwrap(t)
+            n = t.numel()
+            flat = Tensor._make(View(span._view.storage, (n,), (1,), t.storage_offset(), span.dtype), span.device)
+            return _read(flat, t.dtype).as_strided(shape, strides)
+        return torch.empty_strided(shape, strides, dtype=t.dtype).copy_(to_cpu(t))
     if is_byte_view(t):
         return _storage_bytes(t)
-    x = unwrap(t)
+    return _read(unwrap(t), t.dtype).reshape(shape)
+
+
+def _read(x, torch_dtype):
+    """Webgrad Tensor `x` read back, flat, as a CPU torch tensor of `torch_dtype`."""
     raw = x.device.backend.to_bytes(x._view)
     if not len(raw):
-        return torch.empty(tuple(t.shape), dtype=t.dtype)
+        return torch.empty(0, dtype=torch_dtype)
     raw = raw if isinstance(raw, bytearray) else bytearray(raw)  # (torch.frombuffer wants writable memory)
-    out = torch.frombuffer(raw, dtype=_TORCH_STORED[x.dtype]).reshape(tuple(t.shape))
-    return out if out.dtype is t.dtype else out.to(t.dtype)
+    out = torch.frombuffer(raw, dtype=_TORCH_STORED[x.dtype])
+    return out if out.dtype is torch_dtype else out.to(torch_dtype)
 
 
 def read_into(t, out):
@@ -340,16 +376,27 @@ def read_into(t, out):
     return out
 
 
-def from_cpu(t, torch_dtype=None):
-    """CPU torch tensor `t` as a new contiguous webgpu tensor (a copy), of `torch_dtype` if given."""
+def from_cpu(t, torch_dtype=None, strides=None):
+    """CPU torch tensor `t` as a new webgpu tensor (a copy), of `torch_dtype` if given: contiguous, or with
+    `strides` (dense ones: what copy_strides gives), uploaded as the memory lies where t has those strides."""
     torch_dtype = torch_dtype or t.dtype
     dtype = webgrad_dtype(torch_dtype)
+    shape = tuple(t.shape)
     if not t.numel():
-        return empty(t.shape, torch_dtype)
-    storage = webgrad_device().backend.from_bytes(host_bytes(t, dtype), dtype)
+        return empty(shape, torch_dtype, tuple(strides) if strides is not None else None)
+    if t._is_zerotensor():  # (autograd's zero gradients: no memory to read)
+        t = torch.zeros(shape, dtype=t.dtype)
+    if strides is None or tuple(strides) == View.contiguous_strides(shape) or t.numel() == 1:
+        strides, flat = View.contiguous_strides(shape), t
+    else:
+        strides = tuple(strides)
+        host = t if tuple(t.stride()) == strides and dense(shape, strides) else \
+            torch.empty_strided(shape, strides, dtype=t.dtype).copy_(t)
+        flat = host.as_strided((host.numel(),), (1,), host.storage_offset())
+    storage = webgrad_device().backend.from_bytes(host_bytes(flat, dtype), dtype)
     held = torch_storage(storage, t.numel(), torch_dtype)
     out = _empty_tensor([0], torch_dtype)
-    out = _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(t.shape), list(View.contiguous_strides(tuple(t.shape))))
+    out = _set_storage.redispatch(_CPU_KEYS, out, held, 0, list(shape), list(strides))
     note_upload(out, t)
     return out
 
