@@ -17,6 +17,7 @@ from webgrad._tensor import Tensor
 
 import torch
 from .._backends import kernels
+from webgrad.ops import bags
 
 aten = torch.ops.aten
 
@@ -606,12 +607,13 @@ def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse
 
 
 def _embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
-    """The rows of grad summed into the rows of the weight their indices name (padding_idx's row stays 0)."""
-    if scale_grad_by_freq:
-        raise Unsupported("scale_grad_by_freq is not mapped")
+    """The rows of grad summed into the rows of the weight their indices name (padding_idx's row stays 0), each
+    divided by how often its index occurs with scale_grad_by_freq."""
     d = grad.shape[-1]
     flat = indices.reshape(-1).contiguous()
     rows = grad.reshape(-1, d).contiguous()
+    if scale_grad_by_freq:
+        rows = (rows / bags.index_counts(flat, num_weights, grad.dtype).index_select(0, flat.long()).unsqueeze(1))
     if padding_idx >= 0:
         rows = wg.where((flat != padding_idx).unsqueeze(1), rows, 0.0)
     out = new((num_weights, d), grad.dtype, grad.device)
@@ -1219,6 +1221,21 @@ def _unfold_backward(grad, input_sizes, dim, size, step):
     return _vjp(lambda a: a.unfold(dim, size, step), grad, x)[0]
 
 
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    if weight.ndim != 2 or indices.ndim != 1 or offsets.ndim != 1:
+        raise Unsupported("embedding_bag is mapped for a 2-D weight, 1-D indices and 1-D offsets")
+    return bags.embedding_bag(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_indices, num_weights,
+                            scale_grad_by_freq, mode, sparse=False, per_sample_weights=None, padding_idx=-1):
+    if sparse:
+        raise Unsupported("embedding_bag's sparse gradient is not mapped")
+    return bags.embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_indices, num_weights,
+                                       scale_grad_by_freq, mode, per_sample_weights, padding_idx)
+
+
 def _inv_ex(A, *, check_errors=False):
     inverse, info = wg.linalg.inv_ex(A, check_errors=check_errors)
     return inverse, info
@@ -1353,6 +1370,13 @@ _EAGER = {
     aten.smooth_l1_loss.default: _smooth_l1_loss, aten.smooth_l1_loss_backward.default: _smooth_l1_loss_backward,
     aten.huber_loss.default: _huber_loss, aten.huber_loss_backward.default: _huber_loss_backward,
     # creation and sampling
+    aten._embedding_bag.default: _embedding_bag, aten._embedding_bag_forward_only.default: _embedding_bag,
+    aten._embedding_bag_backward.default: _embedding_bag_backward,
+    aten._embedding_bag_dense_backward.default: lambda grad, indices, offset2bag, bag_size, max_indices, num_weights,
+    scale_grad_by_freq, mode, per_sample_weights, padding_idx=-1: _embedding_bag_backward(
+        grad, indices, indices[:0], offset2bag, bag_size, max_indices, num_weights, scale_grad_by_freq, mode, False,
+        per_sample_weights, padding_idx),
+    aten._embedding_bag_per_sample_weights_backward.default: bags.per_sample_weights_backward,
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
