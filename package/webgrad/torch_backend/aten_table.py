@@ -17,7 +17,7 @@ from webgrad._tensor import Tensor
 
 import torch
 from .._backends import kernels
-from webgrad.ops import bags
+from webgrad.ops import bags, pooling3d
 
 aten = torch.ops.aten
 
@@ -1236,6 +1236,13 @@ def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_in
                                        scale_grad_by_freq, mode, per_sample_weights, padding_idx)
 
 
+def _pool3d_grad(forward):
+    """The backward ATen op of a 3-D average pooling: webgrad's autograd of the same passes."""
+    def backward(grad, x, *args):
+        return _vjp(lambda a: forward(a, *args), grad, x)[0]
+    return backward
+
+
 def _inv_ex(A, *, check_errors=False):
     inverse, info = wg.linalg.inv_ex(A, check_errors=check_errors)
     return inverse, info
@@ -1377,6 +1384,21 @@ _EAGER = {
         grad, indices, indices[:0], offset2bag, bag_size, max_indices, num_weights, scale_grad_by_freq, mode, False,
         per_sample_weights, padding_idx),
     aten._embedding_bag_per_sample_weights_backward.default: bags.per_sample_weights_backward,
+    aten.max_pool3d_with_indices.default: pooling3d.max_pool3d,
+    aten.max_pool3d_with_indices_backward.default: lambda grad, x, kernel, stride, padding, dilation, ceil_mode,
+    indices: pooling3d.max_pool3d_backward(grad, x, indices),
+    aten.adaptive_max_pool3d.default: pooling3d.adaptive_max_pool3d,
+    aten.adaptive_max_pool3d_backward.default: pooling3d.max_pool3d_backward,
+    aten.avg_pool3d.default: pooling3d.avg_pool3d,
+    aten.avg_pool3d_backward.default: _pool3d_grad(pooling3d.avg_pool3d),
+    aten._adaptive_avg_pool3d.default: pooling3d.adaptive_avg_pool3d,
+    aten._adaptive_avg_pool3d_backward.default: lambda grad, x: _vjp(
+        lambda a: pooling3d.adaptive_avg_pool3d(a, tuple(grad.shape[-3:])), grad, x)[0],
+    # (the output size given, the kernel size is not read)
+    aten.max_unpool2d.default: lambda x, indices, size: wg.nn.functional.max_unpool2d(x, indices, 1,
+                                                                                      output_size=tuple(size)),
+    aten.max_unpool3d.default: lambda x, indices, size, stride, padding: wg.nn.functional.max_unpool3d(
+        x, indices, 1, output_size=tuple(size)),
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
