@@ -103,3 +103,29 @@ def test_embedding_bag_module_trains_on_the_device():
             bag(text, offsets).pow(2).sum().backward()
             opt.step()
         assert bag(text, offsets).pow(2).sum().item() < before
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 5, 3, generator=g).requires_grad_()
+    source = torch.randn(4, 6, 3, generator=g).requires_grad_()
+    index = torch.tensor([0, 4, 2, 0, 4, 0])
+    _check(lambda x, s, i: x.index_reduce(1, i, s, reduce, include_self=include_self), x, source, index)
+
+
+def test_bincount():
+    x = torch.tensor([1, 3, 3, 0, 7, 3])
+    w = torch.rand(6)
+    with td.strict():
+        for args, kwargs in (((x,), {}), ((x,), {"minlength": 10}), ((x, w), {}), ((x.int(),), {}),
+                             ((x.to(torch.uint8),), {}), ((x[:0],), {"minlength": 3})):
+            got = torch.bincount(*[a.to(DEV) for a in args], **kwargs)
+            expected = torch.bincount(*args, **kwargs)
+            assert got.device.type == DEV and got.dtype == expected.dtype
+            torch.testing.assert_close(got.cpu(), expected)
+        with pytest.raises(RuntimeError, match="non-negative"):
+            torch.bincount(torch.tensor([2, -1], device=DEV))
+        with pytest.raises(RuntimeError, match="same length"):
+            torch.bincount(x.to(DEV), w[:3].to(DEV))

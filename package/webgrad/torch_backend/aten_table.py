@@ -1236,6 +1236,28 @@ def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_in
                                        scale_grad_by_freq, mode, per_sample_weights, padding_idx)
 
 
+def _bincount(x, weights=None, minlength=0):
+    """How often each value 0..max(x) occurs (weights summed instead where given): one read-back of the maximum
+    for the result's length, as on CUDA, then an index_add."""
+    if x.ndim != 1 or x.dtype.is_floating or x.dtype is dtypes.bool_:
+        raise Unsupported("bincount of a non-integer or non-1-D input (ATen raises)")
+    if weights is not None and (weights.ndim != 1 or weights.shape[0] != x.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    low, high = (int(v) for v in wg.aminmax(x)) if x.shape[0] else (0, -1)
+    if low < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = max(minlength, high + 1)
+    if weights is None:
+        counts = wg.zeros(size, dtype=dtypes.int64, device=x.device)
+        return counts.index_add(0, x.long(), counts.new_ones(x.shape[0])) if x.shape[0] else counts
+    if not weights.dtype.is_floating:
+        raise Unsupported("bincount with integer weights gives float64")
+    out = wg.zeros(size, dtype=weights.dtype, device=x.device)
+    return out.index_add(0, x.long(), weights) if x.shape[0] else out
+
+
 def _pool3d_grad(forward):
     """The backward ATen op of a 3-D average pooling: webgrad's autograd of the same passes."""
     def backward(grad, x, *args):
@@ -1399,6 +1421,9 @@ _EAGER = {
                                                                                       output_size=tuple(size)),
     aten.max_unpool3d.default: lambda x, indices, size, stride, padding: wg.nn.functional.max_unpool3d(
         x, indices, 1, output_size=tuple(size)),
+    aten.index_reduce.default: lambda x, dim, i, src, reduce, *, include_self=True: x.index_reduce(
+        dim, i, src, reduce, include_self=include_self),
+    aten.bincount.default: _bincount,
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
