@@ -7,18 +7,19 @@
     ... ddp(x).sum().backward(); opt.step()               # gradients averaged across the ranks
 
 gloo moves CPU tensors only, and the GPUs here are reached through WebGPU, which shares no memory with other
-processes, so each gradient bucket crosses the host: DDP's reducer hands a bucket (a flat webgpu tensor of
-gradients) to the communication hook :func:`allreduce_hook` as soon as the backward has produced it; the hook
-reads it back (waiting for the GPU work that produced it), hands the CPU copy to a reducer thread and returns
-at once, so the reduction of bucket k runs while the backward of the layers before it is computed and the next
-buckets are read. When the backward ends, DDP waits for the reductions and copies the averaged gradients into
-the parameters' ``.grad`` on the device (one upload per parameter).
+processes, so each gradient bucket crosses the host. DDP's reducer hands a bucket (a flat webgpu tensor of
+gradients) to the communication hook :func:`allreduce_hook` as soon as the backward has produced it.
 
-Where every rank runs on one host (the usual case: one process per local GPU), the reducer thread averages
-through shared memory (:class:`SharedReducer`): each rank writes its bucket into its slot of a segment the
-ranks share, each sums one chunk of every slot into the result, and each copies the result out, with three
-gloo barriers; memory bandwidth instead of gloo's TCP over loopback (ResNet-18's 45 MB of gradients took
-86 ms through gloo on an H200 host). Across hosts it is gloo's all-reduce.
+Where every rank runs on one host (the usual case: one process per local GPU), the hook averages the bucket
+before it returns (:class:`SharedReducer`): it reads the bucket back into this rank's slot of a segment of
+shared memory (waiting for the GPU work that produced it), meets the other ranks at a barrier through named
+pipes, uploads their slots and adds them on the GPU into the bucket, which is the future's value; DDP then
+copies each parameter's part into its ``.grad`` on the device. Memory bandwidth instead of gloo's TCP over
+loopback (ResNet-18's 45 MB of gradients took 86 ms through gloo on an H200 host), and the host adds nothing:
+averaging on the host cost the MNIST CNN's compiled step more than its read-back. Across hosts the hook reads
+the bucket back and hands it to gloo's all-reduce, asynchronously, so the reduction of bucket k runs while
+the backward of the layers before it is computed; when the backward ends, DDP waits for the reductions and
+copies the averaged gradients into the device gradients (one upload per parameter).
 
 The process group backend "webgrad" (:class:`ProcessGroupWebgpu`, registered with torch.distributed on import)
 is gloo for CPU tensors and gloo through host copies for webgpu tensors (read back, collective, written back,
@@ -57,15 +58,18 @@ TIMINGS = Timings()
 
 
 def allreduce_hook(group, bucket):
-    """DDP communication hook for webgpu gradients: the bucket read back, averaged over the ranks by the group's
-    reducer thread (shared memory on one host, else gloo); the future's value is the CPU result, which DDP
-    copies into the device gradients."""
+    """DDP communication hook for webgpu gradients. On one host the bucket is averaged on the device
+    (:meth:`SharedReducer.average`, before the hook returns); across hosts it is read back and all-reduced by
+    gloo asynchronously, and the future's value is the CPU result, which DDP copies into the device gradients."""
     group = group if group is not None else dist.group.WORLD
     buffer = bucket.buffer()
     reducer = group.reducer() if isinstance(group, ProcessGroupWebgpu) else None
-    slot = reducer.slot(bucket.index(), buffer) if isinstance(reducer, SharedReducer) else None
+    if isinstance(reducer, SharedReducer):
+        fut = torch.futures.Future()
+        fut.set_result(reducer.average(bucket.index(), buffer))
+        return fut
     start = time.perf_counter()
-    host = st.read_into(buffer, slot) if slot is not None else st.to_cpu(buffer)
+    host = st.to_cpu(buffer)
     TIMINGS.read += time.perf_counter() - start
     TIMINGS.buckets += 1
     if reducer is None:
@@ -76,27 +80,27 @@ def allreduce_hook(group, bucket):
 
 
 class SharedReducer:
-    """Averages CPU tensors over the ranks of one host through shared memory, on a thread of its own, in the
-    order the buckets come (the same on every rank, as DDP's reducer makes them).
+    """Averages webgpu gradient buckets over the ranks of one host, through shared memory and on the device, in
+    the order the buckets come (the same on every rank, as DDP's reducer makes them).
 
-    A segment per (bucket index, size) holds a slot per rank and a result: each rank writes its slot, a barrier;
-    rank r averages chunk r of every slot into the result, a barrier; each copies the
-    result out (DDP may keep and write the future's value, which must not be memory the ranks share). No third
-    barrier is needed to keep a rank from writing the next result of a bucket while another still copies this
-    one: the copy comes before that rank's next barrier on the reducer thread, and the next result is written
-    only after it. The barriers go through named pipes (_barrier). Rank 0 makes the segments and the pipes, and
-    the others attach to them after a barrier; they go when the reducer does.
+    A segment per (bucket index, size) holds two rounds of a slot per rank. :meth:`average` reads this rank's
+    bucket into its slot of this round, meets the others at a barrier, uploads their slots and adds all the
+    ranks' buckets on the GPU, in rank order on every rank (so every rank gets the same bits), into the bucket
+    itself. What crosses the host is one read-back and one upload per other rank; the host adds nothing. The
+    rounds alternate between the two halves of the segment: a rank writes the half it uploaded from two rounds
+    before only after the barrier of the round between, which every other rank reaches only after its
+    uploads from that half. The barriers go through named pipes (_barrier). Rank 0 makes the segments and the
+    pipes, and the others attach to them after a barrier; they go when the reducer does.
 
     Ranks on one host should run PyTorch's CPU ops on few threads each (torchrun sets OMP_NUM_THREADS=1): with
     every rank's thread pool as wide as the host, their spinning threads starve the ranks' Python threads."""
 
     def __init__(self, group, prefix):
         import atexit
-        import concurrent.futures
         self.group, self.gloo = group, group.gloo
         self.rank, self.world = group.rank(), group.size()
         self._segments = {}  # (bucket index, nbytes) -> (file path, its uint8 tensor mapped shared)
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="webgrad-ddp")
+        self._rounds = {}  # bucket index -> rounds averaged
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
         self._prefix = os.path.join(folder, prefix)  # rank 0's choice, unique to this group
         self._fifos = [f"{self._prefix}_fifo_{r}" for r in range(self.world)]
@@ -110,16 +114,28 @@ class SharedReducer:
         self._epoch = 0
         atexit.register(self.close)
 
-    def submit(self, index, host):
-        fut = torch.futures.Future()
-
-        def run():
-            try:
-                fut.set_result(self._reduce(index, host))
-            except BaseException as e:  # surfaced by DDP's wait on the future
-                fut.set_exception(e)
-        self._pool.submit(run)
-        return fut
+    def average(self, index, bucket):
+        """Bucket `index` (a flat webgpu tensor) replaced by its mean over the ranks; returns it."""
+        n = bucket.numel()
+        nbytes = n * bucket.element_size()
+        rounds = self._rounds.get(index, 0)
+        self._rounds[index] = rounds + 1
+        segment = self._segment(index, nbytes)[:2 * self.world * nbytes].view(bucket.dtype)
+        slots = segment.view(2, self.world, n)[rounds % 2]
+        start = time.perf_counter()
+        st.read_into(bucket, slots[self.rank])
+        TIMINGS.read += time.perf_counter() - start
+        TIMINGS.buckets += 1
+        start = time.perf_counter()
+        self._barrier()
+        with torch.no_grad():
+            total = None
+            for r in range(self.world):
+                part = bucket if r == self.rank else st.from_cpu(slots[r])
+                total = part if total is None else total + part
+            torch.div(total, self.world, out=bucket)
+        TIMINGS.reduce += time.perf_counter() - start
+        return bucket
 
     def _barrier(self):
         """Wait until every rank has reached its barrier of this number. Through named pipes, one per rank: each
@@ -144,7 +160,7 @@ class SharedReducer:
         held = self._segments.get(key)
         if held is None:
             path = f"{self._prefix}_{index}_{nbytes}"
-            size = max((self.world + 1) * nbytes, 1)
+            size = max(2 * self.world * nbytes, 1)
             if self.rank == 0:  # a file in shared memory, mapped by every rank
                 with open(path, "wb") as f:
                     f.truncate(size)
@@ -152,36 +168,7 @@ class SharedReducer:
             held = self._segments[key] = (path, torch.from_file(path, shared=True, size=size, dtype=torch.uint8))
         return held[1]
 
-    def slot(self, index, like):
-        """This rank's slot of bucket `index`'s segment, shaped like tensor `like`, for the hook to read the bucket
-        straight into; None until the reducer thread has made the segment (it makes them in bucket order,
-        with a barrier that must not interleave with its others). Writing it at the hook is safe: every rank
-        has summed the previous step's slots before this rank's previous backward could end."""
-        nbytes = like.numel() * like.element_size()
-        held = self._segments.get((index, nbytes))
-        if held is None:
-            return None
-        return held[1][self.rank * nbytes:(self.rank + 1) * nbytes].view(like.dtype).view(like.shape)
-
-    def _reduce(self, index, host):
-        flat = host.reshape(-1)
-        nbytes = flat.numel() * flat.element_size()
-        whole = self._segment(index, nbytes)[:(self.world + 1) * nbytes].view(host.dtype)
-        n = flat.numel()
-        slots = whole[:self.world * n].view(self.world, n)
-        result = whole[self.world * n:]
-        if flat.data_ptr() != slots[self.rank].data_ptr():  # (not read into its slot already)
-            slots[self.rank].copy_(flat)
-        self._barrier()
-        chunk = -(-n // self.world)
-        lo, hi = self.rank * chunk, min(n, (self.rank + 1) * chunk)
-        if lo < hi:
-            torch.mean(slots[:, lo:hi], dim=0, out=result[lo:hi])
-        self._barrier()
-        return result.clone().view(host.shape)
-
     def close(self):
-        self._pool.shutdown(wait=True)
         for fd in self._fds:
             os.close(fd)
         self._fds = []
