@@ -37,9 +37,9 @@ def test_products_declare_only_the_tiles():
     # reduction's lanes belong to matmul_reduce / matmul_reduce4 only.
     import re
 
-    from webgrad._backends.webgpu import shaders
+    from webgrad._backends.webgpu import matmul
 
-    src = shaders.source("matmul.wgsl")
+    src = matmul.shader().source()
     names = re.findall(r"var<workgroup>\s+(\w+)", src)
     assert sorted(names) == ["As", "Bs", "lanes1", "lanes4"], names
     body = src[:src.index("fn matmul_reduce(")]
@@ -78,8 +78,13 @@ def test_planner_takes_big_tiles():
         want = "128x128w16" if tb and not ta else "128x128w"
         assert _plan(4096, 4096, 4096, ta, tb).config == want
         assert _plan(2048, 2048, 2048, ta, tb).config == want
-    # too few 128x128 tiles to fill the GPU: the plain tile stays
-    assert _plan(2048, 1024, 2048).config == "128x64"
+    # too few 128x128 tiles to fill the GPU, or a K too short for them: the middle twin (matmul_plan.MID_TWIN),
+    # as for a transformer's projections at 4096 tokens; a K under 384 keeps the plain tile
+    assert _plan(2048, 1024, 2048).config == "64x128w16"
+    for M, N, K, ta, tb in ((4096, 1536, 384, False, True), (4096, 384, 1152, False, False),
+                            (1152, 384, 4096, True, False)):
+        assert _plan(M, N, K, ta, tb).config == "64x128w16"
+    assert _plan(4096, 1536, 128, False, True).config in ("64x128", "128x64")
     # the wide layer at batch 128: 128x128 tiles split 8 ways, as the BK=16 twin (matmul_plan.WIDE_TWIN)
     p = _plan(128, 4096, 4096, False, True)
     assert (p.config, p.splits) == ("128x128w16", 8)
@@ -89,6 +94,14 @@ def test_planner_takes_big_tiles():
     assert _plan(4096, 4096, 4096, config="64x128").config == "64x128"
     # small products are not affected
     assert not _plan(256, 256, 256).config.endswith("w")
+
+
+def test_planned_middle_twin_runs(runner):  # noqa: F811
+    # a product the planner gives the middle twin, split across workgroups, run as planned: bias and ReLU
+    p = check(runner, 1, 256, 512, 1036, False, True, bias=True, relu=True, seed=11)
+    assert p.config == "64x128w16" and p.splits > 1
+    p = check(runner, 1, 270, 512, 1036, True, False, seed=12)  # ragged rows, a transposed a
+    assert p.config == "64x128w16" and p.splits > 1
 
 
 def test_planned_big_tiles_run(runner, monkeypatch):  # noqa: F811

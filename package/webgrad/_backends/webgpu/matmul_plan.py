@@ -95,15 +95,33 @@ SHORT_K_TWIN_MIN = 128
 # not), 31.2 at BK = 32 in one buffer (32 KiB), 27.8 as 64x128 double-buffered at BK = 16 (24 KiB).
 
 
-def _big_twin(cfg, batch, M, N, K, trans_a, trans_b):
+# Products of the middle size, too few 128x128 tiles or too short a K for the rules above (a transformer's
+# projections at a few thousand tokens: [4096, 384] @ [384, 1536]), run as 64x128w16 instead of the plain
+# 64x128 or 128x64 tiles from K = 384 (the shortest K measured). H200, `python -m webgrad.bench kernels --sizes
+# --shapes <the 12 products of gpt-6x384's step> --configs 128x64 64x128 64x128w16 ...`, GFLOP/s of the
+# plain tile against 64x128w16: NT, K = 384: N = 1152 23.8k -> 26.3k, N = 384 18.3k -> 19.7k, N = 1536
+# 27.2k -> 30.2k; NT 4096x384 over K = 1536 19.5k -> 20.3k; NN over K = 1152, 384, 1536 with N = 384 20.1k,
+# 18.4k, 20.4k -> 21.7k, 20.3k, 21.5k, N = 1536 over K = 384 27.2k -> 30.1k; the TN weight gradients over
+# K = 4096, split as the plan splits them: [1152, 384] 22.2k -> 23.0k, [384, 384] 20.9k -> 23.1k,
+# [1536, 384] 23.7k -> 24.4k, [384, 1536] 24.5k -> 24.3k. At gpt2-small's sizes most products take the
+# rules above; its TN weight gradients over K = 8192 read 26.6k -> 26.3k.
+MID_TWIN = "64x128w16"
+MID_TWIN_MIN_K = 384
+
+
+def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
     if cfg == "128x128":  # only the wide plan (choose_config) gets here with it: see WIDE_TWIN
         return WIDE_TWIN
-    if cfg not in ("64x128", "128x64") or _tiles("128x128w", batch, M, N) < BIG_W_MIN_TILES \
-            or _waste("128x128w", M, N) > 1.2:
+    if cfg not in ("64x128", "128x64"):
         return cfg
-    if K < BIG_W_MIN_K:  # a short K: only a weight gradient over a batch (see SHORT_K_TWIN_MIN)
-        return "128x128w16" if trans_a and not trans_b and K >= SHORT_K_TWIN_MIN else cfg
-    return "128x128w16" if trans_b and not trans_a else "128x128w"
+    if _tiles("128x128w", batch, M, N) >= BIG_W_MIN_TILES and _waste("128x128w", M, N) <= 1.2:
+        if K >= BIG_W_MIN_K:
+            return "128x128w16" if trans_b and not trans_a else "128x128w"
+        if trans_a and not trans_b and K >= SHORT_K_TWIN_MIN:  # a weight gradient over a batch
+            return "128x128w16"
+    # (not measured on batch-reduce products, such as ResNet-18's weight gradients: they keep their tiles)
+    mid = items == 1 and K >= MID_TWIN_MIN_K and _waste(MID_TWIN, M, N) <= 1.2
+    return MID_TWIN if mid else cfg
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
 # 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
@@ -336,7 +354,7 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
                          bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
     if not config and not _FORCED and gather is None:
-        cfg = _big_twin(cfg, batch, M, N, K * items, trans_a, trans_b)
+        cfg = _big_twin(cfg, batch, M, N, K * items, trans_a, trans_b, items)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
     bk = c["BK"]
