@@ -106,3 +106,68 @@ def test_copies_take_the_memory_format_asked_for():
     v = torch.randn(2, 3, 4, 5, 6)
     assert torch.empty(2, 3, 4, 5, 6, device=DEV, memory_format=torch.channels_last_3d).stride() == \
         v.contiguous(memory_format=torch.channels_last_3d).stride()
+
+
+def _leaf(t, device):
+    return t.detach().to(device).requires_grad_()
+
+
+def _grads_match(fn, x, strict=True):
+    """fn(x) and x's gradient on the CPU and on the device (strict: wholly on the device)."""
+    out = {}
+    for device in ("cpu", DEV):
+        leaf = _leaf(x, device)
+        with td.strict(strict):
+            y = fn(leaf)
+            (g,) = torch.autograd.grad((y * torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(device)).sum(), leaf)
+        out[device] = (y.detach().cpu(), g.cpu())
+    torch.testing.assert_close(out[DEV][0], out["cpu"][0], atol=1e-4, rtol=1e-3)
+    torch.testing.assert_close(out[DEV][1], out["cpu"][1], atol=1e-4, rtol=1e-3)
+
+
+def test_pinv_matrix_rank_and_renorm_run_on_the_device():
+    """ATen's decompositions ask for float64 tolerances (pinv, matrix_rank) and float64 norms (renorm's backward);
+    webgrad's own ops run instead, gradients included."""
+    a = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    _grads_match(lambda t: torch.linalg.pinv(t), a)
+    _grads_match(lambda t: torch.pinverse(t), a)
+    _grads_match(lambda t: torch.linalg.pinv(t, rtol=0.1), a)
+    _grads_match(lambda t: t.renorm(2, 1, 0.5), torch.randn(3, 4, 5))
+    square = torch.randn(5, 5, generator=torch.Generator().manual_seed(1))
+    square[:, -1] = square[:, 0]  # rank 4
+    with td.strict():
+        for kwargs in ({}, {"hermitian": True}, {"atol": 0.5}, {"atol": None, "rtol": 0.3}, {"tol": 0.5}):
+            m = square @ square.T if kwargs.get("hermitian") else square
+            expected = torch.linalg.matrix_rank(m, **kwargs)
+            got = torch.linalg.matrix_rank(m.to(DEV), **kwargs)
+            assert got.device.type == DEV and got.dtype == expected.dtype and got.item() == expected.item()
+
+
+def test_an_empty_batch_norm_makes_its_float64_placeholders():
+    """ATen's batch norm of an empty input makes empty float64 statistics; a float64 tensor with elements still
+    raises the device's TypeError naming the dtype."""
+    x = torch.randn(0, 3)
+    out = torch.nn.functional.batch_norm(x.to(DEV), None, None, torch.ones(3, device=DEV), torch.zeros(3, device=DEV),
+                                         training=True)
+    assert out.shape == (0, 3) and out.device.type == DEV
+    empty = torch.empty(0, dtype=torch.float64, device=DEV)
+    assert empty.dtype == torch.float64 and empty.cpu().shape == (0,)
+    with pytest.raises(TypeError, match="float64"):
+        torch.ones(2, dtype=torch.float64, device=DEV)
+
+
+def test_ffts_with_complex_insides_run_whole_on_the_cpu_with_one_warning():
+    """irfft / hfft / stft of a real input give a real result through complex tensors: the whole op falls back,
+    with its gradient; a complex result raises TypeError naming the dtype."""
+    x = torch.randn(4, 6)
+    td.reset_fallback_counts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _grads_match(lambda t: torch.fft.irfft(t, n=8), x, strict=False)
+        _grads_match(lambda t: torch.fft.hfftn(t, s=(3, 8)), x, strict=False)
+    assert td.fallback_counts().get("aten.fft_irfft.default") == 1
+    assert sum("fft_irfft" in str(w.message) for w in caught) <= 1
+    with td.strict(), pytest.raises(NotImplementedError, match="fft_irfft"):
+        torch.fft.irfft(x.to(DEV))
+    with pytest.raises(TypeError, match="complex64"):
+        torch.fft.rfft(x.to(DEV))

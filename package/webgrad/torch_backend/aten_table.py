@@ -1424,6 +1424,9 @@ _EAGER = {
     aten.index_reduce.default: lambda x, dim, i, src, reduce, *, include_self=True: x.index_reduce(
         dim, i, src, reduce, include_self=include_self),
     aten.bincount.default: _bincount,
+    aten.renorm.default: lambda x, p, dim, maxnorm: wg.renorm(x, p, dim, maxnorm),
+    aten.linalg_pinv.atol_rtol_tensor: lambda x, *, atol=None, rtol=None, hermitian=False: wg.linalg.pinv(
+        x, atol=atol, rtol=rtol, hermitian=hermitian),
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,

@@ -12,6 +12,7 @@ import numbers
 import warnings
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import storage as st
 from .storage import DEVICE
@@ -181,3 +182,80 @@ def _boxed(op, *args, **kwargs):
 
 _LIB = torch.library.Library("_", "IMPL")
 _LIB.fallback(_boxed, "PrivateUse1")
+
+
+# ------------------------------------------------------------------ composite ops that run whole on the CPU
+# Composite ops whose decomposition makes complex tensors between a real input and a real result (the inverse real
+# FFTs, the Hermitian FFTs, stft with return_complex=False): the device holds no complex dtype, so the pieces
+# cannot run there. Registered at AutogradPrivateUse1 (consulted before the decomposition for webgpu tensors), the
+# whole op runs on CPU copies, with one warning as any fallback, and its gradient is PyTorch's CPU autograd of the
+# same call. A complex result still raises the device's TypeError naming the dtype when it is uploaded.
+_WHOLE = torch.library.Library("aten", "IMPL")
+
+
+class _OnCpu(torch.autograd.Function):
+    """forward(call, *tensors): call(CPU copies of the tensors), recorded by CPU autograd where they require grad,
+    the results uploaded; backward: CPU autograd.grad of that record, the gradients uploaded."""
+
+    @staticmethod
+    def forward(ctx, call, *tensors):
+        cpu = [st.to_cpu(t).requires_grad_(t.requires_grad) for t in tensors]
+        with torch.enable_grad():
+            out = call(cpu)
+        ctx.record = (out, cpu)
+        return tuple(st.from_cpu(o.detach()) for o in out) if isinstance(out, tuple) else st.from_cpu(out.detach())
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, *grads):
+        out, cpu = ctx.record
+        ctx.record = None
+        outs = out if isinstance(out, tuple) else (out,)
+        pairs = [(o, st.to_cpu(g)) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        wanted = [i for i, c in enumerate(cpu) if c.requires_grad]
+        got = torch.autograd.grad([o for o, _ in pairs], [cpu[i] for i in wanted], [g for _, g in pairs],
+                                  allow_unused=True) if pairs and wanted else [None] * len(wanted)
+        result = [None] * (1 + len(cpu))
+        for i, g in zip(wanted, got):
+            result[1 + i] = st.from_cpu(g) if g is not None else None
+        return tuple(result)
+
+
+def run_whole_on_cpu(op, why):
+    """Register composite ATen op `op` (an OpOverload) to run whole on the CPU for webgpu tensors, autograd
+    included (see above)."""
+    name = str(op)
+
+    def kernel(*args, **kwargs):
+        tensors = []
+
+        def take(a):  # a webgpu tensor's place among `tensors`
+            if isinstance(a, torch.Tensor) and a.device.type == DEVICE.type:
+                tensors.append(a)
+                return _Slot(len(tensors) - 1)
+            return a
+        held_args = [take(a) for a in args]
+        held_kwargs = {k: take(v) for k, v in kwargs.items()}
+
+        def call(cpu):
+            put = lambda a: cpu[a.index] if isinstance(a, _Slot) else a  # noqa: E731
+            return op(*[put(a) for a in held_args], **{k: put(v) for k, v in held_kwargs.items()})
+
+        note_fallback(name, why)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return _OnCpu.apply(call, *tensors)
+        out = call([st.to_cpu(t) for t in tensors])
+        return tuple(st.from_cpu(o) for o in out) if isinstance(out, tuple) else st.from_cpu(out)
+    _WHOLE.impl(op._schema.name.split("::")[1] + ("." + op._overloadname if op._overloadname != "default" else ""),
+                kernel, "AutogradPrivateUse1")
+
+
+class _Slot:
+    def __init__(self, index):
+        self.index = index
+
+
+_aten = torch.ops.aten
+for _op in (_aten.fft_irfft.default, _aten.fft_irfft2.default, _aten.fft_irfftn.default, _aten.fft_hfft.default,
+            _aten.fft_hfft2.default, _aten.fft_hfftn.default, _aten.stft.default, _aten.stft.center):
+    run_whole_on_cpu(_op, "its decomposition makes complex tensors, which the device does not hold")

@@ -661,6 +661,59 @@ def _register_out_variants():
                 register(candidate)(out_variant(fn, candidate))
 
 
+# ------------------------------------------------------------------ composites whose decomposition wants float64
+# ATen's linalg.pinv and linalg.matrix_rank make their default tolerances as float64 scalars on the input's device,
+# and renorm's backward takes its norms in float64 off CUDA: the device has no float64. Registered at
+# AutogradPrivateUse1 (consulted before the composite kernel for webgpu tensors), these run webgrad's own op
+# instead, with its float32 tolerances; pinv through its ATen overload with tolerance tensors, whose
+# PrivateUse1 kernel the table gives and whose backward is ATen's formula.
+_AUTOGRAD = torch.library.Library("aten", "IMPL")
+
+
+def _scalar(value):
+    """A float tolerance as the 0-dim CPU tensor the Tensor overloads take (None stays None)."""
+    return None if value is None else torch.tensor(float(value))
+
+
+def _pinv(self, *, atol=None, rtol=None, hermitian=False):
+    return aten.linalg_pinv.atol_rtol_tensor(self, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def _matrix_rank(self, *, atol=None, rtol=None, hermitian=False):
+    from .fused_autograd import _plain
+    if not (_plain(self) and all(type(t) in (type(None), torch.Tensor) for t in (atol, rtol))):
+        return aten.linalg_matrix_rank.atol_rtol_tensor.decompose(self, atol=atol, rtol=rtol, hermitian=hermitian)
+    found = []
+    x, a, r = _to_webgrad((self, atol, rtol), found)
+    with wg.no_grad():
+        return _to_torch(wg.linalg.matrix_rank(x, atol=a, rtol=r, hermitian=hermitian), found)
+
+
+def _renorm(self, p, dim, maxnorm):
+    from .fused_autograd import _apply, _plain
+    if not (_plain(self) and self.dtype in (torch.float32, torch.float16)):
+        return torch._refs.renorm(self, p, dim, maxnorm)
+    return _apply(lambda x: wg.renorm(x, p, dim, maxnorm), self)
+
+
+for _name, _fn in {
+        "linalg_pinv": lambda self, rcond, hermitian=False: _pinv(self, atol=_scalar(0.0), rtol=_scalar(rcond),
+                                                                  hermitian=hermitian),
+        "linalg_pinv.atol_rtol_float": lambda self, *, atol=None, rtol=None, hermitian=False: _pinv(
+            self, atol=_scalar(atol), rtol=_scalar(rtol), hermitian=hermitian),
+        "linalg_pinv.rcond_tensor": lambda self, rcond, hermitian=False: _pinv(
+            self, atol=_scalar(0.0), rtol=rcond, hermitian=hermitian),
+        "pinverse": lambda self, rcond=1e-15: _pinv(self, atol=_scalar(0.0), rtol=_scalar(rcond)),
+        "linalg_matrix_rank": lambda self, tol, hermitian=False: _matrix_rank(self, atol=_scalar(tol),
+                                                                              rtol=_scalar(0.0), hermitian=hermitian),
+        "linalg_matrix_rank.tol_tensor": lambda self, tol, hermitian=False: _matrix_rank(
+            self, atol=tol, rtol=_scalar(0.0), hermitian=hermitian),
+        "linalg_matrix_rank.atol_rtol_tensor": _matrix_rank,
+        "linalg_matrix_rank.atol_rtol_float": lambda self, *, atol=None, rtol=None, hermitian=False: _matrix_rank(
+            self, atol=_scalar(atol), rtol=_scalar(rtol), hermitian=hermitian),
+        "renorm": _renorm}.items():
+    _AUTOGRAD.impl(_name, _fn, "AutogradPrivateUse1")
+
 _register_table()
 # what index_put_ and x[idx] = v reach through PyTorch's index_put_ (unsafe only skips bounds checks)
 register(aten._index_put_impl_.default)(in_place(

@@ -247,7 +247,12 @@ def unwrap(t):
 
 
 def new_storage(numel, torch_dtype):
-    """A webgpu tensor's fresh storage: (webgrad storage, torch storage)."""
+    """A webgpu tensor's fresh storage: (webgrad storage, torch storage). A float64 tensor of no elements is
+    allowed where the device has no float64 (it holds no value to lose): ATen makes such placeholders for the
+    statistics of an empty batch norm."""
+    if numel == 0 and torch_dtype is torch.float64:
+        storage = webgrad_device().backend.empty(1, dtypes.float32)  # (never read: unwrap refuses float64)
+        return storage, torch_storage(storage, 1, torch_dtype)
     dtype = webgrad_dtype(torch_dtype)
     storage = webgrad_device().backend.empty(max(numel, 1), dtype)
     return storage, torch_storage(storage, max(numel, 1), torch_dtype)
@@ -339,6 +344,9 @@ def to_cpu(t, strides=None):
     """Webgpu tensor `t` read back as a CPU torch tensor of its shape and dtype (a copy): contiguous, or with
     `strides` (dense ones: what copy_strides gives), read as the memory lies where t has those strides."""
     shape = tuple(t.shape)
+    if not t.numel():
+        return torch.empty_strided(shape, tuple(strides) if strides is not None else View.contiguous_strides(shape),
+                                   dtype=t.dtype)
     if strides is not None and tuple(strides) != View.contiguous_strides(shape) and t.numel() > 1:
         strides = tuple(strides)
         if tuple(t.stride()) == strides and dense(shape, strides) and not is_byte_view(t):
