@@ -3,13 +3,16 @@
 // out contiguous [batch, M, N]; items = 1 is a plain batched product, items > 1 a "batch-reduce"
 // product (a convolution's weight gradient sums over images). op(a) is a ([M, K] row-major) or, with
 // TRANS_A, the transpose of a stored [K, M]; b likewise [K, N], or [N, K] with TRANS_B; with B_GATHER,
-// op(b) is an image unfolded on the fly (implicit im2col, see unfolded4). Everything is float32;
-// offsets and batch strides are in elements (a batch stride of 0 reuses one matrix for every z). The
-// bias is per column (n), or per row (m) with BIAS_ROWS (a convolution's bias over output channels).
+// op(b) is an image unfolded on the fly (implicit im2col, see unfolded4). a, b, out and the bias are
+// float32, or float16 (matmul_io.wgsl's element types: halves are read into registers as they are, turned
+// into f32 where they are staged into the f32 workgroup tiles, so the multiply is the float32 kernel's,
+// and the f32 result is rounded once at the store); offsets and batch strides are in elements (a batch
+// stride of 0 reuses one matrix for every z). The bias is per column (n), or per row (m) with BIAS_ROWS
+// (a convolution's bias over output channels).
 //
 // The host side is package/webgrad/backends/webgpu/matmul_plan.py: it picks the entry point, the tile
 // configuration (override constants), the K split and packs Params. Bindings (group 0): 0 a, 1 b,
-// 2 out, 3 bias (any f32 buffer when HAS_BIAS is false), 4 Params.
+// 2 out, 3 bias (any buffer when HAS_BIAS is false), 4 Params.
 //
 // Design (classic register-blocked SGEMM):
 //   * A workgroup of WG_X x WG_Y threads computes a BM x BN tile of out (BM = WG_Y*TM, BN = WG_X*TN).
@@ -39,7 +42,7 @@
 //     small to fill the GPU even with KS (32x144 @ K = 25088: five 32x32 tiles).
 //   * Global loads are vec4 when the plan proves alignment (the matrix's contiguous dimension, its
 //     offset and batch stride all multiples of 4: then a vec4 never straddles the matrix edge) and
-//     scalar with per-element bounds checks otherwise. a/b are declared twice (f32 and vec4 views of
+//     scalar with per-element bounds checks otherwise. a/b are declared twice (scalar and vec4 views of
 //     the same binding), out too; each entry point uses only one view of each, which WGSL allows.
 //     Entry points: matmul_<a><b>[4]: a, b each v (vec4) or s (scalar, always valid); the suffix 4
 //     stores vec4s (N and the output offset multiples of 4; the plan takes it for short K only, where
@@ -118,9 +121,10 @@ var<private> c40: vec4<f32>; var<private> c41: vec4<f32>;
 var<private> c50: vec4<f32>; var<private> c51: vec4<f32>;
 var<private> c60: vec4<f32>; var<private> c61: vec4<f32>;
 var<private> c70: vec4<f32>; var<private> c71: vec4<f32>;
-// Prefetched pieces of the next A and B tiles (LA, LB of them, at most 4).
-var<private> pa0: vec4<f32>; var<private> pa1: vec4<f32>; var<private> pa2: vec4<f32>; var<private> pa3: vec4<f32>;
-var<private> pb0: vec4<f32>; var<private> pb1: vec4<f32>; var<private> pb2: vec4<f32>; var<private> pb3: vec4<f32>;
+// Prefetched pieces of the next A and B tiles (LA, LB of them, at most 4), in the operands' own types (a
+// float16 piece takes half the registers; put_a and put_b convert it to f32).
+var<private> pa0: vec4<AT>; var<private> pa1: vec4<AT>; var<private> pa2: vec4<AT>; var<private> pa3: vec4<AT>;
+var<private> pb0: vec4<BT>; var<private> pb1: vec4<BT>; var<private> pb2: vec4<BT>; var<private> pb3: vec4<BT>;
 var<private> tid: u32;    // index within the slice
 var<private> slice: u32;
 var<private> stage0: u32;  // this slice's first workgroup buffer: a "stage" is slice * 2 + buffer
@@ -193,16 +197,16 @@ fn a_piece(l: u32, kt: u32) -> vec2<u32> {
     return vec2<u32>(row0 + idx / BK4, kt * BK + (idx % BK4) * 4u);
 }
 
-fn load_a_vec4(l: u32, kt: u32) -> vec4<f32> {
+fn load_a_vec4(l: u32, kt: u32) -> vec4<AT> {
     let mk = a_piece(l, kt);
     if (mk.x < P.M && mk.y < P.K) {
         if (TRANS_A) { return a4[(a_base + mk.y * P.lda + mk.x) / 4u]; }
         return a4[(a_base + mk.x * P.lda + mk.y) / 4u];
     }
-    return vec4<f32>(0.0);
+    return vec4<AT>(0.0);
 }
 
-fn a_at(m: u32, k: u32) -> f32 {
+fn a_at(m: u32, k: u32) -> AT {
     if (m < P.M && k < P.K) {
         if (TRANS_A) { return a1[a_base + k * P.lda + m]; }
         return a1[a_base + m * P.lda + k];
@@ -210,12 +214,12 @@ fn a_at(m: u32, k: u32) -> f32 {
     return 0.0;
 }
 
-fn load_a_scalar(l: u32, kt: u32) -> vec4<f32> {
+fn load_a_scalar(l: u32, kt: u32) -> vec4<AT> {
     let mk = a_piece(l, kt);
     if (TRANS_A) {
-        return vec4<f32>(a_at(mk.x, mk.y), a_at(mk.x + 1u, mk.y), a_at(mk.x + 2u, mk.y), a_at(mk.x + 3u, mk.y));
+        return vec4<AT>(a_at(mk.x, mk.y), a_at(mk.x + 1u, mk.y), a_at(mk.x + 2u, mk.y), a_at(mk.x + 3u, mk.y));
     }
-    return vec4<f32>(a_at(mk.x, mk.y), a_at(mk.x, mk.y + 1u), a_at(mk.x, mk.y + 2u), a_at(mk.x, mk.y + 3u));
+    return vec4<AT>(a_at(mk.x, mk.y), a_at(mk.x, mk.y + 1u), a_at(mk.x, mk.y + 2u), a_at(mk.x, mk.y + 3u));
 }
 
 // B pieces run along b's contiguous dimension: n when b is stored [K, N], k when TRANS_B ([N, K]).
@@ -228,16 +232,16 @@ fn b_piece(l: u32, kt: u32) -> vec2<u32> {
     return vec2<u32>(kt * BK + idx / BN4, col0 + (idx % BN4) * 4u);
 }
 
-fn load_b_vec4(l: u32, kt: u32) -> vec4<f32> {
+fn load_b_vec4(l: u32, kt: u32) -> vec4<BT> {
     let kn = b_piece(l, kt);
     if (kn.x < P.K && kn.y < P.N) {
         if (TRANS_B) { return b4[(b_base + kn.y * P.ldb + kn.x) / 4u]; }
         return b4[(b_base + kn.x * P.ldb + kn.y) / 4u];
     }
-    return vec4<f32>(0.0);
+    return vec4<BT>(0.0);
 }
 
-fn b_at(k: u32, n: u32) -> f32 {
+fn b_at(k: u32, n: u32) -> BT {
     if (k < P.K && n < P.N) {
         if (TRANS_B) { return b1[b_base + n * P.ldb + k]; }
         return b1[b_base + k * P.ldb + n];
@@ -252,7 +256,7 @@ fn b_at(k: u32, n: u32) -> f32 {
 // with TRANS_B, colsᵀ (weight gradient). A piece of B runs along l in both cases (along n, or along k
 // with TRANS_B), so unfolded4 takes four consecutive columns of one row: r's window position and
 // plane are decoded once, x steps through the row.
-fn pixel(plane: u32, y: u32, x: u32, dh: i32, dw: i32) -> f32 {
+fn pixel(plane: u32, y: u32, x: u32, dh: i32, dw: i32) -> BT {
     let h = i32(y * P.g_sy) + dh;
     let w = i32(x * P.g_sx) + dw;
     if (h < 0 || h >= i32(P.g_h) || w < 0 || w >= i32(P.g_w)) { return 0.0; }
@@ -260,8 +264,8 @@ fn pixel(plane: u32, y: u32, x: u32, dh: i32, dw: i32) -> f32 {
 }
 
 // Columns l0 .. l0+3 of row r of the unfolded matrix, which has `rows` rows and `cols` columns.
-fn unfolded4(r: u32, l0: u32, rows: u32, cols: u32) -> vec4<f32> {
-    var v = vec4<f32>(0.0);
+fn unfolded4(r: u32, l0: u32, rows: u32, cols: u32) -> vec4<BT> {
+    var v = vec4<BT>(0.0);
     if (r >= rows) { return v; }
     let j = r % G_KW;
     let t = r / G_KW;
@@ -281,16 +285,16 @@ fn unfolded4(r: u32, l0: u32, rows: u32, cols: u32) -> vec4<f32> {
     return v;
 }
 
-fn load_b_scalar(l: u32, kt: u32) -> vec4<f32> {
+fn load_b_scalar(l: u32, kt: u32) -> vec4<BT> {
     let kn = b_piece(l, kt);
     if (B_GATHER) {
         if (TRANS_B) { return unfolded4(kn.y, kn.x, P.N, P.K); }  // op(b)[k, n] = cols[n, k]
         return unfolded4(kn.x, kn.y, P.K, P.N);                   // op(b)[k, n] = cols[k, n]
     }
     if (TRANS_B) {
-        return vec4<f32>(b_at(kn.x, kn.y), b_at(kn.x + 1u, kn.y), b_at(kn.x + 2u, kn.y), b_at(kn.x + 3u, kn.y));
+        return vec4<BT>(b_at(kn.x, kn.y), b_at(kn.x + 1u, kn.y), b_at(kn.x + 2u, kn.y), b_at(kn.x + 3u, kn.y));
     }
-    return vec4<f32>(b_at(kn.x, kn.y), b_at(kn.x, kn.y + 1u), b_at(kn.x, kn.y + 2u), b_at(kn.x, kn.y + 3u));
+    return vec4<BT>(b_at(kn.x, kn.y), b_at(kn.x, kn.y + 1u), b_at(kn.x, kn.y + 2u), b_at(kn.x, kn.y + 3u));
 }
 
 fn fetch_a_vec4(kt: u32) {
@@ -330,7 +334,8 @@ fn swz(k: u32) -> u32 {
     return ((k / 4u) * (8u / BK4)) % 8u;
 }
 
-fn put_a(l: u32, stage: u32, v: vec4<f32>) {
+fn put_a(l: u32, stage: u32, piece: vec4<AT>) {
+    let v = vec4<f32>(piece);  // (float16 operands: the conversion into the f32 tile)
     let idx = tid + l * NT;
     if (TRANS_A) {  // the piece runs along m: one vec4 store
         let k = idx / BM4;
@@ -347,7 +352,8 @@ fn put_a(l: u32, stage: u32, v: vec4<f32>) {
     }
 }
 
-fn put_b(l: u32, stage: u32, v: vec4<f32>) {
+fn put_b(l: u32, stage: u32, piece: vec4<BT>) {
+    let v = vec4<f32>(piece);
     let idx = tid + l * NT;
     if (TRANS_B) {  // the piece runs along k
         let n = idx / BK4;
@@ -432,7 +438,7 @@ fn compute(stage: u32) {
 // reduction applies them). m, n: the output element's row and column.
 fn finish1(x: f32, m: u32, n: u32) -> f32 {
     var v = x;
-    if (HAS_BIAS) { v += bias[P.bias_off + select(n, m, BIAS_ROWS)]; }
+    if (HAS_BIAS) { v += f32(bias[P.bias_off + select(n, m, BIAS_ROWS)]); }
     if (RELU) { v = max(v, 0.0); }
     return v;
 }
@@ -441,10 +447,10 @@ fn finish4(x: vec4<f32>, m: u32, n: u32) -> vec4<f32> {  // columns n .. n+3 of 
     var v = x;
     if (HAS_BIAS) {
         if (BIAS_ROWS) {
-            v += vec4<f32>(bias[P.bias_off + m]);
+            v += vec4<f32>(f32(bias[P.bias_off + m]));
         } else {
             let o = P.bias_off + n;
-            v += vec4<f32>(bias[o], bias[o + 1u], bias[o + 2u], bias[o + 3u]);
+            v += vec4<f32>(vec4<CT>(bias[o], bias[o + 1u], bias[o + 2u], bias[o + 3u]));
         }
     }
     if (RELU) { v = max(v, vec4<f32>(0.0)); }
@@ -460,10 +466,10 @@ fn store4(r: u32, h: u32, v: vec4<f32>) {
     if (m < P.M) {
         let n = tile_col(h);
         let o = out_index(m, n);
-        if (n < P.N) { out[o] = finish1(v.x, m, n); }
-        if (n + 1u < P.N) { out[o + 1u] = finish1(v.y, m, n + 1u); }
-        if (n + 2u < P.N) { out[o + 2u] = finish1(v.z, m, n + 2u); }
-        if (n + 3u < P.N) { out[o + 3u] = finish1(v.w, m, n + 3u); }
+        if (n < P.N) { out[o] = to_OT(finish1(v.x, m, n)); }
+        if (n + 1u < P.N) { out[o + 1u] = to_OT(finish1(v.y, m, n + 1u)); }
+        if (n + 2u < P.N) { out[o + 2u] = to_OT(finish1(v.z, m, n + 2u)); }
+        if (n + 3u < P.N) { out[o + 3u] = to_OT(finish1(v.w, m, n + 3u)); }
     }
 }
 
@@ -471,7 +477,7 @@ fn store4(r: u32, h: u32, v: vec4<f32>) {
 fn store4v(r: u32, h: u32, v: vec4<f32>) {
     let m = tile_row(r);
     let n = tile_col(h);
-    if (m < P.M && n < P.N) { out4[out_index(m, n) / 4u] = finish4(v, m, n); }
+    if (m < P.M && n < P.N) { out4[out_index(m, n) / 4u] = to_OT4(finish4(v, m, n)); }
 }
 
 fn epilogue() {
@@ -671,13 +677,13 @@ fn matmul_reduce(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_in
     let i = (wid.x + wid.y * nw.x) * REDUCE_OUTPUTS + lid.x;
     var s = 0.0;
     if (i < total) {
-        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += a1[k * total + i]; }
+        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += f32(a1[k * total + i]); }
     }
     lanes1[li] = s;
     workgroupBarrier();
     if (lid.y == 0u && i < total) {
         for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes1[l * REDUCE_OUTPUTS + lid.x]; }
-        out[P.o_off + i] = finish1(s, (i / P.N) % P.M, i % P.N);
+        out[P.o_off + i] = to_OT(finish1(s, (i / P.N) % P.M, i % P.N));
     }
 }
 
@@ -688,13 +694,13 @@ fn matmul_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_i
     let i = (wid.x + wid.y * nw.x) * REDUCE_OUTPUTS + lid.x;
     var s = vec4<f32>(0.0);
     if (i < total4) {
-        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += a4[k * total4 + i]; }
+        for (var k = lid.y; k < P.splits; k += REDUCE_LANES) { s += vec4<f32>(a4[k * total4 + i]); }
     }
     lanes4[li] = s;
     workgroupBarrier();
     if (lid.y == 0u && i < total4) {
         for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes4[l * REDUCE_OUTPUTS + lid.x]; }
         let e = 4u * i;
-        out4[P.o_off / 4u + i] = finish4(s, (e / P.N) % P.M, e % P.N);
+        out4[P.o_off / 4u + i] = to_OT4(finish4(s, (e / P.N) % P.M, e % P.N));
     }
 }

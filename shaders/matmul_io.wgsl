@@ -1,7 +1,16 @@
 // The bindings and uniform parameters shared by the two matmul kernels: matmul.wgsl (tiled through
 // workgroup memory, for GPUs) and matmul_cpu.wgsl (register-blocked, for software adapters). One
-// layout lets matmul_plan.py pack Params once for either. a, b and out are each declared twice (f32
+// layout lets matmul_plan.py pack Params once for either. a, b and out are each declared twice (scalar
 // and vec4 views of one binding); an entry point uses one view of each, which WGSL allows.
+//
+// Element types: matmul.py splices ELEMENT_TYPES below (typed.py element_types): the aliases AT (a,
+// binding 0), BT (b, binding 1), OT (out, binding 2) and CT (the bias, binding 3), and to_OT/to_OT4, the
+// f32 -> OT rounding of a store. float32 everywhere (the software adapters' matmul_cpu.wgsl has only that
+// variant), or float16 operands and output for matmul.wgsl (the module then starts with `enable f16;`):
+// halves are converted to f32 as they are staged into the f32 workgroup tiles, products and sums run in
+// f32 and the result is rounded once at the store (autocast's numerics, as cuBLAS's half GEMMs). A
+// split-K product keeps its partial tiles in f32: its main kernel has OT = f32, its reduction AT = f32.
+//! splice ELEMENT_TYPES
 
 struct Params {
     M: u32, N: u32, K: u32, ntiles: u32,        // ntiles = ceil(K / BK)
@@ -18,11 +27,11 @@ struct Params {
     g_dy: i32, g_dx: i32, g_py: i32, g_px: i32,
 }
 
-@group(0) @binding(0) var<storage, read> a1: array<f32>;
-@group(0) @binding(0) var<storage, read> a4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b1: array<f32>;
-@group(0) @binding(1) var<storage, read> b4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(0) var<storage, read> a1: array<AT>;
+@group(0) @binding(0) var<storage, read> a4: array<vec4<AT>>;
+@group(0) @binding(1) var<storage, read> b1: array<BT>;
+@group(0) @binding(1) var<storage, read> b4: array<vec4<BT>>;
+@group(0) @binding(2) var<storage, read_write> out: array<OT>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<OT>>;
+@group(0) @binding(3) var<storage, read> bias: array<CT>;
 @group(0) @binding(4) var<uniform> P: Params;

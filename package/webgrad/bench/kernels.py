@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-from webgrad._backends.webgpu import matmul_plan, shaders
+from webgrad._backends.webgpu import matmul, matmul_plan
 from webgrad._backends.webgpu.native import shader_module
 from .._backends import kernels
 
@@ -71,7 +71,7 @@ class MatmulRunner:
         pipe = self.pipelines.get(key)
         if pipe is None:
             if p.shader not in self.modules:
-                self.modules[p.shader] = shader_module(self.device, shaders.source(p.shader), p.shader)
+                self.modules[p.shader] = shader_module(self.device, matmul.shader(p.shader).source(), p.shader)
             pipe = self.device.create_compute_pipeline(
                 layout=self.pipeline_layout,
                 compute={"module": self.modules[p.shader], "entry_point": p.entry_point, "constants": p.constants},

@@ -9,9 +9,9 @@ PyTorch's numerics on CUDA, where half convolutions accumulate in f32 and half e
 f32 "opmath"): casts and copies (any strides); convolutions and both their gradients on GPU adapters
 (conv.py's half launchers: conv_gemm.wgsl's float16 variants, or winograd.wgsl's where winograd.suits);
 BatchNorm (batch_norm.py: half activations, f32 statistics and parameters); unary, unary_backward and binary
-on contiguous halves (elementwise.wgsl's float16 entry points). A half matmul kernel exists but is slower
-than the float32 one on float32 copies (NATIVE_MATMUL below). Every other kernel (reductions, softmax, pooling,
-matmul, ...) and float16 work that does not fit those kernels (strided views, broadcasts) runs on float16
+on contiguous halves (elementwise.wgsl's float16 entry points); products (linear, matmul, bmm) of half operands
+on GPU adapters (matmul.wgsl's float16 variants: NATIVE_MATMUL below). Every other kernel (reductions, softmax,
+pooling, ...) and float16 work that does not fit those kernels (strided views, broadcasts) runs on float16
 operands by converting them to float32 scratch views, running its float32 kernel and rounding the result into
 the float16 output, at the cost of two extra conversions: each record's policy (kernels.py) says which, and
 :func:`run` applies it. The backend calls :func:`run` only once a float16 storage exists, so float32 work never
@@ -26,6 +26,7 @@ from ...dtypes import float16, float32
 from ..kernels import HALF, IN, INOUT, NATIVE, REFUSE
 from .. import kernels
 from . import elementwise
+from . import matmul as tiled
 from .dispatch import Kernel, grid
 from .typed import F16Shader
 from .views import MAX_RANK, check_view, contiguous_view, merge_dims
@@ -164,21 +165,34 @@ def _materialized(rt, v):
     return tmp
 
 
-# Whether half products use matmul_h (shaders/f16.wgsl) or the tuned float32 kernel on float32 copies of the
-# operands. Both have the same numerics (a half is exact in f32, products and sums in f32, one rounding), so
-# this is about speed alone, and the copies win. H200, `python tools/bench_f16.py --native --sizes 8192,2304,768
-# 8192,3072,768 8192,768,3072 4096,4096,4096` (a GPT-2 step's products, then a square one), TFLOP/s as float32 /
-# float16 through the copies / matmul_h: 22.8 / 27.2 / 23.1, 31.5 / 28.9 / 25.9, 31.2 / 29.3 / 20.2, 35.2 / 34.1 /
-# 27.7. matmul_h's 8 x 8 named accumulators read halves from 64 x 64 tiles, without the float32 kernel's
-# swizzled, warp-tiled layouts. WEBGRAD_HALF_MATMUL=native turns it on (to measure a whole step).
+# Half products run on matmul.wgsl's float16 variants (matmul.py; on GPU adapters, where matmul.wgsl runs):
+# halves read from global memory as they are, converted to f32 where they are staged into the f32 workgroup
+# tiles, so the multiply, the tiles and the plans are the float32 kernel's; one rounding at the store. Before
+# them, half products ran the float32 kernel on float32 copies of the operands, rounded into the half output:
+# the same numerics (a half is exact in f32, products and sums in f32, one rounding) for three more passes
+# through memory and their scratch. matmul_h (shaders/f16.wgsl: half tiles, no swizzled or warp-tiled
+# layouts) is slower than both; H200, `python tools/bench_f16.py --native --sizes 8192,2304,768 8192,3072,768
+# 8192,768,3072 4096,4096,4096` (a GPT-2 step's products, then a square one), TFLOP/s as float32 / float16
+# through the copies / matmul_h: 22.8 / 27.2 / 23.1, 31.5 / 28.9 / 25.9, 31.2 / 29.3 / 20.2, 35.2 / 34.1 /
+# 27.7. WEBGRAD_HALF_MATMUL=native turns matmul_h on (to measure a whole step). Mixed operands (one half, one
+# float32) and software adapters (matmul_cpu.wgsl, float32 only) keep the copies.
 NATIVE_MATMUL = os.environ.get("WEBGRAD_HALF_MATMUL") == "native"
 
 
 @kernels.matmul.implement("webgpu", half=True)
 def matmul_half(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
-    if NATIVE_MATMUL and out.dtype is a.dtype is b.dtype is float16 and (bias is None or bias.dtype is float16):
+    if not (out.dtype is a.dtype is b.dtype is float16):
+        return NotImplemented
+    if NATIVE_MATMUL and (bias is None or bias.dtype is float16):
         return matmul(rt, out, a, b, trans_a, trans_b, bias, relu)
-    return NotImplemented
+    if tiled.profile(rt) != "gpu" or bias is not None and bias.dtype not in (float16, float32):
+        return NotImplemented
+    strides = tiled.checked(out, a, b, trans_a, trans_b, bias, float16, bias.dtype if bias is not None else None)
+    if out.numel == 0:
+        return None
+    a, b, bias = (_materialized(rt, v) if v is not None and v.storage is out.storage else v for v in (a, b, bias))
+    tiled.launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides, tiled.element_types(out, a, b, bias))
+    return None
 
 
 @kernels.copy.implement("webgpu", half=True)

@@ -2,33 +2,40 @@
 
 matmul_plan.py (tile choice, K split, override constants, uniform layout) and matmul.wgsl belong to
 the matmul kernel; this module only checks the views and hands the plan to the runtime (run_plan,
-which the convolutions in conv.py use too).
+which the convolutions in conv.py use too). matmul.wgsl also comes in float16 variants (typed.py: the
+element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands.
 """
 
-from ...dtypes import float32
+from ...dtypes import float16, float32
 from .. import kernels
-from . import matmul_plan
+from . import matmul_plan, typed
 from .elementwise import materialize
-from .dispatch import Kernel, Shader
+from .dispatch import Kernel
 from .views import check_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
-_SHADERS = {}  # file name -> Shader: matmul.wgsl, or matmul_cpu_*.wgsl on a software adapter
-_KERNELS = {}  # (file, entry point) -> Kernel (the plan names the override constants itself)
+_KERNELS = {}  # (file, entry point, element types) -> Kernel (the plan names the override constants itself)
+# The element types (AT, BT, OT, CT) of matmul_io.wgsl's ELEMENT_TYPES: a, b, out, bias
+F32 = ("f32", "f32", "f32", "f32")
+_WGSL = {float32: "f32", float16: "f16"}
 
 
-def _kernel(shader, entry):
-    kernel = _KERNELS.get((shader, entry))
+def shader(name=matmul_plan.SHADER, types=F32):
+    """Shader file `name` (matmul.wgsl, or matmul_cpu_*.wgsl on a software adapter) with element types
+    `types` (AT, BT, OT, CT: see matmul_io.wgsl); float16 ones need shader-f16."""
+    return typed.typed_shader(name, tuple(zip(("AT", "BT", "OT", "CT"), types)))
+
+
+def _kernel(name, entry, types=F32):
+    kernel = _KERNELS.get((name, entry, types))
     if kernel is None:
-        if shader not in _SHADERS:
-            _SHADERS[shader] = Shader(shader, {})
-        kernel = _KERNELS[shader, entry] = Kernel(_SHADERS[shader], entry, _LAYOUT)
+        kernel = _KERNELS[name, entry, types] = Kernel(shader(name, types), entry, _LAYOUT)
     return kernel
 
 
-def _operand(view, name, batch, rows, cols):
+def _operand(view, name, batch, rows, cols, dtype=float32):
     """Check a [batch, rows, cols] operand whose last two dims are contiguous; its batch stride."""
-    check_view(view, name, dtype=float32, ndim=3)
+    check_view(view, name, dtype=dtype, ndim=3)
     if view.shape != (batch, rows, cols):
         raise ValueError(f"matmul: {name} has shape {view.shape}, expected {(batch, rows, cols)}")
     if rows * cols and (view.strides[2] != 1 and cols > 1 or view.strides[1] != cols and rows > 1):
@@ -44,34 +51,59 @@ def profile(rt):
     return rt.variant["matmul_profile"]
 
 
-@kernels.matmul.implement("webgpu")
-def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
-    check_view(out, "out", dtype=float32, contiguous=True, ndim=3)
+def checked(out, a, b, trans_a, trans_b, bias, dtype=float32, bias_dtype=float32):
+    """Check the kernel's views (out, a, b of `dtype`, bias of `bias_dtype`); (a's, b's batch stride)."""
+    check_view(out, "out", dtype=dtype, contiguous=True, ndim=3)
     batch, M, N = out.shape
     K = a.shape[1] if trans_a else a.shape[2] if len(a.shape) == 3 else -1
-    a_stride = _operand(a, "a", batch, *((K, M) if trans_a else (M, K)))
-    b_stride = _operand(b, "b", batch, *((N, K) if trans_b else (K, N)))
+    a_stride = _operand(a, "a", batch, *((K, M) if trans_a else (M, K)), dtype)
+    b_stride = _operand(b, "b", batch, *((N, K) if trans_b else (K, N)), dtype)
     if bias is not None:
-        check_view(bias, "bias", dtype=float32, contiguous=True, ndim=1)
+        check_view(bias, "bias", dtype=bias_dtype, contiguous=True, ndim=1)
         if bias.shape != (N,):
             raise ValueError(f"matmul: bias has shape {bias.shape}, expected ({N},)")
+    return a_stride, b_stride
+
+
+@kernels.matmul.implement("webgpu")
+def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
+    strides = checked(out, a, b, trans_a, trans_b, bias)
     if out.numel == 0:
         return
     a, b, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v for v in (a, b, bias))
+    launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides)
+
+
+def launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides, types=F32):
+    """Plan and record the product of views `checked` accepted (strides: its result), none of them in out's
+    storage, on the kernel variant of element `types` (AT, BT, OT, CT)."""
+    batch, M, N = out.shape
+    K = a.shape[1] if trans_a else a.shape[2]
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias is not None, relu, a.offset, b.offset,
-                         out.offset, bias.offset if bias is not None else 0, a_stride, b_stride, profile=profile(rt))
-    run_plan(rt, p, a.storage, b.storage, out.storage, bias.storage if bias is not None else None)
+                         out.offset, bias.offset if bias is not None else 0, *strides, profile=profile(rt))
+    run_plan(rt, p, a.storage, b.storage, out.storage, bias.storage if bias is not None else None, types)
 
 
-def run_plan(rt, p, a, b, out, bias=None):
-    """Record plan p (matmul_plan.plan) on storages a, b, out and bias (None: none). With split-K the
-    product writes its partial tiles into the runtime's kept scratch (Runtime.split_k_scratch, shared by
-    every split product), then the reduction writes out."""
-    launches = rt.memo.get(p)  # plans are cached by matmul_plan, so a repeated product finds its Launches
+def element_types(out, a, b, bias):
+    """The element types (AT, BT, OT, CT) of matmul_io.wgsl for these views (float32 or float16); with no
+    bias, binding 3 holds a's buffer, so CT is a's type."""
+    return _WGSL[a.dtype], _WGSL[b.dtype], _WGSL[out.dtype], _WGSL[(bias if bias is not None else a).dtype]
+
+
+def run_plan(rt, p, a, b, out, bias=None, types=F32):
+    """Record plan p (matmul_plan.plan) on storages a, b, out and bias (None: none), of element types
+    `types` (AT, BT, OT, CT: element_types). With split-K the product writes its partial tiles into the
+    runtime's kept scratch (Runtime.split_k_scratch, shared by every split product, float32 whatever the
+    operands), then the reduction writes out."""
+    key = p if types == F32 else (p, types)
+    launches = rt.memo.get(key)  # plans are cached by matmul_plan, so a repeated product finds its Launches
     if launches is None:
-        launches = rt.memo[p] = tuple(
-            rt.launch(_kernel(q.shader, q.entry_point), tuple(sorted(q.constants.items())), q.params, q.workgroups)
-            for q in (p, p.reduce) if q is not None)
+        # a split product writes f32 partials (OT = f32), which its reduction reads (AT = f32)
+        split = (types[0], types[1], "f32", types[3]), ("f32", types[1], types[2], types[3])
+        launches = rt.memo[key] = tuple(
+            rt.launch(_kernel(q.shader, q.entry_point, t if p.reduce is not None else types),
+                      tuple(sorted(q.constants.items())), q.params, q.workgroups)
+            for q, t in zip((p, p.reduce), split) if q is not None)
     if bias is None:
         bias = a  # any read-only buffer: HAS_BIAS is off
     if p.reduce is None:
