@@ -171,3 +171,30 @@ def test_ffts_with_complex_insides_run_whole_on_the_cpu_with_one_warning():
         torch.fft.irfft(x.to(DEV))
     with pytest.raises(TypeError, match="complex64"):
         torch.fft.rfft(x.to(DEV))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: torch.nn.functional.hardshrink(t, 0.3),
+    lambda t: torch.nn.functional.softshrink(t, 0.3),
+    lambda t: torch.nn.functional.threshold(t, 0.1, -2.0),
+    lambda t: torch.nn.functional.glu(t, 1),
+    lambda t: torch.logit(torch.sigmoid(t), eps=0.2),
+    lambda t: torch.nn.functional.channel_shuffle(t.reshape(1, 4, 3), 2),
+    lambda t: torch.nn.functional.binary_cross_entropy(torch.sigmoid(t), torch.linspace(0, 1, 12).reshape(3, 4).to(
+        t.device)),
+    lambda t: torch.trace(t[:, :3]),
+], ids=["hardshrink", "softshrink", "threshold", "glu", "logit", "channel_shuffle", "binary_cross_entropy", "trace"])
+def test_ops_with_webgrad_kernels_and_their_gradients(fn):
+    torch.manual_seed(0)
+    _grads_match(fn, torch.randn(3, 4) * 2)
+
+
+def test_lookups_and_histograms_on_the_device():
+    x = torch.randn(20)
+    boundaries = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    with td.strict():
+        for fn in (lambda t, b: torch.histc(t, 5, -2, 2), lambda t, b: torch.bucketize(t, b, right=True),
+                   lambda t, b: torch.searchsorted(b, t), lambda t, b: torch.logical_xor(t > 0, t < 1)):
+            expected, got = fn(x, boundaries), fn(x.to(DEV), boundaries.to(DEV))
+            assert got.device.type == DEV and got.dtype == expected.dtype
+            torch.testing.assert_close(got.cpu(), expected)

@@ -1236,6 +1236,9 @@ def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_in
                                        scale_grad_by_freq, mode, per_sample_weights, padding_idx)
 
 
+_REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
+
+
 def _bincount(x, weights=None, minlength=0):
     """How often each value 0..max(x) occurs (weights summed instead where given): one read-back of the maximum
     for the result's length, as on CUDA, then an index_add."""
@@ -1427,6 +1430,27 @@ _EAGER = {
     aten.renorm.default: lambda x, p, dim, maxnorm: wg.renorm(x, p, dim, maxnorm),
     aten.linalg_pinv.atol_rtol_tensor: lambda x, *, atol=None, rtol=None, hermitian=False: wg.linalg.pinv(
         x, atol=atol, rtol=rtol, hermitian=hermitian),
+    # activations, losses and lookups webgrad has, with their backward ops as webgrad's autograd of them
+    aten.hardshrink.default: lambda x, lambd=0.5: wg.nn.functional.hardshrink(x, lambd),
+    aten.hardshrink_backward.default: lambda g, x, lambd: wg.where((x > lambd) | (x < -lambd), g, 0.0),
+    aten.softshrink.default: lambda x, lambd=0.5: wg.nn.functional.softshrink(x, lambd),
+    aten.softshrink_backward.default: lambda g, x, lambd: wg.where((x > lambd) | (x < -lambd), g, 0.0),
+    aten.threshold.default: lambda x, threshold, value: wg.nn.functional.threshold(x, threshold, value),
+    aten.glu.default: lambda x, dim=-1: wg.nn.functional.glu(x, dim),
+    aten.glu_backward.default: lambda g, x, dim: _vjp(lambda a: wg.nn.functional.glu(a, dim), g, x)[0],
+    aten.logit_backward.default: lambda g, x, eps=None: _vjp(lambda a: wg.logit(a, eps), g, x)[0],
+    aten.channel_shuffle.default: lambda x, groups: wg.nn.functional.channel_shuffle(x, groups),
+    aten.binary_cross_entropy.default: lambda x, y, weight=None, reduction=1: wg.nn.functional.binary_cross_entropy(
+        x, y, weight, reduction=_REDUCTIONS[reduction]),
+    aten.binary_cross_entropy_backward.default: lambda g, x, y, weight=None, reduction=1: _vjp(
+        lambda a: wg.nn.functional.binary_cross_entropy(a, y, weight, reduction=_REDUCTIONS[reduction]), g, x)[0],
+    aten.logical_xor.default: lambda a, b: wg.logical_xor(a, b),
+    aten.trace.default: lambda x: wg.trace(x),
+    aten.histc.default: lambda x, bins=100, min=0, max=0: wg.histc(x, bins, min, max),
+    aten.searchsorted.Tensor: lambda seq, x, *, out_int32=False, right=False, side=None, sorter=None: wg.searchsorted(
+        seq, x, out_int32=out_int32, right=right, side=side, sorter=sorter),
+    aten.bucketize.Tensor: lambda x, boundaries, *, out_int32=False, right=False: wg.bucketize(
+        x, boundaries, out_int32=out_int32, right=right),
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
