@@ -207,22 +207,26 @@ fn layer_norm_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
     }
 }
 
-// Stage 2: a workgroup of 256 = 16 columns (vec4 units) x 16 slices of the chunks; each slice sums every 16th
-// chunk, then a tree over the slices. grad_weight -> out, grad_bias -> out2 (each where wanted: HAS_W, HAS_B).
+// Stage 2: a workgroup of 256 = PS_UNITS columns (vec4 units) x PS_SLICES slices of the chunks; each slice sums
+// every PS_SLICES-th chunk, then a tree over the slices. grad_weight -> out, grad_bias -> out2 (each where wanted:
+// HAS_W, HAS_B). Few columns a workgroup: a GPT's d = 384 (96 units) still makes 24 workgroups.
+const PS_UNITS: u32 = 4u;
+const PS_SLICES: u32 = 64u;
+
 @compute @workgroup_size(256)
 fn layer_norm_param_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let n = units();
-    let u = wid.x * 16u + t % 16u;
-    let slice = t / 16u;
+    let u = wid.x * PS_UNITS + t % PS_UNITS;
+    let slice = t / PS_UNITS;
     for (var which = 0u; which < 2u; which++) {  // 0: g * xhat (grad_weight), 1: g (grad_bias)
         var acc = vec4<f32>();
         if (u < n) {
-            for (var c = slice; c < p.chunks; c += 16u) { acc += partial[(2u * c + which) * n + u]; }
+            for (var c = slice; c < p.chunks; c += PS_SLICES) { acc += partial[(2u * c + which) * n + u]; }
         }
         red4[t] = acc;
         workgroupBarrier();
-        for (var s = 8u; s > 0u; s >>= 1u) {
-            if (slice < s) { red4[t] += red4[t + 16u * s]; }
+        for (var s = PS_SLICES / 2u; s > 0u; s >>= 1u) {
+            if (slice < s) { red4[t] += red4[t + PS_UNITS * s]; }
             workgroupBarrier();
         }
         if (slice == 0u && u < n) {
