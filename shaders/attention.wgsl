@@ -15,6 +15,12 @@
 // memory, one barrier before and after its use; without (software adapters, where a barrier costs a coroutine
 // switch per four lanes), each thread reads the rows from the buffers directly.
 //
+// Every [B, H, rows, dim] operand, read or written (q, k, v, grad, out, grad_q, grad_k, grad_v), is addressed
+// through its (offset, batch, head, row) strides in vec4s: ops/attention.py stores each output in the layout of
+// its input (out as q, grad_q as q, ...), as PyTorch's fused kernels do, so a GPT's heads (views of a [B, T, 3C]
+// projection) give out and gradients stored [B, T, nh, hs] that its reshapes see without copies. lse and D are
+// contiguous [B, H, L].
+//
 // Masks: CAUSAL (query i attends keys j <= i, PyTorch's is_causal) and an optional mask view [B, H, L, S] of any
 // strides (MASK_BINDING: float32 added to the scores, -inf meaning "never", or bool words, true = attend). A row
 // that attends no key gets NaN, as PyTorch's softmax of a row of -inf. Dropout (DROPOUT_BINDING) keeps weight
@@ -38,11 +44,12 @@ struct Params {
     k_off: u32, k_sb: u32, k_sh: u32, k_sl: u32,     // batch, head, row
     v_off: u32, v_sb: u32, v_sh: u32, v_sl: u32,
     g_off: u32, g_sb: u32, g_sh: u32, g_sl: u32,
-    out_off: u32, out2_off: u32, lse_off: u32, d_off: u32,  // out / grad_q / grad_k; grad_v / the forward's
-                                                            // out (attention_dq), in vec4s; lse, D
-    m_off: u32, m_sb: u32, m_sh: u32, m_si: u32,     // the mask, in elements
-    m_sj: u32, seed: u32, offset: u32, seed_slot: u32,
-    offset_slot: u32, scale: f32, p_drop: f32, drop_scale: f32,
+    o_off: u32, o_sb: u32, o_sh: u32, o_sl: u32,     // out / grad_q / grad_k, and the forward's out
+    o2_off: u32, o2_sb: u32, o2_sh: u32, o2_sl: u32, // (attention_dq) / grad_v, likewise in vec4s
+    lse_off: u32, d_off: u32, m_off: u32, m_sb: u32, // lse and D (contiguous [B, H, L]); the mask, in elements
+    m_sh: u32, m_si: u32, m_sj: u32, seed: u32,
+    offset: u32, seed_slot: u32, offset_slot: u32, scale: f32,
+    p_drop: f32, drop_scale: f32, unused1: u32, unused2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> qb: array<vec4<f32>>;
@@ -133,7 +140,7 @@ fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
         if (TILED) { workgroupBarrier(); }
     }
     if (row) {
-        let at = p.out_off + (bh * p.L + i) * V4 + slice;
+        let at = p.o_off + b * p.o_sb + h * p.o_sh + i * p.o_sl + slice;
         if (l > 0.0) { store_acc(at, 1.0 / l); } else { store_acc(at, nan_f32()); }
         if (LSE && wid.z == 0u) {
             stat_w[p.lse_off + bh * p.L + i] = select(-inf_f32(), m + log(l), l > 0.0);
@@ -151,7 +158,8 @@ fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     let ic = min(i, p.L - 1u);
     load_q(p.q_off + b * p.q_sb + h * p.q_sh + ic * p.q_sl);
     load_do(p.g_off + b * p.g_sb + h * p.g_sh + ic * p.g_sl);
-    let dsum = do_dot_o(p.out2_off + (bh * p.L + ic) * V4);  // D = rowsum(grad * out): the softmax backward's sum
+    // D = rowsum(grad * out): the softmax backward's sum
+    let dsum = do_dot_o(p.o2_off + b * p.o2_sb + h * p.o2_sh + ic * p.o2_sl);
     if (row) { stat_w[p.d_off + bh * p.L + i] = dsum; }
     let lse = lse_r[p.lse_off + bh * p.L + ic];
     dq_zero();
@@ -185,7 +193,7 @@ fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         }
         if (TILED) { workgroupBarrier(); }
     }
-    if (row) { store_dq(p.out_off + (bh * p.L + i) * E4, p.scale); }
+    if (row) { store_dq(p.o_off + b * p.o_sb + h * p.o_sh + i * p.o_sl, p.scale); }
 }
 
 @compute @workgroup_size(BR)
@@ -249,7 +257,7 @@ fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
         if (TILED) { workgroupBarrier(); }
     }
     if (col) {
-        if (WANT_DK) { store_dk(p.out_off + (bh * p.S + j) * E4); }
-        if (WANT_DV) { store_dv(p.out2_off + (bh * p.S + j) * V4); }
+        if (WANT_DK) { store_dk(p.o_off + b * p.o_sb + h * p.o_sh + j * p.o_sl); }
+        if (WANT_DV) { store_dv(p.o2_off + b * p.o2_sb + h * p.o2_sh + j * p.o2_sl); }
     }
 }

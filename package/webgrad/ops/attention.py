@@ -9,6 +9,8 @@ import math
 
 from .. import dtypes, random, replay
 from .._autograd import record, record_adjoint
+from .._tensor import Tensor
+from .._view import View
 from .core import broadcast_shapes, expanded_view, new, unbroadcast
 from .._backends import kernels
 
@@ -47,6 +49,26 @@ def _aligned(t):
     if (v.strides[-1] == 1 or v.shape[-1] == 1) and v.offset % 4 == 0 and all(s % 4 == 0 for s in v.strides[:-1]):
         return t
     return t.clone() if t.is_contiguous() else t.contiguous()
+
+
+def like(t, shape):
+    """A new tensor of `shape` (t's rank) stored densely in t's order of dims by stride, its last dim innermost:
+    PyTorch's fused attention allocates its output in the query's layout and each gradient in its input's, so a
+    GPT's heads (views [B, nh, T, hs] of a [B, T, 3C] projection) give an out stored [B, T, nh, hs], whose
+    y.transpose(1, 2).contiguous() is free and whose gradients' view back to [B, T, C] needs no copy. Contiguous
+    where t is, or where t repeats elements (a stride 0: a broadcast input)."""
+    v = t._view
+    lead = range(len(shape) - 1)
+    if v.is_contiguous() or any(v.strides[d] == 0 and v.shape[d] > 1 for d in lead):
+        return new(shape, t.dtype, t.device)
+    order = sorted(lead, key=lambda d: -v.strides[d]) + [len(shape) - 1]  # outermost first (stable on ties)
+    if order == list(range(len(shape))):
+        return new(shape, t.dtype, t.device)
+    buf = new(tuple(shape[d] for d in order), t.dtype, t.device)
+    dense, strides = buf._view.strides, [0] * len(shape)
+    for at, d in enumerate(order):
+        strides[d] = dense[at]
+    return Tensor._make(View(buf._view.storage, tuple(shape), tuple(strides), buf._view.offset, t.dtype), t.device)
 
 
 def lead_shape(query, key, value, attn_mask):
@@ -93,7 +115,7 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     dropout_p = float(dropout_p)
     seed, offset = draw(B * H * L * S, device) if dropout_p > 0 else (0, 0)
     backend = device.backend
-    out = new((B, H, L, Ev), query.dtype, device)
+    out = like(qs, (B, H, L, Ev))
     wants_grad = any(t.requires_grad for t in (query, key, value))
     lse = new((B, H, L), dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32, device) \
         if wants_grad else None
@@ -106,8 +128,8 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
 
     def backward(g):
         g4 = _aligned(g.reshape(B, H, L, Ev))
-        grads = [new((B, H) + tuple(t.shape[-2:]), t.dtype, device) if t.requires_grad else None
-                 for t in (query, key, value)]
+        grads = [like(s, (B, H) + tuple(t.shape[-2:])) if t.requires_grad else None
+                 for s, t in zip((qs, ks, vs), (query, key, value))]
         kernels.attention_backward(backend, *(None if t is None else t._view for t in grads), g4._view, qs._view,
                                    ks._view, vs._view, out._view, lse._view, mask, scale, bool(is_causal), dropout_p,
                                    seed, offset)

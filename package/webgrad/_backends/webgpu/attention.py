@@ -7,6 +7,8 @@ the 8 storage buffers a browser's default limits allow). Forward: one dispatch (
 log-sum-exp). Backward: attention_dq (grad_q, and D = rowsum(grad * out)), then attention_dkv (grad_k and grad_v,
 in one dispatch for head sizes up to DKV_FUSED_MAX vec4s, else one for each: fewer registers a thread).
 Software adapters take the untiled variant (runtime.KERNEL_VARIANTS["attention_tiles"]): no barriers.
+Every operand, the outputs included, goes through its (offset, batch, head, row) strides in vec4s (_operand):
+ops/attention.py stores out and the gradients in their inputs' layouts.
 """
 
 import functools
@@ -22,7 +24,7 @@ V_SLICE_MAX = 16  # vec4s of output a forward thread holds: wider values take se
 DKV_FUSED_MAX = 24  # E4 + V4 at most for grad_k and grad_v in one attention_dkv (2 * 24 vec4s of registers)
 MAX_HEAD = 128  # head sizes up to this take the kernels (F.scaled_dot_product_attention composes beyond)
 
-_PARAMS = struct.Struct("<33I3f")
+_PARAMS = struct.Struct("<39I3f2I")
 NO_SLOT = 0xFFFFFFFF
 MASK_NONE, MASK_FLOAT, MASK_BOOL = 0, 1, 2
 
@@ -135,8 +137,8 @@ def _tile(limit, per_row, extra_per_row=0, top=32):
 
 
 def _operand(view, name, shape4):
-    """A [B, H, rows, dim] operand: float32, last dim contiguous, offset and strides multiples of 4. Its (offset,
-    batch, head, row strides) in vec4s."""
+    """A [B, H, rows, dim] operand, read or written: float32, last dim contiguous, offset and strides multiples of
+    4. Its (offset, batch, head, row strides) in vec4s."""
     check_view(view, name, dtype=float32, ndim=4)
     if view.shape != shape4:
         raise ValueError(f"attention: {name} has shape {view.shape}, expected {shape4}")
@@ -197,11 +199,14 @@ def _setup(rt, q, k, v, mask, dropout_p, seed, offset):
     return geometry, _kernels(e4, v4, vs4, bc, qt, kind, dropping)
 
 
-def _pack(g, scale, dropout_p, gs=(0, 0, 0, 0), out_off=0, out2_off=0, lse_off=0, d_off=0):
+_NONE4 = (0, 0, 0, 0)
+
+
+def _pack(g, scale, dropout_p, gs=_NONE4, o=_NONE4, o2=_NONE4, lse_off=0, d_off=0):
     p = float(dropout_p)
-    return _PARAMS.pack(g["L"], g["S"], g["H"], 0, *g["qs"], *g["ks"], *g["vs"], *gs, out_off, out2_off, lse_off,
-                        d_off, g["m_off"], *g["m_strides"], g["seed"][1], g["offset"][1], g["seed"][0],
-                        g["offset"][0], float(scale), p, 1.0 / (1.0 - p) if p < 1.0 else 0.0)
+    return _PARAMS.pack(g["L"], g["S"], g["H"], 0, *g["qs"], *g["ks"], *g["vs"], *gs, *o, *o2, lse_off, d_off,
+                        g["m_off"], *g["m_strides"], g["seed"][1], g["offset"][1], g["seed"][0], g["offset"][0],
+                        float(scale), p, 1.0 / (1.0 - p) if p < 1.0 else 0.0, 0, 0)
 
 
 def _slots(g):
@@ -212,13 +217,15 @@ def _extra(rt, mask, dropping):
     return ((mask.storage,) if mask is not None else ()) + ((rt.scalars,) if dropping else ())
 
 
-def _contiguous_out(view, name, shape4):
-    check_view(view, name, dtype=float32, contiguous=True, ndim=4)
-    if view.shape != shape4:
-        raise ValueError(f"attention: {name} has shape {view.shape}, expected {shape4}")
-    if view.offset % 4:
-        raise ValueError(f"attention: {name} must start on a multiple of 4 elements")
-    return view.offset // 4
+def _output(view, name, shape4):
+    """An output operand (_operand's rules), whose elements must not overlap: threads write them all at once."""
+    at = _operand(view, name, shape4)
+    extent = 1
+    for s, n in sorted((s, n) for s, n in zip(view.strides, view.shape) if n > 1):
+        if s < extent:
+            raise ValueError(f"attention: {name}'s elements overlap (shape {view.shape}, strides {view.strides})")
+        extent = s * n
+    return at
 
 
 def _lse(view, shape3):
@@ -239,14 +246,14 @@ def _distinct(outs, *views):
 def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, seed=0, offset=0):
     g, (forward, _, _) = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L = g["B"], g["H"], g["L"]
-    out_off = _contiguous_out(out, "out", (B, H, L, v.shape[3]))
+    o = _output(out, "out", (B, H, L, v.shape[3]))
     lse_off = _lse(lse, (B, H, L)) if lse is not None else 0
     _distinct((out, lse), q, k, v, mask)
     if out.numel == 0:
         return
     if g["S"] == 0:
         raise NotImplementedError("attention kernels: no keys")
-    params = _pack(g, scale, dropout_p, out_off=out_off, lse_off=lse_off)
+    params = _pack(g, scale, dropout_p, o=o, lse_off=lse_off)
     constants = forward.constants({"CAUSAL": causal, "TILED": not rt.variant["attention_untiled"],
                                    "LSE": lse is not None})
     storages = (q.storage, k.storage, v.storage, out.storage, lse.storage if lse is not None else rt.spare(0))
@@ -260,9 +267,9 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     g, (_, dq, dkv) = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L, S, E, Ev = g["B"], g["H"], g["L"], g["S"], q.shape[3], v.shape[3]
     gs = _operand(grad, "grad", (B, H, L, Ev))
-    o_off = _contiguous_out(out, "out", (B, H, L, Ev))
+    o_in = _operand(out, "out", (B, H, L, Ev))
     lse_off = _lse(lse, (B, H, L))
-    offs = [None if t is None else _contiguous_out(t, name, shape) for t, name, shape in
+    offs = [_NONE4 if t is None else _output(t, name, shape) for t, name, shape in
             ((grad_q, "grad_q", (B, H, L, E)), (grad_k, "grad_k", (B, H, S, E)), (grad_v, "grad_v", (B, H, S, Ev)))]
     _distinct((grad_q, grad_k, grad_v), q, k, v, mask, grad, out, lse)
     if B * H * L * S == 0 or (grad_q is None and grad_k is None and grad_v is None):
@@ -271,7 +278,7 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     slots = _slots(g)
     extra = _extra(rt, mask, dropout_p > 0)
     d = rt.storage(B * H * L, lse.dtype)  # D = rowsum(grad * out), written by attention_dq
-    params = _pack(g, scale, dropout_p, gs, out_off=offs[0] or 0, out2_off=o_off, lse_off=lse_off, d_off=0)
+    params = _pack(g, scale, dropout_p, gs, o=offs[0], o2=o_in, lse_off=lse_off, d_off=0)
     rt.dispatch(dq, dq.constants({"CAUSAL": causal, "TILED": tiled}),
                 (q.storage, k.storage, v.storage, grad_q.storage if grad_q is not None else rt.spare(0), grad.storage,
                  out.storage, d, lse.storage) + extra, params, (-(-L // BR), B * H, 1), slots)
@@ -280,7 +287,7 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     passes = [(grad_k is not None, grad_v is not None)]
     if g["e4"] + g["v4"] > DKV_FUSED_MAX and passes[0] == (True, True):
         passes = [(False, True), (True, False)]  # fewer registers a thread: dv (k, dv), then dk (k, v, dk)
-    params = _pack(g, scale, dropout_p, gs, out_off=offs[1] or 0, out2_off=offs[2] or 0, lse_off=lse_off, d_off=0)
+    params = _pack(g, scale, dropout_p, gs, o=offs[1], o2=offs[2], lse_off=lse_off, d_off=0)
     for want_dk, want_dv in passes:
         rt.dispatch(dkv, dkv.constants({"CAUSAL": causal, "TILED": tiled, "WANT_DK": want_dk, "WANT_DV": want_dv}),
                     (q.storage, k.storage, v.storage, grad_k.storage if want_dk else rt.spare(0),
