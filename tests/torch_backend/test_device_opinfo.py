@@ -34,6 +34,10 @@ FIXED = [
     "nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_max_pool2d", "nn.functional.max_pool2d",
     "nn.functional.avg_pool2d", "nn.functional.pad:reflect", "nn.functional.grid_sample", "unfold",
     "linalg.solve_triangular", "linalg.inv", "linalg.cholesky", "linalg.cross", "lgamma", "digamma",
+    "nn.functional.embedding_bag", "nn.functional.max_pool3d", "nn.functional.avg_pool3d",
+    "nn.functional.adaptive_avg_pool3d", "nn.functional.adaptive_max_pool3d", "nn.functional.max_unpool2d",
+    "nn.functional.max_unpool3d:grad", "index_reduce:amax", "index_reduce:prod", "sgn", "gather", "linalg.pinv",
+    "linalg.matrix_rank", "renorm", "nn.functional.batch_norm", "nn.functional.glu", "histc",
 ]
 # a sample of entries that ran on the device already
 OTHERS = ["add", "mul", "matmul", "sum", "mean", "amax", "where", "scatter_add", "index_select", "index_add", "cat",
