@@ -173,6 +173,42 @@ class Edge:
         return self._tensor()
 
 
+class SliceGrad:
+    """A gradient that is zero but for pieces along one dim: what the backward of a narrowing view sends (the
+    pieces of a split or a chunk, ``x[..., a:b]``). The engine adds two of them by joining their pieces and makes
+    the tensor only when a node or a leaf takes it (:meth:`dense`), so the pieces of a split meet in one buffer,
+    each written once as a cat writes them, instead of an input-sized tensor of zeros per piece and the
+    additions of them all (a GPT's q, k, v split: three fills, three copies and two additions of the whole
+    [B, T, 3C] gradient per layer). ``make(shape, dtype, device, dim, pieces)`` builds the tensor
+    (ops/shape.py sets it)."""
+
+    __slots__ = ("shape", "dtype", "device", "dim", "pieces")
+    make = None
+
+    def __init__(self, shape, dtype, device, dim, pieces):
+        self.shape, self.dtype, self.device, self.dim = shape, dtype, device, dim
+        self.pieces = pieces  # [(start along dim, the piece's gradient)]
+
+    def join(self, other):
+        """The sum of two such gradients as one, or None where they do not join (another dim, dtype, device)."""
+        if (type(other) is not SliceGrad or other.shape != self.shape or other.dim != self.dim
+                or other.dtype is not self.dtype or other.device != self.device):
+            return None
+        return SliceGrad(self.shape, self.dtype, self.device, self.dim, self.pieces + other.pieces)
+
+    def dense(self):
+        return SliceGrad.make(self.shape, self.dtype, self.device, self.dim, self.pieces)
+
+
+def _dense(g):
+    return g.dense() if type(g) is SliceGrad else g
+
+
+def _add_grads(a, b):
+    joined = a.join(b) if type(a) is SliceGrad else None
+    return joined if joined is not None else _dense(a) + _dense(b)
+
+
 def record(out, name, inputs, backward_fn):
     """Attach `out` to the graph if grad is enabled and any input requires grad. Returns `out`.
 
@@ -354,7 +390,7 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
             entry = grads.pop(id(node), None)
             if entry is None:
                 continue
-            grad_out = entry[0]
+            grad_out = entry[0] = _dense(entry[0])
             if node.backward_fn is None:
                 raise RuntimeError(
                     f"Trying to backward through the graph a second time (through {node!r}); its saved tensors "
@@ -367,7 +403,7 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
             composite = getattr(node.backward_fn, "composite", None) if create_graph else None
             input_grads = node.backward_fn(grad_out) if composite is None else _composite_grads(composite, grad_out)
             if is_anomaly_enabled():
-                input_grads = check_anomaly(node, input_grads)
+                input_grads = check_anomaly(node, [_dense(g) for g in input_grads])
             if create_graph:
                 _check_differentiated(node, input_grads)
             if not retain_graph:
@@ -381,8 +417,12 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 input_grads[i] = None
                 if t is None or g is None:
                     continue
+                if type(g) is SliceGrad and (t.grad_fn is None or stop or captured is not None
+                                             or g.dtype is not t.dtype):
+                    g = g.dense()  # (kept lazy only on its way to another node: see SliceGrad)
                 # A backward rule must match its input's shape (t: a leaf Tensor, or an Edge holding a tuple).
-                if g._view.shape != (t._view.shape if t.grad_fn is None else t.shape):
+                if (g.shape if type(g) is SliceGrad else g._view.shape) != \
+                        (t._view.shape if t.grad_fn is None else t.shape):
                     raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
                 if g.dtype is not t.dtype and t.dtype.is_floating:  # as PyTorch's engine (autocast's casts)
@@ -405,7 +445,7 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 if slot is None:
                     slot = grads[id(t.grad_fn)] = [g]
                 else:
-                    slot[0] = slot[0] + g
+                    slot[0] = _add_grads(slot[0], g)
                 tensor = t.tensor()
                 if captured is not None:
                     if tensor is not None and id(tensor) in captured:

@@ -3,9 +3,9 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import _bounds, dtypes
-from .._autograd import is_grad_enabled, no_grad, note_write, record, record_adjoint
+from .._autograd import SliceGrad, is_grad_enabled, no_grad, note_write, record, record_adjoint
 from .._view import View
-from .._tensor import Tensor, _norm_dim, arange, ones, tensor, zeros
+from .._tensor import Tensor, _norm_dim, arange, empty, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
 from .elementwise import contiguous, where
 from .inplace import apply_in_place, check_inplace, records
@@ -314,8 +314,11 @@ def getitem(input, index):
     if basic is None:
         return _advanced_getitem(input, index)
     shape, strides, offset = basic
+    narrowed = _narrowed(input._view, shape, strides, offset)
 
     def backward(g):
+        if narrowed is not None and not (g.requires_grad and is_grad_enabled()):
+            return SliceGrad(tuple(input.shape), g.dtype, input.device, narrowed[0], [(narrowed[1], g)])
         # The same selection on a fresh contiguous tensor: its strides, not the input view's (a transposed or
         # sliced input has strides of its own storage, which the zeros tensor does not share).
         out = _zeros_like(input, g.dtype)
@@ -329,6 +332,43 @@ def getitem(input, index):
 
 def _zeros_like(x, dtype):
     return zeros(tuple(x.shape), dtype=dtype, device=x.device)
+
+
+def _narrowed(view, shape, strides, offset):
+    """(dim, start) where the view (shape, strides, offset) of `view` is a narrow of it along one dim (a unit-step
+    slice, every other dim whole), else None."""
+    if len(shape) != len(view.shape) or tuple(strides) != tuple(view.strides):
+        return None
+    dims = [d for d in range(len(shape)) if shape[d] != view.shape[d]]
+    if len(dims) > 1:
+        return None
+    d = dims[0] if dims else 0
+    if not shape or view.strides[d] <= 0 or (offset - view.offset) % view.strides[d]:
+        return None
+    return d, (offset - view.offset) // view.strides[d]
+
+
+def _slice_grad_dense(shape, dtype, device, dim, pieces):
+    """The tensor of a SliceGrad: its pieces written into one buffer (into uninitialised memory where they tile
+    the dim exactly, a split's; into zeros where they leave gaps); where pieces overlap, each is written into
+    zeros of its own and the results added (as getitem's backward did for each)."""
+    spans = sorted((start, start + g.shape[dim]) for start, g in pieces)
+    disjoint = all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    tiled = disjoint and spans[0][0] == 0 and spans[-1][1] == shape[dim] and \
+        all(a_end == b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    groups = [pieces] if disjoint else [[p] for p in pieces]
+    total = None
+    for group in groups:
+        out = empty(shape, dtype=dtype, device=device) if tiled else zeros(shape, dtype=dtype, device=device)
+        step = View.contiguous_strides(shape)
+        for start, g in group:
+            region = View(out._view.storage, tuple(g.shape), step, out._view.offset + start * step[dim], dtype)
+            kernels.copy(device.backend, region, g._view)
+        total = out if total is None else total + out
+    return total
+
+
+SliceGrad.make = staticmethod(_slice_grad_dense)
 
 
 class _HostIndex(Tensor):
