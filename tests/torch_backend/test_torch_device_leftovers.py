@@ -198,3 +198,37 @@ def test_lookups_and_histograms_on_the_device():
             expected, got = fn(x, boundaries), fn(x.to(DEV), boundaries.to(DEV))
             assert got.device.type == DEV and got.dtype == expected.dtype
             torch.testing.assert_close(got.cpu(), expected)
+
+
+def _module_grads_match(module, x, loss):
+    """A module's output, input gradient and parameter gradients on the CPU and, strict, on the device."""
+    import copy
+    results = []
+    for device in ("cpu", DEV):
+        m = copy.deepcopy(module).to(device)
+        leaf = _leaf(x, device)
+        with td.strict(device == DEV):
+            y = m(leaf)
+            grads = torch.autograd.grad(loss(y), [leaf] + list(m.parameters()))
+        results.append([y.detach().cpu()] + [g.cpu() for g in grads])
+    for a, b in zip(*results):
+        torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-3)
+
+
+def test_group_norm_prelu_and_2d_nll_loss_train_on_the_device():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 5, 4)
+    weighted = lambda y: (y * torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(y.device)).sum()  # noqa: E731
+    _module_grads_match(torch.nn.GroupNorm(3, 6), x, weighted)
+    _module_grads_match(torch.nn.PReLU(6, 0.2), x, weighted)
+    _module_grads_match(torch.nn.PReLU(), x, weighted)
+    target = torch.randint(0, 6, (2, 5, 4))
+    target[0, 0, :2] = -100
+    for reduction in ("mean", "sum", "none"):
+        for weight in (None, torch.rand(6)):
+            def loss(y, reduction=reduction, weight=weight):
+                w = weight.to(y.device) if weight is not None else None
+                logp = torch.nn.functional.log_softmax(y, 1)  # (nll_loss2d: F.cross_entropy runs fused)
+                return weighted(torch.nn.functional.nll_loss(logp, target.to(y.device), w, reduction=reduction)
+                                .reshape(-1, 1))
+            _module_grads_match(torch.nn.Identity(), x, loss)

@@ -1261,6 +1261,58 @@ def _bincount(x, weights=None, minlength=0):
     return out.index_add(0, x.long(), weights) if x.shape[0] else out
 
 
+def _rows_last(x):
+    """[N, C, d1, ...] as [N * d1 * ..., C] (classes last, one row per position), and its shape [N, d1, ...]."""
+    moved = x.movedim(1, -1)
+    return moved.reshape(-1, x.shape[1]), tuple(moved.shape[:-1])
+
+
+def _nll_loss2d_forward(logp, target, weight, reduction, ignore_index):
+    """nll_loss over [N, C, H, W] (segmentation): the [N, C] mapping on one row per pixel."""
+    rows, shape = _rows_last(logp)
+    loss, total = _nll_loss_forward_composed(rows, target.reshape(-1), weight, reduction, ignore_index)
+    return (loss.reshape(*shape) if reduction == 0 else loss), total
+
+
+def _nll_loss2d_backward(grad, logp, target, weight, reduction, ignore_index, total_weight):
+    rows, shape = _rows_last(logp)
+    g = grad.reshape(-1) if reduction == 0 else grad
+    out = _nll_loss_backward(g, rows, target.reshape(-1), weight, reduction, ignore_index, total_weight)
+    return out.reshape(*shape, logp.shape[1]).movedim(-1, 1).contiguous()
+
+
+def _group_norm_backward(grad, x, mean, rstd, weight, n, c, hxw, groups, output_mask):
+    """(grad_input, grad_weight, grad_bias) of native_group_norm from its saved per-group mean and rstd: layer
+    norm's gradient within each group of C / groups channels."""
+    g = grad.reshape(n, c, hxw)
+    per_group = c // groups * hxw
+    xhat = ((x.reshape(n, groups, per_group) - mean.reshape(n, groups, 1)) * rstd.reshape(n, groups, 1))
+    gx = gw = gb = None
+    if output_mask[0]:
+        gy = g * weight.reshape(1, c, 1) if weight is not None else g
+        gy = gy.reshape(n, groups, per_group)
+        gx = (rstd.reshape(n, groups, 1) * (gy - gy.mean(-1, keepdim=True) -
+                                            xhat * (gy * xhat).mean(-1, keepdim=True))).reshape(*x.shape)
+    if output_mask[1] and weight is not None:
+        gw = (g * xhat.reshape(n, c, hxw)).sum((0, 2))
+    if output_mask[2]:
+        gb = g.sum((0, 2))
+    return gx, gw, gb
+
+
+def _sum_to(t, shape):
+    """t summed over the dims it was broadcast along from `shape`."""
+    lead = t.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and t.shape[lead + i] != 1)
+    return (t.sum(dims, keepdim=True) if dims else t).reshape(*shape)
+
+
+def _prelu_backward(grad, x, weight):
+    positive = x > 0
+    gx = wg.where(positive, grad, grad * weight)
+    return gx, _sum_to(wg.where(positive, 0.0, grad * x), tuple(weight.shape))
+
+
 def _pool3d_grad(forward):
     """The backward ATen op of a 3-D average pooling: webgrad's autograd of the same passes."""
     def backward(grad, x, *args):
@@ -1451,6 +1503,11 @@ _EAGER = {
         seq, x, out_int32=out_int32, right=right, side=side, sorter=sorter),
     aten.bucketize.Tensor: lambda x, boundaries, *, out_int32=False, right=False: wg.bucketize(
         x, boundaries, out_int32=out_int32, right=right),
+    aten.nll_loss2d_forward.default: _nll_loss2d_forward,
+    aten.nll_loss2d_backward.default: _nll_loss2d_backward,
+    aten.native_group_norm_backward.default: _group_norm_backward,
+    aten._prelu_kernel.default: lambda x, weight: wg.where(x > 0, x, x * weight),
+    aten._prelu_kernel_backward.default: _prelu_backward,
     aten.eye.default: _eye, aten.eye.m: _eye,
     # the zero gradients of real inputs (sgn's backward): dense zeros, which autograd treats as the same
     aten._efficientzerotensor.default: lambda size, dtype=None, layout=None, device=None, pin_memory=None, *,
