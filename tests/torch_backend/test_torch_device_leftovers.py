@@ -232,3 +232,24 @@ def test_group_norm_prelu_and_2d_nll_loss_train_on_the_device():
                 return weighted(torch.nn.functional.nll_loss(logp, target.to(y.device), w, reduction=reduction)
                                 .reshape(-1, 1))
             _module_grads_match(torch.nn.Identity(), x, loss)
+
+
+def test_random_distributions_draw_on_the_device():
+    """exponential_, geometric_, log_normal_, cauchy_ and normal with tensor arguments: webgrad's generator, the
+    distribution's support and rough moments, no fallback."""
+    n = 20000
+    with td.strict():
+        e = torch.empty(n, device=DEV).exponential_(2.0).cpu()
+        g = torch.empty(n, device=DEV).geometric_(0.25).cpu()
+        ln = torch.empty(n, device=DEV).log_normal_(0.0, 0.5).cpu()
+        c = torch.empty(n, device=DEV).cauchy_(1.0, 2.0).cpu()
+        mean = torch.linspace(-3, 3, n, device=DEV)
+        nm = torch.normal(mean, 0.5).cpu()
+        ns = torch.normal(mean, torch.full((n,), 0.5, device=DEV)).cpu()
+        nf = torch.normal(2.0, torch.full((n,), 0.5, device=DEV)).cpu()
+    assert e.min() >= 0 and abs(e.mean() - 0.5) < 0.05
+    assert g.min() >= 1 and torch.equal(g, g.round()) and abs(g.mean() - 4.0) < 0.3
+    assert ln.min() > 0 and abs(ln.log().std() - 0.5) < 0.05
+    assert abs(c.median() - 1.0) < 0.2
+    for x, m in ((nm, mean.cpu()), (ns, mean.cpu()), (nf, torch.full((n,), 2.0))):
+        assert abs((x - m).std() - 0.5) < 0.05 and abs((x - m).mean()) < 0.05

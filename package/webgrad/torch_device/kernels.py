@@ -463,6 +463,59 @@ def bernoulli_(self, p=0.5, generator=None):
     return self
 
 
+def _draws(shape, dist, device, a=0.0, b=1.0):
+    """float32 draws of webgrad's generator: "uniform" on [a, b) or "normal" (mean a, std b)."""
+    out = new(tuple(shape), dtypes.float32, device)
+    if out.numel():
+        fill_random(out, dist, a, b)
+    return out
+
+
+def _transformed(self, dist, transform, a=0.0, b=1.0):
+    """self filled with transform(draws) (the distributions PyTorch samples by transforming uniforms)."""
+    x = unwrap(self)
+    if x.numel():
+        with wg.no_grad():
+            write_into(self, transform(_draws(x.shape, dist, x.device, a, b)))
+    return self
+
+
+@register(aten.exponential_.default)
+def exponential_(self, lambd=1.0, generator=None):
+    return _transformed(self, "uniform", lambda u: -wg.log1p(-u) / lambd)
+
+
+@register(aten.geometric_.default)
+def geometric_(self, p, generator=None):
+    return _transformed(self, "uniform", lambda u: (wg.log1p(-u) / math.log1p(-p)).ceil().clamp(min=1))
+
+
+@register(aten.log_normal_.default)
+def log_normal_(self, mean=1.0, std=2.0, generator=None):
+    return _transformed(self, "normal", wg.exp, mean, std)
+
+
+@register(aten.cauchy_.default)
+def cauchy_(self, median=0.0, sigma=1.0, generator=None):
+    return _transformed(self, "uniform", lambda u: median + sigma * wg.tan(math.pi * (u - 0.5)))
+
+
+def _normal(mean, std):
+    """mean + std * N(0, 1) draws, broadcast, in the dtype of the tensor among them (float32 for numbers)."""
+    found = []
+    m, s = _to_webgrad((mean, std), found)
+    shape = torch.broadcast_shapes(*(tuple(t.shape) for t in found))
+    with wg.no_grad():
+        out = m + s * _draws(shape, "normal", st.webgrad_device())
+        dtype = found[0].dtype
+        return wrap(out.to(dtype=st.TO_WEBGRAD[dtype]).contiguous()) if out.numel() else st.empty(shape, dtype)
+
+
+register(aten.normal.Tensor_float)(lambda mean, std=1.0, *, generator=None: _normal(mean, std))
+register(aten.normal.Tensor_Tensor)(lambda mean, std, *, generator=None: _normal(mean, std))
+register(aten.normal.float_Tensor)(lambda mean, std, *, generator=None: _normal(mean, std))
+
+
 @register(aten.native_dropout.default)
 def native_dropout(x, p, train):
     if train is False or p == 0.0:
