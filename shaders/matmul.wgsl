@@ -47,7 +47,8 @@
 //     Entry points: matmul_<a><b>[4]: a, b each v (vec4) or s (scalar, always valid); the suffix 4
 //     stores vec4s (N and the output offset multiples of 4; the plan takes it for short K only, where
 //     stores dominate: it slowed a long-K product's main loop by 13%), else scalar stores.
-//   * Epilogue: bias, ReLU, bounds-checked stores.
+//   * Epilogue: bias, ReLU, bounds-checked stores, and the spliced activation's (EPILOGUE: GELU into a
+//     second output, for a captured linear -> gelu).
 //
 // Register code is written out by hand (named accumulators, explicit k steps, branches on override
 // constants that fold away): naga guards every loop with a bounding counter and drivers did not
@@ -106,6 +107,12 @@ override LA: u32 = BK * BM4 / NT;    // vec4s of the A tile each thread loads
 override LB: u32 = BK * BN4 / NT;
 
 //! include "matmul_io.wgsl"
+
+// The activation epilogue (matmul.py's epilogue_text): act_store(o, y) and act_store4(i, y) get each stored
+// output y (element o of out, or vec4 i of out4). Plain products: they do nothing (and fold away). GELU
+// (a captured step's linear -> gelu, fused by fusion.py): they write gelu(y) at the same place of a second
+// output, binding 5, while out keeps the pre-activation y that gelu's backward reads.
+//! splice EPILOGUE
 
 var<workgroup> As: array<vec4<f32>, KS * NBUF * BK * BM4>;  // [KS slices][NBUF buffers][BK][BM/4]
 var<workgroup> Bs: array<vec4<f32>, KS * NBUF * BK * BN4>;  // [KS slices][NBUF buffers][BK][BN/4]
@@ -433,7 +440,8 @@ fn compute(stage: u32) {
     }
 }
 
-// ---- epilogue: bias, relu, bounds-checked stores (scalar, or vec4 in the entry points ending in 4).
+// ---- epilogue: bias, relu, bounds-checked stores (scalar, or vec4 in the entry points ending in 4), the
+// activation's (act_store).
 // With splits > 1, out is the scratch buffer of partial tiles (the plan turns bias and ReLU off: the
 // reduction applies them). m, n: the output element's row and column.
 fn finish1(x: f32, m: u32, n: u32) -> f32 {
@@ -461,15 +469,21 @@ fn tile_row(r: u32) -> u32 { return row0 + ((r / 4u) * WG_Y + ty) * 4u + r % 4u;
 fn tile_col(h: u32) -> u32 { return col0 + (h * WG_X + tx) * 4u; }
 fn out_index(m: u32, n: u32) -> u32 { return P.o_off + ((split * P.batch + batch) * P.M + m) * P.N + n; }
 
+fn store1(o: u32, x: f32) {
+    let y = to_OT(x);
+    out[o] = y;
+    act_store(o, y);
+}
+
 fn store4(r: u32, h: u32, v: vec4<f32>) {
     let m = tile_row(r);
     if (m < P.M) {
         let n = tile_col(h);
         let o = out_index(m, n);
-        if (n < P.N) { out[o] = to_OT(finish1(v.x, m, n)); }
-        if (n + 1u < P.N) { out[o + 1u] = to_OT(finish1(v.y, m, n + 1u)); }
-        if (n + 2u < P.N) { out[o + 2u] = to_OT(finish1(v.z, m, n + 2u)); }
-        if (n + 3u < P.N) { out[o + 3u] = to_OT(finish1(v.w, m, n + 3u)); }
+        if (n < P.N) { store1(o, finish1(v.x, m, n)); }
+        if (n + 1u < P.N) { store1(o + 1u, finish1(v.y, m, n + 1u)); }
+        if (n + 2u < P.N) { store1(o + 2u, finish1(v.z, m, n + 2u)); }
+        if (n + 3u < P.N) { store1(o + 3u, finish1(v.w, m, n + 3u)); }
     }
 }
 
@@ -477,7 +491,12 @@ fn store4(r: u32, h: u32, v: vec4<f32>) {
 fn store4v(r: u32, h: u32, v: vec4<f32>) {
     let m = tile_row(r);
     let n = tile_col(h);
-    if (m < P.M && n < P.N) { out4[out_index(m, n) / 4u] = to_OT4(finish4(v, m, n)); }
+    if (m < P.M && n < P.N) {
+        let i = out_index(m, n) / 4u;
+        let y = to_OT4(finish4(v, m, n));
+        out4[i] = y;
+        act_store4(i, y);
+    }
 }
 
 fn epilogue() {
@@ -683,7 +702,7 @@ fn matmul_reduce(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_in
     workgroupBarrier();
     if (lid.y == 0u && i < total) {
         for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes1[l * REDUCE_OUTPUTS + lid.x]; }
-        out[P.o_off + i] = to_OT(finish1(s, (i / P.N) % P.M, i % P.N));
+        store1(P.o_off + i, finish1(s, (i / P.N) % P.M, i % P.N));
     }
 }
 
@@ -701,6 +720,8 @@ fn matmul_reduce4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_i
     if (lid.y == 0u && i < total4) {
         for (var l = 1u; l < REDUCE_LANES; l++) { s += lanes4[l * REDUCE_OUTPUTS + lid.x]; }
         let e = 4u * i;
-        out4[P.o_off / 4u + i] = to_OT4(finish4(s, (e / P.N) % P.M, e % P.N));
+        let y = to_OT4(finish4(s, (e / P.N) % P.M, e % P.N));
+        out4[P.o_off / 4u + i] = y;
+        act_store4(P.o_off / 4u + i, y);
     }
 }

@@ -45,12 +45,19 @@ the dropout's place); its backward takes in the dropout's backward before it and
 four or five passes over [B, H, T, T] forward and four backward become one each. graph.dead counts the dropped
 dispatches; the chains count in graph.fused.
 
+A linear layer's product followed by GELU (a GPT's MLP, `gelu(c_fc(x))`; F.gelu(F.linear(...)) or nn.GELU() after
+nn.Linear) becomes one dispatch: the product's epilogue (matmul.wgsl's act_store, the op table's gelu or gelu_tanh
+code) writes gelu of each output into the GELU's output as well, and the GELU's pass is gone (linear_activation).
+The product keeps writing its own output, the pre-activation, which GELU's backward reads. Where the product's K is
+split across workgroups, the reduction that writes its output takes the epilogue. Both float32 and float16 (under
+autocast: the half product, then the half GELU).
+
 The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's dispatch count with and
 without it (WEBGRAD_FUSE=0).
 """
 
-from . import batch_norm, dropout, elementwise, optim, softmax_masked, winograd
-from .elementwise import BINARY, UNARY, UNARY_BACKWARD, VEC4
+from . import batch_norm, dropout, elementwise, matmul, matmul_plan, optim, softmax_masked, winograd
+from .elementwise import BINARY, HALF8, UNARY, UNARY_BACKWARD, VEC4
 from .dispatch import dtype_code
 from ...dtypes import float32
 
@@ -81,6 +88,24 @@ def _elementwise_op(trace_record, kernel, names):
         return None
     fields = elementwise._PARAMS.unpack(launch.params)
     return op, fields[0], fields[8:9 + inputs]
+
+
+def _activation_op(trace_record, names):
+    """(op name, n, (out offset, input offset)) of a unary record, float32 vec4 or float16 (unary_h8), whose op is
+    one of `names`, reading its input from a binding of its own; else None."""
+    found = _elementwise_op(trace_record, VEC4[UNARY], names)
+    if found is not None:
+        return found
+    launch = trace_record.launch
+    if launch is None or launch.kernel is not HALF8[UNARY] or launch.params is None:
+        return None
+    c = dict(launch.constants)
+    codes = elementwise.ops().unary
+    op = next((n for n in names if codes.get(n) == c.get("OP")), None)
+    if op is None or c.get("IN0_FROM_OUT"):
+        return None
+    fields = elementwise._PARAMS.unpack(launch.params)
+    return op, fields[0], fields[8:10]
 
 
 class _Fuser:
@@ -245,6 +270,52 @@ class _Fuser:
                 return None
             fused[i] = self.rt.dispatch_record(launch, (t.buffers[0], t.buffers[1], out, y))
         return chunks + [k], fused
+
+    def linear_activation(self, i):
+        """(the pair's records, {its place: the fused record}) of a matmul.wgsl product (or split-K reduction) at
+        record i whose output the next record to read it passes through GELU, as one product whose epilogue also
+        writes the GELU's output (see the module doc); or None.
+
+        The backward of GELU needs the pre-activation y, so the product still writes it beside gelu(y). The other
+        way, writing gelu(y) alone and having the backward run the product again with GELU's derivative in its
+        epilogue, would move fewer bytes (a GPT's c_fc: y is [rows, 4C], the recomputation reads x [rows, C] and
+        the weight), but it is a whole product more per layer: 2 * rows * 4C * C flops to save 2 * rows * 4C
+        words of traffic, about C / 2 flops a byte, where an H200 does ~10 flops in the time of a byte. Writing
+        y costs what the unfused step already paid, less the GELU pass's read of it."""
+        t = self.trace[i]
+        launch = t.launch
+        if launch is None or launch.params is None or dict(launch.constants).get("RELU"):
+            return None
+        if matmul.activated(launch.kernel, matmul.ACTIVATIONS[0]) is None:
+            return None
+        f = matmul_plan._PARAMS.unpack(launch.params)
+        M, N, o_off, splits, batch = f[0], f[1], f[6], f[14], f[15]
+        if splits > 1 and not launch.kernel.entry.startswith("matmul_reduce"):
+            return None  # a split product writes partial tiles: its reduction writes the output
+        users = self.users[t.serials[2]]
+        if users[0] != i or len(users) < 2:
+            return None
+        j = users[1]
+        u = self.trace[j]
+        act = _activation_op(u, matmul.ACTIVATIONS)
+        if act is None or u.serials[1] != t.serials[2] or u.serials.count(t.serials[2]) != 1:
+            return None
+        name, n, (z_off, in_off) = act
+        out = u.buffers[0]
+        if n != batch * M * N or in_off != o_off or z_off != o_off or out in t.buffers:
+            return None
+        # At the product's place, when nothing between touches the GELU's output; else at the GELU's place, when
+        # nothing between writes what the product reads or touches its output.
+        if self._clear_between(i, j, (i, j), reads=(), writes={out}):
+            place = i
+        elif self._clear_between(i, j, (i, j), reads={t.buffers[0], t.buffers[1], t.buffers[3]},
+                                 writes={t.buffers[2]}):
+            place = j
+        else:
+            return None
+        twin = matmul.activated(launch.kernel, name)
+        fused = self.rt.launch(twin, launch.constants, launch.params, launch.groups, launch.slots)
+        return [i, j], {place: self.rt.dispatch_record(fused, (*t.buffers, out))}
 
     def sgd_group(self, i):
         """(the records, {the last: the fused one}) of the run of sgd4 records of one group_key from record i,
@@ -476,7 +547,7 @@ def fuse(graph, rt):
     for i in range(len(records)):
         if i in claimed:
             continue
-        found = fuser.chain(i) or fuser.grad_chain(i) or fuser.masked_output(i)
+        found = fuser.chain(i) or fuser.grad_chain(i) or fuser.masked_output(i) or fuser.linear_activation(i)
         group = None if found is not None else fuser.sgd_group(i)
         found = found or group
         # (a residual add reads two batch norms' outputs, ResNet's two branches: the first chain takes it)

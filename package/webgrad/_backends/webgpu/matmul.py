@@ -3,34 +3,75 @@
 matmul_plan.py (tile choice, K split, override constants, uniform layout) and matmul.wgsl belong to
 the matmul kernel; this module only checks the views and hands the plan to the runtime (run_plan,
 which the convolutions in conv.py use too). matmul.wgsl also comes in float16 variants (typed.py: the
-element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands.
+element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands, and in twins whose
+epilogue also writes GELU of the output into a second one (epilogue_text), which fusion.py puts in a captured
+step's linear -> gelu.
 """
 
 from ...dtypes import float16, float32
 from .. import kernels
-from . import matmul_plan, typed
+from ...ops import table
+from . import matmul_plan, shaders, typed
 from .elementwise import materialize
 from .dispatch import Kernel
 from .views import check_view
 
 _LAYOUT = ((0, "read"), (1, "read"), (2, "write"), (3, "read"), (4, "uniform"))
-_KERNELS = {}  # (file, entry point, element types) -> Kernel (the plan names the override constants itself)
+_KERNELS = {}  # (file, entry point, element types, activation) -> Kernel (the plan names the override constants)
+_KEYS = {}  # Kernel -> its key in _KERNELS
+# Activations of matmul.wgsl's epilogue (fusion.py fuses a captured linear -> gelu): the op table's records
+ACTIVATIONS = ("gelu", "gelu_tanh")
 # The element types (AT, BT, OT, CT) of matmul_io.wgsl's ELEMENT_TYPES: a, b, out, bias
 F32 = ("f32", "f32", "f32", "f32")
 _WGSL = {float32: "f32", float16: "f16"}
 
 
-def shader(name=matmul_plan.SHADER, types=F32):
+def shader(name=matmul_plan.SHADER, types=F32, activation=None):
     """Shader file `name` (matmul.wgsl, or matmul_cpu_*.wgsl on a software adapter) with element types
-    `types` (AT, BT, OT, CT: see matmul_io.wgsl); float16 ones need shader-f16."""
-    return typed.typed_shader(name, tuple(zip(("AT", "BT", "OT", "CT"), types)))
+    `types` (AT, BT, OT, CT: see matmul_io.wgsl) and matmul.wgsl's activation epilogue (None, or one of
+    ACTIVATIONS: epilogue_text); float16 ones need shader-f16."""
+    return typed.typed_shader(name, tuple(zip(("AT", "BT", "OT", "CT"), types)),
+                              (("EPILOGUE", epilogue_text(activation)),))
 
 
-def _kernel(name, entry, types=F32):
-    kernel = _KERNELS.get((name, entry, types))
+def epilogue_text(activation):
+    """matmul.wgsl's ``//! splice EPILOGUE``: act_store and act_store4, which get every stored output. None:
+    they do nothing. An activation (a record of the op table): they write its value of each (rounded) output
+    into binding 5 at the same place, in the op table's WGSL (the elementwise op's numerics: f32 math on the
+    stored value, one rounding)."""
+    if activation is None:
+        return "fn act_store(o: u32, y: OT) {}\nfn act_store4(i: u32, y: vec4<OT>) {}\n"
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"matmul: no {activation!r} epilogue (one of {ACTIVATIONS})")
+    return "\n".join((
+        "@group(0) @binding(5) var<storage, read_write> act: array<OT>;",
+        "@group(0) @binding(5) var<storage, read_write> act4: array<vec4<OT>>;",
+        shaders.source("activations.wgsl"),
+        f"fn activation(x: f32) -> f32 {{ return {table.UNARY[activation].wgsl}; }}",
+        "fn act_store(o: u32, y: OT) { act[o] = to_OT(activation(f32(y))); }",
+        "fn act_store4(i: u32, y: vec4<OT>) {",
+        "    let v = vec4<f32>(y);",
+        "    act4[i] = to_OT4(vec4<f32>(activation(v.x), activation(v.y), activation(v.z), activation(v.w)));",
+        "}", ""))
+
+
+def _kernel(name, entry, types=F32, activation=None):
+    key = (name, entry, types, activation)
+    kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = _KERNELS[name, entry, types] = Kernel(shader(name, types), entry, _LAYOUT)
+        layout = _LAYOUT if activation is None else _LAYOUT + ((5, "write"),)
+        kernel = _KERNELS[key] = Kernel(shader(name, types, activation), entry, layout)
+        _KEYS[kernel] = key
     return kernel
+
+
+def activated(kernel, activation):
+    """The twin of `kernel` (a matmul.wgsl product or reduction of any element types) whose epilogue also writes
+    `activation` (one of ACTIVATIONS) of its output into binding 5; None for any other kernel."""
+    key = _KEYS.get(kernel)
+    if key is None or key[0] != matmul_plan.SHADER or key[3] is not None:
+        return None
+    return _kernel(key[0], key[1], key[2], activation)
 
 
 def _operand(view, name, batch, rows, cols, dtype=float32):
