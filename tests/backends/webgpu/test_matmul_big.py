@@ -85,6 +85,8 @@ def test_planner_takes_big_tiles():
                             (1152, 384, 4096, True, False)):
         assert _plan(M, N, K, ta, tb).config == "64x128w16"
     assert _plan(4096, 1536, 128, False, True).config in ("64x128", "128x64")
+    # too few of its tiles for two workgroups per SM, with a long K: split 4 ways (matmul_plan.MID_SPLITS)
+    assert (_plan(4096, 384, 1536, False, True).splits, _plan(4096, 1536, 384, False, True).splits) == (4, 1)
     # the wide layer at batch 128: 128x128 tiles split 8 ways, as the BK=16 twin (matmul_plan.WIDE_TWIN)
     p = _plan(128, 4096, 4096, False, True)
     assert (p.config, p.splits) == ("128x128w16", 8)

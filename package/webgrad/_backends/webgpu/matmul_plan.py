@@ -109,6 +109,23 @@ MID_TWIN = "64x128w16"
 MID_TWIN_MIN_K = 384
 
 
+# A middle-size product with too few tiles for two workgroups per SM and a long K splits it 4 ways across
+# workgroups. H200, `python -m webgrad.bench kernels --sizes --shapes 1,4096,384,1536,0,1 1,4096,384,1536,0,0
+# 1,4096,384,1152,0,0 1,4096,384,384,0,0 --configs 64x128w16 ... --splits 1 2 3 4` (a GPT's products with
+# N = 384: 192 tiles), GFLOP/s unsplit / split 2 / 3 / 4 ways: NT over K = 1536 20.3k / 25.6k / 24.7k / 27.4k,
+# NN 21.9k / 26.1k / 25.4k / 28.1k, NN over K = 1152 21.6k / 25.4k / 24.5k / 27.1k; over K = 384 the plan's
+# 64x64 tiles stay (22.3k unsplit, 17.5k split 2 ways).
+MID_SPLIT_BELOW_TILES = 256
+MID_SPLIT_MIN_K = 1024
+MID_SPLITS = 4
+
+
+def _mid_splits(batch, M, N, K, steps):
+    if _tiles(MID_TWIN, batch, M, N) >= MID_SPLIT_BELOW_TILES or K < MID_SPLIT_MIN_K:
+        return 1
+    return max(1, min(MID_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N)))
+
+
 def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
     if cfg == "128x128":  # only the wide plan (choose_config) gets here with it: see WIDE_TWIN
         return WIDE_TWIN
@@ -370,6 +387,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
     steps = items * ntiles
     if splits is None:
         splits = choose_splits(cfg, batch, M, N, steps, profile)
+        if splits == 1 and cfg == MID_TWIN and not _FORCED_SPLITS:
+            splits = _mid_splits(batch, M, N, K * items, steps)
     splits = max(1, min(splits, steps))
     split_steps = -(-steps // splits) if steps else 0
     splits = -(-steps // split_steps) if steps else 1  # no empty split
