@@ -7,6 +7,7 @@ atomics, a deterministic order). Software adapters take a thread per row and per
 layer_norm_rows variant of runtime.KERNEL_VARIANTS).
 """
 
+import os
 import struct
 
 from ...dtypes import float32
@@ -38,9 +39,17 @@ CHUNK_ROWS = 4
 PARAM_SUM_UNITS = 4  # layer_norm.wgsl's PS_UNITS: vec4 columns per workgroup of stage 2
 
 
+# WEBGRAD_LAYER_NORM_TPR=<n> forces the threads per row of the tree kernels (a power of two in [32, 256]; a
+# measurement switch for benchmark sweeps, where they still hold a row in UNITS_MAX vec4 units a thread).
+_FORCED_TPR = int(os.environ.get("WEBGRAD_LAYER_NORM_TPR") or 0) or None
+
+
 def _threads(cols):
     """Threads per row of the tree kernels: one per vec4 unit, a power of two in [32, 256]."""
-    return min(256, max(32, pow2_at_least(-(-cols // 4))))
+    units = -(-cols // 4)
+    if _FORCED_TPR and -(-units // _FORCED_TPR) <= UNITS_MAX:
+        return _FORCED_TPR
+    return min(256, max(32, pow2_at_least(units)))
 
 
 def _tree(rt, cols):
