@@ -255,8 +255,8 @@ def test_autocast_linear_trains_on_the_half_variants(spy):
         tout = ref(tx)
     tout.float().square().sum().backward()
     assert out.dtype is wg.float16
-    np.testing.assert_allclose(out.detach().to("cpu").numpy().astype(np.float32), tout.detach().numpy().astype(np.float32),
-                               rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(out.detach().to("cpu").numpy().astype(np.float32),
+                               tout.detach().numpy().astype(np.float32), rtol=2e-3, atol=2e-3)
     for ours, theirs in ((gx.grad, tx.grad), (lin.weight.grad, ref.weight.grad), (lin.bias.grad, ref.bias.grad)):
         np.testing.assert_allclose(ours.to("cpu").numpy(), theirs.numpy(), rtol=1e-2, atol=1e-2)
     assert sum(t[:3] == ("f16", "f16", "f16") for t in spy["types"]) == 3, spy["types"]
