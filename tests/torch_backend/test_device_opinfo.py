@@ -22,7 +22,7 @@ from webgrad.testing import device_opinfo  # noqa: E402
 
 # entries that had taken the CPU fallback (or failed) before the ATen table mapped their ops
 FIXED = [
-    "masked_fill", "logsumexp", "remainder", "fmod", "flip", "roll", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "masked_fill", "bernoulli", "logsumexp", "remainder", "fmod", "flip", "roll", "cumsum", "cumprod", "sort", "argsort", "topk",
     "multinomial", "eye", "linspace", "logspace", "std", "var", "std_mean", "prod", "nansum", "nanmean",
     "nn.functional.interpolate:nearest", "nn.functional.interpolate:bilinear", "atan2", "isin", "count_nonzero",
     "floor_divide", "div:floor_rounding", "div:trunc_rounding", "trunc", "exp2", "nn.functional.conv1d",

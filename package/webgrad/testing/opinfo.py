@@ -635,15 +635,19 @@ def _reference_grads(pairs, inputs):
 
 
 def _random_values(torch_op, sample, ref, undefined, random_candidate):
-    """Whether torch's result `ref` of `sample` is random (or undefined): a second run under another seed
-    differs. Then only shapes and dtypes are compared."""
+    """Whether torch's result `ref` of `sample` is random (or undefined): a run under another seed differs. Then
+    only shapes and dtypes are compared. Several seeds: one draw of a 0-d bernoulli agrees across two seeds
+    more often than not."""
     import torch
     if undefined or not random_candidate:
         return undefined
-    first = _snapshot(ref)  # an in-place op returns its input, which the second run overwrites
-    torch.manual_seed(1)
+    first = _snapshot(ref)  # an in-place op returns its input, which the next run overwrites
     try:
-        return not _same(first, torch_op(sample.input, *sample.args, **sample.kwargs))
+        for seed in range(1, 17):
+            torch.manual_seed(seed)
+            if not _same(first, torch_op(sample.input, *sample.args, **sample.kwargs)):
+                return True
+        return False
     except Exception:
         return True
 

@@ -453,14 +453,41 @@ def _random(self, dist, a, b):
     return self
 
 
+def _bernoulli(shape, device, p, dtype):
+    """1 where a uniform draw of webgrad's generator is below p (a number, or a webgrad Tensor broadcast to
+    shape), else 0, in dtype."""
+    u = new(tuple(shape), dtypes.float32, device)
+    if u.numel():
+        fill_random(u, "uniform", 0.0, 1.0)
+    with wg.no_grad():
+        return (u < p).to(dtype=dtype)
+
+
 @register(aten.bernoulli_.float)
 def bernoulli_(self, p=0.5, generator=None):
     x = unwrap(self)
-    u = new(tuple(x.shape), dtypes.float32, x.device)
-    fill_random(u, "uniform", 0.0, 1.0)
-    with wg.no_grad():
-        write_into(self, (u < p).to(dtype=x.dtype))
+    write_into(self, _bernoulli(x.shape, x.device, p, x.dtype))
     return self
+
+
+@register(aten.bernoulli_.Tensor)
+def bernoulli_tensor_(self, p, generator=None):
+    x = unwrap(self)
+    write_into(self, _bernoulli(x.shape, x.device, unwrap(p), x.dtype))
+    return self
+
+
+@register(aten.bernoulli.default)
+def bernoulli(self, generator=None):
+    """torch.bernoulli(probabilities): draws in the probabilities' shape and dtype."""
+    x = unwrap(self)
+    return wrap(_bernoulli(x.shape, x.device, x, x.dtype))
+
+
+@register(aten.bernoulli.p)
+def bernoulli_p(self, p, generator=None):
+    x = unwrap(self)
+    return wrap(_bernoulli(x.shape, x.device, p, x.dtype))
 
 
 def _draws(shape, dist, device, a=0.0, b=1.0):
