@@ -8,9 +8,14 @@
 // The score matrix is never stored: a workgroup walks the keys (or queries) in tiles and each thread keeps its
 // row's running max, sum and output in registers (online softmax), so memory traffic is q, k, v and out.
 //
-// A thread owns one row: a query row in attention_forward / attention_dq (BR rows per workgroup), a key row in
-// attention_dkv. Its vectors live in named vec4 registers (q0, q1, ... spliced in for the head dims: naga does
-// not unroll loops over a private array, which would then sit in slow local memory; see matmul.wgsl). With
+// KSPLIT threads own one row: a query row in attention_forward / attention_dq (BR rows per workgroup), a key row
+// in attention_dkv; thread t serves row t % BR and walks every KSPLIT-th row of the other side from t / BR on, so
+// a warp reads one staged row at a time. With KSPLIT > 1 each part keeps its own running state (the forward's
+// max, sum and output; attention_dq's grad_q; attention_dkv's grad_k and grad_v) and the parts merge through
+// the tile's workgroup memory after the walk (flash-decoding's merge: M = max m_p, l = sum l_p exp(m_p - M),
+// acc = sum acc_p exp(m_p - M)); part 0 stores the row. KSPLIT = 1 is one thread a row, no merge. A thread's
+// vectors live in named vec4 registers (q0, q1, ... spliced in for the head dims: naga does not unroll loops over
+// a private array, which would then sit in slow local memory; see matmul.wgsl). With
 // TILED (GPUs), the workgroup stages each tile of keys and values (or queries and output gradients) in workgroup
 // memory, one barrier before and after its use; without (software adapters, where a barrier costs a coroutine
 // switch per four lanes), each thread reads the rows from the buffers directly.
@@ -29,8 +34,9 @@
 //
 // Spliced in by attention.py: E4, V4 (vec4s of a q / k row and of a v row), VS4 (the forward's slice of v: grid
 // z walks the slices, so that a thread holds at most 16 vec4s of output), BC (keys per tile), QT (queries per
-// tile of attention_dkv), BR (threads per workgroup), the registers and the helpers that use them (HELPERS), and
-// the mask's and dropout's bindings and helpers (MASK_BINDING, DROPOUT_BINDING).
+// tile of attention_dkv), BR (rows per workgroup), KSPLIT (threads per row), KVT and QGT (vec4s of the tiles: at
+// least BR * KSPLIT where the parts merge), the registers and the helpers that use them, the merges included
+// (HELPERS), and the mask's and dropout's bindings and helpers (MASK_BINDING, DROPOUT_BINDING).
 
 override CAUSAL: bool = false;
 override TILED: bool = true;
@@ -68,32 +74,34 @@ struct Params {
 
 const LOWEST: f32 = -3.4028234663852886e38;  // the running max before any key (finite: see attention_forward)
 
-var<workgroup> kt: array<vec4<f32>, BC * E4>;   // a tile of keys (forward, attention_dq)
-var<workgroup> vts: array<vec4<f32>, BC * VS4>; // the forward's tile of its slice of values
-var<workgroup> vt: array<vec4<f32>, BC * V4>;   // attention_dq's tile of values
-var<workgroup> qt: array<vec4<f32>, QT * E4>;   // attention_dkv's tile of queries (scaled)
-var<workgroup> gt: array<vec4<f32>, QT * V4>;   // ... of output gradients
-var<workgroup> lt: array<f32, QT>;              // ... of their lse
-var<workgroup> dt: array<f32, QT>;              // ... of their D
+const NT: u32 = BR * KSPLIT;  // threads per workgroup
+
+// The staged tiles, through which the parts merge after the walk: keys at 0 and values at BC * E4 (the forward's
+// slice of values, or attention_dq's values); attention_dkv's queries (scaled) at 0 and output gradients at QT * E4.
+var<workgroup> kvt: array<vec4<f32>, KVT>;
+var<workgroup> qgt: array<vec4<f32>, QGT>;
+var<workgroup> lt: array<f32, QT>;              // attention_dkv: the lse of the tile's queries
+var<workgroup> dt: array<f32, QT>;              // ... and their D
 
 // Row r of a tile, or (untiled) the row at vec4 index r of the buffer.
-fn key(r: u32) -> vec4<f32> { if (TILED) { return kt[r]; } return kb[r]; }
-fn val_s(r: u32) -> vec4<f32> { if (TILED) { return vts[r]; } return vb[r]; }
-fn val(r: u32) -> vec4<f32> { if (TILED) { return vt[r]; } return vb[r]; }
-fn qrow(r: u32) -> vec4<f32> { if (TILED) { return qt[r]; } return qb[r] * p.scale; }
-fn grow(r: u32) -> vec4<f32> { if (TILED) { return gt[r]; } return gb[r]; }
+fn key(r: u32) -> vec4<f32> { if (TILED) { return kvt[r]; } return kb[r]; }
+fn val_s(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vb[r]; }
+fn val(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vb[r]; }
+fn qrow(r: u32) -> vec4<f32> { if (TILED) { return qgt[r]; } return qb[r] * p.scale; }
+fn grow(r: u32) -> vec4<f32> { if (TILED) { return qgt[QT * E4 + r]; } return gb[r]; }
 
 //! splice HELPERS
 
 // The counters of a row's draws start at offset + (bh * L + i) * S (u32 arithmetic, wrapping).
 fn first_counter(bh: u32, i: u32) -> u32 { return drop_offset() + (bh * p.L + i) * p.S; }
 
-@compute @workgroup_size(BR)
+@compute @workgroup_size(NT)
 fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let bh = wid.y;
     let b = bh / p.H;
     let h = bh % p.H;
-    let i = wid.x * BR + t;
+    let part = t / BR;
+    let i = wid.x * BR + t % BR;
     let row = i < p.L;
     let ic = min(i, p.L - 1u);  // rows past L compute on the last row and write nothing
     let slice = wid.z * VS4;
@@ -111,17 +119,17 @@ fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
     for (var j0 = 0u; j0 < kend; j0 += BC) {
         let n = min(BC, kend - j0);
         if (TILED) {
-            for (var e = t; e < BC * E4; e += BR) {
+            for (var e = t; e < BC * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { kt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+                if (r < n) { kvt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
             }
-            for (var e = t; e < BC * VS4; e += BR) {
+            for (var e = t; e < BC * VS4; e += NT) {
                 let r = e / VS4;
-                if (r < n) { vts[e] = vb[vbase + (j0 + r) * p.v_sl + e % VS4]; }
+                if (r < n) { kvt[BC * E4 + e] = vb[vbase + (j0 + r) * p.v_sl + e % VS4]; }
             }
             workgroupBarrier();
         }
-        for (var jj = 0u; jj < n; jj++) {
+        for (var jj = part; jj < n; jj += KSPLIT) {
             let j = j0 + jj;
             if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
             let s = q_dot_k(select(kbase + j * p.k_sl, jj * E4, TILED)) + mask_add(b, h, ic, j);
@@ -139,7 +147,24 @@ fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
         }
         if (TILED) { workgroupBarrier(); }
     }
-    if (row) {
+    if (KSPLIT > 1u) {
+        // Every part's (m, l), then the row's max and sum; each part's output rescaled to that max, summed.
+        kvt[t] = vec4<f32>(m, l, 0.0, 0.0);
+        workgroupBarrier();
+        var mr = LOWEST;
+        for (var s = 0u; s < KSPLIT; s++) { mr = max(mr, kvt[s * BR + t % BR].x); }
+        var lr = 0.0;
+        for (var s = 0u; s < KSPLIT; s++) {
+            let ml = kvt[s * BR + t % BR];
+            lr += ml.y * exp(ml.x - mr);
+        }
+        acc_rescale(exp(m - mr));
+        m = mr;
+        l = lr;
+        workgroupBarrier();
+        acc_merge(t % BR, part);
+    }
+    if (row && part == 0u) {
         let at = p.o_off + b * p.o_sb + h * p.o_sh + i * p.o_sl + slice;
         if (l > 0.0) { store_acc(at, 1.0 / l); } else { store_acc(at, nan_f32()); }
         if (LSE && wid.z == 0u) {
@@ -148,19 +173,20 @@ fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
     }
 }
 
-@compute @workgroup_size(BR)
+@compute @workgroup_size(NT)
 fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let bh = wid.y;
     let b = bh / p.H;
     let h = bh % p.H;
-    let i = wid.x * BR + t;
+    let part = t / BR;
+    let i = wid.x * BR + t % BR;
     let row = i < p.L;
     let ic = min(i, p.L - 1u);
     load_q(p.q_off + b * p.q_sb + h * p.q_sh + ic * p.q_sl);
     load_do(p.g_off + b * p.g_sb + h * p.g_sh + ic * p.g_sl);
     // D = rowsum(grad * out): the softmax backward's sum
     let dsum = do_dot_o(p.o2_off + b * p.o2_sb + h * p.o2_sh + ic * p.o2_sl);
-    if (row) { stat_w[p.d_off + bh * p.L + i] = dsum; }
+    if (row && part == 0u) { stat_w[p.d_off + bh * p.L + i] = dsum; }
     let lse = lse_r[p.lse_off + bh * p.L + ic];
     dq_zero();
     var kend = p.S;
@@ -172,17 +198,17 @@ fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     for (var j0 = 0u; j0 < kend; j0 += BC) {
         let n = min(BC, kend - j0);
         if (TILED) {
-            for (var e = t; e < BC * E4; e += BR) {
+            for (var e = t; e < BC * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { kt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+                if (r < n) { kvt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
             }
-            for (var e = t; e < BC * V4; e += BR) {
+            for (var e = t; e < BC * V4; e += NT) {
                 let r = e / V4;
-                if (r < n) { vt[e] = vb[vbase + (j0 + r) * p.v_sl + e % V4]; }
+                if (r < n) { kvt[BC * E4 + e] = vb[vbase + (j0 + r) * p.v_sl + e % V4]; }
             }
             workgroupBarrier();
         }
-        for (var jj = 0u; jj < n; jj++) {
+        for (var jj = part; jj < n; jj += KSPLIT) {
             let j = j0 + jj;
             if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
             let kr = select(kbase + j * p.k_sl, jj * E4, TILED);
@@ -193,15 +219,17 @@ fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         }
         if (TILED) { workgroupBarrier(); }
     }
-    if (row) { store_dq(p.o_off + b * p.o_sb + h * p.o_sh + i * p.o_sl, p.scale); }
+    if (KSPLIT > 1u) { dq_merge(t % BR, part); }
+    if (row && part == 0u) { store_dq(p.o_off + b * p.o_sb + h * p.o_sh + i * p.o_sl, p.scale); }
 }
 
-@compute @workgroup_size(BR)
+@compute @workgroup_size(NT)
 fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let bh = wid.y;
     let b = bh / p.H;
     let h = bh % p.H;
-    let j = wid.x * BR + t;
+    let part = t / BR;
+    let j = wid.x * BR + t % BR;
     let col = j < p.S;
     let jc = min(j, p.S - 1u);
     load_k(p.k_off + b * p.k_sb + h * p.k_sh + jc * p.k_sl);
@@ -216,21 +244,21 @@ fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     for (var q0 = i0; q0 < p.L; q0 += QT) {
         let n = min(QT, p.L - q0);
         if (TILED) {
-            for (var e = t; e < QT * E4; e += BR) {
+            for (var e = t; e < QT * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { qt[e] = qb[qbase + (q0 + r) * p.q_sl + e % E4] * p.scale; }
+                if (r < n) { qgt[e] = qb[qbase + (q0 + r) * p.q_sl + e % E4] * p.scale; }
             }
-            for (var e = t; e < QT * V4; e += BR) {
+            for (var e = t; e < QT * V4; e += NT) {
                 let r = e / V4;
-                if (r < n) { gt[e] = gb[gbase + (q0 + r) * p.g_sl + e % V4]; }
+                if (r < n) { qgt[QT * E4 + e] = gb[gbase + (q0 + r) * p.g_sl + e % V4]; }
             }
-            for (var r = t; r < n; r += BR) {
+            for (var r = t; r < n; r += NT) {
                 lt[r] = lse_r[p.lse_off + bh * p.L + q0 + r];
                 dt[r] = d_r[p.d_off + bh * p.L + q0 + r];
             }
             workgroupBarrier();
         }
-        for (var ii = 0u; ii < n; ii++) {
+        for (var ii = part; ii < n; ii += KSPLIT) {
             let i = q0 + ii;
             if (!col || (CAUSAL && jc > i) || !attends(b, h, i, jc)) { continue; }
             let qr = select(qbase + i * p.q_sl, ii * E4, TILED);
@@ -256,7 +284,11 @@ fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
         }
         if (TILED) { workgroupBarrier(); }
     }
-    if (col) {
+    if (KSPLIT > 1u) {
+        if (WANT_DK) { dk_merge(t % BR, part); }
+        if (WANT_DV) { dv_merge(t % BR, part); }
+    }
+    if (col && part == 0u) {
         if (WANT_DK) { store_dk(p.o_off + b * p.o_sb + h * p.o_sh + j * p.o_sl); }
         if (WANT_DV) { store_dv(p.o2_off + b * p.o2_sb + h * p.o2_sh + j * p.o2_sl); }
     }

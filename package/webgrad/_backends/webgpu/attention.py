@@ -6,12 +6,22 @@ memory), and so are the mask's and dropout's bindings where a call has them (a l
 the 8 storage buffers a browser's default limits allow). Forward: one dispatch (the output and each row's
 log-sum-exp). Backward: attention_dq (grad_q, and D = rowsum(grad * out)), then attention_dkv (grad_k and grad_v,
 in one dispatch for head sizes up to DKV_FUSED_MAX vec4s, else one for each: fewer registers a thread).
-Software adapters take the untiled variant (runtime.KERNEL_VARIANTS["attention_tiles"]): no barriers.
+Software adapters take the untiled variant (runtime.KERNEL_VARIANTS["attention_untiled"]): no barriers.
+
+Key split: split() picks, per kernel and shapes, KSPLIT threads a row (each walks every KSPLIT-th key, or query
+in attention_dkv, with its own running state; the parts merge through workgroup memory at the end) and the rows
+a workgroup takes. One thread a row gives a GPT at 256 tokens (128 batch x heads pairs) 32K threads a dispatch,
+a few warps per SM of a large GPU: the kernels wait on latency. The merge reuses the tiles' workgroup memory in
+chunks of what fits a row, so a split variant declares what the unsplit one does, or BR * KSPLIT vec4s (the
+parts' max and sum) where that is more. The rule is KSPLIT (and SPLIT_BELOW, SPLIT_MIN_WALK) below;
+WEBGRAD_ATTENTION_KSPLIT=<n>[x<rows>] forces a split (benchmarks and tests).
+
 Every operand, the outputs included, goes through its (offset, batch, head, row) strides in vec4s (_operand):
 ops/attention.py stores out and the gradients in their inputs' layouts.
 """
 
 import functools
+import os
 import struct
 
 from ...dtypes import bool_, float32
@@ -19,7 +29,8 @@ from .. import kernels
 from .dispatch import Kernel, Shader
 from .views import check_view, u32_fields
 
-BR = 64  # threads (query rows, or key rows in attention_dkv) per workgroup
+BR = 64  # rows (query rows, or key rows in attention_dkv) per workgroup with one thread a row
+THREADS_MAX = 256  # threads per workgroup (WebGPU's default maxComputeInvocationsPerWorkgroup)
 V_SLICE_MAX = 16  # vec4s of output a forward thread holds: wider values take several slices (grid z)
 DKV_FUSED_MAX = 24  # E4 + V4 at most for grad_k and grad_v in one attention_dkv (2 * 24 vec4s of registers)
 MAX_HEAD = 128  # head sizes up to this take the kernels (F.scaled_dot_product_attention composes beyond)
@@ -39,8 +50,24 @@ def _sum(terms):
     return " + ".join(terms) if terms else "0.0"
 
 
-def _helpers(e4, v4, vs4):
-    """The register declarations and the unrolled helpers attention.wgsl's entry points call."""
+def _merge(name, regs, tile, width):
+    """fn name(r, part): the KSPLIT parts' registers `regs` of row r summed into part 0's, through the workgroup
+    array `tile` in chunks of `width` vec4s a row (each part in turn: write, barrier, part 0 adds, barrier)."""
+    body = []
+    for c0 in range(0, len(regs), width):
+        chunk = list(enumerate(regs[c0:c0 + width]))
+        body += ["for (var s = 1u; s < KSPLIT; s++) {",
+                 "    if (part == s) { " + " ".join(f"{tile}[r * {width}u + {c}u] = {g};" for c, g in chunk) + " }",
+                 "    workgroupBarrier();",
+                 "    if (part == 0u) { " + " ".join(f"{g} += {tile}[r * {width}u + {c}u];" for c, g in chunk) + " }",
+                 "    workgroupBarrier();",
+                 "}"]
+    return f"fn {name}(r: u32, part: u32) {{\n" + "".join(f"    {b}\n" for b in body) + "}"
+
+
+def _helpers(e4, v4, vs4, kv_width, qg_width):
+    """The register declarations and the unrolled helpers attention.wgsl's entry points call; the merges take
+    kv_width (forward, attention_dq) or qg_width (attention_dkv) vec4s a row at a time."""
     E, V, VS = range(e4), range(v4), range(vs4)
     lines = [_regs("q", e4), _regs("a", vs4), _regs("d", v4), _regs("g", e4), _regs("k", e4), _regs("w", v4),
              _regs("e", e4), _regs("f", v4)]
@@ -70,6 +97,11 @@ def _helpers(e4, v4, vs4):
     fn("dv_add(w: f32, r: u32)", [f"f{c} += w * grow(r + {c}u);" for c in V])
     fn("store_dk(at: u32)", [f"ob[at + {c}u] = e{c};" for c in E])
     fn("store_dv(at: u32)", [f"ob2[at + {c}u] = f{c};" for c in V])
+    for name, prefix, n, tile, width in (("acc_merge", "a", vs4, "kvt", kv_width),
+                                         ("dq_merge", "g", e4, "kvt", kv_width),
+                                         ("dk_merge", "e", e4, "qgt", qg_width),
+                                         ("dv_merge", "f", v4, "qgt", qg_width)):
+        lines.append(_merge(name, [f"{prefix}{c}" for c in range(n)], tile, min(n, width)))
     return "\n".join(lines)
 
 
@@ -100,10 +132,14 @@ _DROPOUT = {
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels(e4, v4, vs4, bc, qt, mask, dropout):
-    """(forward, dq, dkv) Kernels of the shader specialised for these sizes, mask kind and dropout."""
-    constants = {"E4": e4, "V4": v4, "VS4": vs4, "BC": bc, "QT": qt, "BR": BR}
-    splices = {"HELPERS": _helpers(e4, v4, vs4), "MASK_BINDING": "\n".join(_MASK[mask]),
+def _kernels(e4, v4, vs4, bc, qt, mask, dropout, ksplit=1, br=BR):
+    """(forward, dq, dkv) Kernels of the shader specialised for these sizes, mask kind, dropout and key split
+    (ksplit threads for each of br rows)."""
+    floor = br * ksplit if ksplit > 1 else 0  # the parts' (max, sum) pairs
+    kvt, qgt = max(bc * (e4 + v4), floor), max(qt * (e4 + v4), floor)
+    constants = {"E4": e4, "V4": v4, "VS4": vs4, "BC": bc, "QT": qt, "BR": br, "KSPLIT": ksplit, "KVT": kvt,
+                 "QGT": qgt}
+    splices = {"HELPERS": _helpers(e4, v4, vs4, kvt // br, qgt // br), "MASK_BINDING": "\n".join(_MASK[mask]),
                "DROPOUT_BINDING": _DROPOUT[dropout]}
     shader = Shader("attention.wgsl", lambda: (constants, splices))
     extra = ((10, _R),) * (mask != MASK_NONE) + ((11, _R),) * dropout
@@ -134,6 +170,48 @@ def _tile(limit, per_row, extra_per_row=0, top=32):
     while rows > 4 and rows * (16 * per_row + extra_per_row) > limit:
         rows //= 2
     return rows
+
+
+def _parse_split(spec):
+    """(ksplit, rows or None) from "<n>" or "<n>x<rows>" (WEBGRAD_ATTENTION_KSPLIT)."""
+    if not spec:
+        return None
+    n, x, rows = spec.partition("x")
+    try:
+        ks, br = int(n), int(rows) if x else None
+    except ValueError:
+        raise ValueError(f"WEBGRAD_ATTENTION_KSPLIT={spec!r}: expected <n> or <n>x<rows>") from None
+    if ks < 1 or (br is not None and br < 1):
+        raise ValueError(f"WEBGRAD_ATTENTION_KSPLIT={spec!r}: expected positive numbers")
+    return ks, br
+
+
+# The key split rule (split()): KSPLIT[kernel] threads a row where a dispatch would have fewer than SPLIT_BELOW
+# threads at one a row (batch x heads x rows) and each thread walks at least SPLIT_MIN_WALK rows of the other
+# side; else one. 1 everywhere until measured on a large GPU: to measure, run the benchmark with
+# WEBGRAD_ATTENTION_KSPLIT=1, 2 and 4 and set these from the figures.
+KSPLIT = {"forward": 1, "dq": 1, "dkv": 1}
+SPLIT_BELOW = 1 << 17
+SPLIT_MIN_WALK = 64
+
+# WEBGRAD_ATTENTION_KSPLIT=<n> forces n threads a row in every attention kernel, on every adapter, <n>x<rows> also
+# the rows a workgroup takes (benchmarks and tests; tests set _FORCED).
+_FORCED = _parse_split(os.environ.get("WEBGRAD_ATTENTION_KSPLIT"))
+
+
+def split(rt, kernel, pairs, rows, walked):
+    """(KSPLIT, rows a workgroup) of `kernel` ("forward", "dq" or "dkv") for `pairs` batch x heads and `rows`
+    rows (L, or S in attention_dkv), each walking `walked` rows of the other side (S, or L)."""
+    threads = min(THREADS_MAX, rt.limits.get("max_compute_invocations_per_workgroup", THREADS_MAX))
+    if _FORCED is not None:
+        ks, br = _FORCED
+        ks = max(1, min(ks, threads))
+        return ks, max(1, min(br or BR, threads // ks))
+    ks = 1
+    # software adapters: a barrier is a coroutine switch per four lanes, and the merge takes 2 (KSPLIT - 1)
+    if not rt.variant["attention_untiled"] and pairs * rows < SPLIT_BELOW and walked >= SPLIT_MIN_WALK:
+        ks = KSPLIT[kernel]
+    return ks, min(BR, threads // ks)
 
 
 def _operand(view, name, shape4):
@@ -186,17 +264,25 @@ def _setup(rt, q, k, v, mask, dropout_p, seed, offset):
     if B * H > rt.limits["max_compute_workgroups_per_dimension"]:
         raise NotImplementedError(f"attention kernels: {B * H} batch x heads is more than one dispatch dimension")
     e4, v4 = E // 4, Ev // 4
-    vs4, slices = _v_slices(v4)
-    limit = rt.limits["max_compute_workgroup_storage_size"]
-    bc = _tile(limit, e4 + v4)
-    qt = _tile(limit, e4 + v4, 8)
     seed_slot, seed_value = u32_fields(seed, "seed")
     offset_slot, offset_value = u32_fields(offset, "offset")
     dropping = dropout_p > 0
-    geometry = dict(B=B, H=H, L=L, S=S, e4=e4, v4=v4, vs4=vs4, slices=slices, qs=qs, ks=ks, vs=vs, m_off=m_off,
-                    m_strides=m_strides, seed=(seed_slot, seed_value) if dropping else (NO_SLOT, 0),
-                    offset=(offset_slot, offset_value) if dropping else (NO_SLOT, 0))
-    return geometry, _kernels(e4, v4, vs4, bc, qt, kind, dropping)
+    return dict(B=B, H=H, L=L, S=S, e4=e4, v4=v4, slices=_v_slices(v4)[1], qs=qs, ks=ks, vs=vs, m_off=m_off,
+                m_strides=m_strides, seed=(seed_slot, seed_value) if dropping else (NO_SLOT, 0),
+                offset=(offset_slot, offset_value) if dropping else (NO_SLOT, 0), mask_kind=kind, dropping=dropping)
+
+
+def kernels_for(limit, e4, v4, mask_kind, dropping, ksplit=1, br=BR):
+    """(forward, dq, dkv) Kernels for head sizes of e4, v4 vec4s with `limit` bytes of workgroup memory."""
+    return _kernels(e4, v4, _v_slices(v4)[0], _tile(limit, e4 + v4), _tile(limit, e4 + v4, 8), mask_kind, dropping,
+                    ksplit, br)
+
+
+def _launch(rt, g, name, rows, walked):
+    """((forward, dq, dkv), rows a workgroup) for kernel `name` of this call (split's choice)."""
+    ksplit, br = split(rt, name, g["B"] * g["H"], rows, walked)
+    return kernels_for(rt.limits["max_compute_workgroup_storage_size"], g["e4"], g["v4"], g["mask_kind"],
+                       g["dropping"], ksplit, br), br
 
 
 _NONE4 = (0, 0, 0, 0)
@@ -244,7 +330,7 @@ def _distinct(outs, *views):
 
 @kernels.attention.implement("webgpu")
 def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, seed=0, offset=0):
-    g, (forward, _, _) = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
+    g = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L = g["B"], g["H"], g["L"]
     o = _output(out, "out", (B, H, L, v.shape[3]))
     lse_off = _lse(lse, (B, H, L)) if lse is not None else 0
@@ -254,17 +340,18 @@ def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, s
     if g["S"] == 0:
         raise NotImplementedError("attention kernels: no keys")
     params = _pack(g, scale, dropout_p, o=o, lse_off=lse_off)
+    (forward, _, _), br = _launch(rt, g, "forward", L, g["S"])
     constants = forward.constants({"CAUSAL": causal, "TILED": not rt.variant["attention_untiled"],
                                    "LSE": lse is not None})
     storages = (q.storage, k.storage, v.storage, out.storage, lse.storage if lse is not None else rt.spare(0))
     rt.dispatch(forward, constants, storages + _extra(rt, mask, dropout_p > 0), params,
-                (-(-L // BR), B * H, g["slices"]), _slots(g))
+                (-(-L // br), B * H, g["slices"]), _slots(g))
 
 
 @kernels.attention_backward.implement("webgpu")
 def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask, scale, causal=False,
                        dropout_p=0.0, seed=0, offset=0):
-    g, (_, dq, dkv) = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
+    g = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L, S, E, Ev = g["B"], g["H"], g["L"], g["S"], q.shape[3], v.shape[3]
     gs = _operand(grad, "grad", (B, H, L, Ev))
     o_in = _operand(out, "out", (B, H, L, Ev))
@@ -279,17 +366,19 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     extra = _extra(rt, mask, dropout_p > 0)
     d = rt.storage(B * H * L, lse.dtype)  # D = rowsum(grad * out), written by attention_dq
     params = _pack(g, scale, dropout_p, gs, o=offs[0], o2=o_in, lse_off=lse_off, d_off=0)
+    (_, dq, _), br = _launch(rt, g, "dq", L, S)
     rt.dispatch(dq, dq.constants({"CAUSAL": causal, "TILED": tiled}),
                 (q.storage, k.storage, v.storage, grad_q.storage if grad_q is not None else rt.spare(0), grad.storage,
-                 out.storage, d, lse.storage) + extra, params, (-(-L // BR), B * H, 1), slots)
+                 out.storage, d, lse.storage) + extra, params, (-(-L // br), B * H, 1), slots)
     if grad_k is None and grad_v is None:
         return
     passes = [(grad_k is not None, grad_v is not None)]
     if g["e4"] + g["v4"] > DKV_FUSED_MAX and passes[0] == (True, True):
         passes = [(False, True), (True, False)]  # fewer registers a thread: dv (k, dv), then dk (k, v, dk)
     params = _pack(g, scale, dropout_p, gs, o=offs[1], o2=offs[2], lse_off=lse_off, d_off=0)
+    (_, _, dkv), br = _launch(rt, g, "dkv", S, L)
     for want_dk, want_dv in passes:
         rt.dispatch(dkv, dkv.constants({"CAUSAL": causal, "TILED": tiled, "WANT_DK": want_dk, "WANT_DV": want_dv}),
                     (q.storage, k.storage, v.storage, grad_k.storage if want_dk else rt.spare(0),
                      grad_v.storage if want_dv else rt.spare(1), grad.storage, lse.storage, d) + extra, params,
-                    (-(-S // BR), B * H, 1), slots)
+                    (-(-S // br), B * H, 1), slots)
