@@ -188,10 +188,12 @@ def _parse_split(spec):
 
 # The key split rule (split()): KSPLIT[kernel] threads a row where a dispatch would have fewer than SPLIT_BELOW
 # threads at one a row (batch x heads x rows) and each thread walks at least SPLIT_MIN_WALK rows of the other
-# side; else one. 1 everywhere until measured on a large GPU: to measure, run the benchmark with
-# WEBGRAD_ATTENTION_KSPLIT=1, 2 and 4 and set these from the figures.
-KSPLIT = {"forward": 1, "dq": 1, "dkv": 1}
-SPLIT_BELOW = 1 << 17
+# side; else one. H200, `python -m webgrad.bench replay --models gpt-6x384 --each` (128 pairs of 256 rows, head
+# size 48: 32,768 threads at one a row), us per step for the forward / attention_dq / attention_dkv:
+# WEBGRAD_ATTENTION_KSPLIT=1 746 / 931 / 1,709, =2 634 / 853 / 1,258, =4 780 / 1,008 / 1,353, =8 1,027 / 1,344 /
+# 1,684. Larger dispatches (gpt2-small's 96 pairs of 1,024 rows) were not measured and keep one thread a row.
+KSPLIT = {"forward": 2, "dq": 2, "dkv": 2}
+SPLIT_BELOW = 1 << 16
 SPLIT_MIN_WALK = 64
 
 # WEBGRAD_ATTENTION_KSPLIT=<n> forces n threads a row in every attention kernel, on every adapter, <n>x<rows> also
