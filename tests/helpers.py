@@ -25,6 +25,21 @@ def webgpu_available():
         return False
 
 
+def import_torch_device():
+    """(torch, webgrad.torch_device) for a test module of the webgpu torch device, imported at its top: the module
+    is skipped without torch 2.9 or later, and where no WebGPU adapter exists the device's mechanics run on
+    webgrad's NumPy backend."""
+    import os
+    import pytest
+    torch = pytest.importorskip("torch")
+    if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
+        pytest.skip("webgrad.torch_device needs torch >= 2.9", allow_module_level=True)
+    if not webgpu_available():
+        os.environ.setdefault("WEBGRAD_TORCH_DEVICE", "cpu")
+    import webgrad.torch_device as td
+    return torch, td
+
+
 # the devices every device-parametrised test runs on
 DEVICES = ["cpu"] + (["webgpu"] if webgpu_available() else [])
 

@@ -3,24 +3,17 @@ errors and the CPU fallback, each against PyTorch on the CPU."""
 
 import copy
 import io
-import os
 import warnings
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
-    pytest.skip("webgrad.torch_device needs torch >= 2.9", allow_module_level=True)
+from helpers import import_torch_device
 
-from helpers import webgpu_available  # noqa: E402
-
-if not webgpu_available():  # the mechanics on webgrad's NumPy backend where no adapter exists
-    os.environ.setdefault("WEBGRAD_TORCH_DEVICE", "cpu")
+torch, td = import_torch_device()
 
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import webgrad.torch_device as td  # noqa: E402
 
 DEV = "webgpu"
 RECORDS = td.storage.webgrad_device().backend.supports_capture  # WebGPU records and replays; the CPU does not

@@ -1,21 +1,14 @@
 """What PyTorch's OpInfo samples found on the webgpu torch device, each against PyTorch on the CPU: zero gradients,
 empty indices, Python numbers in the CPU fallback, the strides of copies between devices."""
 
-import os
 import warnings
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
-    pytest.skip("webgrad.torch_device needs torch >= 2.9", allow_module_level=True)
+from helpers import import_torch_device
 
-from helpers import webgpu_available  # noqa: E402
+torch, td = import_torch_device()
 
-if not webgpu_available():  # the mechanics on webgrad's NumPy backend where no adapter exists
-    os.environ.setdefault("WEBGRAD_TORCH_DEVICE", "cpu")
-
-import webgrad.torch_device as td  # noqa: E402
 
 DEV = "webgpu"
 

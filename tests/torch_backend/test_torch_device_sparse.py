@@ -3,24 +3,17 @@ with dense tensors and their gradients, each against PyTorch's sparse tensors on
 falls back to the CPU unless the test says so)."""
 
 import io
-import os
 import warnings
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 9):
-    pytest.skip("webgrad.torch_device needs torch >= 2.9", allow_module_level=True)
+from helpers import import_torch_device
 
-from helpers import webgpu_available  # noqa: E402
-
-if not webgpu_available():
-    os.environ.setdefault("WEBGRAD_TORCH_DEVICE", "cpu")
+torch, td = import_torch_device()
 
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import webgrad.torch_device as td  # noqa: E402
 
 DEV = "webgpu"
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled")
