@@ -62,11 +62,8 @@ def _data(steps):
              rng.standard_normal((2, ROWS // 2, C)).astype(np.float32)) for _ in range(steps)]
 
 
-def _train(replay, approximate, amp, steps=4, lr=0.05, functional=False, hidden=HIDDEN):
-    wg.manual_seed(0)
-    model = MLP(approximate, functional, hidden).to("webgpu")
-    opt = wg.optim.SGD(model.parameters(), lr=lr)
-
+def _step(model, opt, amp):
+    """One training step of `model` on (x, t): a squared error, under autocast when amp."""
     def step(x, t):
         with wg.autocast("webgpu", dtype=wg.float16, enabled=amp):
             out = model(x)
@@ -75,7 +72,15 @@ def _train(replay, approximate, amp, steps=4, lr=0.05, functional=False, hidden=
         loss.backward()
         opt.step()
         return loss
+    return step
 
+
+def _train(replay, approximate, amp, steps=4, lr=0.05, functional=False, hidden=HIDDEN):
+    wg.manual_seed(0)
+    model = MLP(approximate, functional, hidden).to("webgpu")
+    opt = wg.optim.SGD(model.parameters(), lr=lr)
+
+    step = _step(model, opt, amp)
     run = wg.replayable(step) if replay else step
     losses = [run(wg.tensor(x, device="webgpu"), wg.tensor(t, device="webgpu")).item() for x, t in _data(steps)]
     state = {k: v.detach().to("cpu").numpy() for k, v in model.state_dict().items()}
@@ -161,15 +166,7 @@ def test_fused_step_gradients_match_torch(gpu_kernels, approximate, amp):
     model = MLP(approximate, functional=True).to("webgpu")
     opt = wg.optim.SGD(model.parameters(), lr=0.0)
 
-    def step(x, t):
-        with wg.autocast("webgpu", dtype=wg.float16, enabled=amp):
-            out = model(x)
-        loss = (out.float() - t).square().mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _step(model, opt, amp)
     run = wg.replayable(step)
     x, t = (wg.tensor(v, device="webgpu") for v in _data(1)[0])
     for _ in range(3):

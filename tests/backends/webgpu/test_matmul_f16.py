@@ -16,6 +16,8 @@ from helpers import DEVICES
 
 torch = pytest.importorskip("torch")
 
+from test_matmul_kernel import padded_buffers  # noqa: E402
+
 
 def _has_f16():
     return "webgpu" in DEVICES and wg.device("webgpu").backend.runtime.has_f16
@@ -57,14 +59,9 @@ def check_pair(rt, batch, M, N, K, trans_a=False, trans_b=False, bias=None, relu
     a = rng.standard_normal((na, K, M) if trans_a else (na, M, K)).astype(np.float16)
     b = rng.standard_normal((nb, N, K) if trans_b else (nb, K, N)).astype(np.float16)
     bv = rng.standard_normal(N).astype(np.float16)
-    junk = lambda n: rng.standard_normal(n).astype(np.float16)  # noqa: E731
-    abuf = np.concatenate([junk(a_off), a.ravel(), junk(3)])
-    bbuf = np.concatenate([junk(b_off), b.ravel(), junk(5)])
-    biasbuf = np.concatenate([junk(bias_off), bv, junk(1)])
     n_out = batch * M * N
-    obuf = np.full(o_off + n_out + 7, np.nan, np.float32)
-    obuf[:o_off] = 1234.0
-    obuf[o_off + n_out:] = 3210.0  # (both exact in float16)
+    # (1234 and 3210 are exact in float16)
+    abuf, bbuf, biasbuf, obuf = padded_buffers(rng, a, b, bv, a_off, b_off, bias_off, o_off, n_out, tail=3210.0)
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias is not None, relu, a_off, b_off, o_off,
                          bias_off if bias else 0, 0 if bcast_a else M * K, 0 if bcast_b else N * K,
                          config=config, splits=splits, profile="gpu")

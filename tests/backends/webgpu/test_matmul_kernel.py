@@ -46,6 +46,17 @@ def unfold(img, geometry, rows, cols):
     return img[:, c, np.clip(h, 0, H - 1), np.clip(w, 0, W - 1)] * inside
 
 
+def padded_buffers(rng, a, b, bias, a_off, b_off, bias_off, o_off, n_out, tail=4321.0):
+    """Each operand (and the float32 output) inside a larger buffer with junk (the operands' dtype) around it: the
+    output's surroundings hold 1234.0 before and `tail` after, to see that no write strays."""
+    junk = lambda n: rng.standard_normal(n).astype(a.dtype)  # noqa: E731
+    out = np.full(o_off + n_out + 7, np.nan, np.float32)
+    out[:o_off] = 1234.0
+    out[o_off + n_out:] = tail
+    return (np.concatenate([junk(a_off), a.ravel(), junk(3)]), np.concatenate([junk(b_off), b.ravel(), junk(5)]),
+            np.concatenate([junk(bias_off), bias, junk(1)]), out)
+
+
 def check(runner, batch, M, N, K, trans_a=False, trans_b=False, bias=False, relu=False,
           a_off=0, b_off=0, o_off=0, bias_off=0, bcast_a=False, bcast_b=False, config=None, seed=0,
           items=1, splits=None, bias_rows=False, gather=None, channels=None, profile="gpu"):
@@ -61,15 +72,8 @@ def check(runner, batch, M, N, K, trans_a=False, trans_b=False, bias=False, relu
         b = rng.standard_normal((nb, N, K) if trans_b else (nb, K, N)).astype(np.float32)
         b_stride = K * N
     bv = rng.standard_normal(M if bias_rows else N).astype(np.float32)
-    # Each operand sits at an offset inside a larger buffer with junk around it.
-    junk = lambda n: rng.standard_normal(n).astype(np.float32)  # noqa: E731
-    abuf = np.concatenate([junk(a_off), a.ravel(), junk(3)])
-    bbuf = np.concatenate([junk(b_off), b.ravel(), junk(5)])
-    biasbuf = np.concatenate([junk(bias_off), bv, junk(1)])
     n_out = batch * M * N
-    obuf = np.full(o_off + n_out + 7, np.nan, np.float32)
-    obuf[:o_off] = 1234.0
-    obuf[o_off + n_out:] = 4321.0
+    abuf, bbuf, biasbuf, obuf = padded_buffers(rng, a, b, bv, a_off, b_off, bias_off, o_off, n_out)
 
     dev = runner.device
     ga, gb, gbias, gout = _storage(dev, abuf), _storage(dev, bbuf), _storage(dev, biasbuf), _storage(dev, obuf)
