@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapt
 
 RNG = np.random.default_rng(11)
 
-# (threads a row, rows a workgroup): one a row (today's kernels), splits of 2, 3, 4 and 8 (8 x 32 rows), and 4
+# (threads a row, rows a workgroup): one a row (the unsplit kernels), splits of 2, 3, 4 and 8 (8 x 32 rows), and 4
 # threads for each of 16 rows (a 64-thread workgroup)
 SPLITS = [(1, None), (2, None), (3, None), (4, None), (8, None), (4, 16)]
 SPLIT_IDS = ["k1", "k2", "k3", "k4", "k8", "k4x16"]
