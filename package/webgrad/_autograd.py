@@ -347,21 +347,27 @@ def grad(roots, inputs, retain_graph=False, create_graph=False):
 def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False):
     """The engine: the seeds of `roots` ((tensor, gradient) pairs) back through the graph in topological order.
     captured: None, accumulate into leaves' .grad (and retain_grad tensors'); else a dict {id(tensor): None} of
-    the tensors whose gradients are wanted, filled in instead, every .grad left alone (autograd.grad).
+    the tensors whose gradients are wanted, filled in instead, leaves' .grad left alone (autograd.grad; tensors
+    that retain their gradient still get it where the walk reaches them, as in PyTorch).
     create_graph: the backward functions run with grad mode on, so the gradients get a graph of their own
     (higher-order gradients); a fused op whose backward function declares a `composite` (its definition in
     differentiable ops) is differentiated through that instead, and one that can be neither raises.
     stop: the captured tensors end the walk (a composite's inputs: what lies before them is not its graph)."""
+
+    retained = {}  # captured tensors that retain their gradient: their .grad gets it too (see `wanted`)
 
     def deliver(t, g):
         if captured is None:
             _accumulate(t, g, create_graph)
         elif id(t) in captured:
             captured[id(t)] = g if captured[id(t)] is None else captured[id(t)] + g
+            if t._retains_grad and not stop:
+                retained[id(t)] = t
 
-    # tensors whose gradient is handed to them as their node runs (retain_grad); captured ones get theirs as it
-    # arrives instead (their node may not run at all: _leading_to)
-    wanted = (lambda t: t._retains_grad) if captured is None else (lambda t: False)
+    # tensors whose .grad receives their gradient as their node runs: those that called retain_grad(), in
+    # autograd.grad's walks too (PyTorch's retains_grad hooks fire in any pass that reaches the tensor); captured
+    # ones get theirs as it arrives (their node may not run at all: _leading_to)
+    wanted = (lambda t: t._retains_grad) if not stop else (lambda t: False)
     with set_grad_enabled(create_graph):
         grads = {}
         for tensor, gradient in roots:
@@ -398,8 +404,9 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 )
             if node.clock != _clock[0]:  # something was written in place since the node ran
                 _check_saved(node)
-            for o in entry[1:]:  # the tensors this node made whose gradient is wanted
-                deliver(o, grad_out)
+            for o in entry[1:]:  # the tensors this node made that retain their gradient
+                _accumulate(o, grad_out, create_graph)
+                retained.pop(id(o), None)
             composite = getattr(node.backward_fn, "composite", None) if create_graph else None
             input_grads = node.backward_fn(grad_out) if composite is None else _composite_grads(composite, grad_out)
             if is_anomaly_enabled():
@@ -447,11 +454,14 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 else:
                     slot[0] = _add_grads(slot[0], g)
                 tensor = t.tensor()
-                if captured is not None:
-                    if tensor is not None and id(tensor) in captured:
-                        deliver(tensor, g)
-                elif tensor is not None and wanted(tensor) and not any(o is tensor for o in slot[1:]):
+                if tensor is None:
+                    continue
+                if captured is not None and id(tensor) in captured:
+                    deliver(tensor, g)
+                if wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
+        for key, tensor in retained.items():  # captured, their own node never ran: .grad gets the captured sum
+            _accumulate(tensor, captured[key], create_graph)
 
 
 def _leading_to(order, captured):

@@ -119,6 +119,23 @@ def test_retain_grad_on_intermediate(device):
     assert x.grad.tolist() == [18.0, 36.0]
 
 
+def test_retained_gradient_fills_in_autograd_grad_too(device):
+    # as PyTorch's retains_grad hooks: a tensor that retains its gradient gets it in any pass that reaches it, as
+    # autograd.grad's input or on the way to one, and a later backward adds to it (values printed by torch 2.13)
+    x = wg.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    (gh,) = wg.autograd.grad((h * h).sum(), h, retain_graph=True)
+    assert gh.tolist() == h.grad.tolist() == [4.0, 8.0, 12.0] and x.grad is None
+    wg.autograd.grad((h * 3).sum(), x, retain_graph=True)
+    assert h.grad.tolist() == [7.0, 11.0, 15.0] and x.grad is None
+    h.grad = None
+    y = (h * h).sum()
+    (gh,) = wg.autograd.grad(y, h, create_graph=True)
+    (gh.sum() + y).backward()
+    assert h.grad.tolist() == [10.0, 18.0, 26.0] and x.grad.tolist() == [12.0, 20.0, 28.0]
+
+
 def test_gradient_shape_mismatch_is_reported(device):
     x = wg.ones(2, 3, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"\(2, 3\)"):
