@@ -66,22 +66,12 @@ def _to_torch(out, inputs, fresh=True):
             storage = out._view.storage
             if any(st.storage_of(t) is storage for t in inputs):
                 out = out.clone()
-            elif not _dense(out._view):
+            elif not st.dense(out._view.shape, out._view.strides):  # (no broadcast, no gaps: valid in ATen)
                 out = out.contiguous()
         return wrap(out)
     if isinstance(out, (list, tuple)):
         return type(out)(_to_torch(x, inputs, fresh) for x in out)
     return out
-
-
-def _dense(view):
-    """Whether a view covers its elements once each (no stride-0 broadcast, no gaps): a valid ATen result."""
-    expected = 1
-    for size, stride in sorted((d for d in zip(view.shape, view.strides) if d[0] != 1), key=lambda d: d[1]):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
 
 
 def functional(fn, op):
