@@ -11,6 +11,7 @@ import math
 
 import webgrad as wg
 from webgrad import dtypes
+from webgrad.ops.core import unbroadcast
 from webgrad.ops.elementwise import new
 from webgrad._view import View
 from webgrad._tensor import Tensor
@@ -1300,17 +1301,10 @@ def _group_norm_backward(grad, x, mean, rstd, weight, n, c, hxw, groups, output_
     return gx, gw, gb
 
 
-def _sum_to(t, shape):
-    """t summed over the dims it was broadcast along from `shape`."""
-    lead = t.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and t.shape[lead + i] != 1)
-    return (t.sum(dims, keepdim=True) if dims else t).reshape(*shape)
-
-
 def _prelu_backward(grad, x, weight):
     positive = x > 0
     gx = wg.where(positive, grad, grad * weight)
-    return gx, _sum_to(wg.where(positive, 0.0, grad * x), tuple(weight.shape))
+    return gx, unbroadcast(wg.where(positive, 0.0, grad * x), tuple(weight.shape))
 
 
 def _pool3d_grad(forward):
