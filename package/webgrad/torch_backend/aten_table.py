@@ -1037,6 +1037,9 @@ def _convolution_any(x, w, bias, stride, padding, dilation, transposed, output_p
         raise Unsupported("string padding")
     if x.ndim == 3 and not transposed:
         return wg.nn.functional.conv1d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+    if x.ndim == 3 and transposed:
+        return wg.nn.functional.conv_transpose1d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
+                                                 groups, tuple(dilation))
     if x.ndim == 4 and transposed:
         return wg.nn.functional.conv_transpose2d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
                                                  groups, tuple(dilation))
@@ -1513,6 +1516,126 @@ _EAGER = {
 ATEN.update(_EAGER)
 NEEDS_DEVICE_EAGER = {aten.eye.default, aten.eye.m, aten.linspace.default, aten.logspace.default,
                       aten.randperm.default, aten._efficientzerotensor.default}
+
+
+# ------------------------------------------------------------------ more ops eager PyTorch reaches
+# Each on webgrad's device ops (its WGSL special functions, sorts, scatters, searches); a backward ATen op whose
+# forward is one webgrad function is that function's gradient by webgrad's autograd (_vjp).
+_SPECIAL = ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+            "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+            "scaled_modified_bessel_k1", "spherical_bessel_j0")
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+
+
+def _angle(x):
+    """The argument of a real number: pi below zero, 0 elsewhere, NaN kept (float results for integers)."""
+    if not x.dtype.is_floating:
+        x = x.to(dtype=dtypes.float32)
+    return wg.where(x < 0, math.pi, wg.where(x != x, x, 0.0).to(dtype=x.dtype)).to(dtype=x.dtype)
+
+
+def _frexp(x):
+    out = wg.frexp(x)
+    return out[0], out[1]
+
+
+def _unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
+    out = wg.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim)
+    empty = wg.empty(0, dtype=dtypes.int64, device=x.device)
+    return out[0], out[1] if return_inverse else empty, out[2] if return_counts else empty
+
+
+def _unique_dim(x, dim, sorted=True, return_inverse=False, return_counts=False):
+    """ATen's unique_dim gives the inverse and the counts whatever the flags say."""
+    out = wg.unique(x, sorted=True, return_inverse=True, return_counts=True, dim=dim)
+    return out[0], out[1], out[2]
+
+
+def _unique(x, sorted=True, return_inverse=False):
+    values, inverse = wg.unique(x, sorted=True, return_inverse=True)
+    return values, inverse.reshape(*x.shape) if return_inverse else wg.empty(0, dtype=dtypes.int64, device=x.device)
+
+
+def _multi_margin_loss(x, target, p=1, margin=1, weight=None, reduction=1):
+    return wg.nn.functional.multi_margin_loss(x, target, p, margin, weight, reduction=_REDUCTIONS[reduction])
+
+
+def _multilabel_margin_loss(x, target, reduction):
+    """(loss, is_target): is_target marks each row's target classes (those listed before the first -1)."""
+    rows = x.reshape(1, -1) if x.ndim < 2 else x
+    t = target.reshape(tuple(rows.shape)).long()
+    listed = (t == -1).long().cumsum(1) == 0
+    classes = wg.arange(rows.shape[1], device=x.device)
+    is_target = ((t.unsqueeze(2) == classes) & listed.unsqueeze(2)).any(1).to(dtype=x.dtype)
+    loss = wg.nn.functional.multilabel_margin_loss(x, target, reduction=_REDUCTIONS[reduction])
+    return loss, is_target.reshape(*x.shape)
+
+
+def _histogram_bins(x, bins=100, *, range=None, weight=None, density=False):
+    out = wg.histogram(x, bins, range=range, weight=weight, density=density)
+    return out[0], out[1]
+
+
+def _histogramdd_edges(x, bins, *, range=None, weight=None, density=False):
+    return list(wg.histogramdd(x, list(bins), range=range, weight=weight, density=density)[1])
+
+
+def _histogramdd(x, bins, *, range=None, weight=None, density=False):
+    return wg.histogramdd(x, list(bins), range=range, weight=weight, density=density)[0]
+
+
+def _grid_sampler_3d_backward(grad, x, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    return _grid_sampler_2d_backward(grad, x, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+
+
+_MORE = {
+    **{getattr(aten, "special_" + name).default: getattr(wg.special, name) for name in _SPECIAL},
+    **{getattr(getattr(aten, "special_" + name), overload): getattr(wg.special, name)
+       for name in _POLYNOMIALS for overload in ("default", "x_scalar", "n_scalar")},
+    aten.special_zeta.default: wg.special.zeta, aten.special_zeta.self_scalar: wg.special.zeta,
+    aten.special_zeta.other_scalar: wg.special.zeta,
+    aten.igamma.default: wg.igamma, aten.igammac.default: wg.igammac,
+    aten.frexp.Tensor: _frexp,
+    aten.angle.default: _angle,
+    aten.put.default: lambda x, index, source, accumulate=False: wg.put(x, index, source, accumulate),
+    aten.repeat_interleave.Tensor: lambda repeats, *, output_size=None: wg.repeat_interleave(
+        repeats, output_size=output_size),
+    aten.nonzero_static.default: lambda x, *, size, fill_value=-1: wg.nonzero_static(
+        x, size=size, fill_value=fill_value),
+    aten.unique_consecutive.default: _unique_consecutive,
+    aten.unique_dim.default: _unique_dim,
+    aten._unique.default: _unique,
+    aten.histogram.bin_ct: _histogram_bins,
+    aten.histogram.bins_tensor: lambda x, bins, *, weight=None, density=False: _histogram_bins(
+        x, bins, weight=weight, density=density),
+    aten._histogramdd_bin_edges.default: _histogramdd_edges,
+    aten._histogramdd_from_bin_cts.default: _histogramdd,
+    aten._histogramdd_from_bin_tensors.default: lambda x, bins, *, weight=None, density=False: _histogramdd(
+        x, bins, weight=weight, density=density),
+    # distances, margin losses, sliding blocks, resampling
+    aten._pdist_forward.default: lambda x, p=2.0: wg.nn.functional.pdist(x, p),
+    aten._pdist_backward.default: lambda grad, x, p, pdist: _vjp(lambda a: wg.nn.functional.pdist(a, p), grad,
+                                                                 x)[0],
+    aten.multi_margin_loss.default: _multi_margin_loss,
+    aten.multi_margin_loss_backward.default: lambda grad, x, target, p, margin, weight=None, reduction=1: _vjp(
+        lambda a: _multi_margin_loss(a, target, p, margin, weight, reduction), grad, x)[0],
+    aten.multilabel_margin_loss_forward.default: _multilabel_margin_loss,
+    aten.multilabel_margin_loss_backward.default: lambda grad, x, target, reduction, is_target: _vjp(
+        lambda a: _multilabel_margin_loss(a, target, reduction)[0], grad, x)[0],
+    aten.im2col.default: lambda x, kernel_size, dilation, padding, stride: wg.nn.functional.unfold(
+        x, tuple(kernel_size), tuple(dilation), tuple(padding), tuple(stride)),
+    aten.col2im.default: lambda x, output_size, kernel_size, dilation, padding, stride: wg.nn.functional.fold(
+        x, tuple(output_size), tuple(kernel_size), tuple(dilation), tuple(padding), tuple(stride)),
+    aten.grid_sampler_3d.default: _grid_sampler_2d,
+    aten.grid_sampler_3d_backward.default: _grid_sampler_3d_backward,
+    **{getattr(aten, f"_upsample_nearest_exact{d}d").default: _upsample("nearest-exact") for d in (1, 2, 3)},
+    **{getattr(aten, f"_upsample_nearest_exact{d}d_backward").default: _upsample_backward("nearest-exact")
+       for d in (1, 2, 3)},
+}
+ATEN.update(_MORE)
 
 
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
