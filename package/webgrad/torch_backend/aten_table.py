@@ -1638,6 +1638,91 @@ _MORE = {
 ATEN.update(_MORE)
 
 
+# ------------------------------------------------------------------ linear algebra: webgrad's factorization kernels
+# The factorizations (LU, Cholesky, QR, eigh, SVD, triangular solves) are device kernels; ATen's composites and
+# backward formulas call these ops with the factors they saved (LU and pivots), so those are returned as ATen does.
+def _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None):
+    if not compute_uv:
+        empty = wg.empty(0, dtype=A.dtype, device=A.device)
+        return empty, wg.linalg.svdvals(A), empty.clone()
+    U, S, Vh = wg.linalg.svd(A, full_matrices=full_matrices)
+    return U, S, Vh
+
+
+def _linalg_eigh(A, UPLO="L", compute_v=True):
+    """The eigenvalues only: the device's eigenvectors are as valid as LAPACK's but their signs differ, and
+    PyTorch's results should not depend on the device."""
+    if compute_v:
+        raise Unsupported("eigenvectors (their signs are LAPACK's on the CPU)")
+    return wg.linalg.eigvalsh(A, UPLO), wg.empty(0, dtype=A.dtype, device=A.device)
+
+
+def _lu_factor_ex(A, *, pivot=True, check_errors=False):
+    LU, pivots, info = wg.linalg.lu_factor_ex(A, pivot=pivot, check_errors=check_errors)
+    return LU, pivots, info
+
+
+def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    """(X, LU, pivots, info): B a matrix, or a vector where ATen's linalg_solve takes it as one."""
+    LU, pivots, info = wg.linalg.lu_factor_ex(A, check_errors=check_errors)
+    vector = left and (B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1])))
+    if vector:
+        X = wg.linalg.lu_solve(LU, pivots, B.unsqueeze(-1)).squeeze(-1)
+    else:
+        X = wg.linalg.lu_solve(LU, pivots, B, left=left)
+    return X, LU, pivots, info
+
+
+def _det_parts(A):
+    """(LU, pivots, the permutation's sign) as ATen's det and slogdet save them for their backward: of A^T where
+    A is contiguous (det A^T = det A; their backward solves with the adjoint accordingly), else of A."""
+    return wg.linalg._det_parts(A.mT if A.is_contiguous() else A)
+
+
+def _linalg_det(A):
+    LU, pivots, sign = _det_parts(A)
+    return LU.diagonal(0, -2, -1).prod(-1) * sign, LU, pivots
+
+
+def _linalg_slogdet(A):
+    LU, pivots, perm_sign = _det_parts(A)
+    diag = LU.diagonal(0, -2, -1)
+    return diag.sign().prod(-1) * perm_sign, diag.abs().log().sum(-1), LU, pivots
+
+
+def _lstsq(A, B, rcond=None, *, driver=None):
+    out = wg.linalg.lstsq(A, B, rcond, driver=driver)
+    return out[0], out[1], out[2], out[3]
+
+
+def _tuple(fn):
+    """fn's named tuple as the plain tuple the dispatcher takes."""
+    return lambda *args, **kwargs: tuple(fn(*args, **kwargs))
+
+
+_LINALG = {
+    aten._linalg_svd.default: _linalg_svd,
+    aten._linalg_eigh.default: _linalg_eigh,
+    aten.linalg_qr.default: _tuple(wg.linalg.qr),
+    aten.linalg_lu_factor_ex.default: _lu_factor_ex,
+    aten.linalg_lu.default: _tuple(wg.linalg.lu),
+    aten.lu_unpack.default: _tuple(wg.linalg.lu_unpack),
+    aten.linalg_lu_solve.default: lambda LU, pivots, B, *, left=True, adjoint=False: wg.linalg.lu_solve(
+        LU, pivots, B, left=left, adjoint=adjoint),
+    aten._linalg_solve_ex.default: _linalg_solve_ex,
+    aten._linalg_det.default: _linalg_det,
+    aten._linalg_slogdet.default: _linalg_slogdet,
+    aten.cholesky.default: lambda A, upper=False: wg.linalg.cholesky(A, upper=upper),
+    aten.cholesky_inverse.default: lambda L, upper=False: wg.linalg.cholesky_inverse(L, upper),
+    aten._cholesky_solve_helper.default: lambda B, L, upper: wg.linalg.cholesky_solve(B, L, upper),
+    aten.triangular_solve.default: _tuple(wg.linalg._triangular_solve),
+    aten.linalg_matrix_exp.default: wg.linalg.matrix_exp,
+    aten.linalg_householder_product.default: wg.linalg.householder_product,
+    aten.linalg_lstsq.default: _lstsq,
+}
+ATEN.update(_LINALG)
+
+
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
 # list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
 def _foreach(base, kind):
