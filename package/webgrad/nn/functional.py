@@ -11,6 +11,7 @@ import warnings
 from .. import _bounds, dtypes
 from .._autograd import no_grad, record
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad  # noqa: F401
+from ..ops.conv3d import conv3d, conv_transpose3d  # noqa: F401
 from ..ops import elementwise as _elementwise
 from ..ops.elementwise import gelu  # noqa: F401
 from ..ops.elementwise import check_same_device as _check_same_device, where as _where

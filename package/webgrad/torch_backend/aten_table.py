@@ -1040,6 +1040,11 @@ def _convolution_any(x, w, bias, stride, padding, dilation, transposed, output_p
     if x.ndim == 3 and transposed:
         return wg.nn.functional.conv_transpose1d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
                                                  groups, tuple(dilation))
+    if x.ndim == 5:
+        if transposed:
+            return wg.nn.functional.conv_transpose3d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
+                                                     groups, tuple(dilation))
+        return wg.nn.functional.conv3d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
     if x.ndim == 4 and transposed:
         return wg.nn.functional.conv_transpose2d(x, w, bias, tuple(stride), tuple(padding), tuple(output_padding),
                                                  groups, tuple(dilation))
@@ -1053,7 +1058,7 @@ def _convolution_backward_any(grad, x, w, bias_sizes, stride, padding, dilation,
         gx, gw, gb = _convolution_backward(grad.unsqueeze(2), x2, w2, bias_sizes, s2, p2, d2, False, (0, 0), 1,
                                            output_mask)
         return (gx.squeeze(2) if gx is not None else None, gw.squeeze(2) if gw is not None else None, gb)
-    if x.ndim in (3, 4) and (transposed or groups != 1):
+    if x.ndim == 5 or (x.ndim in (3, 4) and (transposed or groups != 1)):
         def forward(a, b):
             return _convolution_any(a, b, None, stride, padding, dilation, transposed, output_padding, groups)
         gx, gw = _vjp(forward, grad, x, w)
