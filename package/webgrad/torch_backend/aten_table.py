@@ -1728,6 +1728,51 @@ _LINALG = {
 ATEN.update(_LINALG)
 
 
+# ------------------------------------------------------------------ segment reductions
+_SEGMENT = {"sum": ("sum", 0.0), "mean": ("sum", 0.0), "prod": ("prod", 1.0), "max": ("amax", -math.inf),
+            "min": ("amin", math.inf)}
+
+
+def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Each segment of data along axis reduced (segments given by their lengths or by offsets, batched over the
+    dims before axis): one scatter_reduce of every element into its segment's slot, the slot found by a search
+    of the offsets; elements past the last segment go to a slot that is dropped. initial takes part as one more
+    element, except in a mean, which divides (initial + sum) by the length and gives initial for an empty one."""
+    if indices is not None or reduce not in _SEGMENT:
+        raise Unsupported("segment_reduce with indices, or an unknown reduction")
+    axis %= data.ndim
+    if lengths is not None:
+        lengths = lengths.long()
+        offsets = wg.cat([wg.zeros(tuple(lengths.shape[:-1]) + (1,), dtype=dtypes.int64, device=data.device),
+                          lengths.cumsum(-1)], -1)
+    else:
+        offsets = offsets.long()
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    segments, size = offsets.shape[-1] - 1, data.shape[axis]
+    lead, trail = tuple(data.shape[:axis]), tuple(data.shape[axis + 1:])
+    positions = wg.arange(size, device=data.device).expand(*lead, size).contiguous()
+    slot = wg.searchsorted(offsets.contiguous(), positions, right=True) - 1
+    slot = wg.where((slot < 0) | (slot >= segments), segments, slot)
+    slot = slot.reshape(lead + (size,) + (1,) * len(trail)).expand(*data.shape)
+    op, empty = _SEGMENT[reduce]
+    start = wg.full(lead + (segments + 1,) + trail, empty if initial is None else initial, dtype=data.dtype,
+                    device=data.device)
+    out = start.scatter_reduce(axis, slot, data, op, include_self=True).narrow(axis, 0, segments)
+    if reduce == "mean":
+        count = lengths.reshape(lead + (segments,) + (1,) * len(trail)).to(dtype=data.dtype)
+        out = wg.where(count == 0, math.nan if initial is None else initial, out / count)
+    return out
+
+
+def _segment_reduce_backward(grad, output, data, reduce, *, lengths=None, offsets=None, axis=0, initial=None):
+    return _vjp(lambda a: _segment_reduce(a, reduce, lengths=lengths, offsets=offsets, axis=axis, initial=initial),
+                grad, data)[0]
+
+
+ATEN.update({aten.segment_reduce.default: _segment_reduce,
+             aten._segment_reduce_backward.default: _segment_reduce_backward})
+
+
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
 # list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
 def _foreach(base, kind):
