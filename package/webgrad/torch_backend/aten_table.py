@@ -1773,6 +1773,21 @@ ATEN.update({aten.segment_reduce.default: _segment_reduce,
              aten._segment_reduce_backward.default: _segment_reduce_backward})
 
 
+def _batch_norm_no_stats(x, weight, bias, training, momentum, eps):
+    """_native_batch_norm_legit without running statistics: the batch's own (out, save_mean, save_invstd)."""
+    out, mean, rstd, _, _ = _batch_norm(x, weight, bias, None, None, True, momentum, eps)
+    return out, mean, rstd
+
+
+ATEN.update({
+    aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
+    # the backward of _batch_norm_with_update: update is training, save_var holds the saved invstd, as on the CPU
+    aten.batch_norm_backward.default: lambda grad, x, weight, running_mean, running_var, save_mean, save_var, update,
+    eps, output_mask, reserve: _batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_var,
+                                                    update, eps, output_mask),
+})
+
+
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
 # list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
 def _foreach(base, kind):

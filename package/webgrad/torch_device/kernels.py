@@ -575,6 +575,16 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return wrap(out), _to_torch(save[0].contiguous(), found), _to_torch(save[1].contiguous(), found)
 
 
+register(aten._native_batch_norm_legit.default)(native_batch_norm)  # (the same arguments and results)
+
+
+@register(aten._batch_norm_with_update.default)
+def batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    """native_batch_norm in training, and the empty reserve ATen's CPU kernel returns."""
+    return (*native_batch_norm(input, weight, bias, running_mean, running_var, True, momentum, eps),
+            torch.empty(0, dtype=torch.uint8, device=input.device))
+
+
 @register(aten.native_layer_norm_backward.default)
 def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     found = []
