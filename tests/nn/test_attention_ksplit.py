@@ -180,8 +180,8 @@ def test_the_switch_parses():
 
 
 def test_the_rule_splits_short_gpu_dispatches(monkeypatch):
-    # the measured rule: two threads a row for a GPT's 128 pairs of 256 rows on a GPU; larger dispatches, short
-    # walks and software adapters keep one
+    # the measured rule: two threads a row for a GPT's 128 pairs of 256 rows and gpt2-small's 96 pairs of 1,024 on
+    # a GPU; larger dispatches, short walks and software adapters keep one
     from types import SimpleNamespace
     from webgrad._backends.webgpu import attention
     monkeypatch.setattr(attention, "_FORCED", None)
@@ -189,6 +189,7 @@ def test_the_rule_splits_short_gpu_dispatches(monkeypatch):
     software = SimpleNamespace(limits={}, variant={"attention_untiled": True})
     for kernel in ("forward", "dq", "dkv"):
         assert attention.split(gpu, kernel, 128, 256, 256) == (2, attention.BR)
-        assert attention.split(gpu, kernel, 96, 1024, 1024)[0] == 1
+        assert attention.split(gpu, kernel, 96, 1024, 1024) == (2, attention.BR)
+        assert attention.split(gpu, kernel, 256, 1024, 1024)[0] == 1
         assert attention.split(gpu, kernel, 128, 256, 16)[0] == 1
         assert attention.split(software, kernel, 128, 256, 256)[0] == 1

@@ -191,9 +191,12 @@ def _parse_split(spec):
 # side; else one. H200, `python -m webgrad.bench replay --models gpt-6x384 --each` (128 pairs of 256 rows, head
 # size 48: 32,768 threads at one a row), us per step for the forward / attention_dq / attention_dkv:
 # WEBGRAD_ATTENTION_KSPLIT=1 746 / 931 / 1,709, =2 634 / 853 / 1,258, =4 780 / 1,008 / 1,353, =8 1,027 / 1,344 /
-# 1,684. Larger dispatches (gpt2-small's 96 pairs of 1,024 rows) were not measured and keep one thread a row.
+# 1,684. gpt2-small (96 pairs of 1,024 rows, head size 64: 98,304 threads at one a row) gains too: `python -m
+# webgrad.bench scale --models gpt2-small --no-generation --no-torch`, alternating in one call, 29,114 and 29,135
+# tokens/s at WEBGRAD_ATTENTION_KSPLIT=1, 32,000 and 32,007 at =2. Dispatches of 2^18 threads and more (longer
+# sequences, bigger batches) were not measured and keep one thread a row.
 KSPLIT = {"forward": 2, "dq": 2, "dkv": 2}
-SPLIT_BELOW = 1 << 16
+SPLIT_BELOW = 1 << 18
 SPLIT_MIN_WALK = 64
 
 # WEBGRAD_ATTENTION_KSPLIT=<n> forces n threads a row in every attention kernel, on every adapter, <n>x<rows> also
