@@ -1788,6 +1788,71 @@ ATEN.update({
 })
 
 
+# ------------------------------------------------------------------ antialiased resampling
+def _aa_filter(cubic):
+    """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5 (bicubic)."""
+    def triangle(x):
+        x = abs(x)
+        return 1.0 - x if x < 1.0 else 0.0
+
+    def keys(x):
+        x, a = abs(x), -0.5
+        if x < 1.0:
+            return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
+    return keys if cubic else triangle
+
+
+def _aa_weights(n_in, n_out, align_corners, scale, cubic, like):
+    """The [n_out, n_in] matrix of ATen's antialiased resampling along one dim (UpSampleKernel.cpp's
+    _compute_indices_min_size_weights_aa): output i averages the inputs within `support` of its center, the filter
+    stretched by the scale when downsampling, the weights normalised to sum to 1. It depends on the sizes only."""
+    if align_corners:
+        step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+    size = 4 if cubic else 2
+    support = size * 0.5 * step if step >= 1.0 else size * 0.5
+    stretch = 1.0 / step if step >= 1.0 else 1.0
+    filt = _aa_filter(cubic)
+    rows = []
+    for i in range(n_out):
+        center = step * (i + 0.5)
+        low = max(int(center - support + 0.5), 0)
+        count = min(int(center + support + 0.5), n_in) - low
+        w = [filt((j + low - center + 0.5) * stretch) for j in range(count)]
+        total = sum(w)
+        row = [0.0] * n_in
+        row[low:low + count] = [v / total for v in w] if total else w
+        rows.append(row)
+    return wg.tensor(rows, dtype=like.dtype, device=like.device)
+
+
+def _upsample_aa(cubic):
+    """_upsample_bilinear2d_aa / _upsample_bicubic2d_aa: two products with the per-dim weight matrices."""
+    def fn(x, output_size, align_corners, scales_h=None, scales_w=None):
+        if x.ndim != 4:
+            raise Unsupported("antialiased resampling of a non-4-D input")
+        wh = _aa_weights(x.shape[2], output_size[0], align_corners, scales_h, cubic, x)
+        ww = _aa_weights(x.shape[3], output_size[1], align_corners, scales_w, cubic, x)
+        return wh @ x @ ww.t()
+    return fn
+
+
+def _upsample_aa_backward(cubic):
+    def fn(grad, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+        wh = _aa_weights(input_size[2], output_size[0], align_corners, scales_h, cubic, grad)
+        ww = _aa_weights(input_size[3], output_size[1], align_corners, scales_w, cubic, grad)
+        return wh.t() @ grad @ ww
+    return fn
+
+
+ATEN.update({aten._upsample_bilinear2d_aa.default: _upsample_aa(False),
+             aten._upsample_bilinear2d_aa_backward.default: _upsample_aa_backward(False),
+             aten._upsample_bicubic2d_aa.default: _upsample_aa(True),
+             aten._upsample_bicubic2d_aa_backward.default: _upsample_aa_backward(True)})
+
+
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
 # list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
 def _foreach(base, kind):
