@@ -19,6 +19,7 @@ from webgrad._tensor import Tensor
 import torch
 from .._backends import kernels
 from webgrad.ops import bags, pooling3d
+from webgrad.random import fill_random
 
 aten = torch.ops.aten
 
@@ -1851,6 +1852,24 @@ ATEN.update({aten._upsample_bilinear2d_aa.default: _upsample_aa(False),
              aten._upsample_bilinear2d_aa_backward.default: _upsample_aa_backward(False),
              aten._upsample_bicubic2d_aa.default: _upsample_aa(True),
              aten._upsample_bicubic2d_aa_backward.default: _upsample_aa_backward(True)})
+
+
+def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    """Randomized leaky ReLU: in training each non-positive element gets a slope drawn from U(lower, upper) and the
+    positive ones 1, written into noise (which the backward reads); in eval the mean slope."""
+    if generator is not None:
+        raise Unsupported("rrelu with a generator")
+    if not training:
+        return wg.where(x > 0, x, x * ((lower + upper) / 2))
+    slopes = new(tuple(x.shape), x.dtype, x.device)
+    fill_random(slopes, "uniform", lower, upper)
+    slopes = wg.where(x > 0, 1.0, slopes).to(dtype=x.dtype)
+    if noise.numel():
+        kernels.copy(x.device.backend, noise._view, slopes.reshape(*noise.shape)._view)
+    return x * slopes
+
+
+ATEN[aten.rrelu_with_noise.default] = _rrelu_with_noise
 
 
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
