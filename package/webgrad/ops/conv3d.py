@@ -70,9 +70,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     n, c, depth = x.shape[0], x.shape[1], x.shape[2]
     o, cg, kd = weight.shape[0], weight.shape[1], kernel[0]
     if not isinstance(groups, int) or groups < 1 or c % groups or o % groups or cg * groups != c:
+        extra = f" (and out_channels {o} must be divisible by groups)" if groups > 1 and o % groups else ""
         raise RuntimeError(f"{op}(): input of shape {list(input.shape)} has {c} channels, but the weight of shape "
-                           f"{list(weight.shape)} with groups={groups} expects {cg * groups}"
-                           + (f" (and out_channels {o} must be divisible by groups)" if groups > 1 and o % groups else ""))
+                           f"{list(weight.shape)} with groups={groups} expects {cg * groups}{extra}")
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"{op}(): bias must have shape [{o}], got {list(bias.shape)}")
     out_depth = (depth + 2 * padding[0] - dilation[0] * (kd - 1) - 1) // stride[0] + 1
@@ -104,7 +104,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     dilation, output_padding = _triple(dilation, "dilation", op), _triple(output_padding, "output_padding", op)
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or any(p < 0 for p in padding + output_padding):
         raise ValueError(f"{op}(): stride and dilation must be positive and padding, output_padding non-negative, "
-                         f"got stride={stride}, padding={padding}, output_padding={output_padding}, dilation={dilation}")
+                         f"got stride={stride}, padding={padding}, output_padding={output_padding}, "
+                         f"dilation={dilation}")
     if any(q >= s and q >= d for q, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding="
                            f"{list(output_padding)}, stride={list(stride)}, dilation={list(dilation)}")
@@ -115,7 +116,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"got groups={groups}")
     if c != ci:
         raise RuntimeError(f"{op}(): input of shape {list(input.shape)} has {c} channels, but the weight of shape "
-                           f"{list(weight.shape)} expects {ci} (weight: [in_channels, out_channels/groups, kd, kh, kw])")
+                           f"{list(weight.shape)} expects {ci} (weight: [in_channels, out_channels/groups, kd, kh, "
+                           "kw])")
     o = og * groups
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"{op}(): bias must have shape [{o}], got {list(bias.shape)}")

@@ -1540,7 +1540,7 @@ def _angle(x):
     """The argument of a real number: pi below zero, 0 elsewhere, NaN kept (float results for integers)."""
     if not x.dtype.is_floating:
         x = x.to(dtype=dtypes.float32)
-    return wg.where(x < 0, math.pi, wg.where(x != x, x, 0.0).to(dtype=x.dtype)).to(dtype=x.dtype)
+    return wg.where(x < 0, math.pi, wg.where(x.isnan(), x, 0.0).to(dtype=x.dtype)).to(dtype=x.dtype)
 
 
 def _frexp(x):
@@ -1734,15 +1734,11 @@ _SEGMENT = {"sum": ("sum", 0.0), "mean": ("sum", 0.0), "prod": ("prod", 1.0), "m
             "min": ("amin", math.inf)}
 
 
-def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
-    """Each segment of data along axis reduced (segments given by their lengths or by offsets, batched over the
-    dims before axis): one scatter_reduce of every element into its segment's slot, the slot found by a search
-    of the offsets; elements past the last segment go to a slot that is dropped. initial takes part as one more
-    element, except in a mean, which divides (initial + sum) by the length and gives initial for an empty one."""
-    if indices is not None or reduce not in _SEGMENT:
-        raise Unsupported("segment_reduce with indices, or an unknown reduction")
-    axis %= data.ndim
-    if lengths is not None:
+def _segments(data, lengths, offsets, axis, unsafe=True):
+    """(each element's segment along axis, expanded to data's shape; the lengths [*lead, S]; S). Elements outside
+    every segment get slot S, which the callers drop."""
+    given_lengths = lengths is not None
+    if given_lengths:
         lengths = lengths.long()
         offsets = wg.cat([wg.zeros(tuple(lengths.shape[:-1]) + (1,), dtype=dtypes.int64, device=data.device),
                           lengths.cumsum(-1)], -1)
@@ -1750,24 +1746,74 @@ def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, a
         offsets = offsets.long()
         lengths = offsets[..., 1:] - offsets[..., :-1]
     segments, size = offsets.shape[-1] - 1, data.shape[axis]
+    if not unsafe and lengths.numel():  # ATen's checks (one read-back, as on CUDA)
+        low, total = (int(v) for v in wg.stack([lengths.amin(), (lengths.sum(-1) != size).long().sum()]).tolist())
+        if low < 0:
+            raise RuntimeError("lengths contains negative value!" if given_lengths else
+                               "Expected segment_length >= 0 to be true, but got false.")
+        if total and given_lengths:
+            raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                               "data.size(lengths.dim()-1) when !unsafe.")
     lead, trail = tuple(data.shape[:axis]), tuple(data.shape[axis + 1:])
     positions = wg.arange(size, device=data.device).expand(*lead, size).contiguous()
     slot = wg.searchsorted(offsets.contiguous(), positions, right=True) - 1
     slot = wg.where((slot < 0) | (slot >= segments), segments, slot)
     slot = slot.reshape(lead + (size,) + (1,) * len(trail)).expand(*data.shape)
+    return slot, lengths.reshape(lead + (segments,) + (1,) * len(trail)), segments
+
+
+def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Each segment of data along axis reduced (segments given by their lengths or by offsets, batched over the
+    dims before axis): one scatter_reduce of every element into its segment's slot, the slot found by a search
+    of the offsets. initial takes part as one more element, except in a mean, which divides (initial + sum) by
+    the length and gives initial for an empty segment."""
+    if indices is not None or reduce not in _SEGMENT:
+        raise Unsupported("segment_reduce with indices, or an unknown reduction")
+    axis %= data.ndim
+    slot, lengths, segments = _segments(data, lengths, offsets, axis, unsafe)
     op, empty = _SEGMENT[reduce]
-    start = wg.full(lead + (segments + 1,) + trail, empty if initial is None else initial, dtype=data.dtype,
-                    device=data.device)
+    shape = list(data.shape)
+    shape[axis] = segments + 1
+    start = wg.full(tuple(shape), empty if initial is None else initial, dtype=data.dtype, device=data.device)
     out = start.scatter_reduce(axis, slot, data, op, include_self=True).narrow(axis, 0, segments)
     if reduce == "mean":
-        count = lengths.reshape(lead + (segments,) + (1,) * len(trail)).to(dtype=data.dtype)
+        count = lengths.to(dtype=data.dtype)
         out = wg.where(count == 0, math.nan if initial is None else initial, out / count)
     return out
 
 
 def _segment_reduce_backward(grad, output, data, reduce, *, lengths=None, offsets=None, axis=0, initial=None):
-    return _vjp(lambda a: _segment_reduce(a, reduce, lengths=lengths, offsets=offsets, axis=axis, initial=initial),
-                grad, data)[0]
+    """ATen's formulas (SegmentReduce.cpp): max and min give each element equal to its segment's result the
+    gradient, divided by their count where there are several and it is positive; prod divides the result by the
+    element, or for a zero takes the product of the others (and initial)."""
+    axis %= data.ndim
+    slot, lengths, segments = _segments(data, lengths, offsets, axis)
+
+    def per_element(t):  # a per-segment tensor read at each element's segment (0 outside every segment)
+        return wg.cat([t, wg.zeros_like(t.narrow(axis, 0, 1))], axis).gather(axis, slot)
+
+    def per_segment(t):  # a per-element tensor summed over each segment
+        shape = list(data.shape)
+        shape[axis] = segments + 1
+        return wg.zeros(tuple(shape), dtype=t.dtype, device=t.device).scatter_add(axis, slot, t).narrow(
+            axis, 0, segments)
+    g = per_element(grad)
+    if reduce == "sum":
+        return g
+    if reduce == "mean":
+        return g / per_element(lengths.to(dtype=data.dtype).expand(*grad.shape).contiguous()).clamp(min=1)
+    if reduce in ("max", "min"):
+        hit = (data == per_element(output)) | data.isnan()
+        count = per_element(per_segment(hit.to(dtype=data.dtype)))
+        return wg.where(hit, wg.where((count > 1) & (g > 0), g / count, g), 0.0)
+    zero = data == 0
+    others = per_segment(zero.to(dtype=data.dtype))  # the zeros in each segment
+    shape = list(data.shape)
+    shape[axis] = segments + 1
+    nonzero = wg.full(tuple(shape), 1.0 if initial is None else initial, dtype=data.dtype, device=data.device)
+    nonzero = nonzero.scatter_reduce(axis, slot, wg.where(zero, 1.0, data), "prod").narrow(axis, 0, segments)
+    exclusive = wg.where(per_element(others) == 1, per_element(nonzero), 0.0)
+    return wg.where(zero, g * exclusive, g * per_element(output) / wg.where(zero, 1.0, data))
 
 
 ATEN.update({aten.segment_reduce.default: _segment_reduce,
