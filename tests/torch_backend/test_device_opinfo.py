@@ -40,9 +40,10 @@ FIXED = [
     "linalg.matrix_rank", "renorm", "nn.functional.batch_norm", "nn.functional.glu", "histc",
     "nn.functional.conv3d", "nn.functional.conv_transpose3d", "nn.functional.conv_transpose1d",
     "_segment_reduce:lengths", "_upsample_bilinear2d_aa", "nn.functional.interpolate:nearest-exact", "linalg.det",
-    "linalg.slogdet", "linalg.svd", "linalg.qr", "linalg.lu_factor", "linalg.solve", "cholesky_solve", "special.bessel_y0",
-    "special.chebyshev_polynomial_t", "igamma", "unique", "unique_consecutive", "nn.functional.pdist",
-    "nn.functional.multilabel_margin_loss", "nn.functional.unfold", "_batch_norm_with_update", "histogram", "put",
+    "linalg.slogdet", "linalg.svd", "linalg.qr", "linalg.lu_factor", "linalg.solve", "cholesky_solve",
+    "special.bessel_y0", "special.chebyshev_polynomial_t", "igamma", "unique", "unique_consecutive",
+    "nn.functional.pdist", "nn.functional.multilabel_margin_loss", "nn.functional.unfold", "_batch_norm_with_update",
+    "histogram", "put",
 ]
 # a sample of entries that ran on the device already
 OTHERS = ["add", "mul", "matmul", "sum", "mean", "amax", "where", "scatter_add", "index_select", "index_add", "cat",
