@@ -137,7 +137,7 @@ def test_mixed_loads_and_long_k(rt, entry, a_off, b_off, K, trans_a, trans_b):
 def test_k_slices_and_split_k(rt, config, trans_a, trans_b):
     # KS > 1 (slices adding their partial sums in workgroup memory), then split 3 ways across workgroups:
     # f32 partials in the scratch, the reduction (vec4: N % 4 == 0) adding them and the bias, one rounding
-    for splits, (N, entry) in ((1, (48, None)), (3, (48, "matmul_reduce4")), (3, (45, "matmul_reduce"))):
+    for splits, (N, entry) in ((1, (48, None)), (3, (48, "matmul_reduce_few4")), (3, (45, "matmul_reduce"))):
         p = check_pair(rt, 2, 33, N, 200, trans_a, trans_b, bias="f16", relu=True, config=config, splits=splits,
                        seed=4)
         assert p.splits == splits

@@ -192,9 +192,11 @@ def test_split_k(runner, trans_a, trans_b):
     # odd K, K steps not a multiple of the split, a small M x N (the case split-K is for)
     check(runner, 1, 7, 5, 1001, trans_a, trans_b, splits=3, seed=11)
     # batch > 1 with broadcast a, bias and relu in the reduction, vec4 stores and reduce (N % 4 == 0)
-    p = check(runner, 3, 20, 24, 300, trans_a, trans_b, bias=True, relu=True, bias_off=2, bcast_a=True,
-              splits=5, seed=12)
-    assert p.splits == 5 and p.reduce.entry_point == "matmul_reduce4" and p.entry_point.endswith("4")
+    # (up to 8 splits a thread per vec4, matmul_reduce_few4; more: 8 lanes per vec4, matmul_reduce4)
+    for splits, entry in ((5, "matmul_reduce_few4"), (8, "matmul_reduce_few4"), (13, "matmul_reduce4")):
+        p = check(runner, 3, 20, 24, 300 * splits // 5, trans_a, trans_b, bias=True, relu=True, bias_off=2,
+                  bcast_a=True, splits=splits, seed=12)
+        assert p.splits == splits and p.reduce.entry_point == entry and p.entry_point.endswith("4")
     # an unaligned output offset: scalar reduction; row bias
     p = check(runner, 2, 9, 8, 257, trans_a, trans_b, bias=True, bias_rows=True, o_off=3, splits=7, seed=13)
     assert p.reduce.entry_point == "matmul_reduce"

@@ -21,7 +21,7 @@ def test_wide_layer_plans():
     for K, ta, tb in ((4096, False, True), (4096, False, False), (3072, False, True)):
         p = _plan(128, 4096, K, ta, tb)
         assert (p.config, p.splits, p.entry_point) == ("128x128w16", 8, "matmul_vv4"), p  # WIDE_TWIN
-        assert p.workgroups == (32, 1, 8) and p.reduce.entry_point == "matmul_reduce4"
+        assert p.workgroups == (32, 1, 8) and p.reduce.entry_point == "matmul_reduce_few4"
     # the weight gradient X^T @ dY (K = 128) fills the GPU unsplit, as the BK = 16 twin
     # (matmul_plan.SHORT_K_TWIN_MIN); a shorter K, or another transpose of a short K, keeps the plain tile
     p = _plan(4096, 4096, 128, True, False)

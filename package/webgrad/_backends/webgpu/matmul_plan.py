@@ -166,6 +166,8 @@ SMALL_SIDE = 128
 SMALL_SIDE_WIDE = 2048
 LONG_K = 8192  # from here on choose_config counts on split-K for parallelism and takes 32x32 tiles
 REDUCE_OUTPUTS = 32  # matmul_reduce: outputs (or vec4s) per workgroup, each summed by 8 threads
+REDUCE_LANES = 8  # matmul_reduce's threads per output; at most this many splits take matmul_reduce_few4
+REDUCE_FEW_THREADS = 256  # matmul_reduce_few4: vec4s of outputs per workgroup, one a thread
 VEC_STORE_MAX_K = 512  # vec4 stores for products whose workgroups walk at most this much K (see _plan)
 
 # WEBGRAD_MATMUL_SPLITS=<n> forces the K split of every product (n >= 1; benchmarks and tests).
@@ -439,11 +441,14 @@ def _reduce_plan(batch, M, N, out_offset, bias_offset, has_bias, relu, bias_rows
     """matmul.wgsl's matmul_reduce: out = relu?(sum of the `splits` partial products in scratch + bias?)."""
     total = batch * M * N
     reduce_vec = N % 4 == 0 and out_offset % 4 == 0
-    groups = -(-(total // 4 if reduce_vec else total) // REDUCE_OUTPUTS)
+    few = reduce_vec and splits <= REDUCE_LANES
+    entry = ("matmul_reduce_few4" if few else "matmul_reduce4") if reduce_vec else "matmul_reduce"
+    per_group = REDUCE_FEW_THREADS if few else REDUCE_OUTPUTS
+    groups = -(-(total // 4 if reduce_vec else total) // per_group)
     rgrid = (groups, 1, 1) if groups <= MAX_WORKGROUPS_PER_DIM else \
         (MAX_WORKGROUPS_PER_DIM, -(-groups // MAX_WORKGROUPS_PER_DIM), 1)
     rparams = _PARAMS.pack(M, N, 0, 0, 0, 0, out_offset, bias_offset, 0, 0, 0, 0, 1, 0, splits, batch, *(0,) * 8)
-    return MatmulPlan(SHADER, "matmul_reduce4" if reduce_vec else "matmul_reduce",
+    return MatmulPlan(SHADER, entry,
                       dict(HAS_BIAS=int(has_bias), RELU=int(relu), BIAS_ROWS=int(bias_rows)), rparams, rgrid,
                       "reduce")
 
