@@ -31,6 +31,13 @@
 // The partials are atomics so that those loads go to the coherent level.
 // Whole-tensor sums take this path.
 //
+// reduce_cols4 is the float32 path for columns (inner a multiple of 4, not argmax/argmin): a bias gradient, the
+// sum over a batch's rows of [rows, features]. A workgroup folds COLS4 vec4 columns (64 floats, 256 contiguous
+// bytes of each row) over one chunk of rows, COL_THREADS threads down each column with four rows in flight per
+// thread; the chunks' partials are then folded as reduce_rows4 folds its own (STAGE 3, in the same dispatch,
+// with a ticket counter per column group; else STAGE 1 and the general kernel's STAGE 2). The general kernel
+// gave such a sum 8 threads a column, scalar loads and always two dispatches.
+//
 // argmax/argmin keep the first index among equal values (PyTorch's rule, and NumPy's); NaN counts
 // as larger than everything for max/argmax and smaller for min/argmin, so it propagates.
 //
@@ -351,4 +358,93 @@ fn reduce_rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         out[p.out_offset + o] = bitcast<u32>(tree_f[0]);
         atomicStore(&scratch[counter], 0u);  // ready for the next reduction (same queue: runs after this one)
     }
+}
+
+// ---- reduce_cols4: float32 columns, vec4 loads (see the top). x is [outer, size, inner] with inner % 4 == 0;
+// workgroup `group` folds chunk group % chunks of column group (group / chunks) % column groups of row o.
+const COLS4: u32 = 16u;
+const COL_THREADS: u32 = 16u;  // 256 / COLS4
+var<workgroup> tree4: array<vec4<f32>, 256>;
+
+// Fold tree4's COL_THREADS entries of each column (t = column + COLS4 * thread) into tree4[column].
+fn fold_columns(t: u32) {
+    workgroupBarrier();
+    for (var stride = 128u; stride >= COLS4; stride >>= 1u) {
+        if (t < stride) { tree4[t] = fold4(tree4[t], tree4[t + stride]); }
+        workgroupBarrier();
+    }
+}
+
+fn store_column(word: u32, v: vec4<f32>) {  // word: the output's first word (out is u32 words)
+    out[word] = bitcast<u32>(v.x);
+    out[word + 1u] = bitcast<u32>(v.y);
+    out[word + 2u] = bitcast<u32>(v.z);
+    out[word + 3u] = bitcast<u32>(v.w);
+}
+
+@compute @workgroup_size(256)
+fn reduce_cols4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) t: u32) {
+    let group = wid.x + wid.y * nwg.x;
+    if (group >= p.groups) { return; }
+    let inner4 = p.inner / 4u;
+    let column_groups = (inner4 + COLS4 - 1u) / COLS4;
+    let chunk = group % p.chunks;
+    let cg = (group / p.chunks) % column_groups;
+    let o = group / (p.chunks * column_groups);
+    let c = cg * COLS4 + t % COLS4;  // this thread's vec4 column
+    let valid = c < inner4;
+    let base = p.x_offset / 4u + o * p.size * inner4 + c;
+    let s_end = min((chunk + 1u) * p.chunk, p.size);
+    let id = identity_f().v;
+    var acc = vec4<f32>(id);
+    if (valid) {
+        var s = chunk * p.chunk + t / COLS4;
+        for (; s + 3u * COL_THREADS < s_end; s += 4u * COL_THREADS) {
+            let v0 = bitcast<vec4<f32>>(x4[base + s * inner4]);
+            let v1 = bitcast<vec4<f32>>(x4[base + (s + COL_THREADS) * inner4]);
+            let v2 = bitcast<vec4<f32>>(x4[base + (s + 2u * COL_THREADS) * inner4]);
+            let v3 = bitcast<vec4<f32>>(x4[base + (s + 3u * COL_THREADS) * inner4]);
+            acc = fold4(fold4(fold4(fold4(acc, v0), v1), v2), v3);
+        }
+        for (; s < s_end; s += COL_THREADS) { acc = fold4(acc, bitcast<vec4<f32>>(x4[base + s * inner4])); }
+    }
+    tree4[t] = acc;
+    fold_columns(t);
+    let mine = t < COLS4 && valid;
+    if (STAGE == 0u) {
+        if (mine) { store_column(p.out_offset + o * p.inner + 4u * c, tree4[t]); }
+        return;
+    }
+    if (STAGE == 1u) {  // partials [outer, chunks, inner] for the general kernel's STAGE 2
+        if (mine) { store_column((o * p.chunks + chunk) * p.inner + 4u * c, tree4[t]); }
+        return;
+    }
+    let counter = o * column_groups + cg;
+    let partials = ROWS4_TICKETS + o * p.chunks * p.inner;  // [chunks, inner] of row o
+    if (mine) {
+        let w = partials + chunk * p.inner + 4u * c;
+        let v = tree4[t];
+        atomicStore(&scratch[w], bitcast<u32>(v.x));
+        atomicStore(&scratch[w + 1u], bitcast<u32>(v.y));
+        atomicStore(&scratch[w + 2u], bitcast<u32>(v.z));
+        atomicStore(&scratch[w + 3u], bitcast<u32>(v.w));
+    }
+    storageBarrier();  // the partials are visible device-wide before this workgroup's ticket is taken
+    if (t == 0u) { last_ticket = select(0u, 1u, atomicAdd(&scratch[counter], 1u) == p.chunks - 1u); }
+    if (workgroupUniformLoad(&last_ticket) == 0u) { return; }
+    storageBarrier();  // every partial of the column group, stored before its ticket, is seen after the last one
+    var r = vec4<f32>(id);
+    if (valid) {
+        for (var k = t / COLS4; k < p.chunks; k += COL_THREADS) {
+            let w = partials + k * p.inner + 4u * c;
+            let v = vec4<u32>(atomicLoad(&scratch[w]), atomicLoad(&scratch[w + 1u]), atomicLoad(&scratch[w + 2u]),
+                              atomicLoad(&scratch[w + 3u]));
+            r = fold4(r, bitcast<vec4<f32>>(v));
+        }
+    }
+    tree4[t] = r;
+    fold_columns(t);
+    if (mine) { store_column(p.out_offset + o * p.inner + 4u * c, tree4[t]); }
+    if (t == 0u) { atomicStore(&scratch[counter], 0u); }  // ready for the next reduction (same queue: after this)
 }

@@ -35,6 +35,14 @@ ROWS4_MIN = 4096
 ROWS4_PER_THREAD = 16
 ROWS4_GROUPS = 512
 _PARAMS = struct.Struct("<9I")
+# float32 columns read as vec4s (reduce.wgsl's reduce_cols4): inner a multiple of 4, at least COLS4_MIN_INNER
+# (half a workgroup's columns) and at least COLS4_MIN_ROWS rows. Chunks of at least COLS4_CHUNK rows (8 per
+# thread), as many as make about ROWS4_GROUPS workgroups.
+COLS4 = Kernel(SHADER, "reduce_cols4", REDUCE.bindings, ("OP", "STAGE"))
+COLS4_WIDTH = 16  # vec4 columns per workgroup (reduce.wgsl's COLS4)
+COLS4_CHUNK = 128
+COLS4_MIN_ROWS = 64
+COLS4_MIN_INNER = 32
 
 THREADS = 256
 # Below this many workgroups, long rows are split into chunks (two passes). A memory-bound pass needs many
@@ -118,6 +126,10 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
             and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_rows4(rt, op, out, x)
         return
+    if (inner % 4 == 0 and inner >= COLS4_MIN_INNER and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
+            and size >= COLS4_MIN_ROWS and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
+        _reduce_cols4(rt, op, out, x)
+        return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
     values = {"OP": RED_CODES[op], "INT_MATH": int_math, "WIDE": wide, "OUT_DTYPE": dtype_code(out_dtype)}
     if chunks == 1:
@@ -169,6 +181,58 @@ def _reduce_rows4(rt, op, out, x):
         rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
     else:
         rt.run(first, (out.storage, x.storage, rt.dummy, rt.tickets(words) if words else rt.spare(0)))
+
+
+def _reduce_cols4(rt, op, out, x):
+    """float32 columns (inner % 4 == 0): reduce_cols4, its chunks folded in the same dispatch where the binding
+    vouches for device-scope storage barriers (as _reduce_rows4), else by the general kernel's second pass."""
+    outer, size, inner = x.shape
+    one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
+    key = ("reduce_cols4", op, outer, size, inner, x.offset, out.offset, one_dispatch)
+    hit = rt.memo.get(key)
+    if hit is None:
+        first, second, words = _cols4_plan(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
+                                           inner, x.offset, out.offset, one_dispatch)
+        hit = rt.memo[key] = (rt.launch(COLS4, *first), second and rt.launch(REDUCE, *second), words)
+    first, second, words = hit
+    if second:
+        dest = rt.storage(words, float32)
+        rt.run(first, (dest, x.storage, rt.dummy, rt.spare(0)))
+        rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
+    else:
+        rt.run(first, (out.storage, x.storage, rt.dummy, rt.tickets(words) if words else rt.spare(0)))
+
+
+def cols4_split(outer, size, inner):
+    """(chunks, chunk) of reduce_cols4: chunk rows per workgroup, a multiple of COLS4_CHUNK unless one chunk."""
+    column_groups = outer * -(-inner // (4 * COLS4_WIDTH))
+    chunks = max(1, min(-(-size // COLS4_CHUNK), -(-ROWS4_GROUPS // column_groups)))
+    if column_groups > ROWS4_TICKETS:  # more column groups than ticket counters: one chunk each
+        chunks = 1
+    chunk = -(-size // chunks)
+    return -(-size // chunk), chunk
+
+
+@functools.lru_cache(maxsize=256)
+def _cols4_plan(max_per_dim, op, outer, size, inner, x_offset, out_offset, one_dispatch):
+    """As _rows4_plan, for reduce_cols4."""
+    chunks, chunk = cols4_split(outer, size, inner)
+    groups = outer * -(-inner // (4 * COLS4_WIDTH)) * chunks
+    code = RED_CODES[op]
+    if chunks == 1 or one_dispatch:
+        stage = 0 if chunks == 1 else 3
+        return ((COLS4.constants({"OP": code, "STAGE": stage}),
+                 _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, out_offset),
+                 grid(groups, max_per_dim)), None, ROWS4_TICKETS + outer * chunks * inner if stage else 0)
+    first = (COLS4.constants({"OP": code, "STAGE": 1}),
+             _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
+    lanes, _, _ = split(outer, chunks, inner)
+    values = {"OP": code, "INT_MATH": False, "WIDE": False, "OUT_DTYPE": dtype_code(float32),
+              "X_DTYPE": dtype_code(float32), "STAGE": 2}
+    groups2 = -(-outer * inner // lanes)
+    second = (REDUCE.constants(values),
+              _PARAMS.pack(outer, chunks, inner, lanes, chunks, 1, groups2, 0, out_offset), grid(groups2, max_per_dim))
+    return first, second, outer * chunks * inner
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,8 +1,9 @@
-"""reduce.wgsl's reduce_rows4 (float32 rows read as vec4s, reduce.py's _reduce_rows4) and the general
-kernel's four-loads-per-iteration fold, against NumPy, planned for a GPU (Runtime.software off: lavapipe
-runs the GPU-shaped kernels too). Rows long enough for one pass and for chunks plus the second pass,
-several rows, an offset view, the ops it serves (sum, mean through sum, amax/amin with NaN, prod), and
-the shapes that must keep the general kernel (unaligned, argmax, column sums)."""
+"""reduce.wgsl's vec4 paths, reduce_rows4 (float32 rows, reduce.py's _reduce_rows4) and reduce_cols4 (float32
+columns: bias gradients, _reduce_cols4), and the general kernel's four-loads-per-iteration fold, against NumPy,
+planned for a GPU (Runtime.software off: lavapipe runs the GPU-shaped kernels too). Rows and columns long enough
+for one pass and for chunks plus the folding (in the same dispatch or a second), several rows, offset views, the
+ops they serve (sum, mean through sum, amax/amin with NaN, prod), and the shapes that must keep the general
+kernel (unaligned, argmax, integers, short columns)."""
 
 import numpy as np
 import pytest
@@ -91,13 +92,13 @@ def test_general_kernel_keeps_other_shapes(gpu_plans, monkeypatch):
     y[7000] = 9.0
     y[7001] = 9.0
     assert wg.tensor(y, device="webgpu").argmax().item() == 7000  # first of equal maxima
-    # a bias gradient: sum over 128 rows of a wide matrix (columns: the four-load fold)
-    g = rng.standard_normal((128, 4100)).astype(np.float32)
+    # columns of a width that is not a multiple of 4, and integer columns: the four-load fold
+    g = rng.standard_normal((128, 4101)).astype(np.float32)
     np.testing.assert_allclose(wg.tensor(g, device="webgpu").sum(0).numpy(), g.astype(np.float64).sum(0),
                                rtol=1e-4, atol=1e-4)
     gi = rng.integers(-1000, 1000, (128, 300)).astype(np.int32)
     np.testing.assert_array_equal(wg.tensor(gi, device="webgpu").sum(0).numpy(), gi.sum(0))
-    assert "reduce_rows4" not in seen and "reduce" in seen
+    assert "reduce_rows4" not in seen and "reduce_cols4" not in seen and "reduce" in seen
 
 
 def test_rows4_one_dispatch_and_tickets_reset(gpu_plans, monkeypatch):
@@ -136,3 +137,78 @@ def test_rows4_chunked_sum_replays(gpu_plans):
         rt.write(t._view.storage, x2.tobytes())
         graph.replay()
         np.testing.assert_allclose(s.item(), x2.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
+
+
+# ---- reduce_cols4
+
+def test_cols4_split():
+    # one chunk for a short batch; chunks of whole COLS4_CHUNK multiples covering the rows, about ROWS4_GROUPS
+    # workgroups in all
+    assert wreduce.cols4_split(1, 128, 4096) == (1, 128)
+    for outer, size, inner in [(1, 4096, 384), (1, 4096, 1536), (3, 1000, 64), (1, 70_000, 8)]:
+        chunks, chunk = wreduce.cols4_split(outer, size, inner)
+        assert (chunks - 1) * chunk < size <= chunks * chunk
+        groups = outer * -(-inner // (4 * wreduce.COLS4_WIDTH)) * chunks
+        assert chunks == 1 or groups <= 2 * wreduce.ROWS4_GROUPS
+
+
+@pytest.mark.parametrize("shape", [(4096, 384), (128, 4100), (3, 1000, 64), (9000, 32), (2, 96, 5, 44)])
+def test_cols4_sum_mean_max_min(gpu_plans, monkeypatch, shape):
+    # a GPT's bias gradient, a wide layer's at batch 128, several column blocks (outer > 1: dim 1 of 3), few
+    # columns over many rows, a ragged last column group (44 floats: 11 of the workgroup's 16 vec4 columns)
+    seen = _dispatched(monkeypatch)
+    rng = np.random.default_rng(shape[0] + shape[-1])
+    x = rng.standard_normal(shape).astype(np.float32)
+    t = wg.tensor(x, device="webgpu")
+    dim = 0 if len(shape) == 2 else 1
+    np.testing.assert_allclose(t.sum(dim).numpy(), x.astype(np.float64).sum(dim), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(t.mean(dim).numpy(), x.astype(np.float64).mean(dim), rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(t.amax(dim).numpy(), x.max(dim))
+    np.testing.assert_array_equal(t.amin(dim).numpy(), x.min(dim))
+    assert "reduce_cols4" in seen
+
+
+def test_cols4_offset_view_nan_prod_and_short_columns(gpu_plans, monkeypatch):
+    seen = _dispatched(monkeypatch)
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((3, 512, 64)).astype(np.float32)
+    x[1, 300, 7] = np.nan
+    t = wg.tensor(x, device="webgpu")
+    block = t[2]  # a view at offset 2 * 512 * 64 floats
+    np.testing.assert_allclose(block.sum(0).numpy(), x[2].astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+    got = t.amax(1).numpy()
+    assert np.isnan(got[1, 7]) and np.isnan(t.sum(1).numpy()[1, 7])
+    np.testing.assert_array_equal(np.delete(got[1], 7), np.delete(x[1].max(0), 7))
+    p = rng.uniform(0.99, 1.01, (600, 32)).astype(np.float32)
+    np.testing.assert_allclose(wg.tensor(p, device="webgpu").prod(0).numpy(), np.prod(p.astype(np.float64), 0),
+                               rtol=1e-4)
+    assert seen.count("reduce_cols4") >= 4
+    seen.clear()
+    # fewer rows than COLS4_MIN_ROWS, or fewer columns than COLS4_MIN_INNER: the general kernel
+    for s in (rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((500, 28)).astype(np.float32)):
+        np.testing.assert_allclose(wg.tensor(s, device="webgpu").sum(0).numpy(), s.astype(np.float64).sum(0),
+                                   rtol=1e-4, atol=1e-4)
+    assert "reduce_cols4" not in seen and "reduce" in seen
+
+
+def test_cols4_one_dispatch_tickets_reset_and_replay(gpu_plans, monkeypatch):
+    # chunked column sums of two shapes alternating (each one's partials land on words the other counts with),
+    # then a captured one replayed with new data: right only if every counter is back at zero after its use
+    seen = _dispatched(monkeypatch)
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((4096, 384)).astype(np.float32)
+    y = rng.standard_normal((2000, 1536)).astype(np.float32)
+    tx, ty = wg.tensor(x, device="webgpu"), wg.tensor(y, device="webgpu")
+    for _ in range(2):
+        np.testing.assert_allclose(tx.sum(0).numpy(), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(ty.sum(0).numpy(), y.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+    assert wreduce.cols4_split(1, 4096, 384)[0] > 1 and wreduce.cols4_split(1, 2000, 1536)[0] > 1
+    assert seen == (["reduce_cols4"] * 4 if gpu_plans else ["reduce_cols4", "reduce"] * 4)
+    rt = runtime.default_runtime()
+    with rt.capture() as graph:
+        s = tx.sum(0)
+    for _ in range(2):
+        x = rng.standard_normal((4096, 384)).astype(np.float32)
+        rt.write(tx._view.storage, x.tobytes())
+        graph.replay()
+        np.testing.assert_allclose(s.numpy(), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
