@@ -645,6 +645,26 @@ def test_step_counts_are_written_when_read():
     close(model.weight.detach().cpu(), ref.weight.detach(), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("opt_class", [torch.optim.Adam, torch.optim.AdamW])
+def test_fused_adam_with_parameters_at_different_step_counts(opt_class):
+    """A parameter that first gets a gradient late has taken fewer steps than the others: each update's bias
+    correction uses its own count, as on the CPU (an eager step whose counts agree reads one step scalar)."""
+    torch.manual_seed(0)
+    ref = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 3)])
+    model = copy.deepcopy(ref).to(DEV)
+    opt, ref_opt = opt_class(model.parameters(), lr=0.05, fused=True), opt_class(ref.parameters(), lr=0.05)
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    for i in range(5):
+        for net, o, xx, yy in ((model, opt, x.to(DEV), y.to(DEV)), (ref, ref_opt, x, y)):
+            o.zero_grad()
+            h = net[0](xx)
+            F.cross_entropy(net[1](h) if i >= 2 else h[:, :3], yy).backward()  # net[1] joins at the third step
+            o.step()
+    assert [float(s["step"]) for s in opt.state.values()] == [5.0, 5.0, 3.0, 3.0]
+    for p, q in zip(model.parameters(), ref.parameters()):
+        close(p.detach().cpu(), q.detach())
+
+
 def test_integer_counters_added_in_place():
     t = torch.tensor(7, device=DEV)
     t.add_(2)

@@ -662,26 +662,33 @@ def _fused_adam(decoupled):
         _check_fused(params, grad_scale, found_inf)
         if isinstance(lr, torch.Tensor):
             lr = st.host_scalar(lr)
-        ps, gs, ms, vs = _views(params), _views(grads), _views(exp_avgs), _views(exp_avg_sqs)
-        vmax = _views(max_exp_avg_sqs) if amsgrad else [None] * len(ps)
-        backend = ps[0].device.backend
+        ps, gs = [st.view_of(p) for p in params], [_dense_view(g) for g in grads]
+        ms, vs = [st.view_of(m) for m in exp_avgs], [st.view_of(v) for v in exp_avg_sqs]
+        vmax = [st.view_of(m) for m in max_exp_avg_sqs] if amsgrad else [None] * len(ps)
+        backend = st.webgrad_device().backend
         # the step counts, as the optimizer's _foreach_add_ just left them (host copies: no read-back)
         counts = [st.host_scalar(t) if t.device.type == DEVICE.type else t.item() for t in state_steps]
         base = dict(beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                    maximize=maximize, decoupled=decoupled)
-        lr_scalar = _dynamic(backend, ("lr", id(params[0])), float(lr))
-        steps = [_dynamic(backend, _count_key(t), float(n)) for t, n in zip(state_steps, counts)]
-        hypers = [dict(base, lr=lr_scalar, step=s) for s in steps]
+                    maximize=maximize, decoupled=decoupled, lr=_dynamic(backend, ("lr", id(params[0])), float(lr)))
+        capturing = backend.capturing
+        if not (capturing or _CAPTURED_STEPS) and counts and all(n == counts[0] for n in counts):
+            # An eager step whose parameters have all taken as many steps (the usual case) reads one step scalar:
+            # one write a step instead of one per parameter (each a staged upload while the last step's kernels
+            # still read the slot). A recorded step keeps one per count, which its replay hooks advance.
+            hyper = dict(base, step=_dynamic(backend, ("steps", id(params[0])), float(counts[0])))
+            steps, hypers = None, [hyper] * len(ps)
+        else:
+            steps = [_dynamic(backend, _count_key(t), float(n)) for t, n in zip(state_steps, counts)]
+            hypers = [dict(base, step=s) for s in steps]
         for p in params + exp_avgs + exp_avg_sqs:
             st.forget_scalars(p)
         if backend.has(K.adam_steps):
-            K.adam_steps(backend, [p._view for p in ps], [g.contiguous()._view for g in gs], [m._view for m in ms],
-                         [v._view for v in vs], [m._view if m is not None else None for m in vmax], hypers)
+            K.adam_steps(backend, ps, gs, ms, vs, vmax, hypers)
         else:
             for p, g, m, v, mx, hyper in zip(ps, gs, ms, vs, vmax, hypers):
-                K.adam_step(backend, p._view, g.contiguous()._view, m._view, v._view,
-                            mx._view if mx is not None else None, hyper)
-        if backend.capturing:
+                K.adam_step(backend, p, g, m, v, mx, hyper)
+        if capturing:
+            _CAPTURED_STEPS.append(True)
             # step counts that _foreach_add_scalar's hook does not advance were counted on the device by the
             # recorded step (one each per step): their scalars follow
             pairs = [(t, s) for t, s in zip(state_steps, steps) if t.device.type == DEVICE.type and
@@ -689,6 +696,17 @@ def _fused_adam(decoupled):
             if pairs:
                 replay.on_replay(lambda pairs=pairs: _advance(pairs))
     return kernel
+
+
+# Set once a fused Adam step has been recorded: from then on eager steps too keep one step scalar per count, the
+# ones the recorded step's replay hooks advance from their own values.
+_CAPTURED_STEPS = []
+
+
+def _dense_view(t):
+    """The webgrad View of webgpu tensor `t`'s data, made contiguous (a copy) where it is not."""
+    view = st.view_of(t)
+    return view if view.is_contiguous() else unwrap(t).contiguous()._view
 
 
 def _advance(pairs):

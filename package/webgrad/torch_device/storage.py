@@ -237,13 +237,17 @@ def is_byte_view(t):
     return pointer in _pending or _dtype_of.get(pointer, torch.uint8) is not torch.uint8
 
 
-def unwrap(t):
-    """The webgrad Tensor viewing webgpu tensor `t`'s data (no copy)."""
+def view_of(t):
+    """The webgrad View of webgpu tensor `t`'s data (what a kernel takes)."""
     dtype = TO_WEBGRAD.get(t.dtype)
     if dtype is None:
         webgrad_dtype(t.dtype)  # raises, naming the dtype
-    view = View(storage_of(t), tuple(t.shape), t.stride(), t.storage_offset(), dtype)
-    return Tensor._make(view, webgrad_device())
+    return View(storage_of(t), t.shape, t.stride(), t.storage_offset(), dtype)
+
+
+def unwrap(t):
+    """The webgrad Tensor viewing webgpu tensor `t`'s data (no copy)."""
+    return Tensor._make(view_of(t), _device[0] if _device else webgrad_device())
 
 
 def new_storage(numel, torch_dtype):
