@@ -177,3 +177,15 @@ def test_put_repeat_interleave_frexp_angle_histogram():
     _compare(torch.angle, torch.tensor([-1.0, 0.0, 2.0, float("nan"), -0.0]), grad=False)
     _compare(lambda x: torch.histogram(x, 5), x.flatten(), grad=False)
     _compare(lambda x: torch.nonzero_static(x > 0, size=20), x, grad=False)
+
+
+@pytest.mark.parametrize("shape,kernel,size", [((2, 3, 11, 9), (2, 3), (5, 4)), ((3, 10, 10), (3, 3), (4, 7)),
+                                               ((2, 2, 7, 8, 9), (2, 3, 2), (3, 4, 5)), ((1, 2, 5, 6), (2, 2), (1, 1))])
+def test_fractional_max_pool(shape, kernel, size):
+    """The windows ATen draws from the same random samples: values and indices exactly, and the gradient."""
+    d = len(kernel)
+    samples = torch.rand(*(shape[:2] if len(shape) == d + 2 else (1, shape[0])), d)
+    fn = F.fractional_max_pool2d if d == 2 else F.fractional_max_pool3d
+    x = torch.randn(*shape)
+    _compare(lambda x: fn(x, kernel, output_size=size, return_indices=True, _random_samples=samples.to(x.device)), x,
+             atol=1e-6, rtol=0)

@@ -8,6 +8,7 @@ combinations it does not cover; the executor then runs that node in eager PyTorc
 """
 
 import math
+import struct
 
 import webgrad as wg
 from webgrad import dtypes
@@ -1916,6 +1917,65 @@ def _rrelu_with_noise(x, noise, lower=0.125, upper=1.0 / 3, training=False, gene
 
 
 ATEN[aten.rrelu_with_noise.default] = _rrelu_with_noise
+
+
+# ------------------------------------------------------------------ fractional max pooling
+def _f32(value):
+    """value rounded to float32, as ATen computes the pooling intervals in the input's dtype."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def _fractional_max_pool(x, kernel_size, output_size, samples):
+    """(values, indices) of ATen's fractional max pooling (FractionalMaxPool2d/3d.cpp): along each spatial dim the
+    windows start at int((i + u) * alpha) - int(u * alpha), alpha = (in - k) / (out - 1), the last at in - k, with
+    u the plane's sample for that dim (samples[..., 0] is the width's in 2-D, the depth's in 3-D). Each window's
+    first maximum in row-major order, its index flat within the plane; all on the device, windows gathered."""
+    d = len(kernel_size)
+    unbatched = x.ndim == d + 1
+    if unbatched:
+        x, samples = x.unsqueeze(0), samples.reshape(1, *samples.shape[-2:])
+    n, c, sizes = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    order = [1, 0] if d == 2 else [0, 1, 2]  # the sample of each spatial dim
+    flat = None
+    for axis, (size, k, out) in enumerate(zip(sizes, kernel_size, output_size)):
+        if out + k - 1 > size:
+            raise Unsupported("an output larger than the input allows (ATen raises)")
+        u = samples[..., order[axis]].unsqueeze(-1)  # [N, C, 1]
+        steps = wg.arange(out, device=x.device).to(dtype=x.dtype)
+        if out > 1:
+            alpha = _f32((size - k) / (out - 1))
+            start = ((steps + u) * alpha).long() - (u * alpha).long()
+        else:
+            start = wg.zeros((n, c, 1), dtype=dtypes.int64, device=x.device)
+        last = wg.full((n, c, 1), size - k, dtype=dtypes.int64, device=x.device)
+        start = wg.cat([start[..., :-1], last], -1) if out > 0 else start[..., :0]
+        pos = start.unsqueeze(-1) + wg.arange(k, device=x.device)  # [N, C, out, k]
+        stride = math.prod(sizes[axis + 1:])
+        pos = (pos * stride).reshape((n, c) + (1, 1) * axis + (out, k) + (1, 1) * (d - 1 - axis))
+        flat = pos if flat is None else flat + pos
+    # [N, C, o0, k0, o1, k1, ...] -> [N, C, o0 * o1 ..., k0 * k1 ...]
+    perm = (0, 1) + tuple(2 + 2 * i for i in range(d)) + tuple(3 + 2 * i for i in range(d))
+    windows = flat.permute(*perm).reshape(n, c, math.prod(output_size), math.prod(kernel_size)).contiguous()
+    values = x.reshape(n, c, 1, -1).expand(n, c, windows.shape[2], math.prod(sizes)).gather(3, windows)
+    best, at = values.max(-1, keepdim=True)
+    indices = windows.gather(3, at)
+    shape = (n, c) + tuple(output_size)
+    best, indices = best.reshape(*shape), indices.reshape(*shape)
+    return (best.squeeze(0), indices.squeeze(0)) if unbatched else (best, indices)
+
+
+def _fractional_max_pool_backward(grad, x, kernel_size, output_size, indices):
+    """Each output's gradient added at the input position it took (scatter_add within each plane)."""
+    planes = x.reshape(-1, math.prod(x.shape[-len(kernel_size):]))
+    out = wg.zeros(tuple(planes.shape), dtype=grad.dtype, device=grad.device)
+    return out.scatter_add(1, indices.reshape(planes.shape[0], -1), grad.reshape(planes.shape[0], -1)).reshape(
+        *x.shape)
+
+
+ATEN.update({aten.fractional_max_pool2d.default: _fractional_max_pool,
+             aten.fractional_max_pool3d.default: _fractional_max_pool,
+             aten.fractional_max_pool2d_backward.default: _fractional_max_pool_backward,
+             aten.fractional_max_pool3d_backward.default: _fractional_max_pool_backward})
 
 
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
