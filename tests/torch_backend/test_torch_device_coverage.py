@@ -189,3 +189,15 @@ def test_fractional_max_pool(shape, kernel, size):
     x = torch.randn(*shape)
     _compare(lambda x: fn(x, kernel, output_size=size, return_indices=True, _random_samples=samples.to(x.device)), x,
              atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("targets,input_lengths,target_lengths,reduction,zero_infinity", [
+    ([[1, 2, 2], [3, 1, 0], [4, 4, 4]], [6, 5, 6], [3, 2, 1], "none", False),  # padded targets, repeats
+    ([1, 2, 3, 3, 4], [8, 6, 7], [3, 1, 1], "mean", False),  # concatenated targets
+    ([[1, 1, 1], [2, 0, 0], [3, 0, 0]], [4, 2, 8], [3, 0, 1], "sum", True),  # an impossible one, an empty one
+])
+def test_ctc_loss(targets, input_lengths, target_lengths, reduction, zero_infinity):
+    """ATen's gradient (the logits' through log_softmax), not the log-probabilities' own."""
+    log_probs = torch.randn(8, 3, 5).log_softmax(2)
+    _compare(lambda lp: F.ctc_loss(lp, torch.tensor(targets, device=lp.device), input_lengths, target_lengths,
+                                   reduction=reduction, zero_infinity=zero_infinity), log_probs, atol=1e-5)

@@ -1978,6 +1978,118 @@ ATEN.update({aten.fractional_max_pool2d.default: _fractional_max_pool,
              aten.fractional_max_pool3d_backward.default: _fractional_max_pool_backward})
 
 
+# ------------------------------------------------------------------ CTC loss
+def _lse(*terms):
+    """log(sum(exp(terms))) of tensors that may hold -inf (all -inf gives -inf, no NaN)."""
+    top = terms[0]
+    for t in terms[1:]:
+        top = wg.maximum(top, t)
+    top = wg.where(top == -math.inf, 0.0, top)
+    total = None
+    for t in terms:
+        e = (t - top).exp()
+        total = e if total is None else total + e
+    return total.log() + top
+
+
+def _shift(x, by):
+    """x moved `by` states to the right along its last dim, -inf coming in."""
+    pad = wg.full(tuple(x.shape[:-1]) + (by,), -math.inf, dtype=x.dtype, device=x.device)
+    return wg.cat([pad, x[..., :-by]], -1)
+
+
+def _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank):
+    """(the extended labels [N, L] (blank, t1, blank, t2, ..., blank), log_probs read at them [T, N, L], whether
+    a state may be entered from two states back [N, L], whether it exists for the sample's target [N, L])."""
+    if log_probs.ndim != 3 or log_probs.dtype is not dtypes.float32:
+        raise Unsupported("ctc_loss of a non-3-D or non-float32 input")
+    t, n = log_probs.shape[:2]
+    s = max(target_lengths) if target_lengths else 0
+    device = log_probs.device
+    if s == 0:
+        labels = wg.full((n, 1), blank, dtype=dtypes.int64, device=device)
+    else:
+        if targets.ndim == 1:  # concatenated targets: each sample's run of them, padded by repeating its last
+            starts = [sum(target_lengths[:i]) for i in range(n)]
+            at = [starts[i] + min(j, max(target_lengths[i] - 1, 0)) for i in range(n) for j in range(s)]
+            picked = targets.long().index_select(0, wg.tensor(at, dtype=dtypes.int64, device=device)).reshape(n, s)
+        else:
+            picked = targets.long()[:, :s]
+        blanks = wg.full((n, s), blank, dtype=dtypes.int64, device=device)
+        labels = wg.cat([wg.stack([blanks, picked], -1).reshape(n, 2 * s), blanks[:, :1]], -1)
+    width = labels.shape[1]
+    read = log_probs.gather(2, labels.unsqueeze(0).expand(t, n, width).contiguous())
+    skip = (labels != blank) & (labels != wg.cat([labels[:, :2] * 0 - 1, labels[:, :-2]], -1))
+    states = wg.arange(width, device=device).unsqueeze(0) < wg.tensor(
+        [2 * k + 1 for k in target_lengths], dtype=dtypes.int64, device=device).unsqueeze(1)
+    return labels, read, skip, states
+
+
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    """(negative log-likelihood [N], log_alpha [N, T, L]) by the forward recursion over time, in log space, all
+    samples at once (a sample's alphas stop at its input length; later ones are -inf)."""
+    input_lengths, target_lengths = [int(v) for v in input_lengths], [int(v) for v in target_lengths]
+    _, read, skip, states = _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank)
+    t, n, width = read.shape
+    device = log_probs.device
+    first = wg.arange(width, device=device).unsqueeze(0) < 2
+    alpha = wg.where(first & states, read[0], -math.inf)
+    alphas = [alpha]
+    for step in range(1, t):
+        going = wg.tensor([step < k for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
+        alpha = _lse(alpha, _shift(alpha, 1), wg.where(skip, _shift(alpha, 2), -math.inf)) + read[step]
+        alpha = wg.where(states & going, alpha, -math.inf)
+        alphas.append(alpha)
+    log_alpha = wg.stack(alphas, 1)  # [N, T, L]
+    at = wg.tensor([max(k - 1, 0) for k in input_lengths], dtype=dtypes.int64, device=device)
+    last = log_alpha.gather(1, at.reshape(n, 1, 1).expand(n, 1, width)).squeeze(1)  # [N, L]
+    ends = wg.tensor([[2 * k, max(2 * k - 1, 0)] for k in target_lengths], dtype=dtypes.int64, device=device)
+    final = last.gather(1, ends)
+    two = wg.tensor([k > 0 for k in target_lengths], dtype=dtypes.bool_, device=device)
+    # (an impossible alignment stays inf here: ctc_loss zeroes it with zero_infinity, and the backward needs it)
+    return -_lse(final[:, 0], wg.where(two, final[:, 1], -math.inf)), log_alpha
+
+
+def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha, blank,
+                       zero_infinity=False):
+    """ATen's gradient (LossCTC.cpp), which is the logits' gradient through log_softmax: exp(lp) minus each class's
+    posterior occupancy, sum over its states of exp(log_alpha + log_beta + nll - lp), times the sample's grad; the
+    betas by the backward recursion from each sample's last frame; zeros past a sample's input length."""
+    input_lengths, target_lengths = [int(v) for v in input_lengths], [int(v) for v in target_lengths]
+    labels, read, skip, states = _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank)
+    t, n, width = read.shape
+    device = log_probs.device
+    index = wg.arange(width, device=device).unsqueeze(0)
+    ends = wg.tensor([2 * k for k in target_lengths], dtype=dtypes.int64, device=device).unsqueeze(1)
+    final = (index == ends) | ((index == ends - 1) & (ends > 0))
+    skip_from = wg.cat([skip[:, 2:], wg.zeros((n, 2), dtype=dtypes.bool_, device=device)], -1)
+    beta = wg.full((n, width), -math.inf, dtype=read.dtype, device=device)
+    betas = [None] * t
+    for step in range(t - 1, -1, -1):
+        last = wg.tensor([step == k - 1 for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
+        going = wg.tensor([step < k - 1 for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
+        later = _lse(beta, _shift(beta.flip(-1), 1).flip(-1),
+                     wg.where(skip_from, _shift(beta.flip(-1), 2).flip(-1), -math.inf)) + read[step]
+        beta = wg.where(states & going, later, wg.where(states & last & final, read[step], -math.inf))
+        betas[step] = beta
+    log_beta = wg.stack(betas, 0)  # [T, N, L]
+    both = log_alpha.transpose(0, 1) + log_beta
+    top = both.amax(-1, keepdim=True)
+    top = wg.where(top == -math.inf, 0.0, top)
+    occupancy = wg.zeros(tuple(log_probs.shape), dtype=log_probs.dtype, device=device).scatter_add(
+        2, labels.unsqueeze(0).expand(t, n, width).contiguous(), (both - top).exp())
+    lcab = occupancy.log() + top
+    g = (log_probs.exp() - (lcab + nll.reshape(1, n, 1) - log_probs).exp()) * grad.reshape(1, n, 1)
+    live = wg.arange(t, device=device).unsqueeze(1) < wg.tensor(input_lengths, dtype=dtypes.int64,
+                                                                 device=device).unsqueeze(0)
+    if zero_infinity:
+        live = live & (nll != math.inf).unsqueeze(0)
+    return wg.where(live.unsqueeze(2), g, 0.0)
+
+
+ATEN.update({aten._ctc_loss.default: _ctc_loss, aten._ctc_loss_backward.default: _ctc_loss_backward})
+
+
 # The foreach ops (what optimizers compile to) as loops over the op each applies to one tensor: a list in, a
 # list out. The loop is the host's only; on WebGPU a recorded graph replays the kernels without it.
 def _foreach(base, kind):
