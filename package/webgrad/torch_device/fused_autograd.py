@@ -32,6 +32,8 @@ import torch
 from torch.autograd.function import once_differentiable
 
 import webgrad as wg
+from webgrad import _autograd
+from webgrad._tensor import Tensor
 
 from . import storage as st
 
@@ -40,6 +42,18 @@ _LIB = torch.library.Library("aten", "IMPL")
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 _FLOATS = (torch.float32, torch.float16)
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _once_differentiable(fn):
+    """torch.autograd.function.once_differentiable, called straight where grad mode is off (a backward without
+    create_graph: then its no_grad block and checks change nothing)."""
+    guarded = once_differentiable(fn)
+
+    def backward(ctx, *grads):
+        if torch.is_grad_enabled():
+            return guarded(ctx, *grads)
+        return fn(ctx, *grads)
+    return backward
 
 
 def _plain(*tensors):
@@ -64,11 +78,12 @@ class _WebgradOp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, run, updated, reads_output, *inputs):
         args, leaves, saved = [], [], []
+        device = st.webgrad_device()
         for i, t in enumerate(inputs):
             if isinstance(t, torch.Tensor):
-                v = st.unwrap(t)
+                v = Tensor._make(st.view_of(t), device)  # (a fresh tensor: a leaf of the record where t wants grad)
                 if t.requires_grad:
-                    v = v.detach().requires_grad_()
+                    v.requires_grad_()
                     leaves.append((len(args), v))
                 if i not in updated:
                     saved.append(t)
@@ -77,28 +92,69 @@ class _WebgradOp(torch.autograd.Function):
                 args.append(t)
         with wg.enable_grad():
             out = run(*args)
-        result = st.wrap(out.detach())
+        result = st.wrap(out)  # (a view of out's memory: the record keeps out itself)
         ctx.save_for_backward(*saved, *((result,) if reads_output else ()))
         ctx.record = (out, leaves, len(inputs))
         return result
 
     @staticmethod
-    @once_differentiable
+    @_once_differentiable
     def backward(ctx, grad):
         ctx.saved_tensors  # (PyTorch's check that nothing the record reads was written since)
         out, leaves, count = ctx.record
         ctx.record = None  # the record's saved tensors go with it
-        grads = wg.autograd.grad(out, [v for _, v in leaves], st.unwrap(grad.contiguous()), allow_unused=True)
+        seed = st.unwrap(grad.contiguous())
+        grads = _one_node_grads(out, leaves, seed)
+        if grads is None:
+            grads = wg.autograd.grad(out, [v for _, v in leaves], seed, allow_unused=True)
         result = [None] * (3 + count)
         for (i, _), g in zip(leaves, grads):
             result[3 + i] = st.wrap(g) if g is not None else None
         return tuple(result)
 
 
+def _one_node_grads(out, leaves, seed):
+    """The leaves' gradients where the record is one node whose inputs are all leaves (a linear, a cross-entropy:
+    most records): that node's backward function called as webgrad's engine would call it, without the engine's
+    walk. None where the record is anything else, or where the engine has more to do (anomaly mode; something
+    written in place since the node ran, which the engine checks)."""
+    node = out.grad_fn
+    if node is None or node.backward_fn is None or node.clock != _autograd.clock() or _autograd.is_anomaly_enabled():
+        return None
+    inputs = node.inputs
+    for t in inputs:
+        if t is not None and t.grad_fn is not None:
+            return None
+    with _autograd.set_grad_enabled(False):
+        input_grads = node.backward_fn(seed)
+    node.backward_fn = None  # (the engine frees the closure's saved tensors so too)
+    captured = {id(v): None for _, v in leaves}
+    for t, g in zip(inputs, input_grads):
+        if t is None or g is None or id(t) not in captured:
+            continue
+        if type(g) is _autograd.SliceGrad:
+            g = g.dense()
+        if g.dtype is not t.dtype and t.dtype.is_floating:
+            g = g.to(t.dtype)
+        held = captured[id(t)]
+        captured[id(t)] = g if held is None else held + g
+    return [captured[id(v)] for _, v in leaves]
+
+
+_NOTHING_UPDATED = frozenset()
+_FUNCTION_APPLY = torch._C._FunctionBase.__dict__["apply"].__get__(None, _WebgradOp)
+
+
 def _apply(run, *inputs, updated=(), reads_output=False):
     """run(*inputs) through _WebgradOp where an input needs a gradient, else once without recording."""
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
-        return _WebgradOp.apply(run, frozenset(updated), reads_output, *inputs)
+    if torch.is_grad_enabled():
+        for t in inputs:
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                updated = frozenset(updated) if updated else _NOTHING_UPDATED
+                if torch._C._are_functorch_transforms_active():
+                    return _WebgradOp.apply(run, updated, reads_output, *inputs)
+                # (autograd.Function.apply's own checks are for functorch's transforms, off here)
+                return _FUNCTION_APPLY(run, updated, reads_output, *inputs)
     with wg.no_grad():
         return st.wrap(run(*(st.unwrap(t) if isinstance(t, torch.Tensor) else t for t in inputs)))
 
