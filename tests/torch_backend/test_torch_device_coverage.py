@@ -201,3 +201,17 @@ def test_ctc_loss(targets, input_lengths, target_lengths, reduction, zero_infini
     log_probs = torch.randn(8, 3, 5).log_softmax(2)
     _compare(lambda lp: F.ctc_loss(lp, torch.tensor(targets, device=lp.device), input_lengths, target_lengths,
                                    reduction=reduction, zero_infinity=zero_infinity), log_probs, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (5, 2), (2, 5), (3, 4, 3), (4, 1)])
+def test_geqrf_and_ormqr(shape):
+    """LAPACK's packed Householder form, a column already reduced included; ormqr applies its Q four ways."""
+    a = torch.randn(*shape)
+    a[..., 1:, 0] = 0
+    _compare(torch.geqrf, a, grad=False, atol=1e-5)
+    packed, tau = torch.geqrf(a)
+    m = shape[-2]
+    for left in (True, False):
+        for transpose in (True, False):
+            other = torch.randn(*shape[:-2], m, 3) if left else torch.randn(*shape[:-2], 3, m)
+            _compare(lambda p, t, c: torch.ormqr(p, t, c, left, transpose), packed, tau, other, atol=1e-5)

@@ -1730,6 +1730,52 @@ _LINALG = {
 ATEN.update(_LINALG)
 
 
+# ------------------------------------------------------------------ Householder QR in LAPACK's packed form
+def _geqrf(A):
+    """(a, tau) of LAPACK's geqrf: R on and above the diagonal, below it the Householder vectors v_j (v_j[0] = 1
+    implied), H_j = I - tau_j v_j v_j^T with dlarfg's signs (beta = -sign(alpha) * |x|; tau 0 where the column
+    below the diagonal is already 0). Column by column (geqr2), on the device, batched."""
+    m, n = A.shape[-2:]
+    a = A.contiguous().clone()
+    k = min(m, n)
+    taus = []
+    for j in range(k):
+        x = a[..., j:, j]
+        alpha, rest = x[..., 0], x[..., 1:]
+        norm = (rest * rest).sum(-1).sqrt() if m - j > 1 else alpha * 0
+        beta = -wg.copysign((alpha * alpha + norm * norm).sqrt(), alpha)
+        flat = norm == 0
+        tau = wg.where(flat, 0.0, (beta - alpha) / wg.where(flat, 1.0, beta))
+        v = wg.where(flat.unsqueeze(-1), rest, rest / wg.where(flat, 1.0, alpha - beta).unsqueeze(-1))
+        a[..., j, j] = wg.where(flat, alpha, beta)
+        if m - j > 1:
+            a[..., j + 1:, j] = v
+        if j + 1 < n:  # apply H_j to the columns on the right
+            block = a[..., j:, j + 1:]
+            vfull = wg.cat([wg.ones_like(alpha).unsqueeze(-1), v], -1)  # [..., m - j]
+            w = (vfull.unsqueeze(-1) * block).sum(-2)  # v^T block: [..., n - j - 1]
+            a[..., j:, j + 1:] = block - tau.unsqueeze(-1).unsqueeze(-1) * vfull.unsqueeze(-1) * w.unsqueeze(-2)
+        taus.append(tau)
+    tau = wg.stack(taus, -1) if taus else wg.zeros(tuple(A.shape[:-2]) + (0,), dtype=A.dtype, device=A.device)
+    return a, tau
+
+
+def _ormqr(A, tau, C, left=True, transpose=False):
+    """Q C, Q^T C, C Q or C Q^T with Q (m x m) the product of geqrf's reflectors in A: householder_product of the
+    reflectors' columns padded to a square with zeros."""
+    m, k = A.shape[-2], tau.shape[-1]
+    if m == 0 or k == 0 or C.numel() == 0:
+        return C.clone()
+    columns = A[..., :, :k]
+    padded = wg.cat([columns, wg.zeros(tuple(columns.shape[:-1]) + (m - k,), dtype=A.dtype, device=A.device)], -1)
+    Q = wg.linalg.householder_product(padded, tau)
+    Q = Q.mT if transpose else Q
+    return Q @ C if left else C @ Q
+
+
+ATEN.update({aten.geqrf.default: _geqrf, aten.ormqr.default: _ormqr})
+
+
 # ------------------------------------------------------------------ segment reductions
 _SEGMENT = {"sum": ("sum", 0.0), "mean": ("sum", 0.0), "prod": ("prod", 1.0), "max": ("amax", -math.inf),
             "min": ("amin", math.inf)}
