@@ -214,4 +214,4 @@ def test_geqrf_and_ormqr(shape):
     for left in (True, False):
         for transpose in (True, False):
             other = torch.randn(*shape[:-2], m, 3) if left else torch.randn(*shape[:-2], 3, m)
-            _compare(lambda p, t, c: torch.ormqr(p, t, c, left, transpose), packed, tau, other, atol=1e-5)
+            _compare(lambda p, t, c, lt=(left, transpose): torch.ormqr(p, t, c, *lt), packed, tau, other, atol=1e-5)
