@@ -171,19 +171,21 @@ def test_unsupported_dtype_names_it():
 
 
 def test_fallback_warns_once_and_strict_mode_raises():
+    """An op with no webgrad kernel (LAPACK's Bunch-Kaufman LDL^T) runs on the CPU with one warning."""
     td.reset_fallback_counts()
-    x = torch.linspace(0.5, 2.0, 5)
+    x = torch.tensor([[4.0, 1.0, 2.0], [1.0, -3.0, 0.5], [2.0, 0.5, 5.0]])
+    name = "aten.linalg_ldl_factor_ex"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        a = torch.special.bessel_j0(x.to(DEV))
-        b = torch.special.bessel_j0(x.to(DEV))
-    messages = [str(w.message) for w in caught if "aten.special_bessel_j0" in str(w.message)]
+        a = torch.linalg.ldl_factor(x.to(DEV))
+        b = torch.linalg.ldl_factor(x.to(DEV))
+    messages = [str(w.message) for w in caught if name in str(w.message)]
     assert len(messages) == 1 and "runs on the CPU" in messages[0]
-    assert sum(n for op, n in td.fallback_counts().items() if op.startswith("aten.special_bessel_j0")) == 2
-    assert a.device.type == DEV
-    close(b.cpu(), torch.special.bessel_j0(x))
-    with td.strict(), pytest.raises(NotImplementedError, match="aten.special_bessel_j0"):
-        torch.special.bessel_j0(x.to(DEV))
+    assert sum(n for op, n in td.fallback_counts().items() if op.startswith(name)) == 2
+    assert a.LD.device.type == DEV
+    close(b.LD.cpu(), torch.linalg.ldl_factor(x).LD)
+    with td.strict(), pytest.raises(NotImplementedError, match=name):
+        torch.linalg.ldl_factor(x.to(DEV))
     assert td.get_fallback() == "cpu"
 
 
