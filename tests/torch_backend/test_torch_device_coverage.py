@@ -215,3 +215,12 @@ def test_geqrf_and_ormqr(shape):
         for transpose in (True, False):
             other = torch.randn(*shape[:-2], m, 3) if left else torch.randn(*shape[:-2], 3, m)
             _compare(lambda p, t, c, lt=(left, transpose): torch.ormqr(p, t, c, *lt), packed, tau, other, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("irfft", {}), ("irfft", {"n": 9, "dim": 0}), ("hfft", {"n": 12}), ("irfft2", {"s": (6, 7)}), ("hfft2", {}),
+    ("irfftn", {}), ("irfftn", {"s": (3, 4)}), ("hfftn", {"s": (2, 5), "dim": (0, 2)})])
+@pytest.mark.parametrize("norm", [None, "forward", "ortho"])
+def test_inverse_real_and_hermitian_ffts(name, kwargs, norm):
+    """Of a real input: on the device as webgrad's real products (ops/fft_real.py), not the CPU."""
+    _compare(lambda x: getattr(torch.fft, name)(x, norm=norm, **kwargs), torch.randn(3, 4, 5), atol=1e-5)

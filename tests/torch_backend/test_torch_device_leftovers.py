@@ -149,19 +149,22 @@ def test_an_empty_batch_norm_makes_its_float64_placeholders():
         torch.ones(2, dtype=torch.float64, device=DEV)
 
 
-def test_ffts_with_complex_insides_run_whole_on_the_cpu_with_one_warning():
-    """irfft / hfft / stft of a real input give a real result through complex tensors: the whole op falls back,
-    with its gradient; a complex result raises TypeError naming the dtype."""
+def test_ffts_with_complex_insides():
+    """irfft / hfft of a real input give a real result through complex tensors in ATen's decomposition: they run on
+    the device as webgrad's real products (ops/fft_real.py), gradients included. stft falls back whole, with its
+    gradient and one warning; a complex result raises TypeError naming the dtype."""
     x = torch.randn(4, 6)
+    _grads_match(lambda t: torch.fft.irfft(t, n=8), x)
+    _grads_match(lambda t: torch.fft.hfftn(t, s=(3, 8)), x)
+    signal = torch.randn(16)
     td.reset_fallback_counts()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _grads_match(lambda t: torch.fft.irfft(t, n=8), x, strict=False)
-        _grads_match(lambda t: torch.fft.hfftn(t, s=(3, 8)), x, strict=False)
-    assert td.fallback_counts().get("aten.fft_irfft.default") == 1
-    assert sum("fft_irfft" in str(w.message) for w in caught) <= 1
-    with td.strict(), pytest.raises(NotImplementedError, match="fft_irfft"):
-        torch.fft.irfft(x.to(DEV))
+        _grads_match(lambda t: torch.stft(t, 4, return_complex=False), signal, strict=False)
+    assert td.fallback_counts().get("aten.stft.default") == 1
+    assert sum("aten.stft" in str(w.message) for w in caught) == 1
+    with td.strict(), pytest.raises(NotImplementedError, match="stft"):
+        torch.stft(signal.to(DEV), 4, return_complex=False)
     with pytest.raises(TypeError, match="complex64"):
         torch.fft.rfft(x.to(DEV))
 

@@ -221,12 +221,16 @@ class _OnCpu(torch.autograd.Function):
         return tuple(result)
 
 
-def run_whole_on_cpu(op, why):
+def run_whole_on_cpu(op, why, first=None):
     """Register composite ATen op `op` (an OpOverload) to run whole on the CPU for webgpu tensors, autograd
-    included (see above)."""
+    included (see above); `first`, where given, is tried before and returns NotImplemented to decline."""
     name = str(op)
 
     def kernel(*args, **kwargs):
+        if first is not None:
+            out = first(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         tensors = []
 
         def take(a):  # a webgpu tensor's place among `tensors`
@@ -255,7 +259,25 @@ class _Slot:
         self.index = index
 
 
+def _real_fft(name, dims):
+    """The inverse real and Hermitian FFTs of a real float32 webgpu tensor run on the device, as webgrad's products
+    (ops/fft_real.py), their gradient by webgrad's autograd of them (fused_autograd._apply). dims: the op's
+    default dim (-1 for the one-dim ones, whose n and dim are single)."""
+    def first(self, s=None, dim=dims, norm=None):
+        from .fused_autograd import _apply, _plain
+        from webgrad.ops import fft_real
+        if not (_plain(self) and self.dtype == torch.float32):
+            return NotImplemented
+        if isinstance(dim, int):
+            s, dim = (None if s is None else (s,)), (dim,)
+        return _apply(lambda x: getattr(fft_real, name)(x, s, dim, norm), self)
+    return first
+
+
 _aten = torch.ops.aten
-for _op in (_aten.fft_irfft.default, _aten.fft_irfft2.default, _aten.fft_irfftn.default, _aten.fft_hfft.default,
-            _aten.fft_hfft2.default, _aten.fft_hfftn.default, _aten.stft.default, _aten.stft.center):
-    run_whole_on_cpu(_op, "its decomposition makes complex tensors, which the device does not hold")
+_COMPLEX_INSIDE = "its decomposition makes complex tensors, which the device does not hold"
+for _op, _first in ((_aten.fft_irfft.default, _real_fft("irfftn", -1)), (_aten.fft_irfft2.default, _real_fft(
+        "irfftn", (-2, -1))), (_aten.fft_irfftn.default, _real_fft("irfftn", None)), (_aten.fft_hfft.default, _real_fft(
+        "hfftn", -1)), (_aten.fft_hfft2.default, _real_fft("hfftn", (-2, -1))), (_aten.fft_hfftn.default, _real_fft(
+        "hfftn", None)), (_aten.stft.default, None), (_aten.stft.center, None)):
+    run_whole_on_cpu(_op, _COMPLEX_INSIDE, _first)

@@ -1,0 +1,120 @@
+"""The inverse real FFTs (irfft, irfft2, irfftn) and the Hermitian FFTs (hfft, hfft2, hfftn) of a real input, as
+torch.fft gives them for one: real results, with no complex tensor on the way (webgrad has no complex dtype).
+
+A real input is a spectrum with zero imaginary parts, so each transform is a real linear map, applied one dim at a
+time as a product with its [n_in, n_out] cosine and sine matrices (which depend on the sizes only): the dims before
+the last carry a (real, imaginary) pair through complex transforms (inverse ones for irfft, forward ones for hfft,
+which then conjugates), and the last dim's complex-to-real transform reads the one-sided spectrum (weights 1 for the
+zero and Nyquist bins, 2 between) and ignores those two bins' imaginary parts, as pocketfft does. Sizes follow
+torch.fft (s, dim and the defaults; the input trimmed or zero-padded to them; n // 2 + 1 bins on the last dim) and so
+does the scaling (norm 'backward', 'forward' or 'ortho', on all the transformed dims). Gradients come by composition.
+The products cost O(n^2) per dim where an FFT costs O(n log n): meant for the sizes models use, not long signals.
+"""
+
+import math
+
+from .. import dtypes
+from .._tensor import _norm_dim, tensor
+from .matmul import matmul
+from .shape import cat
+
+__all__ = ["hfftn", "irfftn"]
+
+
+def _scale(norm, n, inverse):
+    """The factor norm gives a transform of n points (irfft's direction is inverse, hfft's forward)."""
+    if norm is None:
+        norm = "backward"
+    if norm not in ("backward", "forward", "ortho"):
+        raise ValueError(f'Invalid normalization mode: "{norm}"')
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    return 1.0 / n if (norm == "backward") == inverse else 1.0
+
+
+def _resize(x, d, size):
+    """x trimmed or zero-padded along dim d to size."""
+    have = x.shape[d]
+    if have > size:
+        return x.narrow(d, 0, size)
+    if have < size:
+        shape = list(x.shape)
+        shape[d] = size - have
+        return cat([x, x.new_zeros(tuple(shape))], d)
+    return x
+
+
+def _along(x, d, matrix):
+    """x's dim d contracted with matrix [n_in, n_out]."""
+    return matmul(x.movedim(d, -1), matrix).movedim(-1, d)
+
+
+def _matrices(n_in, n, scale, like, weights=None):
+    """(cos, sin) matrices [n_in, n]: entry [k, m] = w_k * scale * cos(2 pi k m / n) (and sin)."""
+    cos, sin = [], []
+    for k in range(n_in):
+        w = scale * (weights[k] if weights else 1.0)
+        cos.append([w * math.cos(2 * math.pi * k * m / n) for m in range(n)])
+        sin.append([w * math.sin(2 * math.pi * k * m / n) for m in range(n)])
+    return (tensor(cos, dtype=like.dtype, device=like.device), tensor(sin, dtype=like.dtype, device=like.device))
+
+
+def _plan(x, s, dim, op):
+    """(dims, sizes) of a transform: torch.fft's rules for s and dim (dim None: the last len(s) dims, or all;
+    s None or -1: the input's sizes, 2 * (m - 1) for the last dim)."""
+    if dim is None:
+        dims = list(range(x.ndim - len(s), x.ndim)) if s is not None else list(range(x.ndim))
+    else:
+        dims = [_norm_dim(d, x.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}: dims must be unique")
+    if s is not None and len(s) != len(dims):
+        raise RuntimeError(f"{op}: When given, dim and shape arguments must have the same length")
+    if not dims:
+        raise RuntimeError(f"{op} must transform at least one axis")
+    sizes = []
+    for i, d in enumerate(dims):
+        size = s[i] if s is not None and s[i] != -1 else None
+        if size is None:
+            size = 2 * (x.shape[d] - 1) if i == len(dims) - 1 else x.shape[d]
+        if size < 1:
+            raise RuntimeError(f"Invalid number of data points ({size}) specified")
+        sizes.append(size)
+    return dims, sizes
+
+
+def _real_inverse(x, s, dim, norm, hermitian, op):
+    if not x.dtype.is_floating:
+        x = x.to(dtypes.float32)
+    dims, sizes = _plan(x, s, dim, op)
+    inverse = not hermitian
+    re, im = x, None
+    for d, n in zip(dims[:-1], sizes[:-1]):  # complex transforms of the (re, im) pair
+        re = _resize(re, d, n)
+        im = _resize(im, d, n) if im is not None else None
+        cos, sin = _matrices(n, n, _scale(norm, n, inverse), re)
+        sign = 1.0 if inverse else -1.0  # e^{+i} for the inverse transform, e^{-i} for the forward one
+        new_re = _along(re, d, cos) - sign * _along(im, d, sin) if im is not None else _along(re, d, cos)
+        new_im = sign * _along(re, d, sin) + (_along(im, d, cos) if im is not None else 0.0)
+        re, im = new_re, new_im
+    if hermitian and im is not None:  # hfftn's conjugate before its complex-to-real transform
+        im = -im
+    d, n = dims[-1], sizes[-1]
+    bins = n // 2 + 1
+    re = _resize(re, d, bins)
+    weights = [1.0 if k == 0 or 2 * k == n else 2.0 for k in range(bins)]
+    cos, sin = _matrices(bins, n, _scale(norm, n, inverse), re, weights)
+    out = _along(re, d, cos)
+    if im is not None:
+        out = out - _along(_resize(im, d, bins), d, sin)
+    return out
+
+
+def irfftn(input, s=None, dim=None, norm=None):
+    """torch.fft.irfftn of a real input (irfft and irfft2 are its one- and two-dim cases)."""
+    return _real_inverse(input, s, dim, norm, False, "irfftn")
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    """torch.fft.hfftn of a real input (hfft and hfft2 are its one- and two-dim cases)."""
+    return _real_inverse(input, s, dim, norm, True, "hfftn")
