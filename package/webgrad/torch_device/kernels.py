@@ -46,14 +46,14 @@ def _to_webgrad(a, found):
     """A kernel argument with webgpu tensors as webgrad Tensors (noting their torch dtypes in `found`) and
     0-dim CPU tensors (wrapped numbers, torch.tensor(2.0)) as Python numbers, as PyTorch allows."""
     if isinstance(a, torch.Tensor):
-        if a.device.type == DEVICE.type:
-            found.append(a)
-            return unwrap(a)
-        if a.dim() == 0 and a.device.type == "cpu":
-            return a.item()
-        raise device_mismatch(a.device)
+        if a.is_cpu:
+            if a.dim() == 0:
+                return a.item()
+            raise device_mismatch(a.device)
+        found.append(a)
+        return unwrap(a)  # (a tensor of another device raises PyTorch's error there)
     if isinstance(a, (list, tuple)):
-        return type(a)(_to_webgrad(x, found) for x in a)
+        return type(a)([_to_webgrad(x, found) for x in a])
     return a
 
 
@@ -63,14 +63,16 @@ def _to_torch(out, inputs, fresh=True):
     assumes a functional op's result owns its memory."""
     if isinstance(out, wg.Tensor):
         if fresh:
-            storage = out._view.storage
-            if any(st.storage_of(t) is storage for t in inputs):
+            view = out._view
+            storage = view.storage
+            # (a storage no torch tensor holds yet, a kernel's new output, is none of the inputs')
+            if st.held(storage) and any(st.storage_of(t) is storage for t in inputs):
                 out = out.clone()
-            elif not st.dense(out._view.shape, out._view.strides):  # (no broadcast, no gaps: valid in ATen)
+            elif not st.dense(view.shape, view.strides):  # (no broadcast, no gaps: valid in ATen)
                 out = out.contiguous()
         return wrap(out)
     if isinstance(out, (list, tuple)):
-        return type(out)(_to_torch(x, inputs, fresh) for x in out)
+        return type(out)([_to_torch(x, inputs, fresh) for x in out])
     return out
 
 
@@ -80,8 +82,8 @@ def functional(fn, op):
 
     def kernel(*args, **kwargs):
         found = []
-        wargs = _to_webgrad(args, found)
-        wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()}
+        wargs = [_to_webgrad(a, found) for a in args]
+        wkwargs = {k: _to_webgrad(v, found) for k, v in kwargs.items()} if kwargs else {}
         if needs_device:
             wkwargs["target"] = st.webgrad_device()
         try:  # (no webgrad autograd to turn off: the unwrapped tensors never require grad)

@@ -88,6 +88,11 @@ def _file(pointer, storage, held):
     _pointer_of[key] = (pointer, weakref.ref(held, lambda _, p=pointer: _release(p)))
 
 
+def held(storage):
+    """Whether a torch storage stands for webgrad `storage` (some webgpu tensor may view it)."""
+    return id(storage) in _pointer_of
+
+
 def torch_storage(storage, numel, torch_dtype):
     """The torch storage standing for webgrad `storage` (made on first use; the same object while alive)."""
     entry = _pointer_of.get(id(storage))
@@ -154,6 +159,8 @@ def storage_of(t):
     if storage is None:
         if pointer in _pending:
             return _type_pending(pointer, t.dtype)
+        if t.device.type != DEVICE.type:
+            raise device_mismatch(t.device)
         raise RuntimeError(f"a tensor on {t.device} whose storage webgrad does not know (made outside "
                            "webgrad.torch_device?)")
     return storage
@@ -336,6 +343,8 @@ def copy_strides(t, memory_format=None):
 def dense(shape, strides):
     """Whether a tensor of `shape` and `strides` covers a span of memory once each (non-overlapping and dense):
     then that span, read or written as it lies, holds the tensor."""
+    if strides == View.contiguous_strides(shape):
+        return True
     expected = 1
     for size, stride in sorted((d for d in zip(shape, strides) if d[0] != 1), key=lambda d: d[1]):
         if stride != expected:
