@@ -150,23 +150,21 @@ def test_an_empty_batch_norm_makes_its_float64_placeholders():
 
 
 def test_ffts_with_complex_insides():
-    """irfft / hfft of a real input give a real result through complex tensors in ATen's decomposition: they run on
-    the device as webgrad's real products (ops/fft_real.py), gradients included. stft falls back whole, with its
-    gradient and one warning; a complex result raises TypeError naming the dtype."""
+    """irfft / hfft / stft(return_complex=False) of a real input give a real result through complex tensors in
+    ATen's decomposition: they run on the device as webgrad's real products (ops/fft_real.py), gradients included.
+    A complex result raises TypeError naming the dtype."""
     x = torch.randn(4, 6)
     _grads_match(lambda t: torch.fft.irfft(t, n=8), x)
     _grads_match(lambda t: torch.fft.hfftn(t, s=(3, 8)), x)
-    signal = torch.randn(16)
-    td.reset_fallback_counts()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _grads_match(lambda t: torch.stft(t, 4, return_complex=False), signal, strict=False)
-    assert td.fallback_counts().get("aten.stft.default") == 1
-    assert sum("aten.stft" in str(w.message) for w in caught) == 1
-    with td.strict(), pytest.raises(NotImplementedError, match="stft"):
-        torch.stft(signal.to(DEV), 4, return_complex=False)
+    signal = torch.randn(2, 40)
+    window = torch.hann_window(7)
+    _grads_match(lambda t: torch.stft(t, 8, 3, 7, window.to(t.device), return_complex=False), signal)
+    _grads_match(lambda t: torch.stft(t, 8, center=False, normalized=True, onesided=False, return_complex=False),
+                 signal)
     with pytest.raises(TypeError, match="complex64"):
         torch.fft.rfft(x.to(DEV))
+    with pytest.raises(TypeError, match="complex64"):
+        torch.stft(signal.to(DEV), 8, return_complex=True)
 
 
 @pytest.mark.parametrize("fn", [

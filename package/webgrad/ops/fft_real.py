@@ -15,10 +15,11 @@ import math
 
 from .. import dtypes
 from .._tensor import _norm_dim, tensor
+from .conv import pad
 from .matmul import matmul
-from .shape import cat
+from .shape import cat, stack
 
-__all__ = ["hfftn", "irfftn"]
+__all__ = ["hfftn", "irfftn", "stft"]
 
 
 def _scale(norm, n, inverse):
@@ -49,13 +50,15 @@ def _along(x, d, matrix):
     return matmul(x.movedim(d, -1), matrix).movedim(-1, d)
 
 
-def _matrices(n_in, n, scale, like, weights=None):
-    """(cos, sin) matrices [n_in, n]: entry [k, m] = w_k * scale * cos(2 pi k m / n) (and sin)."""
+def _matrices(n_in, n, scale, like, weights=None, period=None):
+    """(cos, sin) matrices [n_in, n]: entry [k, m] = w_k * scale * cos(2 pi k m / period) (and sin); the period is n
+    unless given."""
+    period = n if period is None else period
     cos, sin = [], []
     for k in range(n_in):
         w = scale * (weights[k] if weights else 1.0)
-        cos.append([w * math.cos(2 * math.pi * k * m / n) for m in range(n)])
-        sin.append([w * math.sin(2 * math.pi * k * m / n) for m in range(n)])
+        cos.append([w * math.cos(2 * math.pi * k * m / period) for m in range(n)])
+        sin.append([w * math.sin(2 * math.pi * k * m / period) for m in range(n)])
     return (tensor(cos, dtype=like.dtype, device=like.device), tensor(sin, dtype=like.dtype, device=like.device))
 
 
@@ -118,3 +121,36 @@ def irfftn(input, s=None, dim=None, norm=None):
 def hfftn(input, s=None, dim=None, norm=None):
     """torch.fft.hfftn of a real input (hfft and hfft2 are its one- and two-dim cases)."""
     return _real_inverse(input, s, dim, norm, True, "hfftn")
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=False, pad_mode="reflect",
+         normalized=False, onesided=True):
+    """torch.stft(..., return_complex=False) of a real 1-D or batched [B, L] signal: [.., n_fft // 2 + 1 (all
+    n_fft when not onesided), frames, 2] (real and imaginary parts). Each frame (hop_length apart, times the window
+    centred in n_fft) is multiplied by the cosine and sine matrices of the forward transform."""
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    length = n_fft if win_length is None else win_length
+    if not 0 < n_fft or hop <= 0 or not 0 < length <= n_fft:
+        raise RuntimeError(f"stft: expected 0 < n_fft, hop_length > 0 and 0 < win_length <= n_fft, but got "
+                           f"n_fft={n_fft}, hop_length={hop}, win_length={length}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    if not x.dtype.is_floating:
+        x = x.to(dtypes.float32)
+    if center:
+        half = n_fft // 2
+        x = pad(x.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+    if x.shape[-1] < n_fft:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got n_fft={n_fft}")
+    frames = x.unfold(-1, n_fft, hop)  # [B, T, n_fft]
+    if window is not None or length < n_fft:
+        w = window if window is not None else x.new_ones(length)
+        if length < n_fft:
+            left = (n_fft - length) // 2
+            w = cat([w.new_zeros(left), w, w.new_zeros(n_fft - length - left)])
+        frames = frames * w
+    bins = n_fft // 2 + 1 if onesided else n_fft
+    cos, sin = _matrices(n_fft, bins, n_fft ** -0.5 if normalized else 1.0, x, period=n_fft)
+    out = stack([matmul(frames, cos), -matmul(frames, sin)], -1).transpose(1, 2)  # [B, F, T, 2]
+    return out.squeeze(0) if input.ndim == 1 else out

@@ -274,10 +274,27 @@ def _real_fft(name, dims):
     return first
 
 
+def _stft(center_overload):
+    """stft(..., return_complex=False) of a real float32 webgpu signal on the device (ops/fft_real.py)."""
+    def first(self, n_fft, hop_length=None, win_length=None, window=None, *rest, **kwargs):
+        from .fused_autograd import _apply, _plain
+        from webgrad.ops import fft_real
+        names = ("center", "pad_mode") if center_overload else ()
+        options = dict(zip(names + ("normalized", "onesided", "return_complex", "align_to_window"), rest), **kwargs)
+        center, pad_mode = options.get("center", center_overload), options.get("pad_mode", "reflect")
+        if not (_plain(self, window) and self.dtype == torch.float32 and options.get("return_complex") is False
+                and options.get("align_to_window") is None and (window is None or window.dtype == torch.float32)):
+            return NotImplemented
+        onesided = options.get("onesided")
+        return _apply(lambda x, w: fft_real.stft(x, n_fft, hop_length, win_length, w, center, pad_mode, options.get(
+            "normalized", False), True if onesided is None else onesided), self, window)
+    return first
+
+
 _aten = torch.ops.aten
 _COMPLEX_INSIDE = "its decomposition makes complex tensors, which the device does not hold"
 for _op, _first in ((_aten.fft_irfft.default, _real_fft("irfftn", -1)), (_aten.fft_irfft2.default, _real_fft(
         "irfftn", (-2, -1))), (_aten.fft_irfftn.default, _real_fft("irfftn", None)), (_aten.fft_hfft.default, _real_fft(
         "hfftn", -1)), (_aten.fft_hfft2.default, _real_fft("hfftn", (-2, -1))), (_aten.fft_hfftn.default, _real_fft(
-        "hfftn", None)), (_aten.stft.default, None), (_aten.stft.center, None)):
+        "hfftn", None)), (_aten.stft.default, _stft(False)), (_aten.stft.center, _stft(True))):
     run_whole_on_cpu(_op, _COMPLEX_INSIDE, _first)
