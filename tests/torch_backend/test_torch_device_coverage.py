@@ -103,11 +103,12 @@ def test_solve_qr_svdvals_lu():
 
 
 def test_eigenvalues_on_the_device_eigenvectors_on_the_cpu():
-    """eigvalsh runs on the device; eigh's eigenvectors (whose signs the device would choose differently from
-    LAPACK's) fall back to the CPU."""
+    """eigvalsh runs on the device, its gradient too (which needs eigenvectors, sign-free there); eigh's
+    eigenvectors (whose signs the device would choose differently from LAPACK's) fall back to the CPU."""
     a = torch.randn(4, 4)
     a = a + a.T
-    _compare(torch.linalg.eigvalsh, a, grad=False, atol=1e-4)
+    _compare(torch.linalg.eigvalsh, a, atol=1e-4)
+    _compare(lambda x: torch.linalg.eigvalsh(x, UPLO="U"), torch.randn(2, 5, 5), atol=1e-4)
     with pytest.raises(Exception, match="_linalg_eigh"), td.strict():
         torch.linalg.eigh(a.to(DEV))
 

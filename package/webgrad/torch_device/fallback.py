@@ -298,3 +298,17 @@ for _op, _first in ((_aten.fft_irfft.default, _real_fft("irfftn", -1)), (_aten.f
         "hfftn", -1)), (_aten.fft_hfft2.default, _real_fft("hfftn", (-2, -1))), (_aten.fft_hfftn.default, _real_fft(
         "hfftn", None)), (_aten.stft.default, _stft(False)), (_aten.stft.center, _stft(True))):
     run_whole_on_cpu(_op, _COMPLEX_INSIDE, _first)
+
+
+def _eigvalsh(self, UPLO="L"):
+    """linalg.eigvalsh on the device, its gradient (V diag(g) V^T, whatever the eigenvectors' signs) by webgrad's
+    autograd: ATen's decomposition asks _linalg_eigh for eigenvectors when a gradient is wanted, and those stay on
+    the CPU (the device's signs differ from LAPACK's). Other tensors take the decomposition."""
+    from .fused_autograd import _apply, _plain
+    if not (_plain(self) and self.dtype == torch.float32):
+        return _aten.linalg_eigvalsh.default.decompose(self, UPLO)
+    import webgrad as wg
+    return _apply(lambda a: wg.linalg.eigvalsh(a, UPLO), self)
+
+
+_WHOLE.impl("linalg_eigvalsh", _eigvalsh, "AutogradPrivateUse1")
