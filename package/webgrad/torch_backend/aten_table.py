@@ -2079,12 +2079,13 @@ def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_i
     t, n, width = read.shape
     device = log_probs.device
     first = wg.arange(width, device=device).unsqueeze(0) < 2
+    frames = wg.tensor(input_lengths, dtype=dtypes.int64, device=device)
+    going = (wg.arange(t, device=device).unsqueeze(1) < frames).unsqueeze(2) & states  # [T, N, L]
     alpha = wg.where(first & states, read[0], -math.inf)
     alphas = [alpha]
     for step in range(1, t):
-        going = wg.tensor([step < k for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
         alpha = _lse(alpha, _shift(alpha, 1), wg.where(skip, _shift(alpha, 2), -math.inf)) + read[step]
-        alpha = wg.where(states & going, alpha, -math.inf)
+        alpha = wg.where(going[step], alpha, -math.inf)
         alphas.append(alpha)
     log_alpha = wg.stack(alphas, 1)  # [N, T, L]
     at = wg.tensor([max(k - 1, 0) for k in input_lengths], dtype=dtypes.int64, device=device)
@@ -2109,14 +2110,16 @@ def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, 
     ends = wg.tensor([2 * k for k in target_lengths], dtype=dtypes.int64, device=device).unsqueeze(1)
     final = (index == ends) | ((index == ends - 1) & (ends > 0))
     skip_from = wg.cat([skip[:, 2:], wg.zeros((n, 2), dtype=dtypes.bool_, device=device)], -1)
+    frames = wg.tensor(input_lengths, dtype=dtypes.int64, device=device)
+    steps = wg.arange(t, device=device).unsqueeze(1)
+    going = ((steps < frames - 1).unsqueeze(2) & states)  # [T, N, L]: a later frame exists
+    start = ((steps == frames - 1).unsqueeze(2) & states & final)  # the last frame's two final states
     beta = wg.full((n, width), -math.inf, dtype=read.dtype, device=device)
     betas = [None] * t
     for step in range(t - 1, -1, -1):
-        last = wg.tensor([step == k - 1 for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
-        going = wg.tensor([step < k - 1 for k in input_lengths], dtype=dtypes.bool_, device=device).unsqueeze(1)
         later = _lse(beta, _shift(beta.flip(-1), 1).flip(-1),
                      wg.where(skip_from, _shift(beta.flip(-1), 2).flip(-1), -math.inf)) + read[step]
-        beta = wg.where(states & going, later, wg.where(states & last & final, read[step], -math.inf))
+        beta = wg.where(going[step], later, wg.where(start[step], read[step], -math.inf))
         betas[step] = beta
     log_beta = wg.stack(betas, 0)  # [T, N, L]
     both = log_alpha.transpose(0, 1) + log_beta
@@ -2126,8 +2129,7 @@ def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, 
         2, labels.unsqueeze(0).expand(t, n, width).contiguous(), (both - top).exp())
     lcab = occupancy.log() + top
     g = (log_probs.exp() - (lcab + nll.reshape(1, n, 1) - log_probs).exp()) * grad.reshape(1, n, 1)
-    live = wg.arange(t, device=device).unsqueeze(1) < wg.tensor(input_lengths, dtype=dtypes.int64,
-                                                                 device=device).unsqueeze(0)
+    live = steps < frames
     if zero_infinity:
         live = live & (nll != math.inf).unsqueeze(0)
     return wg.where(live.unsqueeze(2), g, 0.0)
