@@ -26,17 +26,30 @@
 // projection) give out and gradients stored [B, T, nh, hs] that its reshapes see without copies. lse and D are
 // contiguous [B, H, L].
 //
+// A thread walks the other side two rows a step (its KSPLIT-th rows taken in pairs): the two scores' dot products,
+// exps and the backward's dO.v are independent, so their latencies overlap where one row a step waited on each
+// in turn (a thread's step is a chain: the score, its exp, then the adds that use it). The second row of the
+// last pair may fall past the tile: it is clamped to a row of the tile and skipped.
+//
 // Masks: CAUSAL (query i attends keys j <= i, PyTorch's is_causal) and an optional mask view [B, H, L, S] of any
 // strides (MASK_BINDING: float32 added to the scores, -inf meaning "never", or bool words, true = attend). A row
 // that attends no key gets NaN, as PyTorch's softmax of a row of -inf. Dropout (DROPOUT_BINDING) keeps weight
 // (i, j) of head bh where u(offset + (bh * L + i) * S + j) >= p (random_stream.wgsl's stream, as kernels.random
 // draws it) and scales it by 1 / (1 - p): the same draw as F.dropout(softmax(...)) from the same generator state.
 //
+// Element types: q, k, v, grad, out and the gradients are all float32 or all float16 (T, spliced in by
+// ELEMENT_TYPES: typed.py's aliases; a float16 module starts with `enable f16;`, on adapters with shader-f16).
+// Every read converts to f32 (the tiles, the registers and all the math stay f32) and every store rounds once
+// (to_T4: IEEE overflow to inf), so autocast's half attention reads and writes half tensors and makes no
+// float32 copies of them; lse, D and a float mask stay float32.
+//
 // Spliced in by attention.py: E4, V4 (vec4s of a q / k row and of a v row), VS4 (the forward's slice of v: grid
 // z walks the slices, so that a thread holds at most 16 vec4s of output), BC (keys per tile), QT (queries per
 // tile of attention_dkv), BR (rows per workgroup), KSPLIT (threads per row), KVT and QGT (vec4s of the tiles: at
 // least BR * KSPLIT where the parts merge), the registers and the helpers that use them, the merges included
 // (HELPERS), and the mask's and dropout's bindings and helpers (MASK_BINDING, DROPOUT_BINDING).
+
+//! splice ELEMENT_TYPES
 
 override CAUSAL: bool = false;
 override TILED: bool = true;
@@ -58,13 +71,13 @@ struct Params {
     p_drop: f32, drop_scale: f32, unused1: u32, unused2: u32,
 }
 
-@group(0) @binding(0) var<storage, read> qb: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kb: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> vb: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> ob: array<vec4<f32>>;   // out / grad_q / grad_k
-@group(0) @binding(4) var<storage, read_write> ob2: array<vec4<f32>>;  // grad_v
-@group(0) @binding(5) var<storage, read> gb: array<vec4<f32>>;         // grad of out
-@group(0) @binding(6) var<storage, read> oin: array<vec4<f32>>;        // the forward's out (attention_dq)
+@group(0) @binding(0) var<storage, read> qb: array<vec4<T>>;
+@group(0) @binding(1) var<storage, read> kb: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read> vb: array<vec4<T>>;
+@group(0) @binding(3) var<storage, read_write> ob: array<vec4<T>>;   // out / grad_q / grad_k
+@group(0) @binding(4) var<storage, read_write> ob2: array<vec4<T>>;  // grad_v
+@group(0) @binding(5) var<storage, read> gb: array<vec4<T>>;         // grad of out
+@group(0) @binding(6) var<storage, read> oin: array<vec4<T>>;        // the forward's out (attention_dq)
 @group(0) @binding(7) var<storage, read_write> stat_w: array<f32>;     // forward: lse; attention_dq: D
 @group(0) @binding(8) var<storage, read> lse_r: array<f32>;
 @group(0) @binding(9) var<storage, read> d_r: array<f32>;
@@ -84,11 +97,11 @@ var<workgroup> lt: array<f32, QT>;              // attention_dkv: the lse of the
 var<workgroup> dt: array<f32, QT>;              // ... and their D
 
 // Row r of a tile, or (untiled) the row at vec4 index r of the buffer.
-fn key(r: u32) -> vec4<f32> { if (TILED) { return kvt[r]; } return kb[r]; }
-fn val_s(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vb[r]; }
-fn val(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vb[r]; }
-fn qrow(r: u32) -> vec4<f32> { if (TILED) { return qgt[r]; } return qb[r] * p.scale; }
-fn grow(r: u32) -> vec4<f32> { if (TILED) { return qgt[QT * E4 + r]; } return gb[r]; }
+fn key(r: u32) -> vec4<f32> { if (TILED) { return kvt[r]; } return vec4<f32>(kb[r]); }
+fn val_s(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vec4<f32>(vb[r]); }
+fn val(r: u32) -> vec4<f32> { if (TILED) { return kvt[BC * E4 + r]; } return vec4<f32>(vb[r]); }
+fn qrow(r: u32) -> vec4<f32> { if (TILED) { return qgt[r]; } return vec4<f32>(qb[r]) * p.scale; }
+fn grow(r: u32) -> vec4<f32> { if (TILED) { return qgt[QT * E4 + r]; } return vec4<f32>(gb[r]); }
 
 //! splice HELPERS
 
@@ -121,29 +134,45 @@ fn attention_forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
         if (TILED) {
             for (var e = t; e < BC * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { kvt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+                if (r < n) { kvt[e] = vec4<f32>(kb[kbase + (j0 + r) * p.k_sl + e % E4]); }
             }
             for (var e = t; e < BC * VS4; e += NT) {
                 let r = e / VS4;
-                if (r < n) { kvt[BC * E4 + e] = vb[vbase + (j0 + r) * p.v_sl + e % VS4]; }
+                if (r < n) { kvt[BC * E4 + e] = vec4<f32>(vb[vbase + (j0 + r) * p.v_sl + e % VS4]); }
             }
             workgroupBarrier();
         }
-        for (var jj = part; jj < n; jj += KSPLIT) {
-            let j = j0 + jj;
-            if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
-            let s = q_dot_k(select(kbase + j * p.k_sl, jj * E4, TILED)) + mask_add(b, h, ic, j);
-            if (s > m) {
-                let f = exp(m - s);
+        // Two keys a step (see the top): tile rows ta and tb, keys ja and jb.
+        for (var ta = part; ta < n; ta += 2u * KSPLIT) {
+            let tb = min(ta + KSPLIT, n - 1u);
+            let ja = j0 + ta;
+            let jb = j0 + tb;
+            let oka = row && !(CAUSAL && ja > i) && attends(b, h, ic, ja);
+            let okb = row && ta + KSPLIT < n && !(CAUSAL && jb > i) && attends(b, h, ic, jb);
+            if (!oka && !okb) { continue; }
+            let sa = q_dot_k(select(kbase + ja * p.k_sl, ta * E4, TILED)) + mask_add(b, h, ic, ja);
+            let sb = q_dot_k(select(kbase + jb * p.k_sl, tb * E4, TILED)) + mask_add(b, h, ic, jb);
+            let top = max(select(LOWEST, sa, oka), select(LOWEST, sb, okb));
+            if (top > m) {
+                let f = exp(m - top);
                 l *= f;
                 acc_rescale(f);
-                m = s;
+                m = top;
             }
-            let e = exp(s - m);
-            l += e;
-            var w = e;
-            if (dropping()) { w = select(0.0, e * p.drop_scale, kept(c0 + j, dkey)); }
-            acc_add(w, select(vbase + j * p.v_sl, jj * VS4, TILED));
+            if (oka) {
+                let e = exp(sa - m);
+                l += e;
+                var w = e;
+                if (dropping()) { w = select(0.0, e * p.drop_scale, kept(c0 + ja, dkey)); }
+                acc_add(w, select(vbase + ja * p.v_sl, ta * VS4, TILED));
+            }
+            if (okb) {
+                let e = exp(sb - m);
+                l += e;
+                var w = e;
+                if (dropping()) { w = select(0.0, e * p.drop_scale, kept(c0 + jb, dkey)); }
+                acc_add(w, select(vbase + jb * p.v_sl, tb * VS4, TILED));
+            }
         }
         if (TILED) { workgroupBarrier(); }
     }
@@ -200,22 +229,33 @@ fn attention_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
         if (TILED) {
             for (var e = t; e < BC * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { kvt[e] = kb[kbase + (j0 + r) * p.k_sl + e % E4]; }
+                if (r < n) { kvt[e] = vec4<f32>(kb[kbase + (j0 + r) * p.k_sl + e % E4]); }
             }
             for (var e = t; e < BC * V4; e += NT) {
                 let r = e / V4;
-                if (r < n) { kvt[BC * E4 + e] = vb[vbase + (j0 + r) * p.v_sl + e % V4]; }
+                if (r < n) { kvt[BC * E4 + e] = vec4<f32>(vb[vbase + (j0 + r) * p.v_sl + e % V4]); }
             }
             workgroupBarrier();
         }
-        for (var jj = part; jj < n; jj += KSPLIT) {
-            let j = j0 + jj;
-            if (!row || (CAUSAL && j > i) || !attends(b, h, ic, j)) { continue; }
-            let kr = select(kbase + j * p.k_sl, jj * E4, TILED);
-            let pr = exp(q_dot_k(kr) + mask_add(b, h, ic, j) - lse);
-            var dp = do_dot_v(select(vbase + j * p.v_sl, jj * V4, TILED));
-            if (dropping()) { dp = select(0.0, dp * p.drop_scale, kept(c0 + j, dkey)); }
-            dq_add(pr * (dp - dsum), kr);
+        for (var ta = part; ta < n; ta += 2u * KSPLIT) {  // two keys a step, as attention_forward
+            let tb = min(ta + KSPLIT, n - 1u);
+            let ja = j0 + ta;
+            let jb = j0 + tb;
+            let oka = row && !(CAUSAL && ja > i) && attends(b, h, ic, ja);
+            let okb = row && ta + KSPLIT < n && !(CAUSAL && jb > i) && attends(b, h, ic, jb);
+            if (!oka && !okb) { continue; }
+            let kra = select(kbase + ja * p.k_sl, ta * E4, TILED);
+            let krb = select(kbase + jb * p.k_sl, tb * E4, TILED);
+            let pa = exp(q_dot_k(kra) + mask_add(b, h, ic, ja) - lse);
+            let pb = exp(q_dot_k(krb) + mask_add(b, h, ic, jb) - lse);
+            var dpa = do_dot_v(select(vbase + ja * p.v_sl, ta * V4, TILED));
+            var dpb = do_dot_v(select(vbase + jb * p.v_sl, tb * V4, TILED));
+            if (dropping()) {
+                dpa = select(0.0, dpa * p.drop_scale, kept(c0 + ja, dkey));
+                dpb = select(0.0, dpb * p.drop_scale, kept(c0 + jb, dkey));
+            }
+            if (oka) { dq_add(pa * (dpa - dsum), kra); }
+            if (okb) { dq_add(pb * (dpb - dsum), krb); }
         }
         if (TILED) { workgroupBarrier(); }
     }
@@ -246,11 +286,11 @@ fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
         if (TILED) {
             for (var e = t; e < QT * E4; e += NT) {
                 let r = e / E4;
-                if (r < n) { qgt[e] = qb[qbase + (q0 + r) * p.q_sl + e % E4] * p.scale; }
+                if (r < n) { qgt[e] = vec4<f32>(qb[qbase + (q0 + r) * p.q_sl + e % E4]) * p.scale; }
             }
             for (var e = t; e < QT * V4; e += NT) {
                 let r = e / V4;
-                if (r < n) { qgt[QT * E4 + e] = gb[gbase + (q0 + r) * p.g_sl + e % V4]; }
+                if (r < n) { qgt[QT * E4 + e] = vec4<f32>(gb[gbase + (q0 + r) * p.g_sl + e % V4]); }
             }
             for (var r = t; r < n; r += NT) {
                 lt[r] = lse_r[p.lse_off + bh * p.L + q0 + r];
@@ -258,28 +298,44 @@ fn attention_dkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
             }
             workgroupBarrier();
         }
-        for (var ii = part; ii < n; ii += KSPLIT) {
-            let i = q0 + ii;
-            if (!col || (CAUSAL && jc > i) || !attends(b, h, i, jc)) { continue; }
-            let qr = select(qbase + i * p.q_sl, ii * E4, TILED);
-            let gr = select(gbase + i * p.g_sl, ii * V4, TILED);
-            var lse = 0.0;
-            var dsum = 0.0;
+        for (var ua = part; ua < n; ua += 2u * KSPLIT) {  // two queries a step: tile rows ua, ub; queries ia, ib
+            let ub = min(ua + KSPLIT, n - 1u);
+            let ia = q0 + ua;
+            let ib = q0 + ub;
+            let oka = col && !(CAUSAL && jc > ia) && attends(b, h, ia, jc);
+            let okb = col && ua + KSPLIT < n && !(CAUSAL && jc > ib) && attends(b, h, ib, jc);
+            if (!oka && !okb) { continue; }
+            let qra = select(qbase + ia * p.q_sl, ua * E4, TILED);
+            let qrb = select(qbase + ib * p.q_sl, ub * E4, TILED);
+            let gra = select(gbase + ia * p.g_sl, ua * V4, TILED);
+            let grb = select(gbase + ib * p.g_sl, ub * V4, TILED);
+            var lse = vec2<f32>();
+            var dsum = vec2<f32>();
             if (TILED) {
-                lse = lt[ii];
-                dsum = dt[ii];
+                lse = vec2<f32>(lt[ua], lt[ub]);
+                dsum = vec2<f32>(dt[ua], dt[ub]);
             } else {
-                lse = lse_r[p.lse_off + bh * p.L + i];
-                dsum = d_r[p.d_off + bh * p.L + i];
+                let sa = p.lse_off + bh * p.L;
+                let sd = p.d_off + bh * p.L;
+                lse = vec2<f32>(lse_r[sa + ia], lse_r[sa + ib]);
+                dsum = vec2<f32>(d_r[sd + ia], d_r[sd + ib]);
             }
-            let pr = exp(k_dot_q(qr) + mask_add(b, h, i, jc) - lse);
-            var keep = true;
-            if (dropping()) { keep = kept(first_counter(bh, i) + jc, dkey); }
-            if (WANT_DV) { dv_add(select(0.0, select(pr, pr * p.drop_scale, dropping()), keep), gr); }
+            let pa = exp(k_dot_q(qra) + mask_add(b, h, ia, jc) - lse.x);
+            let pb = exp(k_dot_q(qrb) + mask_add(b, h, ib, jc) - lse.y);
+            var keep = vec2<bool>(true, true);
+            if (dropping()) {
+                keep = vec2<bool>(kept(first_counter(bh, ia) + jc, dkey), kept(first_counter(bh, ib) + jc, dkey));
+            }
+            let scale = select(1.0, p.drop_scale, dropping());
+            if (WANT_DV) {
+                if (oka) { dv_add(select(0.0, pa * scale, keep.x), gra); }
+                if (okb) { dv_add(select(0.0, pb * scale, keep.y), grb); }
+            }
             if (WANT_DK) {
-                var dp = select(0.0, v_dot_g(gr), keep);
-                if (dropping()) { dp *= p.drop_scale; }
-                dk_add(pr * (dp - dsum), qr);
+                let dpa = select(0.0, v_dot_g(gra), keep.x) * scale;
+                let dpb = select(0.0, v_dot_g(grb), keep.y) * scale;
+                if (oka) { dk_add(pa * (dpa - dsum.x), qra); }
+                if (okb) { dk_add(pb * (dpb - dsum.y), qrb); }
             }
         }
         if (TILED) { workgroupBarrier(); }

@@ -463,9 +463,10 @@ _ATTENTION = "scale:arg causal:arg=False dropout_p:arg=0.0 seed:arg=0 offset:arg
 
 attention = _kernel("attention", "out:out lse:out q:in k:in v:in mask:in " + _ATTENTION, """Scaled dot-product
 attention per (batch b, head h): out[b, h] = dropout(softmax(q[b, h] @ k[b, h]^T * scale + mask)) @ v[b, h].
-q: [B, H, L, E], k: [B, H, S, E], v: [B, H, S, Ev], float32 views whose last dim is contiguous (any other
-strides; a backend may want head sizes, offsets and strides that are multiples of 4, and raise
-NotImplementedError for shapes it does not take, before it runs anything). out: [B, H, L, Ev], its last dim
+q: [B, H, L, E], k: [B, H, S, E], v: [B, H, S, Ev], views of one dtype, out's too (float32; float16 computes in
+float32 and rounds each stored element once), whose last dim is contiguous (any other strides; a backend may want
+head sizes, offsets and strides that are multiples of 4, and raise NotImplementedError for shapes it does not
+take, before it runs anything). out: [B, H, L, Ev], its last dim
 contiguous and no two elements at one place, any other strides (ops/attention.py stores it in q's layout, as
 PyTorch's fused attention does). lse: contiguous float32 [B, H, L] (the log-sum-exp of each row's scaled, masked
 scores, for the backward), or None.
@@ -473,7 +474,7 @@ mask: None, or a [B, H, L, S] view (any strides, stride 0 where broadcast): floa
 (-inf: never attended), or bool, True where attended. causal: query i attends keys j <= i only (PyTorch's
 is_causal). A row that attends no key is NaN (lse -inf). dropout_p > 0: weight (i, j) of head bh = b * H + h is
 kept where u(offset + (bh * L + i) * S + j) >= dropout_p (the transformer section's draw, seed and offset ints or
-u32 dynamic scalars) and scaled by 1 / (1 - dropout_p).""")
+u32 dynamic scalars) and scaled by 1 / (1 - dropout_p).""", half=HALF)
 
 attention_backward = _kernel("attention_backward", "grad_q:out grad_k:out grad_v:out grad:in q:in k:in v:in out:in "
                              "lse:in mask:in " + _ATTENTION, """Gradients of attention given grad (of out, [B, H, L,
@@ -481,7 +482,7 @@ Ev], last dim contiguous), the forward's inputs and arguments, its out and lse; 
 of q's, k's and v's shapes with out's rules on strides (ops/attention.py stores each in its input's layout). With
 P the weights before dropout (recomputed from lse), Pd after it, M the kept mask scaled by 1 / (1 - p): grad_v =
 Pd^T grad; dP = (grad v^T) * M; D = rowsum(grad * out); dS = P * (dP - D); grad_q = dS k * scale, grad_k = dS^T q
-* scale.""")
+* scale. The gradients and grad are of q's dtype; lse stays float32.""", half=HALF)
 
 dropout = _kernel("dropout", "out:out x:in p:arg seed:arg offset:arg", """out[i] = x[i] / (1 - p) where element i (of
 the row-major order) is kept, else 0 (also where x is NaN or inf): kept where u(offset + i) >= p (the transformer

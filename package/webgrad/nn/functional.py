@@ -18,7 +18,7 @@ from ..ops.elementwise import check_same_device as _check_same_device, where as 
 from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401
                         huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from ..ops.matmul import linear  # noqa: F401
-from ..ops.autocast_policy import full_precision
+from ..ops.autocast_policy import full_precision, lower_precision
 from ..ops.attention import fused_dropout as _fused_dropout
 from ..ops.attention_chunked import sdpa as _sdpa_kernels
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
@@ -443,6 +443,7 @@ def _attention(query, key, value, bias, dropout_p, scale):
     return weights @ value, weights
 
 
+@lower_precision("scaled_dot_product_attention")  # (float16 under autocast, as PyTorch)
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(Q Kᵀ / sqrt(E) + mask) V over the last two dims, as torch.nn.functional.scaled_dot_product_attention.

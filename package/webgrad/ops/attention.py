@@ -127,7 +127,7 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     shape = tuple(lead) + (L, Ev)
 
     def backward(g):
-        g4 = _aligned(g.reshape(B, H, L, Ev))
+        g4 = _aligned((g if g.dtype is out.dtype else g.to(out.dtype)).reshape(B, H, L, Ev))
         grads = [like(s, (B, H) + tuple(t.shape[-2:])) if t.requires_grad else None
                  for s, t in zip((qs, ks, vs), (query, key, value))]
         kernels.attention_backward(backend, *(None if t is None else t._view for t in grads), g4._view, qs._view,

@@ -18,14 +18,22 @@ WEBGRAD_ATTENTION_KSPLIT=<n>[x<rows>] forces a split (benchmarks and tests).
 
 Every operand, the outputs included, goes through its (offset, batch, head, row) strides in vec4s (_operand):
 ops/attention.py stores out and the gradients in their inputs' layouts.
+
+float16: the shader's operands are all float32 or all float16 (its ELEMENT_TYPES, typed.py). The half variant
+(an `enable f16;` module: adapters with shader-f16, the only ones where float16 storages exist) reads halves into
+the same f32 registers and tiles and rounds each stored element once, so autocast's attention makes no float32
+copy of q, k, v, out or the gradients (the CAST policy's scratch, twice the half tensors' bytes, some of it live at
+a GPT step's peak in the backward). lse and D stay float32. The records' policy is HALF: attention_half and
+attention_backward_half take calls whose operands are all float16 and leave mixed ones to the casts.
 """
 
 import functools
 import os
 import struct
 
-from ...dtypes import bool_, float32
+from ...dtypes import bool_, float16, float32
 from .. import kernels
+from . import typed
 from .dispatch import Kernel, Shader
 from .views import check_view, u32_fields
 
@@ -75,40 +83,41 @@ def _merge(name, regs, tile, width):
 
 def _helpers(e4, v4, vs4, kv_width, qg_width):
     """The register declarations and the unrolled helpers attention.wgsl's entry points call; the merges take
-    kv_width (forward, attention_dq) or qg_width (attention_dkv) vec4s a row at a time."""
+    kv_width (forward, attention_dq) or qg_width (attention_dkv) vec4s a row at a time. (No register may take a
+    type's name: grad_v's were f0, f1, ..., and f16 then hid the type from the float16 variant.)"""
     E, V, VS = range(e4), range(v4), range(vs4)
     lines = [_regs("q", e4), _regs("a", vs4), _regs("d", v4), _regs("g", e4), _regs("k", e4), _regs("w", v4),
-             _regs("e", e4), _regs("f", v4)]
+             _regs("e", e4), _regs("gv", v4)]
 
     def fn(signature, body):
         lines.append(f"fn {signature} {{\n" + "".join(f"    {b}\n" for b in body) + "}")
 
-    fn("load_q(at: u32)", [f"q{c} = qb[at + {c}u] * p.scale;" for c in E])
+    fn("load_q(at: u32)", [f"q{c} = vec4<f32>(qb[at + {c}u]) * p.scale;" for c in E])
     fn("q_dot_k(r: u32) -> f32", [f"return {_sum([f'dot(q{c}, key(r + {c}u))' for c in E])};"])
     fn("acc_zero()", [f"a{c} = vec4<f32>();" for c in VS])
     fn("acc_rescale(f: f32)", [f"a{c} *= f;" for c in VS])
     fn("acc_add(w: f32, r: u32)", [f"a{c} += w * val_s(r + {c}u);" for c in VS])
-    fn("store_acc(at: u32, f: f32)", [f"ob[at + {c}u] = a{c} * f;" for c in VS])
-    fn("load_do(at: u32)", [f"d{c} = gb[at + {c}u];" for c in V])
-    fn("do_dot_o(at: u32) -> f32", [f"return {_sum([f'dot(d{c}, oin[at + {c}u])' for c in V])};"])
+    fn("store_acc(at: u32, f: f32)", [f"ob[at + {c}u] = to_T4(a{c} * f);" for c in VS])
+    fn("load_do(at: u32)", [f"d{c} = vec4<f32>(gb[at + {c}u]);" for c in V])
+    fn("do_dot_o(at: u32) -> f32", [f"return {_sum([f'dot(d{c}, vec4<f32>(oin[at + {c}u]))' for c in V])};"])
     fn("do_dot_v(r: u32) -> f32", [f"return {_sum([f'dot(d{c}, val(r + {c}u))' for c in V])};"])
     fn("dq_zero()", [f"g{c} = vec4<f32>();" for c in E])
     fn("dq_add(w: f32, r: u32)", [f"g{c} += w * key(r + {c}u);" for c in E])
-    fn("store_dq(at: u32, f: f32)", [f"ob[at + {c}u] = g{c} * f;" for c in E])
-    fn("load_k(at: u32)", [f"k{c} = kb[at + {c}u];" for c in E])
-    fn("load_v(at: u32)", [f"w{c} = vb[at + {c}u];" for c in V])
+    fn("store_dq(at: u32, f: f32)", [f"ob[at + {c}u] = to_T4(g{c} * f);" for c in E])
+    fn("load_k(at: u32)", [f"k{c} = vec4<f32>(kb[at + {c}u]);" for c in E])
+    fn("load_v(at: u32)", [f"w{c} = vec4<f32>(vb[at + {c}u]);" for c in V])
     fn("k_dot_q(r: u32) -> f32", [f"return {_sum([f'dot(k{c}, qrow(r + {c}u))' for c in E])};"])
     fn("v_dot_g(r: u32) -> f32", [f"return {_sum([f'dot(w{c}, grow(r + {c}u))' for c in V])};"])
     fn("dk_zero()", [f"e{c} = vec4<f32>();" for c in E])
-    fn("dv_zero()", [f"f{c} = vec4<f32>();" for c in V])
+    fn("dv_zero()", [f"gv{c} = vec4<f32>();" for c in V])
     fn("dk_add(w: f32, r: u32)", [f"e{c} += w * qrow(r + {c}u);" for c in E])
-    fn("dv_add(w: f32, r: u32)", [f"f{c} += w * grow(r + {c}u);" for c in V])
-    fn("store_dk(at: u32)", [f"ob[at + {c}u] = e{c};" for c in E])
-    fn("store_dv(at: u32)", [f"ob2[at + {c}u] = f{c};" for c in V])
+    fn("dv_add(w: f32, r: u32)", [f"gv{c} += w * grow(r + {c}u);" for c in V])
+    fn("store_dk(at: u32)", [f"ob[at + {c}u] = to_T4(e{c});" for c in E])
+    fn("store_dv(at: u32)", [f"ob2[at + {c}u] = to_T4(gv{c});" for c in V])
     for name, prefix, n, tile, width in (("acc_merge", "a", vs4, "kvt", kv_width),
                                          ("dq_merge", "g", e4, "kvt", kv_width),
                                          ("dk_merge", "e", e4, "qgt", qg_width),
-                                         ("dv_merge", "f", v4, "qgt", qg_width)):
+                                         ("dv_merge", "gv", v4, "qgt", qg_width)):
         lines.append(_merge(name, [f"{prefix}{c}" for c in range(n)], tile, min(n, width)))
     return "\n".join(lines)
 
@@ -139,17 +148,20 @@ _DROPOUT = {
 }
 
 
+_WGSL = {float32: "f32", float16: "f16"}
+
+
 @functools.lru_cache(maxsize=None)
-def _kernels(e4, v4, vs4, bc, qt, mask, dropout, ksplit=1, br=BR):
+def _kernels(e4, v4, vs4, bc, qt, mask, dropout, ksplit=1, br=BR, element="f32"):
     """(forward, dq, dkv) Kernels of the shader specialised for these sizes, mask kind, dropout and key split
-    (ksplit threads for each of br rows)."""
+    (ksplit threads for each of br rows), on operands of WGSL type `element` ("f32" or "f16")."""
     floor = br * ksplit if ksplit > 1 else 0  # the parts' (max, sum) pairs
     kvt, qgt = max(bc * (e4 + v4), floor), max(qt * (e4 + v4), floor)
     constants = {"E4": e4, "V4": v4, "VS4": vs4, "BC": bc, "QT": qt, "BR": br, "KSPLIT": ksplit, "KVT": kvt,
                  "QGT": qgt}
     splices = {"HELPERS": _helpers(e4, v4, vs4, kvt // br, qgt // br), "MASK_BINDING": "\n".join(_MASK[mask]),
-               "DROPOUT_BINDING": _DROPOUT[dropout]}
-    shader = Shader("attention.wgsl", lambda: (constants, splices))
+               "DROPOUT_BINDING": _DROPOUT[dropout], "ELEMENT_TYPES": typed.element_types((("T", element),))}
+    shader = (typed.F16Shader if element == "f16" else Shader)("attention.wgsl", lambda: (constants, splices))
     extra = ((10, _R),) * (mask != MASK_NONE) + ((11, _R),) * dropout
     forward = Kernel(shader, "attention_forward", ((0, _R), (1, _R), (2, _R), (3, _W), (7, _W)) + extra + ((12, _U),),
                      ("CAUSAL", "TILED", "LSE"))
@@ -227,10 +239,10 @@ def split(rt, kernel, pairs, rows, walked):
     return ks, min(BR, threads // ks)
 
 
-def _operand(view, name, shape4):
-    """A [B, H, rows, dim] operand, read or written: float32, last dim contiguous, offset and strides multiples of
-    4. Its (offset, batch, head, row strides) in vec4s."""
-    check_view(view, name, dtype=float32, ndim=4)
+def _operand(view, name, shape4, dtype=float32):
+    """A [B, H, rows, dim] operand, read or written: of `dtype` (the call's: q's), last dim contiguous, offset and
+    strides multiples of 4. Its (offset, batch, head, row strides) in vec4s."""
+    check_view(view, name, dtype=dtype, ndim=4)
     if view.shape != shape4:
         raise ValueError(f"attention: {name} has shape {view.shape}, expected {shape4}")
     if view.strides[3] != 1 and view.shape[3] > 1:
@@ -264,11 +276,14 @@ def _mask(mask, shape4):
 
 
 def _setup(rt, q, k, v, mask, dropout_p, seed, offset):
+    check_view(q, "q", ndim=4)
+    if q.dtype not in _WGSL:
+        raise TypeError(f"attention: q must be float32 or float16, not {q.dtype}")
     B, H, L, E = q.shape
     S, Ev = k.shape[2], v.shape[3]
-    qs = _operand(q, "q", (B, H, L, E))
-    ks = _operand(k, "k", (B, H, S, E))
-    vs = _operand(v, "v", (B, H, S, Ev))
+    qs = _operand(q, "q", (B, H, L, E), q.dtype)
+    ks = _operand(k, "k", (B, H, S, E), q.dtype)
+    vs = _operand(v, "v", (B, H, S, Ev), q.dtype)
     kind, m_off, m_strides = _mask(mask, (B, H, L, S))
     if any(s < 0 for s in m_strides):
         raise ValueError("attention: the mask must not have negative strides")
@@ -281,21 +296,23 @@ def _setup(rt, q, k, v, mask, dropout_p, seed, offset):
     offset_slot, offset_value = u32_fields(offset, "offset")
     dropping = dropout_p > 0
     return dict(B=B, H=H, L=L, S=S, e4=e4, v4=v4, slices=_v_slices(v4)[1], qs=qs, ks=ks, vs=vs, m_off=m_off,
+                dtype=q.dtype,
                 m_strides=m_strides, seed=(seed_slot, seed_value) if dropping else (NO_SLOT, 0),
                 offset=(offset_slot, offset_value) if dropping else (NO_SLOT, 0), mask_kind=kind, dropping=dropping)
 
 
-def kernels_for(limit, e4, v4, mask_kind, dropping, ksplit=1, br=BR):
-    """(forward, dq, dkv) Kernels for head sizes of e4, v4 vec4s with `limit` bytes of workgroup memory."""
+def kernels_for(limit, e4, v4, mask_kind, dropping, ksplit=1, br=BR, dtype=float32):
+    """(forward, dq, dkv) Kernels for head sizes of e4, v4 vec4s with `limit` bytes of workgroup memory, on
+    operands of `dtype` (float32 or float16)."""
     return _kernels(e4, v4, _v_slices(v4)[0], _tile(limit, e4 + v4), _tile(limit, e4 + v4, 8), mask_kind, dropping,
-                    ksplit, br)
+                    ksplit, br, _WGSL[dtype])
 
 
 def _launch(rt, g, name, rows, walked):
     """((forward, dq, dkv), rows a workgroup) for kernel `name` of this call (split's choice)."""
     ksplit, br = split(rt, name, g["B"] * g["H"], rows, walked)
     return kernels_for(rt.limits["max_compute_workgroup_storage_size"], g["e4"], g["v4"], g["mask_kind"],
-                       g["dropping"], ksplit, br), br
+                       g["dropping"], ksplit, br, g["dtype"]), br
 
 
 _NONE4 = (0, 0, 0, 0)
@@ -316,9 +333,9 @@ def _extra(rt, mask, dropping):
     return ((mask.storage,) if mask is not None else ()) + ((rt.scalars,) if dropping else ())
 
 
-def _output(view, name, shape4):
+def _output(view, name, shape4, dtype=float32):
     """An output operand (_operand's rules), whose elements must not overlap: threads write them all at once."""
-    at = _operand(view, name, shape4)
+    at = _operand(view, name, shape4, dtype)
     extent = 1
     for s, n in sorted((s, n) for s, n in zip(view.strides, view.shape) if n > 1):
         if s < extent:
@@ -345,7 +362,7 @@ def _distinct(outs, *views):
 def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, seed=0, offset=0):
     g = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L = g["B"], g["H"], g["L"]
-    o = _output(out, "out", (B, H, L, v.shape[3]))
+    o = _output(out, "out", (B, H, L, v.shape[3]), g["dtype"])
     lse_off = _lse(lse, (B, H, L)) if lse is not None else 0
     _distinct((out, lse), q, k, v, mask)
     if out.numel == 0:
@@ -366,10 +383,10 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
                        dropout_p=0.0, seed=0, offset=0):
     g = _setup(rt, q, k, v, mask, dropout_p, seed, offset)
     B, H, L, S, E, Ev = g["B"], g["H"], g["L"], g["S"], q.shape[3], v.shape[3]
-    gs = _operand(grad, "grad", (B, H, L, Ev))
-    o_in = _operand(out, "out", (B, H, L, Ev))
+    gs = _operand(grad, "grad", (B, H, L, Ev), g["dtype"])
+    o_in = _operand(out, "out", (B, H, L, Ev), g["dtype"])
     lse_off = _lse(lse, (B, H, L))
-    offs = [_NONE4 if t is None else _output(t, name, shape) for t, name, shape in
+    offs = [_NONE4 if t is None else _output(t, name, shape, g["dtype"]) for t, name, shape in
             ((grad_q, "grad_q", (B, H, L, E)), (grad_k, "grad_k", (B, H, S, E)), (grad_v, "grad_v", (B, H, S, Ev)))]
     _distinct((grad_q, grad_k, grad_v), q, k, v, mask, grad, out, lse)
     if B * H * L * S == 0 or (grad_q is None and grad_k is None and grad_v is None):
@@ -395,3 +412,26 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
                     (q.storage, k.storage, v.storage, grad_k.storage if want_dk else rt.spare(0),
                      grad_v.storage if want_dv else rt.spare(1), grad.storage, lse.storage, d) + extra, params,
                     (-(-S // br), B * H, 1), slots)
+
+
+def _all_half(views):
+    return all(v is None or v.dtype is float16 for v in views)
+
+
+@kernels.attention.implement("webgpu", half=True)
+def attention_half(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, seed=0, offset=0):
+    """The float16 variant: q, k, v and out all float16 (lse float32); NotImplemented for mixed dtypes (the
+    policy's casts take those)."""
+    if not _all_half((out, q, k, v)):
+        return NotImplemented
+    return attention(rt, out, lse, q, k, v, mask, scale, causal, dropout_p, seed, offset)
+
+
+@kernels.attention_backward.implement("webgpu", half=True)
+def attention_backward_half(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask, scale, causal=False,
+                            dropout_p=0.0, seed=0, offset=0):
+    """The float16 variant: every operand but lse (and the mask) float16; NotImplemented otherwise."""
+    if not _all_half((grad_q, grad_k, grad_v, grad, q, k, v, out)):
+        return NotImplemented
+    return attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask, scale, causal, dropout_p,
+                              seed, offset)
