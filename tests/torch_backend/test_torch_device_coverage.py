@@ -1,5 +1,5 @@
-"""ATen ops the webgpu torch device runs on webgrad's ops where it used to fall back to the CPU (3-D and transposed
-1-D convolution, segment reductions, antialiased resampling, linear algebra, special functions, ...): each under
+"""ATen ops the webgpu torch device runs as compositions of webgrad's ops (3-D and transposed 1-D convolution, segment
+reductions, antialiased resampling, linear algebra, special functions, CTC, real-input FFTs, ...): each under
 td.strict() (a CPU fallback raises), values and gradients against PyTorch on the CPU."""
 
 import pytest

@@ -187,9 +187,11 @@ _LIB.fallback(_boxed, "PrivateUse1")
 # ------------------------------------------------------------------ composite ops that run whole on the CPU
 # Composite ops whose decomposition makes complex tensors between a real input and a real result (the inverse real
 # FFTs, the Hermitian FFTs, stft with return_complex=False): the device holds no complex dtype, so the pieces
-# cannot run there. Registered at AutogradPrivateUse1 (consulted before the decomposition for webgpu tensors), the
-# whole op runs on CPU copies, with one warning as any fallback, and its gradient is PyTorch's CPU autograd of the
-# same call. A complex result still raises the device's TypeError naming the dtype when it is uploaded.
+# cannot run there. Registered at AutogradPrivateUse1 (consulted before the decomposition for webgpu tensors), a
+# real float32 input runs the whole op on the device as webgrad's real products (ops/fft_real.py, the `first`
+# kernels below); anything else runs whole on CPU copies, with one warning as any fallback, and its gradient is
+# PyTorch's CPU autograd of the same call. A complex result still raises the device's TypeError naming the dtype
+# when it is uploaded.
 _WHOLE = torch.library.Library("aten", "IMPL")
 
 
