@@ -11,6 +11,7 @@ does the scaling (norm 'backward', 'forward' or 'ortho', on all the transformed 
 The products cost O(n^2) per dim where an FFT costs O(n log n): meant for the sizes models use, not long signals.
 """
 
+import functools
 import math
 
 from .. import dtypes
@@ -51,15 +52,22 @@ def _along(x, d, matrix):
 
 
 def _matrices(n_in, n, scale, like, weights=None, period=None):
-    """(cos, sin) matrices [n_in, n]: entry [k, m] = w_k * scale * cos(2 pi k m / period) (and sin); the period is n
-    unless given."""
-    period = n if period is None else period
+    """(cos, sin) matrices [n_in, n] on like's device: entry [k, m] = w_k * scale * cos(2 pi k m / period) (and
+    sin); the period is n unless given."""
+    cos, sin = _rows(n_in, n, scale, tuple(weights) if weights else None, n if period is None else period)
+    return (tensor(cos, dtype=like.dtype, device=like.device), tensor(sin, dtype=like.dtype, device=like.device))
+
+
+@functools.lru_cache(maxsize=32)
+def _rows(n_in, n, scale, weights, period):
+    """The matrices' rows, which depend on the sizes only: a transform repeated on same-sized inputs computes them
+    once."""
     cos, sin = [], []
     for k in range(n_in):
         w = scale * (weights[k] if weights else 1.0)
-        cos.append([w * math.cos(2 * math.pi * k * m / period) for m in range(n)])
-        sin.append([w * math.sin(2 * math.pi * k * m / period) for m in range(n)])
-    return (tensor(cos, dtype=like.dtype, device=like.device), tensor(sin, dtype=like.dtype, device=like.device))
+        cos.append(tuple(w * math.cos(2 * math.pi * k * m / period) for m in range(n)))
+        sin.append(tuple(w * math.sin(2 * math.pi * k * m / period) for m in range(n)))
+    return tuple(cos), tuple(sin)
 
 
 def _plan(x, s, dim, op):

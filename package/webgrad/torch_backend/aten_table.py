@@ -7,6 +7,7 @@ ATen ops, so webgrad's own autograd is not involved. A function raises :class:`U
 combinations it does not cover; the executor then runs that node in eager PyTorch (see executor.py).
 """
 
+import functools
 import math
 import struct
 
@@ -1898,9 +1899,16 @@ def _aa_filter(cubic):
 
 
 def _aa_weights(n_in, n_out, align_corners, scale, cubic, like):
-    """The [n_out, n_in] matrix of ATen's antialiased resampling along one dim (UpSampleKernel.cpp's
-    _compute_indices_min_size_weights_aa): output i averages the inputs within `support` of its center, the filter
-    stretched by the scale when downsampling, the weights normalised to sum to 1. It depends on the sizes only."""
+    """The [n_out, n_in] matrix of ATen's antialiased resampling along one dim, on like's device."""
+    return wg.tensor(_aa_rows(n_in, n_out, bool(align_corners), scale, cubic), dtype=like.dtype, device=like.device)
+
+
+@functools.lru_cache(maxsize=64)
+def _aa_rows(n_in, n_out, align_corners, scale, cubic):
+    """The rows of ATen's antialiased resampling matrix (UpSampleKernel.cpp's _compute_indices_min_size_weights_aa):
+    output i averages the inputs within `support` of its center, the filter stretched by the scale when
+    downsampling, the weights normalised to sum to 1. They depend on the sizes only, so a resize repeated over a
+    data set computes them once."""
     if align_corners:
         step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
     else:
@@ -1918,8 +1926,8 @@ def _aa_weights(n_in, n_out, align_corners, scale, cubic, like):
         total = sum(w)
         row = [0.0] * n_in
         row[low:low + count] = [v / total for v in w] if total else w
-        rows.append(row)
-    return wg.tensor(rows, dtype=like.dtype, device=like.device)
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
 def _upsample_aa(cubic):
