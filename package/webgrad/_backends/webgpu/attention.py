@@ -55,15 +55,7 @@ def _regs(prefix, n):
 
 
 def _sum(terms):
-    """The terms added as a balanced tree: a chain of E4 dependent additions per score was the longest latency of a
-    thread's step (one key a thread), log2(E4) levels take its place."""
-    terms = list(terms)
-    if not terms:
-        return "0.0"
-    while len(terms) > 1:
-        pairs = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])]
-        terms = pairs + terms[len(pairs) * 2:]
-    return terms[0]
+    return " + ".join(terms) if terms else "0.0"
 
 
 def _merge(name, regs, tile, width):
