@@ -218,12 +218,31 @@ fn layer_norm_param_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_i
     let n = units();
     let u = wid.x * PS_UNITS + t % PS_UNITS;
     let slice = t / PS_UNITS;
-    for (var which = 0u; which < 2u; which++) {  // 0: g * xhat (grad_weight), 1: g (grad_bias)
-        var acc = vec4<f32>();
-        if (u < n) {
-            for (var c = slice; c < p.chunks; c += PS_SLICES) { acc += partial[(2u * c + which) * n + u]; }
+    // Both sums in one walk, four chunks (eight loads) in flight: one dependent load per chunk had made this pass
+    // latency-bound (on an H200, 16.5 us for a GPT's 1,024 chunks of d = 384). Each sum keeps the chunks' order.
+    var sum_w = vec4<f32>();  // g * xhat (grad_weight)
+    var sum_b = vec4<f32>();  // g (grad_bias)
+    if (u < n) {
+        var c = slice;
+        for (; c + 3u * PS_SLICES < p.chunks; c += 4u * PS_SLICES) {
+            let w0 = partial[(2u * c) * n + u];
+            let b0 = partial[(2u * c + 1u) * n + u];
+            let w1 = partial[(2u * (c + PS_SLICES)) * n + u];
+            let b1 = partial[(2u * (c + PS_SLICES) + 1u) * n + u];
+            let w2 = partial[(2u * (c + 2u * PS_SLICES)) * n + u];
+            let b2 = partial[(2u * (c + 2u * PS_SLICES) + 1u) * n + u];
+            let w3 = partial[(2u * (c + 3u * PS_SLICES)) * n + u];
+            let b3 = partial[(2u * (c + 3u * PS_SLICES) + 1u) * n + u];
+            sum_w = (((sum_w + w0) + w1) + w2) + w3;
+            sum_b = (((sum_b + b0) + b1) + b2) + b3;
         }
-        red4[t] = acc;
+        for (; c < p.chunks; c += PS_SLICES) {
+            sum_w += partial[(2u * c) * n + u];
+            sum_b += partial[(2u * c + 1u) * n + u];
+        }
+    }
+    for (var which = 0u; which < 2u; which++) {  // 0: grad_weight, 1: grad_bias
+        red4[t] = select(sum_b, sum_w, which == 0u);
         workgroupBarrier();
         for (var s = PS_SLICES / 2u; s > 0u; s >>= 1u) {
             if (slice < s) { red4[t] += red4[t + PS_UNITS * s]; }

@@ -12,8 +12,9 @@ from helpers import DEVICES, gradcheck, read_view, stored_view
 RNG = np.random.default_rng(1)
 SHAPES = [((5, 8), (8,)), ((3, 7), (7,)), ((2, 3, 20), (20,)), ((4, 6, 10), (6, 10)), ((600, 12), (12,)),
           ((3, 1030), (1030,)),
-          # many chunks of the GPU backward (more than its stage 2 has slices; a short last one), ragged columns
-          ((601, 130), (130,)), ((520, 96), (96,))]
+          # many chunks of the GPU backward (more than its stage 2 has slices; a short last one), ragged columns;
+          # enough for stage 2's four-chunks-a-step walk and its tail
+          ((601, 130), (130,)), ((520, 96), (96,)), ((1100, 64), (64,))]
 
 
 def _variants(device):
