@@ -5,7 +5,7 @@ from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
 from .attention import MultiheadAttention  # noqa: F401
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
-from .conv import Conv2d, ConvTranspose2d  # noqa: F401
+from .conv import Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
 from .feature_dropout import Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
