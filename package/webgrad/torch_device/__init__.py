@@ -73,9 +73,13 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):
         return True
 
 
+_PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
 class _Guard(torch._C._acc.DeviceGuard):
+    # (PyTorch's C++ asks this for every device and stream query: each autograd node a step makes and runs)
     def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
+        return _PRIVATE_USE1
 
 
 class _DeviceModule:

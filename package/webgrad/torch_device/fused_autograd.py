@@ -42,6 +42,7 @@ _LIB = torch.library.Library("aten", "IMPL")
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 _FLOATS = (torch.float32, torch.float16)
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+_WEBGPU = st.DEVICE.type
 
 
 def _once_differentiable(fn):
@@ -59,7 +60,10 @@ def _once_differentiable(fn):
 def _plain(*tensors):
     """Whether every tensor given is an ordinary webgpu tensor or parameter (None allowed): not a tensor
     subclass that intercepts dispatch, as torch.compile's fake and functional tensors do."""
-    return all(t is None or (type(t) in _PLAIN_TYPES and t.device.type == st.DEVICE.type) for t in tensors)
+    for t in tensors:
+        if t is not None and (type(t) not in _PLAIN_TYPES or t.device.type != _WEBGPU):
+            return False
+    return True
 
 
 class _WebgradOp(torch.autograd.Function):

@@ -25,6 +25,7 @@ from webgrad._backends import kernels
 DEVICE = torch.device("webgpu", 0)
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+_redispatch_set = _set_storage._handle.redispatch_boxed  # (OpOverload.redispatch, less its Python frame)
 _empty_tensor = torch._C._acc.create_empty_tensor
 _from_pointer = torch._C._construct_storage_from_data_pointer
 
@@ -68,15 +69,23 @@ def webgrad_dtype(torch_dtype):
 
 
 def _release(pointer):
-    _deferred.pop(pointer, None)
+    # (runs each time a torch storage dies: a step frees a dozen; the maps that are usually empty are asked only
+    # when they are not)
+    if _deferred:
+        _deferred.pop(pointer, None)
     _by_pointer.pop(pointer, None)
     _dtype_of.pop(pointer, None)
-    _pending.pop(pointer, None)
-    _host_scalars.pop(pointer, None)
+    if _pending:
+        _pending.pop(pointer, None)
+    if _host_scalars:
+        _host_scalars.pop(pointer, None)
     key = _key_of.pop(pointer, None)
-    if _pointer_of.get(key, (None,))[0] == pointer:
-        del _pointer_of[key]
-    _pointer_of.pop(("loaded", pointer), None)
+    if key is None:  # (a storage torch.load made that no tensor typed)
+        _pointer_of.pop(("loaded", pointer), None)
+    else:
+        entry = _pointer_of.get(key)
+        if entry is not None and entry[0] == pointer:
+            del _pointer_of[key]
     _free_pointers.append(pointer)
 
 
@@ -142,11 +151,14 @@ def wrap(x, torch_dtype=None):
     """A webgpu torch tensor viewing webgrad Tensor `x`'s data (no copy). `torch_dtype`: what PyTorch should
     see (the one of `x`'s dtype unless told otherwise)."""
     view = x._view
+    storage = view.storage
     if torch_dtype is None:
         torch_dtype = TO_TORCH[view.dtype]
-    held = torch_storage(view.storage, _storage_numel(view.storage), torch_dtype)
-    t = _empty_tensor([0], torch_dtype)
-    return _set_storage.redispatch(_CPU_KEYS, t, held, view.offset, list(view.shape), list(view.strides))
+    entry = _pointer_of.get(id(storage))
+    held = entry[1]() if entry is not None else None
+    if held is None:
+        held = torch_storage(storage, _storage_numel(storage), torch_dtype)
+    return _redispatch_set(_CPU_KEYS, _empty_tensor([0], torch_dtype), held, view.offset, view.shape, view.strides)
 
 
 def storage_of(t):
@@ -276,8 +288,7 @@ def empty(shape, torch_dtype, strides=None):
         strides = View.contiguous_strides(shape)
     numel = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
     _, held = new_storage(numel, torch_dtype)
-    t = _empty_tensor([0], torch_dtype)
-    return _set_storage.redispatch(_CPU_KEYS, t, held, 0, list(shape), list(strides))
+    return _redispatch_set(_CPU_KEYS, _empty_tensor([0], torch_dtype), held, 0, shape, tuple(strides))
 
 
 # Host copies of one-element tensors whose value the host knows because a kernel here wrote it (zeros, fill_,
