@@ -501,6 +501,49 @@ fn binary4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     }
 }
 
+// unary4s, unary_backward4s, binary4s: the vec4 entry points over strided views whose innermost merged dim is
+// contiguous in every operand, with its size, the offsets and every other stride multiples of 4 (a slice of a
+// wider row, a transposed head layout, a split's piece written into its gradient): each quad's offsets from the
+// general walk (offsets() at its first element; a quad never crosses a row), so the walk's divisions run once per
+// four elements and every load and store is a vec4. The general walk, one element at a time, was bound by those
+// divisions.
+fn quad_offsets(i: u32) -> vec4<i32> { return offsets(4u * i) / 4; }
+
+@compute @workgroup_size(WORKGROUP)
+fn unary4s(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let a = scalar_a();
+    let b = scalar_b();
+    let ai = scalar_ai();
+    let bi = scalar_bi();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = quad_offsets(i);
+        let x = quad0(o.y);
+        out4[o.x] = vec4<u32>(unary_word(x.x, 0u, a, b, ai, bi), unary_word(x.y, 0u, a, b, ai, bi),
+                              unary_word(x.z, 0u, a, b, ai, bi), unary_word(x.w, 0u, a, b, ai, bi));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_backward4s(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = quad_offsets(i);
+        backward_quad(o, 0, quad0(o.y), a, b);
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary4s(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = quad_offsets(i);
+        let x = quad0(o.y);
+        let y = quad1(o.z);
+        out4[o.x] = vec4<u32>(binary_word(x.x, y.x), binary_word(x.y, y.y), binary_word(x.z, y.z),
+                              binary_word(x.w, y.w));
+    }
+}
+
 // ------------------------------------------------------------------ float16 entry points
 // unary_h8, unary_backward_h8, binary_h8: the same ops on contiguous float16 operands whose offsets and
 // element count are multiples of 8 (f16.py sends float16 work here when it fits, else through float32

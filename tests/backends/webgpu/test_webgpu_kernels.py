@@ -93,6 +93,9 @@ def make(rng, dtype, shape, layout="contiguous", domain="any", out=False):
         if len(shape) == 1:
             strides = (2,)
         size, offset = math.prod(rev) + 3, 3
+    elif layout == "rows4":  # rows of a wider row-major storage (a slice of its last dim), all in multiples of 4
+        padded = shape[:-1] + (shape[-1] + 4,)
+        size, strides, offset = math.prod(padded) + 8, View.contiguous_strides(padded), 4
     elif layout == "broadcast":
         kept = (1,) + shape[1:] if len(shape) > 1 else (1,)
         cs = View.contiguous_strides(kept)
@@ -147,6 +150,7 @@ def cases(seed):
     picks = [(SHAPES[(seed + i) % len(SHAPES)], LAYOUTS[(seed + i) % 4], OUT_LAYOUTS[(seed + 2 * i) % 3]) for i in range(3)]
     picks.append(((1025,), "contiguous", "contiguous"))  # the contiguous fast path
     picks.append(((3, 132), "aligned", "aligned"))  # the vec4 entry points (f32/i32, offsets and n multiples of 4)
+    picks.append(((2, 3, 8), "rows4", "rows4"))  # their strided twins (innermost dim contiguous, all multiples of 4)
     return rng, picks
 
 
@@ -256,6 +260,30 @@ def test_binary_float(gpu, op):
             y.data[:k] = x.data[:k]  # some equal pairs
         out = make(rng, BOOL if op in BOOL_BINARY else F32, shape, out_layout, out=True)
         run(gpu, "binary", [op, out, x, y])
+
+
+def test_strided_vec4_entry_points(gpu, monkeypatch):
+    # a split's piece copied into its slice of a wider gradient, a transposed head layout, a broadcast operand:
+    # the strided vec4 twins where every operand's innermost dim is contiguous and the rest is in multiples of 4,
+    # the one-element walk where it is not
+    entries = []
+    prepare = ew._prepare
+    monkeypatch.setattr(ew, "_prepare", lambda *a: entries.append(prepare(*a).kernel.entry) or prepare(*a))
+    rng = np.random.default_rng(21)
+    src = make(rng, F32, (2, 5, 12), "contiguous")
+    dst = Arg(np.full(2 * 5 * 36 + 8, -777.0, np.float32), F32, (2, 5, 12), (180, 36, 1), 16, is_out=True)
+    run(gpu, "copy", [dst, src])
+    heads = Arg(values(rng, F32, 2 * 3 * 4 * 8), F32, (2, 4, 3, 8), (96, 8, 32, 1), 0)  # [B, H, T, hs] of [B, T, H, hs]
+    run(gpu, "binary", ["mul", make(rng, F32, (2, 4, 3, 8), "contiguous", out=True), heads,
+                        Arg(values(rng, F32, 8), F32, (2, 4, 3, 8), (0, 0, 0, 1), 0)])
+    grads = [make(rng, F32, (3, 2, 8), "rows4", out=k == 0) for k in range(4)]  # out, grad, x, y
+    run(gpu, "unary_backward", ["tanh", *grads])
+    assert entries == ["unary4s", "binary4s", "unary_backward4s"]
+    entries.clear()
+    narrow = Arg(values(rng, F32, 40), F32, (5, 6), (8, 1), 2)
+    run(gpu, "copy", [make(rng, F32, (5, 6), "contiguous", out=True), narrow])
+    run(gpu, "copy", [make(rng, F32, (5, 8), "contiguous", out=True), make(rng, F32, (5, 8), "strided")])
+    assert entries == ["unary", "unary"]  # a row of 6; a transposed innermost dim
 
 
 @pytest.mark.parametrize("op", ("add", "mul", "floordiv", "max"))

@@ -100,6 +100,13 @@ VEC4 = {
     UNARY_BACKWARD: Kernel(SHADER, "unary_backward4", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
     BINARY: Kernel(SHADER, "binary4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
 }
+# The vec4 entry points over strided views (elementwise.wgsl's unary4s, ...): the innermost merged dim contiguous in
+# every 32-bit operand, its size, the offsets and the other strides multiples of 4 (strided4_fits).
+STRIDED4 = {
+    UNARY: Kernel(SHADER, "unary4s", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0))),
+    UNARY_BACKWARD: Kernel(SHADER, "unary_backward4s", _LAYOUT, ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2))),
+    BINARY: Kernel(SHADER, "binary4s", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", *_IN(0), *_IN(1))),
+}
 # unary_backward4 of a sum in0 + in3 (in3 at binding 7): a captured step's fused gradient accumulation (fusion.py)
 ADD_UNARY_BACKWARD4 = Kernel(SHADER, "add_unary_backward4", _LAYOUT + ((7, "read"),),
                              ("OP", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
@@ -134,7 +141,7 @@ def heavy_kernels(kind, name):
     """{kernel: its twin} for heavy record `name` ("unary" or "binary"): the same entry points compiled from
     elementwise_special.wgsl with that record's cases alone, so that its pipelines compile only the special
     functions it calls (lavapipe: 0.06-0.4 s a pipeline, against ~1 s with every heavy record's cases and 2 s
-    with every record's). VEC4, HALF8 and CHECKED map the twins as they map the originals."""
+    with every record's). VEC4, STRIDED4, HALF8 and CHECKED map the twins as they map the originals."""
     codes = ops()
     twins = codes.heavy.get((kind, name))
     if twins is None:
@@ -143,7 +150,7 @@ def heavy_kernels(kind, name):
         shader = Shader("elementwise_special.wgsl", lambda: (codes.constants, splices))
         twins = {k: Kernel(shader, k.entry, k.bindings, k.overrides) for k in (UNARY, UNARY_BACKWARD, BINARY, UNARY_TO_U8)}
         for kernel, twin in list(twins.items()):
-            for variants in (VEC4, HALF8, CHECKED):
+            for variants in (VEC4, STRIDED4, HALF8, CHECKED):
                 if kernel in variants:
                     v = variants[kernel]
                     variants[twin] = twins[v] = Kernel(shader, v.entry, v.bindings, v.overrides)
@@ -236,11 +243,22 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     if (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
             and all(v.dtype in (float32, int32) for v in views)):
         kernel, per_thread = VEC4[kernel], 4
+    elif kernel in STRIDED4 and strided4_fits(dims, views):
+        kernel, per_thread = STRIDED4[kernel], 4
     elif (kernel is UNARY and contiguous and n % 4 == 0 and bound and bound[0] is not None and views[1].dtype is uint8
           and out.dtype in (float32, int32) and out.offset % 4 == 0 and views[1].offset % 4 == 0):
         kernel, per_thread = UNARY_FROM_U8X4, 4  # uint8 words in, vec4s out
     groups = min(-(-n // (WORKGROUP * per_thread)), rt.limits["max_compute_workgroups_per_dimension"])
     return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
+
+
+def strided4_fits(dims, views):
+    """Whether STRIDED4's vec4 walk serves merged `dims` ([(size, strides of out, in0, in1, in2)], innermost last)
+    of `views`: 32-bit operands, the innermost dim contiguous in each with a size that is a multiple of 4, and
+    every offset and outer stride a multiple of 4."""
+    return (bool(dims) and dims[-1][0] % 4 == 0 and all(s == 1 for s in dims[-1][1])
+            and all(s % 4 == 0 for _, strides in dims[:-1] for s in strides)
+            and all(v.offset % 4 == 0 and v.dtype in (float32, int32) for v in views))
 
 
 _CHECKED_KERNELS = set(CHECKED.values())  # (and heavy records' twins, as heavy_kernels makes them)
