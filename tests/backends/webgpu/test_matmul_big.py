@@ -89,12 +89,6 @@ def test_planner_takes_big_tiles():
     assert (_plan(4096, 384, 1536, False, True).splits, _plan(4096, 1536, 384, False, True).splits) == (4, 1)
     # up to 511 tiles over a K of 4096 and more (gpt2-small's weight gradients); a shorter K stays unsplit
     assert (_plan(3072, 768, 8192, True, False).splits, _plan(2048, 1024, 2048).splits) == (4, 1)
-    # a GPT's [4096, 384] over K = 384 (64x64 tiles by choose_config): the twin, split 2 ways (MID_SHORT_SPLITS);
-    # batched products and K under 384 keep 64x64 tiles
-    for tb in (False, True):
-        assert (_plan(4096, 384, 384, False, tb).config, _plan(4096, 384, 384, False, tb).splits) == ("64x128w16", 2)
-    assert _plan(4096, 384, 256).config == "64x64"
-    assert matmul_plan.plan(2, 2048, 384, 384, False, False, False, False, 0, 0, 0, 0, 0, 0).config == "64x64"
     # the wide layer at batch 128: 128x128 tiles split 8 ways, as the BK=16 twin (matmul_plan.WIDE_TWIN)
     p = _plan(128, 4096, 4096, False, True)
     assert (p.config, p.splits) == ("128x128w16", 8)

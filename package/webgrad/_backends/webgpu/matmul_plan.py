@@ -115,30 +115,27 @@ MID_TWIN_MIN_K = 384
 # N = 384: 192 tiles), GFLOP/s unsplit / split 2 / 3 / 4 ways: NT over K = 1536 20.3k / 25.6k / 24.7k / 27.4k,
 # NN 21.9k / 26.1k / 25.4k / 28.1k, NN over K = 1152 21.6k / 25.4k / 24.5k / 27.1k; over K = 384 the plan's
 # 64x64 tiles stay (22.3k unsplit, 17.5k split 2 ways).
-# Up to 511 tiles too where K is at least MID_SPLIT_LONG_K, and a K from 384 to 1023 split 2 ways where there are fewer than 256 tiles, which now
-# take the twin (in _big_twin) instead of 64x64 tiles. H200, `python -m webgrad.bench kernels --sizes --no-numpy
-# --shapes <the products> --configs 64x128w16 128x128w16 64x64 --splits 1 2 4 6 8` (reductions included), GFLOP/s:
-# gpt2-small's weight gradients [3072, 768] and [768, 3072] over K = 8192 (288 tiles) 26.3k unsplit, 30.6k split 2
-# ways, 34.3k split 4; a GPT's [4096, 384] over K = 384, NN / NT: 22.3k / 21.8k as 64x64, 25.7k / 25.1k as the
-# twin split 2 ways (23.4k-24.0k split 4, 64x64 split 2 20.3k / 19.9k).
-MID_SPLIT_BELOW_TILES = 512
+# From MID_SPLIT_BELOW_TILES to MID_LONG_K_BELOW_TILES tiles, a K of at least MID_SPLIT_LONG_K splits too. H200,
+# `python -m webgrad.bench kernels --sizes --no-numpy --shapes <the products> --configs 64x128w16 128x128w16
+# --splits 1 2 4` (the product alone): gpt2-small's weight
+# gradients [3072, 768] and [768, 3072] over K = 8192 (288 tiles) 26.3k GFLOP/s unsplit, 30.6k split 2 ways,
+# 34.3k split 4; in its replayed step (bench replay --each) 1,473 -> 1,123 us each, its reduction ~15 us.
+# (A GPT's [4096, 384] over K = 384 read 21.8k-22.3k as 64x64 and 25.1k-25.7k as the twin split 2 ways, but in
+# the replayed step the twin's two products and reductions took 702 us against 704: 64x64 stays.)
+MID_SPLIT_BELOW_TILES = 256
 MID_SPLIT_MIN_K = 1024
-MID_SPLIT_LONG_K = 4096  # from 256 tiles on (measured at K = 8192 only)
+MID_LONG_K_BELOW_TILES = 512
+MID_SPLIT_LONG_K = 4096  # (measured at K = 8192 only)
 MID_SPLITS = 4
-MID_SHORT_SPLITS = 2
-MID_SHORT_BELOW_TILES = 256
-MID_SHORT_MIN_TILES = 128
 
 
 def _mid_splits(batch, M, N, K, steps):
     tiles = _tiles(MID_TWIN, batch, M, N)
-    if tiles >= MID_SPLIT_BELOW_TILES or K < MID_TWIN_MIN_K:
+    if K < MID_SPLIT_MIN_K or tiles >= MID_LONG_K_BELOW_TILES:
         return 1
-    if K < MID_SPLIT_MIN_K:
-        want = MID_SHORT_SPLITS if tiles < MID_SHORT_BELOW_TILES else 1
-    else:
-        want = MID_SPLITS if tiles < MID_SHORT_BELOW_TILES or K >= MID_SPLIT_LONG_K else 1
-    return max(1, min(want, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N)))
+    if tiles >= MID_SPLIT_BELOW_TILES and K < MID_SPLIT_LONG_K:
+        return 1
+    return max(1, min(MID_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N)))
 
 
 def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
@@ -155,14 +152,6 @@ def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
     mid = items == 1 and K >= MID_TWIN_MIN_K and _waste(MID_TWIN, M, N) <= 1.2
     return MID_TWIN if mid else cfg
 
-
-def _short_twin(cfg, batch, M, N, K, items):
-    """A single product given 64x64 tiles whose twin tiles would still number MID_SHORT_MIN_TILES to
-    MID_SHORT_BELOW_TILES, with K >= MID_TWIN_MIN_K, runs as MID_TWIN (split 2 ways by _mid_splits when K is
-    short; see MID_SPLIT_BELOW_TILES)."""
-    if cfg != "64x64" or batch != 1 or items != 1 or K < MID_TWIN_MIN_K or _waste(MID_TWIN, M, N) > 1.2:
-        return cfg
-    return MID_TWIN if MID_SHORT_MIN_TILES <= _tiles(MID_TWIN, batch, M, N) < MID_SHORT_BELOW_TILES else cfg
 
 # Split-K across workgroups (GPU profile): when a product has fewer than SPLIT_BELOW_TILES tiles (under
 # 3/4 of an H100's 132 SMs), its K steps are split so that about TARGET_WORKGROUPS workgroups run (4 per
@@ -397,7 +386,7 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
                          bias_offset, a_batch_stride, b_batch_stride, items, bias_rows)
     cfg = config or choose_config(batch, M, N, K * items, profile)
     if not config and not _FORCED and gather is None:
-        cfg = _short_twin(_big_twin(cfg, batch, M, N, K * items, trans_a, trans_b, items), batch, M, N, K, items)
+        cfg = _big_twin(cfg, batch, M, N, K * items, trans_a, trans_b, items)
     c = CONFIGS[cfg]
     bm, bn = config_shape(cfg)
     bk = c["BK"]
