@@ -667,6 +667,18 @@ def test_fused_adam_with_parameters_at_different_step_counts(opt_class):
         close(p.detach().cpu(), q.detach())
 
 
+@pytest.mark.parametrize("fill", [torch.ones_like, torch.zeros_like], ids=["ones_like", "zeros_like"])
+def test_filled_like_keeps_pytorchs_strides_and_dtypes(fill):
+    x = torch.rand(3, 4)
+    for t in (x, x.t(), x[:, ::2], torch.tensor(2.0)):
+        got, want = fill(t.to(DEV)), fill(t)
+        assert got.device.type == DEV and got.stride() == want.stride() and got.dtype is want.dtype
+        close(got.cpu(), want)
+    got = fill(x.t().to(DEV), dtype=torch.int64, memory_format=torch.contiguous_format)
+    assert got.dtype is torch.int64 and got.is_contiguous()
+    close(got.cpu(), fill(x.t(), dtype=torch.int64, memory_format=torch.contiguous_format))
+
+
 def test_integer_counters_added_in_place():
     t = torch.tensor(7, device=DEV)
     t.add_(2)

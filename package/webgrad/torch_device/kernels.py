@@ -171,7 +171,7 @@ _NOT_FROM_TABLE = {aten.view.default, aten._unsafe_view.default, aten.reshape.de
                    aten.clone.default, aten.lift_fresh_copy.default, aten.empty_like.default,
                    aten._native_batch_norm_legit_functional.default,
                    aten._native_batch_norm_legit_no_training.default, aten.split_with_sizes.default,
-                   aten.split.Tensor, aten.unbind.int}
+                   aten.split.Tensor, aten.unbind.int, aten.ones_like.default, aten.zeros_like.default}
 
 
 def _register_table():
@@ -220,6 +220,26 @@ def _fill(self, value):
     if view.numel():
         K.fill(view.device.backend, view._view, value)
     return self
+
+
+def _filled_like(op, value):
+    """ones_like and zeros_like (autograd's seed of every loss.backward() is a ones_like): a new tensor in the strides
+    PyTorch's *_like ops give, filled by one kernel. Another device named goes to the table's kernel."""
+    other_device = functional(ATEN[op], op)
+
+    def kernel(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+        if device is not None and torch.device(device).type != DEVICE.type:
+            return other_device(self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                                memory_format=memory_format)
+        out = st.empty(self.shape, dtype or self.dtype, st.copy_strides(self, memory_format))
+        if out.numel():
+            K.fill(st.webgrad_device().backend, st.view_of(out), value)
+        return out
+    register(op)(kernel)
+
+
+_filled_like(aten.ones_like.default, 1)
+_filled_like(aten.zeros_like.default, 0)
 
 
 @register(aten.fill_.Scalar)
