@@ -44,6 +44,8 @@ PARTIAL = {
     "torch.load": "a restricted unpickler: tensors, OrderedDict and plain containers only",
     "torch.nn.Conv2d": "groups > 1 correct but run group by group",
     "torch.nn.functional.conv2d": "groups > 1 correct but run group by group",
+    "torch.nn.Conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
+    "torch.nn.functional.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
 }
 
