@@ -33,7 +33,8 @@ class _ConvNd(Module):
         if transposed and padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {op}')
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got padding_mode='{padding_mode}'")
+            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
+                             f"padding_mode='{padding_mode}'")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = ntuple(kernel_size, "kernel_size", op)
         self.stride = ntuple(stride, "stride", op)
