@@ -24,8 +24,9 @@ float16: the shader's operands are all float32 or all float16 (its ELEMENT_TYPES
 the same f32 registers and tiles and rounds each stored element once, so autocast's attention makes no float32
 copy of q, k, v, out or the gradients (the CAST policy's scratch, twice the half tensors' bytes, and 12 cast
 dispatches a layer a step: gpt-6x384's eager autocast step took 875 dispatches with them, 803 without; its replayed
-step at batch 16, GPU kernel variants on lavapipe, peaks at 581.8 MiB instead of 594.6). lse and D stay float32. The records' policy is HALF: attention_half and
-attention_backward_half take calls whose operands are all float16 and leave mixed ones to the casts.
+step at batch 16, GPU kernel variants on lavapipe, peaks at 581.8 MiB instead of 594.6). lse and D stay float32.
+The records' policy is HALF: attention_half and attention_backward_half take calls whose operands are all float16
+and leave mixed ones to the casts.
 """
 
 import functools
