@@ -94,8 +94,11 @@ class _WebgradOp(torch.autograd.Function):
                 args.append(v)
             else:
                 args.append(t)
-        with wg.enable_grad():
+        if _autograd.is_grad_enabled():  # (webgrad's own grad mode: on, unless a caller turned it off)
             out = run(*args)
+        else:
+            with wg.enable_grad():
+                out = run(*args)
         result = st.wrap(out)  # (a view of out's memory: the record keeps out itself)
         ctx.save_for_backward(*saved, *((result,) if reads_output else ()))
         ctx.record = (out, leaves, len(inputs))
