@@ -46,6 +46,8 @@ PARTIAL = {
     "torch.nn.functional.conv2d": "groups > 1 correct but run group by group",
     "torch.nn.Conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.nn.functional.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
+    "torch.conv2d": "groups > 1 correct but run group by group",
+    "torch.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
 }
 

@@ -54,6 +54,7 @@ globals().update(_FUNCTIONS)
 _add_out_argument(globals())
 norm = _with_out(norm)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.inverse, det, svd, qr, cholesky_solve, ... (linalg.py)
+from .nn.functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  # torch.conv1d, ...: F's functions
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -69,7 +70,7 @@ __all__ = [
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format", "layout", "strided",
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
-    "norm", "distributed", "jit", "onnx",
+    "norm", "distributed", "jit", "onnx", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS), *sorted(linalg.TORCH_FUNCTIONS),
 ]

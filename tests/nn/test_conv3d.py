@@ -63,3 +63,16 @@ def test_bad_arguments_raise_like_torch(device):
             L.nn.functional.conv3d(inp, weight[:, :, 0])
         with pytest.raises(RuntimeError):  # a kernel deeper than the padded input
             L.nn.functional.conv3d(inp, L.randn(2, 4, 7, 1, 1, device=device if L is wg else "cpu"))
+
+
+def test_top_level_functions_are_torchs():
+    # torch.conv1d, conv3d, conv_transpose1d, conv_transpose3d: the functional ones under torch's top-level names
+    for name in ("conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d"):
+        assert getattr(wg, name) is getattr(wg.nn.functional, name)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 9)).astype(np.float32)
+    for name, w, kw in (("conv1d", (4, 3, 3), dict(padding=1)), ("conv_transpose1d", (3, 2, 3), dict(stride=2))):
+        weight = rng.standard_normal(w).astype(np.float32)
+        got = getattr(wg, name)(wg.tensor(x), wg.tensor(weight), **kw).numpy()
+        np.testing.assert_allclose(got, getattr(torch, name)(torch.tensor(x), torch.tensor(weight), **kw).numpy(),
+                                   rtol=1e-5, atol=1e-5)
