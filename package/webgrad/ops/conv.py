@@ -20,15 +20,21 @@ from .autocast_policy import full_precision, kept, lower_precision  # noqa: F401
 from .._backends import kernels
 
 
-def _pair(value, name, op):
+def ntuple(value, n, name, op):
+    """An int, or a sequence of one or n ints, as n ints (a convolution's stride, padding, ...)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
+        return (value,) * n
     value = tuple(value)
     if len(value) == 1:
-        value = value * 2
-    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"{op}(): {name} must be an int or a pair of ints, got {value!r}")
+        value = value * n
+    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        kind = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
+        raise ValueError(f"{op}(): {name} must be an int or {kind} of ints, got {value!r}")
     return value
+
+
+def _pair(value, name, op):
+    return ntuple(value, 2, name, op)
 
 
 def _out_size(size, k, s, p, d):

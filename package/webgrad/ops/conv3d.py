@@ -10,20 +10,13 @@ depth (d * stride + k * dilation) with one index_add, then crops the padding.
 
 from .._tensor import Tensor, tensor, zeros
 from .. import dtypes
-from .conv import conv2d, conv_transpose2d, pad
+from .conv import conv2d, conv_transpose2d, ntuple, pad
 from .elementwise import check_same_device
 from .shape import stack
 
 
 def _triple(value, name, op):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * 3
-    value = tuple(value)
-    if len(value) == 1:
-        value = value * 3
-    if len(value) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"{op}(): {name} must be an int or a triple of ints, got {value!r}")
-    return value
+    return ntuple(value, 3, name, op)
 
 
 def _volume(input, weight, bias, op, what):
