@@ -124,11 +124,11 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
     hi = rt.storage(outer * inner, int32) if wide else None  # the second word of each total, checked after
     if (inner == 1 and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
             and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
-        _reduce_rows4(rt, op, out, x)
+        _reduce_vec4(rt, ROWS4, op, out, x)
         return
     if (inner % 4 == 0 and inner >= COLS4_MIN_INNER and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
             and size >= COLS4_MIN_ROWS and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
-        _reduce_cols4(rt, op, out, x)
+        _reduce_vec4(rt, COLS4, op, out, x)
         return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
     values = {"OP": RED_CODES[op], "INT_MATH": int_math, "WIDE": wide, "OUT_DTYPE": dtype_code(out_dtype)}
@@ -160,42 +160,22 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
                 grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
-def _reduce_rows4(rt, op, out, x):
-    """Long float32 rows: reduce_rows4 (vec4 loads). Rows split into chunks are folded in the same
-    dispatch (the last workgroup of a row folds its partials, see reduce.wgsl) where the binding's shader
-    compiler gives storageBarrier device scope, else by a second dispatch of the general kernel. The
-    launches are cached per shape: a whole-tensor sum is a hot op (a loss, a benchmark), and its host
-    cost adds to a ~40 us pass."""
-    outer, size, _ = x.shape
-    one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
-    key = ("reduce_rows4", op, outer, size, x.offset, out.offset, one_dispatch)
-    hit = rt.memo.get(key)
-    if hit is None:
-        first, second, words = _rows4_plan(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
-                                           x.offset, out.offset, one_dispatch)
-        hit = rt.memo[key] = (rt.launch(ROWS4, *first), second and rt.launch(REDUCE, *second), words)
-    first, second, words = hit
-    if second:  # partials to a pool buffer, folded by the general kernel
-        dest = rt.storage(words, float32)
-        rt.run(first, (dest, x.storage, rt.dummy, rt.spare(0)))
-        rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
-    else:
-        rt.run(first, (out.storage, x.storage, rt.dummy, rt.tickets(words) if words else rt.spare(0)))
-
-
-def _reduce_cols4(rt, op, out, x):
-    """float32 columns (inner % 4 == 0): reduce_cols4, its chunks folded in the same dispatch where the binding
-    vouches for device-scope storage barriers (as _reduce_rows4), else by the general kernel's second pass."""
+def _reduce_vec4(rt, kernel, op, out, x):
+    """float32 rows (ROWS4, inner 1) or columns (COLS4, inner % 4 == 0) read as vec4s. Rows or column groups
+    split into chunks are folded in the same dispatch (the last workgroup of a row or column group folds its
+    partials, see reduce.wgsl) where the binding's shader compiler gives storageBarrier device scope, else by a
+    second dispatch of the general kernel. The launches are cached per shape: a whole-tensor sum is a hot op (a
+    loss, a benchmark), and its host cost adds to a ~40 us pass."""
     outer, size, inner = x.shape
     one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
-    key = ("reduce_cols4", op, outer, size, inner, x.offset, out.offset, one_dispatch)
+    key = (kernel.entry, op, outer, size, inner, x.offset, out.offset, one_dispatch)
     hit = rt.memo.get(key)
     if hit is None:
-        first, second, words = _cols4_plan(rt.limits["max_compute_workgroups_per_dimension"], op, outer, size,
-                                           inner, x.offset, out.offset, one_dispatch)
-        hit = rt.memo[key] = (rt.launch(COLS4, *first), second and rt.launch(REDUCE, *second), words)
+        first, second, words = _vec4_plan(rt.limits["max_compute_workgroups_per_dimension"], kernel, op, outer, size,
+                                          inner, x.offset, out.offset, one_dispatch)
+        hit = rt.memo[key] = (rt.launch(kernel, *first), second and rt.launch(REDUCE, *second), words)
     first, second, words = hit
-    if second:
+    if second:  # partials to a pool buffer, folded by the general kernel
         dest = rt.storage(words, float32)
         rt.run(first, (dest, x.storage, rt.dummy, rt.spare(0)))
         rt.run(second, (out.storage, dest, rt.dummy, rt.spare(0)))
@@ -214,17 +194,22 @@ def cols4_split(outer, size, inner):
 
 
 @functools.lru_cache(maxsize=256)
-def _cols4_plan(max_per_dim, op, outer, size, inner, x_offset, out_offset, one_dispatch):
-    """As _rows4_plan, for reduce_cols4."""
-    chunks, chunk = cols4_split(outer, size, inner)
-    groups = outer * -(-inner // (4 * COLS4_WIDTH)) * chunks
+def _vec4_plan(max_per_dim, kernel, op, outer, size, inner, x_offset, out_offset, one_dispatch):
+    """((constants, params, grid) of `kernel` (ROWS4 with inner 1, or COLS4), the same of the folding pass or
+    None, and the words of scratch (one dispatch) or of partials (two) it needs: 0 when each row or column
+    group is one chunk)."""
+    if kernel is ROWS4:
+        (chunks, chunk), column_groups = rows4_split(outer, size), 1
+    else:
+        (chunks, chunk), column_groups = cols4_split(outer, size, inner), -(-inner // (4 * COLS4_WIDTH))
+    groups = outer * column_groups * chunks
     code = RED_CODES[op]
     if chunks == 1 or one_dispatch:
         stage = 0 if chunks == 1 else 3
-        return ((COLS4.constants({"OP": code, "STAGE": stage}),
+        return ((kernel.constants({"OP": code, "STAGE": stage}),
                  _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, out_offset),
                  grid(groups, max_per_dim)), None, ROWS4_TICKETS + outer * chunks * inner if stage else 0)
-    first = (COLS4.constants({"OP": code, "STAGE": 1}),
+    first = (kernel.constants({"OP": code, "STAGE": 1}),
              _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
     lanes, _, _ = split(outer, chunks, inner)
     values = {"OP": code, "INT_MATH": False, "WIDE": False, "OUT_DTYPE": dtype_code(float32),
@@ -233,25 +218,3 @@ def _cols4_plan(max_per_dim, op, outer, size, inner, x_offset, out_offset, one_d
     second = (REDUCE.constants(values),
               _PARAMS.pack(outer, chunks, inner, lanes, chunks, 1, groups2, 0, out_offset), grid(groups2, max_per_dim))
     return first, second, outer * chunks * inner
-
-
-@functools.lru_cache(maxsize=256)
-def _rows4_plan(max_per_dim, op, outer, size, x_offset, out_offset, one_dispatch):
-    """((constants, params, grid) of reduce_rows4, the same of the folding pass or None, and the words of
-    scratch (one dispatch) or of partials (two) it needs: 0 when each row is one chunk)."""
-    chunks, chunk = rows4_split(outer, size)
-    groups = outer * chunks
-    if chunks == 1 or one_dispatch:
-        stage = 0 if chunks == 1 else 3
-        return ((ROWS4.constants({"OP": RED_CODES[op], "STAGE": stage}),
-                 _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, out_offset),
-                 grid(groups, max_per_dim)), None, ROWS4_TICKETS + outer * chunks if stage else 0)
-    first = (ROWS4.constants({"OP": RED_CODES[op], "STAGE": 1}),
-             _PARAMS.pack(outer, size, 1, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
-    lanes, _, _ = split(outer, chunks, 1)
-    values = {"OP": RED_CODES[op], "INT_MATH": False, "WIDE": False, "OUT_DTYPE": dtype_code(float32),
-              "X_DTYPE": dtype_code(float32), "STAGE": 2}
-    groups2 = -(-outer // lanes)
-    second = (REDUCE.constants(values), _PARAMS.pack(outer, chunks, 1, lanes, chunks, 1, groups2, 0, out_offset),
-              grid(groups2, max_per_dim))
-    return first, second, outer * chunks
