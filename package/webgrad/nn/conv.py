@@ -2,8 +2,8 @@
 ConvTranspose3d (weight [in_channels, out_channels / groups, *kernel_size]), bias [out_channels], as PyTorch.
 
 _ConvNd holds what the four share, as torch.nn.modules.conv._ConvNd does: the argument checks, the parameters
-and their initialisation, padding_mode, output_size for the transposed ones, and the repr. A subclass names its
-number of spatial dims and its functional form."""
+and their initialisation, padding_mode, output_size for the transposed ones, the repr and the plain convolutions'
+forward. A subclass names its number of spatial dims and its functional form."""
 
 
 from ..ops.conv import _pair
@@ -81,6 +81,10 @@ class _ConvNd(Module):
             return self._function(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
         return self._function(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
+    def forward(self, input):
+        """Conv2d's and Conv3d's forward; the transposed modules override it to take output_size."""
+        return self._conv_forward(input, self.weight, self.bias)
+
     def _output_padding(self, input, output_size):
         """The output_padding that makes a transposed convolution's output output_size (spatial sizes, or the
         whole shape), checked against the sizes a strided convolution maps to the input's size."""
@@ -131,9 +135,6 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
                          padding_mode, device, dtype)
 
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
 
 class Conv3d(_ConvNd):
     _dims, _function = 3, staticmethod(F.conv3d)
@@ -142,9 +143,6 @@ class Conv3d(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
                          padding_mode, device, dtype)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
 
 
 class ConvTranspose2d(_ConvNd):
