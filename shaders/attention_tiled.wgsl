@@ -36,10 +36,9 @@ override LSE: bool = true;
 const NT: u32 = TX * TY;
 const BQ: u32 = 4u * TY;
 const BK: u32 = 4u * TX;
-const E: u32 = 4u * E4;
 
-var<workgroup> qt: array<vec4<f32>, E * TY>;
-var<workgroup> kt: array<vec4<f32>, E * TX>;
+var<workgroup> qs: array<vec4<f32>, BQ * P>;
+var<workgroup> ks: array<vec4<f32>, BK * P>;
 var<workgroup> vs: array<vec4<f32>, BK * V4>;
 var<workgroup> ps: array<vec4<f32>, BK * TY>;
 var<workgroup> red: array<vec4<f32>, TY * TX>;
@@ -48,28 +47,34 @@ var<workgroup> red: array<vec4<f32>, TY * TX>;
 
 fn hmax(v: vec4<f32>) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }
 
-// Which of keys j0 .. j0 + 3 query i attends (i < L, keys < kend, causal, the mask).
-fn attended(b: u32, h: u32, i: u32, j0: u32, kend: u32) -> vec4<bool> {
-    var ok = vec4<bool>(false);
-    if (i >= p.L) { return ok; }
-    for (var c = 0u; c < 4u; c++) {
-        let j = j0 + c;
-        ok[c] = j < kend && !(CAUSAL && j > i) && attends(b, h, i, j);
-    }
-    return ok;
+// Whether query i attends key j (i < L, j < kend, causal, the mask).
+fn attends1(b: u32, h: u32, i: u32, j: u32, kend: u32) -> bool {
+    return i < p.L && j < kend && !(CAUSAL && j > i) && attends(b, h, i, j);
 }
 
-fn mask_adds(b: u32, h: u32, i: u32, j0: u32, ok: vec4<bool>) -> vec4<f32> {
-    var m = vec4<f32>();
-    for (var c = 0u; c < 4u; c++) { if (ok[c]) { m[c] = mask_add(b, h, i, j0 + c); } }
-    return m;
+// Which of keys j, j + TX, j + 2 TX, j + 3 TX query i attends (components written out: a vector indexed by a
+// variable would sit in local memory).
+fn attended(b: u32, h: u32, i: u32, j: u32, kend: u32) -> vec4<bool> {
+    return vec4<bool>(attends1(b, h, i, j, kend), attends1(b, h, i, j + TX, kend),
+                      attends1(b, h, i, j + 2u * TX, kend), attends1(b, h, i, j + 3u * TX, kend));
 }
 
-// The weights e of row i (keys j0 ..), dropped (0) or scaled by 1 / (1 - p) as F.dropout draws them.
-fn dropped(e: vec4<f32>, c0: u32, j0: u32, key: u32) -> vec4<f32> {
-    var w = e * p.drop_scale;
-    for (var c = 0u; c < 4u; c++) { if (!kept(c0 + j0 + c, key)) { w[c] = 0.0; } }
-    return w;
+fn mask_adds(b: u32, h: u32, i: u32, j: u32, ok: vec4<bool>) -> vec4<f32> {
+    if (!HAS_MASK) { return vec4<f32>(); }
+    return select(vec4<f32>(), vec4<f32>(mask_add(b, h, i, j), mask_add(b, h, i, j + TX),
+                                         mask_add(b, h, i, j + 2u * TX), mask_add(b, h, i, j + 3u * TX)), ok);
+}
+
+// The weights e of row i (keys j, j + TX, ...), dropped (0) or scaled by 1 / (1 - p) as F.dropout draws them;
+// c0 is the row's first counter.
+fn dropped(e: vec4<f32>, c0: u32, j: u32, key: u32) -> vec4<f32> {
+    let keep = vec4<bool>(kept(c0 + j, key), kept(c0 + j + TX, key), kept(c0 + j + 2u * TX, key),
+                          kept(c0 + j + 3u * TX, key));
+    return select(vec4<f32>(), e * p.drop_scale, keep);
+}
+
+fn score_row(q: vec4<f32>, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(dot(q, k0), dot(q, k1), dot(q, k2), dot(q, k3));
 }
 
 @compute @workgroup_size(NT)
@@ -80,61 +85,59 @@ fn attention_forward_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local
     let ty = t / TX;
     let tx = t % TX;
     let q0 = wid.x * BQ;
-    let i0 = q0 + 4u * ty;  // this thread's first query
-    // the tile's queries, scaled, transposed: qt[d * TY + r / 4][r % 4] = q[q0 + r][d] * scale
+    let i = q0 + ty;  // this thread's queries: i, i + TY, i + 2 TY, i + 3 TY
     let qbase = p.q_off + b * p.q_sb + h * p.q_sh;
-    for (var e = t; e < BQ * E4; e += NT) {
-        let r = e % BQ;
-        let d4 = e / BQ;
+    for (var e = t; e < BQ * E4; e += NT) {  // the tile's queries, scaled
+        let r = e / E4;
         var v = vec4<f32>();
-        if (q0 + r < p.L) { v = vec4<f32>(qb[qbase + (q0 + r) * p.q_sl + d4]) * p.scale; }
-        for (var c = 0u; c < 4u; c++) { qt[(4u * d4 + c) * TY + r / 4u][r % 4u] = v[c]; }
+        if (q0 + r < p.L) { v = vec4<f32>(qb[qbase + (q0 + r) * p.q_sl + e % E4]) * p.scale; }
+        qs[r * P + e % E4] = v;
     }
     var kend = p.S;
     if (CAUSAL) { kend = min(p.S, q0 + BQ); }
     let kbase = p.k_off + b * p.k_sb + h * p.k_sh;
     let vbase = p.v_off + b * p.v_sb + h * p.v_sh;
     let dkey = drop_key();
-    var m = vec4<f32>(LOWEST);  // the running max of rows i0 .. i0 + 3
-    var l = vec4<f32>();        // their sums of weights over this thread's keys
+    var m = vec4<f32>(LOWEST);  // the running max of the thread's 4 rows
+    var l = vec4<f32>();        // their sums of weights over the thread's keys
     acc_zero();
+    fetch(t, 0u, kend, kbase, vbase);
     for (var j0 = 0u; j0 < kend; j0 += BK) {
-        for (var e = t; e < BK * E4; e += NT) {
-            let r = e % BK;
-            let d4 = e / BK;
-            var v = vec4<f32>();
-            if (j0 + r < kend) { v = vec4<f32>(kb[kbase + (j0 + r) * p.k_sl + d4]); }
-            for (var c = 0u; c < 4u; c++) { kt[(4u * d4 + c) * TX + r / 4u][r % 4u] = v[c]; }
-        }
-        for (var e = t; e < BK * V4; e += NT) {
-            let r = e / V4;
-            var v = vec4<f32>();
-            if (j0 + r < kend) { v = vec4<f32>(vb[vbase + (j0 + r) * p.v_sl + e % V4]); }
-            vs[e] = v;
-        }
+        stage(t);
         workgroupBarrier();
-        // scores: s{a}[c] = q[i0 + a] . k[j + c] * scale
+        fetch(t, j0 + BK, kend, kbase, vbase);
+        // scores: s{a}[c] = q[i + a TY] . k[j + c TX] (the queries are scaled)
         var s0 = vec4<f32>();
         var s1 = vec4<f32>();
         var s2 = vec4<f32>();
         var s3 = vec4<f32>();
-        for (var d = 0u; d < E; d++) {
-            let qv = qt[d * TY + ty];
-            let kv = kt[d * TX + tx];
-            s0 += qv.x * kv;
-            s1 += qv.y * kv;
-            s2 += qv.z * kv;
-            s3 += qv.w * kv;
+        for (var d = 0u; d < E4; d++) {
+            let k0 = ks[tx * P + d];
+            let k1 = ks[(tx + TX) * P + d];
+            let k2 = ks[(tx + 2u * TX) * P + d];
+            let k3 = ks[(tx + 3u * TX) * P + d];
+            s0 += score_row(qs[ty * P + d], k0, k1, k2, k3);
+            s1 += score_row(qs[(ty + TY) * P + d], k0, k1, k2, k3);
+            s2 += score_row(qs[(ty + 2u * TY) * P + d], k0, k1, k2, k3);
+            s3 += score_row(qs[(ty + 3u * TY) * P + d], k0, k1, k2, k3);
         }
-        let j = j0 + 4u * tx;
-        let ok0 = attended(b, h, i0, j, kend);
-        let ok1 = attended(b, h, i0 + 1u, j, kend);
-        let ok2 = attended(b, h, i0 + 2u, j, kend);
-        let ok3 = attended(b, h, i0 + 3u, j, kend);
-        s0 += mask_adds(b, h, i0, j, ok0);
-        s1 += mask_adds(b, h, i0 + 1u, j, ok1);
-        s2 += mask_adds(b, h, i0 + 2u, j, ok2);
-        s3 += mask_adds(b, h, i0 + 3u, j, ok3);
+        let j = j0 + tx;
+        // A tile every query of the workgroup attends in full (no mask, below the diagonal, within L and S)
+        // skips the tests: all but the diagonal's tiles of a causal GPT.
+        var ok0 = vec4<bool>(true);
+        var ok1 = ok0;
+        var ok2 = ok0;
+        var ok3 = ok0;
+        if (HAS_MASK || j0 + BK > kend || (CAUSAL && j0 + BK > q0 + 1u) || q0 + BQ > p.L) {
+            ok0 = attended(b, h, i, j, kend);
+            ok1 = attended(b, h, i + TY, j, kend);
+            ok2 = attended(b, h, i + 2u * TY, j, kend);
+            ok3 = attended(b, h, i + 3u * TY, j, kend);
+            s0 += mask_adds(b, h, i, j, ok0);
+            s1 += mask_adds(b, h, i + TY, j, ok1);
+            s2 += mask_adds(b, h, i + 2u * TY, j, ok2);
+            s3 += mask_adds(b, h, i + 3u * TY, j, ok3);
+        }
         let low = vec4<f32>(LOWEST);
         red[t] = vec4<f32>(hmax(select(low, s0, ok0)), hmax(select(low, s1, ok1)), hmax(select(low, s2, ok2)),
                            hmax(select(low, s3, ok3)));
@@ -152,19 +155,20 @@ fn attention_forward_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local
         let ones = vec4<f32>(1.0);
         l = l * f + vec4<f32>(dot(e0, ones), dot(e1, ones), dot(e2, ones), dot(e3, ones));
         if (dropping()) {
-            e0 = dropped(e0, first_counter(bh, min(i0, p.L - 1u)), j, dkey);
-            e1 = dropped(e1, first_counter(bh, min(i0 + 1u, p.L - 1u)), j, dkey);
-            e2 = dropped(e2, first_counter(bh, min(i0 + 2u, p.L - 1u)), j, dkey);
-            e3 = dropped(e3, first_counter(bh, min(i0 + 3u, p.L - 1u)), j, dkey);
+            let last = p.L - 1u;
+            e0 = dropped(e0, first_counter(bh, min(i, last)), j, dkey);
+            e1 = dropped(e1, first_counter(bh, min(i + TY, last)), j, dkey);
+            e2 = dropped(e2, first_counter(bh, min(i + 2u * TY, last)), j, dkey);
+            e3 = dropped(e3, first_counter(bh, min(i + 3u * TY, last)), j, dkey);
         }
-        // weights transposed: ps[(4 tx + c) * TY + ty] holds key j + c's weights of the thread's 4 queries
-        ps[(4u * tx) * TY + ty] = vec4<f32>(e0.x, e1.x, e2.x, e3.x);
-        ps[(4u * tx + 1u) * TY + ty] = vec4<f32>(e0.y, e1.y, e2.y, e3.y);
-        ps[(4u * tx + 2u) * TY + ty] = vec4<f32>(e0.z, e1.z, e2.z, e3.z);
-        ps[(4u * tx + 3u) * TY + ty] = vec4<f32>(e0.w, e1.w, e2.w, e3.w);
+        // the weights of key tile row tx + c TX for the thread's 4 queries: ps[(tx + c TX) * TY + ty]
+        ps[tx * TY + ty] = vec4<f32>(e0.x, e1.x, e2.x, e3.x);
+        ps[(tx + TX) * TY + ty] = vec4<f32>(e0.y, e1.y, e2.y, e3.y);
+        ps[(tx + 2u * TX) * TY + ty] = vec4<f32>(e0.z, e1.z, e2.z, e3.z);
+        ps[(tx + 3u * TX) * TY + ty] = vec4<f32>(e0.w, e1.w, e2.w, e3.w);
         workgroupBarrier();
-        let n = min(BK, kend - j0);
-        for (var k = 0u; k < n; k++) { acc_add(ps[k * TY + ty], k * V4 + tx); }
+        // keys past the tile's end have weight 0 and zero values: the loop's bound stays a constant
+        for (var k = 0u; k < BK; k++) { acc_add(ps[k * TY + ty], k * V4 + tx); }
         workgroupBarrier();
     }
     // each row's sum over the threads of its row
@@ -172,14 +176,14 @@ fn attention_forward_tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local
     workgroupBarrier();
     var lt = vec4<f32>();
     for (var x = 0u; x < TX; x++) { lt += red[ty * TX + x]; }
-    let obase = p.o_off + b * p.o_sb + h * p.o_sh + tx;
-    let nan = nan_f32();
-    let inv = select(vec4<f32>(nan), 1.0 / lt, lt > vec4<f32>());
-    store_rows(obase, i0, inv);
+    let inv = select(vec4<f32>(nan_f32()), 1.0 / lt, lt > vec4<f32>());
+    store_rows(p.o_off + b * p.o_sb + h * p.o_sh + tx, i, inv);
     if (LSE && tx == 0u) {
         let lse = select(vec4<f32>(-inf_f32()), m + log(lt), lt > vec4<f32>());
-        for (var a = 0u; a < 4u; a++) {
-            if (i0 + a < p.L) { stat_w[p.lse_off + bh * p.L + i0 + a] = lse[a]; }
-        }
+        let at = p.lse_off + bh * p.L + i;
+        if (i < p.L) { stat_w[at] = lse.x; }
+        if (i + TY < p.L) { stat_w[at + TY] = lse.y; }
+        if (i + 2u * TY < p.L) { stat_w[at + 2u * TY] = lse.z; }
+        if (i + 3u * TY < p.L) { stat_w[at + 3u * TY] = lse.w; }
     }
 }
