@@ -1,5 +1,5 @@
-"""reduce.wgsl's vec4 paths, reduce_rows4 (float32 rows, reduce.py's _reduce_rows4) and reduce_cols4 (float32
-columns: bias gradients, _reduce_cols4), and the general kernel's four-loads-per-iteration fold, against NumPy,
+"""reduce.wgsl's vec4 paths, reduce_rows4 (float32 rows) and reduce_cols4 (float32 columns: bias gradients), both
+launched by reduce.py's _reduce_vec4, and the general kernel's four-loads-per-iteration fold, against NumPy,
 planned for a GPU (Runtime.software off: lavapipe runs the GPU-shaped kernels too). Rows and columns long enough
 for one pass and for chunks plus the folding (in the same dispatch or a second), several rows, offset views, the
 ops they serve (sum, mean through sum, amax/amin with NaN, prod), and the shapes that must keep the general

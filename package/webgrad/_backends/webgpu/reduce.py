@@ -126,8 +126,8 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
             and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_vec4(rt, ROWS4, op, out, x)
         return
-    if (inner % 4 == 0 and inner >= COLS4_MIN_INNER and x_dtype is float32 and out_dtype is float32 and op not in ("argmax", "argmin")
-            and size >= COLS4_MIN_ROWS and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
+    if (inner % 4 == 0 and inner >= COLS4_MIN_INNER and x_dtype is float32 and out_dtype is float32
+            and op not in ("argmax", "argmin") and size >= COLS4_MIN_ROWS and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_vec4(rt, COLS4, op, out, x)
         return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
