@@ -65,24 +65,35 @@ fn offsets(i: u32) -> vec4<i32> {
     return off;
 }
 
+// A float16 operand (beside a float32 or bool `out`: PyTorch's promotion of half and float) holds two
+// elements a word, element k in the low (k even) or high half of word k / 2; it is read into f32 as it is, so
+// that a mixed op needs no float32 copy of its half operand (pack and unpack are core WGSL: no shader-f16).
+fn word_of(k: i32, dtype: u32) -> u32 {
+    if (dtype == DT_F16) { return u32(k) >> 1u; }
+    return word_index(u32(k), dtype);
+}
+fn decode_any(w: u32, k: u32, dtype: u32) -> f32 {
+    if (dtype == DT_F16) { return unpack2x16float(w >> ((k & 1u) * 16u)).x; }
+    return decode_f32(w, k, dtype);
+}
 fn word0(k: i32) -> u32 {
-    let w = word_index(u32(k), IN0_DTYPE);
+    let w = word_of(k, IN0_DTYPE);
     if (IN0_FROM_OUT) { return out[w]; }
     return in0[w];
 }
 fn word1(k: i32) -> u32 {
-    let w = word_index(u32(k), IN1_DTYPE);
+    let w = word_of(k, IN1_DTYPE);
     if (IN1_FROM_OUT) { return out[w]; }
     return in1[w];
 }
 fn word2(k: i32) -> u32 {
-    let w = word_index(u32(k), IN2_DTYPE);
+    let w = word_of(k, IN2_DTYPE);
     if (IN2_FROM_OUT) { return out[w]; }
     return in2[w];
 }
-fn load0_f(k: i32) -> f32 { return decode_f32(word0(k), u32(k), IN0_DTYPE); }
-fn load1_f(k: i32) -> f32 { return decode_f32(word1(k), u32(k), IN1_DTYPE); }
-fn load2_f(k: i32) -> f32 { return decode_f32(word2(k), u32(k), IN2_DTYPE); }
+fn load0_f(k: i32) -> f32 { return decode_any(word0(k), u32(k), IN0_DTYPE); }
+fn load1_f(k: i32) -> f32 { return decode_any(word1(k), u32(k), IN1_DTYPE); }
+fn load2_f(k: i32) -> f32 { return decode_any(word2(k), u32(k), IN2_DTYPE); }
 fn load0_i(k: i32) -> i32 { return decode_i32(word0(k), u32(k), IN0_DTYPE); }
 fn load1_i(k: i32) -> i32 { return decode_i32(word1(k), u32(k), IN1_DTYPE); }
 fn load2_i(k: i32) -> i32 { return decode_i32(word2(k), u32(k), IN2_DTYPE); }
@@ -541,6 +552,94 @@ fn binary4s(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
         let y = quad1(o.z);
         out4[o.x] = vec4<u32>(binary_word(x.x, y.x), binary_word(x.y, y.y), binary_word(x.z, y.z),
                               binary_word(x.w, y.w));
+    }
+}
+
+// ------------------------------------------------------------------ mixed float16 / float32 entry points
+// binary4m, unary_backward4m, where4m: the ops with some operands float16 and the others float32 (PyTorch's
+// promotion: a float32 result, math in f32), the half ones read as they are: four elements a thread step, one
+// vec4 of f32 or i32 words or two words of half pairs per operand, one vec4 store. They serve contiguous and
+// strided views (offsets(): the general walk at each quad's first element, or offset + i when CONTIGUOUS) whose
+// innermost merged dim is contiguous in every operand with a size that is a multiple of 4, and whose offsets and
+// other strides are multiples of 4 (elementwise.py's mixed4_fits), so that a quad of halves is one half of a
+// vec4<u32>. Other layouts take the scalar entry points, whose loads read halves too (load0_f, ...).
+
+// Four elements from element e (a multiple of 4) of operand k, as f32.
+fn half_quad(v: vec4<u32>, e: i32) -> vec4<f32> {
+    let w = select(v.xy, v.zw, (e & 4) != 0);
+    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+}
+fn word_quad(q: vec4<u32>, dtype: u32) -> vec4<f32> {
+    return vec4<f32>(decode_f32(q.x, 0u, dtype), decode_f32(q.y, 0u, dtype), decode_f32(q.z, 0u, dtype),
+                     decode_f32(q.w, 0u, dtype));
+}
+fn fquad0(e: i32) -> vec4<f32> {
+    if (IN0_DTYPE == DT_F16) { return half_quad(quad0(e / 8), e); }
+    return word_quad(quad0(e / 4), IN0_DTYPE);
+}
+fn fquad1(e: i32) -> vec4<f32> {
+    if (IN1_DTYPE == DT_F16) { return half_quad(quad1(e / 8), e); }
+    return word_quad(quad1(e / 4), IN1_DTYPE);
+}
+fn fquad2(e: i32) -> vec4<f32> {
+    if (IN2_DTYPE == DT_F16) { return half_quad(quad2(e / 8), e); }
+    return word_quad(quad2(e / 4), IN2_DTYPE);
+}
+fn encode_quad(v: vec4<f32>) -> vec4<u32> {
+    return vec4<u32>(encode_f32(v.x, OUT_DTYPE), encode_f32(v.y, OUT_DTYPE), encode_f32(v.z, OUT_DTYPE),
+                     encode_f32(v.w, OUT_DTYPE));
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn binary4m(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = offsets(4u * i);
+        let x = fquad0(o.y);
+        let y = fquad1(o.z);
+        out4[o.x / 4] = encode_quad(vec4<f32>(binary_f(x.x, y.x), binary_f(x.y, y.y), binary_f(x.z, y.z),
+                                              binary_f(x.w, y.w)));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn unary_backward4m(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let a = scalar_a();
+    let b = scalar_b();
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = offsets(4u * i);
+        let g = fquad0(o.y);
+        let x = fquad1(o.z);
+        let y = fquad2(o.w);
+        out4[o.x / 4] = encode_quad(vec4<f32>(backward_f(g.x, x.x, y.x, a, b), backward_f(g.y, x.y, y.y, a, b),
+                                              backward_f(g.z, x.z, y.z, a, b), backward_f(g.w, x.w, y.w, a, b)));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn where4m(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n / 4u; i += groups.x * WORKGROUP) {
+        let o = offsets(4u * i);
+        let c = quad0(o.y / 4) != vec4<u32>(0u);
+        out4[o.x / 4] = encode_quad(select(fquad2(o.w), fquad1(o.z), c));
+    }
+}
+
+// binary8h: a float16 `out` of float32 (or mixed) operands, each result rounded once from f32: eight elements a
+// thread step, one vec4 of half pairs stored (a backward's product for a half operand, g * x of a float32 g and
+// x, written as the half gradient with no float32 product to cast). The views as binary4m's, with out's offset,
+// outer strides and the innermost size multiples of 8 (elementwise.py's half_out8_fits).
+@compute @workgroup_size(WORKGROUP)
+fn binary8h(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    for (var i = gid.x; i < p.n / 8u; i += groups.x * WORKGROUP) {
+        let o = offsets(8u * i);
+        let x0 = fquad0(o.y);
+        let x1 = fquad0(o.y + 4);
+        let y0 = fquad1(o.z);
+        let y1 = fquad1(o.z + 4);
+        out4[o.x / 8] = vec4<u32>(pack_h2(vec2<f32>(binary_f(x0.x, y0.x), binary_f(x0.y, y0.y))),
+                                  pack_h2(vec2<f32>(binary_f(x0.z, y0.z), binary_f(x0.w, y0.w))),
+                                  pack_h2(vec2<f32>(binary_f(x1.x, y1.x), binary_f(x1.y, y1.y))),
+                                  pack_h2(vec2<f32>(binary_f(x1.z, y1.z), binary_f(x1.w, y1.w))));
     }
 }
 

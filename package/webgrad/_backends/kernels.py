@@ -161,10 +161,11 @@ d op(x)/dx for op a record of table.UNARY with a derivative; y = op(x). x, y and
                          half=HALF)
 
 binary = _kernel("binary", "op:arg out:out x:in y:in", """out = op(x, y) for op a record of table.BINARY. x and y
-come promoted to out's dtype except for comparisons and logical ops.""", half=HALF)
+come promoted to out's dtype except for comparisons and logical ops, and for float16 beside float32 (a float32 or
+bool out: the half operand is read as it is, the math in float32).""", half=HALF)
 
 where = _kernel("where", "out:out cond:in x:in y:in", """out = x where cond else y. cond is bool; x and y have
-out's dtype.""")
+out's dtype, or one is float16 beside a float32 out (read as it is).""", half=HALF)
 
 # ------------------------------------------------------------------------------------------ reductions
 

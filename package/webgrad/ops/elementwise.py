@@ -263,10 +263,24 @@ def logical_not(input):
 # ===================================================================== binary
 def _promote_pair(x, y, op):
     """x and y converted to their result dtype, torch.result_type's: a 0-d tensor beside a tensor with dims
-    only lifts the category (int32 + a 0-d int64 stays int32; int32 + a 0-d float32 is float32)."""
+    only lifts the category (int32 + a 0-d int64 stays int32; int32 + a 0-d float32 is float32). A float16
+    operand of a float32 result stays as it is (_to_operand)."""
     check_same_device(op, x, y)
-    dtype = x.dtype if x.dtype is y.dtype else dtypes.result_type(x, y)
-    return cast(x, dtype), cast(y, dtype), dtype
+    if x.dtype is y.dtype:
+        return x, y, x.dtype
+    dtype = dtypes.result_type(x, y)
+    return _to_operand(x, dtype), _to_operand(y, dtype), dtype
+
+
+def _to_operand(x, dtype):
+    """x as an operand of an elementwise kernel computing in `dtype`: converted, but for a float16 operand of a
+    float32 op, which the kernels read as it is (math in float32, as the conversion first would give). Under
+    autocast a GPT's residual add, the float32 stream plus a half projection, then makes no float32 copy of the
+    projection (a pass through memory and a buffer each), and its backward gives the half operand its gradient
+    in half (the engine's cast to the input's dtype, as PyTorch's)."""
+    if dtype is dtypes.float32 and x.dtype is dtypes.float16:
+        return x
+    return cast(x, dtype)
 
 
 def _binary_kernel(op, x, y, dtype, out_dtype=None):
@@ -332,7 +346,20 @@ def mul(input, other):
         return _affine_scalar(input, other, 0, dtype, "Mul")
     x, y, dtype = _promote_pair(input, other, "mul")
     out = _binary_kernel("mul", x, y, dtype)
-    return record(out, "Mul", (x, y), lambda g: (unbroadcast(g * y, x.shape), unbroadcast(g * x, y.shape)))
+    return record(out, "Mul", (x, y), lambda g: (_grad_of("mul", g, y, x), _grad_of("mul", g, x, y)))
+
+
+def _grad_of(op, g, other, operand):
+    """op(g, other) as `operand`'s gradient (a product's g * y, a quotient's g / y), summed to its shape. Where
+    the operand is a float16 operand of a float32 op (_to_operand) of the full shape and no graph is being built
+    of the backward, the kernel writes the half gradient itself, each value rounded once from its float32 result
+    (what the float32 result cast to half gives, as PyTorch's engine casts it), with no float32 result to cast."""
+    if (operand.dtype is dtypes.float16 and g.dtype is not dtypes.float16 and not is_grad_enabled()
+            and tuple(operand.shape) == tuple(g.shape)):
+        out = new(operand.shape, operand.dtype, g.device)
+        kernels.binary(g.device.backend, op, out._view, g._view, expanded_view(other, tuple(g.shape)))
+        return out
+    return unbroadcast(_BINARY_OPS[op](g, other), operand.shape)
 
 
 def div(input, other, rounding_mode=None):
@@ -364,7 +391,7 @@ def div(input, other, rounding_mode=None):
     y = _float_input(other, "div")
     x, y, dtype = _promote_pair(x, y, "div")
     out = _binary_kernel("div", x, y, dtype)
-    return record(out, "Div", (x, y), lambda g: (unbroadcast(g / y, x.shape), unbroadcast(neg(g) * out / y, y.shape)))
+    return record(out, "Div", (x, y), lambda g: (_grad_of("div", g, y, x), unbroadcast(neg(g) * out / y, y.shape)))
 
 
 true_divide = divide = div
@@ -484,8 +511,8 @@ def where(condition, input, other):
     else:
         s = other if isinstance(input, Tensor) else input
         dtype = dtypes.promote_scalar(like.dtype, s)
-    x = cast(input, dtype) if isinstance(input, Tensor) else full_scalar_like_dtype(condition, input, dtype)
-    y = cast(other, dtype) if isinstance(other, Tensor) else full_scalar_like_dtype(condition, other, dtype)
+    x = _to_operand(input, dtype) if isinstance(input, Tensor) else full_scalar_like_dtype(condition, input, dtype)
+    y = _to_operand(other, dtype) if isinstance(other, Tensor) else full_scalar_like_dtype(condition, other, dtype)
     check_same_device("where", condition, x, y)
     cond = cast(condition, dtypes.bool_)
     shape = broadcast_shapes(cond.shape, x.shape, y.shape, op="where")
@@ -526,6 +553,8 @@ def clone(input, memory_format=None):
 def contiguous(input, memory_format=None):
     return input if input._view.is_contiguous() else clone(input)
 
+
+_BINARY_OPS = {"mul": mul, "div": div}  # (_grad_of's ops)
 
 # The table's functions that this module's hand-written ops and backward passes call.
 neg, floor, trunc, log = function("neg"), function("floor"), function("trunc"), function("log")

@@ -7,6 +7,12 @@ math, dtypes, contiguous fast path).
 The ops come from the op table (webgrad/ops/table.py): :func:`ops` numbers them and writes the WGSL
 ``case`` lines that are spliced into elementwise.wgsl's ``switch`` statements, so the table is the
 single source of both. Adding an op to the table needs nothing here.
+
+float16: contiguous all-half operands run eight halves a thread (HALF8). A float16 operand beside float32 ones
+into a float32 (or bool) out, PyTorch's promotion of half and float, is read as it is (MIXED4, or the scalar entry
+points), so a mixed op makes no float32 copy of its half operand; and a binary op writes a float16 out of
+float32 or strided operands where the layout takes eight halves a thread (HALF_OUT8: a backward's g * x for a half
+operand, rounded once). Other float16 work goes through float32 copies (f16.run).
 """
 
 import struct
@@ -37,6 +43,7 @@ class _OpCodes:
             **{"OP_" + n.upper(): c for n, c in self.unary.items()},
             **{"BW_" + n.upper(): c for n, c in self.backward.items()},
             **{"BIN_" + n.upper(): c for n, c in self.binary.items()},
+            "DT_F16": dtype_code(float16),  # (float16 operands beside float32 ones: the mixed reads)
         }
         # elementwise.wgsl holds the cases of every record but the heavy ones (table.Unary's `heavy`); each heavy
         # record compiles into a module of its own (heavy_kernels)
@@ -117,6 +124,16 @@ HALF8 = {
     UNARY_BACKWARD: Kernel(SHADER, "unary_backward_h8", _LAYOUT, ("OP", *_IN(0)[1:], *_IN(1)[1:], *_IN(2)[1:])),
     BINARY: Kernel(SHADER, "binary_h8", _LAYOUT, ("OP", *_IN(0)[1:], *_IN(1)[1:])),
 }
+# Mixed operands, some float16 and the others float32 (or bool: where's condition), into a float32 or bool `out`
+# (PyTorch's promotion of half and float): the halves read as they are, four elements a thread step over views
+# that mixed4_fits; the scalar entry points read halves too, for every other layout (elementwise.wgsl).
+MIXED4 = {
+    BINARY: Kernel(SHADER, "binary4m", _LAYOUT, ("OP", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1))),
+    UNARY_BACKWARD: Kernel(SHADER, "unary_backward4m", _LAYOUT, ("OP", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1),
+                                                                 *_IN(2))),
+}
+# A float16 out of float32 (or mixed) operands, eight results a thread step each rounded once (half_out8_fits).
+HALF_OUT8 = {BINARY: Kernel(SHADER, "binary8h", _LAYOUT, ("OP", "CONTIGUOUS", *_IN(0), *_IN(1)))}
 UNARY_FROM_U8X4 = Kernel(SHADER, "unary_from_u8x4", _LAYOUT, ("OP", "INT_MATH", "OUT_DTYPE", "IN0_DTYPE"))
 # int64 outputs that an op can take out of the int32 range (see elementwise.wgsl): checked, errors at binding 8.
 _CHECKED_LAYOUT = _LAYOUT + ((8, "write"),)
@@ -129,6 +146,7 @@ INT64_RANGE_MESSAGE = ("{op}: an int64 result (element {{value}} of {{size}}) is
                        "[-2147483648, 2147483647], the values WebGPU holds in an int64 tensor (WGSL has no 64-bit "
                        "integers); compute it on the CPU device")
 WHERE = Kernel(SHADER, "where_select", _LAYOUT, ("INT_MATH", "CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
+MIXED4[WHERE] = Kernel(SHADER, "where4m", _LAYOUT, ("CONTIGUOUS", "OUT_DTYPE", *_IN(0), *_IN(1), *_IN(2)))
 # uint8 outputs: four elements share a word, so they are written with atomics through binding 6.
 # (Binding 0 is only read for in-place operands, never here, but the entry point names it: a spare.)
 UNARY_TO_U8 = Kernel(
@@ -150,7 +168,7 @@ def heavy_kernels(kind, name):
         shader = Shader("elementwise_special.wgsl", lambda: (codes.constants, splices))
         twins = {k: Kernel(shader, k.entry, k.bindings, k.overrides) for k in (UNARY, UNARY_BACKWARD, BINARY, UNARY_TO_U8)}
         for kernel, twin in list(twins.items()):
-            for variants in (VEC4, STRIDED4, HALF8, CHECKED):
+            for variants in (VEC4, STRIDED4, HALF8, MIXED4, HALF_OUT8, CHECKED):
                 if kernel in variants:
                     v = variants[kernel]
                     variants[twin] = twins[v] = Kernel(shader, v.entry, v.bindings, v.overrides)
@@ -224,10 +242,20 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     params = _PARAMS.pack(n, len(dims), a_slot, b_slot, a_f, b_f, a_i, b_i, *(v.offset for v in views), *shape, *strides)
 
     slots = tuple(s for s in (a_slot, b_slot) if s != 0xFFFFFFFF)
-    if any(v.dtype is float16 for v in views):
-        if not (kernel in HALF8 and contiguous and half8_fits(out, views)):
-            raise TypeError("elementwise kernels take float16 operands only when all are contiguous float16 "
-                            "with offsets and size multiples of 8 (f16.py routes other float16 work)")
+    mixed = out.dtype is not float16 and any(v.dtype is float16 for v in views)
+    if mixed and (kernel not in MIXED4 or int_math or out.dtype not in (float32, bool_)):
+        raise TypeError("elementwise kernels read float16 operands beside others only in binary, unary_backward "
+                        "and where with a float32 or bool out (f16.py routes other float16 work)")
+    if out.dtype is float16 and not (kernel in HALF8 and contiguous and half8_fits(out, views)):
+        if not (kernel in HALF_OUT8 and not int_math and half_out8_fits(dims, views)):
+            raise TypeError("elementwise kernels take a float16 out only where every operand is contiguous float16 "
+                            "with offsets and size multiples of 8, or in binary over views that half_out8_fits "
+                            "(f16.py routes other float16 work)")
+        values = {"OP": op_code, "CONTIGUOUS": contiguous, **_operand_values(views, bound)}
+        kernel = HALF_OUT8[kernel]
+        groups = min(-(-n // (WORKGROUP * 8)), rt.limits["max_compute_workgroups_per_dimension"])
+        return rt.launch(kernel, kernel.constants(values), params, (groups, 1, 1), slots)
+    if out.dtype is float16:
         half = HALF8[kernel]
         values = {"OP": op_code, **{f"IN{k}_FROM_OUT": k < len(bound) and bound[k] is None for k in range(3)}}
         groups = min(-(-n // (WORKGROUP * 8)), rt.limits["max_compute_workgroups_per_dimension"])
@@ -235,12 +263,12 @@ def _prepare(rt, kernel, op_code, out, bound, a, b, int_math):
     values = {"OP": op_code, "INT_MATH": int_math, "CONTIGUOUS": contiguous, "OUT_DTYPE": dtype_code(out.dtype)}
     if kernel in _CHECKED_KERNELS:
         values["ERROR_CODE"] = rt.error_code(INT64_RANGE_MESSAGE.format(op=_op_name(kernel, op_code)), RuntimeError)
-    for k in range(3):
-        x = views[k + 1] if k < len(bound) else None
-        values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
-        values[f"IN{k}_FROM_OUT"] = k < len(bound) and bound[k] is None
+    values.update(_operand_values(views, bound))
     per_thread = 1
-    if (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
+    if mixed:
+        if mixed4_fits(dims, views):
+            kernel, per_thread = MIXED4[kernel], 4
+    elif (kernel in VEC4 and contiguous and n % 4 == 0 and all(v.offset % 4 == 0 for v in views)
             and all(v.dtype in (float32, int32) for v in views)):
         kernel, per_thread = VEC4[kernel], 4
     elif kernel in STRIDED4 and strided4_fits(dims, views):
@@ -259,6 +287,33 @@ def strided4_fits(dims, views):
     return (bool(dims) and dims[-1][0] % 4 == 0 and all(s == 1 for s in dims[-1][1])
             and all(s % 4 == 0 for _, strides in dims[:-1] for s in strides)
             and all(v.offset % 4 == 0 and v.dtype in (float32, int32) for v in views))
+
+
+def _operand_values(views, bound):
+    """The IN{k}_DTYPE and IN{k}_FROM_OUT overrides of the bound inputs (views: out, then each input)."""
+    values = {}
+    for k in range(3):
+        x = views[k + 1] if k < len(bound) else None
+        values[f"IN{k}_DTYPE"] = dtype_code(x.dtype) if x is not None else 0
+        values[f"IN{k}_FROM_OUT"] = k < len(bound) and bound[k] is None
+    return values
+
+
+def half_out8_fits(dims, views):
+    """Whether HALF_OUT8 serves merged `dims` of `views` (out float16, the inputs float32 or float16): mixed4_fits,
+    with out's offset, its outer strides and the innermost size multiples of 8 (eight halves: one vec4 of words)."""
+    out = views[0]
+    return (mixed4_fits(dims, views) and dims[-1][0] % 8 == 0 and out.offset % 8 == 0
+            and all(strides[0] % 8 == 0 for _, strides in dims[:-1])
+            and all(v.dtype in (float16, float32) for v in views))
+
+
+def mixed4_fits(dims, views):
+    """Whether MIXED4's walk serves merged `dims` of `views` (float16 beside 32-bit operands): the innermost dim
+    contiguous in each with a size that is a multiple of 4, every offset and outer stride a multiple of 4 (a quad of
+    halves is then one half of a vec4 of words)."""
+    return (bool(dims) and dims[-1][0] % 4 == 0 and all(s == 1 for s in dims[-1][1])
+            and all(s % 4 == 0 for _, strides in dims[:-1] for s in strides) and all(v.offset % 4 == 0 for v in views))
 
 
 _CHECKED_KERNELS = set(CHECKED.values())  # (and heavy records' twins, as heavy_kernels makes them)
@@ -416,21 +471,41 @@ def binary(rt, op, out, x, y):
         launch(rt, kernel, code, out, [x, y], int_math=int_math)
 
 
-# float16 (the records' HALF policy): elementwise.wgsl's float16 entry points where every view fits HALF8;
+# float16 (the records' HALF policy): elementwise.wgsl's float16 entry points where every view fits HALF8; float16
+# operands beside float32 ones into a float32 (or bool) out read as they are (MIXED4, or the scalar entry points);
 # else NotImplemented, and f16.run goes through float32.
 @kernels.unary.implement("webgpu", half=True)
 def unary_half(rt, op, out, x, a=0.0, b=0.0):
     return unary(rt, op, out, x, a, b) if half8_fits(out, (x,)) else NotImplemented
 
 
+def _reads_mixed(out, inputs):
+    """Whether the mixed entry points take these views: out float32 or bool, the inputs float16 and float32 (or
+    bool, where's condition), at least one of them float16."""
+    return out.dtype in (float32, bool_) and all(v.dtype in (float16, float32, bool_) for v in inputs)
+
+
 @kernels.unary_backward.implement("webgpu", half=True)
 def unary_backward_half(rt, op, out, grad, x, y, a=0.0, b=0.0):
-    return unary_backward(rt, op, out, grad, x, y, a, b) if half8_fits(out, (grad, x, y)) else NotImplemented
+    if half8_fits(out, (grad, x, y)) or _reads_mixed(out, (grad, x, y)):
+        return unary_backward(rt, op, out, grad, x, y, a, b)
+    return NotImplemented
 
 
 @kernels.binary.implement("webgpu", half=True)
 def binary_half(rt, op, out, x, y):
-    return binary(rt, op, out, x, y) if half8_fits(out, (x, y)) else NotImplemented
+    if half8_fits(out, (x, y)) or _reads_mixed(out, (x, y)):
+        return binary(rt, op, out, x, y)
+    if (out.dtype is float16 and x.dtype in (float16, float32) and y.dtype in (float16, float32)
+            and out.storage is not x.storage and out.storage is not y.storage
+            and half_out8_fits(merge_dims(out.shape, [out.strides, x.strides, y.strides]), (out, x, y))):
+        return binary(rt, op, out, x, y)  # (HALF_OUT8: a half result of float32 operands, rounded once)
+    return NotImplemented
+
+
+@kernels.where.implement("webgpu", half=True)
+def where_half(rt, out, cond, x, y):
+    return where(rt, out, cond, x, y) if _reads_mixed(out, (x, y)) and out.dtype is float32 else NotImplemented
 
 
 @kernels.where.implement("webgpu")
