@@ -37,6 +37,7 @@ from . import accelerator, backends, cuda  # device discovery, with PyTorch's me
 from ._as_torch import as_torch
 from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401
 from .dtypes import bfloat16  # a name only: webgrad stores no bfloat16 (dtypes.check_storable)
+from ._typeinfo import finfo, iinfo
 from ._norm import norm
 from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
@@ -58,7 +59,7 @@ from .nn.functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  #
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
-    "promote_types", "result_type",
+    "promote_types", "result_type", "finfo", "iinfo",
     "device", "get_default_device", "set_default_device",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "get_num_interop_threads",

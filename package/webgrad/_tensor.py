@@ -408,6 +408,13 @@ class Tensor:
             return _typenames.type_name(self.dtype)
         return cast(self, dtypes.float32 if dtype is Tensor else _typenames.type_dtype(dtype))
 
+    def type_as(self, other):
+        """self converted to other's type: its dtype and, as PyTorch's self.type(other.type()) moves a CPU tensor
+        to CUDA, its device. No copy where both already match."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        return self.to(other.device, other.dtype)
+
     def float(self, memory_format=None):
         return self.type(dtypes.float32)
 
