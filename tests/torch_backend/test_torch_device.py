@@ -670,7 +670,8 @@ def test_fused_adam_with_parameters_at_different_step_counts(opt_class):
         close(p.detach().cpu(), q.detach())
 
 
-@pytest.mark.parametrize("fill", [torch.ones_like, torch.zeros_like], ids=["ones_like", "zeros_like"])
+@pytest.mark.parametrize("fill", [torch.ones_like, torch.zeros_like, lambda t, **kw: torch.full_like(t, -2.5, **kw)],
+                         ids=["ones_like", "zeros_like", "full_like"])
 def test_filled_like_keeps_pytorchs_strides_and_dtypes(fill):
     x = torch.rand(3, 4)
     for t in (x, x.t(), x[:, ::2], torch.tensor(2.0)):
@@ -680,6 +681,18 @@ def test_filled_like_keeps_pytorchs_strides_and_dtypes(fill):
     got = fill(x.t().to(DEV), dtype=torch.int64, memory_format=torch.contiguous_format)
     assert got.dtype is torch.int64 and got.is_contiguous()
     close(got.cpu(), fill(x.t(), dtype=torch.int64, memory_format=torch.contiguous_format))
+    got = fill(x.t().to(DEV), device="cpu")  # another device named: the tensor is made there
+    assert got.device.type == "cpu" and got.stride() == x.t().stride()
+    close(got, fill(x.t()))
+
+
+def test_full_like_casts_its_value_as_pytorch():
+    x = torch.rand(2, 3)
+    for value, dtype in ((2.7, torch.int64), (-2.7, torch.int32), (0.5, torch.bool), (True, torch.float16)):
+        got, want = torch.full_like(x.to(DEV), value, dtype=dtype), torch.full_like(x, value, dtype=dtype)
+        assert got.dtype is want.dtype and torch.equal(got.cpu(), want)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.full_like(x.to(DEV), float("inf"), dtype=torch.int64)
 
 
 def test_integer_counters_added_in_place():

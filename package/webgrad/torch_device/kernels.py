@@ -171,7 +171,8 @@ _NOT_FROM_TABLE = {aten.view.default, aten._unsafe_view.default, aten.reshape.de
                    aten.clone.default, aten.lift_fresh_copy.default, aten.empty_like.default,
                    aten._native_batch_norm_legit_functional.default,
                    aten._native_batch_norm_legit_no_training.default, aten.split_with_sizes.default,
-                   aten.split.Tensor, aten.unbind.int, aten.ones_like.default, aten.zeros_like.default}
+                   aten.split.Tensor, aten.unbind.int, aten.ones_like.default, aten.zeros_like.default,
+                   aten.full_like.default}
 
 
 def _register_table():
@@ -223,23 +224,45 @@ def _fill(self, value):
 
 
 def _filled_like(op, value):
-    """ones_like and zeros_like (autograd's seed of every loss.backward() is a ones_like): a new tensor in the strides
-    PyTorch's *_like ops give, filled by one kernel. Another device named goes to the table's kernel."""
-    other_device = functional(ATEN[op], op)
-
-    def kernel(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """ones_like, zeros_like and full_like (autograd's seed of every loss.backward() is a ones_like): a new tensor in
+    the strides PyTorch's *_like ops give, filled by one kernel. Another device named gets its tensor there."""
+    def filled(self, value, dtype, layout, device, pin_memory, memory_format):
+        dtype = dtype or self.dtype
+        value = _fill_value(value, dtype)
+        strides = st.copy_strides(self, memory_format)
         if device is not None and torch.device(device).type != DEVICE.type:
-            return other_device(self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-                                memory_format=memory_format)
-        out = st.empty(self.shape, dtype or self.dtype, st.copy_strides(self, memory_format))
+            return torch.empty_strided(tuple(self.shape), strides, dtype=dtype, device=device).fill_(value)
+        out = st.empty(self.shape, dtype, strides)
         if out.numel():
             K.fill(st.webgrad_device().backend, st.view_of(out), value)
         return out
+
+    if value is None:
+        def kernel(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+            return filled(self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    else:
+        def kernel(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+            return filled(self, value, dtype, layout, device, pin_memory, memory_format)
     register(op)(kernel)
+
+
+def _fill_value(value, dtype):
+    """A fill value as a tensor of `dtype` holds it (full_like(ints, 2.7) is 2, as ATen's cast)."""
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    if dtype is torch.bool:
+        return bool(value)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        try:
+            return int(value)
+        except (OverflowError, ValueError):  # (inf, nan)
+            raise RuntimeError(f"value cannot be converted to type {dtype} without overflow") from None
+    return value
 
 
 _filled_like(aten.ones_like.default, 1)
 _filled_like(aten.zeros_like.default, 0)
+_filled_like(aten.full_like.default, None)
 
 
 @register(aten.fill_.Scalar)
