@@ -302,7 +302,7 @@ def _gru_cell_backward(grad_hy, workspace, has_bias):
 # ------------------------------------------------------------------ elementwise helpers
 def _threshold_backward(grad, x, threshold):
     if threshold == 0 and grad.dtype is x.dtype and tuple(grad.shape) == tuple(x.shape):
-        return _unary_backward("relu")(grad, x)  # ReLU's gradient in one kernel (x: the ReLU's output)
+        return _relu_backward(grad, x)  # ReLU's gradient in one kernel (x: the ReLU's output)
     return wg.where(x <= threshold, 0.0, grad)
 
 
@@ -407,6 +407,9 @@ def _unary_backward(op):
         kernels.unary_backward(g.device.backend, name, out._view, g._view, x._view, y._view)
         return out
     return backward
+
+
+_relu_backward = _unary_backward("relu")  # (every eager ReLU's backward: built once)
 
 
 # ------------------------------------------------------------------ activations and their ATen backward formulas

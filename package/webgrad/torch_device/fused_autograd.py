@@ -42,7 +42,7 @@ _LIB = torch.library.Library("aten", "IMPL")
 _REDUCTIONS = ("none", "mean", "sum")  # ATen's Reduction enum
 _FLOATS = (torch.float32, torch.float16)
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
-_WEBGPU = st.DEVICE.type
+_WEBGPU = st.DEVICE
 
 
 def _once_differentiable(fn):
@@ -61,7 +61,8 @@ def _plain(*tensors):
     """Whether every tensor given is an ordinary webgpu tensor or parameter (None allowed): not a tensor
     subclass that intercepts dispatch, as torch.compile's fake and functional tensors do."""
     for t in tensors:
-        if t is not None and (type(t) not in _PLAIN_TYPES or t.device.type != _WEBGPU):
+        # (t.device == DEVICE: Tensor.device.type builds its string each time, ~0.4 us against ~0.08)
+        if t is not None and (type(t) not in _PLAIN_TYPES or t.device != _WEBGPU):
             return False
     return True
 
