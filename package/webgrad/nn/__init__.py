@@ -23,6 +23,7 @@ from .parameter_containers import ParameterDict, ParameterList  # noqa: F401
 from .prelu import PReLU  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
+from .pooling import AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: F401
                           TransformerEncoderLayer)

@@ -1,4 +1,5 @@
-"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d (arguments kept as given, as PyTorch prints them)."""
+"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d and the 3-D ones (arguments kept as given, as PyTorch
+prints them)."""
 
 from . import functional as F
 from .module import Module
@@ -48,3 +49,29 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxPool3d(MaxPool2d):
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveAvgPool2d):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
