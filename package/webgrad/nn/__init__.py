@@ -11,8 +11,8 @@ from .feature_dropout import Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .instancenorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .linear import Identity, Linear  # noqa: F401
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,  # noqa: F401
-                   SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,  # noqa: F401
+                   NLLLoss, SmoothL1Loss)
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm  # noqa: F401
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: F401

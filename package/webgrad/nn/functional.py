@@ -31,6 +31,7 @@ from .._backends import kernels
 from .functional_layers import *  # noqa: F401,F403  (glu, normalize, conv1d, unfold, ...: __all__)
 from .functional_losses import *  # noqa: F401,F403  (kl_div, triplet_margin_loss, ...: __all__)
 from .functional_pool3d import *  # noqa: F401,F403  (max_pool3d, avg_pool3d, adaptive_*_pool3d: __all__)
+from .functional_ctc import ctc_loss  # noqa: F401
 
 
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
