@@ -37,6 +37,7 @@ from . import accelerator, backends, cuda  # device discovery, with PyTorch's me
 from ._as_torch import as_torch
 from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401
 from .dtypes import bfloat16  # a name only: webgrad stores no bfloat16 (dtypes.check_storable)
+from .dtypes import complex64, complex64 as cfloat, complex128, complex128 as cdouble  # webgrad/_complex.py
 from ._typeinfo import finfo, iinfo
 from ._norm import norm
 from ._out import with_out as _with_out
@@ -70,6 +71,7 @@ __all__ = [
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
     "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
     "memory_format", "preserve_format", "layout", "strided",
+    "complex64", "cfloat", "complex128", "cdouble",
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
     "norm", "distributed", "jit", "onnx", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",

@@ -30,7 +30,8 @@ def format_tensor(t):
     if t.device.type != devices.get_default_device().type:
         extras.append(f"device='{t.device}'")
     # PyTorch leaves out its defaults (float32, and int64 unless the tensor is empty)
-    if t.dtype not in (dtypes.float32, dtypes.bool_) and not (t.dtype is dtypes.int64 and t.numel() > 0):
+    if t.dtype not in (dtypes.float32, dtypes.bool_, dtypes.complex64) and not (
+            t.dtype is dtypes.int64 and t.numel() > 0):
         extras.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name_()}>")  # (torch prints no address here)
@@ -58,32 +59,48 @@ def _strings(t, flat):
     """PyTorch's number formatting: integers as "3.", else 4 decimals, scientific when the nonzero finite
     magnitudes span more than 1000x, exceed 1e8 or go below 1e-4."""
     if t.dtype.is_floating:
-        finite = [abs(v) for v in flat if v == v and abs(v) != float("inf") and v != 0]
-        ints = all(v == int(v) for v in finite)
-        mx, mn = (max(finite), min(finite)) if finite else (0.0, 0.0)
-        wide = bool(finite) and (mx / mn > 1000.0 or mx > 1.0e8)
-        if ints:
-            fmt = "{:.4e}" if wide else "{:.0f}."
-        else:
-            fmt = "{:.4e}" if wide or (finite and mn < 1.0e-4) else "{:.4f}"
-        return [fmt.format(v) if v == v and abs(v) != float("inf") else _special(v) for v in flat]
+        return _float_strings(flat)
     if t.dtype is dtypes.bool_:
         return ["True" if v else "False" for v in flat]
     return [str(v) for v in flat]
+
+
+def _float_strings(flat):
+    """PyTorch's formatting of floating values (see _strings)."""
+    finite = [abs(v) for v in flat if v == v and abs(v) != float("inf") and v != 0]
+    ints = all(v == int(v) for v in finite)
+    mx, mn = (max(finite), min(finite)) if finite else (0.0, 0.0)
+    wide = bool(finite) and (mx / mn > 1000.0 or mx > 1.0e8)
+    if ints:
+        fmt = "{:.4e}" if wide else "{:.0f}."
+    else:
+        fmt = "{:.4e}" if wide or (finite and mn < 1.0e-4) else "{:.4f}"
+    return [fmt.format(v) if v == v and abs(v) != float("inf") else _special(v) for v in flat]
+
+
+def _complex_strings(pairs):
+    """Complex numbers from their flat (real, imag) pairs, as torch prints them: the real parts formatted
+    together and padded to one width, the imaginary parts formatted together, signed, unpadded, with a j."""
+    re, im = _float_strings(pairs[0::2]), _float_strings(pairs[1::2])
+    width = max(len(s) for s in re)
+    return [r.rjust(width) + ("" if i.startswith("-") else "+") + i + "j" for r, i in zip(re, im)]
 
 
 def _format_values(t):
     if t.numel() == 0:
         return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
     edge = _options["edgeitems"]
+    # a complex tensor is summarised and read through its (real, imag) pairs (webgrad/_complex.py)
+    data = t._r.detach() if t.dtype.is_complex else t
     if t.numel() > _options["threshold"]:
-        shown, cut = _summarised(t, edge)
+        shown, cut = _summarised(data, edge)
     else:
-        shown, cut = t, [False] * t.ndim
-    strs = _strings(t, shown._decode(shown._bytes()))
+        shown, cut = data, [False] * data.ndim
+    flat = shown._decode(shown._bytes())
+    strs = _complex_strings(flat) if t.dtype.is_complex else _strings(t, flat)
     width = max(len(s) for s in strs)
     strs = [s.rjust(width) for s in strs]
-    nested = _nest(strs, shown._view.shape)
+    nested = _nest(strs, shown._view.shape[:t.ndim])
     ndim = t.ndim
 
     def render(x, depth):

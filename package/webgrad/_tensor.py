@@ -524,6 +524,9 @@ def cast(x, dtype):
     """x converted to dtype (a new tensor even when nothing changes, as .to(copy=True))."""
     if x.dtype is dtype:
         return x
+    if dtype.is_complex:
+        from ._complex import to_complex
+        return to_complex(x, dtype)
     out = Tensor._empty(x.shape, dtype, x.device)
     kernels.copy(x.device.backend, out._view, x._view)
     if dtype.is_floating and x.dtype.is_floating:
@@ -536,6 +539,8 @@ def cast(x, dtype):
 
 
 def _to_device(t, device):
+    if t.dtype.is_complex:  # its float32 pairs move (webgrad/_complex.py)
+        return t.to(device)
     out = Tensor._make(View(device.backend.from_bytes(t._bytes(), t.dtype), t.shape,
                             View.contiguous_strides(t.shape), 0, t.dtype), device)
     if t.requires_grad:
@@ -661,6 +666,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         out = data.detach().to(device=dev if device is not None else data.device, dtype=dtype, copy=True)
         return out.requires_grad_(requires_grad) if requires_grad else out
+    if (dtype is not None and dtype.is_complex) or isinstance(data, complex) or (
+            np is not None and isinstance(data, (np.ndarray, np.generic)) and np.asarray(data).dtype.kind == "c"):
+        return _complex_data(data, dtype, dev, requires_grad)
     if np is not None and isinstance(data, (np.ndarray, np.generic)):
         raw, shape, dtype = _from_numpy(np.asarray(data), dtype)
     elif isinstance(data, array.array):
@@ -686,6 +694,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             shape = (len(raw) // dtype.itemsize,)
     else:
         flat, shape = _flatten(data)
+        if dtype is None and any(type(v) is complex for v in flat):
+            return _complex_data(data, dtype, dev, requires_grad)
         dtype = dtype or _infer_dtype(flat)
         raw = _pack(flat, dtype)
     view = View(dev.backend.from_bytes(raw, dtype), shape, View.contiguous_strides(shape), 0, dtype)
@@ -693,6 +703,19 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _complex_data(data, dtype, device, requires_grad):
+    """tensor() of complex numbers (or with dtype=complex64): webgrad/_complex.py's view over float pairs."""
+    from ._complex import from_data
+    if dtype is None or dtype is dtypes.complex64:
+        return from_data(data, device=device, requires_grad=requires_grad)
+    if dtype.is_complex:
+        raise TypeError(dtypes.COMPLEX128_ERROR)
+    if isinstance(data, (list, tuple, complex)):
+        raise TypeError("must be real number, not complex")
+    out = from_data(data, device=device).to(dtype)  # a NumPy array: the real part, with torch's warning
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -795,6 +818,8 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, layou
           memory_format=None):
     """empty(*size) / empty(size=...): a tensor with undefined contents (torch.empty's forms)."""
     _check_layout("empty", layout, pin_memory)
+    if dtype is not None and dtypes.to_dtype(dtype).is_complex:
+        return full(_size_arg("empty", sizes, size), 0, dtype=dtype, device=device, requires_grad=requires_grad)
     t = Tensor._empty(_size_arg("empty", sizes, size), dtypes.to_dtype(dtype, dtypes.default_float()),
                       devices.get(device))
     return t.requires_grad_(True) if requires_grad else t
@@ -804,6 +829,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=
     _check_layout("full", layout, pin_memory)
     size = _shape_args((size,) if isinstance(size, int) else (tuple(size),))
     dtype = dtypes.to_dtype(dtype) or dtypes.scalar_dtype(fill_value)  # a float fill: the default float dtype
+    if dtype.is_complex:
+        if dtype is not dtypes.complex64:
+            raise TypeError(dtypes.COMPLEX128_ERROR)
+        from ._complex import full as complex_full
+        return complex_full(size, fill_value, device=device, requires_grad=requires_grad)
     t = Tensor._empty(size, dtype, devices.get(device))
     kernels.fill(t.device.backend, t._view, fill_value)
     return t.requires_grad_(True) if requires_grad else t

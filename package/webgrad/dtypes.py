@@ -22,6 +22,9 @@ result is exact, and index-heavy kernels (embedding, cross-entropy targets, gath
 speed. int32 keeps PyTorch's wrapping arithmetic on every device.
 
 float64 on WebGPU: refused (WebGPU has no 64-bit floats) with an error that says to convert with .float() first.
+
+complex64 (``webgrad.cfloat``) is a view over float32 (real, imag) pairs (webgrad/_complex.py): no backend stores
+it as such, so check_storable refuses it at the storage level; complex128 (``cdouble``) is a name only.
 """
 
 
@@ -54,6 +57,20 @@ class DType:
         return (_by_name, (self.name,))
 
 
+class ComplexDType(DType):
+    """complex64 (float32 real and imaginary parts; see webgrad/_complex.py) and complex128 (a name only)."""
+
+    __slots__ = ()
+
+    @property
+    def is_complex(self):
+        return True
+
+    @property
+    def is_signed(self):
+        return True
+
+
 def namespace():
     """The name reprs give the package: "torch" where webgrad.as_torch() made `import torch` mean webgrad
     (scripts print torch.float32 and torch.Size, and some compare those strings), else "webgrad"."""
@@ -70,9 +87,15 @@ float16 = DType("float16", 2, "e", True, 4)
 bfloat16 = DType("bfloat16", 2, None, True, 5)  # a name only: no backend stores it (see check_storable)
 float32 = DType("float32", 4, "f", True, 6)
 float64 = DType("float64", 8, "d", True, 7)
+complex64 = ComplexDType("complex64", 8, None, False, 8)  # a view over float32 pairs (webgrad/_complex.py)
+complex128 = ComplexDType("complex128", 16, None, False, 9)  # a name only (see check_storable)
+COMPLEX128_ERROR = ("webgrad has no complex128 tensors: its complex dtype is complex64 (float32 real and imaginary "
+                    "parts); convert with .float() before making complex numbers")
 
 ALL = (bool_, uint8, int32, int64, float16, bfloat16, float32, float64)
 _NAMES = {d.name: d for d in ALL}
+_NAMES.update({d.name: d for d in (complex64, complex128)})
+_NAMES.update({"cfloat": complex64, "cdouble": complex128, "complex32": None, "chalf": None})
 _NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "bool_": bool_, "long": int64,
                "int64": int64})
 
@@ -95,9 +118,11 @@ def to_dtype(d, default=None):
         return int64  # as torch: dtype=int is torch.int64
     if d is bool:
         return bool_
+    if d is complex:
+        return complex64
     name = getattr(d, "name", None) or str(d)
     name = name.replace("torch.", "")
-    if name in _NAMES:
+    if _NAMES.get(name) is not None:
         return _NAMES[name]
     raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, float64 (CPU), int64, int32, "
                     "uint8 and bool")
@@ -108,6 +133,12 @@ def check_storable(dtype):
     if dtype is bfloat16:
         raise TypeError("webgrad has no bfloat16 tensors: use float32, or float16 through webgrad.autocast "
                         "(mixed precision); bfloat16 checkpoints load as float32")
+    if dtype is complex128:
+        raise TypeError(COMPLEX128_ERROR)
+    if dtype is complex64:
+        raise TypeError("this op has no complex64 path in webgrad: complex64 tensors support the arithmetic, "
+                        "reductions and views that rotary embeddings use (see webgrad._complex); "
+                        "torch.view_as_real(z) gives the (real, imag) pairs as a float32 tensor for anything else")
 
 
 # ===================================================================== type promotion (torch.result_type)
@@ -161,6 +192,8 @@ def scalar_dtype(value):
         return bool_
     if isinstance(value, int):
         return int64
+    if isinstance(value, complex):
+        return complex64
     return _default_float[0]
 
 

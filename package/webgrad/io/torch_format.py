@@ -54,12 +54,13 @@ from .unpickler import TORCH_OBJECT_OPCODES, TORCH_OPCODES, Refused, Unpickler, 
 
 # webgrad dtype <-> torch storage class name
 _STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int64: "LongStorage",
-               dtypes.int32: "IntStorage", dtypes.uint8: "ByteStorage", dtypes.bool_: "BoolStorage"}
+               dtypes.int32: "IntStorage", dtypes.uint8: "ByteStorage", dtypes.bool_: "BoolStorage",
+               dtypes.complex64: "ComplexFloatStorage"}
 # storage classes a checkpoint may name -> (item size, how to read them)
 _READ = {"FloatStorage": (4, dtypes.float32), "DoubleStorage": (8, dtypes.float64), "IntStorage": (4, dtypes.int32),
          "ByteStorage": (1, dtypes.uint8), "BoolStorage": (1, dtypes.bool_), "LongStorage": (8, dtypes.int64),
          "HalfStorage": (2, "float16"), "BFloat16Storage": (2, "bfloat16"), "ShortStorage": (2, "int16"),
-         "CharStorage": (1, "int8")}
+         "CharStorage": (1, "int8"), "ComplexFloatStorage": (8, dtypes.complex64)}
 _ALIGN = 64
 
 
@@ -392,7 +393,8 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
     if not isinstance(backward_hooks, dict):
         raise ValueError(f"a tensor's backward hooks must be an OrderedDict, got {short(backward_hooks)}")
     if metadata:  # torch writes it only for conjugate or negative views of complex tensors
-        raise ValueError(f"a tensor with metadata {short(metadata)}: webgrad has no complex tensors")
+        raise ValueError(f"a tensor with metadata {short(metadata)}: webgrad has no conjugate or negative views "
+                         "of complex tensors")
     return _rebuild_tensor(storage, storage_offset, size, stride, requires_grad)
 
 
@@ -442,7 +444,8 @@ class _ReadAs(Refused):
     def __init__(self, name, item, kind):
         super().__init__(f"torch.{name}")
         self.short, self.item, self.kind = name, item, kind
-        self.floating = kind in ("float16", "bfloat16") or (isinstance(kind, dtypes.DType) and kind.is_floating)
+        self.floating = kind in ("float16", "bfloat16") or (isinstance(kind, dtypes.DType) and (
+            kind.is_floating or kind.is_complex))
 
 
 # every global a checkpoint may name (as torch.load(weights_only=True) allows them); anything else is refused
@@ -876,11 +879,25 @@ class _Builder:
             raw = self.archive.read("data/" + s.key, size=s.numel * s.stype.item)
             dtype, raw = _storage_values(s, raw)
             dev = devices.get("webgpu") if self.follow_location and s.location == "webgpu" else self.dev
-            built = self.storages[s.key] = (dev.backend.from_bytes(raw, dtype), dtype, s.numel, dev)
+            # complex64 is stored as its float32 (real, imag) pairs (webgrad/_complex.py)
+            real = dtypes.float32 if dtype is dtypes.complex64 else dtype
+            built = self.storages[s.key] = (dev.backend.from_bytes(raw, real), dtype, s.numel, dev)
         return built
 
     def tensor(self, p):
         data, dtype, numel, dev = self.storage(p.storage)
+        if dtype is dtypes.complex64:  # the float32 pairs, seen as complex once built
+            from .._complex import view_as_complex
+            from .._tensor import zeros
+            if not all(p.size):
+                return zeros(p.size, dtype=dtype, device=dev, requires_grad=p.requires_grad)
+            pairs = _Pending(p.storage, 2 * p.offset, p.size + (2,), tuple(2 * s for s in p.stride) + (1,), False)
+            saved, self.storages[p.storage.key] = self.storages[p.storage.key], (data, dtypes.float32, 2 * numel, dev)
+            try:
+                z = view_as_complex(self.tensor(pairs))
+            finally:
+                self.storages[p.storage.key] = saved
+            return z.requires_grad_(True) if p.requires_grad else z
         if not all(p.size):  # no elements: neither its offset nor its strides mean anything
             t = Tensor._empty(p.size, dtype, dev)
             return t.requires_grad_(True) if p.requires_grad else t

@@ -50,6 +50,12 @@ def _as_tensor(value):
     return None
 
 
+
+def _storage(t):
+    """The storage under a tensor (a complex64 tensor's is its float32 pairs': webgrad/_complex.py)."""
+    return (t._r if t.dtype.is_complex else t)._view.storage
+
+
 class Module:
     training: bool
 
@@ -354,7 +360,7 @@ class Module:
         missing = [key for key, _, _, _ in entries if key not in state_dict]
         unexpected = [key for key in state_dict if key not in expected]
         errors, staged = [], []
-        targets = {id(t._view.storage) for _, _, _, t in entries}
+        targets = {id(_storage(t)) for _, _, _, t in entries}
         for key, module, name, target in entries:
             if key not in state_dict:
                 continue
@@ -371,7 +377,7 @@ class Module:
                 continue
             try:
                 value = value.to(device=target.device, dtype=target.dtype)
-                if id(value._view.storage) in targets:  # it may alias another target: copy before any write
+                if id(_storage(value)) in targets:  # it may alias another target: copy before any write
                     value = value.clone()
                 staged.append((module, name, target, value))
             except Exception as e:  # noqa: BLE001 - reported with the key, all together, below

@@ -5,7 +5,7 @@ below, and the op table's records (ops/table.py) by their ``expose`` field. ``we
 re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 """
 
-from .. import _printing, _tensor, linalg
+from .. import _complex, _printing, _tensor, linalg
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
@@ -172,3 +172,20 @@ for _op in (*table.UNARY.values(), *table.BINARY.values()):
     install(_op)
 Tensor.__iadd__, Tensor.__isub__ = Tensor.add_, Tensor.sub_
 Tensor.__imul__, Tensor.__itruediv__ = Tensor.mul_, Tensor.div_
+
+# complex64 (_complex.py): the functions that exist for it, the real tensor's side of them (x.real is x,
+# x.is_complex() is False, ...), the functions that hand a complex operand to its implementation, and every
+# other Tensor method refusing a complex tensor.
+FUNCTIONS.update(_complex.FUNCTIONS)
+Tensor.real = property(lambda self: self, lambda self, value: self.copy_(value) and None,
+                       doc="The real part: the tensor itself for a real tensor (writable), as torch's.")
+Tensor.imag = property(_complex.imag, doc="The imaginary part (complex tensors only; a real one raises).")
+for _name in "is_complex is_conj is_neg resolve_conj resolve_neg conj conj_physical angle".split():
+    setattr(Tensor, _name, _complex.FUNCTIONS[_name])
+for _name in _complex.DISPATCH:
+    if _name in FUNCTIONS:
+        _real_fn = FUNCTIONS[_name]
+        FUNCTIONS[_name] = _complex.dispatching(_name, _real_fn)
+        if _complex.DISPATCH[_name] is not _complex.METHOD and Tensor.__dict__.get(_name) is _real_fn:
+            setattr(Tensor, _name, FUNCTIONS[_name])  # real.mul(z): the complex product
+_complex.seal()
