@@ -1,0 +1,247 @@
+"""Constraints on distribution parameters and supports, as torch.distributions.constraints.
+
+check(value) returns a bool tensor of value's batch shape (the shape less event_dim rightmost dims): True where
+value satisfies the constraint."""
+
+__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+           "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
+           "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "positive_definite", "positive_integer", "real", "real_vector", "simplex", "unit_interval"]
+
+
+class Constraint:
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder for a constraint that depends on other parameters (not checked)."""
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, x):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint):
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property of a distribution that is also a dependent constraint (Uniform's support, for instance)."""
+
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+class _IndependentConstraint(Constraint):
+    """base_constraint with reinterpreted_batch_ndims more dims counted as the event."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"Expected a Constraint, got {type(base_constraint).__name__}")
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise ValueError(f"reinterpreted_batch_ndims must be a non-negative int, got {reinterpreted_batch_ndims}")
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if result.ndim < self.reinterpreted_batch_ndims:
+            expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.ndim}")
+        for _ in range(self.reinterpreted_batch_ndims):
+            result = result.all(-1)
+        return result
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = ((value == 0) | (value == 1)).all(-1)
+        is_normalized = value.sum(-1) == 1
+        return is_boolean & is_normalized
+
+
+class _IntegerInterval(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerGreaterThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value  # False only for NaN
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return self.lower_bound < value
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    def check(self, value):
+        return self.lower_bound <= value
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return lower & positive_diagonal
+
+
+class _PositiveDefinite(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        from .. import linalg
+        # torch.isclose(value, value.mT, atol=1e-6) over the matrix, then a Cholesky factorisation that succeeds
+        close = (value - value.mT).abs() <= 1e-6 + 1e-5 * value.mT.abs()
+        symmetric = close.reshape(*value.shape[:-2], -1).all(-1)
+        return symmetric & (linalg.cholesky_ex(value).info == 0)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = independent(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()

@@ -1,0 +1,220 @@
+"""kl_divergence(p, q) and register_kl, as torch.distributions.kl: closed forms looked up by the two
+distributions' types (the most specific registered pair along the classes' MROs)."""
+
+import math
+import warnings
+
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Gamma
+from .independent import Independent
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .transformed_distribution import TransformedDistribution
+from .uniform import Uniform
+from .utils import _sum_rightmost
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY = {}  # (type_p, type_q) -> fn(p, q)
+_KL_MEMOIZE = {}  # (type_p, type_q) -> the fn dispatch picked
+
+
+def register_kl(type_p, type_q):
+    """Decorator: fn(p, q) computes KL(p || q) for p of type_p and q of type_q (subclasses included)."""
+    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
+    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+
+    def decorator(fun):
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()
+        return fun
+
+    return decorator
+
+
+def _dispatch_kl(type_p, type_q):
+    matches = [(sp, sq) for sp, sq in _KL_REGISTRY if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    if not matches:
+        return NotImplemented
+    depth_p, depth_q = type_p.__mro__.index, type_q.__mro__.index
+    left = min(matches, key=lambda m: (depth_p(m[0]), depth_q(m[1])))
+    right = min(matches, key=lambda m: (depth_q(m[1]), depth_p(m[0])))
+    if _KL_REGISTRY[left] is not _KL_REGISTRY[right]:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please "
+                      f"register_kl({left[0].__name__}, {right[1].__name__})", RuntimeWarning, stacklevel=2)
+    return _KL_REGISTRY[left]
+
+
+def kl_divergence(p, q):
+    """KL(p || q), batched over the two distributions' broadcast batch shape."""
+    key = type(p), type(q)
+    if key not in _KL_MEMOIZE:
+        _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    fun = _KL_MEMOIZE[key]
+    if fun is NotImplemented:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
+                                  f"{q.__class__.__name__}")
+    return fun(p, q)
+
+
+def _where_inf(mask, t):
+    from .. import where
+    return where(mask, math.inf, t)
+
+
+def _where_zero(mask, t):
+    from .. import where
+    return where(mask, 0.0, t)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    from ..nn.functional import softplus
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = _where_zero(p.probs == 0, _where_inf(q.probs == 0, t1))
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = _where_zero(p.probs == 1, _where_inf(q.probs == 1, t2))
+    return t1 + t2
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_p.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_q.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * p.concentration1.digamma()
+    t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma()
+    t5 = (sum_q - sum_p) * sum_p.digamma()
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    shape = tuple(t.shape)
+    t = _where_zero((p.probs == 0).expand(*shape), _where_inf((q.probs == 0).expand(*shape), t))
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = sum_p.lgamma() - sum_q.lgamma()
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = q.concentration.lgamma() - p.concentration.lgamma()
+    t3 = (p.concentration - q.concentration) * p.concentration.digamma()
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -scale_ratio.log()
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * (-loc_abs_diff / p.scale).exp()
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    from .. import broadcast_shapes, linalg
+    if tuple(p.event_shape) != tuple(q.event_shape):
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    batch = tuple(broadcast_shapes(tuple(Lq.shape[:-2]), tuple(Lp.shape[:-2])))
+    n = p.event_shape[0]
+    # tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2
+    term2 = linalg.solve_triangular(Lq.expand(*batch, n, n), Lp.expand(*batch, n, n), upper=False).pow(2)
+    term2 = term2.sum((-2, -1))
+    term3 = _batch_mahalanobis(Lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if tuple(p.event_shape) != tuple(q.event_shape):
+        raise NotImplementedError
+    extra_event_dim = len(p.event_shape) - len(p.base_dist.event_shape)
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), extra_event_dim)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return _where_inf((q.low > p.low) | (q.high < p.high), result)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    loc_diff = p.loc - q.loc
+    scale_ratio = p.scale / q.scale
+    loc_diff_scale_ratio = loc_diff / p.scale
+    t1 = scale_ratio.log()
+    t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio.pow(2)).exp()
+    t3 = loc_diff * (loc_diff / (math.sqrt(2) * p.scale)).erf()
+    return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _where_inf((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), result)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    common_term = p.high - p.low
+    t1 = (math.sqrt(math.pi * 2) * q.scale / common_term).log()
+    t2 = common_term.pow(2) / 12
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)

@@ -1,0 +1,394 @@
+"""Bijective transforms for TransformedDistribution, as torch.distributions.transforms: Exp, Affine, Sigmoid,
+Tanh and their composition. Each has the forward map (__call__), its inverse (.inv), and
+log |d forward / dx| (log_abs_det_jacobian), summed over the transform's event dims."""
+
+import math
+from numbers import Number
+
+from .._tensor import Size, Tensor
+from . import constraints
+
+__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform", "Transform",
+           "identity_transform"]
+
+
+def _broadcast_shape(*shapes):
+    from .. import broadcast_shapes
+    return Size(tuple(broadcast_shapes(*shapes)))
+
+
+class Transform:
+    bijective = False
+    domain = constraints.real
+    codomain = constraints.real
+
+    def __init__(self, cache_size=0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y = None, None
+        self._inv = None
+
+    @property
+    def event_dim(self):
+        if self.domain.event_dim == self.codomain.event_dim:
+            return self.domain.event_dim
+        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+
+    @property
+    def inv(self):
+        inv = self._inv() if self._inv is not None else None
+        if inv is None:
+            import weakref
+            inv = _InverseTransform(self)
+            self._inv = weakref.ref(inv)
+        return inv
+
+    @property
+    def sign(self):
+        raise NotImplementedError
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
+    def __call__(self, x):
+        if self._cache_size == 0:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = x, y
+        return y
+
+    def _inv_call(self, y):
+        if self._cache_size == 0:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = x, y
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    def __init__(self, transform):
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    @property
+    def domain(self):
+        return self._inv.codomain
+
+    @property
+    def codomain(self):
+        return self._inv.domain
+
+    @property
+    def bijective(self):
+        return self._inv.bijective
+
+    @property
+    def sign(self):
+        return self._inv.sign
+
+    @property
+    def inv(self):
+        return self._inv
+
+    def __eq__(self, other):
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self._inv!r})"
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
+
+class ComposeTransform(Transform):
+    """parts applied in order: parts[0] first."""
+
+    def __init__(self, parts, cache_size=0):
+        if cache_size:
+            parts = [part.with_cache(cache_size) for part in parts]
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = object.__hash__
+
+    @property
+    def domain(self):
+        if not self.parts:
+            return constraints.real
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim
+        for part in reversed(self.parts):
+            event_dim += part.domain.event_dim - part.codomain.event_dim
+            event_dim = max(event_dim, part.domain.event_dim)
+        if event_dim > domain.event_dim:
+            domain = constraints.independent(domain, event_dim - domain.event_dim)
+        return domain
+
+    @property
+    def codomain(self):
+        if not self.parts:
+            return constraints.real
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim
+        for part in self.parts:
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+            event_dim = max(event_dim, part.codomain.event_dim)
+        if event_dim > codomain.event_dim:
+            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
+        return codomain
+
+    @property
+    def bijective(self):
+        return all(p.bijective for p in self.parts)
+
+    @property
+    def sign(self):
+        sign = 1
+        for p in self.parts:
+            sign = sign * p.sign
+        return sign
+
+    @property
+    def inv(self):
+        return ComposeTransform([p.inv for p in reversed(self.parts)])
+
+    def __call__(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x, y):
+        from .utils import _sum_rightmost
+        if not self.parts:
+            return x.new_zeros(x.shape) if isinstance(x, Tensor) else 0.0
+        xs = [x]
+        for part in self.parts[:-1]:
+            xs.append(part(xs[-1]))
+        xs.append(y)
+        terms = []
+        event_dim = self.domain.event_dim
+        for part, a, b in zip(self.parts, xs[:-1], xs[1:]):
+            terms.append(_sum_rightmost(part.log_abs_det_jacobian(a, b), event_dim - part.domain.event_dim))
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+    def forward_shape(self, shape):
+        for part in self.parts:
+            shape = part.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for part in reversed(self.parts):
+            shape = part.inverse_shape(shape)
+        return shape
+
+    def __repr__(self):
+        return self.__class__.__name__ + "(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """y = exp(x)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, ExpTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.exp()
+
+    def _inverse(self, y):
+        return y.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class SigmoidTransform(Transform):
+    """y = sigmoid(x), kept inside (tiny, 1 - eps) so that the inverse stays finite."""
+
+    domain = constraints.real
+    codomain = constraints.unit_interval
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SigmoidTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        from .utils import _finfo
+        info = _finfo(x.dtype)
+        return x.sigmoid().clamp(min=info.tiny, max=1.0 - info.eps)
+
+    def _inverse(self, y):
+        from .utils import _finfo
+        info = _finfo(y.dtype)
+        y = y.clamp(min=info.tiny, max=1.0 - info.eps)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return -softplus(-x) - softplus(x)
+
+
+class TanhTransform(Transform):
+    """y = tanh(x) (squashed Gaussian policies); the Jacobian in the stable form 2 (log 2 - x - softplus(-2x))."""
+
+    domain = constraints.real
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, TanhTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return y.atanh()  # no clipping, as torch: a y of exactly +-1 maps to +-inf
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x (loc and scale tensors or numbers), over event_dim rightmost dims."""
+
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim=0, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
+
+    @property
+    def event_dim(self):
+        return self._event_dim
+
+    @property
+    def domain(self):
+        return constraints.real if self._event_dim == 0 else constraints.independent(constraints.real,
+                                                                                     self._event_dim)
+
+    @property
+    def codomain(self):
+        return self.domain
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
+
+    def __eq__(self, other):
+        if not isinstance(other, AffineTransform):
+            return False
+        same = []
+        for a, b in ((self.loc, other.loc), (self.scale, other.scale)):
+            if isinstance(a, Number) and isinstance(b, Number):
+                same.append(a == b)
+            elif isinstance(a, Tensor) and isinstance(b, Tensor):
+                same.append(bool((a == b).all().item()))
+            else:
+                same.append(False)
+        return all(same)
+
+    __hash__ = object.__hash__
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, Number):
+            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
+        return self.scale.sign()
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        from .. import full
+        shape = tuple(x.shape)
+        scale = self.scale
+        if isinstance(scale, Number):
+            result = full(shape, math.log(abs(scale)), dtype=x.dtype, device=x.device)
+        else:
+            result = scale.abs().log()
+        if self._event_dim:
+            result = result.reshape(*result.shape[:-self._event_dim], -1).sum(-1)
+            shape = shape[:-self._event_dim]
+        return result.expand(*shape)
+
+    def forward_shape(self, shape):
+        return _broadcast_shape(tuple(shape), tuple(getattr(self.loc, "shape", ())),
+                                tuple(getattr(self.scale, "shape", ())))
+
+    def inverse_shape(self, shape):
+        return self.forward_shape(shape)
