@@ -650,6 +650,25 @@ def test_step_counts_are_written_when_read():
     close(model.weight.detach().cpu(), ref.weight.detach(), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.skipif(not RECORDS, reason="the CPU backend submits nothing")
+@pytest.mark.parametrize("opt_class", [torch.optim.Adam, torch.optim.SGD])
+def test_fused_optimizer_step_submits_its_work(opt_class):
+    """Each eager fused step starts the GPU on what was queued (as webgrad's optimizers do): the GPU runs step i while
+    the host issues step i + 1, and Adam's new step count is written without staging it behind unsubmitted work."""
+    torch.manual_seed(0)
+    model = nn.Linear(5, 3).to(DEV)
+    opt = opt_class(model.parameters(), lr=0.01, fused=True)
+    x, y = torch.randn(4, 5, device=DEV), torch.randint(0, 3, (4,), device=DEV)
+    stats = td.storage.webgrad_device().backend.runtime.stats
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        before = dict(stats)
+        opt.step()
+        assert stats["submits"] == before["submits"] + 1
+        assert stats["copies"] == before["copies"]  # (no staged write of the step count)
+
+
 @pytest.mark.parametrize("opt_class", [torch.optim.Adam, torch.optim.AdamW])
 def test_fused_adam_with_parameters_at_different_step_counts(opt_class):
     """A parameter that first gets a gradient late has taken fewer steps than the others: each update's bias

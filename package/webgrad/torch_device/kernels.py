@@ -695,6 +695,7 @@ def _fused_sgd(params, grads, momentum_buffer_list, weight_decay, momentum, lr, 
     for i, (p, g) in enumerate(zip(ps, gs)):
         st.forget_scalars(params[i])
         K.sgd_step(backend, p._view, g.contiguous()._view, bufs[i]._view if bufs and momentum else None, hyper)
+    _submit(backend)
 
 
 register(aten._fused_sgd_.default)(_fused_sgd)
@@ -740,7 +741,19 @@ def _fused_adam(decoupled):
                      _count_key(t) not in _COUNTED]
             if pairs:
                 replay.on_replay(lambda pairs=pairs: _advance(pairs))
+        _submit(backend)
     return kernel
+
+
+def _submit(backend):
+    """Start the step's queued work at the end of a fused optimizer step, as webgrad's own optimizers do
+    (optim.optimizer._submit). Eager work is otherwise submitted only at a read-back or every Runtime.FLUSH_AFTER
+    dispatches: with the loss read every 10 steps, the GPU sat idle while the host issued ten steps and the host
+    then waited for all ten, so a step cost its host time plus its GPU time instead of the larger of the two; and
+    each step's new step count was staged behind the last step's unsubmitted kernels (an upload buffer and a copy a
+    step). A step being recorded is submitted by its replays."""
+    if not backend.capturing:
+        backend.submit()
 
 
 # Set once a fused Adam step has been recorded: from then on eager steps too keep one step scalar per count, the
