@@ -422,11 +422,11 @@ def test_validation_errors_match_torch():
         # the message names the parameter, the shape and the constraint as torch's does
         assert str(ours.value).split(" of distribution")[0] == str(theirs.value).split(" of distribution")[0]
         assert "to satisfy the constraint GreaterThan(lower_bound=0.0), but found invalid values" in str(ours.value)
-    make(neg) if False else D.Normal(wg.zeros(2), neg, validate_args=False)  # no check when asked not to
+    assert tuple(D.Normal(wg.zeros(2), neg, validate_args=False).scale.shape) == (2,)  # no check when asked not to
     with pytest.raises(ValueError, match="Expected parameter probs"):
         D.Bernoulli(wg.tensor([0.5, 1.5]))
     with pytest.raises(ValueError, match="Expected parameter probs"):
-        D.Categorical(probs=wg.tensor([0.5, -0.5]))
+        D.Categorical(probs=wg.tensor([0.5, -0.25, 0.75]))
     with pytest.raises(ValueError, match="Expected parameter low"):
         D.Uniform(wg.tensor([0.0, 2.0]), wg.tensor([1.0, 1.0]))
     with pytest.raises(ValueError, match="Expected parameter covariance_matrix .* PositiveDefinite"):
@@ -468,7 +468,8 @@ def test_constraints_expand_and_repr():
     tv = torch.tensor(_np(v))
     for ours, theirs in ((C.real, TD.constraints.real), (C.positive, TD.constraints.positive),
                          (C.nonnegative, TD.constraints.nonnegative), (C.unit_interval, TD.constraints.unit_interval),
-                         (C.boolean, TD.constraints.boolean), (C.interval(-0.5, 0.5), TD.constraints.interval(-0.5, 0.5)),
+                         (C.boolean, TD.constraints.boolean),
+                         (C.interval(-0.5, 0.5), TD.constraints.interval(-0.5, 0.5)),
                          (C.half_open_interval(0.0, 1.0), TD.constraints.half_open_interval(0.0, 1.0))):
         np.testing.assert_array_equal(_np(ours.check(v)), theirs.check(tv).numpy())
         assert repr(ours) == repr(theirs)
@@ -528,3 +529,54 @@ def test_straight_through_and_as_torch_names():
 def _keys(cls):
     c = cls.__dict__.get("arg_constraints", getattr(cls, "arg_constraints", {}))
     return c.keys() if isinstance(c, dict) else {"low", "high"}
+
+
+SCRIPT = '''
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical, Independent, Normal, TransformedDistribution, kl_divergence
+from torch.distributions.transforms import TanhTransform
+
+torch.manual_seed(0)
+# a VAE's latent: rsample, a KL term against the standard normal prior
+enc = nn.Linear(4, 4)
+x = torch.randn(16, 4)
+opt = torch.optim.Adam(enc.parameters(), lr=0.05)
+losses = []
+for _ in range(30):
+    mu, log_std = enc(x).chunk(2, dim=-1)
+    q = Independent(Normal(mu, log_std.exp()), 1)
+    z = q.rsample()
+    prior = Independent(Normal(torch.zeros_like(mu), torch.ones_like(mu)), 1)
+    loss = kl_divergence(q, prior).mean() + 0.0 * z.sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+    losses.append(loss.item())
+assert losses[-1] < 0.2 * losses[0], losses
+# REINFORCE on a 3-armed bandit whose best arm is 2
+logits = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([logits], lr=0.5)
+for _ in range(40):
+    dist = Categorical(logits=logits)
+    a = dist.sample((32,))
+    reward = (a == 2).float()
+    loss = -(dist.log_prob(a) * (reward - reward.mean())).mean() - 0.01 * dist.entropy()
+    opt.zero_grad(); loss.backward(); opt.step()
+assert Categorical(logits=logits).probs[2].item() > 0.8
+# a squashed Gaussian policy's log-probability of its own reparameterised action
+pi = TransformedDistribution(Normal(torch.zeros(2), torch.ones(2)), [TanhTransform(cache_size=1)])
+act = pi.rsample()
+print("ok", tuple(act.shape), tuple(pi.log_prob(act).shape), type(q).__module__)
+'''
+
+
+def test_scripts_under_as_torch():
+    """A VAE's KL term, REINFORCE and a squashed Gaussian policy, written against torch, run on webgrad."""
+    import os
+    import subprocess
+    import sys
+    from helpers import PACKAGE_DIR
+    out = subprocess.run([sys.executable, "-c", "import webgrad; webgrad.as_torch()\n" + SCRIPT], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(PACKAGE_DIR)), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", "(2,)", "(2,)", "webgrad.distributions.independent"]
+    exec(compile(SCRIPT, "script", "exec"), {})  # the same script passes on PyTorch
