@@ -28,12 +28,17 @@ kernel) naming complex64: every other Tensor method is sealed, and any other op 
 finds no ``_view`` to compute on, so no op ever reads the interleaved floats as real numbers by mistake.
 """
 
+import inspect
 import math
 import sys
 import warnings
 
-from . import dtypes
-from ._tensor import Tensor, Size
+from . import _tensor, dtypes
+from ._tensor import Size, Tensor, _flatten, _nest, tensor, zeros
+from ._tensor import full as _real_full
+from .linalg import vector_norm
+from .ops.core import broadcast_shapes
+from .ops.shape import cat as _real_cat, stack as _real_stack
 
 complex64 = dtypes.complex64
 
@@ -201,7 +206,6 @@ class ComplexTensor(Tensor):
         return self._pairs()[0]
 
     def tolist(self):
-        from ._tensor import _nest
         return _nest(self._pairs(), tuple(self.shape))
 
     def numpy(self, force=False):
@@ -233,10 +237,6 @@ class ComplexTensor(Tensor):
 
     def __reduce__(self):
         return (_rebuild, (self._r.detach().contiguous(), self.requires_grad))
-
-    def __repr__(self):
-        from ._printing import format_tensor
-        return format_tensor(self)
 
     # ------------------------------------------------------------- moving and casting
     def to(self, *args, **kwargs):
@@ -580,13 +580,13 @@ _KEPT = frozenset((
     "__init__", "_init", "_make", "_empty", "_wrap_like", "size", "dim", "nelement", "element_size",
     "is_floating_point", "retain_grad", "is_shared", "share_memory_", "to_dense", "cpu", "webgpu", "cuda",
     "__format__", "__deepcopy__", "_check_item", "_new", "__class_getitem__", "__torch_function__",
+    "__repr__",  # _printing.format_tensor reads a complex tensor through its pairs
 ))
 
 
 def seal():
     """Give every Tensor method that ComplexTensor does not define a version that raises ComplexUnsupported
     (called once every module has attached its methods to Tensor)."""
-    import inspect
     for name, member in list(vars(Tensor).items()):
         if name in vars(ComplexTensor) or name in _KEPT or not inspect.isfunction(member):
             continue
@@ -633,8 +633,7 @@ def _with_last(index, last):
 
 
 def _full(shape, value, device):
-    from ._tensor import full
-    return full(tuple(shape), float(value), dtype=dtypes.float32, device=device)
+    return _real_full(tuple(shape), float(value), dtype=dtypes.float32, device=device)
 
 
 def _float(t, where):
@@ -646,12 +645,10 @@ def _float(t, where):
 
 
 def _pair(re, im):
-    from .ops.shape import stack
     if tuple(re.shape) != tuple(im.shape):
-        from .ops.core import broadcast_shapes
         shape = broadcast_shapes(tuple(re.shape), tuple(im.shape))
         re, im = re.expand(*shape), im.expand(*shape)
-    return _wrap(stack([re, im], -1))
+    return _wrap(_real_stack([re, im], -1))
 
 
 def _as_complex_tensor(x, device):
@@ -662,13 +659,11 @@ def _as_complex_tensor(x, device):
         return _pair(_float(x, "complex64"), _zeros_like(x))
     if isinstance(x, (bool, int, float, complex)):
         x = complex(x)
-        from ._tensor import tensor
         return _wrap(tensor([x.real, x.imag], dtype=dtypes.float32, device=device))
     return from_data(x, device=device)
 
 
 def _zeros_like(t):
-    from ._tensor import zeros
     return zeros(tuple(t.shape), dtype=dtypes.float32, device=t.device).expand(*t.shape)
 
 
@@ -718,7 +713,6 @@ def to_complex(x, dtype=complex64):
 # ===================================================================== creation
 def from_data(data, device=None, requires_grad=False):
     """torch.tensor(data, dtype=complex64) for Python numbers, nested lists and NumPy arrays."""
-    from ._tensor import tensor, _flatten
     try:
         import numpy as np
     except ImportError:
@@ -742,11 +736,9 @@ def from_data(data, device=None, requires_grad=False):
 
 def full(shape, value, device=None, requires_grad=False):
     value = complex(value)
-    from ._tensor import full as real_full
-    from .ops.shape import stack
-    re = real_full(tuple(shape), value.real, dtype=dtypes.float32, device=device)
-    im = real_full(tuple(shape), value.imag, dtype=dtypes.float32, device=device)
-    z = _wrap(stack([re, im], -1))
+    re = _real_full(tuple(shape), value.real, dtype=dtypes.float32, device=device)
+    im = _real_full(tuple(shape), value.imag, dtype=dtypes.float32, device=device)
+    z = _wrap(_real_stack([re, im], -1))
     return z.requires_grad_(True) if requires_grad else z
 
 
@@ -899,7 +891,6 @@ def matmul(input, other):
 
 
 def abs_(input):
-    from .linalg import vector_norm
     return vector_norm(input._r, dim=-1)  # its gradient at 0 is 0, as PyTorch's abs of a complex 0
 
 
@@ -991,16 +982,14 @@ def cat(tensors, dim=0):
     zs = [_as_complex_tensor(t, first.device) for t in tensors]
     # torch's legacy rule: 1-D empty tensors are skipped
     zs = [z for z in zs if not (z.ndim == 1 and z.numel() == 0)] or zs[:1]
-    from .ops.shape import cat as real_cat
-    return _wrap(real_cat([z._r for z in zs], _dim(dim, zs[0].ndim)))
+    return _wrap(_real_cat([z._r for z in zs], _dim(dim, zs[0].ndim)))
 
 
 def stack(tensors, dim=0):
     tensors = list(tensors)
     first = next(t for t in tensors if isinstance(t, ComplexTensor))
     zs = [_as_complex_tensor(t, first.device) for t in tensors]
-    from .ops.shape import stack as real_stack
-    return _wrap(real_stack([z._r for z in zs], _dim(dim, zs[0].ndim + 1)))
+    return _wrap(_real_stack([z._r for z in zs], _dim(dim, zs[0].ndim + 1)))
 
 
 def _any_complex(args):
@@ -1064,3 +1053,6 @@ FUNCTIONS = {"polar": polar, "complex": complex_, "view_as_complex": view_as_com
              "real": real, "imag": imag, "is_complex": is_complex, "angle": angle, "conj": conj,
              "conj_physical": conj, "resolve_conj": lambda input: input, "resolve_neg": lambda input: input,
              "is_conj": lambda input: False, "is_neg": lambda input: False}
+
+
+_tensor.COMPLEX.update(to_complex=to_complex, from_data=from_data, full=full, add=add, sub=sub, mul=mul, div=div)

@@ -16,6 +16,9 @@ from ._backends import kernels
 
 
 _CONTIGUOUS = {}  # shape -> (numel, contiguous strides), for Tensor._empty
+# complex64's functions (to_complex, from_data, full, add, sub, mul, div), registered by webgrad/_complex.py:
+# it builds on Tensor, which never imports it
+COMPLEX = {}
 _NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int64": "int64", "int32": "int32",
              "uint8": "uint8", "bool": "bool"}
 
@@ -525,8 +528,7 @@ def cast(x, dtype):
     if x.dtype is dtype:
         return x
     if dtype.is_complex:
-        from ._complex import to_complex
-        return to_complex(x, dtype)
+        return COMPLEX["to_complex"](x, dtype)
     out = Tensor._empty(x.shape, dtype, x.device)
     kernels.copy(x.device.backend, out._view, x._view)
     if dtype.is_floating and x.dtype.is_floating:
@@ -707,7 +709,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 def _complex_data(data, dtype, device, requires_grad):
     """tensor() of complex numbers (or with dtype=complex64): webgrad/_complex.py's view over float pairs."""
-    from ._complex import from_data
+    from_data = COMPLEX["from_data"]
     if dtype is None or dtype is dtypes.complex64:
         return from_data(data, device=device, requires_grad=requires_grad)
     if dtype.is_complex:
@@ -832,8 +834,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=
     if dtype.is_complex:
         if dtype is not dtypes.complex64:
             raise TypeError(dtypes.COMPLEX128_ERROR)
-        from ._complex import full as complex_full
-        return complex_full(size, fill_value, device=device, requires_grad=requires_grad)
+        return COMPLEX["full"](size, fill_value, device=device, requires_grad=requires_grad)
     t = Tensor._empty(size, dtype, devices.get(device))
     kernels.fill(t.device.backend, t._view, fill_value)
     return t.requires_grad_(True) if requires_grad else t

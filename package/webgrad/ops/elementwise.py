@@ -6,9 +6,9 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 
 import inspect
 
-from .. import _bounds, _complex, dtypes
+from .. import _bounds, dtypes
 from .._autograd import is_grad_enabled, no_grad, record
-from .._tensor import Tensor, full
+from .._tensor import COMPLEX, Tensor, full
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast  # noqa: F401
 from . import table
 from .inplace import assign_, run_in_place
@@ -304,7 +304,7 @@ def add(input, other, alpha=1):
         input, other = other, input
     if not isinstance(other, Tensor):
         if isinstance(other, complex):  # a real tensor and a complex scalar: a complex64 result
-            return _complex.add(input, other, alpha=alpha)
+            return COMPLEX["add"](input, other, alpha=alpha)
         dtype = _scalar_dtype(input, other * alpha, "add")
         return _affine_scalar(input, 1, other * alpha, dtype, "Add")
     if alpha != 1:
@@ -327,7 +327,7 @@ def sub(input, other, alpha=1):
         from ..sparse._coo import add as sparse_add
         return sparse_add(input, other, -alpha)
     if isinstance(input, complex) or isinstance(other, complex):
-        return _complex.sub(input, other, alpha=alpha)
+        return COMPLEX["sub"](input, other, alpha=alpha)
     if not isinstance(input, Tensor):  # scalar - tensor
         dtype = _scalar_dtype(other, input, "sub")
         return _affine_scalar(other, -alpha, input, dtype, "Rsub")
@@ -347,7 +347,7 @@ def mul(input, other):
         input, other = other, input
     if not isinstance(other, Tensor):
         if isinstance(other, complex):
-            return _complex.mul(input, other)
+            return COMPLEX["mul"](input, other)
         dtype = _scalar_dtype(input, other, "mul")
         return _affine_scalar(input, other, 0, dtype, "Mul")
     x, y, dtype = _promote_pair(input, other, "mul")
@@ -387,14 +387,14 @@ def div(input, other, rounding_mode=None):
         return record_zero_grad(q, "Div", (input, other))
     if not isinstance(input, Tensor):  # scalar / tensor
         if isinstance(input, complex):
-            return _complex.div(input, other)
+            return COMPLEX["div"](input, other)
         y = _float_input(other, "div")
         return _unary(y, "rdiv", float(input), name="Rdiv", grad_op="rdiv")
     x = _float_input(input, "div")
     if not isinstance(other, Tensor):
         if not isinstance(other, (int, float)):
             if isinstance(other, complex):
-                return _complex.div(input, other)
+                return COMPLEX["div"](input, other)
             raise TypeError(f"div(): unsupported operand type {type(other).__name__}")
         # x / 0 -> x * inf gives inf, -inf or nan (for 0 / 0) exactly as true division does
         return _affine_scalar(x, 1.0 / other if other != 0 else INF, 0.0, x.dtype, "Div")
