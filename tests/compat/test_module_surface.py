@@ -348,3 +348,25 @@ def test_cuda_amp_disables_itself_without_a_gpu(monkeypatch):
             with pytest.warns(FutureWarning):
                 made = make()
         assert not (made.is_enabled() if isinstance(made, wg.amp.GradScaler) else made._enabled)
+
+
+def test_cuda_memory_and_rng_calls_answer_as_torch_without_cuda():
+    """What PyTorch on a machine without CUDA returns (0, [], None) webgrad returns; what it refuses with
+    AssertionError (a state or seed of a device that is not there), webgrad refuses the same way."""
+    for name in ("memory_reserved", "max_memory_reserved"):
+        assert getattr(wg.cuda, name)() == getattr(torch.cuda, name)() == 0
+    assert wg.cuda.get_rng_state_all() == torch.cuda.get_rng_state_all() == []
+    for call in (lambda m: m.set_rng_state(m_bytes(m)), lambda m: m.set_rng_state_all([]), lambda m: m.seed(),
+                 lambda m: m.seed_all()):
+        assert call(wg.cuda) is None and call(torch.cuda) is None
+    for name in ("get_rng_state", "initial_seed", "mem_get_info"):
+        with pytest.raises(AssertionError):
+            getattr(torch.cuda, name)()
+        with pytest.raises(AssertionError, match="no CUDA device"):
+            getattr(wg.cuda, name)()
+    # PyTorch's own raises an internal AttributeError here; nothing was allocated, so nothing to reset
+    assert wg.cuda.reset_peak_memory_stats() is None and wg.cuda.reset_max_memory_allocated() is None
+
+
+def m_bytes(module):
+    return (torch if module is torch.cuda else wg).ByteTensor()

@@ -74,6 +74,55 @@ def max_memory_allocated(device=None):
     return 0
 
 
+def memory_reserved(device=None):
+    return 0
+
+
+def max_memory_reserved(device=None):
+    return 0
+
+
+def reset_peak_memory_stats(device=None):
+    """Nothing to reset: no CUDA memory is in use (memory_allocated() stays 0)."""
+
+
+def reset_max_memory_allocated(device=None):
+    """Nothing to reset, as reset_peak_memory_stats."""
+
+
+def mem_get_info(device=None):
+    raise _no_cuda("mem_get_info()")
+
+
+def get_rng_state(device="cuda"):
+    raise _no_cuda("get_rng_state()")
+
+
+def get_rng_state_all():
+    """[], as PyTorch without CUDA: one state per CUDA device, and there are none."""
+    return []
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Accepted, as torch.cuda.set_rng_state without CUDA (PyTorch queues it for a device that never comes)."""
+
+
+def set_rng_state_all(new_states):
+    """Accepted, as set_rng_state."""
+
+
+def seed():
+    """Accepted, as torch.cuda.seed without CUDA: there is no CUDA generator."""
+
+
+def seed_all():
+    """Accepted, as torch.cuda.seed_all without CUDA."""
+
+
+def initial_seed():
+    raise _no_cuda("initial_seed()")
+
+
 # torch.cuda.FloatTensor and the like: `isinstance(t, torch.cuda.FloatTensor)` is False, and making one is an
 # error naming the missing device (see webgrad._legacy).
 from .._legacy import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
