@@ -712,7 +712,8 @@ def to_complex(x, dtype=complex64):
 
 # ===================================================================== creation
 def from_data(data, device=None, requires_grad=False):
-    """torch.tensor(data, dtype=complex64) for Python numbers, nested lists and NumPy arrays."""
+    """torch.tensor(data, dtype=complex64) for Python numbers, nested lists and NumPy arrays (a complex128 array
+    becomes complex64, the one complex dtype webgrad has)."""
     try:
         import numpy as np
     except ImportError:
@@ -732,6 +733,20 @@ def from_data(data, device=None, requires_grad=False):
             vals += (v.real, v.imag)
         z = _wrap(tensor(vals, dtype=dtypes.float32, device=device).reshape(*shape, 2))
     return z.requires_grad_(True) if requires_grad else z
+
+
+def from_numpy(arr):
+    """torch.from_numpy of a complex64 array: a CPU tensor sharing its memory (through its float32 pairs)."""
+    import numpy as np
+    if arr.dtype != np.complex64:
+        raise TypeError("webgrad has no complex128 tensors, so from_numpy cannot share this array's memory: "
+                        "convert it with .astype(numpy.complex64) (torch.tensor(array) copies it as complex64)"
+                        if arr.dtype == np.complex128 else f"can't convert np.ndarray of type {arr.dtype} to a tensor")
+    if not arr.dtype.isnative or any(s < 0 or s % 4 for s in arr.strides):
+        return from_data(arr, device="cpu")
+    # the real parts' view has the array's strides; the (real, imag) dim steps 4 bytes
+    pairs = np.lib.stride_tricks.as_strided(arr.real, shape=(*arr.shape, 2), strides=(*arr.strides, 4))
+    return _wrap(_tensor.from_numpy(pairs))
 
 
 def full(shape, value, device=None, requires_grad=False):
@@ -1055,4 +1070,4 @@ FUNCTIONS = {"polar": polar, "complex": complex_, "view_as_complex": view_as_com
              "is_conj": lambda input: False, "is_neg": lambda input: False}
 
 
-_tensor.COMPLEX.update(to_complex=to_complex, from_data=from_data, full=full, add=add, sub=sub, mul=mul, div=div)
+_tensor.COMPLEX.update(to_complex=to_complex, from_data=from_data, from_numpy=from_numpy, full=full, add=add, sub=sub, mul=mul, div=div)

@@ -733,6 +733,8 @@ def from_numpy(arr):
     np = _np()
     if np is None or not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    if arr.dtype.kind == "c":  # complex64: shared as its float32 pairs (webgrad/_complex.py)
+        return COMPLEX["from_numpy"](arr)
     name = {"float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64", "int32": "int32",
             "uint8": "uint8", "bool": "bool"}.get(arr.dtype.name)
     item = arr.dtype.itemsize

@@ -205,6 +205,22 @@ def test_creation_dtype_and_conversions_match_torch(device):
     assert z.to(wg.complex64) is z and z.cfloat() is z and z.to("cpu").device.type == "cpu"
 
 
+def test_from_numpy_shares_memory_and_tensor_copies():
+    a = crandn(3, 4)
+    for arr in (a, a[:, ::2], a.T):
+        z, t = wg.from_numpy(arr), torch.from_numpy(arr)
+        arr[0, 1] = 7 - 7j
+        assert z.tolist() == t.tolist()
+        z[1, 0] = 9j
+        assert arr[1, 0] == 9j
+    copy = wg.tensor(z)
+    copy[0, 0] = 1
+    assert z[0, 0].item() != 1 and copy.dtype == wg.complex64
+    assert wg.tensor(a.astype(np.complex128)).dtype == wg.complex64
+    with pytest.raises(TypeError, match="complex128"):
+        wg.from_numpy(a.astype(np.complex128))
+
+
 def test_cast_warning_matches_torch():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
