@@ -374,7 +374,8 @@ def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, s
     if tiles is not None:  # the register-tiled forward
         forward = attention_tiled.kernel(g["e4"], g["v4"], *tiles, _mask_splices(g["mask_kind"], g["dropping"]),
                                          _WGSL[g["dtype"]])
-        rt.dispatch(forward, forward.constants({"CAUSAL": causal, "LSE": lse is not None}),
+        rt.dispatch(forward, forward.constants({"CAUSAL": causal, "LSE": lse is not None,
+                                                "PROBE": int(os.environ.get("WEBGRAD_ATTENTION_PROBE", "0"))}),
                     storages + _extra(rt, mask, g["dropping"]), params, (-(-L // (4 * tiles[1])), B * H, 1),
                     _slots(g))
         return
@@ -399,6 +400,11 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     if B * H * L * S == 0 or (grad_q is None and grad_k is None and grad_v is None):
         return
     tiled = not rt.variant["attention_untiled"]
+    if tiled:
+        from . import attention_tiled_backward as register_tiled  # (it imports this module)
+        if register_tiled.TILES and register_tiled.backward(rt, g, grad_q, grad_k, grad_v, grad, q, k, v, out, lse,
+                                                            mask, scale, causal, dropout_p, gs, o_in, lse_off, offs):
+            return
     slots = _slots(g)
     extra = _extra(rt, mask, dropout_p > 0)
     d = rt.storage(B * H * L, lse.dtype)  # D = rowsum(grad * out), written by attention_dq
