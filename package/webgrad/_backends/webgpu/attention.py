@@ -374,8 +374,7 @@ def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, s
     if tiles is not None:  # the register-tiled forward
         forward = attention_tiled.kernel(g["e4"], g["v4"], *tiles, _mask_splices(g["mask_kind"], g["dropping"]),
                                          _WGSL[g["dtype"]])
-        rt.dispatch(forward, forward.constants({"CAUSAL": causal, "LSE": lse is not None,
-                                                "PROBE": int(os.environ.get("WEBGRAD_ATTENTION_PROBE", "0"))}),
+        rt.dispatch(forward, forward.constants({"CAUSAL": causal, "LSE": lse is not None}),
                     storages + _extra(rt, mask, g["dropping"]), params, (-(-L // (4 * tiles[1])), B * H, 1),
                     _slots(g))
         return
