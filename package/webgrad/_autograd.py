@@ -130,10 +130,12 @@ class Node:
     without retain_graph the closure is dropped, freeing the tensors it saved. `trace`: where the op was
     called, kept only in anomaly mode. `inputs` holds leaves themselves (their .grad is filled) and, for
     the others, an :class:`Edge`: as in PyTorch, the graph holds only what backward closures saved.
-    `clock`: the write clock when the node was recorded (see note_write).
+    `clock`: the write clock when the node was recorded (see note_write). `hooks`: the gradient hooks of the
+    tensor it made (kept by the node, as PyTorch keeps them with the grad_fn: a hook registered on an
+    intermediate result fires even after the script dropped its last name for that tensor).
     """
 
-    __slots__ = ("name", "inputs", "backward_fn", "trace", "clock", "__weakref__")
+    __slots__ = ("name", "inputs", "backward_fn", "trace", "clock", "hooks", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
         self.name = name
@@ -141,6 +143,7 @@ class Node:
         self.backward_fn = backward_fn
         self.trace = forward_trace()
         self.clock = _clock[0]
+        self.hooks = None  # {handle id: hook} of the tensor this node made (Tensor.register_hook), or None
 
     def __repr__(self):
         return f"<{self.name_()} object at {hex(id(self))}>"  # as torch prints a grad_fn
@@ -252,6 +255,99 @@ def record_adjoint(result, g, forward, name):
     return result
 
 
+# ----------------------------------------------------------------------------- gradient hooks
+class RemovableHandle:
+    """What a register_*hook call returns (torch.utils.hooks.RemovableHandle): remove() takes the hook out of
+    the dict it was put in; also a context manager that removes it on exit."""
+
+    next_id = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        self.extra_dicts = [extra_dict] if isinstance(extra_dict, dict) else list(extra_dict or ())
+
+    def remove(self):
+        for d in [self.hooks_dict] + self.extra_dicts:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+# leaf tensors' hooks: id(tensor) -> [weak reference to it, {id: hook} run on its gradient before it is
+# accumulated, {id: hook} run with the tensor after it was (register_post_accumulate_grad_hook)]
+_leaf_hooks = {}
+
+
+def _leaf_entry(t, create=False):
+    entry = _leaf_hooks.get(id(t))
+    if entry is not None and entry[0]() is not t:
+        entry = None
+    if entry is None and create:
+        key = id(t)
+        entry = _leaf_hooks[key] = [weakref.ref(t, lambda _, key=key: _leaf_hooks.pop(key, None)), {}, {}]
+    return entry
+
+
+def register_hook(t, hook):
+    """Tensor.register_hook: hook(grad) runs on t's gradient each time one is computed for it (the sum of
+    every contribution: once per backward pass) and may return a tensor that replaces it. On a leaf it runs
+    before the gradient is accumulated into .grad; on a non-leaf before the gradient flows on to what t was
+    computed from (and before retain_grad's copy, which PyTorch runs last whatever the order)."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not callable(hook):
+        raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+    if t.grad_fn is None:
+        hooks = _leaf_entry(t, create=True)[1]
+    else:
+        if t.grad_fn.hooks is None:
+            t.grad_fn.hooks = {}
+        hooks = t.grad_fn.hooks
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    """Tensor.register_post_accumulate_grad_hook: hook(t) after a backward pass accumulated into leaf t's .grad."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = _leaf_entry(t, create=True)[2]
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def add_node_hook(node, hook):
+    """A gradient hook on the tensor `node` made, by its node (nn.Module's backward hooks)."""
+    if node.hooks is None:
+        node.hooks = {}
+    handle = RemovableHandle(node.hooks)
+    node.hooks[handle.id] = hook
+    return handle
+
+
+def _run_hooks(hooks, g):
+    for hook in list(hooks.values()):
+        new = hook(g)
+        if new is None:
+            continue
+        if tuple(getattr(new, "shape", ())) != tuple(g.shape) or not hasattr(new, "_view"):
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value: it returned "
+                               f"{type(new).__name__} of shape {tuple(getattr(new, 'shape', ()))} for a gradient of "
+                               f"shape {tuple(g.shape)}")
+        g = new
+    return g
+
+
 def _check_fresh(t, name):
     """Refuse to use `t` when its storage was written in place through another tensor after t was computed
     (t is a view of the tensor modified in place, or its base): t's history does not hold that write."""
@@ -340,11 +436,11 @@ def grad(roots, inputs, retain_graph=False, create_graph=False):
     """[d(roots)/d(input) for each of `inputs`] (None where an input is not reached), each root a (tensor,
     seed) pair; no .grad is touched (torch.autograd.grad)."""
     captured = {id(t): None for t in inputs}
-    run_backward(roots, retain_graph, create_graph, captured)
+    run_backward(roots, retain_graph, create_graph, captured, targets={id(t): t for t in inputs})
     return [captured[id(t)] for t in inputs]
 
 
-def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False):
+def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False, targets=None):
     """The engine: the seeds of `roots` ((tensor, gradient) pairs) back through the graph in topological order.
     captured: None, accumulate into leaves' .grad (and retain_grad tensors'); else a dict {id(tensor): None} of
     the tensors whose gradients are wanted, filled in instead, leaves' .grad left alone (autograd.grad; tensors
@@ -352,9 +448,14 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
     create_graph: the backward functions run with grad mode on, so the gradients get a graph of their own
     (higher-order gradients); a fused op whose backward function declares a `composite` (its definition in
     differentiable ops) is differentiated through that instead, and one that can be neither raises.
-    stop: the captured tensors end the walk (a composite's inputs: what lies before them is not its graph)."""
+    stop: the captured tensors end the walk (a composite's inputs: what lies before them is not its graph).
+    targets: {id(tensor): tensor} of the captured tensors (their gradient hooks run on what is captured)."""
 
     retained = {}  # captured tensors that retain their gradient: their .grad gets it too (see `wanted`)
+    # Gradients of leaves with hooks are summed here and hooked once at the end (PyTorch's AccumulateGrad sees
+    # the sum); `hooked`: id(node) -> its gradient after the hooks of the tensor it made (captured mode).
+    pending, hooked = {}, {}
+    hooks_on = bool(_leaf_hooks) and not stop
 
     def deliver(t, g):
         if captured is None:
@@ -376,7 +477,10 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 # without one was made by a backward that cannot be differentiated (_check_differentiated).
                 gradient = gradient.detach().requires_grad_()
             if tensor.grad_fn is None:  # a leaf: its gradient is the seed itself
-                deliver(tensor, gradient)
+                if hooks_on and _leaf_entry(tensor) is not None:
+                    _pend(pending, tensor, gradient)
+                else:
+                    deliver(tensor, gradient)
                 continue
             if captured is not None and id(tensor) in captured:
                 deliver(tensor, gradient)
@@ -388,6 +492,7 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 if wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
         if not grads:
+            _finish(pending, hooked, captured, retained, deliver, create_graph, stop, targets)
             return
         order = _topological_order([tensor.grad_fn for tensor, _ in roots if tensor.grad_fn is not None])
         if captured is not None:  # only the nodes on a path to a wanted tensor (torch.autograd.grad's walk)
@@ -404,6 +509,10 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 )
             if node.clock != _clock[0]:  # something was written in place since the node ran
                 _check_saved(node)
+            if node.hooks and not stop:
+                grad_out = entry[0] = _run_hooks(node.hooks, grad_out)
+                if captured is not None:
+                    hooked[id(node)] = grad_out
             for o in entry[1:]:  # the tensors this node made that retain their gradient
                 _accumulate(o, grad_out, create_graph)
                 retained.pop(id(o), None)
@@ -440,7 +549,9 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                         deliver(tensor, g)
                         continue
                 if t.grad_fn is None:
-                    if captured is not None:
+                    if hooks_on and _leaf_entry(t) is not None:
+                        _pend(pending, t, g)
+                    elif captured is not None:
                         deliver(t, g)
                     elif t.grad is None and not create_graph and _stealable(g, t) and \
                             _refcounts(g) == tuple(_owned_counts()[:3]):
@@ -460,8 +571,44 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                     deliver(tensor, g)
                 if wanted(tensor) and not any(o is tensor for o in slot[1:]):
                     slot.append(tensor)
-        for key, tensor in retained.items():  # captured, their own node never ran: .grad gets the captured sum
-            _accumulate(tensor, captured[key], create_graph)
+        _finish(pending, hooked, captured, retained, deliver, create_graph, stop, targets)
+
+
+def _pend(pending, t, g):
+    slot = pending.get(id(t))
+    if slot is None:
+        pending[id(t)] = [t, g]
+    else:
+        slot[1] = _add_grads(slot[1], g)
+
+
+def _finish(pending, hooked, captured, retained, deliver, create_graph, stop=False, targets=None):
+    """The end of a backward walk: leaves with hooks get their summed gradient through the hooks (then .grad,
+    then the post-accumulate hooks); captured non-leaves whose tensor has hooks get the hooked gradient."""
+    for t, g in pending.values():
+        entry = _leaf_entry(t)
+        if captured is not None and id(t) not in captured:
+            continue
+        g = _dense(g)
+        if entry is not None and entry[1]:
+            g = _run_hooks(entry[1], g)
+        if captured is not None:
+            deliver(t, g)
+            continue
+        _accumulate(t, g, create_graph)
+        if entry is not None:
+            for hook in list(entry[2].values()):
+                hook(t)
+    if captured is not None and not stop and targets:
+        for key, g in list(captured.items()):
+            tensor = None
+            if g is not None and key not in pending:
+                tensor = targets.get(key)
+            node = tensor.grad_fn if tensor is not None else None
+            if node is not None and node.hooks:
+                captured[key] = hooked[id(node)] if id(node) in hooked else _run_hooks(node.hooks, g)
+    for key, tensor in retained.items():  # captured, their own node never ran: .grad gets the captured sum
+        _accumulate(tensor, captured[key], create_graph)
 
 
 def _leading_to(order, captured):

@@ -14,8 +14,8 @@ Everything else (parameters(), state_dict(), to(), repr, ...) walks these regist
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from .. import devices, dtypes
-from .._autograd import no_grad
+from .. import _autograd, devices, dtypes
+from .._autograd import RemovableHandle, no_grad, record
 from .._tensor import Tensor, tensor
 from .parameter import Parameter
 
@@ -50,10 +50,151 @@ def _as_tensor(value):
     return None
 
 
-
 def _storage(t):
     """The storage under a tensor (a complex64 tensor's is its float32 pairs': webgrad/_complex.py)."""
     return (t._r if t.dtype.is_complex else t)._view.storage
+
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_load_state_dict_pre_hooks")
+
+
+def _call_with_hooks(module, args, kwargs):
+    """Module.__call__ with hooks: forward pre-hooks, forward, forward hooks; with backward hooks, the tensor
+    inputs and outputs pass through identity nodes whose gradient hooks see grad_output and grad_input (as
+    PyTorch's BackwardHook does)."""
+    d = module.__dict__
+    pre_kwargs = d.get("_forward_pre_hooks_with_kwargs", {})
+    for key, hook in list(d.get("_forward_pre_hooks", {}).items()):
+        if key in pre_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), but "
+                                       f"got {result}.")
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+    backward = (d.get("_backward_hooks") or d.get("_backward_pre_hooks")) and _autograd.is_grad_enabled()
+    state = _BackwardHookState(module, args) if backward else None
+    if state is not None:
+        args = state.wrap_inputs(args)
+    hooks_kwargs = d.get("_forward_hooks_with_kwargs", {})
+    try:
+        output = module.forward(*args, **kwargs)
+    except Exception:
+        always = d.get("_forward_hooks_always_called", {})
+        for key, hook in list(d.get("_forward_hooks", {}).items()):
+            if key in always:
+                try:
+                    hook(module, args, kwargs, None) if key in hooks_kwargs else hook(module, args, None)
+                except Exception:  # noqa: BLE001 - forward's own error is the one to report
+                    pass
+        raise
+    for key, hook in list(d.get("_forward_hooks", {}).items()):
+        result = hook(module, args, kwargs, output) if key in hooks_kwargs else hook(module, args, output)
+        if result is not None:
+            output = result
+    if state is not None:
+        output = state.wrap_outputs(output)
+    return output
+
+
+def _identity(t):
+    """t again as a new tensor with a node of its own (gradient passed through), for a hook to sit on."""
+    out = Tensor._make(t._view, t.device)
+    return record(out, "BackwardHookFunction", (t,), lambda g: (g,))
+
+
+class _BackwardHookState:
+    """One call's backward hooks: the gradients of its outputs (grad_output) are collected as they arrive;
+    when those of every input that requires grad are known too, the full backward hooks run once. Inputs
+    other than tensors that require grad get None. Where several inputs require grad, a replacement
+    grad_input from the hooks reaches only the input whose gradient arrived last (the others have moved on
+    already): PyTorch routes them through one node, which webgrad's engine does not have."""
+
+    def __init__(self, module, args):
+        self.module = module
+        self.n_inputs = len(args)
+        self.grad_inputs = [None] * len(args)
+        self.inputs, self.pending_inputs = set(), set()
+        self.grad_outputs = None
+
+    def wrap_inputs(self, args):
+        if not self.module.__dict__.get("_backward_hooks"):
+            return args
+        out = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and a.requires_grad and a.dtype.is_floating:
+                out[i] = _identity(a)
+                self.inputs.add(i)
+                _autograd.add_node_hook(out[i].grad_fn, self._input_hook(i))
+        return tuple(out)
+
+    def wrap_outputs(self, output):
+        single = isinstance(output, Tensor)
+        outputs = [output] if single else list(output) if isinstance(output, (tuple, list)) else None
+        if outputs is None:
+            return output
+        self.grad_outputs = [None] * len(outputs)
+        self.outputs = set()
+        for i, o in enumerate(outputs):
+            if isinstance(o, Tensor) and o.requires_grad and o.dtype.is_floating:
+                outputs[i] = _identity(o)
+                self.outputs.add(i)
+                _autograd.add_node_hook(outputs[i].grad_fn, self._output_hook(i))
+        self._rearm()
+        if single:
+            return outputs[0]
+        return type(output)(outputs) if isinstance(output, tuple) and type(output) is tuple else \
+            (type(output)(*outputs) if isinstance(output, tuple) else outputs)
+
+    def _output_hook(self, i):
+        def hook(g):
+            self.grad_outputs[i] = g
+            self.waiting_outputs.discard(i)
+            if self.waiting_outputs:
+                return None
+            grads = tuple(self.grad_outputs)
+            for pre in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+                result = pre(self.module, grads)
+                if result is not None:
+                    grads = _check_grads(result, grads, "backward pre-hook", "grad_output")
+            self.grad_outputs = list(grads)
+            if not self.inputs:  # no input requires grad: the hooks run now, grad_input all None
+                self._fire()
+            return grads[i]
+        return hook
+
+    def _input_hook(self, i):
+        def hook(g):
+            self.grad_inputs[i] = g
+            self.pending_inputs.discard(i)
+            if self.pending_inputs:
+                return None
+            return self._fire()[i]
+        return hook
+
+    def _rearm(self):  # for the next backward pass through the same graph (retain_graph)
+        self.pending_inputs, self.waiting_outputs = set(self.inputs), set(self.outputs)
+
+    def _fire(self):
+        grads = tuple(self.grad_inputs)
+        self._rearm()
+        grad_outputs = tuple(self.grad_outputs or ())
+        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+            result = hook(self.module, grads, grad_outputs)
+            if result is not None:
+                grads = _check_grads(result, grads, "backward hook", "grad_input")
+        return grads
+
+
+def _check_grads(result, grads, kind, name):
+    result = (result,) if isinstance(result, Tensor) else tuple(result)
+    if len(result) != len(grads):
+        raise RuntimeError(f"{kind} returned an invalid number of {name}, got {len(result)}, but expected {len(grads)}")
+    return result
 
 
 class Module:
@@ -68,12 +209,82 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", {})
+        for name in _HOOK_DICTS:
+            object.__setattr__(self, name, OrderedDict())
+        object.__setattr__(self, "_forward_hooks_with_kwargs", {})
+        object.__setattr__(self, "_forward_pre_hooks_with_kwargs", {})
+        object.__setattr__(self, "_forward_hooks_always_called", {})
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks") or \
+                d.get("_backward_pre_hooks"):
+            return _call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ----------------------------------------------------------------- hooks
+    def _hook_dict(self, name):
+        hooks = self.__dict__.get(name)
+        if hooks is None:  # a module built without Module.__init__ (unpickled from an older version)
+            hooks = OrderedDict() if name in _HOOK_DICTS else {}
+            object.__setattr__(self, name, hooks)
+        return hooks
+
+    def _add_hook(self, name, hook, prepend=False, flags=()):
+        if not callable(hook):
+            raise TypeError(f"{name[1:-1]} must be callable, got {type(hook).__name__}")
+        hooks = self._hook_dict(name)
+        extra = [self._hook_dict(flag) for flag, on in flags if on]
+        handle = RemovableHandle(hooks, extra_dict=extra)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        for flag in extra:
+            flag[handle.id] = True
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) before forward (with_kwargs: hook(module, args, kwargs)); it may return new args
+        (a non-tuple is wrapped in one) or, with_kwargs, a new (args, kwargs) pair."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, [("_forward_pre_hooks_with_kwargs", with_kwargs)])
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) after forward (with_kwargs: hook(module, args, kwargs, output)); it may
+        return a new output. always_call: it runs even when forward raised."""
+        return self._add_hook("_forward_hooks", hook, prepend, [("_forward_hooks_with_kwargs", with_kwargs),
+                                                                 ("_forward_hooks_always_called", always_call)])
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) when the gradients of the module's outputs are known; it may return new
+        grad_output (a tuple), which then flows into the module."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) when the gradients of the module's tensor inputs are known (a
+        None for an input that does not require grad); it may return new grad_input (a tuple)."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs) before
+        load_state_dict reads this module's entries (with_module: the module first); it may rename keys in
+        state_dict (a copy of the caller's): how a layout change keeps old checkpoints loading."""
+        if with_module:
+            module, inner = self, hook
+
+            def hook(*args):
+                return inner(module, *args)
+        return self._add_hook("_load_state_dict_pre_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError("Module.register_backward_hook (deprecated in PyTorch: it sees only the last op of "
+                                  "forward) is not supported by webgrad: use register_full_backward_hook")
 
     # ----------------------------------------------------------------- registration
     def _check_name(self, name, kind, registry):
@@ -355,6 +566,12 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        hooked = [(prefix, m) for prefix, m in self.named_modules() if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if hooked:
+            state_dict = OrderedDict(state_dict)  # the hooks may rename keys; the caller's dict stays as it was
+            for prefix, m in hooked:
+                for hook in list(m._load_state_dict_pre_hooks.values()):
+                    hook(state_dict, prefix + "." if prefix else "", {}, strict, [], [], [])
         entries = list(self._state_entries())
         expected = {key for key, _, _, _ in entries}
         missing = [key for key, _, _, _ in entries if key not in state_dict]
