@@ -25,11 +25,11 @@ Gradients without touching .grad: ``webgrad.autograd.grad(outputs, inputs, creat
 torch.autograd.grad (a gradient penalty differentiates its result again; see _autograd.run_backward).
 """
 
-from . import _autograd
-from ._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
-from ._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
-from ._tensor import Tensor
-from ._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t detached, as modern PyTorch)
+from .. import _autograd
+from .._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
+from .._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from .._tensor import Tensor
+from .._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t detached, as modern PyTorch)
 
 
 class FunctionCtx:
@@ -137,3 +137,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = t._full_like_value(0.0)
         result.append(g)
     return tuple(result)
+
+
+from . import functional  # noqa: E402,F401  (torch.autograd.functional: jacobian, hessian, vjp, jvp, ...)
+from ._gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
