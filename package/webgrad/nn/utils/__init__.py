@@ -1,4 +1,6 @@
 """webgrad.nn.utils, as torch.nn.utils."""
 
-from . import rnn  # noqa: F401
+from . import parametrizations, parametrize, rnn  # noqa: F401
 from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
