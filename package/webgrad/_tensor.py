@@ -165,6 +165,72 @@ class Tensor:
     def element_size(self):
         return self.dtype.itemsize
 
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """The bytes this tensor's elements take (numel * itemsize, as torch: a view counts its own elements)."""
+        return self._view.numel * self.dtype.itemsize
+
+    def data_ptr(self):
+        """An integer address of the first element, as torch's: each storage gets a base address of its own
+        (webgrad has no raw pointers to give), and a view adds its offset in bytes, so views of one storage
+        compare as torch's do (``a.data_ptr() == b.data_ptr()`` finds tied weights)."""
+        return _storage_base(self._view.storage) + self._view.offset * self.dtype.itemsize
+
+    def untyped_storage(self):
+        return UntypedStorage(self)
+
+    def pin_memory(self, device=None):
+        return self  # no pinned host memory in webgrad: transfers to WebGPU go through the queue as they are
+
+    def is_pinned(self, device=None):
+        return False
+
+    def bfloat16(self, memory_format=None):
+        dtypes.check_storable(dtypes.bfloat16)  # raises: webgrad stores no bfloat16
+
+    def _check_cpu_map(self, op):
+        if self.device.type != "cpu":
+            raise TypeError(f"{op} is only implemented on CPU tensors; this tensor is on {self.device}")
+        if self.requires_grad:
+            raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+
+    def apply_(self, callable):
+        """Each element x replaced by callable(x), in Python (CPU tensors only, as torch: slow, for tests)."""
+        self._check_cpu_map("apply_")
+        values = [callable(v) for v in _flat_list(self)]
+        return self.copy_(Tensor._wrap_like(values, self).reshape(self.shape))
+
+    def map_(self, tensor, callable):
+        """Each element x replaced by callable(x, y), y the matching element of `tensor` broadcast to self's shape."""
+        self._check_cpu_map("map_")
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+        other = _flat_list(tensor.detach().to(self.device).expand(self.shape))
+        values = [callable(a, b) for a, b in zip(_flat_list(self), other)]
+        return self.copy_(Tensor._wrap_like(values, self).reshape(self.shape))
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """The main diagonal (all dims equal, or a 2-D matrix) set to fill_value; wrap: in a tall matrix the
+        diagonal starts again every (columns + 1) rows, as torch's (NumPy's fill_diagonal)."""
+        shape = tuple(self.shape)
+        if len(shape) < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if len(shape) > 2 and len(set(shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        if len(shape) == 2:
+            rows, cols = shape
+            end = rows * cols if wrap and rows > cols + 1 else min(rows, cols) * (cols + 1)
+            positions = set(range(0, min(end, rows * cols), cols + 1))
+        else:
+            step = sum(_contiguous_strides(shape))
+            positions = {i * step for i in range(shape[0])}
+        mask = tensor([i in positions for i in range(self.numel())], device=self.device).reshape(shape)
+        return self.masked_fill_(mask, fill_value)  # in place, with masked_fill_'s autograd
+
     def stride(self, dim=None):
         if dim is None:
             return self._view.strides
@@ -209,6 +275,14 @@ class Tensor:
     @property
     def retains_grad(self):
         return self._retains_grad
+
+    def register_hook(self, hook):
+        """hook(grad) on this tensor's gradient in every backward pass; it may return a replacement. Returns
+        a handle whose remove() takes the hook off (see _autograd.register_hook)."""
+        return _autograd.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        return _autograd.register_post_accumulate_grad_hook(self, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         if not self.requires_grad:
@@ -499,6 +573,56 @@ class Tensor:
         other) or 'fro' (the 2-norm). Its gradient is torch's (0 where a norm is 0, shared among ties for inf)."""
         from . import _norm
         return _norm.norm(self, p, dim, keepdim, dtype)
+
+
+_STORAGE_BASES = {}  # id(storage) -> (weak reference to it, its base address for data_ptr)
+_NEXT_BASE = [1 << 36]
+
+
+def _storage_base(storage):
+    """A distinct base address per live storage, 64 GiB apart (no storage's offsets reach the next one's)."""
+    key = id(storage)
+    entry = _STORAGE_BASES.get(key)
+    if entry is not None and entry[0]() is storage:
+        return entry[1]
+    import weakref
+    base = _NEXT_BASE[0]
+    _NEXT_BASE[0] += 1 << 36
+    _STORAGE_BASES[key] = (weakref.ref(storage, lambda _, key=key: _STORAGE_BASES.pop(key, None)), base)
+    return base
+
+
+def _contiguous_strides(shape):
+    return View.contiguous_strides(tuple(shape))
+
+
+def _flat_list(t):
+    values = t.reshape(-1).tolist()
+    return values
+
+
+class UntypedStorage:
+    """What Tensor.untyped_storage() gives: the bytes of the tensor's storage as torch's UntypedStorage
+    describes them (size in bytes, data_ptr of its start, device); webgrad gives no byte-level access."""
+
+    def __init__(self, t):
+        self._storage, self._itemsize, self.device = t._view.storage, t.dtype.itemsize, t.device
+
+    def nbytes(self):
+        storage = self._storage
+        numel = getattr(storage, "numel", None)
+        return (numel if isinstance(numel, int) else storage.size) * self._itemsize
+
+    size = nbytes
+
+    def __len__(self):
+        return self.nbytes()
+
+    def element_size(self):
+        return 1
+
+    def data_ptr(self):
+        return _storage_base(self._storage)
 
 
 class Size(tuple):
