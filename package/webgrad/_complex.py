@@ -131,6 +131,10 @@ class ComplexTensor(Tensor):
     def numel(self):
         return self._r.numel() // 2
 
+    @property
+    def nbytes(self):
+        return self.numel() * 8
+
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -334,6 +338,9 @@ class ComplexTensor(Tensor):
         return _wrap(self._r.unsqueeze(_dim(dim, self.ndim + 1)))
 
     def squeeze(self, dim=None):
+        if self.ndim == 0:
+            _no_dims(() if dim is None else (dim,) if isinstance(dim, int) else dim)
+            return _wrap(self._r.view(*self._r.shape))
         if dim is None:
             dims = tuple(d for d, n in enumerate(self.shape) if n == 1)
         elif isinstance(dim, (tuple, list)):
@@ -344,6 +351,9 @@ class ComplexTensor(Tensor):
         return _wrap(self._r.squeeze(dims)) if dims else _wrap(self._r.view(*self._r.shape))
 
     def transpose(self, dim0, dim1):
+        if self.ndim == 0:
+            _no_dims((dim0, dim1))
+            return _wrap(self._r.view(*self._r.shape))
         return _wrap(self._r.transpose(_dim(dim0, self.ndim), _dim(dim1, self.ndim)))
 
     swapaxes = swapdims = transpose
@@ -356,9 +366,8 @@ class ComplexTensor(Tensor):
     def permute(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         if len(dims) != self.ndim:
-            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
-                               f"the length of the desired ordering of dimensions i.e. input.dim() = {self.ndim} "
-                               f"is not equal to len(dims) = {len(dims)}")
+            raise RuntimeError(f"permute(): number of dims don't match in permute (the tensor has {self.ndim}, "
+                               f"{len(dims)} given)")
         return _wrap(self._r.permute(*(_dim(d, self.ndim) for d in dims), self.ndim))
 
     def movedim(self, source, destination):
@@ -409,6 +418,9 @@ class ComplexTensor(Tensor):
 
     def flip(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        if self.ndim == 0:
+            _no_dims(dims)
+            return self.clone()
         return _wrap(self._r.flip(tuple(_dim(d, self.ndim) for d in dims)))
 
     def narrow(self, dim, start, length):
@@ -612,10 +624,23 @@ def _rebuild(r, requires_grad):
 
 
 def _dim(d, ndim):
-    n = max(ndim, 1)
+    """Complex dim d of a tensor of ndim dims, as its pairs' dim (the same index: the pairs' dim is last). A 0-d
+    tensor has no dim to give: its pairs' only dim is the (real, imag) one."""
+    if ndim == 0:
+        if d not in (0, -1):
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {d})")
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    n = ndim
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
     return d % n
+
+
+def _no_dims(dims):
+    """Check the dims named for a 0-d tensor (0 or -1, as torch allows where the op is a no-op)."""
+    for d in dims:
+        if d not in (0, -1):
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {d})")
 
 
 def _shape(shape):
@@ -933,6 +958,9 @@ def exp(input):
 
 
 def _dims(z, dim):
+    if z.ndim == 0:  # a 0-d tensor reduces over no dim (dim 0 or -1 name it, as torch allows)
+        _no_dims((dim,) if isinstance(dim, int) else dim or ())
+        return ()
     if dim is None:
         return tuple(range(z.ndim))
     if isinstance(dim, (tuple, list)):
@@ -997,6 +1025,9 @@ def cat(tensors, dim=0):
     zs = [_as_complex_tensor(t, first.device) for t in tensors]
     # torch's legacy rule: 1-D empty tensors are skipped
     zs = [z for z in zs if not (z.ndim == 1 and z.numel() == 0)] or zs[:1]
+    for i, z in enumerate(zs):
+        if z.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     return _wrap(_real_cat([z._r for z in zs], _dim(dim, zs[0].ndim)))
 
 

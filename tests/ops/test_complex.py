@@ -221,6 +221,28 @@ def test_from_numpy_shares_memory_and_tensor_copies():
         wg.from_numpy(a.astype(np.complex128))
 
 
+def test_zero_dim_tensors_never_reach_the_pair_dim():
+    """A 0-d complex tensor's pairs have one dim, the (real, imag) one: ops on its dims are no-ops or errors."""
+    results = []
+    for lib in (torch, wg):
+        s = lib.tensor(3 - 1j)
+        results.append([s.sum(0).item(), s.mean(-1).item(), s.flip(0).item(), s.squeeze(0).item(),
+                        s.transpose(0, -1).item(), lib.stack([s, s]).tolist(), s.unsqueeze(-1).tolist(),
+                        s[None, ..., None].tolist(), s.expand(2).tolist()])
+        for bad in (lambda: s.sum(1), lambda: s.select(0, 0), lambda: s.unbind(0), lambda: lib.cat([s, s])):
+            with pytest.raises((IndexError, RuntimeError)):
+                bad()
+    assert results[0] == results[1]
+
+
+@pytest.mark.skipif(not hasattr(wg.testing, "assert_close"), reason="webgrad.testing.assert_close is not there")
+def test_testing_assert_close_compares_complex_values():
+    z = wg.tensor(Z)
+    wg.testing.assert_close(z, z + 1e-7)
+    with pytest.raises(AssertionError, match="not close"):
+        wg.testing.assert_close(z, z.conj())
+
+
 def test_cast_warning_matches_torch():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
