@@ -434,10 +434,14 @@ def backward(tensor, gradient, retain_graph=False, create_graph=False):
 
 def grad(roots, inputs, retain_graph=False, create_graph=False):
     """[d(roots)/d(input) for each of `inputs`] (None where an input is not reached), each root a (tensor,
-    seed) pair; no .grad is touched (torch.autograd.grad)."""
-    captured = {id(t): None for t in inputs}
-    run_backward(roots, retain_graph, create_graph, captured, targets={id(t): t for t in inputs})
-    return [captured[id(t)] for t in inputs]
+    seed) pair; no .grad is touched (torch.autograd.grad). A complex64 tensor (webgrad/_complex.py) is in the
+    graph as its float32 (real, imag) pairs, `_r`: its gradient is theirs, seen as complex."""
+    roots = [(getattr(t, "_r", t), getattr(g, "_r", g)) for t, g in roots]
+    pairs = [getattr(t, "_r", t) for t in inputs]
+    captured = {id(t): None for t in pairs}
+    run_backward(roots, retain_graph, create_graph, captured, targets={id(t): t for t in pairs})
+    return [captured[id(p)] if p is t or captured[id(p)] is None else t._from_pairs(captured[id(p)])
+            for p, t in zip(pairs, inputs)]
 
 
 def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False, targets=None):

@@ -177,10 +177,12 @@ class ComplexTensor(Tensor):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         if gradient is None:
             raise RuntimeError("grad can be implicitly created only for real scalar outputs")
-        if inputs is not None:
-            raise _unsupported("backward(inputs=...)")
         g = _as_complex_tensor(gradient, self.device)
-        self._r.backward(g._r, retain_graph=retain_graph, create_graph=create_graph)
+        self._r.backward(g._r, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    @staticmethod
+    def _from_pairs(r):  # the autograd engine's way back from a gradient of the pairs (_autograd.grad)
+        return _wrap(r)
 
     def detach(self):
         return _wrap(self._r.detach())

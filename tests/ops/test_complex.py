@@ -273,6 +273,24 @@ def test_moves_grad_and_leaf_semantics(device):
     assert moved.device.type == "cpu" and np.array_equal(moved.numpy(), z.detach().cpu().numpy())
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_autograd_grad_and_backward_inputs_take_complex_tensors(device):
+    results = []
+    for lib in (torch, wg):
+        z = lib.tensor(Z, device=device if lib is wg else None).requires_grad_()
+        x = lib.tensor(X, device=device if lib is wg else None).requires_grad_()
+        out = z * z * x
+        loss = lib.view_as_real(out).sum()
+        (gz, gx) = lib.autograd.grad(loss, (z, x), retain_graph=True)
+        (gout,) = lib.autograd.grad(loss, out, retain_graph=True)
+        loss.backward(inputs=[z])
+        assert x.grad is None and z.grad.dtype == lib.complex64
+        results.append([gz, gx, gout, z.grad])
+    for t, w in zip(*results):
+        assert w.dtype == (wg.complex64 if t.is_complex() else wg.float32)
+        np.testing.assert_allclose(_numpy(w), _numpy(t), rtol=1e-5, atol=1e-5)
+
+
 def test_repr_matches_torch():
     for data in ([1 + 2j, 3.5 - 1j], [[1e-5 + 2j, 100 - 3j]], 1 + 1j, [0j, 0j], [[1.25 - 0.5j, -2 + 1j], [0, 3j]]):
         assert repr(wg.tensor(data)) == repr(torch.tensor(data))
