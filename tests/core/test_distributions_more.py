@@ -62,6 +62,14 @@ CASES = {
     "onehot": ("OneHotCategorical", {"probs": _f32(2, 4, low=0.1, high=1)}, {}, _ONE_HOT),
     "mvn_scale_tril": ("MultivariateNormal", {"loc": _f32(2, 3), "scale_tril": _L}, {}, _f32(4, 2, 3)),
     "mvn_covariance": ("MultivariateNormal", {"loc": _f32(3), "covariance_matrix": _COV}, {}, _f32(4, 2, 3)),
+    "cauchy": ("Cauchy", {"loc": _f32(3), "scale": _f32(3, low=0.5, high=2)}, {}, _f32(4, 3)),
+    "halfnormal": ("HalfNormal", {"scale": _f32(3, low=0.5, high=2)}, {}, _f32(4, 3, low=0.05, high=3)),
+    "chi2": ("Chi2", {"df": _f32(3, low=1, high=6)}, {}, _f32(4, 3, low=0.1, high=6)),
+    "studentt": ("StudentT", {"df": _f32(3, low=2.5, high=8), "loc": _f32(3), "scale": _f32(3, low=0.5, high=2)}, {},
+                 _f32(4, 3)),
+    "gumbel": ("Gumbel", {"loc": _f32(3), "scale": _f32(3, low=0.5, high=2)}, {}, _f32(4, 3)),
+    "geometric": ("Geometric", {"probs": _f32(3, low=0.2, high=0.9)}, {},
+                  RNG.integers(0, 6, (4, 3)).astype(np.float32)),
     "mvn_precision": ("MultivariateNormal", {"loc": _f32(3), "precision_matrix": np.linalg.inv(_COV)}, {},
                       _f32(4, 3)),
 }
@@ -94,7 +102,7 @@ def test_matches_torch(name, device):
             expected = getattr(td, method)(*arg)
         except NotImplementedError:
             continue
-        if method == "cdf" and name == "gamma":  # torch has no gradient of gammainc in its shape argument
+        if method == "cdf" and name in ("gamma", "chi2"):  # torch has no gradient of gammainc in its shape argument
             _close(wd.cdf(wv), expected)
             continue
         got = getattr(wd, method)(*(() if method == "entropy" else (wg.tensor(_np_arg(arg[0]), device=device),)))
@@ -133,7 +141,7 @@ def _np_arg(x):
 # ---------------------------------------------------------------- reparameterised samples
 
 
-UNIVARIATE_RSAMPLE = ["normal", "laplace", "exponential", "uniform", "lognormal"]
+UNIVARIATE_RSAMPLE = ["normal", "laplace", "exponential", "uniform", "lognormal", "cauchy", "halfnormal", "gumbel"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -158,8 +166,8 @@ def test_rsample_gradient_is_the_implicit_one(name, device):
 def test_gamma_rsample_gradient_against_torch_standard_gamma_grad(device):
     """The implicit gradient of Gamma samples, per sample, against torch's own d x / d concentration."""
     wg.manual_seed(2)
-    conc = np.array([0.3, 1.0, 2.5, 9.0], np.float32)
-    rate = np.array([1.0, 2.0, 0.5, 1.5], np.float32)
+    conc = np.array([0.3, 2.5, 9.0], np.float32)  # 150 draws: not a multiple of 4, the kernels the other tests use
+    rate = np.array([2.0, 0.5, 1.5], np.float32)
     c, r = wg.tensor(conc, device=device, requires_grad=True), wg.tensor(rate, device=device, requires_grad=True)
     x = D.Gamma(c, r).rsample((50,))
     x.sum().backward()
@@ -199,13 +207,13 @@ def test_dirichlet_and_beta_rsample_gradients_in_expectation(device):
     wg.manual_seed(4)
     conc = np.array([0.6, 1.5, 3.0], np.float32)
     c = wg.tensor(conc, device=device, requires_grad=True)
-    n = 40000
+    n = 19999  # element counts off multiples of 4: gammainc's kernel the other tests compiled (lavapipe: ~15 s each)
     s = D.Dirichlet(c).rsample((n,))
     coef = np.array([1.0, -2.0, 0.5], np.float32)
     (s.mean(0) * wg.tensor(coef, device=device)).sum().backward()
     ct = torch.tensor(conc.astype(np.float64), requires_grad=True)
     ((ct / ct.sum()) * torch.tensor(coef.astype(np.float64))).sum().backward()
-    np.testing.assert_allclose(_np(c.grad), ct.grad.numpy(), atol=0.03)
+    np.testing.assert_allclose(_np(c.grad), ct.grad.numpy(), atol=0.04)
     a = wg.tensor([2.0], device=device, requires_grad=True)
     b = wg.tensor([0.7], device=device, requires_grad=True)
     D.Beta(a, b).rsample((n,)).mean().backward()
@@ -216,7 +224,7 @@ def test_dirichlet_and_beta_rsample_gradients_in_expectation(device):
 # ---------------------------------------------------------------- sample shapes and moments
 
 MOMENT_CASES = ["normal", "laplace", "exponential", "uniform", "bernoulli_logits", "lognormal", "gamma", "beta",
-                "dirichlet", "onehot", "mvn_scale_tril"]
+                "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -234,7 +242,8 @@ def test_sample_shapes_and_moments(name, device):
     mean, var = td.mean.detach().numpy(), td.variance.detach().numpy()
     # 6 standard errors of the sample mean; the variance within 10% (heavy-tailed LogNormal: 25%)
     np.testing.assert_allclose(s.mean(0), mean, atol=float(6 * np.sqrt(var.max() / n)) + 1e-6)
-    np.testing.assert_allclose(s.var(0), var, rtol=0.25 if name == "lognormal" else 0.1, atol=1e-3)
+    heavy = name in ("lognormal", "studentt")  # heavy tails: the sample variance converges slowly
+    np.testing.assert_allclose(s.var(0), var, rtol=0.25 if heavy else 0.1, atol=1e-3)
     if name in ("uniform", "beta", "gamma", "exponential", "dirichlet"):
         support = td.support
         assert bool(support.check(torch.tensor(s)).all())
@@ -261,7 +270,9 @@ KL_PAIRS = [("normal", "Normal", ["loc", "scale"]), ("laplace", "Laplace", ["loc
             ("beta", "Beta", ["concentration1", "concentration0"]), ("dirichlet", "Dirichlet", ["concentration"]),
             ("bernoulli_probs", "Bernoulli", ["probs"]), ("onehot", "OneHotCategorical", ["probs"]),
             ("lognormal", "LogNormal", ["loc", "scale"]), ("uniform", "Uniform", ["low", "high"]),
-            ("mvn_scale_tril", "MultivariateNormal", ["loc", "scale_tril"])]
+            ("mvn_scale_tril", "MultivariateNormal", ["loc", "scale_tril"]), ("cauchy", "Cauchy", ["loc", "scale"]),
+            ("geometric", "Geometric", ["probs"]), ("gumbel", "Gumbel", ["loc", "scale"]),
+            ("halfnormal", "HalfNormal", ["scale"])]
 
 
 def _shifted(name, value):
@@ -345,6 +356,38 @@ def test_register_kl_picks_the_most_specific_pair():
     np.testing.assert_allclose(_np(D.kl_divergence(q, q)), [0.0])
     with pytest.raises(TypeError):
         D.register_kl(int, D.Normal)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mixture_same_family_matches_torch(device):
+    """A Gaussian mixture over 2-vectors (a mixture density network's head): log_prob, moments, cdf of a univariate
+    mixture, the gradients, and samples drawn from the picked components."""
+    logits, locs, scales = _f32(2, 3), _f32(2, 3, 2) * 2, _f32(2, 3, 2, low=0.3, high=1.0)
+    w = [wg.tensor(a, device=device, requires_grad=True) for a in (logits, locs, scales)]
+    t = [torch.tensor(a.astype(np.float64), requires_grad=True) for a in (logits, locs, scales)]
+    wd = D.MixtureSameFamily(D.Categorical(logits=w[0]), D.Independent(D.Normal(w[1], w[2]), 1))
+    td = TD.MixtureSameFamily(TD.Categorical(logits=t[0]), TD.Independent(TD.Normal(t[1], t[2]), 1))
+    assert tuple(wd.batch_shape) == (2,) and tuple(wd.event_shape) == (2,)
+    x = _f32(5, 2, 2)
+    lp, tlp = wd.log_prob(wg.tensor(x, device=device)), td.log_prob(torch.tensor(x.astype(np.float64)))
+    _close(lp, tlp)
+    _close(wd.mean, td.mean)
+    _close(wd.variance, td.variance)
+    (lp.sum() + wd.variance.sum()).backward()
+    (tlp.sum() + td.variance.sum()).backward()
+    for a, b in zip(w, t):
+        np.testing.assert_allclose(_np(a.grad), b.grad.numpy(), rtol=1e-3, atol=1e-4)
+    wg.manual_seed(6)
+    s = wd.sample((20000,))
+    assert tuple(s.shape) == (20000, 2, 2)
+    np.testing.assert_allclose(_np(s).mean(0), td.mean.detach().numpy(), atol=0.08)
+    np.testing.assert_allclose(_np(s).var(0), td.variance.detach().numpy(), rtol=0.1)
+    uni = D.MixtureSameFamily(D.Categorical(logits=w[0]), D.Normal(w[1][..., 0], w[2][..., 0]))
+    tuni = TD.MixtureSameFamily(TD.Categorical(logits=t[0]), TD.Normal(t[1][..., 0], t[2][..., 0]))
+    _close(uni.cdf(wg.tensor(x[..., 0], device=device)), tuni.cdf(torch.tensor(x[..., 0].astype(np.float64))))
+    assert tuple(wd.expand((4, 2)).sample().shape) == (4, 2, 2)
+    with pytest.raises(ValueError, match="does not equal `component_distribution.batch_shape\\[-1\\]`"):
+        D.MixtureSameFamily(D.Categorical(logits=w[0][..., :2]), D.Normal(w[1][..., 0], w[2][..., 0]))
 
 
 # ---------------------------------------------------------------- transformed distributions
@@ -520,7 +563,8 @@ def test_straight_through_and_as_torch_names():
     import webgrad.distributions.normal as normal_module
     assert kl_module.kl_divergence is D.kl_divergence and normal_module.Normal is D.Normal
     for name in ("Normal", "Bernoulli", "Uniform", "Laplace", "Exponential", "Independent", "MultivariateNormal",
-                 "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution"):
+                 "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution", "Cauchy",
+                 "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily"):
         ours, theirs = getattr(D, name), getattr(TD, name)
         assert ours.has_rsample == theirs.has_rsample or isinstance(theirs.has_rsample, property), name
         assert set(_keys(ours)) == set(_keys(theirs)), name

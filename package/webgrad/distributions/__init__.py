@@ -5,18 +5,25 @@ from . import constraints, transforms  # noqa: F401
 from .bernoulli import Bernoulli  # noqa: F401
 from .beta import Beta  # noqa: F401
 from .categorical import Categorical  # noqa: F401
+from .cauchy import Cauchy  # noqa: F401
+from .chi2 import Chi2  # noqa: F401
 from .dirichlet import Dirichlet  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .exponential import Exponential  # noqa: F401
 from .gamma import Gamma  # noqa: F401
+from .geometric import Geometric  # noqa: F401
+from .gumbel import Gumbel  # noqa: F401
+from .half_normal import HalfNormal  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
+from .mixture_same_family import MixtureSameFamily  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
+from .studentT import StudentT  # noqa: F401
 from .transformed_distribution import TransformedDistribution  # noqa: F401
-from .transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, TanhTransform  # noqa: F401
-from .transforms import Transform  # noqa: F401
+from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform  # noqa: F401
+from .transforms import SigmoidTransform, TanhTransform, Transform  # noqa: F401
 from .uniform import Uniform  # noqa: F401

@@ -65,12 +65,12 @@ def _standard_gamma_grad(x, alpha):
 
 def _standard_gamma(concentration):
     """Gamma(concentration, 1) samples; differentiable in concentration (implicit reparameterisation)."""
-    from .. import no_grad
+    from .. import is_grad_enabled, no_grad
     alpha = concentration.detach()
     with no_grad():
         x = _marsaglia_tsang(alpha)
-    if not concentration.requires_grad:
-        return x
+    if not (concentration.requires_grad and is_grad_enabled()):
+        return x  # sample(), or parameters without gradients: no gradient to compute
     with no_grad():
         grad = _standard_gamma_grad(x, alpha)
     return x + (concentration - alpha) * grad  # x in value, grad as d x / d concentration

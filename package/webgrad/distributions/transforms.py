@@ -8,8 +8,8 @@ from numbers import Number
 from .._tensor import Size, Tensor
 from . import constraints
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform", "Transform",
-           "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 def _broadcast_shape(*shapes):
@@ -317,6 +317,24 @@ class TanhTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         from ..nn.functional import softplus
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+
+
+class AbsTransform(Transform):
+    """y = |x| (not bijective: the inverse picks the non-negative root)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other):
+        return isinstance(other, AbsTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
 
 
 class AffineTransform(Transform):
