@@ -54,13 +54,22 @@ var<workgroup> dt: array<f32, BQ>;             // ... and their D
 
 // (P as grad_v weighs it: dropped and scaled, dS) of score s of query i and key j: zeros where the pair is
 // outside the operands or masked out; dP is dropped and scaled where dropout is on (attention.wgsl's rule).
+// Branch-free (selects, non-short-circuit &, the mask read at clamped indices): a thread's 16 calls inline into
+// straight-line code (early returns in them made SwiftShader's compiler hang on the causal variant).
 fn grads(b: u32, h: u32, i: u32, j: u32, inside: bool, s: f32, dp: f32, lse: f32, dsum: f32, c0: u32,
          dkey: u32) -> vec2<f32> {
-    if (!inside || (CAUSAL && j > i) || !attends(b, h, i, j)) { return vec2<f32>(); }
-    let pr = exp(s + mask_add(b, h, i, j) - lse);
-    if (!dropping()) { return vec2<f32>(pr, pr * (dp - dsum)); }
-    let keep = kept(c0 + j, dkey);
-    return vec2<f32>(select(0.0, pr * p.drop_scale, keep), pr * (select(0.0, dp * p.drop_scale, keep) - dsum));
+    let ic = min(i, p.L - 1u);
+    let jc = min(j, p.S - 1u);
+    let ok = inside & !(CAUSAL & (j > i)) & attends(b, h, ic, jc);
+    let pr = select(0.0, exp(s + mask_add(b, h, ic, jc) - lse), ok);
+    var pv = pr;
+    var d = dp;
+    if (dropping()) {
+        let keep = kept(c0 + j, dkey);
+        pv = select(0.0, pr * p.drop_scale, keep);
+        d = select(0.0, dp * p.drop_scale, keep);
+    }
+    return vec2<f32>(pv, select(0.0, pr * (d - dsum), ok));
 }
 
 // q rows (scaled) and output gradient rows i0 .. i0 + BQ of head (b, h) into qt and gt; zeros past L
