@@ -54,6 +54,22 @@ def _unsupported(what):
         "the (real, imag) pairs as a float32 tensor for anything else")
 
 
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0].rsplit("\\", 1)[0]
+
+
+def _entry_point(frame):
+    """The public webgrad function the user's code called (the outermost webgrad frame above `frame` with the
+    name of a webgrad function or Tensor method), for errors; "this op" where none has one."""
+    public = sys.modules.get("webgrad")
+    name = None
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        code = frame.f_code.co_name
+        if not code.startswith(("<", "_")) and (hasattr(public, code) or hasattr(Tensor, code)):
+            name = code
+        frame = frame.f_back
+    return "this op" if name is None else f"{name}()"
+
+
 def _real_only(x, what):
     if isinstance(x, ComplexTensor):
         raise _unsupported(what)
@@ -68,8 +84,7 @@ class ComplexTensor(Tensor):
     # ------------------------------------------------------------- what a Tensor holds, read from the backing
     @property
     def _view(self):
-        caller = sys._getframe(1).f_code.co_name
-        raise _unsupported(f"this op ({caller})")
+        raise _unsupported(_entry_point(sys._getframe(1)))
 
     @property
     def device(self):
@@ -724,6 +739,13 @@ def _to_real(z, dtype):
         return z
     if dtype is dtypes.complex128:
         raise TypeError(dtypes.COMPLEX128_ERROR)
+    # An op of webgrad's converting its input (`x if x.dtype.is_floating else x.float()`, meant for integers)
+    # has no complex path: it raises instead of computing on the real part.
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in (__file__, _tensor.__file__):
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        raise _unsupported(_entry_point(frame))
     warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
     return z.real.to(dtype)
 

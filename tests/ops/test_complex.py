@@ -168,6 +168,14 @@ def test_ops_without_a_complex_path_raise(device):
             call()
     with pytest.raises(NotImplementedError):  # PyTorch's type for an op without a complex kernel, too
         z.relu()
+    # an op that converts its non-floating input with .float() (meant for integers) raises, never computing on
+    # the real part; the user's own .float() keeps torch's meaning (the real part, with a warning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in (lambda: F.layer_norm(z, (4,)), lambda: F.embedding(wg.tensor([0], device=device), z),
+                     lambda: F.silu(z)):
+            with pytest.raises(TypeError, match="complex64"):
+                call()
     with pytest.raises(TypeError, match="complex128"):
         wg.view_as_complex(wg.randn(2, 2)) * wg.randn(2, dtype=wg.float64)
     with pytest.raises(RuntimeError, match="real scalar"):
