@@ -70,6 +70,12 @@ CASES = {
     "gumbel": ("Gumbel", {"loc": _f32(3), "scale": _f32(3, low=0.5, high=2)}, {}, _f32(4, 3)),
     "geometric": ("Geometric", {"probs": _f32(3, low=0.2, high=0.9)}, {},
                   RNG.integers(0, 6, (4, 3)).astype(np.float32)),
+    "poisson": ("Poisson", {"rate": np.array([0.5, 4.0, 30.0], np.float32)}, {},
+                RNG.integers(0, 40, (4, 3)).astype(np.float32)),
+    "relaxed_bernoulli": ("RelaxedBernoulli", {"temperature": np.array([0.6], np.float32), "logits": _f32(3)}, {},
+                          _f32(4, 3, low=0.05, high=0.95)),
+    "relaxed_onehot": ("RelaxedOneHotCategorical", {"temperature": np.array([0.8], np.float32), "logits": _f32(2, 4)},
+                       {}, RNG.dirichlet(np.ones(4), (3, 2)).astype(np.float32)),
     "mvn_precision": ("MultivariateNormal", {"loc": _f32(3), "precision_matrix": np.linalg.inv(_COV)}, {},
                       _f32(4, 3)),
 }
@@ -221,10 +227,41 @@ def test_dirichlet_and_beta_rsample_gradients_in_expectation(device):
     np.testing.assert_allclose([_np(a.grad)[0], _np(b.grad)[0]], [0.7 / 2.7 ** 2, -2 / 2.7 ** 2], atol=0.01)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_relaxed_rsample_gradients_same_noise(device):
+    """Gumbel-softmax and binary Concrete samples: our sample's gradient against torch's of the same expression,
+    the noise recovered from the sample (up to the shift softmax ignores)."""
+    wg.manual_seed(8)
+    logits, temp = _f32(2, 4), np.array([0.7], np.float32)
+    w = [wg.tensor(logits, device=device, requires_grad=True), wg.tensor(temp, device=device, requires_grad=True)]
+    t = [torch.tensor(logits.astype(np.float64), requires_grad=True),
+         torch.tensor(temp.astype(np.float64), requires_grad=True)]
+    y = D.RelaxedOneHotCategorical(w[1], logits=w[0]).rsample((8,))
+    assert tuple(y.shape) == (8, 2, 4)
+    np.testing.assert_allclose(_np(y).sum(-1), 1.0, rtol=1e-5)
+    coef = _f32(8, 2, 4)
+    (y * wg.tensor(coef, device=device)).sum().backward()
+    noise = torch.tensor(np.log(_np(y).astype(np.float64))) * float(temp[0]) - torch.tensor(logits.astype(np.float64))
+    ((((t[0] + noise) / t[1]).softmax(-1)) * torch.tensor(coef.astype(np.float64))).sum().backward()
+    for a, b in zip(w, t):
+        np.testing.assert_allclose(_np(a.grad), b.grad.numpy(), rtol=2e-3, atol=2e-3)
+    p = wg.tensor([0.2, 0.5, 0.9], device=device, requires_grad=True)
+    pt = torch.tensor([0.2, 0.5, 0.9], dtype=torch.float64, requires_grad=True)
+    x = D.RelaxedBernoulli(0.5, probs=p).rsample((16,))
+    assert tuple(x.shape) == (16, 3) and ((_np(x) > 0) & (_np(x) < 1)).all()
+    x.sum().backward()
+    xd = np.clip(_np(x).astype(np.float64), 1e-7, 1 - 1e-7)
+    noise = torch.tensor(0.5 * (np.log(xd) - np.log1p(-xd)))  # logistic noise + logit(p), divided by temperature
+    noise = noise - (pt.detach().log() - (-pt.detach()).log1p())
+    ((noise + pt.log() - (-pt).log1p()) / 0.5).sigmoid().sum().backward()
+    np.testing.assert_allclose(_np(p.grad), pt.grad.numpy(), rtol=5e-3, atol=5e-3)
+
+
 # ---------------------------------------------------------------- sample shapes and moments
 
 MOMENT_CASES = ["normal", "laplace", "exponential", "uniform", "bernoulli_logits", "lognormal", "gamma", "beta",
-                "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt"]
+                "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt",
+                "poisson"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -272,7 +309,7 @@ KL_PAIRS = [("normal", "Normal", ["loc", "scale"]), ("laplace", "Laplace", ["loc
             ("lognormal", "LogNormal", ["loc", "scale"]), ("uniform", "Uniform", ["low", "high"]),
             ("mvn_scale_tril", "MultivariateNormal", ["loc", "scale_tril"]), ("cauchy", "Cauchy", ["loc", "scale"]),
             ("geometric", "Geometric", ["probs"]), ("gumbel", "Gumbel", ["loc", "scale"]),
-            ("halfnormal", "HalfNormal", ["scale"])]
+            ("halfnormal", "HalfNormal", ["scale"]), ("poisson", "Poisson", ["rate"])]
 
 
 def _shifted(name, value):
@@ -564,7 +601,8 @@ def test_straight_through_and_as_torch_names():
     assert kl_module.kl_divergence is D.kl_divergence and normal_module.Normal is D.Normal
     for name in ("Normal", "Bernoulli", "Uniform", "Laplace", "Exponential", "Independent", "MultivariateNormal",
                  "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution", "Cauchy",
-                 "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily"):
+                 "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily", "Poisson",
+                 "RelaxedBernoulli", "RelaxedOneHotCategorical"):
         ours, theirs = getattr(D, name), getattr(TD, name)
         assert ours.has_rsample == theirs.has_rsample or isinstance(theirs.has_rsample, property), name
         assert set(_keys(ours)) == set(_keys(theirs)), name

@@ -22,6 +22,9 @@ from .mixture_same_family import MixtureSameFamily  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
+from .poisson import Poisson  # noqa: F401
+from .relaxed_bernoulli import RelaxedBernoulli  # noqa: F401
+from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: F401
 from .studentT import StudentT  # noqa: F401
 from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform  # noqa: F401
