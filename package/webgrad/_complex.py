@@ -965,7 +965,8 @@ def angle(input):
         if not isinstance(input, Tensor):
             raise TypeError(f"angle(): argument 'input' must be Tensor, not {type(input).__name__}")
         x = input if input.dtype.is_floating else input.float()
-        return (x < 0).to(x.dtype).mul(math.pi).where(x == x, x).detach()
+        # joins the graph with a zero gradient, as torch's (x.clamp(-1, 1) * 0 is 0 for +-inf, NaN for NaN)
+        return (x < 0).to(x.dtype) * math.pi + x.clamp(-1, 1) * 0
     return input.imag.atan2(input.real)
 
 

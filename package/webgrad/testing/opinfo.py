@@ -397,8 +397,10 @@ def compare(ref, got, tol, where="output", random=False, notes=None):
                 raise Mismatch(f"{where}: at {tuple(int(i) for i in bad)} webgrad {a[tuple(bad)]}, "
                                f"torch {b[tuple(bad)]}")
             return
-        if np.iscomplexobj(b):
-            raise Mismatch(f"{where}: torch gives complex values")
+        if np.iscomplexobj(a) or np.iscomplexobj(b):  # complex64: compared as (real, imag) pairs
+            if not (np.iscomplexobj(a) and np.iscomplexobj(b)):
+                raise Mismatch(f"{where}: torch gives {'complex' if np.iscomplexobj(b) else 'real'} values")
+            a, b = np.stack([a.real, a.imag], -1), np.stack([b.real, b.imag], -1)
         rtol, atol = FLOAT16_TOL if "float16" in (str(a.dtype), str(b.dtype)) else tol
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True)
