@@ -76,6 +76,10 @@ CASES = {
                           _f32(4, 3, low=0.05, high=0.95)),
     "relaxed_onehot": ("RelaxedOneHotCategorical", {"temperature": np.array([0.8], np.float32), "logits": _f32(2, 4)},
                        {}, RNG.dirichlet(np.ones(4), (3, 2)).astype(np.float32)),
+    "binomial": ("Binomial", {"probs": _f32(3, low=0.1, high=0.9)}, {"total_count": 10},
+                 RNG.integers(0, 11, (4, 3)).astype(np.float32)),
+    "multinomial": ("Multinomial", {"probs": _f32(2, 4, low=0.1, high=1)}, {"total_count": 7},
+                    RNG.multinomial(7, [0.25] * 4, (3, 2)).astype(np.float32)),
     "mvn_precision": ("MultivariateNormal", {"loc": _f32(3), "precision_matrix": np.linalg.inv(_COV)}, {},
                       _f32(4, 3)),
 }
@@ -261,7 +265,7 @@ def test_relaxed_rsample_gradients_same_noise(device):
 
 MOMENT_CASES = ["normal", "laplace", "exponential", "uniform", "bernoulli_logits", "lognormal", "gamma", "beta",
                 "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt",
-                "poisson"]
+                "poisson", "binomial", "multinomial"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -577,6 +581,14 @@ def test_constraints_expand_and_repr():
     np.testing.assert_array_equal(_np(D.Bernoulli(wg.tensor([0.2, 0.4])).enumerate_support()), [[0, 0], [1, 1]])
     np.testing.assert_array_equal(_np(D.Categorical(logits=wg.zeros(3)).enumerate_support()), [0, 1, 2])
     assert tuple(D.OneHotCategorical(logits=wg.zeros(2, 3)).enumerate_support().shape) == (3, 2, 3)
+    # a Binomial of counts that differ per element draws within each count
+    b = D.Binomial(wg.tensor([0.0, 3.0, 70.0]), probs=wg.tensor([0.5, 1.0, 0.5]))
+    s = _np(b.sample((500,)))
+    assert (s[:, 0] == 0).all() and (s[:, 1] == 3).all() and s[:, 2].max() <= 70 and s[:, 2].min() >= 0
+    with pytest.raises(NotImplementedError, match="Inhomogeneous total count not supported by `entropy`."):
+        b.entropy()
+    with pytest.raises(NotImplementedError, match="inhomogeneous total_count is not supported"):
+        D.Multinomial(wg.tensor(3), probs=wg.ones(3))
     # Uniform's support is a constraint that depends on the parameters
     u = D.Uniform(wg.zeros(2), wg.tensor([1.0, 2.0]))
     np.testing.assert_array_equal(_np(u.support.check(wg.tensor([0.5, 1.5]))), [True, True])
@@ -602,7 +614,7 @@ def test_straight_through_and_as_torch_names():
     for name in ("Normal", "Bernoulli", "Uniform", "Laplace", "Exponential", "Independent", "MultivariateNormal",
                  "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution", "Cauchy",
                  "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily", "Poisson",
-                 "RelaxedBernoulli", "RelaxedOneHotCategorical"):
+                 "RelaxedBernoulli", "RelaxedOneHotCategorical", "Binomial", "Multinomial"):
         ours, theirs = getattr(D, name), getattr(TD, name)
         assert ours.has_rsample == theirs.has_rsample or isinstance(theirs.has_rsample, property), name
         assert set(_keys(ours)) == set(_keys(theirs)), name

@@ -4,6 +4,7 @@ webgrad tensors, every formula a composition of tensor ops (differentiable, on a
 from . import constraints, transforms  # noqa: F401
 from .bernoulli import Bernoulli  # noqa: F401
 from .beta import Beta  # noqa: F401
+from .binomial import Binomial  # noqa: F401
 from .categorical import Categorical  # noqa: F401
 from .cauchy import Cauchy  # noqa: F401
 from .chi2 import Chi2  # noqa: F401
@@ -19,6 +20,7 @@ from .kl import kl_divergence, register_kl  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
 from .mixture_same_family import MixtureSameFamily  # noqa: F401
+from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401

@@ -5,8 +5,8 @@ value satisfies the constraint."""
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
-           "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
-           "positive_definite", "positive_integer", "real", "real_vector", "simplex", "unit_interval"]
+           "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
+           "positive", "positive_definite", "positive_integer", "real", "real_vector", "simplex", "unit_interval"]
 
 
 class Constraint:
@@ -141,6 +141,19 @@ class _IntegerGreaterThan(Constraint):
         return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
 
+class _Multinomial(Constraint):
+    """Non-negative counts summing to at most upper_bound over the last dim."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+
+
 class _Real(Constraint):
     def check(self, value):
         return value == value  # False only for NaN
@@ -231,6 +244,7 @@ one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 integer_interval = _IntegerInterval
+multinomial = _Multinomial
 real = _Real()
 real_vector = independent(real, 1)
 positive = _GreaterThan(0.0)
