@@ -14,18 +14,23 @@ seen as complex). Rotary position embeddings as Meta's Llama code writes them (`
 a complex product, ``view_as_real``) train unchanged on every device.
 
 What complex64 supports: creation (``torch.tensor`` of Python complex numbers or NumPy complex arrays,
-``complex``, ``polar``, ``zeros``/``ones``/``full`` with dtype=complex64, ``.to(complex64)`` of a real tensor),
+``from_numpy`` (shared memory), ``complex``, ``polar``, ``zeros``/``ones``/``full`` with dtype=complex64,
+``.to(complex64)`` of a real tensor),
 ``real``/``imag`` (views), ``conj`` (materialised: ``is_conj()`` is False and a write into the result does not
 reach the input, where PyTorch's lazy conjugate view would), ``abs``, ``angle``, ``exp``, ``+ - * /`` with complex
 or real tensors and Python numbers (complex scalars included), ``matmul`` (four real products), ``sum``/``mean``,
 the view and shape ops, basic and advanced indexing and assignment, ``cat``/``stack``, device moves, ``numpy``,
-``tolist``, ``item``, printing, ``allclose``/``isclose``/``equal``/``==``/``!=``, ``requires_grad_``, ``.grad`` and
-``backward(gradient)``. Casting to a real dtype keeps the real part with PyTorch's warning. complex128 is a name
-only (a TypeError on use), as bfloat16.
+``tolist``, ``item``, printing, ``allclose``/``isclose``/``equal``/``==``/``!=``, ``requires_grad_``, ``.grad``,
+``backward(gradient, inputs=)``, ``autograd.grad`` (the engine differentiates the pairs: _autograd.grad), module
+buffers (``.to`` moves them) and ``torch.save``/``load`` (ComplexFloatStorage, as torch writes it). A user's cast
+to a real dtype keeps the real part with PyTorch's warning. complex128 is a name only (a TypeError on use), as
+bfloat16; a NumPy complex128 array given to ``torch.tensor`` becomes complex64.
 
 Everything else raises a TypeError (also a NotImplementedError, PyTorch's type for an op without a complex
-kernel) naming complex64: every other Tensor method is sealed, and any other op that reaches the tensor's data
-finds no ``_view`` to compute on, so no op ever reads the interleaved floats as real numbers by mistake.
+kernel) naming complex64: every other Tensor method is sealed, any other op that reaches the tensor's data finds
+no ``_view`` to compute on, and an op of webgrad's that converts its input with ``.float()`` (an integer
+promotion) is refused rather than computing on the real part, so no op ever reads the interleaved floats, or
+half of them, as real numbers by mistake.
 """
 
 import inspect
@@ -579,6 +584,24 @@ class ComplexTensor(Tensor):
     def exp(self):
         return exp(self)
 
+    def log(self):
+        return log(self)
+
+    def sqrt(self):
+        return sqrt(self)
+
+    def pow(self, exponent):
+        return pow(self, exponent)
+
+    def square(self):
+        return mul(self, self)
+
+    def __pow__(self, exponent):
+        return pow(self, exponent)
+
+    def __rpow__(self, base):
+        return pow(base, self)
+
     def sum(self, dim=None, keepdim=False, dtype=None):
         return sum_(self, dim, keepdim, dtype)
 
@@ -982,6 +1005,39 @@ def exp(input):
     return _pair(e * im.cos(), e * im.sin())
 
 
+def log(input):
+    """The principal logarithm: log|z| + i angle(z)."""
+    return _pair(abs_(input).log(), angle(input))
+
+
+def sqrt(input):
+    return pow(input, 0.5)
+
+
+def pow(input, exponent):
+    """input ** exponent: an integer exponent by repeated products (exact gradients, z = 0 included), any other
+    by exp(exponent * log(input)) (the principal branch, as torch's)."""
+    if not isinstance(input, ComplexTensor):  # a real tensor or a number raised to a complex power
+        base = _as_complex_tensor(input, exponent.device) if isinstance(input, (int, float, complex)) else \
+            _as_complex_tensor(_operand(input, "pow"), None)
+        return exp(mul(log(base), exponent))
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, float, complex, Tensor)):
+        raise TypeError(f"pow(): unsupported exponent of type {type(exponent).__name__} for a complex64 tensor")
+    if isinstance(exponent, int) or (isinstance(exponent, float) and exponent.is_integer() and abs(exponent) < 64):
+        n = int(exponent)
+        out, square, k = None, input, abs(n)
+        while k:
+            if k & 1:
+                out = square if out is None else mul(out, square)
+            k >>= 1
+            if k:
+                square = mul(square, square)
+        if out is None:
+            return full(tuple(input.shape), 1, device=input.device)
+        return div(1, out) if n < 0 else out
+    return exp(mul(log(input), exponent))
+
+
 def _dims(z, dim):
     if z.ndim == 0:  # a 0-d tensor reduces over no dim (dim 0 or -1 name it, as torch allows)
         _no_dims((dim,) if isinstance(dim, int) else dim or ())
@@ -1084,7 +1140,8 @@ DISPATCH = {
     "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div, "divide": div,
     "true_divide": div, "matmul": matmul, "mm": matmul, "bmm": matmul, "eq": eq, "ne": ne, "not_equal": ne,
     "isclose": isclose, "allclose": allclose, "equal": equal, "cat": cat, "concat": cat, "concatenate": cat,
-    "stack": stack, "sum": sum_, "mean": mean, "abs": abs_, "absolute": abs_, "exp": exp, "neg": METHOD,
+    "stack": stack, "sum": sum_, "mean": mean, "abs": abs_, "absolute": abs_, "exp": exp, "log": log,
+    "sqrt": sqrt, "pow": pow, "square": METHOD, "neg": METHOD,
     "negative": METHOD, "conj": conj, "conj_physical": conj, "clone": METHOD, "contiguous": METHOD,
     "reshape": METHOD, "view": METHOD, "flatten": METHOD, "unflatten": METHOD, "squeeze": METHOD,
     "unsqueeze": METHOD, "transpose": METHOD, "swapaxes": METHOD, "swapdims": METHOD, "permute": METHOD,
