@@ -80,6 +80,13 @@ CASES = {
                  RNG.integers(0, 11, (4, 3)).astype(np.float32)),
     "multinomial": ("Multinomial", {"probs": _f32(2, 4, low=0.1, high=1)}, {"total_count": 7},
                     RNG.multinomial(7, [0.25] * 4, (3, 2)).astype(np.float32)),
+    "halfcauchy": ("HalfCauchy", {"scale": _f32(3, low=0.5, high=2)}, {}, _f32(4, 3, low=0.05, high=3)),
+    "pareto": ("Pareto", {"scale": _f32(3, low=0.5, high=1), "alpha": _f32(3, low=2.5, high=4)}, {},
+               _f32(4, 3, low=1.0, high=4)),
+    "weibull": ("Weibull", {"scale": _f32(3, low=0.5, high=2), "concentration": _f32(3, low=0.8, high=3)}, {},
+                _f32(4, 3, low=0.05, high=3)),
+    "inversegamma": ("InverseGamma", {"concentration": _f32(3, low=4.5, high=6), "rate": _f32(3, low=0.5, high=2)}, {},
+                     _f32(4, 3, low=0.05, high=2)),
     "mvn_precision": ("MultivariateNormal", {"loc": _f32(3), "precision_matrix": np.linalg.inv(_COV)}, {},
                       _f32(4, 3)),
 }
@@ -112,7 +119,8 @@ def test_matches_torch(name, device):
             expected = getattr(td, method)(*arg)
         except NotImplementedError:
             continue
-        if method == "cdf" and name in ("gamma", "chi2"):  # torch has no gradient of gammainc in its shape argument
+        # torch has no gradient of gammainc in its shape argument
+        if method == "cdf" and name in ("gamma", "chi2", "inversegamma"):
             _close(wd.cdf(wv), expected)
             continue
         got = getattr(wd, method)(*(() if method == "entropy" else (wg.tensor(_np_arg(arg[0]), device=device),)))
@@ -151,7 +159,8 @@ def _np_arg(x):
 # ---------------------------------------------------------------- reparameterised samples
 
 
-UNIVARIATE_RSAMPLE = ["normal", "laplace", "exponential", "uniform", "lognormal", "cauchy", "halfnormal", "gumbel"]
+UNIVARIATE_RSAMPLE = ["normal", "laplace", "exponential", "uniform", "lognormal", "cauchy", "halfnormal", "gumbel",
+                      "halfcauchy", "pareto", "weibull"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -265,7 +274,7 @@ def test_relaxed_rsample_gradients_same_noise(device):
 
 MOMENT_CASES = ["normal", "laplace", "exponential", "uniform", "bernoulli_logits", "lognormal", "gamma", "beta",
                 "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt",
-                "poisson", "binomial", "multinomial"]
+                "poisson", "binomial", "multinomial", "weibull", "inversegamma"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -283,7 +292,7 @@ def test_sample_shapes_and_moments(name, device):
     mean, var = td.mean.detach().numpy(), td.variance.detach().numpy()
     # 6 standard errors of the sample mean; the variance within 10% (heavy-tailed LogNormal: 25%)
     np.testing.assert_allclose(s.mean(0), mean, atol=float(6 * np.sqrt(var.max() / n)) + 1e-6)
-    heavy = name in ("lognormal", "studentt")  # heavy tails: the sample variance converges slowly
+    heavy = name in ("lognormal", "studentt", "inversegamma")  # heavy tails: the sample variance converges slowly
     np.testing.assert_allclose(s.var(0), var, rtol=0.25 if heavy else 0.1, atol=1e-3)
     if name in ("uniform", "beta", "gamma", "exponential", "dirichlet"):
         support = td.support
@@ -614,7 +623,8 @@ def test_straight_through_and_as_torch_names():
     for name in ("Normal", "Bernoulli", "Uniform", "Laplace", "Exponential", "Independent", "MultivariateNormal",
                  "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution", "Cauchy",
                  "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily", "Poisson",
-                 "RelaxedBernoulli", "RelaxedOneHotCategorical", "Binomial", "Multinomial"):
+                 "RelaxedBernoulli", "RelaxedOneHotCategorical", "Binomial", "Multinomial", "HalfCauchy", "Pareto",
+                 "Weibull", "InverseGamma"):
         ours, theirs = getattr(D, name), getattr(TD, name)
         assert ours.has_rsample == theirs.has_rsample or isinstance(theirs.has_rsample, property), name
         assert set(_keys(ours)) == set(_keys(theirs)), name

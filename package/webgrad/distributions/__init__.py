@@ -14,8 +14,10 @@ from .exponential import Exponential  # noqa: F401
 from .gamma import Gamma  # noqa: F401
 from .geometric import Geometric  # noqa: F401
 from .gumbel import Gumbel  # noqa: F401
+from .half_cauchy import HalfCauchy  # noqa: F401
 from .half_normal import HalfNormal  # noqa: F401
 from .independent import Independent  # noqa: F401
+from .inverse_gamma import InverseGamma  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
@@ -24,11 +26,13 @@ from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
+from .pareto import Pareto  # noqa: F401
 from .poisson import Poisson  # noqa: F401
 from .relaxed_bernoulli import RelaxedBernoulli  # noqa: F401
 from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: F401
 from .studentT import StudentT  # noqa: F401
 from .transformed_distribution import TransformedDistribution  # noqa: F401
-from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform  # noqa: F401
+from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform  # noqa: F401
 from .transforms import SigmoidTransform, TanhTransform, Transform  # noqa: F401
 from .uniform import Uniform  # noqa: F401
+from .weibull import Weibull  # noqa: F401
