@@ -204,3 +204,19 @@ def test_the_switch_turns_the_tiles_off(tiled, monkeypatch):
     monkeypatch.setattr(T, "TILES", False)
     _grads(_shapes(1, 1, 20, 20, 32, 32), {"is_causal": True})
     assert tiled == []
+
+
+def test_attention_dq_fits_what_its_entry_point_uses(tiled, monkeypatch):
+    """dq_bytes counts attention_dq's own workgroup arrays, not attention_dkv's (lt, dt, pt) in the same module, as
+    WebGPU counts a pipeline's: tiles that fit only that way compile and give the right gradients."""
+    from webgrad._backends.webgpu import attention_tiled_backward as T
+    from webgrad._backends.webgpu.runtime import default_runtime
+    room = default_runtime().limits["max_compute_workgroup_storage_size"]
+    found = [(e4, bq, bk) for e4 in range(1, 33) for bq, bk in ((64, 16), (64, 32), (32, 32), (32, 16))
+             if T.dq_bytes(e4, e4, bq, bk) <= room < T.dq_bytes(e4, e4, bq, bk) + 16 + 8 * bq]
+    if not found:
+        pytest.skip(f"no tiles on the edge of {room} bytes")
+    e4, bq, bk = found[0]
+    monkeypatch.setattr(T, "DQ_TILES", ((bq, bk),))
+    _grads(_shapes(1, 2, 70, 50, 4 * e4, 4 * e4), {"is_causal": True})
+    assert tiled == [True]
