@@ -49,10 +49,11 @@ def _marsaglia_tsang(alpha):
 
 def _standard_gamma_grad(x, alpha):
     """dx/dalpha at fixed CDF value: -(dF/dalpha) / pdf, with dF/dalpha extrapolated from central differences at
-    steps h and 2h."""
+    steps h and 2h (h below alpha / 2, so alpha - 2h stays positive)."""
     from .. import special, where
     step = 2e-2 if alpha.dtype.name in ("float32", "float16", "bfloat16") else 1e-4
-    h = step * alpha
+    # F changes over a scale of alpha in alpha below 1 and of sqrt(alpha) (the spread of x) above
+    h = step * alpha.clamp(max=1) * alpha.clamp(min=1).sqrt()
 
     def central(hh):
         return (special.gammainc(alpha + hh, x) - special.gammainc(alpha - hh, x)) / (2 * hh)
