@@ -11,6 +11,7 @@ from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce
 from . import elementwise_math, sampling, sorting
 from . import creation, joining, movement, products
 from . import logic, numeric, scans, scatter, selection, statistics
+from . import bitwise, structured
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -75,6 +76,7 @@ _FAMILIES = (
     (scans, "cumprod logcumsumexp cummax cummin", "cumprod logcumsumexp cummax cummin"),
     (statistics, "kthvalue median nanmedian mode quantile nanquantile histc histogram histogramdd",
      "kthvalue median nanmedian mode quantile nanquantile histc histogram"),
+    (structured, "bincount tril_indices triu_indices vander", "bincount"),
 )
 _FAMILY_IN_PLACE = ("scatter scatter_add scatter_reduce index_add index_copy index_fill index_reduce index_put put "
                     "masked_scatter cumprod")
@@ -84,6 +86,8 @@ for _module, _functions, _methods in _FAMILIES:
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in _FAMILY_IN_PLACE.split()})
 _COMPOSED_METHODS.update(linalg.TENSOR_METHODS)  # inverse, det, svd, qr, cholesky, ... (webgrad/linalg.py)
+FUNCTIONS.update(bitwise.FUNCTIONS)  # bitwise_and, ..., bitwise_left_shift: integers and bools (ops/bitwise.py)
+_COMPOSED_METHODS.update(bitwise.METHODS)
 
 # ----------------------------------------------------------------------------- Tensor methods
 _METHODS = (
@@ -120,8 +124,7 @@ _OPERATORS = {
     "__pow__": elementwise.pow, "__rpow__": _reflected(elementwise.pow),
     "__matmul__": matmul.matmul, "__rmatmul__": _reflected(matmul.matmul),
     "__neg__": elementwise.function("neg"), "__pos__": lambda self: self,
-    "__abs__": elementwise.function("abs"), "__invert__": elementwise.function("logical_not"),
-    "__and__": elementwise.logical_and, "__or__": elementwise.logical_or, "__xor__": elementwise.logical_xor,
+    "__abs__": elementwise.function("abs"), **bitwise.OPERATORS,  # & | ^ ~ << >>: bitwise, as torch's
     "__eq__": elementwise.eq, "__ne__": elementwise.ne, "__lt__": elementwise.lt, "__le__": elementwise.le,
     "__gt__": elementwise.gt, "__ge__": elementwise.ge,
     "__getitem__": shape.getitem, "__setitem__": shape.setitem,

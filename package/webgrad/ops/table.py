@@ -219,6 +219,15 @@ def _floor_divide(x, y):
     return np.floor_divide(x, np.where(y == 0, 1, y)) * (y != 0)
 
 
+def _shift(x, y, left):
+    """x << y or x >> y on int64 arrays as PyTorch's: a count outside [0, 64) shifts every bit out."""
+    inside = (y >= 0) & (y < 64)
+    count = np.where(inside, y, 0)
+    if left:
+        return np.where(inside, np.left_shift(x, count), 0)
+    return np.where(inside, np.right_shift(x, count), np.where(x < 0, -1, 0))
+
+
 def _round_decimals(x, decimals):
     if decimals == 0:
         return np.round(x)
@@ -359,6 +368,7 @@ UNARY = {op.name: op for op in (
     Unary("isinf", "flag(is_inf(x))", lambda x, a, b: np.isinf(x), result=BOOL, int_wgsl="0"),
     Unary("isfinite", "flag(!is_nan(x) && !is_inf(x))", lambda x, a, b: np.isfinite(x), result=BOOL, int_wgsl="1"),
     Unary("logical_not", "flag(x == 0.0)", lambda x, a, b: ~x.astype(np.bool_), result=BOOL, int_wgsl="iflag(x == 0)"),
+    Unary("bitwise_not", "x", lambda x, a, b: ~x, result=SAME, int_wgsl="~x", expose=()),  # integers (ops/bitwise.py)
     # ---- kernels behind hand-written functions (scalar operands, clamp): no exposure of their own
     Unary("affine", "x * a + b", lambda x, a, b: x * a + b, result=SAME, int_wgsl="x * a + b",
           int_overflow="!fits_i32(add_wide(mul_wide(x, a), b))", expose=()),
@@ -430,6 +440,20 @@ BINARY = {op.name: op for op in (
            int_wgsl="iflag(x != 0 || y != 0)", expose=()),
     Binary("logical_xor", "flag((x == 0.0) != (y == 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
            int_wgsl="iflag((x != 0) != (y != 0))", expose=()),
+    # Bitwise ops and shifts, on integers only (ops/bitwise.py refuses floating operands, as PyTorch, and gives
+    # bool operands the logical ops): the float `wgsl` forms are never launched. Shifts as PyTorch's: a count
+    # beyond the width (or negative) shifts every bit out, leaving 0 (<<) or the sign (>>). The CPU computes in
+    # int64 and wraps into the output's width; WebGPU's int64 words hold int32 values, so a left shift whose
+    # exact int64 result leaves that range is refused (int_overflow) rather than wrapped.
+    Binary("bitwise_and", "x", lambda x, y: x & y, int_wgsl="x & y", expose=()),
+    Binary("bitwise_or", "x", lambda x, y: x | y, int_wgsl="x | y", expose=()),
+    Binary("bitwise_xor", "x", lambda x, y: x ^ y, int_wgsl="x ^ y", expose=()),
+    Binary("bitwise_left_shift", "x", lambda x, y: _shift(x, y, True),
+           int_wgsl="select(0, x << u32(y & 31), (y >= 0) && (y < 32))",  # (comparisons in parentheses: WGSL
+           int_overflow="(x != 0) && (y >= 0) && (y < 64) && select((((x << u32(y & 31)) >> u32(y & 31)) != x), "
+                        "((countTrailingZeros(x) + y) < 64), (y > 31))", expose=()),  # reads a < b > as a template)
+    Binary("bitwise_right_shift", "x", lambda x, y: _shift(x, y, False),
+           int_wgsl="select(select(0, -1, (x < 0)), x >> u32(y & 31), (y >= 0) && (y < 32))", expose=()),
 )}
 
 
