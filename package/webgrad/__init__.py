@@ -57,6 +57,12 @@ _add_out_argument(globals())
 norm = _with_out(norm)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.inverse, det, svd, qr, cholesky_solve, ... (linalg.py)
 from .nn.functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  # torch.conv1d, ...: F's functions
+from . import func, mps, testing, xpu  # torch.func.functional_call, torch.mps/xpu (no such device), torch.testing
+from ._compile import compile  # noqa: A001  (eager: the model runs as written)
+from ._flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: F401
+                     is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+                     use_deterministic_algorithms)
+from ._predicates import is_floating_point, is_nonzero, is_tensor, numel
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -76,4 +82,7 @@ __all__ = [
     "norm", "distributed", "jit", "onnx", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d",
     "load", "save", "replayable", "autograd", "data", "datasets", "distributions", "transforms", "utils", "webgpu", "nn", "optim",
     *sorted(_FUNCTIONS), *sorted(linalg.TORCH_FUNCTIONS),
+    "func", "mps", "testing", "xpu", "compile", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
+    "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "use_deterministic_algorithms",
+    "is_floating_point", "is_nonzero", "is_tensor", "numel",
 ]

@@ -2,6 +2,7 @@
 every backend (the hash is specified in _backends/kernels.py) and no state lives on the device.
 """
 
+import contextlib
 import operator
 import random as _pyrandom
 
@@ -175,3 +176,18 @@ def randperm(n, generator=None, dtype=None, device=None):
     (generator or default_generator).python_random().shuffle(order)
     return tensor(order, dtype=dtypes.to_dtype(dtype, dtypes.int64), device=device) if n else \
         tensor([], dtype=dtypes.to_dtype(dtype, dtypes.int64), device=device)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """Save the global generator's state (the one generator both devices draw from), run the block, restore it,
+    as torch.random.fork_rng. enabled=False runs the block without saving. devices and device_type are accepted
+    as torch's (webgrad has no per-device generators to fork)."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)

@@ -21,6 +21,7 @@ from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d
 from .parameter import Parameter  # noqa: F401
 from .parameter_containers import ParameterDict, ParameterList  # noqa: F401
 from .prelu import PReLU  # noqa: F401
+from .alpha_dropout import AlphaDropout, FeatureAlphaDropout  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from .pooling import AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d  # noqa: F401

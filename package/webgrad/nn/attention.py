@@ -132,3 +132,6 @@ class MultiheadAttention(Module):
         if not batched:
             weights = weights.squeeze(0)
         return out, weights
+
+
+from .sdpa_backends import SDPBackend, sdpa_kernel  # noqa: E402,F401  (torch.nn.attention's names)

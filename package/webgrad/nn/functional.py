@@ -489,3 +489,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = _additive(attn_mask, query, attend_when_true=True)
     return _attention(query, key, value, bias, dropout_p, scale)[0]
 from ._grid_sample import affine_grid, grid_sample  # noqa: F401  (spatial transformers: _grid_sample.py)
+from .random_functional import alpha_dropout, feature_alpha_dropout, gumbel_softmax  # noqa: F401,E402

@@ -4,3 +4,5 @@ from . import parametrizations, parametrize, rnn  # noqa: F401
 from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
+from . import stateless  # noqa: F401
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
