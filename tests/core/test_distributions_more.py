@@ -500,6 +500,47 @@ def test_transforms():
     assert D.AffineTransform(1.0, -3.0).sign == -1 and D.ExpTransform() == D.ExpTransform()
 
 
+def test_biject_to_and_transform_to_match_torch():
+    """Constraint -> transform from the unconstrained reals: values, inverses, Jacobians against torch; the images
+    satisfy the constraints."""
+    C, TC = D.constraints, TD.constraints
+    x = _f32(2, 3)
+    pairs = [(C.positive, TC.positive), (C.nonnegative, TC.nonnegative),
+             (C.interval(-1.0, 2.0), TC.interval(-1.0, 2.0)),
+             (C.unit_interval, TC.unit_interval), (C.simplex, TC.simplex), (C.greater_than(1.5), TC.greater_than(1.5)),
+             (C.less_than(1.5), TC.less_than(1.5)), (C.real_vector, TC.real_vector),
+             (C.independent(C.positive, 1), TC.independent(TC.positive, 1))]
+    for ours, theirs in pairs:
+        for reg, treg in ((D.biject_to, TD.biject_to), (D.transform_to, TD.transform_to)):
+            t, tt = reg(ours), treg(theirs)
+            assert type(t).__name__ == type(tt).__name__
+            y, ty = t(wg.tensor(x)), tt(torch.tensor(x))
+            _close(y, ty, rtol=1e-5, atol=1e-6)
+            _close(t.inv(y), tt.inv(ty), rtol=1e-3, atol=1e-4)
+            if not isinstance(t, D.SoftmaxTransform):
+                _close(t.log_abs_det_jacobian(wg.tensor(x), y), tt.log_abs_det_jacobian(torch.tensor(x), ty))
+            assert bool(ours.check(y).all()), (ours, reg)
+    m = _f32(3, 3)
+    for ours, theirs in ((C.lower_cholesky, TC.lower_cholesky), (C.positive_definite, TC.positive_definite)):
+        t, tt = D.transform_to(ours), TD.transform_to(theirs)
+        y = t(wg.tensor(m))
+        _close(y, tt(torch.tensor(m)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.tril(_np(t.inv(y))), np.tril(m), rtol=1e-3, atol=1e-3)
+        assert bool(ours.check(y).all())
+    with pytest.raises(NotImplementedError, match="Cannot transform _LowerCholesky constraints"):
+        D.biject_to(C.lower_cholesky)
+    # an unconstrained parameter trained through transform_to stays inside its constraint
+    raw = wg.zeros(3, requires_grad=True)
+    opt = wg.optim.SGD([raw], lr=0.5)
+    for _ in range(20):
+        probs = D.transform_to(C.simplex)(raw)
+        loss = -D.Categorical(probs=probs).log_prob(wg.tensor([2, 2, 1])).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert _np(D.transform_to(C.simplex)(raw)).argmax() == 2
+
+
 # ---------------------------------------------------------------- validation, constraints, expand
 
 

@@ -8,6 +8,7 @@ from .binomial import Binomial  # noqa: F401
 from .categorical import Categorical  # noqa: F401
 from .cauchy import Cauchy  # noqa: F401
 from .chi2 import Chi2  # noqa: F401
+from .constraint_registry import biject_to, transform_to  # noqa: F401
 from .dirichlet import Dirichlet  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .exponential import Exponential  # noqa: F401
@@ -32,7 +33,10 @@ from .relaxed_bernoulli import RelaxedBernoulli  # noqa: F401
 from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: F401
 from .studentT import StudentT  # noqa: F401
 from .transformed_distribution import TransformedDistribution  # noqa: F401
-from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform  # noqa: F401
-from .transforms import SigmoidTransform, TanhTransform, Transform  # noqa: F401
+from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform  # noqa: F401
+from .transforms import IndependentTransform  # noqa: F401
+from .transforms import LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform  # noqa: F401
+from .transforms import SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform  # noqa: F401
+from .transforms import Transform  # noqa: F401
 from .uniform import Uniform  # noqa: F401
 from .weibull import Weibull  # noqa: F401
