@@ -35,7 +35,7 @@ import struct
 
 from ...dtypes import bool_, float16, float32
 from .. import kernels
-from . import attention_tiled, typed
+from . import typed
 from .dispatch import Kernel, Shader
 from .views import check_view, u32_fields
 
@@ -153,10 +153,10 @@ def _kernels(e4, v4, vs4, bc, qt, mask, dropout, ksplit=1, br=BR, element="f32")
     kvt, qgt = max(bc * (e4 + v4), floor), max(qt * (e4 + v4), floor)
     constants = {"E4": e4, "V4": v4, "VS4": vs4, "BC": bc, "QT": qt, "BR": br, "KSPLIT": ksplit, "KVT": kvt,
                  "QGT": qgt}
-    mask_binding, dropout_binding, extra = _mask_splices(mask, dropout)
-    splices = {"HELPERS": _helpers(e4, v4, vs4, kvt // br, qgt // br), "MASK_BINDING": mask_binding,
-               "DROPOUT_BINDING": dropout_binding, "ELEMENT_TYPES": typed.element_types((("T", element),))}
+    splices = {"HELPERS": _helpers(e4, v4, vs4, kvt // br, qgt // br), "MASK_BINDING": "\n".join(_MASK[mask]),
+               "DROPOUT_BINDING": _DROPOUT[dropout], "ELEMENT_TYPES": typed.element_types((("T", element),))}
     shader = (typed.F16Shader if element == "f16" else Shader)("attention.wgsl", lambda: (constants, splices))
+    extra = ((10, _R),) * (mask != MASK_NONE) + ((11, _R),) * dropout
     forward = Kernel(shader, "attention_forward", ((0, _R), (1, _R), (2, _R), (3, _W), (7, _W)) + extra + ((12, _U),),
                      ("CAUSAL", "TILED", "LSE"))
     dq = Kernel(shader, "attention_dq", ((0, _R), (1, _R), (2, _R), (3, _W), (5, _R), (6, _R), (7, _W), (8, _R))
@@ -164,11 +164,6 @@ def _kernels(e4, v4, vs4, bc, qt, mask, dropout, ksplit=1, br=BR, element="f32")
     dkv = Kernel(shader, "attention_dkv", ((0, _R), (1, _R), (2, _R), (3, _W), (4, _W), (5, _R), (8, _R), (9, _R))
                  + extra + ((12, _U),), ("CAUSAL", "TILED", "WANT_DK", "WANT_DV"))
     return forward, dq, dkv
-
-
-def _mask_splices(mask, dropout):
-    """(MASK_BINDING, DROPOUT_BINDING, the extra bindings' (slot, kind)) for a mask kind and dropout."""
-    return "\n".join(_MASK[mask]), _DROPOUT[dropout], ((10, _R),) * (mask != MASK_NONE) + ((11, _R),) * dropout
 
 
 def _storage_buffers(kernel):
@@ -369,18 +364,10 @@ def attention(rt, out, lse, q, k, v, mask, scale, causal=False, dropout_p=0.0, s
     if g["S"] == 0:
         raise NotImplementedError("attention kernels: no keys")
     params = _pack(g, scale, dropout_p, o=o, lse_off=lse_off)
-    storages = (q.storage, k.storage, v.storage, out.storage, lse.storage if lse is not None else rt.spare(0))
-    tiles = attention_tiled.tiles(rt, g["e4"], g["v4"])
-    if tiles is not None:  # the register-tiled forward
-        forward = attention_tiled.kernel(g["e4"], g["v4"], *tiles, _mask_splices(g["mask_kind"], g["dropping"]),
-                                         _WGSL[g["dtype"]])
-        rt.dispatch(forward, forward.constants({"CAUSAL": causal, "LSE": lse is not None}),
-                    storages + _extra(rt, mask, g["dropping"]), params, (-(-L // (4 * tiles[1])), B * H, 1),
-                    _slots(g))
-        return
     (forward, _, _), br = _launch(rt, g, "forward", L, g["S"])
     constants = forward.constants({"CAUSAL": causal, "TILED": not rt.variant["attention_untiled"],
                                    "LSE": lse is not None})
+    storages = (q.storage, k.storage, v.storage, out.storage, lse.storage if lse is not None else rt.spare(0))
     rt.dispatch(forward, constants, storages + _extra(rt, mask, dropout_p > 0), params,
                 (-(-L // br), B * H, g["slices"]), _slots(g))
 
@@ -399,11 +386,6 @@ def attention_backward(rt, grad_q, grad_k, grad_v, grad, q, k, v, out, lse, mask
     if B * H * L * S == 0 or (grad_q is None and grad_k is None and grad_v is None):
         return
     tiled = not rt.variant["attention_untiled"]
-    if tiled:
-        from . import attention_tiled_backward as register_tiled  # (it imports this module)
-        if register_tiled.TILES and register_tiled.backward(rt, g, grad_q, grad_k, grad_v, grad, q, k, v, out, lse,
-                                                            mask, scale, causal, dropout_p, gs, o_in, lse_off, offs):
-            return
     slots = _slots(g)
     extra = _extra(rt, mask, dropout_p > 0)
     d = rt.storage(B * H * L, lse.dtype)  # D = rowsum(grad * out), written by attention_dq
