@@ -32,6 +32,12 @@
 // backward kernels keep one row a step: there the pairs' extra registers cost more than the overlap gained; H200,
 // attention_dq 852 -> 884 us, attention_dkv 1,260 -> 1,928 us a gpt-6x384 step, the forward 637 -> 602.)
 //
+// Why one row a thread and not GEMM-style register tiles: tiled variants (4 x 4 score blocks a thread, the
+// tiles' row maxima and weights through workgroup memory, four barriers a key tile) measured slower on an H200,
+// the forward at parity and the backward at half this file's speed (docs/PERFORMANCE.md, "What limits speed").
+// Without subgroup operations each key tile's row reductions cross workgroup memory behind barriers; here every
+// reduction stays in a thread's registers.
+//
 // Masks: CAUSAL (query i attends keys j <= i, PyTorch's is_causal) and an optional mask view [B, H, L, S] of any
 // strides (MASK_BINDING: float32 added to the scores, -inf meaning "never", or bool words, true = attend). A row
 // that attends no key gets NaN, as PyTorch's softmax of a row of -inf. Dropout (DROPOUT_BINDING) keeps weight
