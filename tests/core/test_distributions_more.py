@@ -87,6 +87,10 @@ CASES = {
                 _f32(4, 3, low=0.05, high=3)),
     "inversegamma": ("InverseGamma", {"concentration": _f32(3, low=4.5, high=6), "rate": _f32(3, low=0.5, high=2)}, {},
                      _f32(4, 3, low=0.05, high=2)),
+    "lowrank_mvn": ("LowRankMultivariateNormal", {"loc": _f32(2, 3), "cov_factor": _f32(3, 2) * 0.5,
+                                                  "cov_diag": _f32(3, low=0.5, high=1.5)}, {}, _f32(4, 2, 3)),
+    "logistic_normal": ("LogisticNormal", {"loc": _f32(3), "scale": _f32(3, low=0.5, high=1.5)}, {},
+                        RNG.dirichlet(np.ones(4), (2,)).astype(np.float32)),
     "mvn_precision": ("MultivariateNormal", {"loc": _f32(3), "precision_matrix": np.linalg.inv(_COV)}, {},
                       _f32(4, 3)),
 }
@@ -221,6 +225,16 @@ def test_mvn_rsample_gradient_same_noise(param, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["mvn_scale_tril", "mvn_covariance", "mvn_precision", "lowrank_mvn"])
+def test_mvn_matrices_match_torch(name, device):
+    wd, td, _, _, _ = _make(name, device)
+    for attr in ("scale_tril", "covariance_matrix", "precision_matrix"):
+        _close(getattr(wd, attr), getattr(td, attr), rtol=1e-4, atol=1e-5)
+    e = wd.expand((4, *wd.batch_shape))
+    assert tuple(e.covariance_matrix.shape) == (4, *td.batch_shape, 3, 3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_dirichlet_and_beta_rsample_gradients_in_expectation(device):
     """The mean of many reparameterised draws, differentiated, against the gradient of the exact mean."""
     wg.manual_seed(4)
@@ -274,7 +288,7 @@ def test_relaxed_rsample_gradients_same_noise(device):
 
 MOMENT_CASES = ["normal", "laplace", "exponential", "uniform", "bernoulli_logits", "lognormal", "gamma", "beta",
                 "dirichlet", "onehot", "mvn_scale_tril", "halfnormal", "chi2", "gumbel", "geometric", "studentt",
-                "poisson", "binomial", "multinomial", "weibull", "inversegamma"]
+                "poisson", "binomial", "multinomial", "weibull", "inversegamma", "lowrank_mvn"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -322,7 +336,8 @@ KL_PAIRS = [("normal", "Normal", ["loc", "scale"]), ("laplace", "Laplace", ["loc
             ("lognormal", "LogNormal", ["loc", "scale"]), ("uniform", "Uniform", ["low", "high"]),
             ("mvn_scale_tril", "MultivariateNormal", ["loc", "scale_tril"]), ("cauchy", "Cauchy", ["loc", "scale"]),
             ("geometric", "Geometric", ["probs"]), ("gumbel", "Gumbel", ["loc", "scale"]),
-            ("halfnormal", "HalfNormal", ["scale"]), ("poisson", "Poisson", ["rate"])]
+            ("halfnormal", "HalfNormal", ["scale"]), ("poisson", "Poisson", ["rate"]),
+            ("lowrank_mvn", "LowRankMultivariateNormal", ["loc", "cov_factor", "cov_diag"])]
 
 
 def _shifted(name, value):
@@ -665,7 +680,7 @@ def test_straight_through_and_as_torch_names():
                  "OneHotCategorical", "LogNormal", "Beta", "Gamma", "Dirichlet", "TransformedDistribution", "Cauchy",
                  "HalfNormal", "Chi2", "StudentT", "Gumbel", "Geometric", "MixtureSameFamily", "Poisson",
                  "RelaxedBernoulli", "RelaxedOneHotCategorical", "Binomial", "Multinomial", "HalfCauchy", "Pareto",
-                 "Weibull", "InverseGamma"):
+                 "Weibull", "InverseGamma", "LowRankMultivariateNormal", "LogisticNormal"):
         ours, theirs = getattr(D, name), getattr(TD, name)
         assert ours.has_rsample == theirs.has_rsample or isinstance(theirs.has_rsample, property), name
         assert set(_keys(ours)) == set(_keys(theirs)), name

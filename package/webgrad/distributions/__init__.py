@@ -22,6 +22,8 @@ from .inverse_gamma import InverseGamma  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
+from .logistic_normal import LogisticNormal  # noqa: F401
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: F401
 from .mixture_same_family import MixtureSameFamily  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401

@@ -17,6 +17,7 @@ from .gumbel import _EULER, Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -255,3 +256,27 @@ def _kl_halfnormal_halfnormal(p, q):
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+def _batch_trace_XXT(bmat):
+    return bmat.pow(2).sum((-2, -1))
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    from .. import linalg
+    from .lowrank_multivariate_normal import _batch_lowrank_logdet, _batch_lowrank_mahalanobis
+    if tuple(p.event_shape) != tuple(q.event_shape):
+        raise ValueError("KL-divergence between two Low Rank Multivariate Normals with different event shapes cannot "
+                         "be computed")
+    pW, pD, qW, qD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, q._unbroadcasted_cov_factor, \
+        q._unbroadcasted_cov_diag
+    term1 = _batch_lowrank_logdet(qW, qD, q._capacitance_tril) - _batch_lowrank_logdet(pW, pD, p._capacitance_tril)
+    term3 = _batch_lowrank_mahalanobis(qW, qD, q.loc - p.loc, q._capacitance_tril)
+    # tr(Sq^-1 Sp) with Sq^-1 = qD^-1 - A^T A (Woodbury) and Sp = pD + pW pW^T
+    A = linalg.solve_triangular(q._capacitance_tril, qW.mT / qD.unsqueeze(-2), upper=False)
+    term21 = (pD / qD).sum(-1)
+    term22 = _batch_trace_XXT(pW * qD.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * pD.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A @ pW)
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
