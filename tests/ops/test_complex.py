@@ -372,6 +372,13 @@ def test_module_with_complex_buffer_moves_and_saves(device, tmp_path):
     m2 = M()
     m2.load_state_dict(back)
     assert np.array_equal(m2.kept.numpy(), Z)
+    st_path = tmp_path / "m.safetensors"  # safetensors' C64, read back by both
+    wg.save({"kept": m.kept, "w": m.lin.weight}, str(st_path))
+    import safetensors.torch
+    assert np.array_equal(safetensors.torch.load_file(str(st_path))["kept"].numpy(), Z)
+    safetensors.torch.save_file({"z": torch.tensor(W), "x": torch.tensor(X)}, str(st_path))
+    read = wg.load(str(st_path), device=device)
+    assert read["z"].dtype == wg.complex64 and np.array_equal(read["z"].cpu().numpy(), W)
 
 
 # ------------------------------------------------------------------------------------- the Llama rotary embedding

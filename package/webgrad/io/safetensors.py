@@ -39,11 +39,11 @@ U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refu
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
 _TO_NAME = {dtypes.int64: "I64", dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32",
-            dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL"}
-_WRITE_ORDER = {"I64": 0, "F64": 1, "F32": 2, "I32": 3, "F16": 4, "U8": 5, "BOOL": 6}
+            dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL", dtypes.complex64: "C64"}
+_WRITE_ORDER = {"I64": 0, "F64": 1, "C64": 2, "F32": 3, "I32": 4, "F16": 5, "U8": 6, "BOOL": 7}
 _NATIVE = {name: dt for dt, name in _TO_NAME.items()}
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-             "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+             "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}
 
 
 # ===================================================================== save
@@ -109,6 +109,10 @@ def load(f, device=None):
     out = {}
     for name, ((dt, data), shape) in converted.items():
         try:
+            if dt is dtypes.complex64:  # its float32 (real, imag) pairs, seen as complex (webgrad/_complex.py)
+                from .._complex import view_as_complex
+                out[name] = view_as_complex(tensor(data, dtype=dtypes.float32, device=device).reshape(*shape, 2))
+                continue
             out[name] = tensor(data, dtype=dt, device=device).reshape(shape)
         except (TypeError, RuntimeError) as e:  # a dtype (float64) or int64 values (beyond int32) WebGPU lacks
             raise type(e)(f"safetensors: tensor {name!r}: {e}") from None
@@ -293,4 +297,4 @@ def _convert(name, dtype, data):
         out[2::4], out[3::4] = data[0::2], data[1::2]
         return dtypes.float32, out
     raise ValueError(f"safetensors: tensor {name!r} has dtype {dtype}, which webgrad cannot load "
-                     "(supported: F32, F16, F64, I64, I32, U8, BOOL, and BF16 as float32)")
+                     "(supported: F32, F16, F64, I64, I32, U8, BOOL, C64, and BF16 as float32)")
