@@ -228,6 +228,20 @@ def _shift(x, y, left):
     return np.where(inside, np.right_shift(x, count), np.where(x < 0, -1, 0))
 
 
+def _on_integers(fn):
+    """A bitwise op's CPU form: on int64 operands as it is; floating ones truncated to int32 first and the result
+    wrapped to int32, as the WGSL floating forms compute."""
+    def cpu(x, y):
+        if x.dtype.kind != "f" and y.dtype.kind != "f":
+            return fn(x, y)
+        return fn(np.trunc(x).astype(np.int64), np.trunc(y).astype(np.int64)).astype(np.int32).astype(np.float64)
+    return cpu
+
+
+_LSHIFT = "select(0, x << u32(y & 31), (y >= 0) && (y < 32))"
+_RSHIFT = "select(select(0, -1, (x < 0)), x >> u32(y & 31), (y >= 0) && (y < 32))"
+
+
 def _round_decimals(x, decimals):
     if decimals == 0:
         return np.round(x)
@@ -368,7 +382,8 @@ UNARY = {op.name: op for op in (
     Unary("isinf", "flag(is_inf(x))", lambda x, a, b: np.isinf(x), result=BOOL, int_wgsl="0"),
     Unary("isfinite", "flag(!is_nan(x) && !is_inf(x))", lambda x, a, b: np.isfinite(x), result=BOOL, int_wgsl="1"),
     Unary("logical_not", "flag(x == 0.0)", lambda x, a, b: ~x.astype(np.bool_), result=BOOL, int_wgsl="iflag(x == 0)"),
-    Unary("bitwise_not", "x", lambda x, a, b: ~x, result=SAME, int_wgsl="~x", expose=()),  # integers (ops/bitwise.py)
+    Unary("bitwise_not", "f32(~i32(x))", lambda x, a, b: _on_integers(lambda v, _: ~v)(x, x), result=SAME,
+          int_wgsl="~x", expose=()),  # (ops/bitwise.py; floats: on the values truncated to int32, as the others)
     # ---- kernels behind hand-written functions (scalar operands, clamp): no exposure of their own
     Unary("affine", "x * a + b", lambda x, a, b: x * a + b, result=SAME, int_wgsl="x * a + b",
           int_overflow="!fits_i32(add_wide(mul_wide(x, a), b))", expose=()),
@@ -440,20 +455,21 @@ BINARY = {op.name: op for op in (
            int_wgsl="iflag(x != 0 || y != 0)", expose=()),
     Binary("logical_xor", "flag((x == 0.0) != (y == 0.0))", lambda x, y: np.logical_xor(x, y), result=BOOL,
            int_wgsl="iflag((x != 0) != (y != 0))", expose=()),
-    # Bitwise ops and shifts, on integers only (ops/bitwise.py refuses floating operands, as PyTorch, and gives
-    # bool operands the logical ops): the float `wgsl` forms are never launched. Shifts as PyTorch's: a count
-    # beyond the width (or negative) shifts every bit out, leaving 0 (<<) or the sign (>>). The CPU computes in
-    # int64 and wraps into the output's width; WebGPU's int64 words hold int32 values, so a left shift whose
-    # exact int64 result leaves that range is refused (int_overflow) rather than wrapped.
-    Binary("bitwise_and", "x", lambda x, y: x & y, int_wgsl="x & y", expose=()),
-    Binary("bitwise_or", "x", lambda x, y: x | y, int_wgsl="x | y", expose=()),
-    Binary("bitwise_xor", "x", lambda x, y: x ^ y, int_wgsl="x ^ y", expose=()),
-    Binary("bitwise_left_shift", "x", lambda x, y: _shift(x, y, True),
-           int_wgsl="select(0, x << u32(y & 31), (y >= 0) && (y < 32))",  # (comparisons in parentheses: WGSL
+    # Bitwise ops and shifts. The public functions (ops/bitwise.py) take integers (bools get the logical ops, floats
+    # are refused, as PyTorch); the kernels' floating form works on the values truncated to int32. Shifts as
+    # PyTorch's: a count beyond the width (or negative) shifts every bit out, leaving 0 (<<) or the sign (>>). The
+    # CPU computes integers in int64 and wraps into the output's width; WebGPU's int64 words hold int32 values, so
+    # a left shift whose exact int64 result leaves that range is refused (int_overflow) rather than wrapped.
+    # (Comparisons stand in parentheses: WGSL reads `a < b ... c > d` as a template list.)
+    Binary("bitwise_and", "f32(i32(x) & i32(y))", _on_integers(lambda x, y: x & y), int_wgsl="x & y", expose=()),
+    Binary("bitwise_or", "f32(i32(x) | i32(y))", _on_integers(lambda x, y: x | y), int_wgsl="x | y", expose=()),
+    Binary("bitwise_xor", "f32(i32(x) ^ i32(y))", _on_integers(lambda x, y: x ^ y), int_wgsl="x ^ y", expose=()),
+    Binary("bitwise_left_shift", f"let x = i32(x); let y = i32(y); return f32({_LSHIFT});",
+           _on_integers(lambda x, y: _shift(x, y, True)), int_wgsl=_LSHIFT,
            int_overflow="(x != 0) && (y >= 0) && (y < 64) && select((((x << u32(y & 31)) >> u32(y & 31)) != x), "
-                        "((countTrailingZeros(x) + y) < 64), (y > 31))", expose=()),  # reads a < b > as a template)
-    Binary("bitwise_right_shift", "x", lambda x, y: _shift(x, y, False),
-           int_wgsl="select(select(0, -1, (x < 0)), x >> u32(y & 31), (y >= 0) && (y < 32))", expose=()),
+                        "((countTrailingZeros(x) + y) < 64), (y > 31))", expose=()),
+    Binary("bitwise_right_shift", f"let x = i32(x); let y = i32(y); return f32({_RSHIFT});",
+           _on_integers(lambda x, y: _shift(x, y, False)), int_wgsl=_RSHIFT, expose=()),
 )}
 
 
