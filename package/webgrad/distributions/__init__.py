@@ -12,6 +12,7 @@ from .constraint_registry import biject_to, transform_to  # noqa: F401
 from .dirichlet import Dirichlet  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .exponential import Exponential  # noqa: F401
+from .fishersnedecor import FisherSnedecor  # noqa: F401
 from .gamma import Gamma  # noqa: F401
 from .geometric import Geometric  # noqa: F401
 from .gumbel import Gumbel  # noqa: F401
@@ -27,6 +28,7 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: F401
 from .mixture_same_family import MixtureSameFamily  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
+from .negative_binomial import NegativeBinomial  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
 from .pareto import Pareto  # noqa: F401
