@@ -506,6 +506,7 @@ def test_transformed_distribution_matches_torch(device):
 def test_transforms():
     x = wg.tensor([-1.0, 0.5, 2.0])
     for ours, theirs in ((D.ExpTransform(), TD.ExpTransform()), (D.TanhTransform(), TD.TanhTransform()),
+                         (D.SoftplusTransform(), TD.SoftplusTransform()),
                          (D.SigmoidTransform(), TD.SigmoidTransform()),
                          (D.AffineTransform(1.0, -3.0), TD.AffineTransform(1.0, -3.0))):
         xt = torch.tensor(_np(x))
@@ -633,6 +634,12 @@ def test_constraints_expand_and_repr():
     np.testing.assert_array_equal(_np(C.simplex.check(simplex)), [True, False])
     assert repr(C.independent(C.real, 1)) == repr(TD.constraints.independent(TD.constraints.real, 1))
     assert C.real_vector.event_dim == 1 and C.positive_definite.event_dim == 2
+    mats = wg.tensor([[[2.0, 1.0], [1.0, 2.0]], [[1.0, 2.0], [2.0, 1.0]], [[1.0, 0.0], [0.0, 0.0]]])
+    for ours, theirs in ((C.square, TD.constraints.square), (C.symmetric, TD.constraints.symmetric),
+                         (C.positive_semidefinite, TD.constraints.positive_semidefinite),
+                         (C.positive_definite, TD.constraints.positive_definite)):
+        np.testing.assert_array_equal(_np(ours.check(mats)), theirs.check(torch.tensor(_np(mats))).numpy())
+        assert repr(ours) == repr(theirs)
     n = D.Normal(wg.zeros(3), wg.ones(3))
     e = n.expand((4, 3))
     assert tuple(e.batch_shape) == (4, 3) and tuple(e.sample().shape) == (4, 3)

@@ -40,7 +40,7 @@ from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform  # noqa: F401
 from .transforms import IndependentTransform  # noqa: F401
 from .transforms import LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform  # noqa: F401
-from .transforms import SigmoidTransform, SoftmaxTransform, StickBreakingTransform, TanhTransform  # noqa: F401
-from .transforms import Transform  # noqa: F401
+from .transforms import SigmoidTransform, SoftmaxTransform, SoftplusTransform, StickBreakingTransform  # noqa: F401
+from .transforms import TanhTransform, Transform, identity_transform  # noqa: F401
 from .uniform import Uniform  # noqa: F401
 from .weibull import Weibull  # noqa: F401

@@ -3,10 +3,12 @@
 check(value) returns a bool tensor of value's batch shape (the shape less event_dim rightmost dims): True where
 value satisfies the constraint."""
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
-           "positive", "positive_definite", "positive_integer", "real", "real_vector", "simplex", "unit_interval"]
+           "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
+           "simplex", "square", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -225,15 +227,68 @@ class _LowerCholesky(Constraint):
         return lower & positive_diagonal
 
 
-class _PositiveDefinite(Constraint):
+class _Square(Constraint):
     event_dim = 2
 
     def check(self, value):
-        from .. import linalg
-        # torch.isclose(value, value.mT, atol=1e-6) over the matrix, then a Cholesky factorisation that succeeds
+        from .. import full
+        return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=_bool(), device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all().item()):
+            return square
+        # torch.isclose(value, value.mT, atol=1e-6) over the matrix
         close = (value - value.mT).abs() <= 1e-6 + 1e-5 * value.mT.abs()
-        symmetric = close.reshape(*value.shape[:-2], -1).all(-1)
-        return symmetric & (linalg.cholesky_ex(value).info == 0)
+        return close.reshape(*value.shape[:-2], -1).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    # symmetric and the eigenvalues of its lower triangle non-negative, element by element (PyTorch returns the
+    # symmetry check alone when any matrix of the batch is asymmetric)
+    def check(self, value):
+        from .. import linalg
+        return super().check(value) & (linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        from .. import linalg
+        return super().check(value) & (linalg.cholesky_ex(value).info == 0)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The component's support, checked with the mixture's component dim added back to the value."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        if value.ndim < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.ndim - self.event_dim
+        return result.reshape(*result.shape[:keep], -1).all(-1)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
+
+
+def _bool():
+    from .. import bool as bool_dtype
+    return bool_dtype
 
 
 dependent = _Dependent()
@@ -258,4 +313,7 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()

@@ -7,31 +7,6 @@ from .categorical import Categorical
 from .distribution import Distribution
 
 
-class _MixtureSameFamilyConstraint(constraints.Constraint):
-    """The component's support, checked with the component dim added back to the value."""
-
-    def __init__(self, base_constraint):
-        self.base_constraint = base_constraint
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
-
-    @property
-    def event_dim(self):
-        return self.base_constraint.event_dim
-
-    def check(self, value):
-        if value.ndim < self.event_dim:
-            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
-        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
-        keep = value.ndim - self.event_dim
-        return result.reshape(*result.shape[:keep], -1).all(-1)
-
-    def __repr__(self):
-        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
-
-
 class MixtureSameFamily(Distribution):
     arg_constraints = {}
     has_rsample = False
@@ -75,7 +50,7 @@ class MixtureSameFamily(Distribution):
 
     @constraints.dependent_property
     def support(self):
-        return _MixtureSameFamilyConstraint(self._component_distribution.support)
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):

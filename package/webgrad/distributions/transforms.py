@@ -10,7 +10,8 @@ from . import constraints
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
            "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform", "SigmoidTransform",
-           "SoftmaxTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
 
 
 def _broadcast_shape(*shapes):
@@ -336,6 +337,31 @@ class SigmoidTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         from ..nn.functional import softplus
         return -softplus(-x) - softplus(x)
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x))."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        from ..nn.functional import softplus
+        return softplus(x)
+
+    def _inverse(self, y):
+        return (-(-y).expm1()).log() + y  # log(exp(y) - 1), stable for large y
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return -softplus(-x)
 
 
 class TanhTransform(Transform):
