@@ -261,10 +261,25 @@ def logical_not(input):
 
 
 # ===================================================================== binary
+def _cpu_scalars_to_device(*tensors):
+    """The tensors, with 0-d CPU tensors moved to the device of the others where those are elsewhere: PyTorch's
+    elementwise ops take a 0-d CPU tensor beside tensors on any device, as a scalar (a distribution's
+    Normal(0., 1.) prior beside a posterior on the GPU). Any other mix is left to check_same_device's error."""
+    devices = {t.device for t in tensors if isinstance(t, Tensor) and not (t.ndim == 0 and t.device.type == "cpu")}
+    if len(devices) != 1:
+        return tensors
+    (device,) = devices
+    if device.type == "cpu":
+        return tensors
+    return tuple(t.to(device) if isinstance(t, Tensor) and t.ndim == 0 and t.device.type == "cpu" else t
+                 for t in tensors)
+
+
 def _promote_pair(x, y, op):
     """x and y converted to their result dtype, torch.result_type's: a 0-d tensor beside a tensor with dims
     only lifts the category (int32 + a 0-d int64 stays int32; int32 + a 0-d float32 is float32). A float16
     operand of a float32 result stays as it is (_to_operand)."""
+    x, y = _cpu_scalars_to_device(x, y)
     check_same_device(op, x, y)
     if x.dtype is y.dtype:
         return x, y, x.dtype
@@ -499,6 +514,7 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def _logical(op):
     def fn(input, other):
+        input, other = _cpu_scalars_to_device(input, other)
         check_same_device(op, input, other)
         x, y = cast(input, dtypes.bool_), cast(other, dtypes.bool_)
         return _binary_kernel(op, x, y, dtypes.bool_)
@@ -523,6 +539,7 @@ def where(condition, input, other):
         dtype = dtypes.promote_scalar(like.dtype, s)
     x = _to_operand(input, dtype) if isinstance(input, Tensor) else full_scalar_like_dtype(condition, input, dtype)
     y = _to_operand(other, dtype) if isinstance(other, Tensor) else full_scalar_like_dtype(condition, other, dtype)
+    condition, x, y = _cpu_scalars_to_device(condition, x, y)
     check_same_device("where", condition, x, y)
     cond = cast(condition, dtypes.bool_)
     shape = broadcast_shapes(cond.shape, x.shape, y.shape, op="where")
