@@ -685,6 +685,8 @@ def _norm_dim(dim, ndim):
 def _nest(flat, shape):
     if not shape:
         return flat[0]
+    if 0 in shape:  # no elements: the lists down to the first empty dim, as torch's [[], []] for shape (2, 0)
+        return [] if shape[0] == 0 else [_nest(flat, shape[1:]) for _ in range(shape[0])]
     for n in reversed(shape[1:]):
         flat = [flat[i:i + n] for i in range(0, len(flat), n)]
     return flat

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import webgrad as wg
-from helpers import PACKAGE_DIR
+from helpers import DEVICES, PACKAGE_DIR
 
 
 def test_creation_from_python_data(device):
@@ -171,3 +171,10 @@ def test_import_without_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "clear error" in out.stdout
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (2, 0, 3), (2, 3, 0), (0,)])
+def test_tolist_of_empty_shapes_matches_torch(shape):
+    torch = pytest.importorskip("torch")
+    for device in DEVICES:
+        assert wg.zeros(*shape, device=device).tolist() == torch.zeros(*shape).tolist()
