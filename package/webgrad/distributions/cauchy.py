@@ -1,32 +1,13 @@
 """Cauchy(loc, scale), as torch.distributions.Cauchy."""
 
 import math
-from numbers import Number
 
 from .._tensor import Size
-from . import constraints
-from .distribution import Distribution
-from .utils import _uniform, broadcast_all
+from .families import LocScale
+from .utils import _uniform
 
 
-class Cauchy(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Cauchy, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        super(Cauchy, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
+class Cauchy(LocScale):
     @property
     def mean(self):
         return self.loc * 0 + math.nan

@@ -1,31 +1,12 @@
 """Laplace(loc, scale), as torch.distributions.Laplace."""
 
-from numbers import Number
 
 from .._tensor import Size
-from . import constraints
-from .distribution import Distribution
-from .utils import _finfo, _uniform, broadcast_all
+from .families import LocScale
+from .utils import _finfo, _uniform
 
 
-class Laplace(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
+class Laplace(LocScale):
     @property
     def mean(self):
         return self.loc
