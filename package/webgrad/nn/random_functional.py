@@ -19,10 +19,10 @@ def _alpha_dropout(input, p, training, inplace, feature):
         raise TypeError(f"alpha_dropout(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0 or input.numel() == 0:  # (before the dims check, as torch's)
+        return input
     if feature and input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if not training or p == 0.0 or input.numel() == 0:
-        return input
     if p == 1.0:
         out = input * 0.0
     else:
