@@ -669,6 +669,25 @@ def test_fused_optimizer_step_submits_its_work(opt_class):
         assert stats["copies"] == before["copies"]  # (no staged write of the step count)
 
 
+@pytest.mark.skipif(not RECORDS, reason="the CPU backend submits nothing")
+@pytest.mark.parametrize("opt_class", [torch.optim.Adam, torch.optim.SGD, torch.optim.RMSprop])
+@pytest.mark.parametrize("foreach", [True, False])
+def test_any_optimizer_step_submits_its_work(opt_class, foreach):
+    """torch.optim's for-loop and foreach steps (what a script gets without fused=True) start the GPU on the step's
+    queued work too: through a global step post-hook, one submit a step."""
+    torch.manual_seed(0)
+    model = nn.Linear(5, 3).to(DEV)
+    opt = opt_class(model.parameters(), lr=0.01, foreach=foreach)
+    x, y = torch.randn(4, 5, device=DEV), torch.randint(0, 3, (4,), device=DEV)
+    stats = td.storage.webgrad_device().backend.runtime.stats
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        before = stats["submits"]
+        opt.step()
+        assert stats["submits"] == before + 1
+
+
 @pytest.mark.parametrize("opt_class", [torch.optim.Adam, torch.optim.AdamW])
 def test_fused_adam_with_parameters_at_different_step_counts(opt_class):
     """A parameter that first gets a gradient late has taken fewer steps than the others: each update's bias

@@ -174,6 +174,23 @@ def _register():
     # once, at its first backward, which may come before this registration
     torch._C._set_multithreading_enabled(False)
     _print_from_cpu()
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    register_optimizer_step_post_hook(_submit_after_step)
+
+
+def _submit_after_step(optimizer, args, kwargs):
+    """Start the GPU on the queued work when an optimizer's step over webgpu parameters is done, whatever its
+    implementation (for-loop, foreach or fused), as webgrad's own optimizers do: eager work is otherwise submitted
+    only at a read-back or every Runtime.FLUSH_AFTER dispatches, so with the loss read every few steps the GPU
+    would idle while the host issues them and the host then wait for all of them. (Nothing queued: no submit.)"""
+    backend = storage.webgrad_device().backend
+    if getattr(backend, "capturing", True):  # (the CPU backend; a step being recorded is submitted by its replays)
+        return
+    for group in optimizer.param_groups:
+        params = group["params"]
+        if params and params[0].device.type == NAME:
+            backend.submit()
+            return
 
 
 _LIBRARY = []  # the torch.library registration below, kept alive
