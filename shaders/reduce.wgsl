@@ -37,9 +37,6 @@
 // thread; the chunks' partials are then folded as reduce_rows4 folds its own (STAGE 3, in the same dispatch,
 // with a ticket counter per column group; else STAGE 1 and the general kernel's STAGE 2). The general kernel
 // gave such a sum 8 threads a column, scalar loads and always two dispatches.
-// reduce_cols4h is its twin for float16 x (a half bias gradient under autocast): halves read as they are, the
-// folds in f32 in the same order, and with HALF_OUT the totals rounded once into a float16 out, so a half column
-// sum needs no float32 copy of x nor a cast of the result (their two passes and their scratch).
 //
 // argmax/argmin keep the first index among equal values (PyTorch's rule, and NumPy's); NaN counts
 // as larger than everything for max/argmax and smaller for min/argmin, so it propagates.
@@ -59,7 +56,6 @@ override OUT_DTYPE: u32 = DT_F32;
 override WIDE: bool = false;     // int64 sum/prod with INT_MATH: exact, see above
 override STAGE: u32 = 0u;        // 0: one pass; 1: first pass of two; 2: second pass of two;
                                   // 3: reduce_rows4 folding its partials in the same dispatch
-override HALF_OUT: bool = false; // reduce_cols4(h): out is float16 (pairs of halves in u32 words)
 
 struct Params {
     outer: u32,
@@ -76,7 +72,6 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read> x4: array<vec4<u32>>;  // reduce_rows4's view of x (float32)
-@group(0) @binding(1) var<storage, read> x2: array<vec2<u32>>;  // reduce_cols4h's view of x (float16)
 @group(0) @binding(2) var<storage, read> idx_in: array<u32>;
 @group(0) @binding(3) var<storage, read_write> idx_out: array<u32>;
 @group(0) @binding(3) var<storage, read_write> scratch: array<atomic<u32>>;  // reduce_rows4's partials, tickets
@@ -380,21 +375,6 @@ fn fold_columns(t: u32) {
     }
 }
 
-// A half's bits for f32 x where pack2x16float's result is indeterminate (WGSL), as elementwise.wgsl rounds:
-// NaN stays NaN, |x| at or beyond 65520 (what rounds past 65504) gives inf; else h, the packed conversion.
-fn half_bits(x: f32, h: u32) -> u32 {
-    let bits = bitcast<u32>(x);
-    let sign = (bits >> 16u) & 0x8000u;
-    if ((bits & 0x7fffffffu) > 0x7f800000u) { return sign | 0x7e00u; }
-    if ((bits & 0x7fffffffu) >= 0x477ff000u) { return sign | 0x7c00u; }  // 0x477ff000 = 65520.0
-    return h;
-}
-
-fn pack_h2(v: vec2<f32>) -> u32 {
-    let c = pack2x16float(clamp(v, vec2<f32>(-65504.0), vec2<f32>(65504.0)));
-    return half_bits(v.x, c & 0xffffu) | (half_bits(v.y, c >> 16u) << 16u);
-}
-
 fn store_column(word: u32, v: vec4<f32>) {  // word: the output's first word (out is u32 words)
     out[word] = bitcast<u32>(v.x);
     out[word + 1u] = bitcast<u32>(v.y);
@@ -402,121 +382,69 @@ fn store_column(word: u32, v: vec4<f32>) {  // word: the output's first word (ou
     out[word + 3u] = bitcast<u32>(v.w);
 }
 
-// The final value of four columns at output element e (a multiple of 2: reduce.py checks the offset): float32
-// words, or with HALF_OUT four halves in two words, each rounded once from the f32 total.
-fn store_result(e: u32, v: vec4<f32>) {
-    if (HALF_OUT) {
-        out[e / 2u] = pack_h2(v.xy);
-        out[e / 2u + 1u] = pack_h2(v.zw);
-    } else {
-        store_column(e, v);
-    }
-}
-
-// Which part of the work workgroup `group` does: chunk group % chunks of column group (group / chunks) %
-// column groups of row o; c is thread t's vec4 column.
-struct Cols4 { o: u32, cg: u32, chunk: u32, c: u32, valid: bool, column_groups: u32, s_end: u32 }
-
-fn cols4_part(group: u32, t: u32) -> Cols4 {
-    let inner4 = p.inner / 4u;
-    let column_groups = (inner4 + COLS4 - 1u) / COLS4;
-    let chunk = group % p.chunks;
-    let cg = (group / p.chunks) % column_groups;
-    let o = group / (p.chunks * column_groups);
-    let c = cg * COLS4 + t % COLS4;
-    return Cols4(o, cg, chunk, c, c < inner4, column_groups, min((chunk + 1u) * p.chunk, p.size));
-}
-
 @compute @workgroup_size(256)
 fn reduce_cols4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) t: u32) {
     let group = wid.x + wid.y * nwg.x;
     if (group >= p.groups) { return; }
-    let w = cols4_part(group, t);
     let inner4 = p.inner / 4u;
-    let base = p.x_offset / 4u + w.o * p.size * inner4 + w.c;
-    var acc = vec4<f32>(identity_f().v);
-    if (w.valid) {
-        var s = w.chunk * p.chunk + t / COLS4;
-        for (; s + 3u * COL_THREADS < w.s_end; s += 4u * COL_THREADS) {
+    let column_groups = (inner4 + COLS4 - 1u) / COLS4;
+    let chunk = group % p.chunks;
+    let cg = (group / p.chunks) % column_groups;
+    let o = group / (p.chunks * column_groups);
+    let c = cg * COLS4 + t % COLS4;  // this thread's vec4 column
+    let valid = c < inner4;
+    let base = p.x_offset / 4u + o * p.size * inner4 + c;
+    let s_end = min((chunk + 1u) * p.chunk, p.size);
+    let id = identity_f().v;
+    var acc = vec4<f32>(id);
+    if (valid) {
+        var s = chunk * p.chunk + t / COLS4;
+        for (; s + 3u * COL_THREADS < s_end; s += 4u * COL_THREADS) {
             let v0 = bitcast<vec4<f32>>(x4[base + s * inner4]);
             let v1 = bitcast<vec4<f32>>(x4[base + (s + COL_THREADS) * inner4]);
             let v2 = bitcast<vec4<f32>>(x4[base + (s + 2u * COL_THREADS) * inner4]);
             let v3 = bitcast<vec4<f32>>(x4[base + (s + 3u * COL_THREADS) * inner4]);
             acc = fold4(fold4(fold4(fold4(acc, v0), v1), v2), v3);
         }
-        for (; s < w.s_end; s += COL_THREADS) { acc = fold4(acc, bitcast<vec4<f32>>(x4[base + s * inner4])); }
+        for (; s < s_end; s += COL_THREADS) { acc = fold4(acc, bitcast<vec4<f32>>(x4[base + s * inner4])); }
     }
-    cols4_finish(w, t, acc);
-}
-
-fn halves4(v: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(v.x), unpack2x16float(v.y)); }
-
-// reduce_cols4 for float16 x: four halves (two words) per vec4 column, unpacked to f32 (core WGSL: no
-// shader-f16 needed) and folded in f32 in the same order as reduce_cols4 folds their float32 copies, so the
-// result is the float32 path's on a cast of x, without the cast's pass and its scratch (a half bias gradient).
-@compute @workgroup_size(256)
-fn reduce_cols4h(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) t: u32) {
-    let group = wid.x + wid.y * nwg.x;
-    if (group >= p.groups) { return; }
-    let w = cols4_part(group, t);
-    let inner4 = p.inner / 4u;
-    let base = p.x_offset / 4u + w.o * p.size * inner4 + w.c;  // in units of four halves (one vec2<u32>)
-    var acc = vec4<f32>(identity_f().v);
-    if (w.valid) {
-        var s = w.chunk * p.chunk + t / COLS4;
-        for (; s + 3u * COL_THREADS < w.s_end; s += 4u * COL_THREADS) {
-            let v0 = halves4(x2[base + s * inner4]);
-            let v1 = halves4(x2[base + (s + COL_THREADS) * inner4]);
-            let v2 = halves4(x2[base + (s + 2u * COL_THREADS) * inner4]);
-            let v3 = halves4(x2[base + (s + 3u * COL_THREADS) * inner4]);
-            acc = fold4(fold4(fold4(fold4(acc, v0), v1), v2), v3);
-        }
-        for (; s < w.s_end; s += COL_THREADS) { acc = fold4(acc, halves4(x2[base + s * inner4])); }
-    }
-    cols4_finish(w, t, acc);
-}
-
-// The column totals of the workgroup's chunk (acc, per thread), folded down the columns, then stored (one chunk),
-// written as partials for the general kernel's STAGE 2 (STAGE 1) or folded with the other chunks' (STAGE 3).
-fn cols4_finish(w: Cols4, t: u32, acc: vec4<f32>) {
     tree4[t] = acc;
     fold_columns(t);
-    let mine = t < COLS4 && w.valid;
+    let mine = t < COLS4 && valid;
     if (STAGE == 0u) {
-        if (mine) { store_result(p.out_offset + w.o * p.inner + 4u * w.c, tree4[t]); }
+        if (mine) { store_column(p.out_offset + o * p.inner + 4u * c, tree4[t]); }
         return;
     }
     if (STAGE == 1u) {  // partials [outer, chunks, inner] for the general kernel's STAGE 2
-        if (mine) { store_column((w.o * p.chunks + w.chunk) * p.inner + 4u * w.c, tree4[t]); }
+        if (mine) { store_column((o * p.chunks + chunk) * p.inner + 4u * c, tree4[t]); }
         return;
     }
-    let counter = w.o * w.column_groups + w.cg;
-    let partials = ROWS4_TICKETS + w.o * p.chunks * p.inner;  // [chunks, inner] of row o
+    let counter = o * column_groups + cg;
+    let partials = ROWS4_TICKETS + o * p.chunks * p.inner;  // [chunks, inner] of row o
     if (mine) {
-        let k = partials + w.chunk * p.inner + 4u * w.c;
+        let w = partials + chunk * p.inner + 4u * c;
         let v = tree4[t];
-        atomicStore(&scratch[k], bitcast<u32>(v.x));
-        atomicStore(&scratch[k + 1u], bitcast<u32>(v.y));
-        atomicStore(&scratch[k + 2u], bitcast<u32>(v.z));
-        atomicStore(&scratch[k + 3u], bitcast<u32>(v.w));
+        atomicStore(&scratch[w], bitcast<u32>(v.x));
+        atomicStore(&scratch[w + 1u], bitcast<u32>(v.y));
+        atomicStore(&scratch[w + 2u], bitcast<u32>(v.z));
+        atomicStore(&scratch[w + 3u], bitcast<u32>(v.w));
     }
     storageBarrier();  // the partials are visible device-wide before this workgroup's ticket is taken
     if (t == 0u) { last_ticket = select(0u, 1u, atomicAdd(&scratch[counter], 1u) == p.chunks - 1u); }
     if (workgroupUniformLoad(&last_ticket) == 0u) { return; }
     storageBarrier();  // every partial of the column group, stored before its ticket, is seen after the last one
-    var r = vec4<f32>(identity_f().v);
-    if (w.valid) {
+    var r = vec4<f32>(id);
+    if (valid) {
         for (var k = t / COLS4; k < p.chunks; k += COL_THREADS) {
-            let q = partials + k * p.inner + 4u * w.c;
-            let v = vec4<u32>(atomicLoad(&scratch[q]), atomicLoad(&scratch[q + 1u]), atomicLoad(&scratch[q + 2u]),
-                              atomicLoad(&scratch[q + 3u]));
+            let w = partials + k * p.inner + 4u * c;
+            let v = vec4<u32>(atomicLoad(&scratch[w]), atomicLoad(&scratch[w + 1u]), atomicLoad(&scratch[w + 2u]),
+                              atomicLoad(&scratch[w + 3u]));
             r = fold4(r, bitcast<vec4<f32>>(v));
         }
     }
     tree4[t] = r;
     fold_columns(t);
-    if (mine) { store_result(p.out_offset + w.o * p.inner + 4u * w.c, tree4[t]); }
+    if (mine) { store_column(p.out_offset + o * p.inner + 4u * c, tree4[t]); }
     if (t == 0u) { atomicStore(&scratch[counter], 0u); }  // ready for the next reduction (same queue: after this)
 }

@@ -171,8 +171,7 @@ out's dtype, or one is float16 beside a float32 out (read as it is).""", half=HA
 
 reduce = _kernel("reduce", "op:arg out:out x:in", """op (one of REDUCE_OPS) over the middle axis. x: contiguous
 [outer, size, inner]; out: contiguous [outer, inner]. argmax/argmin write int64 or int32 indices of the first
-extreme. Integer sums and products keep x's dtype (int32 wraps; int64 is exact); float16 ones fold in float32 and
-round each result once.""", half=HALF)
+extreme. Integer sums and products keep x's dtype (int32 wraps; int64 is exact).""")
 
 cumsum = _kernel("cumsum", "out:out x:in", """Inclusive prefix sums along the middle axis: out[o, k, i] = sum of
 x[o, j, i] for j <= k. x, out: contiguous [outer, size, inner], of one dtype (float32, or int32 / int64 with

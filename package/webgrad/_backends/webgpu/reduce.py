@@ -3,7 +3,7 @@
 import functools
 import struct
 
-from ...dtypes import float16, float32, int32, int64, uint8
+from ...dtypes import float32, int32, int64, uint8
 from ..kernels import REDUCE_OPS
 from .. import kernels
 from .elementwise import IDENTITY, UNARY_TO_U8, fill, launch
@@ -39,8 +39,6 @@ _PARAMS = struct.Struct("<9I")
 # (half a workgroup's columns) and at least COLS4_MIN_ROWS rows. Chunks of at least COLS4_CHUNK rows (8 per
 # thread), as many as make about ROWS4_GROUPS workgroups.
 COLS4 = Kernel(SHADER, "reduce_cols4", REDUCE.bindings, ("OP", "STAGE"))
-# Its float16 twin (reduce_cols4h): half x read as it is, out float16 (HALF_OUT) or float32; same conditions.
-COLS4H = Kernel(SHADER, "reduce_cols4h", REDUCE.bindings, ("OP", "STAGE", "HALF_OUT"))
 COLS4_WIDTH = 16  # vec4 columns per workgroup (reduce.wgsl's COLS4)
 COLS4_CHUNK = 128
 COLS4_MIN_ROWS = 64
@@ -108,33 +106,6 @@ def reduce(rt, op, out, x):
         _reduce(rt, op, out, x, x.dtype, out.dtype)
 
 
-def _cols4_fits(rt, op, x, size, inner):
-    return (inner % 4 == 0 and inner >= COLS4_MIN_INNER and op not in ("argmax", "argmin") and size >= COLS4_MIN_ROWS
-            and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"])
-
-
-@kernels.reduce.implement("webgpu", half=True)
-def reduce_half(rt, op, out, x):
-    """float16 x (a half bias gradient under autocast: the sum over rows of [rows, features]) on reduce_cols4h,
-    which reads the halves and folds them in f32 in the order reduce_cols4 folds their float32 copies, and rounds
-    each total once into out: the result of the record's casts (f16.run) without their two passes. Other views,
-    and a second pass where the binding gives no one-dispatch fold, take the casts (NotImplemented)."""
-    if op not in RED_CODES or x.dtype is not float16 or out.dtype is not float16:
-        return NotImplemented
-    check_view(x, "x", contiguous=True, ndim=3)
-    check_view(out, "out", contiguous=True, ndim=2)
-    outer, size, inner = x.shape
-    if out.shape != (outer, inner):
-        raise ValueError(f"reduce: out has shape {out.shape}, expected {(outer, inner)} for x of shape {x.shape}")
-    if not _cols4_fits(rt, op, x, size, inner) or out.offset % 2:
-        return NotImplemented
-    one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
-    if not one_dispatch and cols4_split(outer, size, inner)[0] > 1:
-        return NotImplemented
-    _reduce_vec4(rt, COLS4H, op, out, x, half_out=True)
-    return None
-
-
 def rows4_split(outer, size):
     """(chunks, chunk) of reduce_rows4 for `outer` rows of `size` floats: chunk a multiple of 4."""
     size4 = size // 4
@@ -155,7 +126,8 @@ def _reduce(rt, op, out, x, x_dtype, out_dtype):
             and size >= ROWS4_MIN and size % 4 == 0 and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_vec4(rt, ROWS4, op, out, x)
         return
-    if x_dtype is float32 and out_dtype is float32 and _cols4_fits(rt, op, x, size, inner):
+    if (inner % 4 == 0 and inner >= COLS4_MIN_INNER and x_dtype is float32 and out_dtype is float32
+            and op not in ("argmax", "argmin") and size >= COLS4_MIN_ROWS and x.offset % 4 == 0 and not rt.variant["reduce_one_thread"]):
         _reduce_vec4(rt, COLS4, op, out, x)
         return
     lanes, chunks, chunk = split(outer, size, inner, rt.variant["reduce_one_thread"])
@@ -188,20 +160,19 @@ def _dispatch(rt, values, stage, x_dtype, out, x, idx_in, idx_out, shape):
                 grid(groups, rt.limits["max_compute_workgroups_per_dimension"]))
 
 
-def _reduce_vec4(rt, kernel, op, out, x, half_out=False):
-    """float32 rows (ROWS4, inner 1) or columns (COLS4, inner % 4 == 0; COLS4H: float16 columns, into a float16
-    out where half_out) read as vec4s. Rows or column groups
+def _reduce_vec4(rt, kernel, op, out, x):
+    """float32 rows (ROWS4, inner 1) or columns (COLS4, inner % 4 == 0) read as vec4s. Rows or column groups
     split into chunks are folded in the same dispatch (the last workgroup of a row or column group folds its
     partials, see reduce.wgsl) where the binding's shader compiler gives storageBarrier device scope, else by a
     second dispatch of the general kernel. The launches are cached per shape: a whole-tensor sum is a hot op (a
     loss, a benchmark), and its host cost adds to a ~40 us pass."""
     outer, size, inner = x.shape
     one_dispatch = getattr(rt.binding, "device_scope_storage_barrier", False)
-    key = (kernel.entry, op, outer, size, inner, x.offset, out.offset, one_dispatch, half_out)
+    key = (kernel.entry, op, outer, size, inner, x.offset, out.offset, one_dispatch)
     hit = rt.memo.get(key)
     if hit is None:
         first, second, words = _vec4_plan(rt.limits["max_compute_workgroups_per_dimension"], kernel, op, outer, size,
-                                          inner, x.offset, out.offset, one_dispatch, half_out)
+                                          inner, x.offset, out.offset, one_dispatch)
         hit = rt.memo[key] = (rt.launch(kernel, *first), second and rt.launch(REDUCE, *second), words)
     first, second, words = hit
     if second:  # partials to a pool buffer, folded by the general kernel
@@ -223,25 +194,22 @@ def cols4_split(outer, size, inner):
 
 
 @functools.lru_cache(maxsize=256)
-def _vec4_plan(max_per_dim, kernel, op, outer, size, inner, x_offset, out_offset, one_dispatch, half_out=False):
-    """((constants, params, grid) of `kernel` (ROWS4 with inner 1, or COLS4 / COLS4H), the same of the folding
-    pass or None, and the words of scratch (one dispatch) or of partials (two) it needs: 0 when each row or column
-    group is one chunk). half_out (COLS4H): a float16 out, in one dispatch only (the folding pass writes
-    float32)."""
+def _vec4_plan(max_per_dim, kernel, op, outer, size, inner, x_offset, out_offset, one_dispatch):
+    """((constants, params, grid) of `kernel` (ROWS4 with inner 1, or COLS4), the same of the folding pass or
+    None, and the words of scratch (one dispatch) or of partials (two) it needs: 0 when each row or column
+    group is one chunk)."""
     if kernel is ROWS4:
         (chunks, chunk), column_groups = rows4_split(outer, size), 1
     else:
         (chunks, chunk), column_groups = cols4_split(outer, size, inner), -(-inner // (4 * COLS4_WIDTH))
     groups = outer * column_groups * chunks
     code = RED_CODES[op]
-    if half_out and not (chunks == 1 or one_dispatch):
-        raise ValueError("reduce_cols4h writes a float16 out in one dispatch only")
     if chunks == 1 or one_dispatch:
         stage = 0 if chunks == 1 else 3
-        return ((kernel.constants({"OP": code, "STAGE": stage, "HALF_OUT": half_out}),
+        return ((kernel.constants({"OP": code, "STAGE": stage}),
                  _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, out_offset),
                  grid(groups, max_per_dim)), None, ROWS4_TICKETS + outer * chunks * inner if stage else 0)
-    first = (kernel.constants({"OP": code, "STAGE": 1, "HALF_OUT": False}),
+    first = (kernel.constants({"OP": code, "STAGE": 1}),
              _PARAMS.pack(outer, size, inner, 1, chunk, chunks, groups, x_offset, 0), grid(groups, max_per_dim))
     lanes, _, _ = split(outer, chunks, inner)
     values = {"OP": code, "INT_MATH": False, "WIDE": False, "OUT_DTYPE": dtype_code(float32),
