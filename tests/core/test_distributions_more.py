@@ -569,9 +569,11 @@ def test_biject_to_and_transform_to_match_torch():
 
 def test_validation_errors_match_torch():
     neg = wg.tensor([1.0, -1.0])
-    for make, tmake in ((lambda s: D.Normal(wg.zeros(2), s), lambda s: TD.Normal(torch.zeros(2), s)),
-                        (lambda s: D.Gamma(s, 1.0), lambda s: TD.Gamma(s, 1.0)),
-                        (lambda s: D.Exponential(s), lambda s: TD.Exponential(s))):
+    # validate_args=True on both sides: a script elsewhere in the suite may have turned torch's default off
+    on = {"validate_args": True}
+    for make, tmake in ((lambda s: D.Normal(wg.zeros(2), s, **on), lambda s: TD.Normal(torch.zeros(2), s, **on)),
+                        (lambda s: D.Gamma(s, 1.0, **on), lambda s: TD.Gamma(s, 1.0, **on)),
+                        (lambda s: D.Exponential(s, **on), lambda s: TD.Exponential(s, **on))):
         with pytest.raises(ValueError) as ours:
             make(neg)
         with pytest.raises(ValueError) as theirs:

@@ -22,7 +22,9 @@ from .._autograd import no_grad
 from .._tensor import Tensor, tensor, zeros
 from .elementwise import where
 
-_POSITIONS = {}  # (device, geometry of one axis) -> [(positions on the host, positions tensor or None)]
+# (device, its backend, geometry of one axis) -> positions tensor. The backend is part of the key: a WebGPU device
+# lost and opened again (webgpu.py's reset) has a new backend, and a buffer of the old device cannot be bound.
+_POSITIONS = {}
 
 
 def _triple(v, name):
@@ -82,9 +84,9 @@ def _take(x, axis, positions, device, key):
         items = [slice(None)] * x.ndim
         items[axis] = slice(positions[0], positions[0] + (n - 1) * step + 1, step)
         return x[tuple(items)]
-    held = _POSITIONS.get((device, key))
+    held = _POSITIONS.get((device, device.backend, key))
     if held is None:
-        held = _POSITIONS[device, key] = _as_tensor(positions, device, dtypes.int64)
+        held = _POSITIONS[device, device.backend, key] = _as_tensor(positions, device, dtypes.int64)
     return x.index_select(axis, held)
 
 
@@ -108,9 +110,10 @@ def _max_pass(v, idx, axis, positions, scale, key):
 
 
 def _offset_tensor(row, scale, shape, device, key):
-    held = _POSITIONS.get((device, key))
+    held = _POSITIONS.get((device, device.backend, key))
     if held is None:
-        held = _POSITIONS[device, key] = _as_tensor([p * scale for p in row], device, dtypes.int64).reshape(*shape)
+        held = _POSITIONS[device, device.backend, key] = _as_tensor([p * scale for p in row], device,
+                                                                    dtypes.int64).reshape(*shape)
     return held
 
 
@@ -125,9 +128,9 @@ def _sum_pass(v, axis, positions, weights, key):
         vj = _take(v, axis, row, device, key + (j,))
         if any(x != 1 for x in w):
             wkey = key + (j, "weight", shape, v.dtype)
-            held = _POSITIONS.get((device, wkey))
+            held = _POSITIONS.get((device, device.backend, wkey))
             if held is None:
-                held = _POSITIONS[device, wkey] = _as_tensor(w, device, v.dtype).reshape(*shape)
+                held = _POSITIONS[device, device.backend, wkey] = _as_tensor(w, device, v.dtype).reshape(*shape)
             vj = vj * held
         out = vj if out is None else out + vj
     return out
