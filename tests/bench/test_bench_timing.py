@@ -40,8 +40,9 @@ def test_one_stalled_window_does_not_decide_the_figure(quick):
 def test_short_windows_grow_before_they_count(quick):
     step, calls = step_sleeping(lambda i: 0.001)
     seconds = train.time_loop(step, [(0,)], 2, lambda: None, warmup=0, windows=1)
-    # 2 steps (~2 ms) is under the 20 ms floor: the window grew to ~20+ steps, its time given per 2 steps
-    assert len(calls) >= 20
+    # 2 steps (~2 ms) is under the 20 ms floor: the window grew until its steps took 20 ms, its time given per 2
+    # steps. A 1 ms sleep takes longer on a loaded host, so fewer than 20 steps may fill the floor (19 did in CI).
+    assert len(calls) >= 10
     assert 2 * 0.001 <= seconds < 2 * 0.001 * 3, seconds
 
 
