@@ -2,28 +2,12 @@
 
 import math
 
-from .._tensor import Size
-from . import constraints
 from .cauchy import Cauchy
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
+from .half import Half
 
 
-class HalfCauchy(TransformedDistribution):
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(Size(batch_shape), _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+class HalfCauchy(Half):
+    BASE = Cauchy
 
     @property
     def mean(self):
@@ -31,27 +15,5 @@ class HalfCauchy(TransformedDistribution):
         return full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype, device=self.scale.device)
 
     @property
-    def mode(self):
-        return self.scale * 0
-
-    @property
     def variance(self):
         return self.base_dist.variance
-
-    def log_prob(self, value):
-        from .. import as_tensor, where
-        if self._validate_args:
-            self._validate_sample(value)
-        value = as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
-        return where(value >= 0, self.base_dist.log_prob(value) + math.log(2), -math.inf)
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
