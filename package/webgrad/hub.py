@@ -276,4 +276,3 @@ def _extract_single_member(filename, model_dir):
             raise ValueError(f"Archive entry escapes target directory: {member.filename}")
         zf.extract(member, model_dir)
     return os.path.join(model_dir, member.filename)
-
