@@ -24,6 +24,7 @@ from ..ops.attention_chunked import sdpa as _sdpa_kernels
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
 from ..ops.reduce import log_softmax as _log_softmax, softmax as _softmax
+from ..ops.shape import cat as _cat
 from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
@@ -488,5 +489,204 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     elif attn_mask is not None:
         bias = _additive(attn_mask, query, attend_when_true=True)
     return _attention(query, key, value, bias, dropout_p, scale)[0]
+
+
+# ------------------------------------------------------------------ multi-head attention (sequence first)
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask (True = masked) as the float bias PyTorch adds to the scores (0 / -inf, in target_type);
+    a float mask as it is. Any other dtype is refused, as PyTorch refuses it."""
+    if mask is None:
+        return None
+    if mask.dtype != dtypes.bool_ and not mask.dtype.is_floating:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
+                      f"instead.", stacklevel=3)
+    if mask.dtype == dtypes.bool_:
+        return _where(mask, _NEG_INF, zeros(1, dtype=target_type, device=mask.device))
+    return mask
+
+
+def _each_input(fn, query, key, value):
+    """fn applied to query, key and value, once per distinct tensor: self-attention's inputs stay one tensor (one
+    projection product), encoder-decoder attention's key and value another."""
+    if query is key is value:
+        query = key = value = fn(query)
+    elif key is value:
+        query, key = fn(query), fn(key)
+        value = key
+    else:
+        query, key, value = fn(query), fn(key), fn(value)
+    return query, key, value
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether the call is batched (3-D query) or not (2-D), after PyTorch's checks of the inputs' ranks."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
+                             f"tensor")
+    batched = query.ndim == 3
+    form = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {form} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(f"For {form} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
+                             f"but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {form} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                 f"{attn_mask.ndim}-D tensor instead")
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if not batched and attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {tuple(attn_mask.shape)}")
+    return batched
+
+
+def _mha_in_projection(query, key, value, in_proj_weight, in_proj_bias, separate, q_proj_weight, k_proj_weight,
+                       v_proj_weight):
+    """q, k, v projected to embed_dim features: one product for self-attention (query is key is value), two
+    for encoder-decoder attention (key is value), as PyTorch packs them; three with separate weights."""
+    E = query.shape[-1]
+    if separate:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+        b_q, b_k, b_v = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
+        named = (("query", query, q_proj_weight, b_q), ("key", key, k_proj_weight, b_k),
+                 ("value", value, v_proj_weight, b_v))
+        for name, x, w, b in named:
+            if tuple(w.shape) != (E, x.shape[-1]):
+                raise AssertionError(f"expecting {name} weights shape of {(E, x.shape[-1])}, but got "
+                                     f"{tuple(w.shape)}")
+            if b is not None and tuple(b.shape) != (E,):
+                raise AssertionError(f"expecting {name} bias shape of {(E,)}, but got {tuple(b.shape)}")
+        return tuple(linear(x, w, b) for _, x, w, b in named)
+    if in_proj_weight is None:
+        raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+    w, b = in_proj_weight, in_proj_bias
+    if key is value and query is key:
+        return linear(query, w, b).split(E, dim=-1)
+    if key is value:
+        q = linear(query, w[:E], None if b is None else b[:E])
+        return (q, *linear(key, w[E:], None if b is None else b[E:]).split(E, dim=-1))
+    b = (None,) * 3 if b is None else b.chunk(3)
+    return tuple(linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w.chunk(3), b))
+
+
+def _mha_heads(t, static, name, batch, heads, head_dim):
+    """[S, N, E] -> [N, H, S, D]; or static_k / static_v ([N * H, S, D]) in its place, checked as PyTorch does."""
+    if static is None:
+        return t.reshape(t.shape[0], batch, heads, head_dim).permute(1, 2, 0, 3)
+    if static.shape[0] != batch * heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch * heads}, but got {static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {static.shape[2]}")
+    return static.reshape(batch, heads, static.shape[1], head_dim)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """nn.MultiheadAttention's computation on given weights, as torch.nn.functional.multi_head_attention_forward.
+
+    Sequence first: query [L, N, E], key [S, N, kdim], value [S, N, vdim] (or unbatched, without N). Bool masks
+    mask where True; float masks are added to the scores. attn_mask is [L, S] or [N * num_heads, L, S];
+    key_padding_mask [N, S]. bias_k / bias_v ([1, 1, E]) append one learned key and value, add_zero_attn one of
+    zeros. Returns (output [L, N, E], weights [N, L, S] averaged over heads, [N, num_heads, L, S] without
+    average_attn_weights, or None without need_weights).
+
+    Without need_weights the attention is F.scaled_dot_product_attention (the fused attention kernels, which never
+    hold the weights); is_causal then stands for the mask where no key_padding_mask is given, as in PyTorch."""
+    batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not batched:
+        query, key, value = _each_input(lambda t: t.unsqueeze(1), query, key, value)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    L, N, E = query.shape
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype, "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the attention kernels mask causally without reading a mask
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        is_causal = is_causal and key_padding_mask is None
+    if E != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    H = num_heads
+    D = E // H
+    if D * H != E:
+        raise AssertionError(f"embed_dim {E} not divisible by num_heads {H}")
+    if use_separate_proj_weight and tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                             f"{tuple(value.shape[:2])}")
+    if not use_separate_proj_weight and tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+    q, k, v = _mha_in_projection(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
+                                 q_proj_weight, k_proj_weight, v_proj_weight)
+    S = key.shape[0]
+    if attn_mask is not None:
+        expected = (L, S) if attn_mask.ndim == 2 else (N * H, L, S)
+        if attn_mask.ndim not in (2, 3):
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+        if tuple(attn_mask.shape) != expected:
+            raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is {tuple(attn_mask.shape)}, but "
+                               f"should be {expected}.")
+        attn_mask = attn_mask.unsqueeze(0) if attn_mask.ndim == 2 else attn_mask
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError("bias_k is set but bias_v is None" if bias_v is None else
+                             "bias_v is set but bias_k is None")
+    extra_keys = (bias_k is not None) + bool(add_zero_attn)  # keys appended past the S given: unmasked
+    if bias_k is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = _cat([k, bias_k.expand(1, N, E)])
+        v = _cat([v, bias_v.expand(1, N, E)])
+    q = q.reshape(L, N, H, D).permute(1, 2, 0, 3)  # [N, H, L, D]
+    k = _mha_heads(k, static_k, "static_k", N, H, D)
+    v = _mha_heads(v, static_v, "static_v", N, H, D)
+    if add_zero_attn:
+        k = _cat([k, zeros(N, H, 1, D, dtype=k.dtype, device=k.device)], dim=2)
+        v = _cat([v, zeros(N, H, 1, D, dtype=v.dtype, device=v.device)], dim=2)
+    S = k.shape[2]
+    if extra_keys:
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, extra_keys))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, extra_keys))
+    bias = None if attn_mask is None else attn_mask.reshape(1 if attn_mask.shape[0] == 1 else N, -1, L, S)
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != N:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {N}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != S:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {S}, but got {key_padding_mask.shape[1]}")
+        padding = key_padding_mask.reshape(N, 1, 1, S)
+        bias = padding if bias is None else bias + padding
+    dropout_p = dropout_p if training else 0.0
+
+    weights = None
+    if need_weights:
+        scores = (q * math.sqrt(1.0 / D)) @ k.transpose(-2, -1)
+        weights = softmax(scores if bias is None else scores + bias, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)  # (the weights returned are those applied, as PyTorch's)
+        out = weights @ v
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not batched:
+            weights = weights.squeeze(0)
+    else:
+        out = scaled_dot_product_attention(q, k, v, bias, dropout_p, is_causal)
+    out = linear(out.permute(2, 0, 1, 3).reshape(L, N, E), out_proj_weight, out_proj_bias)  # from [N, H, L, D]
+    return (out if batched else out.squeeze(1)), weights
+
+
 from ._grid_sample import affine_grid, grid_sample  # noqa: F401  (spatial transformers: _grid_sample.py)
 from .random_functional import alpha_dropout, feature_alpha_dropout, gumbel_softmax  # noqa: F401,E402
