@@ -58,6 +58,7 @@ norm = _with_out(norm)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.inverse, det, svd, qr, cholesky_solve, ... (linalg.py)
 from .nn.functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  # torch.conv1d, ...: F's functions
 from . import func, mps, testing, xpu  # torch.func.functional_call, torch.mps/xpu (no such device), torch.testing
+from .func import vmap  # torch.vmap: torch.func.vmap
 from . import hub  # torch.hub: load_state_dict_from_url, download_url_to_file, hub.load of a local hubconf.py
 from ._compile import compile  # noqa: A001  (eager: the model runs as written)
 from ._flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: F401
@@ -85,5 +86,5 @@ __all__ = [
     *sorted(_FUNCTIONS), *sorted(linalg.TORCH_FUNCTIONS),
     "func", "mps", "testing", "xpu", "compile", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
     "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "use_deterministic_algorithms",
-    "is_floating_point", "is_nonzero", "is_tensor", "numel",
+    "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
 ]

@@ -12,6 +12,10 @@ from ._backends import kernels
 
 DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator()
 
+# Called with the generator before each of its draws, innermost last: torch.func.vmap's randomness modes
+# ("error" refuses a draw, "same" replays the generator's state for every slice) watch draws through it.
+draw_observers = []
+
 
 class Generator:
     """Like torch.Generator: `Generator().manual_seed(0)`; pass as `generator=` to random functions."""
@@ -41,6 +45,8 @@ class Generator:
 
     def take(self, n):
         """Reserve n counters; returns (seed32, first counter)."""
+        for observe in draw_observers:
+            observe(self)
         start = self.offset
         self.offset = (self.offset + n) & 0xFFFFFFFF
         # fold the 64-bit seed into the 32 bits the kernel hashes
