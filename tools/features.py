@@ -28,6 +28,7 @@ NAMESPACES = [
     ("torch.optim", "webgrad.optim", "optimizers"),
     ("torch.optim.lr_scheduler", "webgrad.optim.lr_scheduler", "schedulers"),
     ("torch.utils.data", "webgrad.utils.data", "classes and functions"),
+    ("torch.func", "webgrad.func", "functions"),
 ]
 
 # PyTorch's OpInfo tests as `python -m webgrad.testing.opinfo --device D --write-table PATH` last wrote them
@@ -49,6 +50,14 @@ PARTIAL = {
     "torch.conv2d": "groups > 1 correct but run group by group",
     "torch.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
+    "torch.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
+    "torch.func.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
+    "torch.func.jacfwd": "by reverse mode, one backward pass per output element; closed-over tensors as grad's",
+    "torch.func.jvp": "by reverse mode (double backward): func's ops need second derivatives",
+    "torch.func.hessian": "by reverse mode: func's ops need second derivatives; closed-over tensors as grad's",
+    "torch.func.linearize": "each jvp_fn call runs func again (no traced linear graph)",
+    **{f"torch.func.{name}": "at the outermost transform, tensors func closes over are constants to the results"
+       for name in ("grad", "grad_and_value", "vjp", "jacrev")},
 }
 
 

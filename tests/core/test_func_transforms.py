@@ -276,6 +276,50 @@ def test_vjp_and_jvp():
     _assert_same(wfunc.jvp(lambda x: wy, (wx,), (wv,)), tfunc.jvp(lambda x: ty, (tx,), (tv,)))
 
 
+def test_linearize_functionalize_debug_unwrap():
+    (wx, wv), (tx, tv) = _both(_arr(3), _arr(3))
+    fn = lambda x: {"a": x.sin() * x, "b": x.exp().sum()}
+    (w_out, w_fn), (t_out, t_fn) = wfunc.linearize(fn, wx), tfunc.linearize(fn, tx)
+    _assert_same(w_out, t_out)
+    _assert_same(w_fn(wv), t_fn(tv))
+    _assert_same(w_fn(wx), t_fn(tx))
+    _raises_like(lambda: t_fn(tv, tv), lambda: w_fn(wv, wv), same_message=False)
+    _raises_like(lambda: t_fn(torch.ones(2)), lambda: w_fn(wg.ones(2)), same_message=False)
+
+    def mutate(x):
+        y = x.clone()
+        y.add_(1.0)
+        x.mul_(2.0)
+        return y
+    wa, ta = wg.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
+    _assert_same(wfunc.functionalize(mutate)(wa), tfunc.functionalize(mutate)(ta))
+    _assert_same(wa, ta)  # the input's mutation is kept, as torch's functionalize copies it back
+    _raises_like(lambda: tfunc.functionalize(mutate, remove="views"),
+                 lambda: wfunc.functionalize(mutate, remove="views"))
+    assert wfunc.debug_unwrap(wa) is wa
+
+
+def test_replace_all_batch_norm_modules_():
+    tmodel = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2))
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.Linear(3, 2))
+    model.load_state_dict({k: wg.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    assert wfunc.replace_all_batch_norm_modules_(model) is model
+    tfunc.replace_all_batch_norm_modules_(tmodel)
+    bn = model[1]
+    assert bn.running_mean is None and bn.running_var is None and bn.num_batches_tracked is None
+    assert not bn.track_running_stats and list(model.state_dict()) == list(tmodel.state_dict())
+    data = _arr(6, 4)
+    for train in (True, False):
+        model.train(train)
+        tmodel.train(train)
+        _assert_same(model(wg.tensor(data)), tmodel(torch.tensor(data)))
+    # ensembles of the model over minibatches, each normalised by its own statistics
+    minibatches = _arr(2, 5, 4)
+    w_params, t_params = dict(model.named_parameters()), dict(tmodel.named_parameters())
+    _assert_same(wfunc.vmap(lambda x: wfunc.functional_call(model, w_params, (x,)))(wg.tensor(minibatches)),
+                 tfunc.vmap(lambda x: tfunc.functional_call(tmodel, t_params, (x,)))(torch.tensor(minibatches)))
+
+
 # --------------------------------------------------------------------------------- end-to-end patterns
 def _models(seed=0):
     """A webgrad and a torch MLP with the same weights."""

@@ -281,3 +281,25 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 def hessian(func, argnums=0):
     """The Hessian of func with respect to its arguments argnums, as torch.func.hessian: jacfwd(jacrev(func))."""
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn), as torch.func.linearize: jvp_fn(*tangents) is J tangents at primals (tangents
+    of the primals' structure and shapes). PyTorch traces the linear map once; here each call of jvp_fn runs
+    jvp again (func included), so its values are the same and its cost is a jvp's."""
+    output = func(*primals)
+    flat_primals, primals_spec = _pytree.flatten(primals)
+
+    def jvp_fn(*tangents):
+        flat_tangents, tangents_spec = _pytree.flatten(tangents)
+        if tangents_spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {tangents_spec} to have the same argspec as the primals "
+                               f"{primals_spec}")
+        for i, (p, t) in enumerate(zip(flat_primals, flat_tangents)):
+            for what in ("shape", "device", "dtype"):
+                if getattr(t, what) != getattr(p, what):
+                    raise RuntimeError(f"tangent:{i} with {what} {getattr(t, what)} in flattened pytree doesn't "
+                                       f"match the {what} {getattr(p, what)} of the corresponding primal.")
+        return jvp(func, primals, tangents)[1]
+
+    return output, jvp_fn

@@ -1,7 +1,9 @@
-"""torch.func's module helpers: functional_call (a module called with substituted parameters and buffers) and
-stack_module_state (the parameters and buffers of several copies of a model, stacked for vmap)."""
+"""torch.func's module helpers: functional_call (a module called with substituted parameters and buffers),
+stack_module_state (the parameters and buffers of several copies of a model, stacked for vmap) and
+replace_all_batch_norm_modules_ (batch norms without running statistics, which vmap cannot update per slice)."""
 
 from ..ops.shape import stack
+from ..nn.normalization import _BatchNorm
 from ..nn.utils.stateless import functional_call as _stateless_call
 
 
@@ -46,3 +48,16 @@ def stack_module_state(models):
     params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
     buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """root, with every batch norm in it (root included) set to keep no running statistics (running_mean,
+    running_var and num_batches_tracked None, track_running_stats False), as torch.func's: then they normalise
+    with the statistics of the batch they see, in training and in eval alike."""
+    for module in root.modules():
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
