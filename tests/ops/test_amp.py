@@ -273,10 +273,11 @@ def test_autocast_context_decorator_nesting_and_cache():
 
     @wg.autocast("cpu")
     def f():
-        return x @ w, x @ w
+        return x @ w, x @ w, x @ w
 
-    a, b = f()
-    assert a.dtype is wg.float16 and a.grad_fn.inputs[1].grad_fn is b.grad_fn.inputs[1].grad_fn  # one cast of w
+    # the first cast of w is held weakly and dies with its op; cast again, w is held for the rest of the region
+    a, b, c = f()
+    assert a.dtype is wg.float16 and b.grad_fn.inputs[1].grad_fn is c.grad_fn.inputs[1].grad_fn
     assert not wg.amp.is_autocast_enabled("cpu")
     with wg.amp.autocast("cpu"):
         assert wg.amp.is_autocast_enabled("cpu") and wg.amp.get_autocast_dtype("cpu") is wg.float16
@@ -673,26 +674,60 @@ def test_a_cast_does_not_keep_its_input_alive(f16_device):
     assert w.grad.dtype is wg.float32 and w.grad.shape == (8, 8)
 
 
-def _autocast_layers_step(device, hold_casts):
+def test_autocast_casts_a_weight_used_at_every_step_at_most_twice(monkeypatch):
+    """An RNN-style loop uses one weight at every step: its first cast is held weakly and dies, the second is
+    held for the rest of the region, so five uses make two casts, and the gradient is the same."""
+    from webgrad.ops import autocast_policy
+
+    real_cast, made = autocast_policy.cast, []
+    monkeypatch.setattr(autocast_policy, "cast", lambda t, dtype: made.append(t) or real_cast(t, dtype))
+    w = wg.randn(4, 4, requires_grad=True)
+    x = wg.randn(2, 4)
+    grads = []
+    for cache_enabled in (True, False):
+        h, made[:] = x, []
+        with wg.autocast("cpu", cache_enabled=cache_enabled):
+            for _ in range(5):
+                h = (h @ w).tanh()
+        assert sum(t is w for t in made) == (2 if cache_enabled else 5)  # in the forward
+        h.float().sum().backward()
+        grads.append(_np(w.grad))
+        w.grad = None
+    # (a cast shared by several uses sums their gradients in float16 before the float32 parameter, as PyTorch's)
+    np.testing.assert_allclose(*grads, rtol=4e-3, atol=1e-4)
+
+
+def _autocast_layers_step(device, hold_casts, monkeypatch):
     """Linear, conv2d and matmul layers under autocast, backward after the region: the parameters' gradients,
-    the float16 casts the region made (weak references), and the float16 tensors the graph saved."""
+    weak references to the float16 casts of parameters the region made (held to the backward when hold_casts),
+    whether they were all gone before the region ended, and the float16 tensors the graph saved."""
     import gc
     import weakref
     from webgrad import _autograd
-    from webgrad.ops.autocast_policy import STATE
+    from webgrad.ops import autocast_policy
 
+    held, refs = [], []
+
+    def recording_cast(t, dtype):
+        out = real_cast(t, dtype)
+        if t.requires_grad:  # a parameter's cast (the input's is not cached)
+            refs.append(weakref.ref(out))
+            if hold_casts:
+                held.append(out)
+        return out
+
+    real_cast = autocast_policy.cast
     wg.manual_seed(0)
     conv, lin = nn.Conv2d(3, 8, 3, padding=1).to(device), nn.Linear(8 * 6 * 6, 5).to(device)
     w = wg.randn(5, 4, device=device, requires_grad=True)
     x = wg.randn(2, 3, 6, 6, device=device)
-    with wg.autocast(device_type=device):
-        h = F.relu(conv(x))
-        y = lin(h.flatten(1)) @ w
-        casts = [out for _, out in STATE.cache.values()]
-    assert y.dtype is wg.float16 and len(casts) == 5  # conv's weight and bias, lin's, w
-    held = casts if hold_casts else None
-    refs = [weakref.ref(c) for c in casts]
-    del casts
+    with monkeypatch.context() as patch:
+        patch.setattr(autocast_policy, "cast", recording_cast)
+        with wg.autocast(device_type=device):
+            y = lin(F.relu(conv(x)).flatten(1)) @ w
+            gc.collect()
+            gone_in_region = all(r() is None for r in refs)
+    assert y.dtype is wg.float16 and len(refs) == 5  # conv's weight and bias, lin's, w
     gc.collect()
     saved, seen, nodes = [], set(), [y.grad_fn]
     while nodes:
@@ -703,16 +738,18 @@ def _autocast_layers_step(device, hold_casts):
             nodes.extend(e.grad_fn for e in node.inputs if isinstance(e, _autograd.Edge))
     y.float().pow(2).sum().backward()
     del held
-    return [_np(p.grad) for p in (conv.weight, conv.bias, lin.weight, lin.bias, w)], refs, saved
+    return [_np(p.grad) for p in (conv.weight, conv.bias, lin.weight, lin.bias, w)], refs, gone_in_region, saved
 
 
-def test_autocast_backward_casts_parameters_again(f16_device):
-    """A layer's backward keeps the float32 parameter, not autocast's float16 cast of it: the casts die with the
-    region (PyTorch's ops save them until their backward, beside the parameters), and the backward casts the
-    parameter again, so the gradients are the same bits as with the casts kept."""
-    kept, _, _ = _autocast_layers_step(f16_device, hold_casts=True)
-    grads, refs, saved = _autocast_layers_step(f16_device, hold_casts=False)
-    assert all(r() is None for r in refs), "a float16 cast of a parameter outlived the autocast region"
+def test_autocast_backward_casts_parameters_again(f16_device, monkeypatch):
+    """A layer's backward keeps the float32 parameter, not autocast's float16 cast of it: a cast used once dies
+    with its op, inside the region (PyTorch's ops save them until their backward, beside the parameters, and its
+    cache holds them to the region's end), and the backward casts the parameter again, so the gradients are the
+    same bits as with the casts kept."""
+    kept, _, _, _ = _autocast_layers_step(f16_device, True, monkeypatch)
+    grads, refs, gone_in_region, saved = _autocast_layers_step(f16_device, False, monkeypatch)
+    assert gone_in_region, "a float16 cast of a parameter used by one op outlived its op"
+    assert all(r() is None for r in refs)
     weight_shapes = {(8, 3, 3, 3), (5, 8 * 6 * 6), (5, 4)}
     assert not [s for s in saved if s.dtype is wg.float16 and tuple(s.shape) in weight_shapes]
     for a, b in zip(grads, kept):

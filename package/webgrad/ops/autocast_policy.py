@@ -9,15 +9,18 @@ float32 promote to float32 as usual.
 
 Casts of leaf tensors that require grad (parameters) are cached for the autocast region, as PyTorch does:
 a weight used by several ops is cast once per step, and its gradient still flows back to the float32
-parameter through the cast's backward.
+parameter through the cast's backward. The cache holds a parameter's first cast weakly: most weights are used by
+one op a step, and PyTorch's cache keeps every such copy alive to the region's end, which is where a GPT's peak
+is (its last layers' weights in half: 24 MiB at 6 layers of width 384). A parameter that has to be cast a second
+time in the region (its first cast gone) is held from then on, so a weight used at every step of an RNN's loop is
+cast at most twice.
 
 What an op's backward keeps of such a cast (kept): the parameter, which is alive anyway, and the cast is made
 again from it when the backward runs, if the cast itself is gone by then. PyTorch's ops save the cast weight
 for their backward, so every layer's float16 copy lives from the forward to that layer's backward, beside the
-float32 parameter; here it dies with the autocast region's cache. The values are the same (a cast of the same
-parameter, which the version counter says nothing wrote in between), and a replayed step's peak, reached early
-in the backward while most layers still wait for theirs, loses those copies (ResNet-18's and a GPT's weights
-in half: 21 to 22 MiB).
+float32 parameter; here it dies once the forward is done with it (or with the region's cache). The values are
+the same (a cast of the same parameter, which the version counter says nothing wrote in between), and a
+replayed step's peak loses those copies (ResNet-18's and a GPT's weights in half: 21 to 24 MiB).
 """
 
 import functools
@@ -48,12 +51,17 @@ class _State(threading.local):
     def __init__(self):
         self.enabled = {"cpu": False, "webgpu": False}
         self.dtype = {"cpu": dtypes.float16, "webgpu": dtypes.float16}
-        self.cache = {}  # id(leaf) -> (leaf, its cast); cleared when the outermost region exits
+        self.cache = {}  # id(leaf) -> _CacheEntry; cleared when the outermost region exits
         self.cache_enabled = True
         self.depth = 0
 
 
 STATE = _State()
+
+
+def autocast_enabled(device_type):
+    """Whether autocast is on for tensors of this device type ("cpu" or "webgpu") in this thread."""
+    return STATE.enabled.get(device_type, False)
 
 
 def _active(args, kwargs):
@@ -72,16 +80,35 @@ def _cast(v, dtype):
     if not isinstance(v, Tensor) or not v.dtype.is_floating or v.dtype is dtype or v.dtype is dtypes.float64:
         return v
     if v.requires_grad and v.grad_fn is None and STATE.cache_enabled:  # a parameter: cast once per region
-        hit = STATE.cache.get(id(v))
-        # a cast whose graph node a backward already consumed cannot carry another gradient: cast anew
-        if hit is not None and hit[0] is v and hit[1].dtype is dtype and \
-                (hit[1].grad_fn is None or hit[1].grad_fn.backward_fn is not None):
-            return hit[1]
+        entry = STATE.cache.get(id(v))
+        if entry is not None and entry.source is v:
+            hit = entry.cast()
+            # a cast whose graph node a backward already consumed cannot carry another gradient: cast anew
+            if hit is not None and hit.dtype is dtype and \
+                    (hit.grad_fn is None or hit.grad_fn.backward_fn is not None):
+                return hit
         out = cast(v, dtype)
-        STATE.cache[id(v)] = (v, out)
+        # held weakly at first (module doc); a parameter cast again within the region is held from then on
+        STATE.cache[id(v)] = _CacheEntry(v, out, strong=entry is not None and entry.source is v)
         _recasts[id(out)] = _Recast(out, v)
         return out
     return cast(v, dtype)
+
+
+class _CacheEntry:
+    """The autocast cache's record of a parameter's cast: weak while the parameter has been cast once in the
+    region, strong once it has had to be cast again (used by several ops, as an RNN's weights are every step)."""
+
+    __slots__ = ("source", "_weak", "_strong")
+
+    def __init__(self, source, out, strong):
+        self.source = source
+        self._strong = out if strong else None
+        self._weak = None if strong else weakref.ref(out)
+
+    def cast(self):
+        """The cast, or None where it was held weakly and is gone."""
+        return self._strong if self._weak is None else self._weak()
 
 
 class _Recast:
