@@ -8,6 +8,7 @@ same functions that serve ``webgrad.exp(x)``; the elementwise ones come from the
 import array
 import operator
 import struct
+from collections.abc import Sequence
 
 from . import _autograd, _typenames, devices, dtypes
 from ._autograd import record
@@ -702,15 +703,22 @@ _ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8,
 _ARRAY_NATIVE = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "i": dtypes.int32, "q": dtypes.int64}
 
 
-def _flatten(data):
-    """Nested lists/tuples of numbers (or 0-d/1-element tensors) -> (flat list, shape)."""
+def _flatten(data, tensor_dtypes=None):
+    """Nested sequences (lists, tuples, deques, ranges ...) of numbers or tensors -> (flat list, shape). The dtype of
+    each element that came from a tensor is appended to `tensor_dtypes`: torch.tensor's dtype follows them."""
+    if type(data) in (float, int, bool):  # the common leaf, before the slower Sequence check
+        return [data], ()
     if isinstance(data, Tensor):
-        return data.tolist() if data.ndim == 0 else _flatten(data.tolist())
-    if not isinstance(data, (list, tuple)):
+        if tensor_dtypes is not None:
+            tensor_dtypes.extend([data.dtype] * data.numel())
+        return ([data.item()], ()) if data.ndim == 0 else _flatten(data.tolist())
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type 'str': {data!r} is text, not a number or a sequence of numbers")
+    if not isinstance(data, (list, tuple)) and (isinstance(data, bytes) or not isinstance(data, Sequence)):
         return [data], ()
     if len(data) == 0:
         return [], (0,)
-    parts = [_flatten(x) for x in data]
+    parts = [_flatten(x, tensor_dtypes) for x in data]
     inner = parts[0][1]
     for p in parts:
         if p[1] != inner:
@@ -719,7 +727,14 @@ def _flatten(data):
     return flat, (len(data),) + inner
 
 
-def _infer_dtype(flat):
+def _infer_dtype(flat, tensor_dtypes=()):
+    """torch.tensor's dtype for these Python numbers, of which len(tensor_dtypes) came from tensors of those dtypes
+    (torch.tensor([t]) keeps t's dtype; numbers beside tensors promote with them)."""
+    if tensor_dtypes:
+        inferred = None if len(tensor_dtypes) == len(flat) else _infer_dtype(flat)
+        for d in tensor_dtypes:
+            inferred = d if inferred is None else dtypes.promote_types(inferred, d)
+        return inferred
     if flat and all(isinstance(v, bool) for v in flat):
         return dtypes.bool_
     if all(isinstance(v, int) for v in flat) and flat:
@@ -821,10 +836,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
                 raise ValueError(f"buffer of {len(raw)} bytes is not a whole number of {dtype.name} elements")
             shape = (len(raw) // dtype.itemsize,)
     else:
-        flat, shape = _flatten(data)
+        tensor_dtypes = []
+        flat, shape = _flatten(data, tensor_dtypes)
         if dtype is None and any(type(v) is complex for v in flat):
             return _complex_data(data, dtype, dev, requires_grad)
-        dtype = dtype or _infer_dtype(flat)
+        dtype = dtype or _infer_dtype(flat, tensor_dtypes)
         raw = _pack(flat, dtype)
     view = View(dev.backend.from_bytes(raw, dtype), shape, View.contiguous_strides(shape), 0, dtype)
     t = Tensor._make(view, dev)

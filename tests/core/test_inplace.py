@@ -200,3 +200,38 @@ def test_writing_an_ops_result_in_place_is_refused_as_torch_refuses_it(device, c
     assert (ref is None) == (ours is None), (ref, ours)
     if ref is not None:
         np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
+
+
+VIEW_CASES = {
+    "unsqueeze_": lambda y: y.unsqueeze_(1),
+    "squeeze_": lambda y: y.unsqueeze_(0).squeeze_(0),
+    "t_": lambda y: y.t_(),
+    "transpose_": lambda y: y.transpose_(0, 1),
+    "swapdims_": lambda y: y.swapdims_(1, 0),
+    "swapaxes_": lambda y: y.swapaxes_(0, 1),
+}
+
+
+@pytest.mark.parametrize("case", list(VIEW_CASES), ids=list(VIEW_CASES))
+def test_in_place_view_ops_reshape_the_tensor_itself_as_torch(case):
+    """x.unsqueeze_(-1) and friends change x's own shape and strides over the same storage; in the graph x takes
+    the view's place, and a leaf that requires grad is refused, as PyTorch does."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    results = []
+    for L in (wg, torch):
+        x = L.tensor(data, requires_grad=True)
+        y = x * 2
+        out = VIEW_CASES[case](y)
+        assert out is y
+        weights = L.tensor(np.arange(y.numel(), dtype=np.float32).reshape(tuple(y.shape)))
+        (y * weights).sum().backward()
+        results.append((tuple(y.shape), y.stride(), y.detach().numpy(), x.grad.numpy()))
+        plain = L.tensor(data)
+        VIEW_CASES[case](plain)
+        assert tuple(plain.shape) == tuple(y.shape)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            VIEW_CASES[case](L.tensor(data, requires_grad=True))
+    (ws, wst, wy, wg_grad), (ts, tst, ty, t_grad) = results
+    assert ws == ts and tuple(wst) == tuple(tst)
+    np.testing.assert_allclose(wy, ty)
+    np.testing.assert_allclose(wg_grad, t_grad)

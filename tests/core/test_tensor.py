@@ -178,3 +178,27 @@ def test_tolist_of_empty_shapes_matches_torch(shape):
     torch = pytest.importorskip("torch")
     for device in DEVICES:
         assert wg.zeros(*shape, device=device).tolist() == torch.zeros(*shape).tolist()
+
+
+def test_creation_from_any_sequence_and_from_tensor_elements_matches_torch():
+    """torch.tensor takes any sequence (a deque of returns, a range) and lists of 0-d tensors (a reward tensor's
+    elements), its dtype following the tensors' own; text is refused with a TypeError."""
+    import collections
+    torch = pytest.importorskip("torch")
+    cases = [
+        lambda L: L.tensor(collections.deque([1.5, 2.5, 3.0])),
+        lambda L: L.tensor(range(4)),
+        lambda L: L.tensor([L.tensor(0.25)]),
+        lambda L: L.tensor([L.tensor(0.25, dtype=L.float64), 2]),
+        lambda L: L.tensor([L.tensor(3), 2.5]),
+        lambda L: L.tensor([L.tensor(3), L.tensor(4)]),
+        lambda L: L.tensor([L.tensor(True)]),
+        lambda L: L.tensor([collections.deque([1, 2]), (3, 4)]),
+    ]
+    for make in cases:
+        got, ref = make(wg), make(torch)
+        assert str(got.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+        assert got.tolist() == ref.tolist()
+    for lib in (wg, torch):
+        with pytest.raises(TypeError, match="invalid data type 'str'"):
+            lib.tensor("ab")

@@ -194,3 +194,29 @@ def test_load_needs_no_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2 [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]"
+
+
+def test_torch_force_weights_only_environment_variables_act_as_in_torch(tmp_path, monkeypatch):
+    """Scripts written before PyTorch 2.6 torch.load a pickled NumPy array: TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+    lets a load that passes no weights_only read it (with PyTorch's warning); TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 makes
+    even weights_only=False refuse it; both set is an error."""
+    path = tmp_path / "traindata.pt"
+    torch.save(np.arange(6.0).reshape(2, 3), path)
+    for lib in (wg, torch):
+        with pytest.raises(pickle.UnpicklingError):
+            lib.load(path)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    for lib in (wg, torch):
+        with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected"):
+            data = lib.load(path)
+        assert isinstance(data, np.ndarray) and data.tolist() == [[0, 1, 2], [3, 4, 5]]
+        with pytest.raises(pickle.UnpicklingError):
+            lib.load(path, weights_only=True)
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+    for lib in (wg, torch):
+        with pytest.raises(RuntimeError, match="Only one of"):
+            lib.load(path)
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    for lib in (wg, torch):
+        with pytest.raises(pickle.UnpicklingError):
+            lib.load(path, weights_only=False)

@@ -319,3 +319,25 @@ def test_cross_entropy_with_probability_targets(device, reduction, label_smoothi
         return torch.nn.functional.cross_entropy(x, torch.tensor(target), weight=w, reduction=reduction,
                                                  label_smoothing=label_smoothing)
     _against_torch(device, ours, theirs, (3, 4, 2), (4,))
+
+
+LEGACY_OVERLOADS = {
+    "x.add_(alpha, other)": lambda L, x, y: x.clone().add_(-0.5, y),
+    "x.add(alpha, other)": lambda L, x, y: x.add(2, y),
+    "torch.add(x, alpha, other)": lambda L, x, y: L.add(x, 3, y),
+    "x.sub_(alpha, other)": lambda L, x, y: x.clone().sub_(2, y),
+    "torch.sub(x, alpha, other)": lambda L, x, y: L.sub(x, 0.5, y),
+    "x.addcmul_(value, t1, t2)": lambda L, x, y: x.clone().addcmul_(0.1, y, y),
+    "torch.addcdiv(x, value, t1, t2)": lambda L, x, y: L.addcdiv(x, 2, y, y + 3),
+}
+
+
+@pytest.mark.parametrize("case", list(LEGACY_OVERLOADS), ids=list(LEGACY_OVERLOADS))
+def test_deprecated_number_first_overloads_compute_as_torch_and_warn(case):
+    """Scripts from before PyTorch 1.5 write p.data.add_(-lr, p.grad.data) and exp_avg_sq.addcmul_(1 - b2, g, g):
+    PyTorch still runs them (with a deprecation warning), and so does webgrad."""
+    x, y = np.linspace(-1, 1, 6, dtype=np.float32), np.linspace(0.5, 2, 6, dtype=np.float32)
+    with pytest.warns(UserWarning, match="This overload of .* is deprecated"):
+        got = LEGACY_OVERLOADS[case](wg, wg.tensor(x), wg.tensor(y))
+    ref = LEGACY_OVERLOADS[case](torch, torch.tensor(x), torch.tensor(y))
+    _close(got, ref, atol=1e-6, rtol=1e-6)

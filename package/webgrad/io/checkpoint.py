@@ -16,6 +16,7 @@ weights-only load of it otherwise fails with PyTorch's UnpicklingError and messa
 """
 
 import os
+import warnings
 from collections.abc import Mapping
 
 from .._tensor import Tensor
@@ -53,6 +54,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, device=
     if device is None and map_location is not None and not callable(map_location) and \
             not isinstance(map_location, dict):
         device = map_location  # a device name or webgrad.device (a dict or function mapping: the default device)
+    weights_only = _weights_only_from_environment(weights_only)
     if hasattr(f, "read"):
         raw = f.read()
     else:
@@ -71,6 +73,26 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, device=
     except ValueError as e:
         raise ValueError(f"{e}. (The file is not a zip archive, so it is not a PyTorch checkpoint in torch.save's "
                          "format; it was read as safetensors.)") from None
+
+
+def _weights_only_from_environment(weights_only):
+    """PyTorch's overrides of torch.load's default: TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 makes every load weights-only;
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 makes a load that did not pass weights_only trust the file (with PyTorch's
+    warning), as scripts written before PyTorch 2.6 expect. None stays None (the weights-only default)."""
+    true_values = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force:
+        return True
+    if force_no and weights_only is None:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.", UserWarning,
+                      stacklevel=3)
+        return False
+    return weights_only
 
 
 class _BytesFile:

@@ -59,6 +59,8 @@ _COMPOSED_METHODS.update(unfold=movement.unfold, sum_to_size=movement.sum_to_siz
                                                                         "geometric_ log_normal_ resize_ resize_as_").split()})
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in "addmm addmv addr addbmm baddbmm".split()})
+_COMPOSED_METHODS.update({name + "_": inplace.view_in_place(name + "_", FUNCTIONS[name])
+                          for name in "unsqueeze squeeze t transpose swapdims swapaxes".split()})
 
 # Indexing and scatters, order statistics, logic and numerical reductions (compositions and kernels of their
 # own): (module, functions, the Tensor methods among them).

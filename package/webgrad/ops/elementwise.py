@@ -5,6 +5,7 @@ Scalars never become tensors: `x * 2` is the `affine` kernel with a=2, so no upl
 """
 
 import inspect
+import warnings
 
 from .. import _bounds, dtypes
 from .._autograd import is_grad_enabled, no_grad, record
@@ -311,7 +312,19 @@ def _scalar_dtype(x, s, op):
     return dtypes.promote_scalar(x.dtype, s)
 
 
+def legacy_alpha_first(op, other, alpha, form="Tensor input, Number alpha, Tensor other"):
+    """(other, alpha) of PyTorch's deprecated overload op(input, alpha, other), alpha a number and other a tensor
+    (x.add_(-lr, grad) in scripts from before PyTorch 1.5), with PyTorch's warning; else as they came."""
+    if isinstance(alpha, Tensor) and isinstance(other, (int, float)) and not isinstance(other, bool):
+        plain = form.replace("Number alpha, Tensor other", "Tensor other, *, Number alpha = 1")
+        warnings.warn(f"This overload of {op} is deprecated:\n\t{op}({form})\nConsider using one of the following "
+                      f"signatures instead:\n\t{op}({plain})", UserWarning, stacklevel=3)
+        return alpha, other
+    return other, alpha
+
+
 def add(input, other, alpha=1):
+    other, alpha = legacy_alpha_first("add", other, alpha)
     if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):  # webgrad.sparse COO operands
         from ..sparse._coo import add as sparse_add
         return sparse_add(input, other, alpha)
@@ -338,6 +351,7 @@ def _affine_scalar(x, scale, shift, dtype, name):
 
 
 def sub(input, other, alpha=1):
+    other, alpha = legacy_alpha_first("sub", other, alpha)
     if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
         from ..sparse._coo import add as sparse_add
         return sparse_add(input, other, -alpha)

@@ -132,6 +132,21 @@ def apply_in_place(x, fn, op_name, output_only_grad=False):
     return _adopt(x, result)
 
 
+def view_in_place(op_name, fn):
+    """Tensor.<view op>_ (unsqueeze_, squeeze_, t_, transpose_ ...): the tensor itself takes the view's shape and
+    strides over the same storage, no value written; in the graph it takes the view's place (its grad_fn), as
+    PyTorch's in-place view ops do. A leaf that requires grad is refused under grad mode, as in PyTorch."""
+    def method(self, *args, **kwargs):
+        check_inplace(self, op_name)
+        view = fn(self, *args, **kwargs)
+        self._view = view._view
+        if view.grad_fn is not None:
+            self.grad_fn = view.grad_fn
+        return self
+    method.__name__ = op_name
+    return method
+
+
 # --------------------------------------------------------------------------- the op table's unary ops
 
 def unary_in_place(op_name, fn, rec, from_output):
