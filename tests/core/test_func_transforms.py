@@ -247,6 +247,22 @@ def test_jacrev_jacfwd_hessian():
                  lambda: wfunc.jacfwd(lambda x: x + wg.randn(3))(wx))
 
 
+def test_hessian_of_model_parameters():
+    """Second derivatives through nn.Linear's weight and bias (with functional_call), the input too."""
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    model.load_state_dict({k: wg.tensor(v.detach().numpy()) for k, v in tmodel.state_dict().items()})
+    data = _arr(5, 3)
+    w_params = {k: v.detach() for k, v in model.named_parameters()}
+    t_params = {k: v.detach() for k, v in tmodel.named_parameters()}
+    w_loss = lambda p, x: wfunc.functional_call(model, p, (x,)).square().mean()
+    t_loss = lambda p, x: tfunc.functional_call(tmodel, p, (x,)).square().mean()
+    _assert_same(wfunc.hessian(w_loss, argnums=(0, 1))(w_params, wg.tensor(data)),
+                 tfunc.hessian(t_loss, argnums=(0, 1))(t_params, torch.tensor(data)), atol=1e-4)
+    _assert_same(wfunc.hessian(w_loss)(w_params, wg.tensor(data)), tfunc.hessian(t_loss)(t_params, torch.tensor(data)),
+                 atol=1e-4)
+
+
 def test_vjp_and_jvp():
     (wx, wy, wv), (tx, ty, tv) = _both(_arr(3), _arr(3), _arr(3))
     fn = lambda x, y: (x.sin() * y, {"s": (x * y).sum()})

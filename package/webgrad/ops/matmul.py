@@ -167,7 +167,9 @@ def linear(input, weight, bias=None):
 
     def backward(g):
         gx = matmul(g, weight_values()) if x.requires_grad else None
-        gw = matmul(_transposed(g), x) if weight_grad else None  # (backward runs without grad)
+        # (the plain view only where backward runs without grad: under create_graph g carries a graph that the
+        # weight's gradient must keep, or a second derivative through it would miss its dependence on g)
+        gw = matmul(g.t() if g.requires_grad else _transposed(g), x) if weight_grad else None
         gb = g.sum(0) if bias_grad else None
         return gx, gw, gb
     out = record(out, "Addmm", (x, weight, bias), backward)

@@ -30,6 +30,7 @@ def _sigmoid_slope(g, x, a):
 # g * f''(x): the derivative of K = g * f'(x) in x, for ops whose formula reads x alone
 IN_X = {
     "pow": lambda g, x, a, b: g * 0.0 * x if a in (0.0, 1.0) else g * (a * (a - 1.0)) * x ** (a - 2.0),
+    "square": lambda g, x, a, b: 2.0 * g,
     "sin": lambda g, x, a, b: -g * x.sin(),
     "cos": lambda g, x, a, b: -g * x.cos(),
     "log": lambda g, x, a, b: -g / (x * x),
