@@ -6,6 +6,11 @@ PyTorch's; the cost is one call of func per slice (PyTorch's batching rules make
 that already handles a leading batch dimension is cheaper called on the batch directly; vmap does not guess
 that it does. Transforms nest in any order (vmap(grad(f)), vmap(vmap(f)), grad(vmap(f))).
 
+Where the slicing differs from PyTorch's batching: func may branch on values or call .item() (PyTorch
+refuses data-dependent control flow), and an in-place write to a tensor func closes over happens once per
+slice, where PyTorch refuses it: a batch norm in training updates its running statistics batch-size times
+(run it in eval mode, or after replace_all_batch_norm_modules_, as PyTorch asks).
+
 Randomness (every draw goes through a webgrad.random Generator, which reports it): 'error' raises on a
 random op inside func, as PyTorch; 'different' lets each slice draw its own numbers; 'same' gives every
 slice the same numbers (each generator is set back, before each slice, to its state at the slice before
