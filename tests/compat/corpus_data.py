@@ -1,6 +1,7 @@
 """Tiny synthetic stand-ins for the data the corpus scripts read, written at test time in the exact on-disk format
-each script (or torchvision) expects: MNIST / FashionMNIST IDX files, CIFAR-10 python pickles, image folders, text
-corpora, nanoGPT's token files, the Cora citation graph. Nothing is downloaded and nothing binary is committed.
+each script (or torchvision) expects: MNIST / FashionMNIST IDX files and pickled MNIST, CIFAR-10 python pickles, image
+folders, text corpora, nanoGPT's token files, the Cora citation graph, surnames by language, English-French sentence
+pairs. Nothing is downloaded and nothing binary is committed.
 
 Every generator is deterministic (fixed NumPy seeds) and makes data a model can learn a little from in a few steps:
 digit k lights row band k, a CIFAR class tints one colour channel, text follows a small Markov chain.
@@ -62,6 +63,20 @@ def _colour_images(n, seed, side):
         stripe = (k * side) // 10
         images[i, stripe:stripe + max(1, side // 10), :, :] = 250
     return images, labels
+
+
+def mnist_pickle(path, train=256, valid=128, test=64):
+    """PATH (a .pkl.gz file): the pickled MNIST of deeplearning.net that "What is torch.nn really?" reads,
+    ((x_train, y_train), (x_valid, y_valid), (x_test, y_test)) with float32 rows of 784 pixels in [0, 1) and int64
+    labels, gzip-compressed."""
+    import gzip
+    parts = []
+    for n, seed in ((train, 6), (valid, 7), (test, 8)):
+        images, labels = _digits(n, seed)
+        parts.append(((images.reshape(n, 784) / 256.0).astype(np.float32), labels.astype(np.int64)))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with gzip.open(path, "wb") as f:
+        pickle.dump(tuple(parts), f, protocol=2)
 
 
 def cifar10(path, train=40, test=20):
@@ -163,6 +178,57 @@ def names(path, n=300, seed=0):
         f.write("\n".join(out) + "\n")
 
 
+# syllables by language: names of one language share their sounds, so a character RNN can tell them apart; a few
+# carry accents, which the tutorials fold to ASCII
+_NAME_SOUNDS = {
+    "Italian": ("ro ma ri bel li ni co sta fa gio ran to".split(), "ni lli tti no"),
+    "Russian": ("iv an ov ko vic zh ev pe tr mi ly ch".split(), "ov ev sky in"),
+    "German": ("sch mid ber ger hof man wal ter kl ein st au".split(), "er mann berg stein"),
+    "Spanish": ("gar ci mar tí nez lo pe go mez ro dri guez".split(), "ez es o a"),
+    "Chinese": ("zh ang wa li ch en hu yu xi ao ng qi".split(), "ng an ui"),
+    "Japanese": ("ta ka ha shi su zu ki wa mo to ya ma".split(), "moto da ka ta"),
+}
+
+
+def language_names(path, per_language=40, seed=0):
+    """PATH/<Language>.txt, one surname a line (the char-RNN tutorials' data/names): names built from each
+    language's own syllables and ending, some with accented letters (Ślusàrski-style) as the originals have."""
+    rng = np.random.RandomState(seed)
+    os.makedirs(path, exist_ok=True)
+    for language, (syllables, endings) in _NAME_SOUNDS.items():
+        names = set()
+        while len(names) < per_language:
+            word = "".join(rng.choice(syllables, size=rng.randint(1, 3))) + rng.choice(endings.split())
+            names.add(word.capitalize())
+        with open(os.path.join(path, f"{language}.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(sorted(names)) + "\n")
+
+
+_PAIRS_SUBJECTS = [("I am", "Je suis"), ("He is", "Il est"), ("She is", "Elle est"), ("You are", "Vous êtes"),
+                   ("We are", "Nous sommes"), ("They are", "Ils sont")]
+_PAIRS_ADJECTIVES = [("cold", "froid"), ("tall", "grand"), ("happy", "heureux"), ("tired", "fatigué"),
+                     ("young", "jeune"), ("small", "petit"), ("hungry", "affamé"), ("ready", "prêt"),
+                     ("too cold", "trop froid"), ("very tired", "très fatigué")]
+# the sentences the seq2seq tutorial translates after training: every word must be in its vocabulary
+_PAIRS_FIXED = [("I am too cold.", "Je suis trop froid."), ("She is five years younger than me.",
+                 "Elle a cinq ans de moins que moi."), ("She is too short.", "Elle est trop petit."),
+                ("I am not scared to die.", "Je ne crains pas de mourir."),
+                ("He is a talented young director.", "C'est un jeune directeur plein de talent.")]
+
+
+def translation_pairs(path, n=60, seed=0):
+    """data/eng-fra.txt as the seq2seq tutorial reads it: 'English<TAB>French' a line, short sentences that
+    begin with its English prefixes (I am, he is, ...), with accents and apostrophes to normalise."""
+    rng = np.random.RandomState(seed)
+    lines = [f"{e}\t{f}" for e, f in _PAIRS_FIXED]
+    while len(lines) < n:
+        (se, sf), (ae, af) = _PAIRS_SUBJECTS[rng.randint(6)], _PAIRS_ADJECTIVES[rng.randint(10)]
+        lines.append(f"{se} {ae}.\t{sf} {af}{'s' if sf.startswith(('Nous', 'Ils')) else ''}.")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def shakespeare_char(path, sentences=200):
     """nanoGPT's data/shakespeare_char: train.bin / val.bin (uint16 token ids) and meta.pkl, as its prepare.py
     writes them from input.txt (90% / 10% split)."""
@@ -218,7 +284,8 @@ def cora(path, nodes=1700, features=24, classes=4, edges=3400, archive=None):
 
 KINDS = {"mnist": mnist, "fashion_mnist": fashion_mnist, "cifar10": cifar10, "image_folder": image_folder,
          "bsds300": bsds300, "words": words, "wikitext": wikitext, "chars": chars, "names": names,
-         "shakespeare_char": shakespeare_char, "cora": cora}
+         "shakespeare_char": shakespeare_char, "cora": cora, "language_names": language_names,
+         "translation_pairs": translation_pairs, "mnist_pickle": mnist_pickle}
 
 
 def make(kind, path, **options):

@@ -66,11 +66,21 @@ def test_corpus_files_are_the_published_ones():
 
 
 def test_overrides_name_constants_the_scripts_assign():
-    """A table override that matches no assignment is refused, so the table cannot silently stop capping a run."""
+    """A table override or call argument that matches nothing in the script is refused, so the table cannot
+    silently stop capping a run."""
     if not os.path.isdir(os.path.join(ROOT, "corpus", "ex_mnist")):
         pytest.skip("the corpus scripts are not present")
     for name, script in corpus.SCRIPTS.items():
-        if script.overrides:
-            corpus._compile(os.path.join(ROOT, "corpus", script.folder or name, script.entry), script.overrides)
+        folder = os.path.join(ROOT, "corpus", script.folder or name)
+        if script.overrides or script.calls:
+            corpus._compile(os.path.join(folder, script.entry), script.overrides, script.calls)
+        for sibling, overrides in script.prepare:
+            corpus._compile(os.path.join(folder, sibling), overrides)
     with pytest.raises(ValueError, match="no_such_constant"):
         corpus._compile(os.path.join(ROOT, "corpus", "ngvl_gpt", "gpt.py"), {"no_such_constant": 1})
+    if os.path.isdir(os.path.join(ROOT, "corpus", "tut_seq2seq_translation")):
+        path = os.path.join(ROOT, "corpus", "tut_seq2seq_translation", "seq2seq_translation_tutorial.py")
+        with pytest.raises(ValueError, match="no_such_call"):
+            corpus._compile(path, {}, {"no_such_call": {0: 1}})
+        with pytest.raises(ValueError, match="no argument 'no_such_keyword'"):
+            corpus._compile(path, {}, {"trainIters": {"no_such_keyword": 1}})

@@ -14,7 +14,7 @@ file's source and SHA-256). Every script runs in a fresh interpreter, in a tempo
   resnet18), matplotlib (draws nothing) and requests (serves mapped URLs from local files), the same under both
   libraries;
 - stand-in data that ``tests/compat/corpus_data.py`` writes in the format the script reads (SCRIPTS[...].data);
-- ``random`` and ``numpy.random`` seeded, ``PYTHONHASHSEED=0``, one thread;
+- ``random``, ``numpy.random`` and the library's own generator seeded, ``PYTHONHASHSEED=0``, one thread;
 - with ``--device webgpu``, webgrad's default device set to ``webgpu`` and the script's own accelerator flag
   (``accel_args``) passed; on the CPU its ``cpu_args`` (``--no-accel``...). The real torch always runs on the CPU,
   so a script whose accelerator path loads data otherwise (``accel_changes_data``: shuffling, workers) is only
@@ -23,16 +23,22 @@ file's source and SHA-256). Every script runs in a fresh interpreter, in a tempo
 Runs are capped through each script's own flags (``args``). Where a script has no flags, the table says which
 mechanism caps it: ``overrides`` replaces the value of named constant assignments (``epochs = 5``) at module level
 or directly under ``if __name__ == "__main__":`` when the script is compiled (the file is not touched; a name that
-matches nothing is an error, so the table cannot drift from the text), ``max_backward`` ends the run cleanly after N
-``Tensor.backward`` calls, and the data stand-in's size bounds an epoch.
+matches nothing is an error, so the table cannot drift from the text), ``calls`` replaces literal arguments of named
+calls made at those places (a tutorial's ``trainIters(encoder, decoder, 75000, print_every=5000)``: by position or
+keyword, an argument or call that is not there being an error too), ``max_backward`` ends the run cleanly after N
+``Tensor.backward`` calls, and the data stand-in's size bounds an epoch. A script whose instructions say to run a
+sibling script first (one that writes its data) names it in ``prepare``, with that script's own overrides: both run
+in the same interpreter, under the same library. ``env`` sets environment variables a script's readme asks for
+(``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` for a script written before ``torch.load`` turned to weights only).
 
 Losses are the numbers the script prints (``loss_re``). How a run is judged (``compare``):
 
 - ``exact``: same losses as the real torch within ``rtol``/``atol`` (plus the printed rounding). Both libraries
   then draw their random numbers from one shared NumPy source (the ``torch.rand*``/``randperm``/``normal``/
-  ``multinomial`` functions, ``Tensor.uniform_``/``normal_``/``bernoulli_``, dropout, the DataLoader's shuffling),
-  so parameter initialisation, batches and masks are identical (the real functions of webgrad are then not the
-  ones exercised; a name webgrad lacks is not added). With no torch run or recorded one, only finiteness is checked.
+  ``multinomial`` functions, ``Tensor.uniform_``/``normal_``/``bernoulli_``, dropout, the DataLoader's shuffling,
+  ``Categorical.sample``), so parameter initialisation, batches, masks and sampled actions are identical (the real
+  functions of webgrad are then not the ones exercised; a name webgrad lacks is not added). With no torch run or
+  recorded one, only finiteness is checked.
 - ``trend``: no torch run to compare with (its randomness cannot be shared, as ``Dropout2d``'s, or the real torch
   cannot run it here): the losses must be finite and fall (the mean of the second half below that of the first
   half, or the last below the first).
@@ -44,6 +50,14 @@ and the shared random source) still matches; ``--torch`` always runs torch afres
 
 Each script prints one line (``ok`` or ``FAIL`` with the first error: exception, message and the script line that
 raised it), then ``corpus DEVICE: ok N of M``.
+
+Restoring the corpus in a fresh checkout: ``tests/compat/corpus/`` holds only its ``.gitignore``. For each entry of
+``tests/compat/corpus_manifest.json`` (``corpus/<folder>/<file>`` -> source, licence, SHA-256), take the file at the
+GitHub blob URL its source names (``github.com/OWNER/REPO/blob/COMMIT/PATH``: ``git clone`` the repository and ``git
+show COMMIT:PATH``, or the raw file at that commit) and write ``tests/compat/corpus/<folder>/<file>`` as the line
+``# source: <source as the manifest spells it>`` followed by the file's text, byte for byte. ``verify_manifest()``
+(and ``test_corpus_files_are_the_published_ones``) then returns no problem; a file that differs is reported
+``changed``, one not written ``missing``. Nothing here downloads: the runner and the tests only read local files.
 """
 
 import argparse
@@ -80,6 +94,9 @@ class Script:
     data: list = field(default_factory=list)  # (kind, path relative to the working directory, options)
     urls: dict = field(default_factory=dict)  # URL -> local path, served by the requests stand-in
     overrides: dict = field(default_factory=dict)  # constant NAME -> value, for scripts without flags
+    calls: dict = field(default_factory=dict)  # called NAME -> {position or keyword: value}, likewise
+    prepare: list = field(default_factory=list)  # (sibling script, its overrides) run first, as its readme says
+    env: dict = field(default_factory=dict)  # environment variables its readme asks for
     max_backward: int = None
     compare: str = "exact"  # exact | trend | runs
     rtol: float = 2e-3
@@ -177,6 +194,24 @@ SCRIPTS = {
         args=["--epochs", "1", "--num-processes", "2", "--batch-size", "16", "--test-batch-size", "24",
               "--log-interval", "1"], data=MNIST_UP, compare="runs", timeout=240,
         note="two processes update shared weights: their interleaving is not reproducible"),
+    "ex_time_sequence_prediction": Script(
+        "train.py", EX + "time_sequence_prediction/train.py", kind="LSTMCell sine waves, LBFGS closure, float64",
+        args=["--steps", "2"], prepare=[("generate_sine_wave.py", {"L": 60, "N": 8})],
+        env={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, loss_re=r"loss: ([-+]?\d+\.\d+(?:e[-+]?\d+)?)",
+        note="its readme runs generate_sine_wave.py first (here 8 waves of 60 steps, not 100 of 1000); that script "
+             "torch.save()s a NumPy array, which torch.load reads only with weights_only=False since PyTorch 2.6: "
+             "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 restores the default the example was written for"),
+    "ex_reinforce": Script(
+        "reinforce.py", EX + "reinforcement_learning/reinforce.py",
+        kind="REINFORCE policy gradient: Categorical, Dropout, CartPole (gymnasium stand-in)",
+        args=["--log-interval", "1"], max_backward=8, loss_re=r"Last reward: ([\d.]+)\tAverage reward: ([\d.]+)",
+        note="prints rewards, not losses: an episode lasts until the pole falls, so its reward (its length) follows "
+             "every sampled action; 8 episodes, one backward each"),
+    "ex_actor_critic": Script(
+        "actor_critic.py", EX + "reinforcement_learning/actor_critic.py",
+        kind="actor-critic: Categorical, smooth_l1_loss value head, CartPole (gymnasium stand-in)",
+        args=["--log-interval", "1"], max_backward=8, loss_re=r"Last reward: ([\d.]+)\tAverage reward: ([\d.]+)",
+        note="prints rewards, not losses (see ex_reinforce); 8 episodes"),
     # ------------------------------------------------------------------------------------------------ karpathy
     "nanogpt": Script(
         "train.py", "https://github.com/karpathy/nanoGPT/blob/3adf61e154c3fe3fca428ad6bc3818b27a3b8291/train.py",
@@ -320,6 +355,44 @@ SCRIPTS = {
         "word_embeddings_tutorial.py", TUT + "016d0cc077f60c82b8497d4c7f92051ce40cafee/beginner_source/nlp/"
         "word_embeddings_tutorial.py", kind="N-gram language model, Embedding",
         overrides={"EMBEDDING_DIM": 10}, loss_re=r"tensor\(\[\s*([-+]?\d+\.\d*(?:e[-+]?\d+)?)\]\)"),
+    "tut_spatial_transformer": Script(
+        "spatial_transformer_tutorial.py", TUT + "c53e7d4efc0e39e455c531d21ec7db28ba220214/intermediate_source/"
+        "spatial_transformer_tutorial.py", kind="spatial transformer network: affine_grid, grid_sample, Dropout2d",
+        data=[("mnist", ".", {"train": 64, "test": 64})], compare="trend", loss_re=r"\tLoss: (\d+\.\d+)",
+        note="20 epochs of one batch of 64 (it prints every 500 batches, so batch 0 of each); Dropout2d draws from "
+             "each library's own generator, so the losses must fall rather than match torch's"),
+    "tut_seq2seq_translation": Script(
+        "seq2seq_translation_tutorial.py", TUT + "803c1b1273a47bc53bb6cd5f63eecfb897bbc856/intermediate_source/"
+        "seq2seq_translation_tutorial.py", kind="seq2seq: GRU encoder, attention decoder, teacher forcing, topk",
+        overrides={"hidden_size": 32}, calls={"trainIters": {2: 150, "print_every": 15}},
+        data=[("translation_pairs", "data/eng-fra.txt", {})], loss_re=r"\(\d+ \d+%\) (\d+\.\d+)", timeout=240,
+        note="150 sentence pairs, one at a time (75000 in the tutorial), a loss averaged over every 15; it then "
+             "translates the five French sentences it names, whose words the stand-in pairs hold"),
+    "tut_char_rnn_classification": Script(
+        "char_rnn_classification_tutorial.py", TUT + "10098032865151e891c6074522207880f0e68fd3/intermediate_source/"
+        "char_rnn_classification_tutorial.py", kind="character RNN from Linear layers, manual SGD on p.data",
+        overrides={"n_iters": 600, "print_every": 60, "plot_every": 60, "n_confusion": 60},
+        data=[("language_names", "data/names", {})], compare="trend", loss_re=r"(?m)^\d+ \d+% \([^)]*\) (\d+\.\d+) ",
+        note="its languages are the files glob.glob finds, in the directory's order, which differs between file "
+             "systems: a recorded torch run would not stay comparable, so the losses must fall"),
+    "tut_char_rnn_generation": Script(
+        "char_rnn_generation_tutorial.py", TUT + "4ce8b871ef249dfacc1b389108842a0c2c0805b7/intermediate_source/"
+        "char_rnn_generation_tutorial.py", kind="character RNN generating names, legacy add_(scalar, tensor)",
+        overrides={"n_iters": 600, "print_every": 60, "plot_every": 60},
+        data=[("language_names", "data/names", {})], compare="trend", loss_re=r"\(\d+ \d+%\) (\d+\.\d+)",
+        note="glob.glob's order names its categories (see tut_char_rnn_classification): the losses must fall"),
+    "tut_nn_tutorial": Script(
+        "nn_tutorial.py", TUT + "764a8d6aed986f155098d91ea55a1f0c95b26dd8/beginner_source/nn_tutorial.py",
+        kind="What is torch.nn really: hand-written model to Sequential, TensorDataset, WrappedDataLoader",
+        data=[("mnist_pickle", "data/mnist/mnist.pkl.gz", {})],
+        loss_re=r"(?m)tensor\(([-+]?\d+\.\d*(?:e[-+]?\d+)?)|^\d+ ([-+]?\d+\.\d+(?:e[-+]?\d+)?)$",
+        note="every printed scalar tensor (losses, accuracies) and every epoch's validation loss is compared"),
+    "tut_cifar10": Script(
+        "cifar10_tutorial.py", TUT + "c53e7d4efc0e39e455c531d21ec7db28ba220214/beginner_source/blitz/"
+        "cifar10_tutorial.py", kind="CIFAR-10 CNN (60-minute blitz), DataLoader workers, save/load state_dict",
+        data=[("cifar10", "data", {"train": 8000, "test": 40})], timeout=420,
+        loss_re=r"loss: (\d+\.\d+)|Accuracy for class: \w+ +is (\d+\.\d+)",
+        note="prints a loss every 2000 batches of 4: 8000 images make one a pass; each class's test accuracy too"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
@@ -450,13 +523,15 @@ def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
                 f.write("import sys\nimport webgrad\ndel sys.modules['torch']\nwebgrad.as_torch()\n")
         args = list(script.args) + list(script.accel_args if device == "webgpu" else script.cpu_args)
         job = {"lib": lib, "device": device, "entry": script.entry, "args": args, "overrides": script.overrides,
+               "calls": script.calls, "prepare": script.prepare,
                "max_backward": script.max_backward, "shared_random": script.compare == "exact",
                "standin": os.path.join(root, "standin")}
         paths = [os.path.join(root, "standin")] + ([shim] if lib == "webgrad" else []) + [_package_dir()]
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg",
                    CORPUS_URLS=json.dumps({u: os.path.join(cwd, p) for u, p in script.urls.items()}),
-                   PYTHONPATH=os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+                   PYTHONPATH=os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+                   **script.env)
         # this file run as a script: the torch run never imports webgrad
         command = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(job)]
         t0 = time.perf_counter()
@@ -566,7 +641,8 @@ def reference_key(name, root=None):
     entry = {k: v for k, v in vars(script).items() if k not in ("source", "compare", "rtol", "atol", "timeout",
                                                                   "kind", "note", "accel_args",
                                                                   "accel_changes_data")}
-    h.update(json.dumps(entry, sort_keys=True, default=str).encode())
+    entry = json.loads(json.dumps(entry, default=str))  # a call's positions (int) beside its keywords (str)
+    h.update(json.dumps(entry, sort_keys=True).encode())
     h.update(inspect.getsource(_shared_random).encode())
     folders = [os.path.join(root, "corpus", script.folder or name), os.path.join(root, "standin")]
     paths = [os.path.join(root, "corpus_data.py")]
@@ -747,16 +823,30 @@ class _StepCap(BaseException):
     """Raised at the (max_backward + 1)-th backward call; a BaseException so the script's handlers let it pass."""
 
 
-def _compile(path, overrides):
-    """The script's code, with the named constant assignments' values replaced (module level, or directly under
-    `if __name__ == "__main__":`)."""
+def _compile(path, overrides, calls=None):
+    """The script's code, with the named constant assignments' values replaced, and the named calls' literal
+    arguments (by position or keyword), at module level or directly under `if __name__ == "__main__":`."""
+    calls = calls or {}
     with open(path, "rb") as f:
         source = f.read()
     tree = ast.parse(source, path)
-    seen = set()
+    seen, called = set(), set()
 
     def value(v, like):
         return ast.copy_location(ast.Constant(v), like)
+
+    def replace_arguments(call):
+        name = call.func.id
+        for key, v in calls[name].items():
+            position = int(key) if str(key).isdigit() else None  # a table read back from JSON has str keys
+            if position is not None and position < len(call.args):
+                call.args[position] = value(v, call.args[position])
+                continue
+            keyword = next((k for k in call.keywords if k.arg == key), None)
+            if keyword is None:
+                raise ValueError(f"calls[{name!r}]: {name}() at line {call.lineno} of {path} has no argument {key!r}")
+            keyword.value = value(v, keyword.value)
+        called.add(name)
 
     def visit(body):
         for node in body:
@@ -774,12 +864,18 @@ def _compile(path, overrides):
             elif (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
                   and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"):
                 visit(node.body)
+            if (isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name) and node.value.func.id in calls):
+                replace_arguments(node.value)
 
-    if overrides:
+    if overrides or calls:
         visit(tree.body)
         missing = sorted(set(overrides) - seen)
         if missing:
             raise ValueError(f"overrides {missing} match no constant assignment in {path}")
+        missing = sorted(set(calls) - called)
+        if missing:
+            raise ValueError(f"calls {missing} match no call in {path}")
     return compile(tree, path, "exec")
 
 
@@ -886,6 +982,14 @@ def _shared_random(torch, np):
         out = np.asarray(picks, dtype=np.int64).reshape(probs.shape[:-1] + (num_samples,))
         return make(out, device=input.device)
 
+    def categorical_sample(self, sample_shape=()):  # torch draws through multinomial, webgrad by Gumbel-max
+        sample_shape = (int(sample_shape),) if isinstance(sample_shape, int) else tuple(int(s) for s in sample_shape)
+        probs = host(self.probs)
+        rows, count = probs.reshape(-1, probs.shape[-1]), int(np.prod(sample_shape, dtype=np.int64))
+        picks = np.asarray([stream("categorical").choice(len(r), size=count, p=r / r.sum()) for r in rows])
+        out = picks.T.reshape(sample_shape + probs.shape[:-1]).astype(np.int64)
+        return make(out, device=self.probs.device)
+
     def bernoulli(input, p=None, **kwargs):
         options(kwargs)
         probs = host(input) if p is None else np.full(tuple(input.shape), p)
@@ -932,6 +1036,15 @@ def _shared_random(torch, np):
     replace(torch.nn.functional, "dropout", dropout)
     replace(torch.nn.Dropout, "forward", dropout_forward)
     replace(torch.utils.data.RandomSampler, "__iter__", sampler_iter)
+    replace(torch.distributions.Categorical, "sample", categorical_sample)
+
+
+def _run_as_main(path, code, args):
+    main_module = types.ModuleType("__main__")
+    main_module.__file__, main_module.__builtins__ = path, builtins
+    sys.modules["__main__"] = main_module
+    sys.argv = [path] + list(args)
+    exec(code, main_module.__dict__)  # noqa: S102  (running the script is the point)
 
 
 def _child(job):
@@ -955,6 +1068,7 @@ def _child(job):
         torch.set_num_threads(1)
     random.seed(0)
     np.random.seed(0)
+    torch.manual_seed(0)  # a script that never seeds still runs the same way twice (its 'trend' cannot flake)
     if job["shared_random"]:
         _shared_random(torch, np)
     cap = job["max_backward"]
@@ -967,15 +1081,13 @@ def _child(job):
             calls[0] += 1
             return backward(self, *args, **kwargs)
         torch.Tensor.backward = capped_backward
+    for name, overrides in job["prepare"]:  # the sibling scripts its readme runs first, each as __main__
+        _run_as_main(os.path.join(cwd, name), _compile(os.path.join(cwd, name), overrides), [])
     path = os.path.join(cwd, job["entry"])
-    code = _compile(path, job["overrides"])
-    main_module = types.ModuleType("__main__")
-    main_module.__file__, main_module.__builtins__ = path, builtins
-    sys.modules["__main__"] = main_module
-    sys.argv = [path] + job["args"]
+    code = _compile(path, job["overrides"], job["calls"])
     stopped = ""
     try:
-        exec(code, main_module.__dict__)  # noqa: S102  (running the script is the point)
+        _run_as_main(path, code, job["args"])
     except _StepCap:
         stopped = f"stopped after {cap} backward calls (max_backward)"
     except SystemExit as e:
