@@ -93,10 +93,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grad_outputs are the seeds (None for a scalar output: 1); no tensor's .grad changes. create_graph: the
     gradients get a graph of their own, to be differentiated again (WGAN-GP's gradient penalty);
     retain_graph defaults to it. An input the outputs do not depend on raises unless allow_unused (then
-    None) or materialize_grads (then zeros)."""
+    None) or materialize_grads (then zeros).
+
+    is_grads_batched: the first dimension of each seed is a batch of seeds, and each gradient gets that
+    dimension too (the vector-Jacobian products of every seed, as rows of a Jacobian). PyTorch runs one
+    batched backward pass; webgrad runs webgrad.func.vmap over the seeds, one backward pass per seed."""
     outputs, inputs = _as_tuple(outputs, "outputs"), _as_tuple(inputs, "inputs")
-    if is_grads_batched:
-        raise NotImplementedError("grad(): is_grads_batched=True (vmap over the seeds) is not supported by webgrad")
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
@@ -112,7 +114,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, t in enumerate(inputs):
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
-    roots = []
+    seeds = []
     for i, (out, seed) in enumerate(zip(outputs, grad_outputs)):
         if not out.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
@@ -121,12 +123,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output {i} has shape "
                                    f"{list(out.shape)})")
             seed = out._full_like_value(1.0)
-        elif tuple(seed.shape) != tuple(out.shape):
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} and "
-                               f"output[{i}] has a shape of {tuple(out.shape)}.")
-        roots.append((out, seed))
+        else:
+            seed_shape = tuple(seed.shape)[1:] if is_grads_batched else tuple(seed.shape)
+            if seed_shape != tuple(out.shape):
+                if is_grads_batched:
+                    raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each "
+                                       "grad_output as the batch dimension. The sizes of the remaining dimensions "
+                                       "are expected to match the shape of corresponding output, but a mismatch "
+                                       f"was detected: grad_output[{i}] has a shape of {seed_shape} and output[{i}] "
+                                       f"has a shape of {tuple(out.shape)}. If you only want some tensors in "
+                                       "`grad_output` to be considered batched, consider using vmap.")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(seed.shape)} and "
+                                   f"output[{i}] has a shape of {tuple(out.shape)}.")
+        seeds.append(seed)
     keep = create_graph if retain_graph is None else bool(retain_graph)
-    grads = _autograd.grad(roots, inputs, retain_graph=keep, create_graph=bool(create_graph))
+    if is_grads_batched:
+        grads = _batched_grads(outputs, inputs, seeds, keep, bool(create_graph))
+    else:
+        grads = _autograd.grad(list(zip(outputs, seeds)), inputs, retain_graph=keep, create_graph=bool(create_graph))
     result = []
     for t, g in zip(inputs, grads):
         if g is None:
@@ -134,10 +148,32 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
-                g = t._full_like_value(0.0)
+                g = t._full_like_value(0.0)  # of the input's shape, also when batched (as PyTorch's)
         result.append(g)
     return tuple(result)
 
 
+def _batched_grads(outputs, inputs, seeds, retain_graph, create_graph):
+    """The gradients for each slice of the seeds along their first dimension, stacked along it (a seed grad made
+    for a scalar output is mapped too, which vmap refuses, as PyTorch's); None for an input not reached. Every
+    pass but the last keeps the graph, as PyTorch's one batched pass does."""
+    from ..func import vmap
+    unreached = [False] * len(inputs)
+    passes = [0]
+    size = seeds[0].shape[0] if seeds and seeds[0].dim() else 0
+
+    def one_pass(*slice_seeds):
+        passes[0] += 1
+        grads = _autograd.grad(list(zip(outputs, slice_seeds)), inputs,
+                               retain_graph=retain_graph or passes[0] < size, create_graph=create_graph)
+        for j, g in enumerate(grads):
+            unreached[j] = g is None
+        return tuple(t._full_like_value(0.0) if g is None else g for g, t in zip(grads, inputs))
+
+    stacked = vmap(one_pass)(*seeds)
+    return [None if gone else g for g, gone in zip(stacked, unreached)]
+
+
 from . import functional  # noqa: E402,F401  (torch.autograd.functional: jacobian, hessian, vjp, jvp, ...)
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from . import forward_ad  # noqa: E402,F401  (torch.autograd.forward_ad: dual tensors, by reverse mode)

@@ -71,6 +71,37 @@ def _analytical(func, inputs, wrt, create_graph=False):
     return jac, outs
 
 
+_BATCHED_GRAD_HINT = ("gradcheck or gradgradcheck failed while testing batched gradient computation (the gradients "
+                      "of a batch of seeds under vmap against those of each seed alone). Call gradcheck/gradgradcheck "
+                      "with `check_batched_grad=False` to skip this test.")
+
+
+def _batched_grad_problem(inputs, wrt, out, output_index):
+    """A message where the gradients of two random seeds for `out`, taken at once under vmap, differ from those
+    of each seed alone (as PyTorch's test of batched gradients); None where they agree."""
+    from ..func import vmap
+    from ..ops.shape import stack
+    from ..random import randn_like
+    from . import grad
+    targets = [inputs[i] for i in wrt]
+
+    def vjp(seed):
+        grads = grad(out, targets, seed, retain_graph=True, allow_unused=True)
+        return tuple(_tensor.zeros_like(t) if g is None else g for g, t in zip(grads, targets))
+
+    seeds = [randn_like(out) for _ in range(2)]
+    expected = [stack(shards) for shards in zip(*(vjp(seed) for seed in seeds))]
+    try:
+        result = vmap(vjp)(stack(seeds))
+    except RuntimeError as error:
+        return f"While computing batched gradients, got: {error}\n\n{_BATCHED_GRAD_HINT}"
+    for input_index, (res, exp) in enumerate(zip(result, expected)):
+        if not bool(res.allclose(exp)):
+            return (f"For output {output_index} and input {input_index}:\n\n{_BATCHED_GRAD_HINT}\n\nGot:\n{res}\n\n"
+                    f"Expected:\n{exp}")
+    return None
+
+
 def _matrix(vectors, n_rows, n_cols, by_rows):
     from ..ops.shape import stack
     if not vectors:
@@ -92,11 +123,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """True if func's gradients with respect to the inputs that require grad match finite differences (each
     element within atol + rtol * |numerical|); else GradcheckError naming the output, the input and both
     Jacobians (or False, raise_exception=False). Checks the backward pass only (webgrad has no forward-mode
-    AD; check_forward_ad and check_batched_grad are refused)."""
+    AD; check_forward_ad is refused). check_batched_grad: also compare the gradients of a batch of two random
+    seeds taken at once (autograd.grad under webgrad.func.vmap) with those of each seed alone."""
     if check_forward_ad or check_batched_forward_grad:
         raise NotImplementedError("gradcheck(check_forward_ad=True): webgrad has no forward-mode AD")
-    if check_batched_grad:
-        raise NotImplementedError("gradcheck(check_batched_grad=True) needs vmap, which webgrad does not have")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
     inputs = _tensors(inputs) if isinstance(inputs, (Tensor, tuple, list)) else (inputs,)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not wrt:
@@ -126,6 +158,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             if bool(bad):
                 return _fail(f"Jacobian mismatch for output {i} with respect to input {index},\n"
                              f"numerical:{num.T}\nanalytical:{a.T}\n", raise_exception)
+        if check_batched_grad and out.dtype.is_floating and out.requires_grad:
+            problem = _batched_grad_problem(inputs, wrt, out, i)
+            if problem:
+                return _fail(problem, raise_exception)
     again, _ = _analytical(func, inputs, wrt)  # the same backward twice must agree (within nondet_tol)
     for first, second in zip(analytical, again):
         for xs, ys in zip(first, second):
@@ -168,5 +204,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     return gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
-                     check_grad_dtypes=check_grad_dtypes, check_backward_ad=check_rev_over_rev, fast_mode=fast_mode,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_backward_ad=check_rev_over_rev, fast_mode=fast_mode,
                      masked=masked)

@@ -5,7 +5,9 @@ Jacobian; jvp by the double-backward trick, as PyTorch computes it without forwa
 Each function takes `func` (tensors in, a tensor or a tuple of tensors out) and `inputs` (a tensor or a tuple
 of them); results have the structure of PyTorch's: a tensor where both sides are single tensors, tuples where
 they are tuples. create_graph: the results keep a graph (to be differentiated again); else they are detached.
-strict: an output that does not depend on an input raises, instead of giving zeros.
+strict: an output that does not depend on an input raises, instead of giving zeros. vectorize (jacobian,
+hessian): the rows through autograd.grad(is_grads_batched=True), which maps webgrad.func.vmap over the seeds:
+the same values and the same number of backward passes as without it.
 """
 
 from .. import _tensor
@@ -161,37 +163,83 @@ def _jacobian_rows(outputs, inputs, create_graph, strict):
     return rows
 
 
-def _check_strategy(vectorize, strategy):
+def _vectorized_rows(outputs, inputs, create_graph):
+    """_jacobian_rows' result by one autograd.grad call with is_grads_batched (as PyTorch's vectorize=True):
+    the seeds are the rows of an identity matrix over all outputs' elements, split by output."""
+    from . import grad as autograd_grad
+    from ..ops.shape import split
+    numels = [o.numel() for o in outputs]
+    total = sum(numels)
+    like = outputs[0] if outputs else inputs[0]
+    basis = split(_tensor.eye(total, dtype=like.dtype, device=like.device), numels, dim=1) if total else \
+        [_tensor.zeros((0, n), dtype=like.dtype, device=like.device) for n in numels]
+    pairs = [(o.reshape(-1), seed.to(o.dtype)) for o, seed in zip(outputs, basis) if o.requires_grad]
+    grads = [None] * len(inputs)
+    if pairs and total:
+        grads = autograd_grad([o for o, _ in pairs], inputs, [s for _, s in pairs], retain_graph=create_graph,
+                              create_graph=create_graph, allow_unused=True, is_grads_batched=True)
+    rows = [[] for _ in outputs]
+    for j, (g, x) in enumerate(zip(grads, inputs)):
+        if g is None:
+            g = _tensor.zeros((total,) + tuple(x.shape), dtype=x.dtype, device=x.device)
+        for i, piece in enumerate(split(g, numels, dim=0)):
+            rows[i].append(piece.reshape(tuple(outputs[i].shape) + tuple(x.shape)))
+    return [tuple(row) for row in rows]
+
+
+def _check_strategy(vectorize, strategy, create_graph, strict):
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
-                         'has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer '
-                         'to use "reverse-mode".')
-    if strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError("torch.autograd.functional.jacobian: `strategy=\"forward-mode\"` is only "
-                                  "implemented for `vectorize=True`.")
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+                             'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and `strategy='
+                                      '"forward-mode"` are not supported together (yet). Please either set '
+                                      '`create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
+                               'not supported together (yet). Please either set `strict=False` or `strategy='
+                               '"reverse-mode"`.')
+        if not vectorize:
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                      "implemented for `vectorize=True`.")
+    elif vectorize and strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                           "supported together. Please either set `strict=False` or `vectorize=False`.")
+
+
+def _rows(outputs, inputs, create_graph, strict, vectorize):
     if vectorize:
-        raise NotImplementedError("jacobian(vectorize=True) batches the rows through vmap, which webgrad does not "
-                                  "have: pass vectorize=False (the same result, one backward pass per row)")
+        return _vectorized_rows(outputs, inputs, create_graph)
+    return _jacobian_rows(outputs, inputs, create_graph, strict)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     """The Jacobian of func at inputs: for output i and input j a tensor of shape out_i.shape + in_j.shape,
-    nested as torch's (a tensor, a tuple over inputs or outputs, or a tuple of tuples)."""
-    _check_strategy(vectorize, strategy)
+    nested as torch's (a tensor, a tuple over inputs or outputs, or a tuple of tuples).
+
+    vectorize: the rows come from one autograd.grad call with is_grads_batched (webgrad.func.vmap over the
+    identity's rows: one backward pass per row, as without it). strategy="forward-mode" (with vectorize, as
+    PyTorch requires) gives the same Jacobian, computed by the same reverse-mode passes."""
+    _check_strategy(vectorize, strategy, create_graph, strict)
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph)
         is_outputs_tuple, outputs = _call(func, inputs, "jacobian")
-        rows = _jacobian_rows(outputs, inputs, create_graph, strict)
+        rows = _rows(outputs, inputs, create_graph, strict, vectorize)
     rows = [_postprocess(r, create_graph) for r in rows]
+    if strategy == "forward-mode" and is_inputs_tuple:  # PyTorch's forward mode nests lists here, not tuples
+        rows = [list(r) for r in rows]
+        return rows if is_outputs_tuple else rows[0]
     rows = [r if is_inputs_tuple else r[0] for r in rows]
     return tuple(rows) if is_outputs_tuple else rows[0]
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a scalar func at inputs: a tensor of shape in.shape + in.shape for a single input, else
-    H[i][j] (a tuple of tuples) for inputs i and j."""
-    _check_strategy(vectorize, outer_jacobian_strategy)
+    H[i][j] (a tuple of tuples) for inputs i and j. vectorize and outer_jacobian_strategy: as jacobian's."""
+    _check_strategy(vectorize, outer_jacobian_strategy, create_graph, strict)
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def gradient(*inp):
@@ -205,10 +253,12 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     with enable_grad():
         inputs = _grad_preprocess(inputs, create_graph)
         grads = gradient(*inputs)
-        rows = _jacobian_rows(grads, inputs, create_graph, strict)
+        rows = _rows(grads, inputs, create_graph, strict, vectorize)
     rows = [_postprocess(r, create_graph) for r in rows]
     if not is_inputs_tuple:
         return rows[0][0]
+    if outer_jacobian_strategy == "forward-mode":  # lists, as PyTorch's forward mode nests them
+        return [list(r) for r in rows]
     return tuple(rows)
 
 
