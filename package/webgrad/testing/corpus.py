@@ -393,6 +393,16 @@ SCRIPTS = {
         data=[("cifar10", "data", {"train": 8000, "test": 40})], timeout=420,
         loss_re=r"loss: (\d+\.\d+)|Accuracy for class: \w+ +is (\d+\.\d+)",
         note="prints a loss every 2000 batches of 4: 8000 images make one a pass; each class's test accuracy too"),
+    "tut_knowledge_distillation": Script(
+        "knowledge_distillation_tutorial.py", TUT + "c53e7d4efc0e39e455c531d21ec7db28ba220214/beginner_source/"
+        "knowledge_distillation_tutorial.py",
+        kind="knowledge distillation: soft targets at a temperature, CosineEmbeddingLoss, hint regressor with MSE",
+        calls={name: {"epochs": 1} for name in ("train", "train_knowledge_distillation", "train_cosine_loss",
+                                                 "train_mse_loss")},
+        data=[("cifar10", "data", {"train": 32, "test": 20})], timeout=300,
+        loss_re=r"Loss: ([-+]?\d+\.\d+(?:e[-+]?\d+)?)|Test Accuracy: (\d+\.\d+)%",
+        note="five training runs of one epoch of 32 images (one batch of its 128) instead of ten over 50000; each "
+             "run's loss and test accuracy are compared"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
