@@ -4,6 +4,7 @@ losses from the same weights and batches (float32 within 1e-4 on cpu and webgpu;
 rounding noise), and generate(): greedy tokens with and without the KV cache equal to PyTorch's greedy
 continuation, sampling that the cache does not change, streaming, and clear errors."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -109,8 +110,20 @@ def _train(flash, device, amp=None, replay=False):
     for b in _batches():
         x, y = np.ascontiguousarray(b[:, :-1]), np.ascontiguousarray(b[:, 1:])
         losses.append(step(wg.tensor(x, device=device), wg.tensor(y, device=device)).item())
-        ref_losses.append(ref(torch.from_numpy(x), torch.from_numpy(y)).item())
+        with _portable_half_kernels() if amp else contextlib.nullcontext():
+            ref_losses.append(ref(torch.from_numpy(x), torch.from_numpy(y)).item())
     return np.array(losses), np.array(ref_losses), ours, theirs
+
+
+@contextlib.contextmanager
+def _portable_half_kernels():
+    """PyTorch's CPU float16 kernels that are the same on every CPU: ATen's products and its math attention. On a
+    CPU with AVX512-FP16 and AMX, oneDNN's float16 products and the fused CPU attention kernel take other paths
+    (the attention keeps its probabilities in float32, which no GPU autocast does), and the reference curve moved
+    by 3e-3 with the CPU it ran on."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
+        yield
 
 
 @pytest.mark.parametrize("flash", [True, False])
@@ -138,15 +151,16 @@ def _has_f16():
 def test_autocast_steps_match_pytorchs_within_float16_noise(amp_device, flash):
     """Autocast (float16) with a GradScaler on both sides, PyTorch's on the CPU. Float16 rounds each product and
     activation to 11 bits, and the two libraries accumulate in different orders, so a value here and there
-    rounds the other way: the curves agree within 1e-3, under a third of what mixed precision itself moves
-    them from float32 (about 4e-3 here)."""
+    rounds the other way: the curves agree within 1e-3 (1.5e-3 on WebGPU, whose products sum in tiles, in
+    another order than the CPU's), under a third of what mixed precision itself moves them from float32 (about
+    4e-3 here)."""
     if amp_device == "webgpu" and not _has_f16():
         pytest.skip("the WebGPU adapter has no shader-f16 (float16 storage): autocast needs it")
     losses, ref_losses, _, _ = _train(flash, amp_device, amp=True)
     _, float32_losses, _, _ = _train(flash, "cpu")
     shift = np.abs(ref_losses - float32_losses).max()
     gap = np.abs(losses - ref_losses).max()
-    assert gap < 1e-3 and gap < shift / 3, (gap, shift)
+    assert gap < (1e-3 if amp_device == "cpu" else 1.5e-3) and gap < shift / 3, (gap, shift)
 
 
 @pytest.mark.parametrize("flash", [True, False])
