@@ -6,6 +6,8 @@
 //                              and grad_bias)
 //   layer_norm_param_sums      stage 2: grad_weight, grad_bias = the sums of the chunks' partials
 // where mean and the biased variance are over the row, rstd = 1 / sqrt(var + eps), xhat = (x - mean) * rstd.
+// RMS: root-mean-square normalisation (F.rms_norm) by the same kernels: mean = 0 (saved as such), so var is the
+// mean of x^2, and grad_input = rstd * (g w - xhat * mean(g w xhat)) (no mean to differentiate through).
 //
 // Two forms, by adapter (runtime.KERNEL_VARIANTS["layer_norm_rows"]):
 // * GPUs: a workgroup of TPR threads per row (TPR a power of two, at most 256), the row walked in vec4 units
@@ -26,6 +28,7 @@ override HAS_B: bool = false;
 override WANT_DX: bool = true;  // backward: write grad_input
 override PARAMS: bool = false;  // backward: write the chunk's partial sums (grad_weight or grad_bias wanted)
 override SAVE: bool = true;     // forward: write (mean, rstd)
+override RMS: bool = false;     // root-mean-square normalisation: mean 0 (header)
 
 struct Params {
     rows: u32,
@@ -140,9 +143,12 @@ fn layer_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     if (row >= p.rows) { return; }  // (uniform across the workgroup: every barrier is reached by all or none)
     let xb = p.x_off + row * p.cols;
     let n = units();
-    var s = 0.0;
-    for (var u = t; u < n; u += TPR) { s += hsum(load_x(xb, u)); }
-    let mean = tree(vec2<f32>(s, 0.0), t).x / f32(p.cols);
+    var mean = 0.0;
+    if (!RMS) {  // (an override: uniform, so every thread reaches the tree's barriers or none does)
+        var s = 0.0;
+        for (var u = t; u < n; u += TPR) { s += hsum(load_x(xb, u)); }
+        mean = tree(vec2<f32>(s, 0.0), t).x / f32(p.cols);
+    }
     var q = 0.0;
     for (var u = t; u < n; u += TPR) {
         let d = (load_x(xb, u) - mean) * valid(u);
@@ -182,6 +188,7 @@ fn layer_norm_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
             s += vec2<f32>(hsum(gw), dot(gw, xhat));
         }
         s = tree(s, t) * inv_cols;
+        if (RMS) { s.x = 0.0; }
         var k = 0u;
         for (var u = t; u < n; u += TPR) {
             let xhat = (load_x(xb, u) - mean) * rstd * valid(u);
@@ -273,9 +280,12 @@ fn layer_norm_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     if (row >= p.rows) { return; }
     let xb = p.x_off + row * p.cols;
     let n = units();
-    var s = 0.0;
-    for (var u = 0u; u < n; u++) { s += hsum(load_x(xb, u)); }
-    let mean = s / f32(p.cols);
+    var mean = 0.0;
+    if (!RMS) {
+        var s = 0.0;
+        for (var u = 0u; u < n; u++) { s += hsum(load_x(xb, u)); }
+        mean = s / f32(p.cols);
+    }
     var q = 0.0;
     for (var u = 0u; u < n; u++) {
         let d = (load_x(xb, u) - mean) * valid(u);
@@ -308,6 +318,7 @@ fn layer_norm_backward_rows(@builtin(global_invocation_id) gid: vec3<u32>, @buil
         s += vec2<f32>(hsum(gw), dot(gw, xhat));
     }
     s /= f32(p.cols);
+    if (RMS) { s.x = 0.0; }
     let ob = p.out_off + row * p.cols;
     for (var u = 0u; u < n; u++) {
         let xhat = (load_x(xb, u) - mean) * rstd * valid(u);

@@ -1,6 +1,7 @@
 """Fused layer norm (kernels layer_norm / layer_norm_backward) against PyTorch: F.layer_norm and nn.LayerNorm on
 every device, both WebGPU variants (a workgroup per row / a thread per row), finite differences, strided and
-offset views, errors, and the dispatches a forward and a backward take."""
+offset views, errors, and the dispatches a forward and a backward take; and F.rms_norm / nn.RMSNorm, the same
+kernels without the mean."""
 
 import numpy as np
 import pytest
@@ -168,3 +169,75 @@ def test_bad_shapes_are_refused():
         wg.nn.functional.layer_norm(wg.zeros(3, 4), (5,))
     with pytest.raises(RuntimeError, match="weight"):
         wg.nn.functional.layer_norm(wg.zeros(3, 4), (4,), wg.ones(3))
+
+
+# ------------------------------------------------------------------------------------ RMS normalisation (rms=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: "x".join(map(str, s[0])))
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_rms_norm_matches_torch(device, shapes, with_weight):
+    shape, ns = shapes
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(np.float32)
+    w = RNG.standard_normal(ns).astype(np.float32) if with_weight else None
+    g = RNG.standard_normal(shape).astype(np.float32)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = None if w is None else torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.rms_norm(tx, ns, tw)
+    (ty * torch.tensor(g)).sum().backward()
+    want = [ty.detach().numpy(), tx.grad.numpy()] + ([] if tw is None else [tw.grad.numpy()])
+    for variant in _variants(device):
+        with _software(variant if device == "webgpu" else None):
+            wx = wg.tensor(x, device=device, requires_grad=True)
+            ww = None if w is None else wg.tensor(w, device=device, requires_grad=True)
+            wy = wg.nn.functional.rms_norm(wx, ns, ww)
+            (wy * wg.tensor(g, device=device)).sum().backward()
+            got = [wy.detach().cpu().numpy(), wx.grad.cpu().numpy()] + ([] if ww is None else [ww.grad.cpu().numpy()])
+        for name, a, c in zip(("out", "grad_input", "grad_weight"), got, want):
+            np.testing.assert_allclose(a, c, rtol=2e-5, atol=3e-5, err_msg=f"{name} ({device}, software={variant})")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rms_norm_finite_differences_and_eps(device):
+    gradcheck(lambda x, w: wg.nn.functional.rms_norm(x, (5,), w, 1e-3), RNG.standard_normal((3, 5)),
+              RNG.standard_normal(5), device=device)
+    x = np.zeros((2, 4), np.float32)  # all zeros: eps alone under the root (torch's default: float32's epsilon)
+    np.testing.assert_array_equal(wg.nn.functional.rms_norm(wg.tensor(x, device=device), (4,)).cpu().numpy(),
+                                  torch.nn.functional.rms_norm(torch.tensor(x), (4,)).numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rms_norm_module_and_half_input(device):
+    tm = torch.nn.RMSNorm(12, eps=1e-6)
+    with torch.no_grad():
+        tm.weight.normal_()
+    wm = wg.nn.RMSNorm(12, eps=1e-6).to(device)
+    wm.load_state_dict({k: wg.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    x = RNG.standard_normal((2, 5, 12)).astype(np.float32)
+    np.testing.assert_allclose(wm(wg.tensor(x, device=device)).detach().cpu().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=2e-5, atol=2e-5)
+    if device == "webgpu" and not wg.device("webgpu").backend.runtime.has_f16:
+        return
+    h = wg.nn.functional.rms_norm(wg.tensor(x, device=device).half(), (12,))  # float16: computed in float32
+    th = torch.nn.functional.rms_norm(torch.tensor(x).half(), (12,))
+    assert h.dtype is wg.float16
+    np.testing.assert_allclose(h.float().cpu().numpy(), th.float().numpy(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+@pytest.mark.parametrize("software", [True, False])
+def test_rms_norm_dispatches(software):
+    """One dispatch forward, two backward, as LayerNorm (it was ten ops of elementwise math and reductions)."""
+    from webgrad._backends.webgpu.runtime import default_runtime
+    stats = default_runtime().stats
+    with _software(software):
+        m = wg.nn.RMSNorm(16).to("webgpu")
+        x = wg.randn(4, 16, device="webgpu", requires_grad=True)
+        before = stats["dispatches"]
+        y = m(x)
+        assert stats["dispatches"] - before == 1
+        g = wg.ones(4, 16, device="webgpu")
+        before = stats["dispatches"]
+        y.grad_fn.backward_fn(g)
+        assert stats["dispatches"] - before == 2

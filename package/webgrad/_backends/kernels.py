@@ -449,16 +449,18 @@ masked_fill = _kernel("masked_fill", "out:out x:in mask:in value:arg", """out = 
 mask (bool) are views of out's shape (the engine broadcasts them with stride 0); value: a Python number or a
 dynamic scalar, converted to out.dtype as `copy` converts (toward zero for integers). out may be x itself.""")
 
-layer_norm = _kernel("layer_norm", "out:out save:out x:in weight:in bias:in eps:arg", """Layer normalisation of
-each row of x, out: contiguous [rows, cols]. out = (x - mean) * rstd * weight + bias, with mean and the biased
-variance over the row and rstd = 1 / sqrt(var + eps); weight, bias: contiguous [cols] or None (1 and 0). save:
-contiguous [rows, 2], each row's (mean, rstd), or None: float32 (float64 for float64 x on the CPU).""")
+layer_norm = _kernel("layer_norm", "out:out save:out x:in weight:in bias:in eps:arg rms:arg=False", """Layer
+normalisation of each row of x, out: contiguous [rows, cols]. out = (x - mean) * rstd * weight + bias, with mean and
+the biased variance over the row and rstd = 1 / sqrt(var + eps); weight, bias: contiguous [cols] or None (1 and 0).
+save: contiguous [rows, 2], each row's (mean, rstd), or None: float32 (float64 for float64 x on the CPU). rms:
+root-mean-square normalisation (F.rms_norm): mean is 0 (and saved as 0), var the mean of x^2.""")
 
 layer_norm_backward = _kernel("layer_norm_backward", "grad_input:out grad_weight:out grad_bias:out grad:in x:in "
-                              "save:in weight:in", """Gradients of layer_norm given grad (of out, contiguous
-[rows, cols]), x and the forward's save; any output may be None. With xhat = (x - mean) * rstd and gw = grad *
-weight: grad_input = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) (means over the row); grad_weight = the sum
-over rows of grad * xhat, grad_bias = the sum over rows of grad (both [cols]).""")
+                              "save:in weight:in rms:arg=False", """Gradients of layer_norm given grad (of out,
+contiguous [rows, cols]), x and the forward's save; any output may be None. With xhat = (x - mean) * rstd and gw =
+grad * weight: grad_input = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) (means over the row), without the
+mean(gw) term where rms; grad_weight = the sum over rows of grad * xhat, grad_bias = the sum over rows of grad
+(both [cols]).""")
 
 _ATTENTION = "scale:arg causal:arg=False dropout_p:arg=0.0 seed:arg=0 offset:arg=0"
 

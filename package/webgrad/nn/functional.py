@@ -24,6 +24,7 @@ from ..ops.attention_chunked import sdpa as _sdpa_kernels
 from ._resample import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: F401
                         upsample_nearest)
 from ..ops.reduce import log_softmax as _log_softmax, softmax as _softmax
+from ..ops.row_norm import normalize_rows as _normalize_rows
 from ..ops.shape import cat as _cat
 from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
@@ -262,40 +263,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"layer_norm(): expected {name} of shape {list(normalized_shape)}, got {list(t.shape)}")
     _check_same_device("layer_norm", input, *(t for t in (weight, bias) if t is not None))
     x = (input if input.dtype.is_floating else input.float()).contiguous()
-    cols = 1
-    for n in normalized_shape:
-        cols *= n
-    rows = x.numel() // cols if cols else 0
-    dtype, device = x.dtype, x.device
-    # the statistics in float32 (float64 for float64 input: the CPU's gradient checks)
-    sdtype = dtypes.float64 if dtype is dtypes.float64 else dtypes.float32
-    w, b = (None if t is None else t.to(dtype).contiguous() for t in (weight, bias))
-    out = Tensor._empty(tuple(x.shape), dtype, device)
-    save = Tensor._empty((rows, 2), sdtype, device)
-    backend = device.backend
-
-    def flat(t, *shape):
-        return None if t is None else t._view.reshaped(shape)
-
-    kernels.layer_norm(backend, flat(out, rows, cols), save._view, flat(x, rows, cols), flat(w, cols), flat(b, cols),
-                       float(eps))
-
-    def backward(g):
-        g = g.to(dtype).contiguous()
-        grads = [Tensor._empty(tuple(t.shape), dtype, device) if t is not None and t.requires_grad else None
-                 for t in (x, w, b)]
-        kernels.layer_norm_backward(backend, flat(grads[0], rows, cols), flat(grads[1], cols), flat(grads[2], cols),
-                                    flat(g, rows, cols), flat(x, rows, cols), save._view, flat(w, cols))
-        return tuple(grads)
-
-    def composite():  # the definition in differentiable ops, for gradients of gradients (create_graph)
-        dims = tuple(range(x.ndim - k, x.ndim))
-        centred = x - x.mean(dims, keepdim=True)
-        y = centred * ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
-        y = y * w if w is not None else y
-        return (y + b if b is not None else y), (x, w, b)
-    backward.composite = composite
-    return record(out, "NativeLayerNorm", (x, w, b), backward)
+    w, b = (None if t is None else t.to(x.dtype).contiguous() for t in (weight, bias))
+    return _normalize_rows(x, normalized_shape, w, b, eps)
 
 
 @full_precision("group_norm")

@@ -18,6 +18,7 @@ from ..ops import elementwise
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad
 from ..ops.elementwise import where
 from ..ops.reduce import softmax
+from ..ops.row_norm import normalize_rows
 from ..random import rand
 
 _sigmoid = elementwise.function("sigmoid")
@@ -128,6 +129,13 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = 9.765625e-04 if input.dtype is dtypes.float16 else (
             2.220446049250313e-16 if input.dtype is dtypes.float64 else 1.1920928955078125e-07)
+    if k and input.dtype in (dtypes.float32, dtypes.float64) and (weight is None or weight.dtype is input.dtype):
+        if weight is not None and weight.device != input.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{input.device} and {weight.device}!")
+        # the fused row kernels: one dispatch forward, one backward pass (ops/row_norm.py)
+        return normalize_rows(input.contiguous(), shape, None if weight is None else weight.contiguous(), None, eps,
+                              rms=True)
     x = input.float() if input.dtype is dtypes.float16 else input  # (half computes in float32, as torch's)
     dims = tuple(range(input.ndim - k, input.ndim))
     out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() if dims else x * (x * x + eps).rsqrt()

@@ -1,4 +1,5 @@
-"""Layer normalisation, forward and backward (shaders/layer_norm.wgsl).
+"""Layer normalisation, forward and backward (shaders/layer_norm.wgsl), and RMS normalisation by the same kernels
+(rms: no mean).
 
 The forward is one dispatch (mean, variance and the affine output per row; each row's (mean, rstd) saved for the
 backward). The backward is one dispatch for grad_input, whose workgroups also leave partial sums of grad * xhat
@@ -20,11 +21,13 @@ SHADER = Shader("layer_norm.wgsl", {})
 _OUT, _X, _W, _B, _SAVE_W, _SAVE_R, _G, _PART, _OUT2, _U = ((0, "write"), (1, "read"), (2, "read"), (3, "read"),
                                                             (4, "write"), (4, "read"), (5, "read"), (6, "write"),
                                                             (7, "write"), (8, "uniform"))
-FORWARD = Kernel(SHADER, "layer_norm", (_OUT, _X, _W, _B, _SAVE_W, _U), ("TPR", "VEC", "HAS_W", "HAS_B", "SAVE"))
-FORWARD_ROWS = Kernel(SHADER, "layer_norm_rows", (_OUT, _X, _W, _B, _SAVE_W, _U), ("VEC", "HAS_W", "HAS_B", "SAVE"))
+FORWARD = Kernel(SHADER, "layer_norm", (_OUT, _X, _W, _B, _SAVE_W, _U),
+                 ("TPR", "VEC", "HAS_W", "HAS_B", "SAVE", "RMS"))
+FORWARD_ROWS = Kernel(SHADER, "layer_norm_rows", (_OUT, _X, _W, _B, _SAVE_W, _U),
+                      ("VEC", "HAS_W", "HAS_B", "SAVE", "RMS"))
 BACKWARD = Kernel(SHADER, "layer_norm_backward", (_OUT, _X, _W, _SAVE_R, _G, _PART, _U),
-                  ("TPR", "VEC", "HAS_W", "WANT_DX", "PARAMS"))
-BACKWARD_ROWS = Kernel(SHADER, "layer_norm_backward_rows", (_OUT, _X, _W, _SAVE_R, _G, _U), ("VEC", "HAS_W"))
+                  ("TPR", "VEC", "HAS_W", "WANT_DX", "PARAMS", "RMS"))
+BACKWARD_ROWS = Kernel(SHADER, "layer_norm_backward_rows", (_OUT, _X, _W, _SAVE_R, _G, _U), ("VEC", "HAS_W", "RMS"))
 PARAM_SUMS = Kernel(SHADER, "layer_norm_param_sums", (_OUT, _PART, _OUT2, _U), ("HAS_W", "HAS_B"))
 PARAM_ROWS = Kernel(SHADER, "layer_norm_param_rows", (_OUT, _X, _SAVE_R, _G, _OUT2, _U), ("HAS_W", "HAS_B"))
 
@@ -84,7 +87,7 @@ def _aligned(cols, *views):
 
 
 @kernels.layer_norm.implement("webgpu")
-def layer_norm(rt, out, save, x, weight, bias, eps):
+def layer_norm(rt, out, save, x, weight, bias, eps, rms=False):
     rows, cols = _rows(x, "x")
     if _rows(out, "out") != (rows, cols):
         raise ValueError(f"layer_norm: out {out.shape} != x {x.shape}")
@@ -95,7 +98,7 @@ def layer_norm(rt, out, save, x, weight, bias, eps):
     x, weight, bias = (materialize(rt, v) if v is not None and v.storage is out.storage else v
                        for v in (x, weight, bias))
     flags = {"VEC": _aligned(cols, x, out), "HAS_W": weight is not None, "HAS_B": bias is not None,
-             "SAVE": save is not None}
+             "SAVE": save is not None, "RMS": bool(rms)}
     params = _PARAMS.pack(rows, cols, x.offset, out.offset, weight.offset if weight is not None else 0,
                           bias.offset if bias is not None else 0, save.offset if save is not None else 0, 0, 0, 0, 0,
                           float(eps))
@@ -110,7 +113,7 @@ def layer_norm(rt, out, save, x, weight, bias, eps):
 
 
 @kernels.layer_norm_backward.implement("webgpu")
-def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight):
+def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, weight, rms=False):
     rows, cols = _rows(x, "x")
     if _rows(grad, "grad") != (rows, cols) or (grad_input is not None
                                                 and _rows(grad_input, "grad_input") != (rows, cols)):
@@ -141,7 +144,8 @@ def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
         base = (rows, cols, x.offset, 0, weight.offset if weight is not None else 0, 0, save.offset, grad.offset)
         if grad_input is not None:
             params = _PARAMS.pack(*base[:3], grad_input.offset, *base[4:], 0, 0, 0, 0.0)
-            rt.dispatch(BACKWARD_ROWS, BACKWARD_ROWS.constants({"VEC": vec, "HAS_W": weight is not None}),
+            flags = {"VEC": vec, "HAS_W": weight is not None, "RMS": bool(rms)}
+            rt.dispatch(BACKWARD_ROWS, BACKWARD_ROWS.constants(flags),
                         (grad_input.storage, x.storage, w_storage, save.storage, grad.storage), params,
                         grid(-(-rows // ROWS_WG), limit))
         if params_wanted:
@@ -155,7 +159,7 @@ def layer_norm_backward(rt, grad_input, grad_weight, grad_bias, grad, x, save, w
     chunks = -(-rows // chunk)
     partial = rt.storage(2 * chunks * units * 4, float32) if params_wanted else rt.spare(3)
     flags = {"TPR": _threads(cols), "VEC": vec, "HAS_W": weight is not None, "WANT_DX": grad_input is not None,
-             "PARAMS": params_wanted}
+             "PARAMS": params_wanted, "RMS": bool(rms)}
     params = _PARAMS.pack(rows, cols, x.offset, grad_input.offset if grad_input is not None else 0,
                           weight.offset if weight is not None else 0, 0, save.offset, grad.offset, chunk, chunks, 0,
                           0.0)
