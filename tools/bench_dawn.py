@@ -89,7 +89,7 @@ main(CONFIG["argv"])
 """
 
 _SCALE_ROWS = """
-from webgrad.bench.scale import GPT_MODELS, webgrad_generation, webgrad_result
+from webgrad.bench.scale import GENERATION, webgrad_generation, webgrad_result
 from webgrad.bench.train import set_windows
 
 set_windows(CONFIG["windows"])
@@ -97,7 +97,7 @@ set_windows(CONFIG["windows"])
 for model, batch, steps in CONFIG["rows"]:
     result = webgrad_result(model, batch, steps, CONFIG["warmup"], amp=CONFIG["amp"], attention=CONFIG["attention"])
     generation = None
-    if model in GPT_MODELS and CONFIG["generation"]:
+    if model in GENERATION and CONFIG["generation"]:
         generation = webgrad_generation(model, attention=CONFIG["attention"], new_tokens=CONFIG["new_tokens"])
     print("RESULT " + json.dumps({"model": model, "batch": batch, "result": result, "generation": generation}),
           flush=True)

@@ -82,3 +82,26 @@ def test_mixed_precision_and_hand_written_attention(tiny_gpt, capsys):
     print(out)
     assert "mixed precision: autocast(float16) + GradScaler on both sides" in out and "GPT attention: hand-written" in out
     assert len(_table_rows(out, "gpt-6x384")) == 1 and "generation" not in out
+
+
+def test_the_llama_row_trains_and_has_no_generation_rows(monkeypatch, capsys):
+    """llama-8x512's row (on a one-layer Llama of 16 tokens): tokens/s beside PyTorch's, no generation table, and
+    `--models gpt` still names the two GPT rows only."""
+    if not wg.webgpu.is_available():  # pragma: no cover
+        pytest.skip("no WebGPU adapter")
+    assert scale.CHOICES["gpt"] == ("gpt-6x384", "gpt2-small")
+    config = dict(input_shape=(16,), num_classes=11, n_layer=1, n_head=2, n_embd=16)
+    builder = functools.partial(recipes._llama, **config)
+    monkeypatch.setitem(recipes.GPT_CONFIGS, "llama-8x512", config)
+    monkeypatch.setitem(recipes.GPT_MODELS, "llama-8x512", builder)
+    monkeypatch.setitem(scale.MODELS, "llama-8x512", builder)
+    monkeypatch.setitem(recipes.INPUT_SHAPES, "llama-8x512", (16,))
+    assert scale.main(["--models", "llama-8x512", "--batch", "2", "--steps", "1", "--warmup", "3", "--windows",
+                       "1"]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    (row,) = _table_rows(out, "llama-8x512")
+    assert row[0] == "2" and float(row[1].replace(",", "")) > 0 and float(row[4].replace(",", "")) > 0
+    assert "KV cache" not in out and "generation" not in out.lower().split("llama-8x512")[-1]
+    with pytest.raises(ValueError, match="hand-written attention"):
+        scale.main(["--models", "llama-8x512", "--batch", "2", "--steps", "1", "--attention", "manual"])

@@ -39,7 +39,9 @@ def torch_cnn(c, h, w, classes):
 PARAMETERS = {"mlp": 101_770, "cnn": 20_490, "widemlp": 29_409_290, "resnet8": 78_042, "resnet20": 272_474,
               "resnet18": 11_181_642 - 7_680, "transformer": 792_330,
               # nanoGPT's Shakespeare-character model (65 symbols, 256 positions, 6 x 384): its 10.67M + wpe's 98,304
-              "gpt": 10_770_816}
+              "gpt": 10_770_816,
+              # 32,000 x 512 embeddings and output, 8 layers of attention (4 x 512^2), SwiGLU (3 x 512 x 1,376), norms
+              "llama": 58_073_600}
 
 
 def test_registry_lists_the_models_and_their_input_shapes():

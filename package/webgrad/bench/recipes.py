@@ -9,6 +9,9 @@ classes), grouped as the tables group them, and each one's optimizer, batches an
                       AdamW, lr 6e-4, betas (0.9, 0.95), weight decay 0.1 on the matrices only
                         gpt-6x384   6 layers, width 384, 8 heads, 256 tokens, 65 symbols (Shakespeare's characters)
                         gpt2-small  GPT-2 small: 12 layers, width 768, 12 heads, 1,024 tokens, 50,257 tokens
+                      and a Llama-style decoder (webgrad.models.llama: RMSNorm, rotary embeddings, SwiGLU), trained
+                      the same way:
+                        llama-8x512 8 layers, width 512, 8 heads, 256 tokens, 32,000 tokens
 
 Each is a name -> builder table; a builder called with no argument builds webgrad's model, with nn=torch.nn
 PyTorch's, the same layers under the same names (a GPT builder also takes flash=False: the hand-written
@@ -27,6 +30,19 @@ GPT_CONFIGS = {
     "gpt2-small": dict(input_shape=(1024,), num_classes=50257, n_layer=12, n_head=12, n_embd=768),
 }
 GPT_MODELS = {name: functools.partial(models.gpt, **config) for name, config in GPT_CONFIGS.items()}
+
+
+def _llama(flash=True, **options):
+    """The Llama-style row's builder: its attention is F.scaled_dot_product_attention only."""
+    if not flash:
+        raise ValueError("llama-8x512 has no hand-written attention form: leave --attention at sdpa")
+    return models.llama(**options)
+
+
+# Decoder language models beyond nanoGPT's, trained as the GPTs (they share GPT_MODELS' tables; `--models gpt`
+# names the two GPT rows only)
+GPT_CONFIGS["llama-8x512"] = dict(input_shape=(256,), num_classes=32000, n_layer=8, n_head=8, n_embd=512)
+GPT_MODELS["llama-8x512"] = functools.partial(_llama, **GPT_CONFIGS["llama-8x512"])
 INPUT_SHAPES = {name: models.INPUT_SHAPES[name] for name in (*MNIST_MODELS, *SCALE_MODELS, *TRANSFORMER_MODELS)}
 INPUT_SHAPES.update({name: config["input_shape"] for name, config in GPT_CONFIGS.items()})
 CLASSES = 10  # of the classifiers' random labels

@@ -10,6 +10,9 @@ PyTorch eager on its best device here (CUDA if present), in one run:
     gpt-6x384    6 layers, width 384, 8 heads, 256 tokens of 65 symbols, batch 16
     gpt2-small   GPT-2 small: 12 layers, width 768, 12 heads, 1,024 tokens of 50,257, batch 8 (5 timed steps a
                  window by default: a step takes about as long as 30 of the others)
+  llama-8x512    a Llama-style decoder (webgrad.models.llama: RMSNorm, rotary embeddings, SwiGLU, no biases):
+                 8 layers, width 512, 8 heads, 256 tokens of 32,000, batch 16, trained as the GPTs (no generation
+                 rows)
 
 The classifiers train with cross-entropy and SGD (lr 0.01, momentum 0.9) on random data of the right shapes, the
 GPTs on random tokens. Each row gives samples/s (a GPT's: tokens/s), ms per step and peak GPU memory for both
@@ -45,9 +48,11 @@ from webgrad.bench.recipes import (GPT_CONFIGS, GPT_MODELS, INPUT_SHAPES, SCALE_
                                    benchmark_batches, benchmark_optimizer, benchmark_step)
 
 MODELS = {**SCALE_MODELS, **TRANSFORMER_MODELS, **GPT_MODELS}
-CHOICES = {**{name: (name,) for name in MODELS}, "gpt": tuple(GPT_MODELS)}  # --models names -> rows
+CHOICES = {**{name: (name,) for name in MODELS},  # --models names -> rows
+           "gpt": tuple(name for name in GPT_MODELS if name.startswith("gpt"))}
 DEFAULT_MODELS = ("resnet18", "widemlp", "transformer")
-BATCH = {"resnet18": 128, "widemlp": 128, "transformer": 32, "gpt-6x384": 16, "gpt2-small": 8}  # the issues'
+BATCH = {"resnet18": 128, "widemlp": 128, "transformer": 32, "gpt-6x384": 16, "gpt2-small": 8,  # the issues'
+         "llama-8x512": 16}
 STEPS = {"gpt2-small": 5}  # timed steps a window where --steps is not given (default: 30)
 GENERATION = {"gpt-6x384": 128, "gpt2-small": 64}  # new tokens of the generation rows
 PROMPT = 16
@@ -299,7 +304,7 @@ def main(argv=None):
         for model, batch, steps in rows(args):
             ours = webgrad_result(model, batch, steps, args.warmup, amp=args.amp, attention=args.attention)
             gen = None
-            if model in GPT_MODELS and not args.no_generation:
+            if model in GENERATION and not args.no_generation:
                 gen = webgrad_generation(model, attention=args.attention, new_tokens=args.new_tokens)
             _settle()  # webgrad's free buffers go back to the device before PyTorch's row
             yield model, batch, ours, gen

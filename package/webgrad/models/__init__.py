@@ -20,6 +20,8 @@ Models by name (MODELS; INPUT_SHAPES holds each one's default sample shape):
   transformer  one transformer encoder block and a classifier over 128 x 256 sequences
   gpt          nanoGPT's decoder (models/gpt.py): 6 layers, width 384, 8 heads over 256 tokens of a 65-symbol
                vocabulary by default (input_shape (block_size,), num_classes the vocabulary); GPT, GPTConfig
+  llama        a Llama-style decoder (models/llama.py: RMSNorm, rotary embeddings, SwiGLU, no biases): 8 layers,
+               width 512, 8 heads over 256 tokens of a 32,000-token vocabulary by default
 A new module registers its builders with registry.register and is imported below.
 """
 
@@ -30,8 +32,10 @@ from .resnet import (BasicBlock, CifarBasicBlock, CifarResNet, ResNet18, resnet8
                      resnet_cifar)
 from .transformer import transformer  # noqa: F401
 from .gpt import GPT, GPTConfig, gpt  # noqa: F401
+from .llama import llama  # noqa: F401
 from .training import train_step  # noqa: F401
 
 __all__ = ["MODELS", "INPUT_SHAPES", "MNIST_SHAPE", "CIFAR_SHAPE", "get_model", "list_models", "register",
            "mlp", "widemlp", "cnn", "BasicBlock", "CifarBasicBlock", "CifarResNet", "ResNet18", "resnet8", "resnet18",
-           "resnet20", "resnet_cifar", "transformer", "GPT", "GPTConfig", "gpt", "train_step"]
+           "resnet20", "resnet_cifar", "transformer", "GPT", "GPTConfig", "gpt", "llama",
+           "train_step"]
