@@ -3,12 +3,12 @@
 check(value) returns a bool tensor of value's batch shape (the shape less event_dim rightmost dims): True where
 value satisfies the constraint."""
 
-__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
+           "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
            "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
-           "simplex", "square", "symmetric", "unit_interval"]
+           "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -227,6 +227,20 @@ class _LowerCholesky(Constraint):
         return lower & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower triangular, a positive diagonal, rows of unit length (to
+    10 eps per column of tolerance)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        from .. import linalg
+        from .utils import _finfo
+        tol = _finfo(value.dtype).eps * value.shape[-1] * 10
+        unit_row_norm = ((linalg.norm(value.detach(), dim=-1) - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -286,6 +300,67 @@ class MixtureSameFamilyConstraint(Constraint):
         return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
+class _Cat(Constraint):
+    """cseq[i] on the i-th slice of dim, lengths[i] long, as torch.cat lays the slices out."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        from .. import cat
+        _check_dim(self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """cseq[i] on the i-th index of dim, as torch.stack lays the pieces out."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        from .. import stack
+        _check_dim(self.dim, value)
+        pieces = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return stack([constraint.check(v) for v, constraint in zip(pieces, self.cseq)], self.dim)
+
+
+def _check_dim(dim, value):
+    # AssertionError, as PyTorch's
+    if not -value.ndim <= dim < value.ndim:
+        raise AssertionError(f"dim {dim} out of range for value with {value.ndim} dimensions")
+
+
 def _bool():
     from .. import bool as bool_dtype
     return bool_dtype
@@ -313,7 +388,10 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

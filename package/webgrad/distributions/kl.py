@@ -8,8 +8,10 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily, _log_normalizer_and_gradient
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -21,6 +23,7 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -280,3 +283,88 @@ def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     term23 = _batch_trace_XXT(A * pD.sqrt().unsqueeze(-2))
     term24 = _batch_trace_XXT(A @ pW)
     return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the family's log-normaliser: F(theta_q) - F(theta_p) - <theta_q - theta_p,
+    grad F(theta_p)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_params, p_log_normalizer, gradients = _log_normalizer_and_gradient(p)
+    result = q._log_normalizer(*q._natural_params) - p_log_normalizer
+    for p_param, q_param, grad in zip(p_params, q._natural_params, gradients):
+        result = result - _sum_rightmost((q_param - p_param) * grad, len(q.event_shape))
+    return result
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # infinite unless the uniform's support strictly contains [0, 1], PyTorch's (q.low >= 0) | (q.high <= 1)
+    return _where_inf((q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+    return _where_inf((p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound), result)
+
+
+def _infinite_like(t):
+    from .. import full_like
+    return full_like(t, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+def _kl_exponential_continuous_bernoulli(p, q):
+    return _infinite_like(p.rate)
+
+
+@register_kl(Gamma, ContinuousBernoulli)
+def _kl_gamma_continuous_bernoulli(p, q):
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
+def _kl_real_line_continuous_bernoulli(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_pareto_continuous_bernoulli(p, q):
+    return _infinite_like(p.scale)

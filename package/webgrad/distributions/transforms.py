@@ -8,9 +8,10 @@ from numbers import Number
 from .._tensor import Size, Tensor
 from . import constraints
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
-           "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform", "SigmoidTransform",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
            "identity_transform"]
 
 
@@ -158,6 +159,11 @@ class ComposeTransform(Transform):
             parts = [part.with_cache(cache_size) for part in parts]
         super().__init__(cache_size=cache_size)
         self.parts = list(parts)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
 
     def __eq__(self, other):
         return isinstance(other, ComposeTransform) and self.parts == other.parts
@@ -636,3 +642,260 @@ class PositiveDefiniteTransform(Transform):
     def _inverse(self, y):
         from .. import linalg
         return LowerCholeskyTransform().inv(linalg.cholesky(y))
+
+
+class ReshapeTransform(Transform):
+    """Reshapes the rightmost in_shape dims to out_shape (the same number of elements): a unit Jacobian."""
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape, self.out_shape = Size(tuple(in_shape)), Size(tuple(out_shape))
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        return x.reshape(*x.shape[:x.ndim - len(self.in_shape)], *self.out_shape)
+
+    def _inverse(self, y):
+        return y.reshape(*y.shape[:y.ndim - len(self.out_shape)], *self.in_shape)
+
+    def log_abs_det_jacobian(self, x, y):
+        return x.new_zeros(tuple(x.shape[:x.ndim - len(self.in_shape)]))
+
+    def forward_shape(self, shape):
+        return self._swap_event(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape):
+        return self._swap_event(shape, self.out_shape, self.in_shape)
+
+    @staticmethod
+    def _swap_event(shape, old, new):
+        if len(shape) < len(old):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(old)
+        if tuple(shape[cut:]) != tuple(old):
+            raise ValueError(f"Shape mismatch: expected {Size(tuple(shape[cut:]))} but got {old}")
+        return Size(tuple(shape[:cut]) + tuple(new))
+
+
+class CorrCholeskyTransform(Transform):
+    """Vectors of D (D - 1) / 2 reals to Cholesky factors of D x D correlation matrices: the vector fills the
+    strict lower triangle in row order, tanh maps it into (-1, 1), and each row is completed to unit length by a
+    signed stick breaking (y_ij = r_ij sqrt(1 - sum_{k<j} y_ik^2), the diagonal takes the rest)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        from .. import eye
+        from ..nn.functional import pad
+        from .utils import _finfo, vec_to_tril_matrix
+        eps = _finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        z1m_cumprod_sqrt = (1 - r.pow(2)).sqrt().cumprod(-1)
+        r = r + eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        from ..nn.functional import pad
+        from .utils import tril_matrix_to_vec
+        y_cumsum_shifted = pad((1 - (y * y).cumsum(-1))[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(y_cumsum_shifted, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        from ..nn.functional import softplus
+        from .utils import tril_matrix_to_vec
+        y1m_cumsum = 1 - (y * y).cumsum(-1)
+        stick_breaking_logdet = 0.5 * tril_matrix_to_vec(y1m_cumsum, diag=-2).log().sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size(tuple(shape[:-1]) + (d, d))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+
+
+def _check_slices(dim, length, name, t):
+    # AssertionError, as PyTorch's
+    if not -t.ndim <= dim < t.ndim:
+        raise AssertionError(f"dim {dim} out of range for {name} with {t.ndim} dimensions")
+    if t.shape[dim] != length:
+        raise AssertionError(f"{name}.size({dim}) = {t.shape[dim]} must equal length {length}")
+
+
+class CatTransform(Transform):
+    """tseq[i] on the i-th slice of dim, lengths[i] long (1 each by default), as torch.cat lays them out."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, t, name):
+        _check_slices(self.dim, self.length, name, t)
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return [t.narrow(self.dim, start, length) for start, length in zip(starts, self.lengths)]
+
+    def _call(self, x):
+        from .. import cat
+        return cat([t(piece) for t, piece in zip(self.transforms, self._pieces(x, "x"))], self.dim)
+
+    def _inverse(self, y):
+        from .. import cat
+        return cat([t.inv(piece) for t, piece in zip(self.transforms, self._pieces(y, "y"))], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        from .. import cat
+        from .utils import _sum_rightmost
+        terms = []
+        for t, xs, ys in zip(self.transforms, self._pieces(x, "x"), self._pieces(y, "y")):
+            terms.append(_sum_rightmost(t.log_abs_det_jacobian(xs, ys), self.event_dim - t.event_dim))
+        dim = (self.dim - x.ndim if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:
+            return cat(terms, dim)  # dim is a batch dim: each piece keeps its own Jacobians
+        return sum(terms[1:], terms[0])  # dim is inside the event: the pieces' Jacobians add
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """tseq[i] on the i-th index of dim, as torch.stack lays the pieces out."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, t, name):
+        _check_slices(self.dim, len(self.transforms), name, t)
+        return [t.select(self.dim, i) for i in range(t.shape[self.dim])]
+
+    def _call(self, x):
+        from .. import stack
+        return stack([t(piece) for piece, t in zip(self._slice(x, "x"), self.transforms)], self.dim)
+
+    def _inverse(self, y):
+        from .. import stack
+        return stack([t.inv(piece) for piece, t in zip(self._slice(y, "y"), self.transforms)], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        from .. import stack
+        pieces = zip(self._slice(x, "x"), self._slice(y, "y"), self.transforms)
+        return stack([t.log_abs_det_jacobian(xs, ys) for xs, ys, t in pieces], self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """y = distribution.cdf(x), onto the unit interval (copulas): the inverse is icdf, the log-Jacobian
+    log_prob."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)

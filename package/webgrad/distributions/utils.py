@@ -78,3 +78,37 @@ class lazy_property:
 
 
 LOG_2PI = math.log(2 * math.pi)
+
+
+def _tril_positions(n, diag):
+    """Flat (row-major) indices into an n x n matrix of the entries with col - row <= diag, in row order (index
+    arithmetic on the shape, no tensor read)."""
+    return [row * n + col for row in range(n) for col in range(n) if col - row <= diag]
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The entries of mat's lower triangle (col - row <= diag) in row order, as a vector per matrix."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    from .. import tensor
+    flat = mat.reshape(*mat.shape[:-2], n * n)
+    return flat.index_select(-1, tensor(_tril_positions(n, diag), device=mat.device))
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The D x D lower-triangular matrices (col - row <= diag) whose entries, in row order, are vec's: a gather
+    from vec with one zero appended (every position above the band reads the zero)."""
+    from .. import cat, tensor
+    length = vec.shape[-1]
+    # the positive root of D^2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 length = 0
+    root = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * length + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = round(root)
+    if abs(n - root) > 1e-6:
+        raise ValueError(f"The size of last dimension is {length} which cannot be expressed as the lower "
+                         f"triangular part of a square D x D matrix.")
+    source = [length] * (n * n)
+    for k, position in enumerate(_tril_positions(n, diag)):
+        source[position] = k
+    padded = cat([vec, vec.new_zeros((*vec.shape[:-1], 1))], -1)
+    return padded.index_select(-1, tensor(source, device=vec.device)).reshape(*vec.shape[:-1], n, n)
