@@ -41,9 +41,10 @@ from webgrad.bench import profile as _profile
 from webgrad.bench.profile import label, replay_wall
 from webgrad.bench.recipes import GPT_MODELS, benchmark_batches, benchmark_optimizer, benchmark_step
 
+from webgrad.bench.scale import BATCH as _SCALE_BATCH, CHOICES as _SCALE_CHOICES
+
 ALL_MODELS = {**_profile.ALL_MODELS, **GPT_MODELS}
-BATCH = {"transformer": 32, "resnet18": 128, "widemlp": 128, "mlp": 128, "cnn": 128, "gpt-6x384": 16,
-         "gpt2-small": 8}  # bench scale's
+BATCH = {**_SCALE_BATCH, "mlp": 128, "cnn": 128}  # bench scale's, and bench train's for the MNIST models
 
 
 def record_step(model_name, batch, amp=False, attention="sdpa"):
@@ -354,7 +355,7 @@ def main(argv=None):
     print(f"vendor {info.get('vendor')!r}, architecture {info.get('architecture')!r}, description "
           f"{info.get('description')!r}; kernel variants for a "
           f"{'software' if rt.software else 'GPU'} adapter; features {sorted(rt.features)}; limits {rt.limits}")
-    models = [m for name in args.models for m in (GPT_MODELS if name == "gpt" else (name,))]
+    models = [m for name in args.models for m in (_SCALE_CHOICES["gpt"] if name == "gpt" else (name,))]
     for model in dict.fromkeys(models):
         for batch in args.batch_sizes or [BATCH[model]]:
             profile(model, batch, args.repeats, args.each, args.top, args.list, args.reads, args.leave_out,
