@@ -57,6 +57,10 @@ _add_out_argument(globals())
 norm = _with_out(norm)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.inverse, det, svd, qr, cholesky_solve, ... (linalg.py)
 from .nn.functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  # torch.conv1d, ...: F's functions
+from .nn.functional import cosine_similarity, pairwise_distance, pdist  # noqa: F401  (torch.cosine_similarity, ...)
+from .amp.autocast_mode import (get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype,  # noqa: F401
+                                is_autocast_cpu_enabled, is_autocast_enabled)
+from ._settings import set_default_tensor_type  # noqa: F401  (deprecated in PyTorch, still in old scripts)
 from . import func, mps, testing, xpu  # torch.func.functional_call, torch.mps/xpu (no such device), torch.testing
 from .func import vmap  # torch.vmap: torch.func.vmap
 from . import hub  # torch.hub: load_state_dict_from_url, download_url_to_file, hub.load of a local hubconf.py

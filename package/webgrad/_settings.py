@@ -24,6 +24,34 @@ def set_default_dtype(d):
     dtypes.set_default_float(d)
 
 
+def set_default_tensor_type(t):
+    """torch.set_default_tensor_type (deprecated in PyTorch, with its warning): a legacy tensor type
+    (torch.DoubleTensor) or its name ('torch.DoubleTensor') whose dtype becomes the default float dtype. Only
+    float types are accepted, as PyTorch's; the CUDA ones are refused with PyTorch's error on a machine without
+    CUDA (webgrad has none: set_default_device('webgpu') is the GPU's)."""
+    import warnings
+
+    from ._typenames import TYPES
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    if isinstance(t, str):
+        name = t
+    elif isinstance(t, type) and isinstance(getattr(t, "is_cuda", None), bool):
+        name = f"torch.{'cuda.' if t.is_cuda else ''}{t.__name__}"
+    else:
+        raise TypeError(f"invalid type: '{type(t).__name__}'")
+    short = name.removeprefix("torch.")
+    if short.startswith("cuda.") and short[len("cuda."):] in TYPES:
+        raise TypeError(f"type {name} not available. Torch not compiled with CUDA enabled.")
+    if short not in TYPES:
+        raise TypeError(f"invalid type: '{name}'")
+    dtype = dtypes.to_dtype(TYPES[short])
+    if not dtype.is_floating:
+        raise TypeError("only floating-point types are supported as the default type")
+    dtypes.set_default_float(dtype)
+
+
 def _cpus():
     try:
         return len(os.sched_getaffinity(0)) or 1

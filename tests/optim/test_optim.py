@@ -477,6 +477,7 @@ OTHER_DEVICES = [d for d in DEVICES if d != "cpu"]
     ("Adagrad", dict(lr=0.1, lr_decay=0.5, maximize=True)),
     ("Adamax", dict(lr=0.05, weight_decay=0.1)),
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),  # rectified from step 6
 ], ids=_param_id)
 def test_device_parity_with_cpu(device, size, name, kwargs):
     """Float32 on the device against float32 on the CPU, gradients set by hand, with an lr change
@@ -518,6 +519,7 @@ def test_device_parity_with_cpu(device, size, name, kwargs):
     ("Adamax", dict(lr=0.05, betas=(0.5, 0.8))),
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5)),
+    ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),  # rectified from step 6, a replayed one
 ], ids=_param_id)
 def test_replayed_step_reads_new_lr_and_step(device, name, kwargs):
     """A captured optimizer step, replayed after prepare_replay() with a scheduler changing the lr,

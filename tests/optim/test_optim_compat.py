@@ -44,7 +44,10 @@ COMPOSED = [("Adagrad", dict()), ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_
             ("Adamax", dict(lr=0.05, maximize=True)),
             ("NAdam", dict()), ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.01)),
             ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
-            ("NAdam", dict(lr=0.05, betas=(0.5, 0.8), eps=1e-3, maximize=True))]
+            ("NAdam", dict(lr=0.05, betas=(0.5, 0.8), eps=1e-3, maximize=True)),
+            ("RAdam", dict()), ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),
+            ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1, decoupled_weight_decay=True)),
+            ("RAdam", dict(lr=0.05, betas=(0.5, 0.9), eps=0.0, maximize=True))]
 
 
 @pytest.mark.parametrize("name,kwargs", COMPOSED,

@@ -38,6 +38,28 @@ def get_autocast_dtype(device_type):
     return STATE.dtype[_device_type(device_type)]
 
 
+def _deprecated(old, new):
+    warnings.warn(f"torch.{old}() is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled():
+    """Deprecated in PyTorch (with its warning): is_autocast_enabled('cpu')."""
+    _deprecated("is_autocast_cpu_enabled", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """Deprecated in PyTorch (with its warning): get_autocast_dtype('cpu')."""
+    _deprecated("get_autocast_cpu_dtype", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """Deprecated in PyTorch (with its warning): get_autocast_dtype('cuda'), WebGPU's here."""
+    _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
 class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None) for webgrad's devices.
 

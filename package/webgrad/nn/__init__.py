@@ -14,7 +14,8 @@ from .linear import Identity, Linear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, CTCLoss, HuberLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss, SmoothL1Loss)
 from .module import Module  # noqa: F401
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, SyncBatchNorm  # noqa: F401
+from .parallel import DataParallel  # noqa: F401
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: F401
                       ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
                       ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)

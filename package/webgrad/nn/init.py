@@ -206,3 +206,62 @@ def _orthonormal_columns(a):
                 c[k + i] -= f * v[i]
     signs = [(d > 0) - (d < 0) for d in diag]
     return [[q[j][i] * signs[j] for j in range(n)] for i in range(m)]
+
+
+def eye_(tensor):
+    """Fill a 2-D `tensor` with the identity matrix (ones on the main diagonal of a rectangle too), as
+    torch.nn.init.eye_: a Linear layer so initialised passes as many of its inputs through as it can."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    from .._tensor import eye
+    with no_grad():
+        tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+    return tensor
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight [out, in, *kernel] with the Dirac delta, as torch.nn.init.dirac_:
+    zeros but a 1 at the kernel's centre for output channel d of each group and input channel d, so the
+    convolution passes as many input channels through as it can (per group where groups > 1)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    from .._tensor import eye
+    per_group = tensor.shape[0] // groups
+    channels = min(per_group, tensor.shape[1])
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    with no_grad():
+        tensor.zero_()
+        identity = eye(channels, dtype=tensor.dtype, device=tensor.device)
+        for g in range(groups):  # one block write per group
+            tensor[(slice(g * per_group, g * per_group + channels), slice(0, channels)) + centre] = identity
+    return tensor
+
+
+def _deprecated(initialiser):
+    """The name without the trailing underscore that PyTorch still accepts, with its FutureWarning."""
+    new_name = initialiser.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return initialiser(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"{old_name}(...): deprecated; see nn.init.{new_name}."
+    return deprecated_init
+
+
+# the names without the underscore, which scripts written before PyTorch 0.4 call
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)

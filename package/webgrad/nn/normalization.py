@@ -48,10 +48,13 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
-    def forward(self, input):
+    def _check_input_dim(self, input):
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                              f"(got {input.ndim}D input of shape {list(input.shape)})")
+
+    def forward(self, input):
+        self._check_input_dim(input)
         # num_batches_tracked counts in training; the kernel increments it (no dispatch of its own) and, for
         # momentum=None (a cumulative average), divides by it on the device
         count = self.num_batches_tracked if self.training and self.track_running_stats else None
@@ -79,6 +82,42 @@ class BatchNorm2d(_BatchNorm):
 class BatchNorm3d(_BatchNorm):
     """Over [N, C, D, H, W] inputs."""
     _expected_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics PyTorch averages over the processes of a distributed group. In webgrad's
+    world of one process (webgrad.distributed) that average is the batch's own, so it is the batch norm of
+    any input of 2 or more dims, as PyTorch's SyncBatchNorm is where no world of several processes runs."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """`module` with every BatchNorm1d/2d/3d in it replaced by a SyncBatchNorm that shares its parameters
+        and running statistics (a new module where `module` itself is one), as PyTorch's."""
+        converted = module
+        if type(module) in (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm):  # not the instance norms
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                converted.weight = module.weight
+                converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
 
 
 class LayerNorm(Module):

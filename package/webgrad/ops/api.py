@@ -194,3 +194,45 @@ for _name in _complex.DISPATCH:
         if _complex.DISPATCH[_name] is not _complex.METHOD and Tensor.__dict__.get(_name) is _real_fn:
             setattr(Tensor, _name, FUNCTIONS[_name])  # real.mul(z): the complex product
 _complex.seal()
+
+# NumPy-style names PyTorch gives the same ops (torch.absolute is torch.abs, x.arctan2(y) is x.atan2(y)), for
+# functions and Tensor methods, in-place ones included. Methods call the target by name, so a complex tensor
+# gets its own implementation (or its refusal) of the target.
+_ALIASES = {"absolute": "abs", "multiply": "mul", "subtract": "sub", "negative": "neg", "fix": "trunc",
+            "arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan",
+            "arctan2": "atan2", "arctanh": "atanh"}
+
+
+def _method_alias(alias, target):
+    def method(self, *args, **kwargs):
+        return getattr(self, target)(*args, **kwargs)
+    method.__name__ = method.__qualname__ = alias
+    method.__doc__ = f"Alias of Tensor.{target}, as torch's."
+    return method
+
+
+FUNCTIONS["range"] = creation.range_  # torch.range: deprecated in PyTorch, still in old scripts
+for _alias, _target in _ALIASES.items():
+    FUNCTIONS[_alias] = FUNCTIONS[_target]
+    for _suffix in ("", "_"):
+        if hasattr(Tensor, _target + _suffix) and not hasattr(Tensor, _alias + _suffix):
+            setattr(Tensor, _alias + _suffix, _method_alias(_alias + _suffix, _target + _suffix))
+
+
+def _function_in_place(name):
+    """torch.<name>_(input, ...): input.<name>_(...), the function form PyTorch has of these in-place ops."""
+    def function(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"torch.{name}(input, ...): input.{name}(...), in place."
+    return function
+
+
+# the in-place ops PyTorch also has as torch.<name>_ functions
+_IN_PLACE_FUNCTIONS = ("abs acos acosh asin asinh atan atanh ceil clamp clamp_max clamp_min clip cos cosh deg2rad erf "
+                       "erfc exp exp2 expm1 floor frac i0 index_put ldexp log log10 log1p log2 logit nan_to_num neg "
+                       "rad2deg reciprocal relu round rsqrt sigmoid sin sinc sinh sqrt square tan tanh trunc xlogy "
+                       "arccos arccosh arcsin arcsinh arctan arctanh fix negative").split()
+for _name in _IN_PLACE_FUNCTIONS:
+    if hasattr(Tensor, _name + "_") and _name + "_" not in FUNCTIONS:
+        FUNCTIONS[_name + "_"] = _function_in_place(_name + "_")

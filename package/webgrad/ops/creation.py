@@ -11,6 +11,7 @@ does; bernoulli's gradient is zeros, as torch's.
 
 import math
 import operator
+import warnings
 
 from .. import _autograd, devices, dtypes, random
 from .._tensor import Tensor, _check_layout, _scalar_arg, _size_arg, empty, full, linspace, tensor
@@ -85,6 +86,31 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=No
         values = [int(v) for v in values]
     return tensor(values, dtype=out_dtype, device=device, requires_grad=requires_grad) if values else \
         empty(0, dtype=out_dtype, device=device, requires_grad=requires_grad)
+
+
+def range_(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """torch.range (deprecated in PyTorch, with its warning): start, start + step, ... up to end included,
+    floor((end - start) / step) + 1 values, of the default float dtype unless dtype says otherwise (also for
+    integer bounds, unlike arange)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    _check_layout("range", layout)
+    if end is None:
+        raise TypeError("range() missing required argument 'end'")
+    start, end, step = (_scalar_arg("range", v) for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = int(math.floor((end - start) / step)) + 1
+    values = [start + i * step for i in range(count)]
+    result = tensor(values, dtype=dtypes.to_dtype(dtype, dtypes.default_float()), device=device,
+                    requires_grad=requires_grad)
+    if out is not None:
+        out.resize_(tuple(result.shape)).copy_(result)
+        return out
+    return result
 
 
 # ===================================================================== random

@@ -13,5 +13,6 @@ from .adamax import Adamax  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
 from .nadam import NAdam  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
+from .radam import RAdam  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
