@@ -1,5 +1,6 @@
 """The autograd options built on vmap (autograd.grad's is_grads_batched, autograd.functional's vectorize and
-strategy="forward-mode", gradcheck's check_batched_grad) and torch.autograd.forward_ad, against PyTorch's."""
+strategy="forward-mode", gradcheck's check_batched_grad) and torch.autograd.forward_ad (with gradcheck's
+check_forward_ad), against PyTorch's."""
 
 import numpy as np
 import pytest
@@ -174,6 +175,24 @@ def test_gradcheck_check_batched_grad():
         wg.autograd.gradcheck(NoisyBackward.apply, (x,), nondet_tol=1e-9, check_batched_grad=True)
     assert wg.autograd.gradcheck(NoisyBackward.apply, (x,), nondet_tol=1e-9, check_batched_grad=True,
                                  raise_exception=False) is False
+
+
+def test_gradcheck_check_forward_ad():
+    a = wg.tensor(_arr(3, 2), requires_grad=True)
+    b = wg.tensor(_arr(3, 2), requires_grad=True)
+    f = lambda x, y: (x * y.sin()).sum(1)  # noqa: E731
+    assert wg.autograd.gradcheck(f, (a, b), check_forward_ad=True, check_batched_forward_grad=True)
+    assert wg.autograd.gradcheck(f, (a, b), check_forward_ad=True, check_backward_ad=False)
+    assert wg.autograd.gradgradcheck(lambda x: (x.tanh() * x).softmax(0), (a,), check_fwd_over_rev=True)
+    wrong = lambda x: x.detach() * 2 + x * 0  # noqa: E731  (a Jacobian of zeros: wrong)
+    with pytest.raises(wg.autograd.GradcheckError, match="Jacobian computed with forward mode mismatch"):
+        wg.autograd.gradcheck(wrong, (a,), check_forward_ad=True, check_backward_ad=False)
+    t = torch.tensor(_arr(2), requires_grad=True)
+    for lib, x in ((wg, a), (torch, t)):
+        with pytest.raises(AssertionError, match="at least one of check_forward_ad or check_backward_ad"):
+            lib.autograd.gradcheck(lambda v: v * 2, (x,), check_backward_ad=False)
+        with pytest.raises(AssertionError, match="requires check_forward_ad"):
+            lib.autograd.gradcheck(lambda v: v * 2, (x,), check_batched_forward_grad=True)
 
 
 def _dual_results(lib, fwd, xs, ts, ws):

@@ -1,5 +1,6 @@
 """torch.autograd.gradcheck / gradgradcheck: a function's analytical gradients (the engine's backward passes,
-one per output element) against central finite differences, for the inputs that require grad.
+one per output element; with check_forward_ad, autograd.forward_ad's tangents, one per input element) against
+central finite differences, for the inputs that require grad.
 
 Use float64 inputs on the CPU: in float32 the finite differences alone are off by more than the tolerances.
 """
@@ -71,6 +72,53 @@ def _analytical(func, inputs, wrt, create_graph=False):
     return jac, outs
 
 
+def _jvp(func, inputs, index, tangent):
+    """The tangents of func's outputs (zeros where one has none) for `tangent` on input `index` alone."""
+    from . import forward_ad
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(inputs[index], tangent)
+        args = tuple(dual if i == index else x for i, x in enumerate(inputs))  # (gradgradcheck differentiates them)
+        outs = _outputs(func, args)
+        tangents = [forward_ad.unpack_dual(o).tangent for o in outs]
+    return tuple(_tensor.zeros_like(o) if t is None else t for t, o in zip(tangents, outs))
+
+
+def _forward_problem(func, inputs, wrt, eps, atol, rtol, batched):
+    """A message where the Jacobian autograd.forward_ad gives differs from finite differences (or, with
+    `batched`, where a batch of tangents under vmap differs from each tangent alone); None where all agree."""
+    from ..func import vmap
+    from ..ops.shape import stack
+    from ..random import randn_like
+    outs = _outputs(func, inputs)
+    if not outs:
+        return None
+    numerical = _numerical(func, inputs, wrt, eps)
+    for j, index in enumerate(wrt):
+        x = inputs[index]
+        eye = _tensor.eye(x.numel(), dtype=x.dtype, device=x.device) if x.numel() else None
+        columns = [_jvp(func, inputs, index, eye[k].reshape(x.shape)) for k in range(x.numel())]
+        for i, out in enumerate(outs):
+            if not out.dtype.is_floating:
+                continue
+            num = _matrix(numerical[i][j], out.numel(), x.numel(), by_rows=False)
+            a = _matrix([c[i].double().reshape(-1) for c in columns], out.numel(), x.numel(), by_rows=False)
+            if bool(((a - num).abs() > atol + rtol * num.abs()).any()):
+                return (f"Jacobian computed with forward mode mismatch for output {i} with respect to input {index},\n"
+                        f"numerical:{num.T}\nanalytical:{a.T}\n")
+        if batched:
+            tangents = [randn_like(x) for _ in range(2)]
+            expected = [stack(shards) for shards in zip(*(_jvp(func, inputs, index, t) for t in tangents))]
+            try:
+                result = vmap(lambda t: _jvp(func, inputs, index, t))(stack(tangents))
+            except RuntimeError as error:
+                return f"While computing batched gradients, got: {error}\n\n{_BATCHED_GRAD_HINT}"
+            for res, exp in zip(result, expected):
+                if not bool(res.allclose(exp)):
+                    return (f"For output {index} and input {index}:\n\n{_BATCHED_GRAD_HINT}\n\nGot:\n{res}\n\n"
+                            f"Expected:\n{exp}")
+    return None
+
+
 _BATCHED_GRAD_HINT = ("gradcheck or gradgradcheck failed while testing batched gradient computation (the gradients "
                       "of a batch of seeds under vmap against those of each seed alone). Call gradcheck/gradgradcheck "
                       "with `check_batched_grad=False` to skip this test.")
@@ -122,13 +170,16 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
               masked=None):
     """True if func's gradients with respect to the inputs that require grad match finite differences (each
     element within atol + rtol * |numerical|); else GradcheckError naming the output, the input and both
-    Jacobians (or False, raise_exception=False). Checks the backward pass only (webgrad has no forward-mode
-    AD; check_forward_ad is refused). check_batched_grad: also compare the gradients of a batch of two random
-    seeds taken at once (autograd.grad under webgrad.func.vmap) with those of each seed alone."""
-    if check_forward_ad or check_batched_forward_grad:
-        raise NotImplementedError("gradcheck(check_forward_ad=True): webgrad has no forward-mode AD")
+    Jacobians (or False, raise_exception=False). check_backward_ad: the backward passes' Jacobian;
+    check_forward_ad: the one autograd.forward_ad gives, a column per input element. check_batched_grad (and
+    check_batched_forward_grad): also compare the gradients (tangents) of a batch of two random seeds taken at
+    once under webgrad.func.vmap with those of each seed alone."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     if check_batched_grad and not check_backward_ad:
         raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
     inputs = _tensors(inputs) if isinstance(inputs, (Tensor, tuple, list)) else (inputs,)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not wrt:
@@ -139,6 +190,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. This check "
                           "will likely fail if all the inputs are not of double precision floating point. ",
                           UserWarning, stacklevel=2)
+    if check_forward_ad:
+        problem = _forward_problem(func, inputs, wrt, eps, atol, rtol, check_batched_forward_grad)
+        if problem:
+            return _fail(problem, raise_exception)
     if not check_backward_ad:
         return True
     analytical, outs = _analytical(func, inputs, wrt)
@@ -182,8 +237,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     (random, requiring grad, where not given): the second derivatives against finite differences of the first."""
     from . import grad
     from ..random import randn_like
-    if check_fwd_over_rev:
-        raise NotImplementedError("gradgradcheck(check_fwd_over_rev=True): webgrad has no forward-mode AD")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
     inputs = _tensors(inputs) if isinstance(inputs, (Tensor, tuple, list)) else (inputs,)
     if grad_outputs is None:
         with no_grad():
@@ -205,5 +260,5 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return gradcheck(first_derivatives, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
-                     check_backward_ad=check_rev_over_rev, fast_mode=fast_mode,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev, fast_mode=fast_mode,
                      masked=masked)
