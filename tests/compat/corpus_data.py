@@ -1,7 +1,7 @@
 """Tiny synthetic stand-ins for the data the corpus scripts read, written at test time in the exact on-disk format
 each script (or torchvision) expects: MNIST / FashionMNIST IDX files and pickled MNIST, CIFAR-10 python pickles, image
-folders, text corpora, nanoGPT's token files, the Cora citation graph, surnames by language, English-French sentence
-pairs. Nothing is downloaded and nothing binary is committed.
+folders, a LeNet checkpoint, text corpora, nanoGPT's token files, the Cora citation graph, surnames by language,
+English-French sentence pairs. Nothing is downloaded and nothing binary is committed.
 
 Every generator is deterministic (fixed NumPy seeds) and makes data a model can learn a little from in a few steps:
 digit k lights row band k, a CIFAR class tints one colour channel, text follows a small Markov chain.
@@ -77,6 +77,23 @@ def mnist_pickle(path, train=256, valid=128, test=64):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with gzip.open(path, "wb") as f:
         pickle.dump(tuple(parts), f, protocol=2)
+
+
+def lenet_checkpoint(path, seed=3):
+    """PATH: a state_dict of pytorch/examples' MNIST LeNet (conv1 1->10 and conv2 10->20 of 5x5, fc1 320->50, fc2
+    50->10), as the FGSM tutorial's "pretrained" lenet_mnist_model.pth: weights drawn as nn.Conv2d / nn.Linear draw
+    theirs (uniform within 1/sqrt(fan_in)), written in torch.save's zip format by webgrad.save (which reads and
+    writes that format bit for bit), so both libraries' torch.load read the same file."""
+    import webgrad
+    rng = np.random.RandomState(seed)
+    shapes = {"conv1": (10, 1, 5, 5), "conv2": (20, 10, 5, 5), "fc1": (50, 320), "fc2": (10, 50)}
+    state = {}
+    for name, shape in shapes.items():
+        bound = 1.0 / np.sqrt(np.prod(shape[1:]))
+        state[f"{name}.weight"] = webgrad.tensor(rng.uniform(-bound, bound, shape).astype(np.float32))
+        state[f"{name}.bias"] = webgrad.tensor(rng.uniform(-bound, bound, shape[:1]).astype(np.float32))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    webgrad.save(state, path)
 
 
 def cifar10(path, train=40, test=20):
@@ -285,7 +302,7 @@ def cora(path, nodes=1700, features=24, classes=4, edges=3400, archive=None):
 KINDS = {"mnist": mnist, "fashion_mnist": fashion_mnist, "cifar10": cifar10, "image_folder": image_folder,
          "bsds300": bsds300, "words": words, "wikitext": wikitext, "chars": chars, "names": names,
          "shakespeare_char": shakespeare_char, "cora": cora, "language_names": language_names,
-         "translation_pairs": translation_pairs, "mnist_pickle": mnist_pickle}
+         "translation_pairs": translation_pairs, "mnist_pickle": mnist_pickle, "lenet_checkpoint": lenet_checkpoint}
 
 
 def make(kind, path, **options):

@@ -23,9 +23,10 @@ file's source and SHA-256). Every script runs in a fresh interpreter, in a tempo
 Runs are capped through each script's own flags (``args``). Where a script has no flags, the table says which
 mechanism caps it: ``overrides`` replaces the value of named constant assignments (``epochs = 5``) at module level
 or directly under ``if __name__ == "__main__":`` when the script is compiled (the file is not touched; a name that
-matches nothing is an error, so the table cannot drift from the text), ``calls`` replaces literal arguments of named
-calls made at those places (a tutorial's ``trainIters(encoder, decoder, 75000, print_every=5000)``: by position or
-keyword, an argument or call that is not there being an error too), ``max_backward`` ends the run cleanly after N
+matches nothing is an error, so the table cannot drift from the text), ``calls`` replaces literal arguments of calls
+made at those places, named by function or method (a tutorial's ``trainIters(encoder, decoder, 75000,
+print_every=5000)``, ``timer.timeit(100)``: by position or keyword, an argument or call that is not there being an
+error too), ``max_backward`` ends the run cleanly after N
 ``Tensor.backward`` calls, and the data stand-in's size bounds an epoch. A script whose instructions say to run a
 sibling script first (one that writes its data) names it in ``prepare``, with that script's own overrides: both run
 in the same interpreter, under the same library. ``env`` sets environment variables a script's readme asks for
@@ -403,6 +404,22 @@ SCRIPTS = {
         loss_re=r"Loss: ([-+]?\d+\.\d+(?:e[-+]?\d+)?)|Test Accuracy: (\d+\.\d+)%",
         note="five training runs of one epoch of 32 images (one batch of its 128) instead of ten over 50000; each "
              "run's loss and test accuracy are compared"),
+    "tut_fgsm": Script(
+        "fgsm_tutorial.py", TUT + "8bcd0ac63dff35599649fc78711b6c155717823f/beginner_source/fgsm_tutorial.py",
+        kind="adversarial examples (FGSM): gradient of the loss in the input, sign, clamp; a loaded state_dict",
+        data=[("mnist", "../data", {"train": 10, "test": 100}), ("lenet_checkpoint", "lenet_mnist_model.pth", {})],
+        loss_re=r"Test Accuracy = (\d+) / \d+ = ([\d.]+)",
+        note="the 'pretrained' LeNet is the stand-in's (random weights in torch.save's format): a fifth of the test "
+             "images are classified right before the attack; each epsilon's count of images still right after it "
+             "is compared"),
+    "tut_per_sample_grads": Script(
+        "per_sample_grads.py", TUT + "db77dcf6e3637924f43852c014f2af9978b0f891/intermediate_source/per_sample_grads.py",
+        kind="per-sample gradients: autograd.grad per sample vs torch.func grad + vmap + functional_call, Timer",
+        overrides={"device": "cpu"}, calls={"timeit": {0: 1}}, compare="runs",
+        loss_re=r"Size\(\[(\d+), (\d+), (\d+), (\d+), (\d+)\]\)",
+        note="the script checks itself (allclose of the looped and the vmapped gradients of 64 samples); its "
+             "device = 'cuda' is set to 'cpu' and its two Timer.timeit(100) to one run each (after PyTorch's two "
+             "warm-up runs); it prints a shape and timings, so only that it ran is judged"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
@@ -845,8 +862,11 @@ def _compile(path, overrides, calls=None):
     def value(v, like):
         return ast.copy_location(ast.Constant(v), like)
 
+    def called_name(call):  # f(...) or obj.method(...): the name the table's calls use
+        return getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+
     def replace_arguments(call):
-        name = call.func.id
+        name = called_name(call)
         for key, v in calls[name].items():
             position = int(key) if str(key).isdigit() else None  # a table read back from JSON has str keys
             if position is not None and position < len(call.args):
@@ -875,7 +895,7 @@ def _compile(path, overrides, calls=None):
                   and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"):
                 visit(node.body)
             if (isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call)
-                    and isinstance(node.value.func, ast.Name) and node.value.func.id in calls):
+                    and called_name(node.value) in calls):
                 replace_arguments(node.value)
 
     if overrides or calls:
