@@ -332,6 +332,16 @@ def test_layer_norm_runs_webgrads_fused_op_in_eager_mode(normalized, affine):
     _check_fused_op(lambda x, w, b: F.layer_norm(x, normalized, w, b, eps=1e-4), x, w, b)
 
 
+@pytest.mark.parametrize("normalized", [(6,), (3, 6)], ids=["last", "last-two"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_rms_norm_runs_webgrads_fused_op_in_eager_mode(normalized, affine):
+    torch.manual_seed(0)
+    for eps in (1e-4, None):  # None: the dtype's epsilon
+        x = torch.randn(2, 3, 6, requires_grad=True)
+        w = torch.randn(*normalized, requires_grad=True) if affine else None
+        _check_fused_op(lambda x, w: F.rms_norm(x, normalized, w, eps=eps), x, w)
+
+
 @pytest.mark.parametrize("mask", [None, "causal", "bool", "float"])
 @pytest.mark.parametrize("heads", [(4, 4), (4, 2)], ids=["mha", "gqa"])
 def test_attention_runs_webgrads_fused_op_in_eager_mode(mask, heads):

@@ -13,6 +13,8 @@ dispatcher and webgrad's wrappers (kernels.py) on its own:
   F.batch_norm      _batch_norm_impl_index, then native_batch_norm with its statistics as two more results;
   F.layer_norm      native_layer_norm; its backward composed of a dozen elementwise ops and reductions, against
                     webgrad's one backward kernel;
+  F.rms_norm        pow, mean, add, rsqrt and two products, and their backward, for webgrad's one kernel forward
+                    and one backward pass (the LayerNorm kernels without the mean);
   F.scaled_dot_product_attention   on a device without a registered fused kernel, PyTorch's math path: bmm,
                     a mask from ones + tril + where, _safe_softmax and their backward, against webgrad's attention
                     kernels (or its products in chunks, ops/attention_chunked.py).
@@ -197,6 +199,15 @@ def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn
     return _apply(run, input, weight, bias)
 
 
+def _rms_norm(input, normalized_shape, weight=None, eps=None):
+    if not (_plain(input, weight) and input.dtype in _FLOATS and (weight is None or weight.dtype == input.dtype)):
+        return aten.rms_norm.default.decompose(input, normalized_shape, weight, eps)
+
+    def run(x, w):
+        return wg.nn.functional.rms_norm(x, tuple(normalized_shape), w, eps)
+    return _apply(run, input, weight)
+
+
 def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                   enable_gqa=False):
     if not (_plain(query, key, value, attn_mask) and query.dtype in _FLOATS and query.dtype == key.dtype == value.dtype
@@ -252,4 +263,5 @@ _LIB.impl("max_pool2d", _max_pool2d, "AutogradPrivateUse1")
 _LIB.impl("batch_norm", _batch_norm, "AutogradPrivateUse1")
 _LIB.impl("linear", _linear, "AutogradPrivateUse1")
 _LIB.impl("layer_norm", _layer_norm, "AutogradPrivateUse1")
+_LIB.impl("rms_norm", _rms_norm, "AutogradPrivateUse1")
 _LIB.impl("scaled_dot_product_attention", _scaled_dot_product_attention, "AutogradPrivateUse1")
