@@ -420,6 +420,12 @@ SCRIPTS = {
         note="the script checks itself (allclose of the looped and the vmapped gradients of 64 samples); its "
              "device = 'cuda' is set to 'cpu' and its two Timer.timeit(100) to one run each (after PyTorch's two "
              "warm-up runs); it prints a shape and timings, so only that it ran is judged"),
+    "tut_parametrizations": Script(
+        "parametrizations.py", TUT + "3d37bd7d070abfd7fa7b850be4cce22cb7c0315c/intermediate_source/parametrizations.py",
+        kind="nn.utils.parametrize: symmetric, skew, Cayley and matrix_exp weights, right_inverse, cached, remove",
+        loss_re=r"(-?\d+\.\d{4})(?=[,\]])|tensor\((-?\d+\.\d*(?:e[-+]\d+)?)[,)]",
+        note="trains nothing: every printed matrix entry and distance is compared (the distances of an orthogonal "
+             "or symmetric result from its constraint are float32 round-off, within atol)"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
