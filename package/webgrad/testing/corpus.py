@@ -426,6 +426,12 @@ SCRIPTS = {
         loss_re=r"(-?\d+\.\d{4})(?=[,\]])|tensor\((-?\d+\.\d*(?:e[-+]\d+)?)[,)]",
         note="trains nothing: every printed matrix entry and distance is compared (the distances of an orthogonal "
              "or symmetric result from its constraint are float32 round-off, within atol)"),
+    "tut_ensembling": Script(
+        "ensembling.py", TUT + "5130967035247c8343376ee69f49d6e10d61eaca/intermediate_source/ensembling.py",
+        kind="model ensembling: stack_module_state, vmap over models, functional_call on a 'meta' base model",
+        overrides={"device": "cpu"}, compare="runs", loss_re=r"(?m)^\[(\d+), ",
+        note="checks itself (allclose of the vmapped and the looped predictions of 10 MLPs); its device = 'cuda' is "
+             "set to 'cpu'; it prints the models' count and timings, so only that it ran is judged"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
