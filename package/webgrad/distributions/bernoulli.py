@@ -4,6 +4,7 @@ import math
 
 from .._tensor import Size
 from . import constraints
+from .exp_family import ExponentialFamily
 from .families import BinaryParams
 from .utils import _uniform, broadcast_all
 
@@ -13,10 +14,11 @@ def _bce_with_logits(logits, target):
     return binary_cross_entropy_with_logits(logits, target, reduction="none")
 
 
-class Bernoulli(BinaryParams):
+class Bernoulli(ExponentialFamily, BinaryParams):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         super().__init__(self._set_params(probs, logits), validate_args=validate_args)
@@ -55,3 +57,11 @@ class Bernoulli(BinaryParams):
         if expand:
             values = values.expand(-1, *self._batch_shape)
         return values
+
+    @property
+    def _natural_params(self):
+        return (self.probs.logit(),)
+
+    def _log_normalizer(self, x):
+        """F(theta) = log(1 + exp(theta))."""
+        return x.exp().log1p()

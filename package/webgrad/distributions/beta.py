@@ -6,11 +6,11 @@ from numbers import Number
 from .._tensor import Size
 from . import constraints
 from .dirichlet import Dirichlet
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
@@ -66,3 +66,12 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        """PyTorch's (concentration1, concentration0): a shift of the textbook (c1 - 1, c0 - 1), which KL's Bregman
+        divergence does not see. No _mean_carrier_measure, as PyTorch's: entropy has its own closed form."""
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()

@@ -3,11 +3,11 @@ normalised standard-gamma draws, so rsample is differentiable through the gamma 
 
 from .._tensor import Size
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import _standard_gamma
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
@@ -64,3 +64,10 @@ class Dirichlet(Distribution):
         k = c.shape[-1]
         a0 = c.sum(-1)
         return c.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma() - ((c - 1.0) * c.digamma()).sum(-1)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()

@@ -15,7 +15,7 @@ from numbers import Number
 
 from .._tensor import Size
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _finfo, _standard_normal, _uniform, broadcast_all
 
 _ROUNDS_PER_CHECK = 3
@@ -77,10 +77,11 @@ def _standard_gamma(concentration):
     return x + (concentration - alpha) * grad  # x in value, grad as d x / d concentration
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -130,3 +131,10 @@ class Gamma(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return special.gammainc(self.concentration, self.rate * value)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()

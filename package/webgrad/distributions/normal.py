@@ -3,11 +3,14 @@
 import math
 
 from .._tensor import Size
+from .exp_family import ExponentialFamily
 from .families import LocScale
 from .utils import _standard_normal
 
 
-class Normal(LocScale):
+class Normal(ExponentialFamily, LocScale):
+    _mean_carrier_measure = 0
+
     @property
     def mean(self):
         return self.loc
@@ -46,3 +49,10 @@ class Normal(LocScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

@@ -8,7 +8,7 @@ from numbers import Number
 
 from .._tensor import Size
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _uniform, broadcast_all
 
 _ROUNDS_PER_CHECK = 4
@@ -57,7 +57,7 @@ def _ptrs(lam):
             return k_out
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -105,3 +105,12 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        """log(rate). No _mean_carrier_measure (E[-log x!] has no closed form), as PyTorch's: entropy raises
+        NotImplementedError there too."""
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
