@@ -8,7 +8,7 @@ trajectories agree to the last bits.
 import struct
 
 from .._autograd import no_grad
-from ._composed import lerp_
+from ._composed import adam_moments_
 from .optimizer import Optimizer, check_hyperparameters
 
 
@@ -55,14 +55,7 @@ class NAdam(Optimizer):
                 if self._replaying:
                     continue
                 with no_grad():
-                    if group["maximize"]:
-                        grad = -grad
-                    if decoupled:
-                        p.mul_(shrink)
-                    elif wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    lerp_(exp_avg, grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    grad = adam_moments_(p, grad, exp_avg, exp_avg_sq, group, shrink, beta1, beta2)
                     denom = (exp_avg_sq / bias_correction2).sqrt() + eps
                     p.sub_(grad / denom * grad_step)
                     p.sub_(exp_avg / denom * avg_step)

@@ -11,7 +11,7 @@ the unused adaptive term finite (0) where eps is 0 and v is 0.
 import math
 
 from .._autograd import no_grad
-from ._composed import lerp_
+from ._composed import adam_moments_
 from .optimizer import Optimizer, check_hyperparameters
 
 
@@ -58,14 +58,7 @@ class RAdam(Optimizer):
                 if self._replaying:
                     continue
                 with no_grad():
-                    if group["maximize"]:
-                        grad = -grad
-                    if decoupled:
-                        p.mul_(shrink)
-                    elif wd != 0:
-                        grad = grad.add(p, alpha=wd)
-                    lerp_(exp_avg, grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    grad = adam_moments_(p, grad, exp_avg, exp_avg_sq, group, shrink, beta1, beta2)
                     adaptive = scaled_rect / (exp_avg_sq.sqrt() + eps + plain) + plain
                     p.sub_(exp_avg / bc1 * lr_operand * adaptive)
         return loss
