@@ -196,8 +196,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries (an int) or that fraction of them (a float in [0, 1]), chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes `amount` entries (an int) or that fraction of them (a float in [0, 1]): the ones _pruned picks."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -210,30 +210,27 @@ class RandomUnstructured(BasePruningMethod):
         mask = default_mask.clone(memory_format=contiguous_format)
         if n_prune == 0:
             return mask
-        scores = _random.rand_like(t).reshape(-1)
-        return mask.reshape(-1).index_fill(0, scores.topk(n_prune).indices, 0).view_as(mask)
+        return mask.reshape(-1).index_fill(0, self._pruned(t, n_prune), 0).view_as(mask)
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries (an int) or that fraction of them (a float in [0, 1]), chosen at random."""
+
+    @staticmethod
+    def _pruned(t, n_prune):
+        return _random.rand_like(t).reshape(-1).topk(n_prune).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries (an int, or that fraction: a float in [0, 1]) of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        n_prune = _checked_count(self.amount, t.numel())
-        mask = default_mask.clone(memory_format=contiguous_format)
-        if n_prune == 0:
-            return mask
-        smallest = t.abs().reshape(-1).topk(n_prune, largest=False).indices
-        return mask.reshape(-1).index_fill(0, smallest, 0).view_as(mask)
+    @staticmethod
+    def _pruned(t, n_prune):
+        return t.abs().reshape(-1).topk(n_prune, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
