@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from .. import _autograd, devices, dtypes
 from .._autograd import RemovableHandle, no_grad, record
 from .._tensor import Tensor, tensor
-from .parameter import Parameter
+from .parameter import _SHAPE_ERROR, Parameter, is_lazy
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -555,7 +555,7 @@ class Module:
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         out = OrderedDict() if destination is None else destination
         for key, _, _, t in self._state_entries(prefix):
-            out[key] = t if keep_vars else t.detach()
+            out[key] = t if keep_vars or is_lazy(t) else t.detach()  # a lazy module's placeholder: itself
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -577,9 +577,13 @@ class Module:
         missing = [key for key, _, _, _ in entries if key not in state_dict]
         unexpected = [key for key in state_dict if key not in expected]
         errors, staged = [], []
-        targets = {id(_storage(t)) for _, _, _, t in entries}
+        targets = {id(_storage(t)) for _, _, _, t in entries if not is_lazy(t)}
         for key, module, name, target in entries:
             if key not in state_dict:
+                continue
+            if is_lazy(state_dict[key]):  # an uninitialised lazy module's entry: nothing to copy, as PyTorch
+                if not is_lazy(target):
+                    raise RuntimeError(_SHAPE_ERROR)  # PyTorch reads the placeholder's shape here
                 continue
             value = _as_tensor(state_dict[key])
             if value is None:

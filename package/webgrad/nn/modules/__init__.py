@@ -63,6 +63,7 @@ PRIVATE = {
              "_triple": "webgrad.nn.modules.utils", "_reverse_repeat_tuple": "webgrad.nn.modules.utils"},
     "container": {"_addindent": "webgrad.nn.module"},
     "instancenorm": {"_InstanceNorm": "webgrad.nn.instancenorm"},
+    "lazy": {"LazyModuleMixin": "webgrad.nn.lazy"},  # torch.nn does not export it: only its module path
     "linear": {"NonDynamicallyQuantizableLinear": "webgrad.nn.linear"},
     "loss": {"_Loss": "webgrad.nn.loss", "_WeightedLoss": "webgrad.nn.loss"},
     "module": {"_addindent": "webgrad.nn.module", "_IncompatibleKeys": "webgrad.nn.module"},
@@ -93,7 +94,7 @@ def _submodule(short):
     module.__getattr__ = lambda name: _lookup(f"torch.nn.modules.{short}", name, public, private)
     module.__dir__ = lambda: sorted(n for n in public | set(private) if hasattr(module, n))
     nn = importlib.import_module("webgrad.nn")
-    module.__all__ = [n for n in PUBLIC[short].split() if hasattr(nn, n)]  # what `import *` gives
+    module.__all__ = [n for n in PUBLIC[short].split() if hasattr(nn, n) or n in private]  # what `import *` gives
     module.__spec__ = importlib.machinery.ModuleSpec(path, None)
     sys.modules[path] = module  # so that `import webgrad.nn.modules.conv` finds it
     return module
