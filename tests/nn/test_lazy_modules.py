@@ -270,3 +270,17 @@ def test_lazy_modules_moved_to_webgpu_before_the_dry_run():
     got.load_state_dict(want.state_dict())
     np.testing.assert_allclose(_np(got(wg.tensor(x, device="webgpu"))), _np(want(torch.tensor(x))),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_a_whole_lazy_module_saves_and_loads_before_its_first_forward(tmp_path):
+    """webgrad.save of a module that has not run yet writes its placeholders as torch reduces them
+    (torch.nn.parameter.UninitializedParameter(requires_grad)); loading gives a lazy module that initialises on its
+    first forward."""
+    m = wg.nn.Sequential(wg.nn.LazyLinear(4), wg.nn.ReLU(), wg.nn.LazyBatchNorm1d())
+    path = str(tmp_path / "lazy.pt")
+    wg.save(m, path)
+    loaded = wg.load(path, weights_only=False)
+    assert type(loaded[0].weight).__name__ == "UninitializedParameter"
+    assert type(loaded[2].running_mean).__name__ == "UninitializedBuffer"
+    assert loaded(wg.randn(5, 3)).shape == (5, 4)
+    assert type(loaded[0]) is wg.nn.Linear and loaded[0].weight.shape == (4, 3)

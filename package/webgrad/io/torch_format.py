@@ -284,7 +284,9 @@ class _ObjectPickler(pickle._Pickler):
         if isinstance(obj, (_TorchName, dtypes.DType)):
             return obj.name  # a str: pickle calls save_global(obj, obj.name)
         if isinstance(obj, Tensor):
-            from ..nn.parameter import Parameter
+            from ..nn.parameter import Parameter, UninitializedTensorMixin
+            if isinstance(obj, UninitializedTensorMixin):  # a lazy module's placeholder: torch's own reduction
+                return (_torch_name("torch.nn.parameter", type(obj).__name__), (bool(obj.requires_grad),))
             if isinstance(obj, Parameter):
                 return (_torch_name("torch._utils", "_rebuild_parameter"),
                         (obj.detach(), bool(obj.requires_grad), OrderedDict()))
