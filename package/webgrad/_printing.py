@@ -25,10 +25,12 @@ def set_printoptions(threshold=None, edgeitems=None, **ignored):
 
 
 def format_tensor(t):
-    body = _format_values(t)
-    extras = []
-    if t.device.type != devices.get_default_device().type:
-        extras.append(f"device='{t.device}'")
+    if t.device.type == "meta":  # no values to show: torch prints the size instead
+        body, extras = "...", ["device='meta'", f"size={tuple(t.shape)}"]
+    else:
+        body, extras = _format_values(t), []
+        if t.device.type != devices.get_default_device().type:
+            extras.append(f"device='{t.device}'")
     # PyTorch leaves out its defaults (float32, and int64 unless the tensor is empty)
     if t.dtype not in (dtypes.float32, dtypes.bool_, dtypes.complex64) and not (
             t.dtype is dtypes.int64 and t.numel() > 0):

@@ -668,8 +668,9 @@ def cast(x, dtype):
 def _to_device(t, device):
     if t.dtype.is_complex:  # its float32 pairs move (webgrad/_complex.py)
         return t.to(device)
-    out = Tensor._make(View(device.backend.from_bytes(t._bytes(), t.dtype), t.shape,
-                            View.contiguous_strides(t.shape), 0, t.dtype), device)
+    storage = device.backend.empty(t.numel(), t.dtype) if device.type == "meta" else \
+        device.backend.from_bytes(t._bytes(), t.dtype)  # (a meta tensor keeps no values: none are read)
+    out = Tensor._make(View(storage, t.shape, View.contiguous_strides(t.shape), 0, t.dtype), device)
     if t.requires_grad:
         source = t.device  # not t, which the backward would otherwise keep alive on its device
         record(out, "ToCopy", (t,), lambda g: (_to_device(g, source),))

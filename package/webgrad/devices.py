@@ -1,8 +1,9 @@
-"""Devices: names the user writes ("cpu", "webgpu") mapped to backend instances, created on first use."""
+"""Devices: names the user writes ("cpu", "webgpu", "meta") mapped to backend instances, created on first use."""
 
 _backends = {}
 _default = ["cpu"]
-KNOWN = ("cpu", "webgpu")
+_entered = []  # the default devices that `with device(...)` blocks replaced, innermost last
+KNOWN = ("cpu", "webgpu", "meta")  # meta: shapes and dtypes without data (_backends/meta.py)
 
 
 # Devices of other libraries: a device object of theirs can be made, as torch makes torch.device("cuda") without
@@ -62,6 +63,16 @@ class device:
     def __hash__(self):
         return hash(self.type)
 
+    def __enter__(self):
+        """`with device("meta"):` makes this the default device inside the block, as torch's device context."""
+        _entered.append(_default[0])
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _entered.pop()
+        return False
+
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
@@ -74,6 +85,9 @@ def _create_backend(name):
     if name == "cpu":
         from ._backends.cpu import CPUBackend
         return CPUBackend()
+    if name == "meta":
+        from ._backends.meta import MetaBackend
+        return MetaBackend()
     from ._backends.webgpu import create_backend
     return create_backend()
 

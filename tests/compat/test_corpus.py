@@ -21,9 +21,6 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 XFAIL = {
     "ex_mnist_hogwild": "model.share_memory() raises: webgrad cannot share tensors between processes (Hogwild! "
                         "training needs one model's weights in shared memory)",
-    "tut_ensembling": "base_model.to('meta') raises ValueError (unknown device 'meta'): webgrad has no meta device, "
-                      "the storage-less tensors of the stateless module functional_call runs with the stacked "
-                      "parameters",
 }
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt
