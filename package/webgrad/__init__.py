@@ -46,7 +46,7 @@ from . import special  # torch.special: Bessel, gamma and error functions, ortho
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided
-from . import fft, linalg, signal  # torch.fft (fftshift, ifftshift), torch.linalg (norms, products), torch.signal
+from . import fft, linalg, signal  # torch.fft (transforms on complex64), torch.linalg (norms, products), torch.signal
 from . import masked  # torch.masked: reductions and normalizations over the elements a mask keeps
 from ._out import add_out_argument as _add_out_argument
 

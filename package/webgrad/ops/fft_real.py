@@ -1,14 +1,15 @@
-"""The inverse real FFTs (irfft, irfft2, irfftn) and the Hermitian FFTs (hfft, hfft2, hfftn) of a real input, as
-torch.fft gives them for one: real results, with no complex tensor on the way (webgrad has no complex dtype).
+"""The discrete Fourier transforms as real linear maps on (real, imaginary) pairs of float tensors: the
+complex-to-complex transform of one dim (c2c), the complex-to-real ones (irfftn, hfftn: real_inverse) and stft.
+ops/fft_complex.py builds torch.fft's complex64 functions on them; irfftn and hfftn here take a real input and
+give a real result with no complex tensor on the way (what the torch device's fallback runs).
 
-A real input is a spectrum with zero imaginary parts, so each transform is a real linear map, applied one dim at a
-time as a product with its [n_in, n_out] cosine and sine matrices (which depend on the sizes only): the dims before
-the last carry a (real, imaginary) pair through complex transforms (inverse ones for irfft, forward ones for hfft,
-which then conjugates), and the last dim's complex-to-real transform reads the one-sided spectrum (weights 1 for the
-zero and Nyquist bins, 2 between) and ignores those two bins' imaginary parts, as pocketfft does. Sizes follow
-torch.fft (s, dim and the defaults; the input trimmed or zero-padded to them; n // 2 + 1 bins on the last dim) and so
-does the scaling (norm 'backward', 'forward' or 'ortho', on all the transformed dims). Gradients come by composition.
-The products cost O(n^2) per dim where an FFT costs O(n log n): meant for the sizes models use, not long signals.
+Each transform is applied one dim at a time as a product with its [n_in, n_out] cosine and sine matrices (which
+depend on the sizes only). The complex-to-real transform of the last dim reads the one-sided spectrum (weights 1
+for the zero and Nyquist bins, 2 between) and ignores those two bins' imaginary parts, as pocketfft does. Sizes
+follow torch.fft (s, dim and the defaults; the input trimmed or zero-padded to them; n // 2 + 1 bins on the last
+dim of a real transform) and so does the scaling (norm 'backward', 'forward' or 'ortho', on all the transformed
+dims). Gradients come by composition. The products cost O(n^2) per dim where an FFT costs O(n log n): meant for
+the sizes models use, not long signals.
 """
 
 import functools
@@ -20,7 +21,7 @@ from .conv import pad
 from .matmul import matmul
 from .shape import cat, stack
 
-__all__ = ["hfftn", "irfftn", "stft"]
+__all__ = ["c2c", "hfftn", "irfftn", "real_inverse", "stft"]
 
 
 def _scale(norm, n, inverse):
@@ -28,7 +29,7 @@ def _scale(norm, n, inverse):
     if norm is None:
         norm = "backward"
     if norm not in ("backward", "forward", "ortho"):
-        raise ValueError(f'Invalid normalization mode: "{norm}"')
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     if norm == "ortho":
         return 1.0 / math.sqrt(n)
     return 1.0 / n if (norm == "backward") == inverse else 1.0
@@ -70,51 +71,63 @@ def _rows(n_in, n, scale, weights, period):
     return tuple(cos), tuple(sin)
 
 
-def _plan(x, s, dim, op):
+def _plan(x, s, dim, op, halved=True):
     """(dims, sizes) of a transform: torch.fft's rules for s and dim (dim None: the last len(s) dims, or all;
-    s None or -1: the input's sizes, 2 * (m - 1) for the last dim)."""
+    s None or -1: the input's sizes, 2 * (m - 1) for the last dim of a complex-to-real (halved) transform). Only
+    the complex-to-complex transforms (not halved) accept no dims at all."""
+    if s is not None and dim is None and len(s) > x.ndim:
+        raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {x.ndim} dimensions.")
     if dim is None:
         dims = list(range(x.ndim - len(s), x.ndim)) if s is not None else list(range(x.ndim))
     else:
-        dims = [_norm_dim(d, x.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+        dims = [_fft_dim(d, x.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
     if len(set(dims)) != len(dims):
-        raise RuntimeError(f"{op}: dims must be unique")
+        raise RuntimeError("FFT dims must be unique")
     if s is not None and len(s) != len(dims):
-        raise RuntimeError(f"{op}: When given, dim and shape arguments must have the same length")
-    if not dims:
+        raise RuntimeError("When given, dim and shape arguments must have the same length")
+    if not dims and (halved or op in ("rfftn", "ihfftn")):
         raise RuntimeError(f"{op} must transform at least one axis")
     sizes = []
     for i, d in enumerate(dims):
         size = s[i] if s is not None and s[i] != -1 else None
         if size is None:
-            size = 2 * (x.shape[d] - 1) if i == len(dims) - 1 else x.shape[d]
+            size = 2 * (x.shape[d] - 1) if halved and i == len(dims) - 1 else x.shape[d]
         if size < 1:
             raise RuntimeError(f"Invalid number of data points ({size}) specified")
         sizes.append(size)
     return dims, sizes
 
 
-def _real_inverse(x, s, dim, norm, hermitian, op):
-    if not x.dtype.is_floating:
-        x = x.to(dtypes.float32)
-    dims, sizes = _plan(x, s, dim, op)
-    inverse = not hermitian
-    re, im = x, None
-    for d, n in zip(dims[:-1], sizes[:-1]):  # complex transforms of the (re, im) pair
-        re = _resize(re, d, n)
-        im = _resize(im, d, n) if im is not None else None
-        cos, sin = _matrices(n, n, _scale(norm, n, inverse), re)
-        sign = 1.0 if inverse else -1.0  # e^{+i} for the inverse transform, e^{-i} for the forward one
-        new_re = _along(re, d, cos) - sign * _along(im, d, sin) if im is not None else _along(re, d, cos)
-        new_im = sign * _along(re, d, sin) + (_along(im, d, cos) if im is not None else 0.0)
-        re, im = new_re, new_im
+def _fft_dim(d, ndim):
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    return _norm_dim(d, ndim)
+
+
+def c2c(re, im, d, n, norm, forward):
+    """The complex transform of n points along dim d of the pair (re, im) (im None: zero), the input trimmed or
+    zero-padded to n: e^{-2 pi i k m / n} forward, e^{+...} inverse, scaled as norm says."""
+    re = _resize(re, d, n)
+    cos, sin = _matrices(n, n, _scale(norm, n, not forward), re)
+    sign = -1.0 if forward else 1.0
+    if im is None:
+        return _along(re, d, cos), sign * _along(re, d, sin)
+    im = _resize(im, d, n)
+    return _along(re, d, cos) - sign * _along(im, d, sin), sign * _along(re, d, sin) + _along(im, d, cos)
+
+
+def real_inverse(re, im, s, dim, norm, hermitian, op):
+    """irfftn (hermitian False) or hfftn (True) of the spectrum re + i im (im None: a real spectrum)."""
+    dims, sizes = _plan(re, s, dim, op)
+    for d, n in zip(dims[:-1], sizes[:-1]):  # inverse complex transforms for irfftn, forward ones for hfftn
+        re, im = c2c(re, im, d, n, norm, forward=hermitian)
     if hermitian and im is not None:  # hfftn's conjugate before its complex-to-real transform
         im = -im
     d, n = dims[-1], sizes[-1]
     bins = n // 2 + 1
     re = _resize(re, d, bins)
     weights = [1.0 if k == 0 or 2 * k == n else 2.0 for k in range(bins)]
-    cos, sin = _matrices(bins, n, _scale(norm, n, inverse), re, weights)
+    cos, sin = _matrices(bins, n, _scale(norm, n, not hermitian), re, weights)
     out = _along(re, d, cos)
     if im is not None:
         out = out - _along(_resize(im, d, bins), d, sin)
@@ -123,12 +136,14 @@ def _real_inverse(x, s, dim, norm, hermitian, op):
 
 def irfftn(input, s=None, dim=None, norm=None):
     """torch.fft.irfftn of a real input (irfft and irfft2 are its one- and two-dim cases)."""
-    return _real_inverse(input, s, dim, norm, False, "irfftn")
+    return real_inverse(input if input.dtype.is_floating else input.to(dtypes.float32), None, s, dim, norm, False,
+                        "irfftn")
 
 
 def hfftn(input, s=None, dim=None, norm=None):
     """torch.fft.hfftn of a real input (hfft and hfft2 are its one- and two-dim cases)."""
-    return _real_inverse(input, s, dim, norm, True, "hfftn")
+    return real_inverse(input if input.dtype.is_floating else input.to(dtypes.float32), None, s, dim, norm, True,
+                        "hfftn")
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=False, pad_mode="reflect",
