@@ -77,6 +77,14 @@ CASES = [
     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, alpha=0.5, eps=1e-3)),
     ("RMSprop", dict(lr=0.01, maximize=True)),
+    # composed of tensor ops
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2), maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, lambd=0.1, alpha=0.5, t0=3, weight_decay=0.1)),  # averaging from step 4
+    ("ASGD", dict(lr=0.05, t0=5, maximize=True)),
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-3, 1e-2), d=1.5, weight_decay=0.1, maximize=True)),
 ]
 CASE_IDS = [f"{name}-{_param_id(kw)}" for name, kw in CASES]
 
@@ -229,6 +237,9 @@ STATE_CASES = [
     _sd_case("Adam", dict(lr=0.05, amsgrad=True)),
     _sd_case("AdamW", dict(lr=0.05)),
     _sd_case("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+    _sd_case("Rprop", dict(lr=0.05)),
+    _sd_case("ASGD", dict(lr=0.05, lambd=0.1, t0=2)),
+    _sd_case("Adafactor", dict(lr=0.05, weight_decay=0.1)),
 ]
 
 
@@ -360,6 +371,12 @@ def test_trains_an_nn_module_like_torch():
     ("Adam", dict(betas=(0.9, -0.1))), ("Adam", dict(weight_decay=-0.5)), ("AdamW", dict(lr=-0.001)),
     ("RMSprop", dict(lr=-1)), ("RMSprop", dict(eps=-1)), ("RMSprop", dict(momentum=-1)),
     ("RMSprop", dict(weight_decay=-1)), ("RMSprop", dict(alpha=-0.5)),
+    ("Rprop", dict(lr=-1)), ("Rprop", dict(etas=(1.1, 1.2))), ("Rprop", dict(etas=(0.5, 0.9))),
+    ("ASGD", dict(lr=-1)), ("ASGD", dict(weight_decay=-1)),
+    ("Adafactor", dict(lr=-1)), ("Adafactor", dict(beta2_decay=0.5)), ("Adafactor", dict(eps=(-1, 1e-3))),
+    ("Adafactor", dict(eps=(None, -1))), ("Adafactor", dict(d=0.5)), ("Adafactor", dict(weight_decay=-1)),
+    ("SparseAdam", dict(lr=0)), ("SparseAdam", dict(eps=0)), ("SparseAdam", dict(betas=(1.0, 0.9))),
+    ("SparseAdam", dict(betas=(0.9, -0.1))),
 ])
 def test_argument_validation_messages_match_torch(name, kwargs):
     with pytest.raises(ValueError) as expected:
@@ -478,6 +495,9 @@ OTHER_DEVICES = [d for d in DEVICES if d != "cpu"]
     ("Adamax", dict(lr=0.05, weight_decay=0.1)),
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
     ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),  # rectified from step 6
+    ("Rprop", dict(lr=0.05, maximize=True)),
+    ("ASGD", dict(lr=0.05, lambd=0.1, t0=2, weight_decay=0.1)),
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
 ], ids=_param_id)
 def test_device_parity_with_cpu(device, size, name, kwargs):
     """Float32 on the device against float32 on the CPU, gradients set by hand, with an lr change
@@ -520,6 +540,9 @@ def test_device_parity_with_cpu(device, size, name, kwargs):
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5, decoupled_weight_decay=True)),
     ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.5)),
     ("RAdam", dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),  # rectified from step 6, a replayed one
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5))),
+    ("ASGD", dict(lr=0.05, lambd=0.1, t0=3, weight_decay=0.1)),  # eta every step, mu from step 4 (replayed)
+    ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
 ], ids=_param_id)
 def test_replayed_step_reads_new_lr_and_step(device, name, kwargs):
     """A captured optimizer step, replayed after prepare_replay() with a scheduler changing the lr,
