@@ -1,7 +1,7 @@
 """webgrad.nn.utils, as torch.nn.utils."""
 
 from . import parametrizations, parametrize, rnn  # noqa: F401
-from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm  # noqa: F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 from . import stateless  # noqa: F401

@@ -67,3 +67,37 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     for g in _grads(parameters):
         g.clamp_(min=-clip_value, max=clip_value)
+
+
+@no_grad()
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm_type-norm of `tensors` (a tensor or an iterable of them; usually gradients) as if they were one
+    vector: the norm of their norms, a 0-d tensor on the first tensor's device. error_if_nonfinite: raise
+    RuntimeError when it is NaN or infinite (this reads it back). `foreach` is accepted for PyTorch compatibility."""
+    from ...linalg import vector_norm
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    first_device = tensors[0].device
+    norms = [vector_norm(t, norm_type).to(first_device) for t in tensors]
+    total = vector_norm(_stack(norms), norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(_NONFINITE.format(p=norm_type))
+    return total
+
+
+@no_grad()
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of `parameters` in place by min(max_norm / (total_norm + 1e-6), 1), given their total
+    norm (get_total_norm of the gradients): clip_grad_norm_ in two halves, so the norm can be computed, logged or
+    reduced across processes in between. No read-back: the factor is a tensor on the device."""
+    grads = _grads(parameters)
+    max_norm = float(max_norm)
+    if not grads:
+        return
+    if not isinstance(total_norm, Tensor):
+        total_norm = tensor(float(total_norm))
+    coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.to(device=g.device, dtype=g.dtype))
