@@ -50,6 +50,7 @@ PARTIAL = {
     "torch.conv2d": "groups > 1 correct but run group by group",
     "torch.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
+    "torch.optim.SparseAdam": "webgrad has no sparse gradients: step() raises PyTorch's error for a dense one",
     "torch.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
     "torch.func.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
     "torch.func.jacfwd": "by reverse mode, one backward pass per output element; closed-over tensors as grad's",
