@@ -1,8 +1,9 @@
 """Neural-network building blocks (webgrad.nn), as torch.nn."""
 
 from . import functional, init, utils  # noqa: F401
-from .activation import GELU, LogSoftmax, Softmax  # noqa: F401
+from .activation import GELU, LogSoftmax, Softmax, Softmax2d  # noqa: F401
 from .activation import TABLE_MODULES as _TABLE_MODULES
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .attention import MultiheadAttention  # noqa: F401
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d  # noqa: F401

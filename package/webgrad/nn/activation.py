@@ -80,3 +80,12 @@ class Softmax(_SoftmaxBase):
 
 class LogSoftmax(_SoftmaxBase):
     _fn, _legacy_name = staticmethod(F.log_softmax), "log_softmax"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at every spatial location: input (N, C, H, W) or (C, H, W), softmax on dim -3."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)

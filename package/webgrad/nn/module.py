@@ -14,9 +14,9 @@ Everything else (parameters(), state_dict(), to(), repr, ...) walks these regist
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from .. import _autograd, devices, dtypes
+from .. import _autograd, _compile, devices, dtypes
 from .._autograd import RemovableHandle, no_grad, record
-from .._tensor import Tensor, tensor
+from .._tensor import Tensor, empty_like, tensor
 from .parameter import _SHAPE_ERROR, Parameter, is_lazy
 
 
@@ -445,6 +445,42 @@ class Module:
             module = module._modules[item]
         return module
 
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at the dotted path `target` (replacing what is there; strict=True: only replacing)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def _get_attribute(self, target):
+        """(module, name, value) for a dotted path to a tensor attribute: get_parameter's and get_buffer's walk."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        return module, name, getattr(module, name)
+
+    def get_parameter(self, target):
+        """The Parameter at the dotted path `target` ("encoder.layer.0.weight"); AttributeError otherwise."""
+        _, name, param = self._get_attribute(target)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        """The buffer at the dotted path `target` ("bn.running_mean"); AttributeError otherwise."""
+        module, name, buffer = self._get_attribute(target)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buffer
+
     def apply(self, fn):
         """fn(module) for every submodule (children first) and self, as PyTorch."""
         for module in self.children():
@@ -481,11 +517,12 @@ class Module:
                     p.grad.zero_()
 
     # ----------------------------------------------------------------- device and dtype
-    def _apply(self, convert):
+    def _apply(self, convert, recurse=True):
         """Replace every parameter's and buffer's data by convert(tensor), in place: the Parameter objects
-        (and their .grad) stay the same, so an optimizer built before .to() keeps working."""
+        (and their .grad) stay the same, so an optimizer built before .to() keeps working. recurse=False:
+        this module's own tensors only."""
         with no_grad():
-            for module in self.modules():
+            for module in (self.modules() if recurse else (self,)):
                 for t in list(module._parameters.values()) + list(module._buffers.values()):
                     if t is None:
                         continue
@@ -537,6 +574,19 @@ class Module:
 
     def double(self):
         return self.to(dtypes.float64)
+
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers (and their grads) replaced by uninitialised storage on `device` (None: where
+        each is), same shapes and dtypes: what a module built on one device, then filled by load_state_dict or
+        its reset_parameters, starts from. recurse=False: this module's own tensors only."""
+        device = devices.get(device) if device is not None else None
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
+    def compile(self, *args, **kwargs):
+        """torch.compile(self's call, *args, **kwargs), in place, returning None: the arguments are checked as
+        webgrad.compile checks them, and the module keeps running eagerly (webgrad.compile compiles nothing;
+        webgrad.replayable records a training step once and replays it as one GPU submission)."""
+        _compile.compile(self.forward, *args, **kwargs)
 
     # ----------------------------------------------------------------- state dict
     def _state_entries(self, prefix=""):

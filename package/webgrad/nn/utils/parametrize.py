@@ -53,7 +53,10 @@ class ParametrizationList(ModuleList):
             new = original
             for module in reversed(list(self)):
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    try:
+                        new = module.right_inverse(new)
+                    except NotImplementedError:  # as PyTorch: a right_inverse that cannot run is the identity here
+                        pass
         if not isinstance(new, (Tensor, list, tuple)):
             raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
                              f"Got {type(new).__name__}")
