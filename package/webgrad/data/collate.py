@@ -1,15 +1,17 @@
-"""default_collate: a list of samples -> one batch, as torch.utils.data.default_collate.
+"""default_collate: a list of samples -> one batch, as torch.utils.data.default_collate; default_convert: one
+sample's NumPy arrays and scalars -> tensors, as torch.utils.data.default_convert.
 
 Tensors are stacked along a new first dimension; Python numbers become a 1-D tensor (bool -> bool,
 int -> int64, float -> float32) on the default device; tuples/lists and dicts are collated field by
-field; strings stay a list.
+field; strings stay as they come (a tuple per field of a batch of tuples, as PyTorch's).
 """
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 
 from .. import dtypes
 from ..ops.shape import stack
-from .._tensor import Tensor, tensor
+from .._tensor import Tensor, as_tensor, tensor
 
 
 def default_collate(batch):
@@ -23,13 +25,52 @@ def default_collate(batch):
     if isinstance(elem, float):
         return tensor(batch, dtype=dtypes.float32)
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given: a tuple for a field of a batch of tuples, as PyTorch's
     if isinstance(elem, Mapping):
         return {key: default_collate([sample[key] for sample in batch]) for key in elem}
     if isinstance(elem, Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError("default_collate: each sample in a batch must have the same number of fields")
-        fields = [default_collate(list(column)) for column in zip(*batch)]
+        fields = [default_collate(column) for column in zip(*batch)]
         return type(elem)(*fields) if hasattr(elem, "_fields") else fields  # namedtuples keep their type
     raise TypeError(f"default_collate: samples must be tensors, numbers, strings, dicts or sequences of those; "
                     f"got {type(elem).__name__}")
+
+
+def default_convert(data):
+    """NumPy arrays and NumPy scalars become tensors (arrays of strings or objects stay as they are), inside
+    mappings, namedtuples and sequences too (a plain tuple becomes a list, as in PyTorch); anything else is
+    returned unchanged. The DataLoader's collate_fn when batching is off, in PyTorch."""
+    kind = type(data)
+    if isinstance(data, Tensor):
+        return data
+    if kind.__module__ == "numpy" and kind.__name__ not in ("str_", "bytes_", "string_"):
+        if kind.__name__ == "ndarray" and data.dtype.kind in "SaUO":
+            return data
+        return as_tensor(data)
+    if isinstance(data, Mapping):
+        converted = {key: default_convert(data[key]) for key in data}
+        try:
+            if isinstance(data, MutableMapping):  # a copy keeps a mapping subclass's other attributes
+                clone = copy.copy(data)
+                clone.update(converted)
+                return clone
+            return kind(converted)
+        except TypeError:  # a mapping type without copy()/update() or a constructor from a dict
+            return converted
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return kind(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        converted = [default_convert(d) for d in data]
+        try:
+            if isinstance(data, MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(converted):
+                    clone[i] = d
+                return clone
+            return kind(converted)
+        except TypeError:  # range, and other sequences that cannot be rebuilt from a list
+            return converted
+    return data

@@ -115,6 +115,48 @@ class TensorDataset(Dataset):
         return [t.index_select(0, index.to(t.device)) for t in self.tensors]
 
 
+class StackDataset(Dataset):
+    """Several datasets of one length read side by side: StackDataset(a, b)[i] = (a[i], b[i]);
+    StackDataset(image=a, text=b)[i] = {"image": a[i], "text": b[i]}."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = args or tuple(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(dataset) != self._length for dataset in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __len__(self):
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __getitems__(self, indices):
+        """The samples at `indices`, each part read with its dataset's own __getitems__ where it has one."""
+        named = self.datasets.items() if isinstance(self.datasets, dict) else enumerate(self.datasets)
+        columns = {}
+        for key, dataset in named:
+            if callable(getattr(dataset, "__getitems__", None)):
+                items = dataset.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, "
+                                     f"got {len(items)}")
+            else:
+                items = [dataset[i] for i in indices]
+            columns[key] = items
+        if isinstance(self.datasets, dict):
+            return [{key: columns[key][row] for key in columns} for row in range(len(indices))]
+        return [tuple(column[row] for column in columns.values()) for row in range(len(indices))]
+
+
 class Subset(Dataset):
     """The samples of `dataset` at `indices`, in that order.
 

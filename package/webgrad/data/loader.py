@@ -7,6 +7,8 @@ Two ways to build a batch:
   work per sample, and on WebGPU no data crosses to the GPU after that one upload.
 - the general path for any map-style dataset: dataset[i] for each index, then collate_fn (by default
   default_collate, which stacks).
+With batch_size=None (no automatic batching) each sample comes alone, through collate_fn (by default
+default_convert, which turns NumPy arrays into tensors and stacks nothing).
 
 Shuffling happens on the host with a random.Random drawn from `generator` (webgrad.Generator; the
 default generator, seeded by webgrad.manual_seed, when none is given): the same seed gives the same
@@ -25,7 +27,7 @@ import array
 
 from .. import dtypes
 from .._tensor import tensor
-from .collate import default_collate
+from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -69,13 +71,15 @@ class DataLoader:
                 raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
                                  "and drop_last")
             batch_size = None
-        elif batch_size is None:
-            raise ValueError("batch_size=None (no automatic batching) is not supported by webgrad's DataLoader")
+        elif batch_size is None:  # no automatic batching: one sample at a time, through default_convert
+            if drop_last:
+                raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                                 "drop_last")
         elif not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size should be a positive integer, but got batch_size={batch_size!r}")
         if sampler is None and not iterable:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_sampler is None and not iterable:
+        if batch_sampler is None and not iterable and batch_size is not None:
             batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
         self.dataset = dataset
         self.batch_size = batch_size
@@ -94,12 +98,21 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
 
     def __len__(self):
+        if self.batch_size is None and self.batch_sampler is None:  # no automatic batching: one item per sample
+            return len(self.dataset) if isinstance(self.dataset, IterableDataset) else len(self.sampler)
         if isinstance(self.dataset, IterableDataset):
             n = len(self.dataset)  # TypeError where the dataset has no length, as in PyTorch
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return len(self.batch_sampler)
 
     def __iter__(self):
+        if self.batch_size is None and self.batch_sampler is None:
+            convert = self.collate_fn or default_convert
+            samples = self.dataset if isinstance(self.dataset, IterableDataset) else \
+                (self.dataset[i] for i in self.sampler)
+            for sample in samples:
+                yield convert(sample)
+            return
         collate = self.collate_fn or default_collate
         if isinstance(self.dataset, IterableDataset):
             batch = []
