@@ -146,3 +146,31 @@ def test_dataloader_without_automatic_batching_reads_an_iterable_dataset():
     loader = wdata.DataLoader(Stream(), batch_size=None)
     assert len(loader) == 2
     assert _plain(list(loader)) == _plain([wg.arange(2), wg.arange(3)])
+
+
+COLLATE_BATCHES = [
+    [np.array([1, 2]), np.array([3, 4])],
+    [np.array([[0.5]], dtype=np.float32), np.array([[1.5]], dtype=np.float32)],
+    [np.float64(1.5), np.float64(2.5)],
+    [np.float32(1), np.float32(2)],
+    [np.int32(3), np.int32(4)],
+    [np.bool_(True), np.bool_(False)],
+    [np.str_("a"), np.str_("b")],
+    [(np.array([1.0]), "x", 3), (np.array([2.0]), "y", 4)],
+    [{"image": np.zeros((2, 2), dtype=np.uint8), "label": np.int64(1)},
+     {"image": np.ones((2, 2), dtype=np.uint8), "label": np.int64(0)}],
+]
+
+
+@pytest.mark.parametrize("batch", COLLATE_BATCHES, ids=[f"batch{i}" for i in range(len(COLLATE_BATCHES))])
+def test_default_collate_of_numpy_samples_matches_torch(batch):
+    assert _plain(wdata.default_collate(batch)) == _plain(tdata.default_collate(batch))
+
+
+def test_default_collate_refuses_numpy_strings_as_torch():
+    batch = [np.array(["a"]), np.array(["b"])]
+    with pytest.raises(TypeError) as want:
+        tdata.default_collate(batch)
+    with pytest.raises(TypeError) as got:
+        wdata.default_collate(batch)
+    assert str(got.value) == str(want.value)

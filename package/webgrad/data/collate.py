@@ -1,9 +1,9 @@
 """default_collate: a list of samples -> one batch, as torch.utils.data.default_collate; default_convert: one
 sample's NumPy arrays and scalars -> tensors, as torch.utils.data.default_convert.
 
-Tensors are stacked along a new first dimension; Python numbers become a 1-D tensor (bool -> bool,
-int -> int64, float -> float32) on the default device; tuples/lists and dicts are collated field by
-field; strings stay as they come (a tuple per field of a batch of tuples, as PyTorch's).
+Tensors, NumPy arrays and NumPy scalars are stacked along a new first dimension (NumPy's dtype kept); Python
+numbers become a 1-D tensor (bool -> bool, int -> int64, float -> float32) on the default device; tuples/lists and
+dicts are collated field by field; strings stay as they come (a tuple per field of a batch of tuples, as PyTorch's).
 """
 
 import copy
@@ -14,10 +14,21 @@ from ..ops.shape import stack
 from .._tensor import Tensor, as_tensor, tensor
 
 
+def _is_numpy(value):
+    """A NumPy array or NumPy scalar, not a NumPy string (np.str_ is a str, and collates as one)."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ not in ("str_", "bytes_", "string_")
+
+
 def default_collate(batch):
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(batch, 0)
+    if _is_numpy(elem):  # before float: np.float64 is a float, and keeps its dtype here, as in PyTorch
+        if getattr(elem, "ndim", 0) and elem.dtype.kind in "SaUO":
+            raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+                            f"found {elem.dtype}")
+        return stack([as_tensor(sample) for sample in batch], 0)
     if isinstance(elem, bool):  # before int: bool is a subclass of int
         return tensor(batch, dtype=dtypes.bool_)
     if isinstance(elem, int):
@@ -44,7 +55,7 @@ def default_convert(data):
     kind = type(data)
     if isinstance(data, Tensor):
         return data
-    if kind.__module__ == "numpy" and kind.__name__ not in ("str_", "bytes_", "string_"):
+    if _is_numpy(data):
         if kind.__name__ == "ndarray" and data.dtype.kind in "SaUO":
             return data
         return as_tensor(data)
