@@ -29,6 +29,9 @@ NAMESPACES = [
     ("torch.optim.lr_scheduler", "webgrad.optim.lr_scheduler", "schedulers"),
     ("torch.utils.data", "webgrad.utils.data", "classes and functions"),
     ("torch.func", "webgrad.func", "functions"),
+    ("torch.fft", "webgrad.fft", "functions"),
+    ("torch.linalg", "webgrad.linalg", "functions"),
+    ("torch.distributions", "webgrad.distributions", "classes and functions"),
 ]
 
 # PyTorch's OpInfo tests as `python -m webgrad.testing.opinfo --device D --write-table PATH` last wrote them
@@ -37,7 +40,7 @@ OPINFO_TABLES = [("cpu", "tests/compat/opinfo_cpu.md"), ("webgpu", "tests/compat
 # What differs where webgrad has the name: shown as "partial".
 PARTIAL = {
     "torch.Tensor": "float32, int32, uint8, bool everywhere; float64 on the CPU; float16 on the CPU and on WebGPU "
-                    "with shader-f16; no bfloat16/complex",
+                    "with shader-f16; complex64 as float32 pairs; no bfloat16 or complex128",
     "torch.autocast": "float16 only (no bfloat16); batch_norm computes and returns float32",
     "torch.tensor": "int64 data becomes int32 (range-checked)",
     "torch.from_numpy": "int64 arrays become int32",
@@ -59,6 +62,10 @@ PARTIAL = {
     "torch.func.linearize": "each jvp_fn call runs func again (no traced linear graph)",
     **{f"torch.func.{name}": "at the outermost transform, tensors func closes over are constants to the results"
        for name in ("grad", "grad_and_value", "vjp", "jacrev")},
+    **{f"torch.fft.{name}": "complex64 only (a float64 input raises TypeError: no complex128); products with the "
+                            "transform's matrices, O(n^2) per dim"
+       for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "ihfft", "ihfft2",
+                    "ihfftn")},
 }
 
 
@@ -77,7 +84,7 @@ def _public(module, kind):
             continue
         if kind == "schedulers" and not (inspect.isclass(obj) and name.endswith(("LR", "Plateau"))):
             continue
-        if kind in ("functions",) and not callable(obj):
+        if kind in ("functions",) and (not callable(obj) or inspect.isclass(obj)):  # (torch.fft lists Tensor)
             continue
         if kind.startswith("functions and classes") and not callable(obj):
             continue
