@@ -237,9 +237,9 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` whole channels along `dim` (an int, or that fraction: a float in [0, 1]), chosen at
-    random."""
+class _Structured(BasePruningMethod):
+    """Prunes `amount` whole channels along `dim` (an int, or that fraction: a float in [0, 1]): the ones _kept
+    leaves out (a [channels] vector of ones for the channels kept, in t's dtype)."""
 
     PRUNING_TYPE = "structured"
 
@@ -255,40 +255,35 @@ class RandomStructured(BasePruningMethod):
         n_prune = _checked_count(self.amount, channels)
         if n_prune == 0:
             return default_mask
-        prob = _random.rand(channels, device=t.device)
-        threshold = prob.kthvalue(n_prune).values
-        mask = _channel_mask(t, self.dim, (prob > threshold).to(dtype=t.dtype))
+        mask = _channel_mask(t, self.dim, self._kept(t, channels, n_prune))
         return mask * default_mask.to(dtype=mask.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes `amount` whole channels along `dim` (an int, or that fraction: a float in [0, 1]), chosen at
+    random."""
+
+    def _kept(self, t, channels, n_prune):
+        prob = _random.rand(channels, device=t.device)
+        return (prob > prob.kthvalue(n_prune).values).to(dtype=t.dtype)
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the `amount` channels along `dim` (an int, or that fraction: a float in [0, 1]) of smallest L`n`
     norm (n as torch.norm's p: an int, float, inf, -inf or 'fro')."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount, n, dim=-1):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        channels = t.shape[self.dim]
-        n_prune = _checked_count(self.amount, channels)
-        if n_prune == 0:
-            return default_mask
+    def _kept(self, t, channels, n_prune):
         norms = _channel_norms(t, self.n, self.dim)
         largest = norms.topk(channels - n_prune, largest=True).indices
-        keep = zeros_like(norms).index_fill(0, largest, 1).to(dtype=t.dtype)
-        mask = _channel_mask(t, self.dim, keep)
-        return mask * default_mask.to(dtype=mask.dtype)
+        return zeros_like(norms).index_fill(0, largest, 1).to(dtype=t.dtype)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
