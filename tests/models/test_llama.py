@@ -25,7 +25,8 @@ def test_pytorchs_layout_and_parameter_count():
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
         {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
     # 32,000 x 512 twice (embeddings, output), 8 layers of 4 x 512^2 + 3 x 512 x 1,376 (SwiGLU) + 2 x 512, and 512
-    assert sum(p.numel() for p in ours.parameters()) == 2 * 32000 * 512 + 8 * (4 * 512 ** 2 + 3 * 512 * 1376 + 1024) + 512
+    per_layer = 4 * 512 ** 2 + 3 * 512 * 1376 + 1024
+    assert sum(p.numel() for p in ours.parameters()) == 2 * 32000 * 512 + 8 * per_layer + 512
     assert "layers.0.feed_forward.w3.weight" in ours.state_dict() and "cos" not in ours.state_dict()
 
 
