@@ -787,3 +787,14 @@ def test_compiled_batch_norm_replayed(whole_step):
     assert stats.get("fallback", {}) == {}
     for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
         close(a.cpu().to(b.dtype), b, atol=1e-4, rtol=1e-3)
+
+
+def test_accelerator_synchronize_and_the_benchmark_timer():
+    """torch.accelerator.synchronize() with webgpu as the accelerator waits for webgrad's queue, so
+    torch.utils.benchmark's Timer (which synchronizes before each clock read) works once the device is registered."""
+    from torch.utils import benchmark
+    assert torch.accelerator.current_accelerator().type == DEV
+    x = torch.ones(64, device=DEV)
+    torch.accelerator.synchronize()
+    m = benchmark.Timer(stmt="x * 2 + 1", globals={"x": x}).timeit(5)
+    assert m.number_per_run == 5 and m.median > 0

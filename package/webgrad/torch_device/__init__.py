@@ -159,6 +159,23 @@ def _webgrad_device():
     return dev
 
 
+def _synchronize_through_accelerator():
+    """torch.accelerator.synchronize() waits for webgrad's queue when webgpu is the accelerator. PyTorch's C++ asks
+    the device guard, and the Python guard of this PyTorch exposes no synchronizeDevice to implement, so it raised
+    "Backend doesn't support synchronizing all streams on device" for every caller, torch.utils.benchmark's Timer
+    among them (it synchronizes the accelerator before each clock read)."""
+    torch_synchronize = torch.accelerator.synchronize
+
+    def synchronize(device=None):
+        current = torch.accelerator.current_accelerator()
+        if current is not None and current.type == NAME:
+            storage.webgrad_device().backend.synchronize()
+            return
+        torch_synchronize(device)
+    synchronize.__doc__ = torch_synchronize.__doc__
+    torch.accelerator.synchronize = synchronize
+
+
 def _register():
     if storage._device:
         return
@@ -169,6 +186,7 @@ def _register():
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     torch.serialization.register_package(19, _tag, _deserialize)
     _pin_memory_for_webgpu()
+    _synchronize_through_accelerator()
     # the backward of webgpu tensors runs in the thread that calls it, as the CPU's does: webgrad's recording
     # of a step (replay hooks, capture) is per thread, and PyTorch's engine sizes its per-device worker queues
     # once, at its first backward, which may come before this registration
