@@ -8,6 +8,7 @@ same functions that serve ``webgrad.exp(x)``; the elementwise ones come from the
 import array
 import operator
 import struct
+import sys
 from collections.abc import Sequence
 
 from . import _autograd, _typenames, devices, dtypes
@@ -730,7 +731,16 @@ def _flatten(data, tensor_dtypes=None):
 
 def _infer_dtype(flat, tensor_dtypes=()):
     """torch.tensor's dtype for these Python numbers, of which len(tensor_dtypes) came from tensors of those dtypes
-    (torch.tensor([t]) keeps t's dtype; numbers beside tensors promote with them)."""
+    (torch.tensor([t]) keeps t's dtype; numbers beside tensors promote with them). NumPy scalars among them carry
+    their dtype as tensors do (torch.tensor([np.int64(1), 2]) is int64, [np.float64(0.5)] float64)."""
+    np = sys.modules.get("numpy")  # (never imported here: Pyodide has none)
+    if np is not None and any(isinstance(v, np.generic) for v in flat):
+        carried = [_numpy_dtype(v.dtype) for v in flat if isinstance(v, np.generic)]
+        plain = [v for v in flat if not isinstance(v, np.generic)]
+        inferred = _infer_dtype(plain, tensor_dtypes) if plain else None
+        for d in carried:
+            inferred = d if inferred is None else dtypes.promote_types(inferred, d)
+        return inferred
     if tensor_dtypes:
         inferred = None if len(tensor_dtypes) == len(flat) else _infer_dtype(flat)
         for d in tensor_dtypes:
@@ -779,22 +789,24 @@ def _pack_half(v):
     return b"\x00\x7c" if v > 0 else b"\x00\xfc"  # struct refuses values beyond the range
 
 
+def _numpy_dtype(np_dtype):
+    """webgrad's dtype for a NumPy dtype, or TypeError."""
+    kind, size = np_dtype.kind, np_dtype.itemsize
+    if kind == "f":
+        return {8: dtypes.float64, 2: dtypes.float16}.get(size, dtypes.float32)
+    if kind == "b":
+        return dtypes.bool_
+    if kind in "iu":
+        # int8/int16/uint16 widen to int32 (webgrad has no narrower signed ints); int64, uint32 and uint64 to int64
+        return dtypes.uint8 if np_dtype.name == "uint8" else dtypes.int64 if size >= 8 or (kind == "u" and size == 4) \
+            else dtypes.int32
+    raise TypeError(f"can't convert a NumPy array of dtype {np_dtype} to a tensor")
+
+
 def _from_numpy(arr, dtype):
     np = _np()
     kind, size = arr.dtype.kind, arr.dtype.itemsize
-    if kind == "f":
-        src = {8: dtypes.float64, 2: dtypes.float16}.get(size, dtypes.float32)
-    elif kind == "b":
-        src = dtypes.bool_
-    elif kind in "iu":
-        # int8/int16/uint16 widen to int32 (webgrad has no narrower signed ints); int64, uint32 and uint64 to int64
-        src = dtypes.uint8 if arr.dtype.name == "uint8" else dtypes.int64 if size >= 8 or (kind == "u" and size == 4) \
-            else dtypes.int32
-    else:
-        src = None
-    if src is None:
-        raise TypeError(f"can't convert a NumPy array of dtype {arr.dtype} to a tensor")
-    dtype = dtype or src
+    dtype = dtype or _numpy_dtype(arr.dtype)
     if kind == "u" and size == 8 and dtype is dtypes.int64 and arr.size and arr.max() > 2**63 - 1:
         raise RuntimeError(f"value cannot be converted to type int64 without overflow: {arr.max()}")
     npd = _NP_NAMES[dtype.name]

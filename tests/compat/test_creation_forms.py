@@ -179,3 +179,13 @@ def test_torch_norm_function_and_errors():
     with pytest.raises(RuntimeError, match="floating point"):
         wg.tensor([1, 2]).norm()
     assert np.allclose(wg.tensor(a).norm("nuc").item(), torch.tensor(a).norm("nuc").item())  # singular values
+
+
+@pytest.mark.parametrize("make", [
+    lambda np: [np.int64(1), 2], lambda np: [np.int32(3)], lambda np: [np.int32(3), 5], lambda np: [np.float64(1.5), 2],
+    lambda np: [np.float32(1.5), 2.0], lambda np: [np.bool_(True), False], lambda np: [[np.int64(1)], [2]],
+    lambda np: [np.float16(1), 2], lambda np: [np.uint8(3), 4]])
+def test_numpy_scalars_in_a_list_carry_their_dtype_as_torchs(make):
+    """torch.tensor([np.int64(1), 2]) is int64 (a list of NumPy integers indexes, as gather's index), not float32."""
+    ours, theirs = wg.tensor(make(np)), torch.tensor(make(np))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.") and ours.tolist() == theirs.tolist()
