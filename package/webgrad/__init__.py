@@ -33,6 +33,8 @@ from .amp import autocast
 from . import autograd, data, datasets, distributions, transforms, utils, webgpu
 from . import nn
 from . import optim
+from . import profiler  # torch.profiler (and torch.autograd.profiler, below)
+from .autograd import profiler as _autograd_profiler  # noqa: F401  (makes webgrad.autograd.profiler)
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
 from ._as_torch import as_torch
 from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401

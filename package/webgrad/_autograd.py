@@ -77,6 +77,9 @@ class set_grad_enabled(_GradMode):
         return super().__call__(fn)
 
 
+# The recorder of an active webgrad.profiler.profile (it times each node's backward), else None.
+PROFILER = None
+
 # ----------------------------------------------------------------------------- in-place writes
 # PyTorch's version counters, kept per storage (the views of one storage share it, as in PyTorch): every
 # in-place write into a storage counts (Tensor._version) and is stamped with the write clock. A node remembers
@@ -521,7 +524,10 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 _accumulate(o, grad_out, create_graph)
                 retained.pop(id(o), None)
             composite = getattr(node.backward_fn, "composite", None) if create_graph else None
+            profiled = None if PROFILER is None else PROFILER.begin_backward(node)  # webgrad.profiler's range
             input_grads = node.backward_fn(grad_out) if composite is None else _composite_grads(composite, grad_out)
+            if profiled is not None:
+                PROFILER.end(profiled)
             if is_anomaly_enabled():
                 input_grads = check_anomaly(node, [_dense(g) for g in input_grads])
             if create_graph:

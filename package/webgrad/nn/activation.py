@@ -8,7 +8,7 @@ from .module import Module
 def _table_module(op):
     """The nn Module of op-table record `op`: PyTorch's constructor arguments (the record's params, then
     `inplace` where the functional form has it), forward through nn.functional, PyTorch's repr."""
-    fn = getattr(F, op.name)
+    name = op.name
     names = [n for n, _ in op.params]
     with_inplace = "inplace_arg" in op.expose
 
@@ -29,6 +29,7 @@ def _table_module(op):
 
     def forward(self, input):
         args = [getattr(self, n) for n in names]
+        fn = getattr(F, name)  # looked up per call, as torch's modules call F.relu: a profiler sees it
         return fn(input, *args, inplace=self.inplace) if with_inplace else fn(input, *args)
 
     def extra_repr(self):
