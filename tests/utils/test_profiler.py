@@ -292,3 +292,30 @@ def test_webgpu_ops_are_recorded_with_device_memory():
     with prof_cuda:
         (x @ x).relu()
     assert "CUDA Mem" in _header(prof_cuda.key_averages().table())
+
+
+def test_with_stack_records_each_op_s_caller(tmp_path):
+    # (torch 2.13's kineto profiler records the Python frames as events of their own and leaves event.stack
+    # empty; webgrad keeps the documented form: each op's stack, innermost first, torch's "file(line): name")
+    x = webgrad.ones(3)
+    with wprof.profile(with_stack=True) as prof:
+        x.add(1)
+        x.add(2)
+    rows = {k: sum(a.key == "aten::add" for a in prof.key_averages(group_by_stack_n=k)) for k in (0, 1)}
+    assert rows == {0: 1, 1: 2}  # one row per name; one per call site when grouped by the innermost frame
+    add = [e for e in prof.events() if e.name == "aten::add"][0]
+    assert add.stack[0].startswith(__file__ + "(")
+    assert add.stack[0].endswith(": test_with_stack_records_each_op_s_caller")
+    table = prof.key_averages(group_by_stack_n=1).table(sort_by="self_cpu_time_total")
+    assert _header(table)[-1] == "Source Location" and "test_with_stack_records_each_op_s_caller" in table
+    prof.export_stacks(str(tmp_path / "stacks"), "self_cpu_time_total")
+    lines = (tmp_path / "stacks").read_text().splitlines()
+    assert 1 <= len(lines) <= 2 and all(line.rsplit(" ", 1)[1].isdigit() for line in lines)
+    assert all(line.split(" ")[0].endswith(":_test_with_stack_records_each_op_s_caller") for line in lines)
+    with pytest.raises(ValueError, match="metric should be one of"):
+        prof.export_stacks(str(tmp_path / "x"), "cpu_time")
+    plain = wprof.profile()
+    with plain:
+        webgrad.ones(2).add(1)
+    with pytest.raises(AssertionError, match="requires with_stack=True"):
+        plain.export_stacks(str(tmp_path / "x"))

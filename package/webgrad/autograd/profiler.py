@@ -44,7 +44,7 @@ class profile:
         if self.entered:
             raise RuntimeError("Profiler context manager is not reentrant")
         self.entered = True
-        self._recorder = Recorder(self.record_shapes, self.profile_memory, self.use_device)
+        self._recorder = Recorder(self.record_shapes, self.profile_memory, self.use_device, self.with_stack)
         self._recorder.start()
         return self
 
@@ -76,6 +76,12 @@ class profile:
 
     def export_chrome_trace(self, path):
         self._check_finish().export_chrome_trace(path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        events = self._check_finish()
+        if not self.with_stack:
+            raise AssertionError("export_stacks() requires with_stack=True")
+        events.export_stacks(path, metric)
 
     def events(self):
         return self._check_finish()

@@ -79,7 +79,7 @@ class FunctionEvent(_Formatted):
     record_function range (``user_annotation``), with its parent and children by nesting."""
 
     def __init__(self, id, name, thread, start_us, end_us, category="cpu_op", input_shapes=None,
-                 cpu_memory_usage=0, device_memory_usage=0, sequence_nr=-1, use_device=None):
+                 cpu_memory_usage=0, device_memory_usage=0, sequence_nr=-1, use_device=None, stack=None):
         self.id, self.name, self.thread = id, name, thread
         self.time_range = Interval(start_us, end_us)
         self.category = category
@@ -88,7 +88,8 @@ class FunctionEvent(_Formatted):
         self.sequence_nr = sequence_nr
         self.use_device = use_device
         self.cpu_children, self.cpu_parent = [], None
-        self.kernels, self.stack, self.concrete_inputs = [], [], []
+        self.kernels, self.concrete_inputs = [], []
+        self.stack = stack if stack is not None else []  # the caller's Python frames, innermost first
         self.device_type = DeviceType.CPU
         self.node_id, self.count, self.flops, self.scope, self.device_index = -1, 1, 0, 0, 0
         # torch's tables show every step as "ProfilerStep*" (one row); the trace keeps each step's own name
@@ -202,13 +203,13 @@ class EventList(list):
         """The events as torch prints them, one row each, sorted (descending) by attribute `sort_by`
         (``"cpu_time_total"``, ``"self_cpu_memory_usage"``, ...); the first `row_limit` rows."""
         return table.build(self, sort_by=sort_by, header=header, row_limit=row_limit,
-                           max_name_column_width=max_name_column_width,
+                           max_src_column_width=max_src_column_width, max_name_column_width=max_name_column_width,
                            max_shapes_column_width=max_shapes_column_width, profile_memory=self._profile_memory,
                            top_level_events_only=top_level_events_only, time_unit=time_unit)
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
-        """One FunctionEventAvg per name (and per input shapes with group_by_input_shape; per the top
-        `group_by_stack_n` stack frames, which webgrad does not record, so that groups nothing further)."""
+        """One FunctionEventAvg per name, and per input shapes with group_by_input_shape, and per the innermost
+        `group_by_stack_n` frames of the caller's stack (recorded with with_stack=True) where that is > 0."""
         groups = {}
         for event in self:
             key = (event.key, str(event.node_id), str(event.device_type), event.is_legacy,
@@ -236,6 +237,22 @@ class EventList(list):
             total.add(event)
         total.key = "Total"
         return total
+
+    def supported_export_stacks_metrics(self):
+        return ["self_cpu_time_total", "self_cuda_time_total", "self_xpu_time_total", "self_privateuse1_time_total"]
+
+    def export_stacks(self, path, metric):
+        """One line per event with a stack: its frames outermost first, joined by ";", then the metric in
+        whole microseconds (the collapsed-stack format flamegraph.pl and speedscope read)."""
+        if metric not in self.supported_export_stacks_metrics():
+            raise ValueError("metric should be one of: " + str(self.supported_export_stacks_metrics()))
+        attribute = metric.replace("cuda", "device").replace("xpu", "device").replace("privateuse1", "device")
+        blanks = str.maketrans(" ;\t\n", "____")
+        with open(path, "w", encoding="utf-8") as f:
+            for event in self:
+                value = int(getattr(event, attribute))
+                if event.stack and value > 0:
+                    f.write(";".join(entry.translate(blanks) for entry in reversed(event.stack)) + f" {value}\n")
 
     def export_chrome_trace(self, path):
         """Write the events as a Chrome trace (JSON: chrome://tracing, Perfetto, TensorBoard's viewer);

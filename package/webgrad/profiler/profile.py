@@ -53,7 +53,9 @@ class profile:
     With a `schedule`, call ``prof.step()`` after each step: the schedule's actions decide which steps are
     recorded, and at the end of each recorded cycle ``on_trace_ready(prof)`` gets the profile, whose events
     are that cycle's. Steps recorded are wrapped in ``ProfilerStep#<n>`` ranges, as torch's.
-    with_stack, with_flops, with_modules and the experimental options are accepted and record nothing more.
+    with_stack records each op's Python call stack (the table's Source Location column, export_stacks,
+    key_averages(group_by_stack_n=...)); with_flops, with_modules and the experimental options are accepted and
+    record nothing more.
     """
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
@@ -141,7 +143,8 @@ class profile:
             self._start_trace()
 
     def _start_trace(self):
-        self._recorder = recorder.Recorder(self.record_shapes, self.profile_memory, self.use_device)
+        self._recorder = recorder.Recorder(self.record_shapes, self.profile_memory, self.use_device,
+                                           self.with_stack)
         self._recorder.start()
 
     def _stop_trace(self):
@@ -172,6 +175,13 @@ class profile:
     def export_chrome_trace(self, path):
         """Write the trace as Chrome trace JSON (gzipped where `path` ends in ``.gz``)."""
         self._recorded().export_chrome_trace(path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """Write each op's stack with its `metric` in the collapsed-stack format of flame graphs
+        (needs with_stack=True)."""
+        if not self.with_stack:
+            raise AssertionError("export_stacks() requires with_stack=True")
+        self._recorded().export_stacks(path, metric)
 
     def add_metadata(self, key, value):
         """A string entry in the exported trace's top level."""

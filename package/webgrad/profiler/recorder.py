@@ -9,6 +9,8 @@ Three hooks feed it while it is active (and cost one ``is None`` check each when
 - the public op functions, which ``instrument.py`` wraps while a profile records (events ``aten::<name>``).
 """
 
+import os
+import sys
 import threading
 import time
 
@@ -19,14 +21,30 @@ from . import instrument
 from .events import EventList, FunctionEvent
 
 
+_PROFILER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _python_stack():
+    """The Python frames of the op's caller, innermost first, as torch lists them ("file.py(12): forward");
+    the profiler's own frames left out."""
+    frames = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(_PROFILER_DIR):
+            frames.append(f"{code.co_filename}({frame.f_lineno}): {code.co_name}")
+        frame = frame.f_back
+    return frames
+
+
 class _Range:
     __slots__ = ("id", "name", "category", "thread", "parent", "start", "end", "shapes", "cpu_bytes",
-                 "device_bytes", "measured")
+                 "device_bytes", "measured", "stack")
 
     def __init__(self, id, name, category, thread, parent):
         self.id, self.name, self.category, self.thread, self.parent = id, name, category, thread, parent
         self.start = self.end = None
-        self.shapes = None
+        self.shapes = self.stack = None
         self.cpu_bytes = self.device_bytes = 0
         self.measured = False  # memory measured from the op's outputs (else: the sum of its children's)
 
@@ -65,8 +83,9 @@ def _new_bytes(out, inputs):
 class Recorder:
     """Collects ranges between start() and stop(); stop() gives the EventList."""
 
-    def __init__(self, record_shapes=False, profile_memory=False, use_device=None):
+    def __init__(self, record_shapes=False, profile_memory=False, use_device=None, with_stack=False):
         self.record_shapes, self.profile_memory, self.use_device = record_shapes, profile_memory, use_device
+        self.with_stack = with_stack
         self.ranges = []  # every range, in the order they began
         self.stacks = {}  # thread id -> its open ranges, innermost last
         self.start_ns = self.base_ns = None
@@ -107,6 +126,8 @@ class Recorder:
         # the positional arguments, then tensors passed by keyword (flags such as inplace=False are not inputs)
         inputs = args + tuple(v for v in kwargs.values() if isinstance(v, Tensor)) if kwargs else args
         r = self.begin(name, "cpu_op", inputs)
+        if self.with_stack:
+            r.stack = _python_stack()
         try:
             out = fn(*args, **kwargs)
         finally:
@@ -164,7 +185,7 @@ class Recorder:
             thread = threads.setdefault(r.thread, len(threads) + 1)
             event = FunctionEvent(r.id, r.name, thread, (r.start - self.start_ns) / 1e3,
                                   (r.end - self.start_ns) / 1e3, r.category, r.shapes, r.cpu_bytes,
-                                  r.device_bytes, use_device=self.use_device)
+                                  r.device_bytes, use_device=self.use_device, stack=r.stack)
             made[r.id] = event
             if r.parent is not None:
                 parent = made[r.parent.id]

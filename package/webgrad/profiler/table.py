@@ -25,8 +25,16 @@ def _format_memory(nbytes):
     return f"{nbytes} B"
 
 
-def build(events, sort_by=None, header=None, row_limit=100, max_name_column_width=55, max_shapes_column_width=80,
-          profile_memory=False, top_level_events_only=False, time_unit=None):
+def _trim_path(path, width):
+    if len(path) > width:
+        path = path[len(path) - width:]
+        if len(path) > 3:
+            path = "..." + path[3:]
+    return path
+
+
+def build(events, sort_by=None, header=None, row_limit=100, max_src_column_width=75, max_name_column_width=55,
+          max_shapes_column_width=80, profile_memory=False, top_level_events_only=False, time_unit=None):
     """The table torch's EventList.table prints. An unknown `sort_by` raises torch's AttributeError (the
     events have no such attribute)."""
     if len(events) == 0:
@@ -54,7 +62,15 @@ def build(events, sort_by=None, header=None, row_limit=100, max_name_column_widt
     if has_shapes:
         headers.append("Input Shapes")
         widths.append(shapes_width)
-    row_format = "".join("{: >" + str(width) + "}" + " " * _SPACING for width in widths)
+    stacks = [event.stack for event in events if event.stack]
+    if stacks:  # (with_stack): the caller's frames, left-aligned, one per line under the row
+        source_width = max(len(entry) for stack in stacks for entry in stack) + 4
+        if max_src_column_width is not None:
+            source_width = min(source_width, max_src_column_width)
+        headers.append("Source Location")
+        widths.append(source_width)
+    row_format = "".join("{: " + ("<" if stacks and i == len(widths) - 1 else ">") + str(width) + "}" + " " * _SPACING
+                         for i, width in enumerate(widths))
     separator = "".join("-" * width + " " * _SPACING for width in widths)
     line_length = sum(widths) + _SPACING * (len(widths) - 1)
 
@@ -86,6 +102,12 @@ def build(events, sort_by=None, header=None, row_limit=100, max_name_column_widt
         row.append(event.count)
         if has_shapes:
             row.append(str(event.input_shapes)[:shapes_width])
+        if stacks:
+            row.append(_trim_path(event.stack[0], source_width) if event.stack else "")
         lines.append(row_format.format(*row))
+        if stacks:
+            blank = [""] * (len(headers) - 1)
+            lines += [row_format.format(*blank, _trim_path(entry, source_width)) for entry in (event.stack or [])[1:]]
+            lines.append(row_format.format(*blank, ""))
     lines += [separator, f"Self CPU time total: {_format_time(total_self, time_unit)}"]
     return "\n".join(lines) + "\n"
