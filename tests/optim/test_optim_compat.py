@@ -125,3 +125,19 @@ def test_lbfgs_float32_on_device(device):
         finals.append(float(loss().detach()))
         assert finals[-1] < 0.5 * start
     np.testing.assert_allclose(finals[1], finals[0], rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "ASGD", "NAdam", "RAdam",
+                                  "RMSprop", "Rprop", "LBFGS"])
+def test_param_group_defaults_are_torchs(name):
+    # A printed or saved optimizer state_dict lists every default PyTorch keeps (foreach, capturable,
+    # differentiable, fused included), in its order: a tutorial prints optimizer.state_dict()
+    groups = [getattr(lib.optim, name)([lib.nn.Parameter(lib.zeros(2))]).state_dict()["param_groups"][0]
+              for lib in (torch, wg)]
+    assert list(groups[1].items()) == list(groups[0].items())
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+def test_differentiable_optimizer_is_refused(name):
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        getattr(wg.optim, name)([wg.nn.Parameter(wg.zeros(2))], differentiable=True)

@@ -35,7 +35,7 @@ class Adadelta(Optimizer):
         if differentiable:
             raise NotImplementedError("Adadelta(differentiable=True): webgrad's optimizers step outside the graph")
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
     def step(self, closure=None):

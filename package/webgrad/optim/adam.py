@@ -17,11 +17,17 @@ class Adam(Optimizer):
     _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, fused=None, decoupled_weight_decay=False):
-        # foreach / fused: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        # foreach / capturable / fused: accepted for PyTorch scripts (and kept in the param groups, as PyTorch
+        # prints and saves them); webgrad's update is always one fused kernel.
         check_hyperparameters(lr, eps, betas, weight_decay)
+        if differentiable:
+            raise NotImplementedError(f"{type(self).__name__}(differentiable=True): webgrad's optimizers step outside "
+                                      "the graph")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def _replay_invariants(self):  # (what picks adam_step's kernel; the rest is re-read by a replay)
@@ -69,6 +75,7 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, fused=None):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         foreach=foreach, maximize=maximize, fused=fused, decoupled_weight_decay=True)
+                         foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)

@@ -11,9 +11,10 @@ from .._backends import kernels
 class RMSprop(Optimizer):
     _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
-                 foreach=None, maximize=False):
-        # foreach: accepted for PyTorch scripts; webgrad's update is always one fused kernel.
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        # capturable / foreach: accepted for PyTorch scripts (and kept in the param groups, as PyTorch prints and
+        # saves them); webgrad's update is always one fused kernel.
         if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -24,8 +25,11 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
+        if differentiable:
+            raise NotImplementedError("RMSprop(differentiable=True): webgrad's optimizers step outside the graph")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, maximize=maximize)
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
         super().__init__(params, defaults)
 
     def _replay_invariants(self):  # (what picks rmsprop_step's kernel; the rest is re-read by a replay)

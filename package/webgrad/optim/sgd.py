@@ -12,7 +12,7 @@ class SGD(Optimizer):
     _steps_through_fused_updates = True  # (Optimizer.skips_on_device)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False, foreach=None, fused=None):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
         # foreach / fused select PyTorch implementations; webgrad always runs one fused kernel per
         # parameter, so they are accepted (scripts pass them) and change nothing.
         if not 0.0 <= lr < float("inf"):  # NaN too: a NaN lr silently turns every weight into NaN
@@ -23,8 +23,11 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if differentiable:
+            raise NotImplementedError("SGD(differentiable=True): webgrad's optimizers step outside the graph")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
         super().__init__(params, defaults)
 
     def _replay_invariants(self):  # (what picks sgd_step's kernel; the rest is re-read by a replay)
