@@ -39,7 +39,21 @@ def format_tensor(t):
         extras.append(f"grad_fn=<{t.grad_fn.name_()}>")  # (torch prints no address here)
     elif t.requires_grad:
         extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    return _add_suffixes("tensor(" + body, extras, indent=len("tensor("))
+
+
+def _add_suffixes(text, suffixes, indent):
+    """Each suffix (device=..., grad_fn=...) after ", ", or on a line of its own where it would pass the line
+    width, as PyTorch's _add_suffixes (its count of the last line's length included)."""
+    parts, last_line = [text], len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def _summarised(t, edge):

@@ -190,6 +190,26 @@ def test_repr_matches_torch_and_summarises():
         assert repr(wg.tensor(a)) == repr(torch.tensor(a)), a.shape
 
 
+def test_repr_suffixes_wrap_at_the_line_width_as_torchs():
+    # grad_fn=, requires_grad=, size= go on a line of their own where they would pass 80 columns
+    import numpy as np
+    import torch
+    values = [np.full(8, 0.25, np.float32), np.full(9, 3.25, np.float32), np.full((2, 8), -1.5, np.float32),
+              np.full(5, 2.0, np.float32)]
+    for a in values:
+        for lib in (torch, wg):
+            leaf = lib.tensor(a, requires_grad=True)
+            made = leaf * 2
+            text = [repr(leaf), repr(made)]
+            if lib is torch:
+                expected = text
+        assert text == expected, a.shape
+    shapes = [(2, 3, 10, 10), (2048, 3, 65536, 65536)]
+    for shape in shapes:
+        texts = [repr(lib.nn.Conv2d(3, 5, 2, device="meta")(lib.zeros(shape, device="meta"))) for lib in (torch, wg)]
+        assert texts[1] == texts[0], shape
+
+
 def test_summarised_repr_reads_only_the_shown_entries(monkeypatch):
     big = wg.zeros(50000, 784)
     read = []
