@@ -157,7 +157,26 @@ class Node:
 
     @property
     def next_functions(self):
-        return tuple((t.grad_fn, 0) if t is not None else (None, 0) for t in self.inputs)
+        """(node, 0) per input, as PyTorch's: the node that made it, an AccumulateGrad for a leaf that requires
+        grad, None for an input that takes no gradient."""
+        return tuple((None if t is None else AccumulateGrad(t) if not isinstance(t, Edge) else t.grad_fn, 0)
+                     for t in self.inputs)
+
+
+class AccumulateGrad:
+    """What next_functions names for a leaf, as PyTorch's node that fills the leaf's .grad (``variable``)."""
+
+    __slots__ = ("variable",)
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
 class Edge:

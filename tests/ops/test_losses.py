@@ -144,3 +144,29 @@ def test_cross_entropy_mean_counts_only_kept_rows(device, ignored, smoothing):
     assert got.shape == () and got.requires_grad
     np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6, atol=1e-6, equal_nan=True)
     np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_mse_loss_is_one_graph_node_as_torchs(reduction):
+    # A tutorial prints loss.grad_fn and walks next_functions: MseLossBackward0, then the input's node; mean is
+    # MeanBackward0. Gradients of a broadcast target, an integer target and a second order agree with torch's.
+    results = []
+    for lib in (torch, wg):
+        x = lib.tensor(X, requires_grad=True)
+        h = x * 3
+        t = lib.tensor(Y[:1], requires_grad=True)  # broadcast along dim 0 (both warn)
+        with pytest.warns(UserWarning):
+            loss = lib.nn.functional.mse_loss(h, t, reduction=reduction)
+        weights = lib.tensor(np.random.default_rng(2).standard_normal(tuple(loss.shape)))
+        gx, = lib.autograd.grad((loss * weights).sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        ints = lib.nn.functional.mse_loss(lib.ones(1, 10, requires_grad=True), lib.arange(1, 11).view(1, -1))
+        name = (lambda f: f.name()) if lib is torch else (lambda f: f.name_())  # webgrad's Node.name is its field
+        results.append((name(loss.grad_fn), name(loss.grad_fn.next_functions[0][0]),
+                        loss.grad_fn.next_functions[1][0] is None, name(h.mean().grad_fn), loss.detach().numpy(),
+                        x.grad.numpy(), t.grad.numpy(), name(ints.grad_fn), ints.detach().item()))
+    ours, ref = results[1], results[0]
+    assert ours[:4] == ("MseLossBackward0", "MulBackward0", False, "MeanBackward0")
+    assert ours[:4] == ref[:4] and ours[7:] == ref[7:]
+    for a, b in zip(ours[4:7], ref[4:7]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

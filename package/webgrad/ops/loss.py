@@ -264,8 +264,21 @@ def _nll_loss(input, target, weight, reduction, ignore_index):
 @full_precision("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_pair(input, target, "mse_loss")
-    d = input - target
-    return _reduce(d * d, _legacy_reduction(size_average, reduce, reduction), "mse_loss", weight)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    with no_grad():  # one graph node, MseLossBackward0 as PyTorch's (its next_functions reach the input's)
+        d = input - target
+        out = _reduce(d * d, reduction, "mse_loss", weight)
+
+    def backward(g):  # 2 d w g, of the inputs themselves (so create_graph differentiates it again)
+        d = input - target
+        if reduction != "none":
+            g = g.expand(d.shape)
+        if reduction == "mean":
+            g = g / weight.sum() if weight is not None else g * (1.0 / d.numel() if d.numel() else float("nan"))
+        grad = d * g * 2.0 if weight is None else d * g * weight * 2.0
+        return tuple((grad.sum_to_size(t.shape) * sign).to(t.dtype) if getattr(t, "requires_grad", False) else None
+                     for t, sign in ((input, 1.0), (target, -1.0)))
+    return record(out, "MseLoss", (input, target), backward)
 
 
 @full_precision("l1_loss")

@@ -9,7 +9,7 @@ argmax/argmin over such a set permute the reduced dims to the end first (one cop
 from collections import namedtuple
 
 from .. import dtypes
-from .._autograd import record
+from .._autograd import no_grad, record
 from .._view import View
 from .._tensor import Tensor, _norm_dim, ones
 from .core import cast, new
@@ -147,7 +147,11 @@ def mean(input, dim=None, keepdim=False, dtype=None):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be floating point, got {x.dtype.name}")
     dims = _dims(x, dim)
     n = _prod(x.shape[d] for d in dims)
-    return sum(x, dims, keepdim) * (1.0 / n if n else float("nan"))
+    scale = 1.0 / n if n else float("nan")
+    with no_grad():  # one graph node, MeanBackward0 as PyTorch's (a tutorial prints it), not a sum and a product
+        out = sum(x, dims, keepdim) * scale
+    shape = x.shape
+    return record(out, "Mean", (x,), lambda g: (_expand_back(g * scale, shape, dims, keepdim),))
 
 
 def _pick_extreme(op, x, dims, keepdim):
