@@ -43,7 +43,15 @@ Losses are the numbers the script prints (``loss_re``). How a run is judged (``c
 - ``trend``: no torch run to compare with (its randomness cannot be shared, as ``Dropout2d``'s, or the real torch
   cannot run it here): the losses must be finite and fall (the mean of the second half below that of the first
   half, or the last below the first).
-- ``runs``: finite losses only (GANs, whose losses need not fall in a few steps; Hogwild's racing processes).
+- ``runs``: finite losses only (GANs, whose losses need not fall in a few steps; Hogwild's racing processes). A
+  script that prints no number worth judging (a recipe that saves and loads a checkpoint) has ``loss_re=None``:
+  that it completes is the verdict.
+- ``output``: for scripts that teach by printing (tensors, ``requires_grad`` flags, ``grad_fn`` names, shapes,
+  state dicts) rather than by training: the numbers ``loss_re`` captures (by default every number printed) are
+  compared as ``exact``'s, and the rest of the output must read as torch's, line for line, once those numbers, the
+  object addresses (``0x7f...``) and the lines ``ignore_re`` matches (timings) are masked. Its random numbers are
+  shared as ``exact``'s unless ``shared_random`` is False (a script drawing from a 'meta' tensor of 2**48
+  elements, which NumPy would have to fill).
 
 Recorded torch losses (``tests/compat/corpus_reference.json``, written by ``--record`` with the real torch) stand in
 for a torch run while their key (a hash of the table entry, the script's files, the data generator, the stand-ins
@@ -65,6 +73,7 @@ import argparse
 import ast
 import builtins
 import importlib.util
+import itertools
 import json
 import math
 import os
@@ -78,6 +87,7 @@ import types
 from dataclasses import dataclass, field
 
 # "loss" (or Loss, loss_train, d_loss...) then at most a few non-alphanumerics, then a number
+NUMBER_RE = r"(?<![\w.])([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:e[-+]?\d+)?|nan|inf)(?![\w.])"  # compare='output'
 LOSS_RE = r"(?i)loss\w*\W{0,4}?\s*([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:e[-+]?\d+)?|nan|inf)"
 STEP_LOSS_RE = r"(?m)^\d+ ([-+]?\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)$"  # `print(t, loss.item())`
 WORKDIR = os.path.join("run", "here")  # scripts run two levels deep, so "../data" and "../../data" stay inside
@@ -99,10 +109,12 @@ class Script:
     prepare: list = field(default_factory=list)  # (sibling script, its overrides) run first, as its readme says
     env: dict = field(default_factory=dict)  # environment variables its readme asks for
     max_backward: int = None
-    compare: str = "exact"  # exact | trend | runs
+    compare: str = "exact"  # exact | output | trend | runs
     rtol: float = 2e-3
     atol: float = 1e-5
-    loss_re: str = LOSS_RE
+    loss_re: str = LOSS_RE  # None: no number to judge by (compare='runs' only)
+    ignore_re: str = None  # compare='output': lines left out of the comparison (timings)
+    shared_random: bool = None  # None: as compare is 'exact' or 'output'
     timeout: float = 180.0  # generous: on a loaded machine a 1-second run can take 30
     mkdirs: list = field(default_factory=list)
     accel_changes_data: bool = False  # its accelerator path loads data differently (shuffle, workers): on webgpu
@@ -111,9 +123,21 @@ class Script:
     kind: str = ""  # what it trains, for the report
     note: str = ""  # why the settings are what they are
 
+    def __post_init__(self):
+        if self.compare == "output" and self.loss_re == LOSS_RE:
+            self.loss_re = NUMBER_RE
+        if self.loss_re is None and self.compare != "runs":
+            raise ValueError(f"{self.entry}: loss_re=None (no number to judge by) needs compare='runs'")
+
+    @property
+    def shares_random(self):
+        """Whether both libraries draw from one NumPy source (see the module docstring)."""
+        return self.compare in ("exact", "output") if self.shared_random is None else self.shared_random
+
 
 EX = "https://github.com/pytorch/examples/blob/77f55b912142e11fcfdf5b530231fb9c52f181e8/"
 TUT = "https://github.com/pytorch/tutorials/blob/"
+RECIPES = "0a7e68666de5faceafa90276ad2b7874cd32c5e0/recipes_source/recipes/"
 YJ = "https://github.com/yunjey/pytorch-tutorial/blob/0500d3df5a2a8080ccfccbc00aca0eacc21818db/tutorials/"
 PG = "https://github.com/eriklindernoren/PyTorch-GAN/blob/36d3c77e5ff20ebe0aeefd322326a134a279b93e/implementations/"
 JJ = "https://github.com/jcjohnson/pytorch-examples/blob/0003fcdc606a79951e53bf8f46f8574fa4739f23/"
@@ -432,6 +456,49 @@ SCRIPTS = {
         overrides={"device": "cpu"}, compare="runs", loss_re=r"(?m)^\[(\d+), ",
         note="checks itself (allclose of the vmapped and the looped predictions of 10 MLPs); its device = 'cuda' is "
              "set to 'cpu'; it prints the models' count and timings, so only that it ran is judged"),
+    "tut_what_is_state_dict": Script(
+        "what_is_state_dict.py", TUT + RECIPES + "what_is_state_dict.py", compare="output",
+        kind="a model's and an optimizer's state_dict, printed: parameter names and sizes, param_groups' defaults",
+        note="prints the model, each state_dict entry's size and the optimizer's state and param_groups: read "
+             "as torch's output"),
+    "tut_general_checkpoint": Script(
+        "saving_and_loading_a_general_checkpoint.py", TUT + RECIPES + "saving_and_loading_a_general_checkpoint.py",
+        compare="output", kind="a checkpoint dict (model and SGD-momentum state_dicts, epoch, loss) saved and loaded",
+        note="prints only the model: read as torch's; that saving, loading and load_state_dict complete is the rest"),
+    "tut_saving_multiple_models": Script(
+        "saving_multiple_models_in_one_file.py", TUT + RECIPES + "saving_multiple_models_in_one_file.py",
+        compare="runs", loss_re=None, kind="two models and their optimizers in one torch.save file, loaded back",
+        note="prints nothing: that it completes is the verdict"),
+    "tut_warmstarting": Script(
+        "warmstarting_model_using_parameters_from_a_different_model.py",
+        TUT + RECIPES + "warmstarting_model_using_parameters_from_a_different_model.py", compare="runs",
+        loss_re=None, kind="load_state_dict(strict=False) across two model classes",
+        note="prints nothing: that it completes is the verdict"),
+    "tut_defining_a_neural_network": Script(
+        "defining_a_neural_network.py", TUT + RECIPES + "defining_a_neural_network.py", compare="output",
+        ignore_re=r"-\d+\.\d{4}", kind="a CNN with Dropout2d defined, printed and run on one random image",
+        note="Dropout2d (in training mode) draws from each library's own generator, so the printed log-"
+             "probabilities are left out; the model's printed structure is read as torch's"),
+    "tut_reasoning_about_shapes": Script(
+        "reasoning_about_shapes.py", TUT + "c53e7d4efc0e39e455c531d21ec7db28ba220214/recipes_source/recipes/"
+        "reasoning_about_shapes.py", compare="output", shared_random=False, ignore_re=r"^Time taken",
+        kind="the meta device: conv shapes of a 2**48-element input, forward hooks printing each layer's shape",
+        note="its torch.rand on the meta device makes 2**10 x 3 x 2**16 x 2**16 elements, which the shared NumPy "
+             "source would have to fill: each library draws its own (the meta device holds no values anyway); "
+             "timings are left out"),
+    "tut_blitz_autograd": Script(
+        "autograd_tutorial.py", TUT + "05f04cb4463d507cc90f891db82d8c2685e14b53/beginner_source/blitz/"
+        "autograd_tutorial.py", compare="output",
+        kind="autograd basics (60-minute blitz): grad_fn, requires_grad_, backward with a gradient, no_grad",
+        note="every printed tensor, flag and grad_fn name is read as torch's"),
+    "tut_blitz_neural_networks": Script(
+        "neural_networks_tutorial.py", TUT + "06dc97785c47755b8d5bca167ad3cfc2ee8a04c1/beginner_source/blitz/"
+        "neural_networks_tutorial.py", compare="output",
+        kind="LeNet (60-minute blitz): parameters, backward of a random gradient, MSELoss, next_functions, SGD",
+        ignore_re=r"^<(AccumulateGrad|ReluBackward0) object",
+        note="every printed tensor, size and grad_fn name is read as torch's but one: the first input of the "
+             "linear layer's node is the bias's AccumulateGrad in torch (addmm(bias, x, w.t())), the ReLU's "
+             "(which its comment expects) in webgrad, whose node takes (x, w, b)"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
@@ -485,6 +552,8 @@ class Run:
 def _losses(text, pattern):
     """Every number the pattern's groups capture, in order (a pattern may capture several per match)."""
     out = []
+    if pattern is None:
+        return out
     for match in re.finditer(pattern, text):
         for value in match.groups():
             try:
@@ -563,7 +632,7 @@ def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
         args = list(script.args) + list(script.accel_args if device == "webgpu" else script.cpu_args)
         job = {"lib": lib, "device": device, "entry": script.entry, "args": args, "overrides": script.overrides,
                "calls": script.calls, "prepare": script.prepare,
-               "max_backward": script.max_backward, "shared_random": script.compare == "exact",
+               "max_backward": script.max_backward, "shared_random": script.shares_random,
                "standin": os.path.join(root, "standin")}
         paths = [os.path.join(root, "standin")] + ([shim] if lib == "webgrad" else []) + [_package_dir()]
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
@@ -584,8 +653,9 @@ def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
             rc, out, err = -9, text(e.stdout), text(e.stderr) + f"\nTimeoutError: no end after {script.timeout:g} s"
         seconds = time.perf_counter() - t0
         out, _, tail = out.partition(CHILD_MARK)
-        run = Run(lib, rc, out, err, seconds, _losses(out, script.loss_re), stopped=tail.strip(),
-                  ulps=_decimals(out, script.loss_re))
+        judged = _judged_lines(out, script)
+        run = Run(lib, rc, out, err, seconds, _losses(judged, script.loss_re), stopped=tail.strip(),
+                  ulps=_decimals(judged, script.loss_re))
         if rc != 0:
             run.error = first_error(err)
         return run
@@ -618,6 +688,8 @@ def _falls(values):
 def _decimals(text, pattern):
     """The unit of the last printed digit of each loss: printing rounds, so half of it is tolerated."""
     out = []
+    if pattern is None:
+        return out
     for match in re.finditer(pattern, text):
         for value in match.groups():
             if value is None:
@@ -628,14 +700,31 @@ def _decimals(text, pattern):
     return out
 
 
+def _judged_lines(text, script):
+    """The printed text but the lines ignore_re matches (timings...): what losses and output are read from."""
+    if not script.ignore_re:
+        return text
+    return "\n".join(line for line in text.splitlines() if not re.search(script.ignore_re, line))
+
+
+def masked_output(text, script):
+    """compare='output': the printed lines with the numbers loss_re matches and object addresses masked, and the
+    lines ignore_re matches left out (idempotent: a recorded reference holds the masked lines)."""
+    lines = [line.rstrip() for line in _judged_lines(text, script).splitlines()]
+    masked = re.sub(script.loss_re, "#", "\n".join(lines))
+    return re.sub(r"0x[0-9a-fA-F]+", "0x#", masked).splitlines()
+
+
 def judge(name, run, reference=None, device="cpu"):
-    """The verdict on a webgrad run (and the torch run it is compared with, for compare='exact')."""
+    """The verdict on a webgrad run (and the torch run it is compared with, for compare='exact' or 'output')."""
     script = SCRIPTS[name]
     if device == "webgpu" and script.accel_changes_data:
         reference = None
     losses = run.losses
     if run.returncode != 0:
         return Verdict(name, False, run.error, run, reference)
+    if script.loss_re is None:
+        return Verdict(name, True, "runs: completed (it prints no number to judge by)", run, reference)
     if not losses:
         return Verdict(name, False, "no loss printed (loss_re matched nothing)", run, reference)
     if not _finite(losses):
@@ -643,12 +732,17 @@ def judge(name, run, reference=None, device="cpu"):
     if script.compare == "trend" and not _falls(losses):
         return Verdict(name, False, f"losses do not fall: {losses[:3]} ... {losses[-3:]}", run, reference)
     summary = f"{len(losses)} losses, {losses[0]:.4g} -> {losses[-1]:.4g}"
-    if script.compare != "exact" or reference is None:
+    if script.compare not in ("exact", "output") or reference is None:
         mode = "runs (its accelerator path loads data otherwise)" if (
             device == "webgpu" and script.accel_changes_data) else script.compare
         return Verdict(name, True, f"{mode}: {summary}", run, reference)
     if reference.returncode != 0:
         return Verdict(name, False, f"torch reference failed: {reference.error}", run, reference)
+    if script.compare == "output":  # the text first: a line that differs explains a count that does
+        ours, torchs = masked_output(run.stdout, script), masked_output(reference.stdout, script)
+        for i, (a, b) in enumerate(itertools.zip_longest(ours, torchs, fillvalue="")):
+            if a != b:
+                return Verdict(name, False, f"output line {i + 1} reads {a!r}, torch's {b!r}", run, reference)
     theirs = reference.losses
     if len(theirs) != len(losses):
         return Verdict(name, False, f"{len(losses)} losses printed, torch printed {len(theirs)}", run, reference)
@@ -661,12 +755,14 @@ def judge(name, run, reference=None, device="cpu"):
     if where >= 0:
         return Verdict(name, False, f"loss {where} is {losses[where]:.6g}, torch's {theirs[where]:.6g} "
                        f"(rtol {script.rtol:g})", run, reference)
-    return Verdict(name, True, f"exact: {summary}, as {reference.lib} (rtol {script.rtol:g})", run, reference)
+    return Verdict(name, True, f"{script.compare}: {summary}, as {reference.lib} (rtol {script.rtol:g})", run,
+                   reference)
 
 
 # ------------------------------------------------------------------------------- recorded torch references
 
 REFERENCE_FILE = "corpus_reference.json"
+COMPARED = ("exact", "output")  # the modes judged against torch's run
 
 
 def reference_key(name, root=None):
@@ -706,27 +802,31 @@ def recorded(name, root=None):
         entry = json.load(f).get(name)
     if not entry or entry["key"] != reference_key(name, root):
         return None
-    return Run(f"torch {entry['torch']} (recorded)", 0, "", "", 0.0, entry["losses"], ulps=entry["ulps"])
+    return Run(f"torch {entry['torch']} (recorded)", 0, "\n".join(entry.get("text", [])), "", 0.0, entry["losses"],
+               ulps=entry["ulps"])
 
 
 def record(names, root=None, log=print):
-    """Run the real torch on the 'exact' scripts among `names` and store their losses in corpus_reference.json."""
+    """Run the real torch on the 'exact' and 'output' scripts among `names` and store their losses (and, for
+    'output', their masked output) in corpus_reference.json."""
     root = root or default_root()
     path = os.path.join(root, REFERENCE_FILE)
     table = {}
     if os.path.isfile(path):
         with open(path) as f:
-            table = {k: v for k, v in json.load(f).items() if k in SCRIPTS and SCRIPTS[k].compare == "exact"}
+            table = {k: v for k, v in json.load(f).items() if k in SCRIPTS and SCRIPTS[k].compare in COMPARED}
     version = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                              text=True, check=False).stdout.strip()
     for name in names:
-        if SCRIPTS[name].compare != "exact":
+        if SCRIPTS[name].compare not in COMPARED:
             continue
         run = run_script(name, "torch", "cpu", root)
         if run.returncode != 0 or not run.losses:
             log(f"FAIL {name}: torch run failed: {run.error or 'no loss printed'}")
             continue
         table[name] = {"key": reference_key(name, root), "torch": version, "losses": run.losses, "ulps": run.ulps}
+        if SCRIPTS[name].compare == "output":
+            table[name]["text"] = masked_output(run.stdout, SCRIPTS[name])
         log(f"ok   {name}: {len(run.losses)} losses recorded")
     with open(path, "w") as f:  # one script a line
         f.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(table.items())) + "\n}\n")
@@ -738,7 +838,7 @@ def check(name, device="cpu", with_torch=False, root=None):
     with a fresh torch run when none is recorded for its current key and `with_torch` is set."""
     run = run_script(name, "webgrad", device, root)
     reference = None
-    if SCRIPTS[name].compare == "exact" and run.returncode == 0:
+    if SCRIPTS[name].compare in COMPARED and run.returncode == 0:
         reference = recorded(name, root)
         if reference is None and with_torch:
             reference = run_script(name, "torch", "cpu", root)
@@ -833,12 +933,12 @@ def main(argv=None):
         reference = None
         if args.torch and args.lib == "webgrad":
             reference = run_script(name, "torch", "cpu", root)
-        elif args.lib == "webgrad" and SCRIPTS[name].compare == "exact":
+        elif args.lib == "webgrad" and SCRIPTS[name].compare in COMPARED:
             reference = recorded(name, root)
-        verdict = judge(name, run, reference if SCRIPTS[name].compare == "exact" else None, args.device)
+        verdict = judge(name, run, reference if SCRIPTS[name].compare in COMPARED else None, args.device)
         ok += verdict.ok
         extra = ""
-        if reference is not None and SCRIPTS[name].compare != "exact":
+        if reference is not None and SCRIPTS[name].compare not in COMPARED:
             extra = " | torch: " + ("ran" if reference.returncode == 0 else reference.error)
         print(f"{'ok  ' if verdict.ok else 'FAIL'} {name:36s} {verdict.detail} ({run.seconds:.1f} s){extra}",
               flush=True)
