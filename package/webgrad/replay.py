@@ -15,7 +15,9 @@ records the step. Later calls copy the new arguments into the static inputs, run
 new lr and other hyperparameters, a scheduler stepped inside `fn` steps again, dropout draws new random
 numbers) and replay. Any other Python in `fn` does not run again: a counter it increments, a value it
 computes on the host, stay as recorded. They return the same output tensors each time,
-refreshed by the replay, as torch.cuda.graphs do.
+refreshed by the replay, as torch.cuda.graphs do. A tensor argument the step writes in place (a running state
+updated with add_) is copied back from its static input after every call, so the caller's tensor changes as an
+eager call would change it.
 
 Memory planning: a recorded step owns its intermediates' buffers for as long as it is replayed, and its
 first recording can only hand them out in the order the step asks for them. Where that recording says a
@@ -103,6 +105,7 @@ class Replayable:
         self._static = self._outputs = self._signature = None
         self._hooks = []
         self._reads_back = False  # the recording read values back: fn runs eagerly from then on
+        self._written = []  # indices of the tensor arguments the recorded step writes in place
         self._replan = False  # the next call records again, with the memory plan the recording offers
 
     def __call__(self, *args):
@@ -124,7 +127,14 @@ class Replayable:
             hook()
         self.graph.replay()
         self.replays += 1
+        self._write_back(backend, args)
         return self._outputs
+
+    def _write_back(self, backend, args):
+        """Copy the static inputs the step writes in place back into the caller's arguments, as an eager call
+        would have left them (a running state passed in and updated with add_, say)."""
+        for i in self._written:
+            kernels.copy(backend, args[i]._view, self._static[i]._view)
 
     @property
     def records_next_call(self):
@@ -142,7 +152,7 @@ class Replayable:
         step computes (torch_device's replayable: a compiler building its guards on a call that compiled)."""
         if self.graph is not None:
             self.graph.release()
-        self.graph, self._static, self._outputs, self._hooks = None, None, None, []
+        self.graph, self._static, self._outputs, self._hooks, self._written = None, None, None, [], []
         self._reads_back = self._replan = False
         self.warmup = self.calls
 
@@ -153,6 +163,7 @@ class Replayable:
             # static inputs are made before the capture, so they are inputs of the graph, not its own buffers
             self._static = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
             self._signature = _signature(args)
+        versions = [a._version if isinstance(a, Tensor) else None for a in self._static]
         # (a recording that raises leaves no graph: the next call records); the first recording's hooks and
         # outputs may hold its tensors (a gradient), whose buffers this one's plan takes back
         self.graph, self._replan, self._hooks, self._outputs = None, False, [], None
@@ -175,6 +186,10 @@ class Replayable:
             return self._outputs
         self.graph, self._hooks = graph, hooks
         self._replan = replacing is None and graph.plan_gain > 0
+        # the arguments the step writes in place (their static copies' versions moved): every call copies them back
+        self._written = [i for i, (a, v) in enumerate(zip(self._static, versions))
+                         if isinstance(a, Tensor) and a._version != v]
+        self._write_back(backend, args)
         return self._outputs
 
     def _checked(self, out):
@@ -207,6 +222,7 @@ class Replayable:
         self._static = self._outputs = None
         self._reads_back = False
         self._replan = False
+        self._written = []
 
 
 def replayable(fn=None, *, warmup=1, check_finite=False):

@@ -145,6 +145,27 @@ def test_new_shapes_run_eagerly_and_dropout_masks_change():
     assert run(wg.ones(8, device="webgpu")).shape == (8,) and run.replays == 2  # other shape: eager
 
 
+@needs_webgpu
+def test_an_argument_written_in_place_changes_as_eagerly():
+    # a running state passed in and updated in place: the replayed step works on its static copy, which every
+    # call copies back into the caller's tensor (before this, the caller's tensor kept its value of the recording
+    # call's start and every replay repeated the same output)
+    def step(x, state):
+        out = (x @ state).sum()
+        state.mul_(0.5).add_(x.t() @ x)
+        return out
+
+    results = {}
+    for replay in (False, True):
+        wg.manual_seed(0)
+        x, state = wg.randn(4, 3, device="webgpu"), wg.randn(3, 3, device="webgpu")
+        fn = wg.replayable(step) if replay else step
+        results[replay] = ([fn(x, state).item() for _ in range(5)], state.to("cpu").numpy())
+    assert fn.replays == 3
+    np.testing.assert_allclose(results[True][0], results[False][0], rtol=1e-6)
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=1e-6)
+
+
 def test_cpu_calls_the_function():
     run = wg.replayable(lambda x: x * 2)
     assert [run(wg.ones(2)).tolist() for _ in range(3)] == [[2.0, 2.0]] * 3
