@@ -9,7 +9,8 @@ started (``add = torch.add``) is the unwrapped one: its call shows as the kernel
 Events are named ``aten::<name>`` after torch's op of the same name (``aten::linear``, ``aten::add``; the
 operators by the op they are: ``x + y`` is ``aten::add``), except where torch's ATen name differs
 (``cross_entropy`` is ``aten::cross_entropy_loss``); indexing, which torch records as select, slice or index
-depending on the key, is recorded as ``Tensor.__getitem__`` / ``Tensor.__setitem__``.
+depending on the key, is recorded as ``Tensor.__getitem__`` / ``Tensor.__setitem__``. Optimizers' step and
+zero_grad are ranges named as torch's (``Optimizer.step#SGD.step``) around the ops and kernels they run.
 """
 
 import functools
@@ -17,7 +18,7 @@ import types
 
 import webgrad
 
-from .. import _tensor
+from .. import _tensor, nn, optim
 from ..nn import functional
 from ..ops import api
 
@@ -38,6 +39,8 @@ _ATEN_NAMES = {"cross_entropy": "cross_entropy_loss", "concat": "cat", "concaten
 # Queries of a tensor's description, not ops (torch's profiler records none of them either).
 _NOT_OPS = {"numel", "dim", "size", "stride", "element_size", "result_type", "can_cast", "promote_types",
             "broadcast_shapes", "equal", "allclose"}
+# nn.functional's private functions that nn's modules call directly, and the op they are.
+_FUNCTIONAL_ENTRY_POINTS = {"_batch_norm": "batch_norm"}
 # nn.functional's names that are helpers imported there, not functions of torch.nn.functional.
 _HELPER_MODULES = {"webgrad._autograd", "webgrad.ops.autocast_policy"}
 
@@ -56,23 +59,53 @@ def _is_op(name):
 
 
 def _targets():
-    """(owner, name, function) of every public op function: webgrad's namespace, Tensor's methods and
-    operators, nn.functional's functions."""
+    """(owner, attribute, function, event name) of every public op function: webgrad's namespace, Tensor's
+    methods and operators, nn.functional's functions (and the private entry points nn's modules call), and
+    the nn.functional functions nn Modules keep as class attributes (Conv2d's F.conv2d, Softmax's F.softmax)."""
     ops = api.FUNCTIONS
     for name, value in vars(webgrad).items():
         if name in ops and _is_op(name) and callable(value) and not isinstance(value, type):
-            yield webgrad, name, value
+            yield webgrad, name, value, event_name(name)
     for name, value in vars(_tensor.Tensor).items():
         known = name in ops or name in _OPERATORS or name in _OWN_NAMES or (name.endswith("_") and name[:-1] in ops)
         if known and _is_op(name) and isinstance(value, types.FunctionType):
-            yield _tensor.Tensor, name, value
+            yield _tensor.Tensor, name, value, event_name(name)
+    public = {}
     for name, value in vars(functional).items():
-        if (not name.startswith("_") and isinstance(value, types.FunctionType) and _is_op(name)
+        if name in _FUNCTIONAL_ENTRY_POINTS:
+            yield functional, name, value, event_name(_FUNCTIONAL_ENTRY_POINTS[name])
+        elif (not name.startswith("_") and isinstance(value, types.FunctionType) and _is_op(name)
                 and value.__module__ not in _HELPER_MODULES):
-            yield functional, name, value
+            public[id(value)] = name
+            yield functional, name, value, event_name(name)
+    for module_class in vars(nn).values():
+        if isinstance(module_class, type) and issubclass(module_class, nn.Module):
+            for name, value in vars(module_class).items():
+                if isinstance(value, staticmethod) and id(value.__func__) in public:
+                    yield module_class, name, value, event_name(public[id(value.__func__)])
+
+
+def _optimizer_methods():
+    """(class, method, function) of the optimizers' step and zero_grad, which torch's optimizers record as
+    ranges named ``Optimizer.step#SGD.step``, ``Optimizer.zero_grad#SGD.zero_grad``."""
+    for optimizer_class in vars(optim).values():
+        if isinstance(optimizer_class, type) and issubclass(optimizer_class, optim.Optimizer):
+            for method in ("step", "zero_grad"):
+                if isinstance(vars(optimizer_class).get(method), types.FunctionType):
+                    yield optimizer_class, method, vars(optimizer_class)[method]
+
+
+def _optimizer_range(recorder, method, fn):
+    @functools.wraps(fn)
+    def run(self, *args, **kwargs):
+        return recorder.annotate(f"Optimizer.{method}#{type(self).__name__}.{method}", fn, (self,) + args, kwargs)
+    return run
 
 
 def _wrapped(recorder, name, fn):
+    if isinstance(fn, staticmethod):
+        return staticmethod(_wrapped(recorder, name, fn.__func__))
+
     @functools.wraps(fn)
     def op(*args, **kwargs):
         return recorder.op(name, fn, args, kwargs)
@@ -83,9 +116,12 @@ def install(recorder):
     """Route every public op function through `recorder.op` until uninstall()."""
     if _patched:
         raise RuntimeError("webgrad's op functions are already instrumented by a running profile")
-    for owner, name, fn in list(_targets()):
+    for owner, name, fn, event in list(_targets()):
         _patched.append((owner, name, fn))
-        setattr(owner, name, _wrapped(recorder, event_name(name), fn))
+        setattr(owner, name, _wrapped(recorder, event, fn))
+    for owner, name, fn in list(_optimizer_methods()):
+        _patched.append((owner, name, fn))
+        setattr(owner, name, _optimizer_range(recorder, name, fn))
 
 
 def uninstall():
