@@ -270,6 +270,7 @@ def test_import_paths_under_as_torch():
               "from torch.profiler import profile, record_function, ProfilerActivity, schedule, "
               "tensorboard_trace_handler\n"
               "assert torch.profiler is webgrad.profiler and torch.autograd.profiler is webgrad.autograd.profiler\n"
+              "from torch.autograd.profiler_util import EventList, FunctionEvent\n"
               "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:\n"
               "    torch.ones(2).add(1)\n"
               "print(sorted(a.key for a in p.key_averages()))\n")

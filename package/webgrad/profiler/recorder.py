@@ -170,9 +170,9 @@ class Recorder:
         if kernels.PROFILER is not None:
             raise RuntimeError("Profiler is already enabled: webgrad's profilers do not nest (stop the running "
                                "one first)")
-        self.start_ns, self.base_ns = time.perf_counter_ns(), time.time_ns()
         instrument.install(self)
         kernels.PROFILER = _autograd.PROFILER = self
+        self.start_ns, self.base_ns = time.perf_counter_ns(), time.time_ns()  # (times count from here)
 
     def stop(self):
         """Stop recording; the EventList of what was recorded (ranges still open end now)."""
