@@ -342,7 +342,7 @@ fn swz(k: u32) -> u32 {
 }
 
 fn put_a(l: u32, stage: u32, piece: vec4<AT>) {
-    let v = vec4<f32>(piece);  // (float16 operands: the conversion into the f32 tile)
+    let v = from_AT4(piece);  // (float16 operands: the conversion into the f32 tile; f32h: rounded through f16)
     let idx = tid + l * NT;
     if (TRANS_A) {  // the piece runs along m: one vec4 store
         let k = idx / BM4;
@@ -360,7 +360,7 @@ fn put_a(l: u32, stage: u32, piece: vec4<AT>) {
 }
 
 fn put_b(l: u32, stage: u32, piece: vec4<BT>) {
-    let v = vec4<f32>(piece);
+    let v = from_BT4(piece);
     let idx = tid + l * NT;
     if (TRANS_B) {  // the piece runs along k
         let n = idx / BK4;

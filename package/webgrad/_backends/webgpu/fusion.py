@@ -56,8 +56,11 @@ The bench (`python -m webgrad.bench replay --models resnet18`) shows the step's 
 without it (WEBGRAD_FUSE=0).
 """
 
+import functools
+
 from . import batch_norm, dropout, elementwise, matmul, matmul_plan, optim, softmax_masked, winograd
 from .elementwise import BINARY, HALF8, UNARY, UNARY_BACKWARD, VEC4
+from .cast_folding import fold_casts
 from .dispatch import dtype_code
 from ...dtypes import float32
 
@@ -108,6 +111,19 @@ def _activation_op(trace_record, names):
     return op, fields[0], fields[8:10]
 
 
+def clear_between(trace, start, end, chain, reads, writes):
+    """Whether the records of `trace` strictly between start and end (the chain's own aside) leave the buffers
+    `reads` unwritten and the buffers `writes` untouched: then a record at start may run at end instead."""
+    for k in range(start + 1, end):
+        if k in chain:
+            continue
+        t = trace[k]
+        for buffer, mode in zip(t.buffers, _modes(t)):
+            if buffer in writes or (mode == "write" and buffer in reads):
+                return False
+    return True
+
+
 class _Fuser:
     def __init__(self, graph, rt):
         self.trace, self.rt = graph.trace, rt
@@ -131,16 +147,7 @@ class _Fuser:
         return users[1]
 
     def _clear_between(self, start, end, chain, reads, writes):
-        """Whether records strictly between start and end (the chain's own aside) leave the buffers `reads`
-        unwritten and the buffers `writes` untouched: then a record at start may run at end instead."""
-        for k in range(start + 1, end):
-            if k in chain:
-                continue
-            t = self.trace[k]
-            for buffer, mode in zip(t.buffers, _modes(t)):
-                if buffer in writes or (mode == "write" and buffer in reads):
-                    return False
-        return True
+        return clear_between(self.trace, start, end, chain, reads, writes)
 
     def chain(self, i):
         """(the chain's records, {its last record: the fused one}) from the normalize4 at record i, or None."""
@@ -523,11 +530,17 @@ class _Attention:
 
 
 def fuse(graph, rt):
-    """graph.records with each fusable chain (see the module docstring) replaced by its one dispatch and the dead
-    dispatches dropped; sets graph.fused to the number of chains fused, graph.grouped to the number of sgd4 updates
+    """graph.records with autocast's casts folded into products (cast_folding.py), each fusable chain (see the module
+    docstring) replaced by its one dispatch and the dead dispatches dropped; sets graph.fused to the number of
+    casts folded and chains fused, graph.grouped to the number of sgd4 updates
     grouped and graph.dead to the number of dispatches dropped."""
-    fuser = _Fuser(graph, rt)
     records, dropped, claimed, fused, grouped = list(graph.records), set(), set(), 0, 0
+    if rt.has_f16:
+        folded = fold_casts(graph.trace, records, rt, functools.partial(clear_between, graph.trace))
+        dropped.update(folded)
+        claimed.update(folded)
+        fused += len(folded)
+    fuser = _Fuser(graph, rt)
     dead = _dead(fuser)
     dropped.update(dead)
     claimed.update(dead)

@@ -3,9 +3,10 @@
 matmul_plan.py (tile choice, K split, override constants, uniform layout) and matmul.wgsl belong to
 the matmul kernel; this module only checks the views and hands the plan to the runtime (run_plan,
 which the convolutions in conv.py use too). matmul.wgsl also comes in float16 variants (typed.py: the
-element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands, and in twins whose
+element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands, in twins whose
 epilogue also writes GELU of the output into a second one (epilogue_text), which fusion.py puts in a captured
-step's linear -> gelu.
+step's linear -> gelu, and in f32h twins (retyped), which read or write float32 through float16 rounding: fusion.py
+folds autocast's casts into a captured step's products with them.
 """
 
 from ...dtypes import float16, float32
@@ -72,6 +73,22 @@ def activated(kernel, activation):
     if key is None or key[0] != matmul_plan.SHADER or key[3] is not None:
         return None
     return _kernel(key[0], key[1], key[2], activation)
+
+
+def element_types_of(kernel):
+    """The element types (AT, BT, OT, CT) of a matmul.wgsl product or reduction, and its activation epilogue (None
+    or one of ACTIVATIONS); None for any other kernel (matmul_cpu.wgsl's among them)."""
+    key = _KEYS.get(kernel)
+    if key is None or key[0] != matmul_plan.SHADER:
+        return None
+    return key[2], key[3]
+
+
+def retyped(kernel, types):
+    """The twin of `kernel` (a matmul.wgsl kernel: element_types_of) on element `types` (AT, BT, OT, CT), where
+    each may also be typed.py's "f32h" (fusion.py folds autocast's casts into products so)."""
+    key = _KEYS[kernel]
+    return _kernel(key[0], key[1], tuple(types), key[3])
 
 
 def _operand(view, name, batch, rows, cols, dtype=float32):
