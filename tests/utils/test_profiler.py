@@ -380,3 +380,19 @@ def test_profiles_without_numpy(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "profiled without numpy" in out.stdout and "Self CPU time total" in out.stdout
+
+
+def _creation_and_read_back(lib, prof_module):
+    with prof_module.profile() as prof:
+        x = lib.zeros(3, 4)
+        y = lib.randn(3, 4).float()
+        (x + y).sum().item()
+        lib.ones_like(x).to(lib.float64)
+    return sorted(e.name for e in prof.events() if e.cpu_parent is None)
+
+
+def test_creation_conversion_and_read_back_are_torch_s_ops():
+    ours = _creation_and_read_back(webgrad, wprof)
+    assert ours == _creation_and_read_back(torch, tprof)
+    assert ours == ["aten::add", "aten::item", "aten::ones_like", "aten::randn", "aten::sum", "aten::to",
+                    "aten::to", "aten::zeros"]

@@ -1,5 +1,6 @@
-"""The op boundary a profile sees: webgrad's public op functions (``webgrad.<op>``, ``Tensor.<op>`` and its
-operators, ``nn.functional.<op>``), wrapped while a profile records and put back when it stops.
+"""The op boundary a profile sees: webgrad's public op functions (``webgrad.<op>`` and the creation functions,
+``Tensor.<op>``, its operators and its conversions and read-backs: ``to``, ``float``, ``item``, ...;
+``nn.functional.<op>``), wrapped while a profile records and put back when it stops.
 
 webgrad has no dispatcher every op passes through (ops call each other as plain functions), so the public
 names are where an op begins and ends as the user sees it, as torch's profiler sees ATen ops. Wrapping them
@@ -36,6 +37,12 @@ _ATEN_NAMES = {"cross_entropy": "cross_entropy_loss", "concat": "cat", "concaten
                "divide": "div", "multiply": "mul", "subtract": "sub", "absolute": "abs", "negative": "neg",
                "clip": "clamp", "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
                "not_equal": "ne", "swapaxes": "transpose", "swapdims": "transpose"}
+# Creation functions (webgrad.zeros, ...), recorded as torch's aten::zeros, ...
+_CREATION = set("zeros ones empty full randn rand randint randperm arange linspace eye zeros_like ones_like empty_like "
+                "full_like randn_like rand_like".split())
+# Tensor methods that copy or read back (where a WebGPU program waits for its results), and torch's op for each.
+_CONVERSIONS = {"item": "item", "to": "to", "cpu": "to", "cuda": "to", "float": "to", "double": "to", "half": "to",
+                "int": "to", "long": "to", "bool": "to"}
 # Queries of a tensor's description, not ops (torch's profiler records none of them either).
 _NOT_OPS = {"numel", "dim", "size", "stride", "element_size", "result_type", "can_cast", "promote_types",
             "broadcast_shapes", "equal", "allclose"}
@@ -64,11 +71,15 @@ def _targets():
     the nn.functional functions nn Modules keep as class attributes (Conv2d's F.conv2d, Softmax's F.softmax)."""
     ops = api.FUNCTIONS
     for name, value in vars(webgrad).items():
-        if name in ops and _is_op(name) and callable(value) and not isinstance(value, type):
+        if (name in ops or name in _CREATION) and _is_op(name) and callable(value) and not isinstance(value, type):
             yield webgrad, name, value, event_name(name)
     for name, value in vars(_tensor.Tensor).items():
-        known = name in ops or name in _OPERATORS or name in _OWN_NAMES or (name.endswith("_") and name[:-1] in ops)
-        if known and _is_op(name) and isinstance(value, types.FunctionType):
+        if not isinstance(value, types.FunctionType):
+            continue
+        if name in _CONVERSIONS:
+            yield _tensor.Tensor, name, value, event_name(_CONVERSIONS[name])
+        elif (name in ops or name in _OPERATORS or name in _OWN_NAMES or (name.endswith("_") and name[:-1] in ops)) \
+                and _is_op(name):
             yield _tensor.Tensor, name, value, event_name(name)
     public = {}
     for name, value in vars(functional).items():
