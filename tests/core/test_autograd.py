@@ -158,3 +158,41 @@ def test_deep_chain_does_not_hit_recursion_limit(device):
         y = y * 1.0
     y.sum().backward()
     assert x.grad.tolist() == [1.0]
+
+
+def _sinh_function(lib):
+    class Sinh(lib.autograd.Function):  # the double-backward tutorial's: intermediates returned as outputs
+        @staticmethod
+        def forward(ctx, x):
+            expx, expnegx = lib.exp(x), lib.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_exp, grad_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += grad_exp * expx
+            grad_input -= grad_negexp * expnegx
+            return grad_input
+    return Sinh
+
+
+def test_custom_function_with_several_outputs_as_torch():
+    # One node: backward gets a gradient per output (zeros for those unused); a saved output is the returned one,
+    # so its backward differentiates again (first and second derivatives of sinh as torch's)
+    import numpy as np
+    torch = pytest.importorskip("torch")
+    values = np.linspace(-1.5, 2.0, 6).reshape(2, 3)
+    results = []
+    for lib in (torch, wg):
+        x = lib.tensor(values, requires_grad=True)
+        y, ex, enx = _sinh_function(lib).apply(x)
+        first, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        second, = lib.autograd.grad(first.sum(), x, retain_graph=True)
+        mixed, = lib.autograd.grad((y * 2 + ex).sum(), x)
+        results.append([t.detach().numpy() for t in (y, ex, enx, first, second, mixed)])
+        assert lib.autograd.gradgradcheck(lambda t: _sinh_function(lib).apply(t)[0], (x,))
+    for ours, ref in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    np.testing.assert_allclose(results[1][4], np.sinh(values), rtol=1e-12)

@@ -29,6 +29,7 @@ from .. import _autograd
 from .._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
 from .._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from .._tensor import Tensor
+from ..ops.shape import cat as _cat
 from .._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t detached, as modern PyTorch)
 
 
@@ -59,24 +60,61 @@ class Function:
         ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
         with no_grad():
             out = cls.forward(ctx, *args)
+        if isinstance(out, tuple) and all(isinstance(o, Tensor) for o in out) and out:
+            return _apply_several(cls, ctx, args, out)
         if not isinstance(out, Tensor):
-            raise TypeError(f"{cls.__name__}.forward must return one Tensor, not {type(out).__name__}")
+            raise TypeError(f"{cls.__name__}.forward must return a Tensor or a tuple of Tensors, not "
+                            f"{type(out).__name__}")
         if any(out is a for a in args):
             out = out.detach()  # a node of its own, even when forward hands an input back
+        return record(out, cls.__name__, args, _checked_backward(cls, ctx, args))
 
-        def backward_fn(grad):
-            grads = cls.backward(ctx, grad)
-            grads = grads if isinstance(grads, tuple) else (grads,)
-            if len(grads) != len(args):
-                raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients; forward took "
-                                   f"{len(args)} arguments (return None for those without one)")
-            for i, (a, g) in enumerate(zip(args, grads)):
-                if g is not None and isinstance(a, Tensor) and tuple(g.shape) != tuple(a.shape):
-                    raise RuntimeError(f"{cls.__name__}.backward: gradient {i} has shape {tuple(g.shape)}, "
-                                       f"its input has shape {tuple(a.shape)}")
-            return grads
 
-        return record(out, cls.__name__, args, backward_fn)
+def _checked_backward(cls, ctx, args):
+    """The node's backward: cls.backward(ctx, *output grads), its gradients checked against the arguments."""
+    def backward_fn(*grad):
+        grads = cls.backward(ctx, *grad)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        if len(grads) != len(args):
+            raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients; forward took "
+                               f"{len(args)} arguments (return None for those without one)")
+        for i, (a, g) in enumerate(zip(args, grads)):
+            if g is not None and isinstance(a, Tensor) and tuple(g.shape) != tuple(a.shape):
+                raise RuntimeError(f"{cls.__name__}.backward: gradient {i} has shape {tuple(g.shape)}, "
+                                   f"its input has shape {tuple(a.shape)}")
+        return grads
+    return backward_fn
+
+
+def _apply_several(cls, ctx, args, outs):
+    """A forward that returns several tensors, as PyTorch's: one node whose backward gets one gradient per output
+    (zeros for an output that took none). The floating outputs are laid end to end in one tensor, the node's, and
+    each returned output is a view of its piece, so the gradients of all of them meet there; a saved output
+    (ctx.save_for_backward of a tensor it returns) is that view, so a backward written with it can be
+    differentiated again (create_graph)."""
+    floating = [i for i, o in enumerate(outs) if o.dtype.is_floating]
+    if len({outs[i].dtype for i in floating}) > 1:
+        raise TypeError(f"{cls.__name__}.forward returned floating tensors of several dtypes "
+                        f"({', '.join(str(outs[i].dtype) for i in floating)}): webgrad needs them of one")
+    if not floating:
+        return tuple(o.detach() for o in outs)
+    with no_grad():
+        packed = _cat([outs[i].reshape(-1) for i in floating])
+    shapes = [tuple(o.shape) for o in outs]
+    one = _checked_backward(cls, ctx, args)
+    starts = [0]
+    for i in floating:
+        starts.append(starts[-1] + outs[i].numel())
+
+    def backward_fn(grad):
+        pieces = {i: grad[starts[k]:starts[k + 1]].view(shapes[i]) for k, i in enumerate(floating)}
+        return one(*(pieces.get(i) for i in range(len(outs))))
+    record(packed, cls.__name__, args, backward_fn)
+    views = list(o.detach() for o in outs)
+    for k, i in enumerate(floating):
+        views[i] = packed[starts[k]:starts[k + 1]].view(shapes[i])
+    ctx.saved_tensors = tuple(next((v for o, v in zip(outs, views) if t is o), t) for t in ctx.saved_tensors)
+    return tuple(views)
 
 
 def _as_tuple(x, name):
