@@ -499,6 +499,30 @@ SCRIPTS = {
         note="every printed tensor, size and grad_fn name is read as torch's but one: the first input of the "
              "linear layer's node is the bias's AccumulateGrad in torch (addmm(bias, x, w.t())), the ReLU's "
              "(which its comment expects) in webgrad, whose node takes (x, w, b)"),
+    "tut_jacobians_hessians": Script(
+        "jacobians_hessians.py", TUT + "14f19bbffcff42ee752897e57b4b96e4972d302f/intermediate_source/"
+        "jacobians_hessians.py", compare="output", calls={"timeit": {0: 1}},
+        overrides={"Din": 8, "Dout": 12, "batch_size": 4},
+        ignore_re=r"Measurement object|^\s+[\d.]+ [mun]?s$|measurement, |^(compute_jac|jac(fwd|rev))\(|delta:",
+        kind="torch.func: jacrev, jacfwd, hessian, vmap of vjp, batched Jacobians and Hessians, hvp by jvp of grad",
+        note="checks itself (allclose of each Jacobian, Hessian and hvp against another way of computing it); its "
+             "six Timer.timeit(500) run once each and their printed timings are left out; the first Jacobian row "
+             "and every shape printed are read as torch's. Its layers (Din x Dout: 32 x 2048, 2048 x 32, 512 x 32, "
+             "31 x 33, a batch of 64) are all 8 x 12, a batch of 4: webgrad's jacfwd and jacrev take one backward "
+             "pass per output element (torch's one batched pass), so its 32 x 512 x 512 Hessians took minutes"),
+    "tut_neural_tangent_kernels": Script(
+        "neural_tangent_kernels.py", TUT + "34272e8d6470967947c5798e1ef5b0e4710cc80b/intermediate_source/"
+        "neural_tangent_kernels.py", compare="output", overrides={"device": "cpu"}, calls={"randn": {0: 3}},
+        kind="neural tangent kernels: vmap of jacrev over functional_call, einsum contractions, vmap of vjp and jvp",
+        note="its device = 'cuda' is set to 'cpu' and its 20 train and 5 test images to 3 each; checks itself "
+             "(allclose of the Jacobian-contraction and the NTK-vector-product kernels); the shapes it prints are "
+             "read as torch's"),
+    "tut_custom_function_double_backward": Script(
+        "custom_function_double_backward_tutorial.py", TUT + "0ece40a1f1c8b0adb2c03fe2cb480762b96c09ee/"
+        "intermediate_source/custom_function_double_backward_tutorial.py", compare="runs", loss_re=None,
+        kind="double backward through custom autograd.Functions: gradcheck, gradgradcheck, create_graph",
+        note="prints nothing: gradcheck and gradgradcheck raise where a first or second derivative is wrong, so "
+             "completing is the verdict; torchviz is the stand-in's, which walks each graph it is given"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
@@ -765,6 +789,22 @@ REFERENCE_FILE = "corpus_reference.json"
 COMPARED = ("exact", "output")  # the modes judged against torch's run
 
 
+UNSET_UNHASHED = ("ignore_re", "shared_random")  # fields hashed only when set: adding them kept the recorded keys
+# stand-in modules hashed only into the keys of the scripts that import them (one added for a new script leaves
+# every recorded key as it was)
+OPTIONAL_STANDINS = ("torchviz.py",)
+
+
+def _imported_modules(paths):
+    """The top-level names the Python files among `paths` import (a script and its sibling modules)."""
+    names = set()
+    for path in paths:
+        if path.endswith(".py"):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                names.update(re.findall(r"(?m)^\s*(?:import|from)\s+(\w+)", f.read()))
+    return names
+
+
 def reference_key(name, root=None):
     """A hash of everything a script's losses depend on but the library: its table entry, its files, the data
     generator, the stand-ins and the shared random source. A recorded reference counts only under the same key."""
@@ -775,7 +815,8 @@ def reference_key(name, root=None):
     h = hashlib.sha256()
     entry = {k: v for k, v in vars(script).items() if k not in ("source", "compare", "rtol", "atol", "timeout",
                                                                   "kind", "note", "accel_args",
-                                                                  "accel_changes_data")}
+                                                                  "accel_changes_data")
+             and not (k in UNSET_UNHASHED and v is None)}
     entry = json.loads(json.dumps(entry, default=str))  # a call's positions (int) beside its keywords (str)
     h.update(json.dumps(entry, sort_keys=True).encode())
     h.update(inspect.getsource(_shared_random).encode())
@@ -785,6 +826,9 @@ def reference_key(name, root=None):
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             paths += [os.path.join(dirpath, f) for f in sorted(filenames) if not f.endswith(".pyc")]
+    imported = _imported_modules([p for p in paths if p.startswith(folders[0] + os.sep)])
+    paths = [p for p in paths if os.path.basename(p) not in OPTIONAL_STANDINS
+             or os.path.dirname(p) != folders[1] or os.path.basename(p)[:-3] in imported]
     for path in paths:
         h.update(os.path.relpath(path, root).encode())
         with open(path, "rb") as f:
