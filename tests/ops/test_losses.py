@@ -170,3 +170,22 @@ def test_mse_loss_is_one_graph_node_as_torchs(reduction):
     assert ours[:4] == ref[:4] and ours[7:] == ref[7:]
     for a, b in zip(ours[4:7], ref[4:7]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_loss_grad_fn_names_are_torchs(reduction):
+    # A tutorial prints loss.grad_fn: the node of each loss is named as PyTorch's, not after its last inner op
+    names = []
+    for lib in (torch, wg):
+        F = lib.nn.functional
+        x = lib.tensor(X, requires_grad=True)
+        p = lib.tensor(PROBS, requires_grad=True)
+        y = lib.tensor(LABELS)
+        logits = lib.tensor(LOGITS, requires_grad=True)
+        classes = lib.tensor(CLASSES)
+        losses = [F.binary_cross_entropy_with_logits(x, y, reduction=reduction),
+                  F.binary_cross_entropy(p, y, reduction=reduction), F.smooth_l1_loss(x, y, reduction=reduction),
+                  F.huber_loss(x, y, reduction=reduction), F.cross_entropy(logits, classes, reduction=reduction),
+                  F.nll_loss(logits, classes, reduction=reduction), F.mse_loss(x, y, reduction=reduction)]
+        names.append([t.grad_fn.name() if lib is torch else t.grad_fn.name_() for t in losses])
+    assert names[1] == names[0]

@@ -6,6 +6,7 @@ other losses are short compositions of differentiable ops, so their gradients co
 binary_cross_entropy has its own backward to match PyTorch's clamped gradient at 0 and 1.
 """
 
+import functools
 import warnings
 
 from .. import _bounds, dtypes
@@ -18,6 +19,22 @@ from .reduce import log_softmax
 from .._backends import kernels
 
 softplus = function("softplus")
+
+
+def _grad_fn_named(name):
+    """Name the graph node of the loss's result as PyTorch names it (NllLossBackward0, BinaryCrossEntropy...):
+    the loss is a composition here, whose last op (a sum, a mean, a where) would otherwise name it. Only the
+    node the loss made is renamed, never one of its inputs'."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def named(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            node = getattr(out, "grad_fn", None)
+            if node is not None and not any(node is getattr(a, "grad_fn", None) for a in args):
+                node.name = name
+            return out
+        return named
+    return wrap
 
 
 def _reduce_rows(per_row, reduction, count):
@@ -44,6 +61,7 @@ def _half_cross_entropy(input, target, weight=None, ignore_index=-100, reduction
 
 
 @full_precision("cross_entropy", reads_half=_half_cross_entropy)
+@_grad_fn_named("NllLoss")
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy with class-index targets, as torch.nn.functional.cross_entropy.
 
@@ -222,6 +240,7 @@ def _check_pair(input, target, op):
 
 
 @full_precision("nll_loss")
+@_grad_fn_named("NllLoss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class indices. input: log-probabilities [N, C], [N, C, d1, ...] or [C];
     target: int [N], [N, d1, ...] or []. mean divides by the summed weights of the non-ignored targets.
@@ -288,6 +307,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 @full_precision("smooth_l1_loss")
+@_grad_fn_named("SmoothL1Loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (plain L1 when beta == 0)."""
     _check_pair(input, target, "smooth_l1_loss")
@@ -299,6 +319,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 @full_precision("huber_loss")
+@_grad_fn_named("HuberLoss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
     _check_pair(input, target, "huber_loss")
@@ -309,6 +330,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 @full_precision("binary_cross_entropy")
+@_grad_fn_named("BinaryCrossEntropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch (so x = 0 or 1 stays finite).
     The gradient is PyTorch's w (x - y) / max(x (1 - x), 1e-12): finite at 0 and 1, where the composed
@@ -334,6 +356,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 @full_precision("binary_cross_entropy_with_logits")
+@_grad_fn_named("BinaryCrossEntropyWithLogits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """BCE of sigmoid(input), computed stably as (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x)."""
