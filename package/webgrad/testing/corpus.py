@@ -523,6 +523,18 @@ SCRIPTS = {
         kind="double backward through custom autograd.Functions: gradcheck, gradgradcheck, create_graph",
         note="prints nothing: gradcheck and gradgradcheck raise where a first or second derivative is wrong, so "
              "completing is the verdict; torchviz is the stand-in's, which walks each graph it is given"),
+    "tut_module_load_state_dict_tips": Script(
+        "module_load_state_dict_tips.py", TUT + "06059c5ed41b731d4d3392d18d417fd267246e05/recipes_source/recipes/"
+        "module_load_state_dict_tips.py", compare="runs", loss_re=None,
+        kind="loading a checkpoint: torch.load(mmap=True), a module built under torch.device('meta'), "
+             "load_state_dict(assign=True)",
+        note="prints nothing: that it completes is the verdict"),
+    "tut_autogradqs": Script(
+        "autogradqs_tutorial.py", TUT + "1532c0de875b79f541371438d8d1d08be18f87de/beginner_source/basics/"
+        "autogradqs_tutorial.py", compare="output",
+        kind="autograd basics (Learn the Basics): grad_fn names, no_grad, detach, accumulated vector-Jacobian "
+             "products",
+        note="every printed gradient, flag and grad_fn name is read as torch's"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
