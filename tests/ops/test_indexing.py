@@ -121,3 +121,17 @@ def test_list_indices_are_read_on_the_host_without_a_tensor_on_the_default_devic
     assert made and all(d is not None for d in made)
     with pytest.raises(IndexError, match="must be long, int, byte or bool"):
         x[[0.5]]
+
+
+def test_basic_indexing_grad_fn_names_are_torchs():
+    # x[:2] is a SliceBackward0, x[0] a SelectBackward0, x[None] an UnsqueezeBackward0, x[:] an AliasBackward0: the
+    # last view applied, left to right, as PyTorch names it (a tutorial prints param[:2])
+    indices = [0, (slice(0, 2),), (0, slice(0, 2)), (slice(0, 2), 0), (slice(None), 0), (0, slice(None)),
+               (slice(None),), (None,), (Ellipsis, 0), (0, None), (None, 0), (slice(None), None),
+               (slice(1, 3), slice(None), slice(0, 6)), (slice(0, 4),), (slice(0, 4, 2),), (Ellipsis,),
+               (0, Ellipsis, slice(2, 3)), (-1, slice(-3, None))]
+    names = []
+    for lib in (torch, wg):
+        x = lib.zeros(4, 5, 6, requires_grad=True) * 1
+        names.append([x[i].grad_fn.name() if lib is torch else x[i].grad_fn.name_() for i in indices])
+    assert names[1] == names[0]

@@ -327,7 +327,28 @@ def getitem(input, index):
             record(out, "SelectBackward", (g,), lambda h: (getitem(h, index),))
         return out
     out = Tensor._make(View(input._view.storage, shape, strides, offset, input.dtype), input.device)
-    return record(out, "Select", (input,), lambda g: (backward(g),))
+    return record(out, _basic_index_name(input.shape, index), (input,), lambda g: (backward(g),))
+
+
+def _basic_index_name(shape, index):
+    """The name PyTorch gives the node of a basic indexing: that of the last view it applies, left to right (an int
+    selects, a slice short of the whole dim slices, None unsqueezes; a whole slice or ... applies none), Alias
+    where none applies (x[:])."""
+    items = index if isinstance(index, tuple) else (index,)
+    rest = len(shape) - sum(1 for i in items if i is not None and i is not Ellipsis)
+    name, d = "Alias", 0
+    for i in items:
+        if i is Ellipsis:
+            d += rest
+        elif i is None:
+            name = "Unsqueeze"
+        elif isinstance(i, slice):
+            if i.indices(shape[d]) != (0, shape[d], 1):
+                name = "Slice"
+            d += 1
+        else:
+            name, d = "Select", d + 1
+    return name
 
 
 def _zeros_like(x, dtype):
