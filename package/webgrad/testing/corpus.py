@@ -535,6 +535,18 @@ SCRIPTS = {
         kind="autograd basics (Learn the Basics): grad_fn names, no_grad, detach, accumulated vector-Jacobian "
              "products",
         note="every printed gradient, flag and grad_fn name is read as torch's"),
+    "tut_forward_ad_usage": Script(
+        "forward_ad_usage.py", TUT + "2d52ead6fdcf053698694bfe1c11cd88758f6f11/intermediate_source/"
+        "forward_ad_usage.py", compare="runs", loss_re=None,
+        kind="forward-mode AD: dual tensors, dual parameters in a Module and functional_call, a custom Function's "
+             "jvp, gradcheck(check_forward_ad=True), functorch.jvp and make_functional_with_buffers",
+        note="prints nothing: it checks itself (the dual tangents' identities, allclose of two JVPs, gradcheck), "
+             "so completing is the verdict"),
+    "tut_buildmodel": Script(
+        "buildmodel_tutorial.py", TUT + "07a339ece661a2b304b8834780470f522eed1e02/beginner_source/basics/"
+        "buildmodel_tutorial.py", compare="output",
+        kind="Build the Neural Network (Learn the Basics): Flatten, Sequential, Softmax, argmax, named_parameters",
+        note="every printed tensor (its grad_fn too), size and module is read as torch's"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
