@@ -547,6 +547,13 @@ SCRIPTS = {
         "buildmodel_tutorial.py", compare="output",
         kind="Build the Neural Network (Learn the Basics): Flatten, Sequential, Softmax, argmax, named_parameters",
         note="every printed tensor (its grad_fn too), size and module is read as torch's"),
+    "tut_tensorqs": Script(
+        "tensorqs_tutorial.py", TUT + "0dea8a155bb46fd384abe428afcbb65e0a391739/beginner_source/basics/"
+        "tensorqs_tutorial.py", compare="output",
+        kind="Tensors (Learn the Basics): creation, attributes, indexing assignment, cat, out=, item, in-place, "
+             "memory shared with NumPy both ways",
+        note="every printed tensor and array is read as torch's (t.numpy() and torch.from_numpy share memory: "
+             "an in-place change on either side shows on the other)"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
