@@ -12,7 +12,8 @@
 // split-K product keeps its partial tiles in f32: its main kernel has OT = f32, its reduction AT = f32. A third
 // type, f32h (typed.py), is float32 storage read and stored through float16 rounding: a product reading an f32h
 // operand computes what it would on a float16 copy, one storing f32h what a float16 result cast to f32 holds
-// (fusion.py folds autocast's casts into the products beside them so). from_AT4/from_BT4 convert staged pieces.
+// (cast_folding.py folds autocast's casts of a product's result back to float32 into the product so).
+// from_AT4/from_BT4 convert staged pieces.
 //! splice ELEMENT_TYPES
 
 struct Params {

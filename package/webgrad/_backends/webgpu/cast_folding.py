@@ -1,24 +1,24 @@
-"""Autocast's casts folded into the products beside them, in a captured step (run by fusion.fuse first).
+"""Autocast's casts of a half product's result back to float32 folded into the product, in a captured step (run
+by fusion.fuse first).
 
-Under autocast a linear layer casts its float32 weight (and a float32 activation or gradient) to float16 before
-the half product, and a half product's result that meets float32 again (a weight's gradient, an input gradient
-flowing into LayerNorm's backward) is cast back. Each cast is a pass through memory, and a GPT's step has about
-two hundred of them (H200, gpt-6x384: 123 casts to half took 761 us and 86 back 614 us of a 15.4 ms step). The
-product can do both itself: matmul.wgsl's "f32h" element type (typed.py) reads a float32 operand rounded to float16
-as it stages it, and stores a float16-rounded result as float32. That is the same rounding, to the bit, as the
-cast: a replay computes what the recorded step computed.
+Under autocast a half product's result that meets float32 again (an input gradient flowing into LayerNorm's
+backward, logits into a float32 loss) is cast back: a pass through memory for each (H200, gpt-6x384: 86 casts
+back took 614 us of a 15.4 ms step). The product can store float32 itself: matmul.wgsl's "f32h" element type
+(typed.py) stores its float16-rounded result as float32, the same rounding, to the bit, as the product's half
+store then the cast: a replay computes what the recorded step computed.
 
-Read side: a contiguous float32 -> float16 cast (f16.wgsl's h_from_f4) whose result only matmul.wgsl records read,
-as operand a or b (or bound where the record reads nothing: a reduction's binding 1, a product's bias binding
-without a bias), and which does not outlive the capture, is dropped; each product reads the cast's input instead,
-as f32h, at the same place. Nothing between the cast and its last reader may write the input (a weight is written
-by the optimizer only after the backward; an activation's buffer, freed after the cast, is usually taken by a
-later storage: then the cast stays).
+A contiguous float16 -> float32 cast (f16.wgsl's f_from_h4) whose input only one matmul.wgsl record wrote, all of
+it, and nothing else reads, is dropped; that record stores its result into the cast's output as f32h, at its own
+place where nothing between touches that output, else at the cast's, where nothing between writes what it reads.
+A product whose epilogue also writes GELU (fusion.py's linear_activation) keeps its float16 output. A weight
+gradient's cast back usually stays: its float32 output takes the buffer of the product's input freed meanwhile,
+which one dispatch cannot both read and write.
 
-Write side: a contiguous float16 -> float32 cast (f_from_h4) whose input only one matmul.wgsl record wrote, all of
-it, and nothing else reads, is dropped; that record stores its result into the cast's output as f32h (at its own
-place where nothing between touches that output, else at the cast's, where nothing between writes what it reads).
-A product whose epilogue also writes GELU (fusion.py's linear_activation) keeps its float16 output.
+H200, gpt-6x384's autocast step (`bench replay --amp`): 508 -> 472 dispatches, 15.42 -> 15.30 ms of GPU time.
+The other direction, a product reading a float32 weight rounded to float16 as it stages it instead of a float16
+copy, computes the same too but was slower: 421 dispatches and 16.77 ms with both directions. A product reads each
+weight element once per tile of rows and would round it each time (tens of times a step), where the cast rounds it
+once and the product then reads half the bytes.
 
 `python -m webgrad.bench replay --models gpt-6x384 --amp` shows the step's dispatches with and without
 (WEBGRAD_FUSE=0).
@@ -27,11 +27,10 @@ A product whose epilogue also writes GELU (fusion.py's linear_activation) keeps 
 from ...dtypes import float16, float32
 from . import f16, matmul, matmul_plan
 
-_TO_HALF = f16.CONTIGUOUS_CASTS[(float16, float32)]  # h_from_f4: binding 0 the half result, 1 the float32 input
 _TO_FLOAT = f16.CONTIGUOUS_CASTS[(float32, float16)]  # f_from_h4: binding 0 the float32 result, 1 the half input
 
 # matmul_plan._PARAMS fields
-_M, _N, _K, _A_OFF, _B_OFF, _O_OFF, _A_BS, _B_BS, _ITEMS, _SPLITS, _BATCH = 0, 1, 2, 4, 5, 6, 8, 9, 12, 14, 15
+_M, _N, _O_OFF, _SPLITS, _BATCH = 0, 1, 6, 14, 15
 
 
 def _nothing(t):
@@ -77,54 +76,6 @@ class _Folder:
         kernel = matmul.retyped(launch.kernel, types)
         return self.rt.launch(kernel, launch.constants, matmul_plan._PARAMS.pack(*f), launch.groups, launch.slots)
 
-    def into_products(self, i):
-        """Fold the float32 -> float16 cast at record i into the products that read its result; True if done."""
-        t = self.trace[i]
-        cast = _cast(t, _TO_HALF)
-        if cast is None or t.refs[0]() is not None:
-            return False
-        n, h_off, x_off = cast
-        half = t.serials[0]
-        readers = self.users[half]
-        if readers[0] != i or len(readers) < 2:
-            return False
-        rebound = {}
-        for k in dict.fromkeys(readers[1:]):
-            u = self.trace[k]
-            typed = None if u.launch is None or u.launch.params is None else matmul.element_types_of(u.launch.kernel)
-            if typed is None or t.buffers[1] in [b for s, b in enumerate(u.buffers) if s == 2 or s == 5]:
-                return False
-            types, launch = list(typed[0]), u.launch
-            f = matmul_plan._PARAMS.unpack(launch.params)
-            constants = dict(launch.constants)
-            reduction = launch.kernel.entry.startswith("matmul_reduce")
-            offsets = {}
-            for slot, serial in enumerate(u.serials):
-                if serial != half:
-                    continue
-                if slot == 1 and reduction or slot == 3 and not constants.get("HAS_BIAS"):
-                    continue  # bound, never read
-                if slot not in (0, 1) or reduction or types[slot] != "f16" or slot == 1 and constants.get("B_GATHER"):
-                    return False
-                field, bs, size = (_A_OFF, _A_BS, f[_M] * f[_K]) if slot == 0 else (_B_OFF, _B_BS, f[_K] * f[_N])
-                start = f[field] - h_off
-                if start < 0 or start + (f[_BATCH] * f[_ITEMS] - 1) * f[bs] + size > n:
-                    return False  # reads outside what the cast wrote
-                offsets[field] = x_off + start
-                types[slot] = "f32h"
-            rebound[k] = (types, offsets)
-        if not self.clear_between(i, readers[-1], set(readers), reads={t.buffers[1]}, writes=()):
-            return False
-        for k, (types, offsets) in rebound.items():
-            u = self.trace[k]
-            for slot in range(len(u.serials)):
-                if u.serials[slot] == half:
-                    u = _replaced(u, slot, t, 1)
-            launch = self._relaunch(u.launch, types, offsets) if offsets else u.launch
-            self._set(k, u, launch)
-        self.trace[i] = _nothing(t)
-        return True
-
     def from_product(self, j):
         """Fold the float16 -> float32 cast at record j into the product that wrote its input; the index of the
         record dropped, or None."""
@@ -162,14 +113,12 @@ class _Folder:
 
 
 def fold_casts(trace, records, rt, clear_between):
-    """Fold the casts of a captured step's `trace` into its products (module doc), in place: `trace` and `records`
-    (lists of one length) get the rewritten products and, at each dropped record's place, a TracedRecord binding
-    nothing. clear_between(start, end, chain, reads, writes): fusion's check on this trace. Returns the indices of
-    the dropped records."""
-    dropped = set()
+    """Fold the casts back to float32 of a captured step's `trace` into its products (module doc), in place: `trace`
+    and `records` (lists of one length) get the rewritten products and, at each dropped record's place, a record
+    binding nothing. clear_between(start, end, chain, reads, writes): fusion's check on this trace. Returns the
+    indices of the dropped records."""
     folder = _Folder(trace, records, rt, clear_between)
-    dropped.update(i for i in range(len(trace)) if folder.into_products(i))
-    folder = _Folder(trace, records, rt, clear_between)  # (the readers of the casts' inputs changed)
+    dropped = set()
     for j in range(len(trace)):
         gone = folder.from_product(j)
         if gone is not None:

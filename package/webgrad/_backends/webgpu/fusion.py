@@ -530,10 +530,10 @@ class _Attention:
 
 
 def fuse(graph, rt):
-    """graph.records with autocast's casts folded into products (cast_folding.py), each fusable chain (see the module
-    docstring) replaced by its one dispatch and the dead dispatches dropped; sets graph.fused to the number of
-    casts folded and chains fused, graph.grouped to the number of sgd4 updates
-    grouped and graph.dead to the number of dispatches dropped."""
+    """graph.records with autocast's casts back to float32 folded into products (cast_folding.py), each fusable
+    chain (see the module docstring) replaced by its one dispatch and the dead dispatches dropped; sets graph.fused
+    to the number of casts folded and chains fused, graph.grouped to the number of sgd4 updates grouped and
+    graph.dead to the number of dispatches dropped."""
     records, dropped, claimed, fused, grouped = list(graph.records), set(), set(), 0, 0
     if rt.has_f16:
         folded = fold_casts(graph.trace, records, rt, functools.partial(clear_between, graph.trace))

@@ -6,7 +6,8 @@ adapter's shader-f16 feature: f16.py checks it before any float16 storage exists
 A third element type, "f32h", is float32 storage whose values pass through float16: every value read is
 rounded to float16 first and every value stored is rounded to float16 (then kept as f32). A kernel reading an
 f32h operand computes exactly what it computes on a float16 copy of it, and one storing f32h what a float16
-result cast back to float32 holds; fusion.py folds autocast's casts beside a product into it that way."""
+result cast back to float32 holds; cast_folding.py folds autocast's casts of a product's result back to float32
+into the product that way."""
 
 from . import shaders
 from .dispatch import Shader
