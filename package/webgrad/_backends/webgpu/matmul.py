@@ -5,8 +5,8 @@ the matmul kernel; this module only checks the views and hands the plan to the r
 which the convolutions in conv.py use too). matmul.wgsl also comes in float16 variants (typed.py: the
 element types of matmul_io.wgsl), which f16.py's half launcher runs on float16 operands, in twins whose
 epilogue also writes GELU of the output into a second one (epilogue_text), which fusion.py puts in a captured
-step's linear -> gelu, and in f32h twins (retyped), which read or write float32 through float16 rounding: cast_folding.py
-folds autocast's casts back to float32 into a captured step's products with them.
+step's linear -> gelu, and in f32h twins (retyped), which read or write float32 through float16 rounding:
+cast_folding.py folds autocast's casts back to float32 into a captured step's products with them.
 """
 
 from ...dtypes import float16, float32
