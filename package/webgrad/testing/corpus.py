@@ -554,6 +554,12 @@ SCRIPTS = {
              "memory shared with NumPy both ways",
         note="every printed tensor and array is read as torch's (t.numpy() and torch.from_numpy share memory: "
              "an in-place change on either side shows on the other)"),
+    "tut_swap_tensors": Script(
+        "swap_tensors.py", TUT + "102956ffb0b138738a60a163c979f8a7f7f9c8ff/recipes_source/recipes/swap_tensors.py",
+        compare="runs", loss_re=None,
+        kind="torch.utils.swap_tensors, a __torch_dispatch__ wrapper subclass, "
+             "__future__.set_swap_module_params_on_conversion, Tensor.module_load",
+        note="prints ids, which differ from run to run: that it completes is the verdict"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
