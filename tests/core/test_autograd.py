@@ -196,3 +196,40 @@ def test_custom_function_with_several_outputs_as_torch():
     for ours, ref in zip(results[1], results[0]):
         np.testing.assert_allclose(ours, ref, rtol=1e-12)
     np.testing.assert_allclose(results[1][4], np.sinh(values), rtol=1e-12)
+
+
+def _cube_function(lib, extra):
+    from importlib import import_module
+    once_differentiable = import_module(f"{lib.__name__}.autograd.function").once_differentiable
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale=1.0):
+            ctx.save_for_backward(x)
+            return x ** 3 * scale
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_out):
+            x, = ctx.saved_tensors
+            return (grad_out * 3 * x ** 2,) + extra  # trailing gradients for arguments apply was not given
+    return Cube
+
+
+def test_once_differentiable_and_extra_none_gradients_as_torch():
+    # A once_differentiable backward gives first derivatives; differentiating them again raises, as PyTorch's
+    # DelayedError. Gradients past the arguments apply took are let pass when None, refused otherwise.
+    import numpy as np
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (torch, wg):
+        x = lib.tensor([0.5, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        out = _cube_function(lib, (None, None)).apply(x) * x  # the gradient reaching backward requires grad
+        g, = lib.autograd.grad(out.sum(), x, create_graph=True)
+        second, = lib.autograd.grad(g.sum(), x, retain_graph=True)  # (PyTorch leaves the marked branch out)
+        grads += [g.detach().numpy(), second.numpy()]
+        with pytest.raises(RuntimeError, match="once_differentiable"):
+            g.sum().backward()
+        with pytest.raises(RuntimeError):
+            _cube_function(lib, (lib.ones(3),)).apply(x).sum().backward()
+    np.testing.assert_allclose(grads[2:], grads[:2], rtol=1e-12)

@@ -75,6 +75,8 @@ def _checked_backward(cls, ctx, args):
     def backward_fn(*grad):
         grads = cls.backward(ctx, *grad)
         grads = grads if isinstance(grads, tuple) else (grads,)
+        if len(grads) > len(args) and all(g is None for g in grads[len(args):]):
+            grads = grads[:len(args)]  # extra Nones are let pass, as PyTorch's (one per optional argument)
         if len(grads) != len(args):
             raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients; forward took "
                                f"{len(args)} arguments (return None for those without one)")
@@ -215,3 +217,4 @@ def _batched_grads(outputs, inputs, seeds, retain_graph, create_graph):
 from . import functional  # noqa: E402,F401  (torch.autograd.functional: jacobian, hessian, vjp, jvp, ...)
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 from . import forward_ad  # noqa: E402,F401  (torch.autograd.forward_ad: dual tensors, by reverse mode)
+from . import function  # noqa: E402,F401  (torch.autograd.function: once_differentiable)
