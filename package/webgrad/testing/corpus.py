@@ -560,6 +560,14 @@ SCRIPTS = {
         kind="torch.utils.swap_tensors, a __torch_dispatch__ wrapper subclass, "
              "__future__.set_swap_module_params_on_conversion, Tensor.module_load",
         note="prints ids, which differ from run to run: that it completes is the verdict"),
+    "tut_custom_function_conv_bn": Script(
+        "custom_function_conv_bn_tutorial.py", TUT + "00e250bb5194997fb2c89f073c58d5e8c4cd1d2b/intermediate_source/"
+        "custom_function_conv_bn_tutorial.py", compare="runs", data=MNIST_UP,
+        kind="conv + batch norm fused in a custom Function (once_differentiable, backward recomputing the conv), "
+             "gradcheck, inference_mode, Adadelta, StepLR",
+        note="gradcheck checks each Function's backward; then a fused and an unfused net train two epochs of one "
+             "batch (48 images, its batch is 2048): finite losses. The real torch cannot run it on a CPU-only build "
+             "(torch.cuda.reset_peak_memory_stats raises there), so nothing is compared"),
     # ------------------------------------------------------------------------------------ MorvanZhou/PyTorch-Tutorial
     "mz_rnn_classifier": Script(
         "402_RNN_classifier.py", MZ + "402_RNN_classifier.py", kind="LSTM classifier, legacy MNIST attributes",
