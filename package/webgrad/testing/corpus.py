@@ -11,8 +11,8 @@ line naming its source (the third-party files stay out of commits; ``tests/compa
 file's source and SHA-256). Every script runs in a fresh interpreter, in a temporary copy of its folder, with:
 
 - ``tests/compat/standin/`` first on ``sys.path``: torchvision (datasets reading local files, transforms, utils,
-  resnet18), matplotlib (draws nothing) and requests (serves mapped URLs from local files), the same under both
-  libraries;
+  resnet18), matplotlib (draws nothing), requests (serves mapped URLs from local files) and torchviz (make_dot walks
+  the autograd graph, draws nothing), the same under both libraries;
 - stand-in data that ``tests/compat/corpus_data.py`` writes in the format the script reads (SCRIPTS[...].data);
 - ``random``, ``numpy.random`` and the library's own generator seeded, ``PYTHONHASHSEED=0``, one thread;
 - with ``--device webgpu``, webgrad's default device set to ``webgpu`` and the script's own accelerator flag
@@ -55,7 +55,9 @@ Losses are the numbers the script prints (``loss_re``). How a run is judged (``c
 
 Recorded torch losses (``tests/compat/corpus_reference.json``, written by ``--record`` with the real torch) stand in
 for a torch run while their key (a hash of the table entry, the script's files, the data generator, the stand-ins
-and the shared random source) still matches; ``--torch`` always runs torch afresh.
+and the shared random source) still matches; ``--torch`` always runs torch afresh. A table field added later is
+hashed only where it is set (UNSET_UNHASHED), and a stand-in added for a new script only into the keys of the
+scripts that import it (OPTIONAL_STANDINS), so neither stales the recorded keys of the others.
 
 Each script prints one line (``ok`` or ``FAIL`` with the first error: exception, message and the script line that
 raised it), then ``corpus DEVICE: ok N of M``.
