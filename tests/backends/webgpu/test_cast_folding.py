@@ -24,22 +24,9 @@ pytestmark = pytest.mark.skipif(not _has_f16(), reason="needs a WebGPU adapter w
 C, HIDDEN, ROWS = 32, 64, 16  # (K = 32 and 64: two and four K steps of 16, split 2 ways with split-k)
 
 
-@pytest.fixture
-def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu.runtime import default_runtime
-
-    monkeypatch.setattr(default_runtime(), "software", False)
-    return default_runtime()
-
-
 @pytest.fixture(params=[1, 2], ids=["unsplit", "split-k"])
-def splits(request, monkeypatch):
-    from webgrad._backends.webgpu import matmul_plan
-
-    monkeypatch.setattr(matmul_plan, "_FORCED_SPLITS", request.param if request.param > 1 else None)
-    matmul_plan._plan.cache_clear()
-    yield request.param
-    matmul_plan._plan.cache_clear()
+def splits(request, matmul_splits):
+    return matmul_splits(request.param)
 
 
 def _model():
@@ -52,11 +39,8 @@ def _data(steps):
             for _ in range(steps)]
 
 
-def _train(replay, steps=4, lr=0.05):
-    wg.manual_seed(0)
-    model = _model().to("webgpu")
-    opt = wg.optim.SGD(model.parameters(), lr=lr)
-
+def _step(model, opt):
+    """One training step of `model` on (x, t): its output under autocast, a float32 squared error."""
     def step(x, t):
         with wg.autocast("webgpu", dtype=wg.float16):
             out = model(x)
@@ -66,6 +50,14 @@ def _train(replay, steps=4, lr=0.05):
         opt.step()
         return loss
 
+    return step
+
+
+def _train(replay, steps=4, lr=0.05):
+    wg.manual_seed(0)
+    model = _model().to("webgpu")
+    opt = wg.optim.SGD(model.parameters(), lr=lr)
+    step = _step(model, opt)
     run = wg.replayable(step) if replay else step
     losses = [run(wg.tensor(x, device="webgpu"), wg.tensor(t, device="webgpu")).item() for x, t in _data(steps)]
     state = {k: v.detach().to("cpu").numpy() for k, v in model.state_dict().items()}
@@ -124,17 +116,7 @@ def test_folded_step_gradients_match_torch(gpu_kernels):
     wg.manual_seed(0)
     model = _model().to("webgpu")
     opt = wg.optim.SGD(model.parameters(), lr=0.0)
-
-    def step(x, t):
-        with wg.autocast("webgpu", dtype=wg.float16):
-            out = model(x)
-        loss = (out.float() - t).square().mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    run = wg.replayable(step)
+    run = wg.replayable(_step(model, opt))
     x, t = (wg.tensor(v, device="webgpu") for v in _data(1)[0])
     for _ in range(3):
         loss = run(x, t).item()

@@ -15,13 +15,6 @@ from helpers import webgpu_available
 pytestmark = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
 
 
-@pytest.fixture
-def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu.runtime import default_runtime
-
-    monkeypatch.setattr(default_runtime(), "software", False)
-
-
 class Block(nn.Module):
     """ResNet's basic block, a second one whose input is also its residual (that input's gradient is a sum, then
     ReLU's backward), and a pre-activation-style BN + add with no ReLU after it; `leak`: the first BN's output is

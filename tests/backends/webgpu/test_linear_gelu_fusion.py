@@ -19,22 +19,9 @@ pytestmark = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU a
 C, HIDDEN, ROWS = 48, 96, 24  # (K = 48: three K steps of 16, split 3 ways with split-k)
 
 
-@pytest.fixture
-def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu.runtime import default_runtime
-
-    monkeypatch.setattr(default_runtime(), "software", False)
-    return default_runtime()
-
-
 @pytest.fixture(params=[1, 3], ids=["unsplit", "split-k"])
-def splits(request, monkeypatch):
-    from webgrad._backends.webgpu import matmul_plan
-
-    monkeypatch.setattr(matmul_plan, "_FORCED_SPLITS", request.param if request.param > 1 else None)
-    matmul_plan._plan.cache_clear()
-    yield request.param
-    matmul_plan._plan.cache_clear()
+def splits(request, matmul_splits):
+    return matmul_splits(request.param)
 
 
 class MLP(nn.Module):

@@ -15,13 +15,6 @@ from helpers import webgpu_available
 pytestmark = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
 
 
-@pytest.fixture
-def gpu_kernels(monkeypatch):
-    from webgrad._backends.webgpu.runtime import default_runtime
-
-    monkeypatch.setattr(default_runtime(), "software", False)
-
-
 def _model():
     wg.manual_seed(0)
     # 35-, 7-, 7,210- and 1,030-element parameters: partial vec4s, and one of 8 workgroups
