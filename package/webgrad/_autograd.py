@@ -138,10 +138,10 @@ class Node:
     intermediate result fires even after the script dropped its last name for that tensor).
     """
 
-    __slots__ = ("name", "inputs", "backward_fn", "trace", "clock", "hooks", "__weakref__")
+    __slots__ = ("_name", "inputs", "backward_fn", "trace", "clock", "hooks", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
-        self.name = name
+        self._name = name
         self.inputs = inputs
         self.backward_fn = backward_fn
         self.trace = forward_trace()
@@ -153,7 +153,16 @@ class Node:
 
     # PyTorch-compatible introspection (torch's names end in the overload's number: MulBackward0)
     def name_(self):
-        return f"{self.name}Backward0"
+        return f"{self._name}Backward0"
+
+    @property
+    def name(self):
+        """The op's name ("Mul"), which called as PyTorch's grad_fn.name() gives torch's ("MulBackward0")."""
+        return NodeName(self._name)
+
+    @name.setter
+    def name(self, value):
+        self._name = str(value)
 
     @property
     def next_functions(self):
@@ -161,6 +170,16 @@ class Node:
         grad, None for an input that takes no gradient."""
         return tuple((None if t is None else AccumulateGrad(t) if not isinstance(t, Edge) else t.grad_fn, 0)
                      for t in self.inputs)
+
+
+class NodeName(str):
+    """A node's op name ("Mul"), as webgrad code compares it, that called as PyTorch's grad_fn.name() gives torch's
+    name for the node ("MulBackward0")."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return f"{self}Backward0"
 
 
 class AccumulateGrad:

@@ -233,3 +233,16 @@ def test_once_differentiable_and_extra_none_gradients_as_torch():
         with pytest.raises(RuntimeError):
             _cube_function(lib, (lib.ones(3),)).apply(x).sum().backward()
     np.testing.assert_allclose(grads[2:], grads[:2], rtol=1e-12)
+
+
+def test_grad_fn_name_is_called_as_torchs():
+    # PyTorch scripts call grad_fn.name(); webgrad's own code compares the op name (grad_fn.name == "Mul")
+    torch = pytest.importorskip("torch")
+    names = []
+    for lib in (torch, wg):
+        x = lib.ones(2, requires_grad=True)
+        y = (x * 3).sum()
+        names.append((y.grad_fn.name(), y.grad_fn.next_functions[0][0].name(),
+                      y.grad_fn.next_functions[0][0].next_functions[0][0].name()))
+    assert names[1] == names[0] == ("SumBackward0", "MulBackward0", "torch::autograd::AccumulateGrad")
+    assert (wg.ones(2, requires_grad=True) * 3).grad_fn.name == "Mul"
