@@ -12,6 +12,7 @@ from . import elementwise_math, sampling, sorting
 from . import creation, joining, movement, products
 from . import logic, numeric, scans, scatter, selection, statistics
 from . import bitwise, structured
+from . import spectral_windows, stft
 
 # ----------------------------------------------------------------------------- hand-written functions
 _HAND_WRITTEN = {
@@ -194,6 +195,12 @@ for _name in _complex.DISPATCH:
         if _complex.DISPATCH[_name] is not _complex.METHOD and Tensor.__dict__.get(_name) is _real_fn:
             setattr(Tensor, _name, FUNCTIONS[_name])  # real.mul(z): the complex product
 _complex.seal()
+
+# torch.stft / torch.istft and the windows they take (ops/stft.py, ops/spectral_windows.py). The methods are
+# attached after the seal: a complex tensor has both (istft's input is complex).
+FUNCTIONS.update({name: getattr(spectral_windows, name) for name in spectral_windows.__all__})
+FUNCTIONS.update(stft=stft.stft, istft=stft.istft)
+Tensor.stft, Tensor.istft = stft.stft, stft.istft
 
 # NumPy-style names PyTorch gives the same ops (torch.absolute is torch.abs, x.arctan2(y) is x.atan2(y)), for
 # functions and Tensor methods, in-place ones included. Methods call the target by name, so a complex tensor
