@@ -151,6 +151,24 @@ def test_stft_gradient_through_abs_matches_torch():
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_istft_and_complex_stft_gradients_match_torch():
+    """Through istft to the spectrogram and the window (both in its overlap-add and its envelope), and through the
+    stft of a complex signal; a complex leaf's .grad is dL/d(re) + i dL/d(im), as torch's."""
+    spectrum = (RNG.standard_normal((9, 20)) + 1j * RNG.standard_normal((9, 20))).astype(np.complex64)
+    window = np.hanning(16).astype(np.float32) + 0.1
+
+    def grads(lib):
+        leaf, w = lib.tensor(spectrum, requires_grad=True), lib.tensor(window, requires_grad=True)
+        y = lib.istft(leaf, 16, window=w, length=70)
+        (y * lib.arange(70, dtype=lib.float32).sin()).sum().backward()
+        signal = lib.tensor(COMPLEX_SIGNAL, requires_grad=True)
+        lib.stft(signal, 16, hop_length=5, window=w.detach()).abs().sum().backward()
+        return _pairs(leaf.grad.resolve_conj() if lib is torch else leaf.grad), w.grad.numpy(), _pairs(
+            signal.grad.resolve_conj() if lib is torch else signal.grad)
+    for got, expected in zip(grads(wg), grads(torch)):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 ISTFT_CASES = [
     {"window": ("hann_window", 32)},
     {},
