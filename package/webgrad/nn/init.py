@@ -239,6 +239,22 @@ def dirac_(tensor, groups=1):
     return tensor
 
 
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D `tensor` from N(0, std) and zero ceil(sparsity * rows) elements of each column, at rows drawn
+    without replacement, as torch.nn.init.sparse_. The rows of every column come from one argsort of uniform
+    numbers drawn on the tensor's device (a random permutation per column), so no column is visited in Python."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    from ..random import rand
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        if num_zeros and cols:
+            order = rand(rows, cols, device=tensor.device, generator=generator).argsort(dim=0)
+            tensor.scatter_(0, order[:num_zeros], 0.0)
+    return tensor
+
 def _deprecated(initialiser):
     """The name without the trailing underscore that PyTorch still accepts, with its FutureWarning."""
     new_name = initialiser.__name__
@@ -265,3 +281,4 @@ kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 eye = _deprecated(eye_)
 dirac = _deprecated(dirac_)
+sparse = _deprecated(sparse_)
