@@ -100,6 +100,35 @@ def test_planner_takes_big_tiles():
     assert not _plan(256, 256, 256).config.endswith("w")
 
 
+def test_planner_splits_long_plain_products_over_big_tiles():
+    # matmul_plan.LONG_NN_TWIN: an input gradient through a language model's output layer (K = the vocabulary)
+    # with too few 128x128 tiles for the big rule runs on them split across workgroups, about 512 of them
+    for M, N, K, splits in ((4096, 512, 32000, 4), (4096, 768, 32000, 3), (4096, 512, 16384, 4),
+                            (4096, 512, 32001, 4)):
+        p = _plan(M, N, K)
+        assert (p.config, p.splits) == ("128x128w16", splits), (M, N, K, p)
+    assert _plan(4096, 512, 32001).entry_point == "matmul_sv"  # (a's rows not 16-byte aligned: scalar loads)
+    # a shorter K, a transposed operand, or enough 128x128 tiles keep the rules above
+    assert _plan(4096, 512, 8192).config == "64x128w16"
+    assert _plan(32000, 512, 4096, True, False).config == "128x128w"
+    assert _plan(4096, 32000, 512, False, True).splits == 1
+    assert _plan(8192, 768, 50257).config == "128x128w"
+
+
+def test_planned_long_plain_product_runs(runner, monkeypatch):  # noqa: F811
+    # a product the planner gives LONG_NN_TWIN split across workgroups (the K threshold lowered so that a small
+    # product qualifies), run as planned: ragged tiles and a ragged last split, bias and ReLU in the reduction
+    matmul_plan._plan.cache_clear()
+    monkeypatch.setattr(matmul_plan, "LONG_NN_MIN_K", 512)
+    monkeypatch.setattr(matmul_plan, "LONG_NN_MIN_TILES", 2)
+    try:
+        p = check(runner, 1, 500, 252, 1036, False, False, bias=True, relu=True, seed=13)
+        assert (p.config, p.reduce is not None) == ("128x128w16", True), p
+        assert p.splits == matmul_plan.LONG_NN_MAX_SPLITS
+    finally:
+        matmul_plan._plan.cache_clear()
+
+
 def test_planned_middle_twin_runs(runner):  # noqa: F811
     # a product the planner gives the middle twin, split across workgroups, run as planned: bias and ReLU
     p = check(runner, 1, 256, 512, 1036, False, True, bias=True, relu=True, seed=11)

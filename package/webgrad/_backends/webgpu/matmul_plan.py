@@ -138,6 +138,36 @@ def _mid_splits(batch, M, N, K, steps):
     return max(1, min(MID_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N)))
 
 
+# A plain (NN) product with a very long K and too few 128x128 tiles for the rules above: a language model's input
+# gradient through its output layer, [rows, width] = dLogits [rows, vocab] @ W [vocab, width]. It runs as 128x128w16
+# split across workgroups so that about LONG_NN_WORKGROUPS of them run (2 to 8 splits). H200, `python -m
+# webgrad.bench kernels --sizes --no-numpy --shapes 1,4096,512,32000,0,0 1,4096,768,32000,0,0 1,2048,512,32000,0,0
+# 1,4096,512,16384,0,0 --configs 128x64 64x128w16 128x128w 128x128w16 --splits 1 2 4 8`, GFLOP/s as the plan chose
+# before (the mid twin split 4 ways, or 128x64) against 128x128w16 split 2 / 4 / 8 ways: [4096, 512] over K = 32,000
+# 27.9k against 36.2k / 36.3k / 36.4k (4,786 -> 3,694 us, a Llama-8x512 step's output layer), [4096, 768] 31.2k
+# against 36.1k / 36.5k / 36.5k, [2048, 512] 20.7k against 33.7k / 36.1k / 36.1k, [4096, 512] over K = 16,384 27.5k
+# against 36.1k / 36.0k / 35.8k. Unsplit, 128x128w16 read 27.1k, 25.8k, 13.5k, 27.0k. Transposed operands were not
+# measured (they keep the rules below).
+LONG_NN_TWIN = "128x128w16"
+LONG_NN_MIN_K = 16384
+LONG_NN_MIN_TILES = 64
+LONG_NN_WORKGROUPS = 512
+LONG_NN_MAX_SPLITS = 8
+
+
+def _long_nn(batch, M, N, K, trans_a, trans_b, items):
+    """Whether a product takes LONG_NN_TWIN split across workgroups (see LONG_NN_TWIN)."""
+    return (not trans_a and not trans_b and items == 1 and K >= LONG_NN_MIN_K
+            and LONG_NN_MIN_TILES <= _tiles(LONG_NN_TWIN, batch, M, N) < BIG_W_MIN_TILES
+            and _waste(LONG_NN_TWIN, M, N) <= 1.2)
+
+
+def _long_nn_splits(batch, M, N, steps):
+    want = -(-LONG_NN_WORKGROUPS // _tiles(LONG_NN_TWIN, batch, M, N))
+    most = min(LONG_NN_MAX_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N))
+    return max(1, min(max(2, want), most))
+
+
 def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
     if cfg == "128x128":  # only the wide plan (choose_config) gets here with it: see WIDE_TWIN
         return WIDE_TWIN
@@ -148,6 +178,8 @@ def _big_twin(cfg, batch, M, N, K, trans_a, trans_b, items=1):
             return "128x128w16" if trans_b and not trans_a else "128x128w"
         if trans_a and not trans_b and K >= SHORT_K_TWIN_MIN:  # a weight gradient over a batch
             return "128x128w16"
+    if _long_nn(batch, M, N, K, trans_a, trans_b, items):
+        return LONG_NN_TWIN
     # (not measured on batch-reduce products, such as ResNet-18's weight gradients: they keep their tiles)
     mid = items == 1 and K >= MID_TWIN_MIN_K and _waste(MID_TWIN, M, N) <= 1.2
     return MID_TWIN if mid else cfg
@@ -404,6 +436,9 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         splits = choose_splits(cfg, batch, M, N, steps, profile)
         if splits == 1 and cfg == MID_TWIN and not _FORCED_SPLITS:
             splits = _mid_splits(batch, M, N, K * items, steps)
+        elif (splits == 1 and cfg == LONG_NN_TWIN and not config and not _FORCED and not _FORCED_SPLITS
+              and gather is None and _long_nn(batch, M, N, K, trans_a, trans_b, items)):
+            splits = _long_nn_splits(batch, M, N, steps)
     splits = max(1, min(splits, steps))
     split_steps = -(-steps // splits) if steps else 0
     splits = -(-steps // split_steps) if steps else 1  # no empty split
