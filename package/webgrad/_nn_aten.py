@@ -135,19 +135,18 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     """(output, offset2bag, bag_size, max_indices), as torch.embedding_bag: output is F.embedding_bag's; offset2bag
     is each index's bag, bag_size each bag's length, and max_indices, for mode 2 (max), the weight row that gave each
     maximum (bag_size for the other modes). PyTorch's CPU kernel leaves offset2bag empty and bag_size zero in mode 0
-    (sum); here they are filled in every mode."""
+    (sum); here they are filled in every mode. Indices are read flat: PyTorch's kernel, given 2-D indices, counts
+    only their first dim in a bag's length (F.embedding_bag is the form for 2-D bags)."""
     kind = _enum(mode, _BAG_MODES, "embedding_bag(): mode")
+    indices = indices.reshape(-1)  # ATen reads the indices flat, bags given by offsets, whatever their shape
     out = F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq, mode=kind, sparse=sparse,
                           per_sample_weights=per_sample_weights, include_last_offset=include_last_offset,
                           padding_idx=padding_idx)
     bags = out.shape[0]
-    flat = indices.reshape(-1).long()
-    if indices.ndim == 2:
-        offset2bag = arange(bags, device=indices.device).repeat_interleave(indices.shape[1])
-    else:
-        starts = offsets[:bags].long()
-        offset2bag = (starts.unsqueeze(0) <= arange(flat.shape[0], device=indices.device).unsqueeze(1)).long()
-        offset2bag = offset2bag.sum(1) - 1  # each index's bag: the bag starts at or before it, less one
+    flat = indices.long()
+    starts = offsets[:bags].long()
+    offset2bag = (starts.unsqueeze(0) <= arange(flat.shape[0], device=indices.device).unsqueeze(1)).long()
+    offset2bag = offset2bag.sum(1) - 1  # each index's bag: the bag starts at or before it, less one
     counted = flat if padding_idx is None else flat[flat != padding_idx % weight.shape[0]]
     bag_of_counted = offset2bag if padding_idx is None else offset2bag[flat != padding_idx % weight.shape[0]]
     bag_size = zeros(bags, dtype=dtypes.int64, device=indices.device).index_add(

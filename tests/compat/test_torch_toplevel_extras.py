@@ -194,6 +194,9 @@ def test_shuffles_and_bilinear():
     _compare("pixel_unshuffle", _arr(2, 2, 4, 6), 2)
     _compare("channel_shuffle", _arr(2, 6, 3), 3, grad=False)
     _compare("native_channel_shuffle", _arr(2, 6, 3), 2, grad=False)
+    data = _arr(1, 4, 2)
+    np.testing.assert_array_equal(F.native_channel_shuffle(wg.tensor(data), 2).tolist(),
+                                  torch.nn.functional.native_channel_shuffle(torch.tensor(data), 2).numpy())
     _compare("bilinear", _arr(4, 3), _arr(4, 5), _arr(2, 3, 5), _arr(2))
     _compare("bilinear", _arr(4, 3), _arr(4, 5), _arr(2, 3, 5))
 

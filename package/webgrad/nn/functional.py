@@ -660,3 +660,4 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 from ._grid_sample import affine_grid, grid_sample  # noqa: F401  (spatial transformers: _grid_sample.py)
 from .random_functional import alpha_dropout, feature_alpha_dropout, gumbel_softmax  # noqa: F401,E402
 from .functional_inplace import *  # noqa: F401,F403,E402  (relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_)
+from .functional_layers import channel_shuffle as native_channel_shuffle  # noqa: F401,E402  (the same op in torch)
