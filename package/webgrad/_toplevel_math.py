@@ -33,7 +33,6 @@ def gcd(input, other):
     about 92 rounds for int64 (the host reads one bool per round)."""
     a, b = _integers(input, other, "gcd")
     a, b = a.abs(), b.abs()
-    a, b = a.broadcast_to(b.shape) if a.ndim < b.ndim else a, b
     while bool((b != 0).any().item()):
         nonzero = b != 0
         rest = a % where(nonzero, b, 1)

@@ -278,6 +278,7 @@ def test_gcd_lcm():
     _compare("gcd", a, b)
     _compare("lcm", a, b)
     _compare("gcd", a.astype(np.int32), b[:1])  # broadcast and promotion
+    _compare("lcm", a[5:6], b.reshape(7, 1))
     t, w = torch.tensor(a), wg.tensor(a)
     assert wg.gcd_(w, wg.tensor(b)) is w
     torch.gcd_(t, torch.tensor(b))
