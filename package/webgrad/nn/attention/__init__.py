@@ -5,11 +5,11 @@ Without need_weights (nn.TransformerEncoderLayer's call) the attention itself is
 fused kernels; with it, the composition of matmul, softmax and dropout that also gives the weights.
 """
 
-from .._tensor import empty
-from . import functional as F, init
-from .linear import NonDynamicallyQuantizableLinear
-from .module import Module
-from .parameter import Parameter
+from ..._tensor import empty
+from .. import functional as F, init
+from ..linear import NonDynamicallyQuantizableLinear
+from ..module import Module
+from ..parameter import Parameter
 
 
 class MultiheadAttention(Module):
@@ -94,4 +94,4 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-from .sdpa_backends import SDPBackend, sdpa_kernel  # noqa: E402,F401  (torch.nn.attention's names)
+from ..sdpa_backends import SDPBackend, sdpa_kernel  # noqa: E402,F401  (torch.nn.attention's names)
