@@ -32,6 +32,7 @@ NAMESPACES = [
     ("torch.fft", "webgrad.fft", "functions"),
     ("torch.linalg", "webgrad.linalg", "functions"),
     ("torch.distributions", "webgrad.distributions", "classes and functions"),
+    ("torch.nn.attention.flex_attention", "webgrad.nn.attention.flex_attention", "functions and classes"),
 ]
 
 # PyTorch's OpInfo tests as `python -m webgrad.testing.opinfo --device D --write-table PATH` last wrote them
@@ -54,6 +55,9 @@ PARTIAL = {
     "torch.conv3d": "groups > 1 correct but run group by group (on the 2-D convolution)",
     "torch.utils.data.DataLoader": "num_workers accepted, batches made in the calling process",
     "torch.optim.SparseAdam": "webgrad has no sparse gradients: step() raises PyTorch's error for a dense one",
+    "torch.nn.attention.flex_attention.flex_attention": "dense (the [B, H, L, S] scores are materialised); each "
+                                                        "mod runs once on broadcast index tensors, so Python if on "
+                                                        "the indices must be torch.where",
     "torch.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
     "torch.func.vmap": "func runs once per slice of the mapped dim (PyTorch batches them into one call)",
     "torch.func.jacfwd": "by reverse mode, one backward pass per output element; closed-over tensors as grad's",
