@@ -181,13 +181,18 @@ def test_from_kv_blocks_honours_the_block_layout():
     assert wm.to_dense().tolist() == tm.to_dense().tolist() and wm.shape == tm.shape == (1, 1, 8, 8)
 
 
-def test_float64_and_no_mask():
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_dtypes_without_a_mask(dtype):
+    """float64 computes in float64; float16 computes in float32 and returns float16, its lse float32 (torch's)."""
     wins, tins = _qkv(B=1, L=5, S=5, seed=7)
-    wins = [w.detach().double() for w in wins]
-    tins = [t.detach().double() for t in tins]
-    out = W.flex_attention(*wins)
-    assert out.dtype == wg.float64
-    _close(out, _torch_flex(tins), rtol=1e-10, atol=1e-12)
+    wins = [w.detach().to(getattr(wg, dtype)) for w in wins]
+    tins = [t.detach().to(getattr(torch, dtype)) for t in tins]
+    out, lse = W.flex_attention(*wins, return_lse=True)
+    t_out, t_lse = _torch_flex(tins, return_lse=True)
+    assert out.dtype == getattr(wg, dtype) and str(lse.dtype).split(".")[-1] == str(t_lse.dtype).split(".")[-1]
+    tolerance = dict(rtol=1e-10, atol=1e-12) if dtype == "float64" else dict(rtol=1e-3, atol=1e-3)
+    _close(out, t_out, **tolerance)
+    _close(lse, t_lse, **tolerance)
 
 
 # ------------------------------------------------------------------------------------- BlockMask and masks

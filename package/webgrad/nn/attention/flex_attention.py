@@ -12,7 +12,9 @@ Attention itself is computed densely: softmax over KV of score_mod(q @ k^T * sca
 leaves out at -inf, fully masked rows giving zero output and a logsumexp of -inf (PyTorch's). A BlockMask keeps
 PyTorch's block-sparse layout (kv_num_blocks, kv_indices, full_kv_*, q_*), and flex_attention honours it as
 PyTorch's kernels do: blocks absent from it are masked, full blocks are attended without calling mask_mod,
-partial blocks call mask_mod. Unlike PyTorch on CPU, gradients are supported on every device.
+partial blocks call mask_mod (PyTorch's uncompiled CPU path calls mask_mod everywhere and ignores the layout;
+the two agree on every mask create_block_mask makes, and differ only for a hand-made from_kv_blocks layout).
+Unlike PyTorch on CPU, gradients are supported on every device.
 """
 
 import functools
