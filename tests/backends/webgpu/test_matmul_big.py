@@ -115,6 +115,16 @@ def test_planner_splits_long_plain_products_over_big_tiles():
     assert _plan(8192, 768, 50257).config == "128x128w"
 
 
+def test_planner_stores_vec4s_where_they_paid():
+    # matmul_plan.VEC_STORE_MAX_K_BIG: unsplit 128x128 tiles store vec4s up to a K of 256, smaller tiles up to 512
+    assert _plan(4096, 1536, 512, False, True).entry_point == "matmul_vv"  # 128x128w16
+    assert _plan(4096, 1536, 512).entry_point == "matmul_vv"  # 128x128w
+    assert _plan(4096, 4096, 128, True, False).entry_point == "matmul_vv4"  # a weight gradient over a batch
+    assert _plan(4096, 512, 512, False, True).entry_point == "matmul_vv4"  # 64x128w16
+    p = _plan(128, 4096, 4096, False, True)  # the wide plan: split 8 ways, each split walking K = 512
+    assert (p.splits, p.entry_point) == (8, "matmul_vv4")
+
+
 def test_planned_long_plain_product_runs(runner, monkeypatch):  # noqa: F811
     # a product the planner gives LONG_NN_TWIN split across workgroups (the K threshold lowered so that a small
     # product qualifies), run as planned: ragged tiles and a ragged last split, bias and ReLU in the reduction

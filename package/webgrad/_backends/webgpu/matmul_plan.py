@@ -213,7 +213,21 @@ LONG_K = 8192  # from here on choose_config counts on split-K for parallelism an
 REDUCE_OUTPUTS = 32  # matmul_reduce: outputs (or vec4s) per workgroup, each summed by 8 threads
 REDUCE_LANES = 8  # matmul_reduce's threads per output; at most this many splits take matmul_reduce_few4
 REDUCE_FEW_THREADS = 256  # matmul_reduce_few4: vec4s of outputs per workgroup, one a thread
-VEC_STORE_MAX_K = 512  # vec4 stores for products whose workgroups walk at most this much K (see _plan)
+# vec4 stores for products whose workgroups walk at most this much K (see _plan); WEBGRAD_MATMUL_VEC_STORE_MAX_K=<k>
+# sets it (benchmarks: 0 stores every product one element at a time)
+VEC_STORE_MAX_K = int(os.environ.get("WEBGRAD_MATMUL_VEC_STORE_MAX_K") or 512)
+# The 128x128 tiles (8x8 outputs a thread, 256 threads), unsplit, store vec4s only up to a K of 256: beyond it their
+# main loop lost more than the stores gained (a split product's partial tiles keep VEC_STORE_MAX_K: not measured). H200, `python -m webgrad.bench kernels --sizes --no-numpy --shapes ...`, the plan
+# against WEBGRAD_MATMUL_VEC_STORE_MAX_K=0 in one call, GFLOP/s vec4 / scalar stores: K = 512: [4096, 1536] NN
+# (128x128w) 27.0k / 32.4k, NT (128x128w16) 29.9k / 30.9k, [4096, 32000] NT 31.4k / 34.2k; K = 128: [4096, 4096] TN
+# 32.4k / 28.2k. Smaller tiles keep VEC_STORE_MAX_K: 64x128w16 at K = 512 read 26.6k / 24.2k ([4096, 512] NT), at
+# K = 384 30.2k / 29.0k ([4096, 1536] NT); 64x64 at K = 256 20.4k / 18.3k. End to end (bench scale --no-torch, the
+# settings alternating twice in one call): every product on scalar stores took llama-8x512 from 90,261 to 91,983
+# tokens/s but gpt-6x384 from 284,473 down to 275,495; this rule (against WEBGRAD_MATMUL_VEC_STORE_MAX_K_BIG=512, the
+# rule before) llama-8x512 90,257 / 90,318 -> 92,075 / 92,060, gpt-6x384 284,484 / 284,877 -> 285,013 / 284,482,
+# widemlp 129,872 / 130,329 -> 130,636 / 131,172 samples/s.
+VEC_STORE_MAX_K_BIG = int(os.environ.get("WEBGRAD_MATMUL_VEC_STORE_MAX_K_BIG") or 256)
+BIG_TILE_AREA = 128 * 128
 
 # WEBGRAD_MATMUL_SPLITS=<n> forces the K split of every product (n >= 1; benchmarks and tests).
 _FORCED_SPLITS = int(os.environ.get("WEBGRAD_MATMUL_SPLITS") or 0) or None
@@ -446,7 +460,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
     # the K a workgroup walks is short (the product is store-bound): measured on an H100, 25088x144 @
     # K = 32 went from 7.8 to 13.0 TFLOP/s with vec4 stores, but 4096^3 from 34.4 down to 29.9.
     vec_out = (N % 4 == 0 and (out_offset % 4 == 0 or splits > 1)
-               and split_steps * bk <= VEC_STORE_MAX_K)
+               and split_steps * bk <= (VEC_STORE_MAX_K_BIG if bm * bn >= BIG_TILE_AREA and splits == 1
+                                        else VEC_STORE_MAX_K))
     entry = "matmul_" + ("v" if vec_a else "s") + ("v" if vec_b else "s") + ("4" if vec_out else "")
 
     workgroups = (-(-N // bn), -(-M // bm), batch * splits)
