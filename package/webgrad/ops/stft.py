@@ -14,12 +14,11 @@ per frame where an FFT costs O(n_fft log n_fft): fine for the n_fft of speech fe
 """
 
 import functools
+import math
 import warnings
 
-import numpy as np
-
 from .. import _complex, dtypes
-from .._tensor import Tensor, arange, tensor, zeros
+from .._tensor import Tensor, arange, zeros
 from .conv import pad
 from .matmul import matmul
 from .scatter import index_add
@@ -87,35 +86,41 @@ def _times(a_re, a_im, b_re, b_im):
     return a_re * b_re - a_im * b_im, a_re * b_im + a_im * b_re
 
 
-@functools.lru_cache(maxsize=4)
-def _dft_matrix(kind, n_fft, bins, scale, double):
-    """The DFT of frames as one real matrix acting on [re | im] rows (float32, or float64 where double; on the host,
-    where a repeated transform finds it). With C[k, m] = cos(2 pi k m / n_fft), S likewise:
+@functools.lru_cache(maxsize=8)
+def _dft_matrix(kind, n_fft, bins, scale, dtype, device):
+    """The DFT of frames as one real matrix acting on [re | im] rows, of `dtype` on `device` (built there with tensor
+    ops, so that no NumPy is needed; kept, so that a repeated transform finds it). With C[k, m] = cos(2 pi k m /
+    n_fft), S likewise:
     - "r2c": [n_fft, 2 bins] = [C | -S], the forward transform of real frames;
     - "c2c": [2 n_fft, 2 n_fft] = [[C, -S], [S, C]], the forward transform of complex frames;
     - "c2c inverse": [[C, S], [-S, C]], the inverse (the sign of the exponent flipped);
     - "c2r": [2 bins, n_fft] = [[w C], [-w S]] (C, S transposed: bin by sample), the real inverse of a one-sided
       spectrum, w 2 for the bins that stand for two (1 for the zero and Nyquist bins, whose imaginary parts S
-      zeroes, as pocketfft's c2r ignores them)."""
+      zeroes, as pocketfft's c2r ignores them).
+    The angles are 2 pi (k m mod n_fft) / n_fft, reduced exactly in integers; the cosines are taken in float64 where
+    the device has it (the CPU) and rounded once to float32."""
     rows, cols = (bins, n_fft) if kind == "c2r" else (n_fft, bins)
-    angle = (2 * np.pi / n_fft) * (np.outer(np.arange(rows), np.arange(cols)) % n_fft)  # reduced exactly
-    cos, sin = scale * np.cos(angle), scale * np.sin(angle)
+    exact = dtypes.float64 if device.type == "cpu" else dtypes.float32
+    k = arange(rows, dtype=dtypes.int64, device=device).reshape(rows, 1)
+    m = arange(cols, dtype=dtypes.int64, device=device).reshape(1, cols)
+    angle = (k * m % n_fft).to(exact) * (2 * math.pi / n_fft)
+    cos, sin = angle.cos() * scale, angle.sin() * scale
     if kind == "r2c":
-        matrix = np.concatenate([cos, -sin], 1)
+        matrix = cat([cos, -sin], 1)
     elif kind == "c2c":
-        matrix = np.block([[cos, -sin], [sin, cos]])
+        matrix = cat([cat([cos, -sin], 1), cat([sin, cos], 1)], 0)
     elif kind == "c2c inverse":
-        matrix = np.block([[cos, sin], [-sin, cos]])
+        matrix = cat([cat([cos, sin], 1), cat([-sin, cos], 1)], 0)
     else:
-        weights = np.where((np.arange(bins) == 0) | (2 * np.arange(bins) == n_fft), 1.0, 2.0)[:, None]
-        matrix = np.concatenate([weights * cos, -weights * sin], 0)
-    return matrix if double else matrix.astype(np.float32)
+        b = arange(bins, dtype=dtypes.int64, device=device)
+        weights = (2 - ((b == 0) | (2 * b == n_fft)).to(exact)).reshape(bins, 1)
+        matrix = cat([weights * cos, -weights * sin], 0)
+    return matrix.to(dtype)
 
 
 def _product(x, kind, n_fft, bins, scale):
-    """x [..., rows] times _dft_matrix(kind, ...), the matrix made a tensor of x's dtype on x's device."""
-    matrix = _dft_matrix(kind, n_fft, bins, float(scale), x.dtype is dtypes.float64)
-    return matmul(x, tensor(matrix, dtype=x.dtype, device=x.device))
+    """x [..., rows] times _dft_matrix(kind, ...) of x's dtype on x's device."""
+    return matmul(x, _dft_matrix(kind, n_fft, bins, float(scale), x.dtype, x.device))
 
 
 def _forward(re, im, n_fft, bins, scale):
