@@ -11,6 +11,7 @@ import webgrad as wg
 import webgrad.nn as nn
 import webgrad.nn.functional as F
 from helpers import webgpu_available
+from gpu_fixtures import gpu_kernels  # noqa: F401  (pytest fixtures)
 
 pytestmark = pytest.mark.skipif(not webgpu_available(), reason="needs a WebGPU adapter")
 

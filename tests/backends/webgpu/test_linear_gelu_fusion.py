@@ -11,6 +11,7 @@ import pytest
 import webgrad as wg
 import webgrad.nn as nn
 from helpers import webgpu_available
+from gpu_fixtures import gpu_kernels, matmul_splits  # noqa: F401  (pytest fixtures)
 
 torch = pytest.importorskip("torch")
 

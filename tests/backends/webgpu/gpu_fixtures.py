@@ -1,4 +1,6 @@
-"""Fixtures of the WebGPU kernel tests: the GPU's kernel variants on any adapter, and a forced matmul K split."""
+"""Fixtures of the WebGPU kernel tests: the GPU's kernel variants on any adapter, and a forced matmul K split.
+A test module imports the ones it uses (`from gpu_fixtures import gpu_kernels`). Not a conftest.py: e2e/ imports
+its own conftest by name, and a second conftest module on sys.path would shadow it."""
 
 import pytest
 
