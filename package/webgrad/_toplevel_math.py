@@ -230,10 +230,6 @@ def split_copy(input, split_size, dim=0):
     return tuple(piece.clone() for piece in _tensor_arg(input, "split_copy").split(split_size, dim))
 
 
-def split_with_sizes_copy(input, split_sizes, dim=0):
-    return tuple(piece.clone() for piece in _tensor_arg(input, "split_with_sizes_copy").split(list(split_sizes), dim))
-
-
 def view_as_real_copy(input):
     from . import view_as_real
     return view_as_real(input).clone()
@@ -352,5 +348,5 @@ FUNCTIONS = {name: globals()[name] for name in (
     "gcd", "gcd_", "lcm", "lcm_", "is_signed", "isreal", "is_same_size", "is_inference", "unravel_index", "can_cast",
     "asarray", "typename", "adjoint", "chain_matmul", "frobenius_norm", "nuclear_norm", "detach", "detach_",
     "poisson", "binomial", "addmv_", "as_strided_", "conj_physical_", "select_copy", "slice_copy", "split_copy",
-    "split_with_sizes_copy", "detach_copy", "view_as_real_copy", "view_as_complex_copy", "get_device", "is_storage",
+    "detach_copy", "view_as_real_copy", "view_as_complex_copy", "get_device", "is_storage",
     "is_distributed")}

@@ -9,9 +9,8 @@ as torch's).
 
 import math
 
-from .. import _settings, devices, dtypes
-from .._tensor import empty, tensor
-from ..signal.windows import _i0
+from .. import _settings, dtypes
+from ..signal.windows import _i0, _window as _window_tensor
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"]
 
@@ -31,20 +30,14 @@ def _dtype(name, window_length, dtype, layout):
     return dtype
 
 
-def _make(values, dtype, device, requires_grad):
-    if not values:
-        return empty(0, dtype=dtype, device=devices.get(device), requires_grad=requires_grad)
-    return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
 def _window(name, window_length, periodic, dtype, layout, device, requires_grad, value):
     """value(n, N) for n < window_length, N the symmetric window's length (window_length + 1 when periodic);
     a window of one point is [1.]."""
     dtype = _dtype(name, window_length, dtype, layout)
     if window_length <= 1:
-        return _make([1.0] * window_length, dtype, device, requires_grad)
+        return _window_tensor([1.0] * window_length, dtype, device, requires_grad)
     full = window_length + 1 if periodic else window_length
-    return _make([value(n, full) for n in range(window_length)], dtype, device, requires_grad)
+    return _window_tensor([value(n, full) for n in range(window_length)], dtype, device, requires_grad)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
