@@ -714,6 +714,9 @@ def _flatten(data, tensor_dtypes=None):
         if tensor_dtypes is not None:
             tensor_dtypes.extend([data.dtype] * data.numel())
         return ([data.item()], ()) if data.ndim == 0 else _flatten(data.tolist())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(data, np.ndarray):  # a list of arrays: their elements carry the arrays' dtype
+        return list(data.reshape(-1)), tuple(data.shape)
     if isinstance(data, str):
         raise TypeError(f"new(): invalid data type 'str': {data!r} is text, not a number or a sequence of numbers")
     if not isinstance(data, (list, tuple)) and (isinstance(data, bytes) or not isinstance(data, Sequence)):

@@ -189,3 +189,19 @@ def test_numpy_scalars_in_a_list_carry_their_dtype_as_torchs(make):
     """torch.tensor([np.int64(1), 2]) is int64 (a list of NumPy integers indexes, as gather's index), not float32."""
     ours, theirs = wg.tensor(make(np)), torch.tensor(make(np))
     assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.") and ours.tolist() == theirs.tolist()
+
+
+ARRAY_LISTS = {"one-hot rows": lambda np: [np.eye(3)[0], np.eye(3)[2]],
+               "int rows": lambda np: [np.asarray([1, 2]), np.asarray([3, 4])],
+               "a float32 matrix": lambda np: [np.eye(2, dtype=np.float32)],
+               "bool rows, nested": lambda np: [[np.zeros(2, dtype=np.bool_)], [np.ones(2, np.bool_)]]}
+
+
+@pytest.mark.parametrize("ctor, data", [(c, d) for c in ("tensor", "Tensor", "FloatTensor") for d in ARRAY_LISTS]
+                         + [("LongTensor", "int rows")])
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy.ndarrays")
+def test_lists_of_numpy_arrays_as_torchs(ctor, data):
+    """torch.Tensor([np.eye(n)[i], ...]) (one-hot rows built in a loop): the arrays are rows, their dtype carried."""
+    ours, theirs = getattr(wg, ctor)(ARRAY_LISTS[data](np)), getattr(torch, ctor)(ARRAY_LISTS[data](np))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.tolist() == theirs.tolist()
