@@ -76,7 +76,8 @@ from .amp import GradScaler  # torch.GradScaler: torch.amp.GradScaler
 from ._nn_aten import FUNCTIONS as _NN_ATEN  # torch.layer_norm, dropout, lstm_cell, ...: ATen's signatures
 from ._toplevel_math import FUNCTIONS as _TOPLEVEL_MATH  # torch.gcd, unravel_index, asarray, the *_copy views, ...
 from ._runtime_switches import FUNCTIONS as _SWITCHES  # torch.set_warn_always, set_anomaly_enabled, autocast state
-globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES)
+from ._nn_native import FUNCTIONS as _NN_NATIVE  # torch.native_layer_norm, _softmax_backward_data, _chunk_cat, ...
+globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -99,5 +100,5 @@ __all__ = [
     "func", "mps", "testing", "xpu", "compile", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
     "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "use_deterministic_algorithms",
     "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
-    "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES),
+    "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES), *sorted(_NN_NATIVE),
 ]

@@ -234,6 +234,26 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
                          _enum(padding_mode, _PADDINGS, "grid_sampler(): padding_mode"), align_corners)
 
 
+def _grid_sampler_nd(input, grid, interpolation_mode, padding_mode, align_corners, spatial):
+    op = f"grid_sampler_{spatial}d"
+    if not isinstance(input, Tensor) or input.ndim != spatial + 2:
+        got = f"{input.ndim}-D" if isinstance(input, Tensor) else type(input).__name__
+        raise RuntimeError(f"{op}(): expected {spatial + 2}D input, but got {got}")
+    if spatial == 3 and interpolation_mode == 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """ATen's 4-D grid sampler (N, C, H, W), F.grid_sample's with its modes as ints."""
+    return _grid_sampler_nd(input, grid, interpolation_mode, padding_mode, align_corners, 2)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """ATen's 5-D grid sampler (N, C, D, H, W): bilinear (trilinear) or nearest."""
+    return _grid_sampler_nd(input, grid, interpolation_mode, padding_mode, align_corners, 3)
+
+
 def affine_grid_generator(theta, size, align_corners):
     return F.affine_grid(theta, list(size), align_corners)
 
@@ -279,5 +299,5 @@ FUNCTIONS.update((name, globals()[name]) for name in (
     "feature_dropout", "feature_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "embedding",
     "embedding_bag", "layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm", "native_channel_shuffle",
     "kl_div", "ctc_loss", "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
-    "triplet_margin_loss", "poisson_nll_loss", "conv_tbc", "convolution", "grid_sampler", "affine_grid_generator",
-    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"))
+    "triplet_margin_loss", "poisson_nll_loss", "conv_tbc", "convolution", "grid_sampler", "grid_sampler_2d",
+    "grid_sampler_3d", "affine_grid_generator", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"))

@@ -34,6 +34,7 @@ from .functional_layers import *  # noqa: F401,F403  (glu, normalize, conv1d, un
 from .functional_losses import *  # noqa: F401,F403  (kl_div, triplet_margin_loss, ...: __all__)
 from .functional_pool3d import *  # noqa: F401,F403  (max_pool3d, avg_pool3d, adaptive_*_pool3d: __all__)
 from .functional_ctc import ctc_loss  # noqa: F401
+from .functional_linear_ce import linear_cross_entropy  # noqa: F401  (chunked over the batch)
 
 
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),

@@ -39,6 +39,7 @@ samples ran keeps the verdict of those samples.
 """
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import itertools
@@ -161,6 +162,13 @@ def _rebind(fn, torch_module, seed_wrapper):
     return out
 
 
+def _is_aten_op(fn, name):
+    """Whether fn is the ATen operator (packet or overload) that the public torch function `name` calls."""
+    import torch
+    packet = fn.overloadpacket if isinstance(fn, torch._ops.OpOverload) else fn
+    return isinstance(packet, torch._ops.OpOverloadPacket) and packet.__name__ == name
+
+
 def _is_test_function(fn):
     inner = fn.func if isinstance(fn, functools.partial) else fn
     return isinstance(inner, types.FunctionType) and inner.__module__.startswith("torch.testing")
@@ -189,6 +197,8 @@ def resolve(op):
         return lambda inp, *args, **kwargs: getattr(inp, name)(*args, **kwargs)
     if _is_test_function(fn):  # the lambda says how torch's test calls the op
         return _rebind(fn, _TorchAsWebgrad(), _webgrad_seed)
+    if _is_aten_op(fn, name) and _torch_path(torch, name) is not None:  # aten._softmax_backward_data is torch's
+        return _webgrad_path(name)
     raise Missing(f"{name} has no public torch name webgrad could mirror ({type(fn).__name__})")
 
 
@@ -298,6 +308,8 @@ class Converter:
             return getattr(wg, name)
         if isinstance(obj, torch.nn.Module):
             return self._module(obj)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return self._options(obj)
         if isinstance(obj, torch.Generator):
             return wg.Generator().manual_seed(obj.initial_seed())
         if isinstance(obj, list):
@@ -327,6 +339,14 @@ class Converter:
             if not name.startswith("_"):
                 setattr(module, name, self(value))
         return module
+
+    def _options(self, obj):
+        """webgrad.nn's dataclass of the same name for a torch.nn options dataclass (LinearCrossEntropyOptions),
+        with the same fields."""
+        cls = getattr(_wg().nn, type(obj).__name__, None)
+        if cls is None or not dataclasses.is_dataclass(cls):
+            raise Unconvertible(f"the harness cannot convert a {type(obj).__name__}")
+        return cls(**{f.name: self(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
 
     def _storage_view(self, data, dtype):
         """A webgrad view with data's sizes, strides and offset onto a copy of data's whole storage."""
