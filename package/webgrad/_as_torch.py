@@ -54,6 +54,7 @@ ALIASES = {
     "torch.jit": "webgrad.jit",
     "torch.onnx": "webgrad.onnx",
     "torch.special": "webgrad.special",
+    "functorch": "webgrad.func.functorch",  # functorch, the package torch.func came from
 }
 
 

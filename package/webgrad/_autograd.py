@@ -133,12 +133,13 @@ class Node:
     without retain_graph the closure is dropped, freeing the tensors it saved. `trace`: where the op was
     called, kept only in anomaly mode. `inputs` holds leaves themselves (their .grad is filled) and, for
     the others, an :class:`Edge`: as in PyTorch, the graph holds only what backward closures saved.
-    `clock`: the write clock when the node was recorded (see note_write). `hooks`: the gradient hooks of the
-    tensor it made (kept by the node, as PyTorch keeps them with the grad_fn: a hook registered on an
-    intermediate result fires even after the script dropped its last name for that tensor).
+    `clock`: the write clock when the node was recorded (see note_write). `saved`: see _pack_closure.
+    `hooks`: the gradient hooks of the tensor it made (kept by the node, as PyTorch keeps them with the grad_fn:
+    a hook registered on an intermediate result fires even after the script dropped its last name for that
+    tensor).
     """
 
-    __slots__ = ("_name", "inputs", "backward_fn", "trace", "clock", "hooks", "__weakref__")
+    __slots__ = ("_name", "inputs", "backward_fn", "trace", "clock", "hooks", "saved", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
         self._name = name
@@ -147,6 +148,7 @@ class Node:
         self.trace = forward_trace()
         self.clock = _clock[0]
         self.hooks = None  # {handle id: hook} of the tensor this node made (Tensor.register_hook), or None
+        self.saved = None  # under saved tensors hooks: the packed tensors its closure reads (see _pack_closure)
 
     def __repr__(self):
         return f"<{self.name_()} object at {hex(id(self))}>"  # as torch prints a grad_fn
@@ -279,6 +281,8 @@ def record(out, name, inputs, backward_fn):
     tracked = tuple(tracked)
     outs = out if isinstance(out, tuple) else (out,)
     node = Node(name, tracked, backward_fn)
+    if SAVED_HOOKS:
+        _pack_closure(node)
     for o in outs:
         if o.dtype.is_floating:
             o.requires_grad = True
@@ -294,6 +298,133 @@ def record_adjoint(result, g, forward, name):
     if g.requires_grad and is_grad_enabled():
         record(result, name, (g,), lambda h: (forward(h),))
     return result
+
+
+# ----------------------------------------------------------------------------- saved tensors hooks
+# The (pack_hook, unpack_hook) pairs of the active autograd.graph.saved_tensors_hooks blocks, innermost last, and
+# the messages of the active disable_saved_tensors_hooks blocks. record() only checks whether SAVED_HOOKS is empty:
+# without hooks, saving costs nothing.
+SAVED_HOOKS = []
+HOOKS_DISABLED = []
+# Nodes recorded under hooks whose closures still hold the tensors they saved (see _pack_closure)
+_unreleased = []
+
+
+def saved_hooks_active():
+    return bool(SAVED_HOOKS)
+
+
+def push_saved_hooks(pack_hook, unpack_hook):
+    if HOOKS_DISABLED:
+        raise RuntimeError(HOOKS_DISABLED[-1])
+    SAVED_HOOKS.append((pack_hook, unpack_hook))
+
+
+def pop_saved_hooks():
+    SAVED_HOOKS.pop()
+    if not SAVED_HOOKS:
+        release_saved()
+
+
+def pack_saved(t):
+    """(unpack_hook, pack_hook(t)) with the innermost hooks, as PyTorch saves a tensor for backward under them."""
+    pack, unpack = SAVED_HOOKS[-1]
+    storage = t._view.storage
+    before = version(storage)
+    packed = pack(t)
+    if version(storage) != before:
+        raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+                           "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+                           "side-effects. Please open an issue if you need to perform in-place operations on the "
+                           "input to a pack hook.")
+    return unpack, packed
+
+
+def unpack_saved(pair):
+    unpack, packed = pair
+    t = unpack(packed)
+    if not isinstance(t, _TENSOR[0]):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                        f"{type(t).__name__}")
+    return t
+
+
+def _closure_slots(fn, slots, seen, depth=0):
+    """Where a backward closure keeps the tensors it reads: (cell, None) for a cell holding a tensor, (cell, i)
+    for item i of a tuple or list a cell holds, following the functions it captures (as _saved_tensors)."""
+    if depth > 6 or id(fn) in seen:
+        return
+    seen.add(id(fn))
+    tensor_type = _TENSOR[0]
+    for cell in getattr(fn, "__closure__", None) or ():
+        if not _cell_filled(cell):
+            continue
+        v = cell.cell_contents
+        if isinstance(v, tensor_type):
+            slots.append((cell, None))
+        elif isinstance(v, (tuple, list)) and len(v) <= 64:
+            slots.extend((cell, i) for i, item in enumerate(v) if isinstance(item, tensor_type))
+        elif callable(v) and hasattr(v, "__code__"):
+            _closure_slots(v, slots, seen, depth + 1)
+
+
+def _pack_closure(node):
+    """Save `node`'s tensors through the innermost saved tensors hooks: pack_hook gets each tensor its backward
+    closure reads, and the closure gives up the tensors themselves once the ops recorded under the hooks have
+    returned (release_saved, when the hooks' block ends: a closure's cells are its op's locals until then); its
+    backward reads unpack_hook's tensors instead (_unpack_closure). A tensor is packed once however many cells hold
+    it, but once per argument it was given as (x * x: twice), as PyTorch saves one value per argument."""
+    slots = []
+    _closure_slots(node.backward_fn, slots, set())
+    composite = getattr(node.backward_fn, "composite", None)
+    if composite is not None:
+        _closure_slots(composite, slots, set())
+    if not slots:
+        return
+    slots = list({(id(cell), i): (cell, i) for cell, i in slots}.values())  # a cell two closures share: once
+    groups = {}
+    for cell, i in slots:
+        groups.setdefault(id(cell.cell_contents if i is None else cell.cell_contents[i]), []).append((cell, i))
+    placed, pairs = [], []
+    for group in groups.values():
+        first = group[0][0].cell_contents if group[0][1] is None else group[0][0].cell_contents[group[0][1]]
+        times = max(1, min(len(group), sum(1 for t in node.inputs if t is first)))
+        start = len(pairs)
+        pairs.extend(pack_saved(first) for _ in range(times))
+        placed.extend((cell, i, start + min(j, times - 1)) for j, (cell, i) in enumerate(group))
+    node.saved = (placed, pairs)
+    _unreleased.append(weakref.ref(node))
+
+
+def _set_slots(node, values):
+    for cell, i, k in node.saved[0]:
+        if i is None:
+            cell.cell_contents = values[k]
+        else:
+            items = list(cell.cell_contents)
+            items[i] = values[k]
+            cell.cell_contents = type(cell.cell_contents)(items)
+
+
+def _unpack_closure(node):
+    _set_slots(node, [unpack_saved(pair) for pair in node.saved[1]])
+
+
+def _release_closure(node, keep=False):
+    """Drop the unpacked tensors after the backward ran (and the packed ones too, unless the graph is kept)."""
+    _set_slots(node, [None] * len(node.saved[1]))
+    if not keep:
+        node.saved = None
+
+
+def release_saved():
+    """Empty the cells of the closures recorded under saved tensors hooks: from now on only what pack_hook
+    returned keeps their tensors (save_on_cpu's device memory is freed here)."""
+    nodes, _unreleased[:] = list(_unreleased), []
+    for ref in nodes:
+        node = ref()
+        if node is not None and node.saved is not None and node.backward_fn is not None:
+            _set_slots(node, [None] * len(node.saved[1]))
 
 
 # ----------------------------------------------------------------------------- gradient hooks
@@ -563,7 +694,11 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 retained.pop(id(o), None)
             composite = getattr(node.backward_fn, "composite", None) if create_graph else None
             profiled = None if PROFILER is None else PROFILER.begin_backward(node)  # webgrad.profiler's range
+            if node.saved is not None:
+                _unpack_closure(node)
             input_grads = node.backward_fn(grad_out) if composite is None else _composite_grads(composite, grad_out)
+            if node.saved is not None:
+                _release_closure(node, keep=retain_graph)
             if profiled is not None:
                 PROFILER.end(profiled)
             if is_anomaly_enabled():

@@ -24,10 +24,6 @@ XFAIL = {
     "tut_swap_tensors": "torch.ops.aten is missing (AttributeError): its __torch_dispatch__ wrapper subclass "
                         "(Tensor._make_wrapper_subclass) needs the aten op overloads; torch.utils.swap_tensors, "
                         "before it, passes",
-    "tut_forward_ad_usage": "a custom autograd.Function with jvp() and no backward() raises NotImplementedError "
-                            "under forward AD: webgrad computes forward-mode tangents by the double-backward trick, "
-                            "so it calls the Function's backward (its dual tensors, dual Module parameters and "
-                            "functional_call before that pass)",
 }
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt

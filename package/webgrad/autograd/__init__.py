@@ -34,61 +34,144 @@ from .._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t d
 
 
 class FunctionCtx:
-    """What forward leaves for backward: save_for_backward(...) -> saved_tensors, plus any attribute."""
+    """What forward leaves for backward and jvp: save_for_backward(...) -> saved_tensors (through the saved tensors
+    hooks of webgrad.autograd.graph active when the Function ran), save_for_forward(...) -> saved_tensors inside
+    jvp, plus any attribute."""
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
-        self.saved_tensors = ()
+        self.to_save = ()  # save_for_backward's tensors, until apply saves them (packs them, under hooks)
+        self._saved = ()  # the saved tensors, or under hooks (unpack_hook, pack_hook's result) pairs
+        self._packed = False
+        self._for_forward = None  # save_for_forward's tensors while jvp runs, else None
 
     def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
+        self.to_save = tensors
+        self._saved, self._packed = tensors, False
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    @property
+    def saved_tensors(self):
+        if self._for_forward is not None:
+            return self._for_forward
+        if self._packed:  # each access unpacks again, as PyTorch's
+            return tuple(_autograd.unpack_saved(pair) for pair in self._saved)
+        return self._saved
+
+    @saved_tensors.setter
+    def saved_tensors(self, tensors):
+        self._saved, self._packed = tuple(tensors), False
+
+    def _save(self):
+        """Apply's save of what forward passed to save_for_backward: packed by the innermost saved tensors hooks
+        when some are active (PyTorch packs them as its node is made, after forward)."""
+        if _autograd.saved_hooks_active() and self._saved:
+            self._saved = tuple(None if t is None else _autograd.pack_saved(t) for t in self._saved)
+            self._packed = True
 
 
 class Function:
-    """Subclass with static forward(ctx, *args) and backward(ctx, grad); call as Cls.apply(*args)."""
+    """Subclass with static forward and backward (or jvp, for forward AD); call as Cls.apply(*args).
+
+    forward(ctx, *args), or forward(*args) with setup_context(ctx, inputs, output) (PyTorch's two styles);
+    backward(ctx, *output grads) -> one gradient (or None) per argument; jvp(ctx, *input tangents) -> the
+    output's tangent, called by autograd.forward_ad when a dual tensor enters apply (a tensor argument without a
+    tangent gets zeros, any other argument None)."""
 
     @staticmethod
-    def forward(ctx, *args):
-        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def backward(ctx, grad):
-        raise NotImplementedError("a Function subclass must define backward(ctx, grad) to be differentiated")
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
+    vjp = backward
 
     @classmethod
     def apply(cls, *args):
         ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
         with no_grad():
-            out = cls.forward(ctx, *args)
+            if cls.setup_context is Function.setup_context:
+                out = cls.forward(ctx, *args)
+            else:
+                out = cls.forward(*args)
+                cls.setup_context(ctx, args, out)
+        tangents = forward_ad._input_tangents(args) if forward_ad._levels and cls.jvp is not Function.jvp else None
+        backward = _checked_backward(cls, ctx, args, forward_ad_boundary=tangents is not None)
         if isinstance(out, tuple) and all(isinstance(o, Tensor) for o in out) and out:
-            return _apply_several(cls, ctx, args, out)
-        if not isinstance(out, Tensor):
+            result = _apply_several(cls, ctx, args, out, backward)
+        elif not isinstance(out, Tensor):
             raise TypeError(f"{cls.__name__}.forward must return a Tensor or a tuple of Tensors, not "
                             f"{type(out).__name__}")
-        if any(out is a for a in args):
-            out = out.detach()  # a node of its own, even when forward hands an input back
-        return record(out, cls.__name__, args, _checked_backward(cls, ctx, args))
+        else:
+            if any(out is a for a in args):
+                out = out.detach()  # a node of its own, even when forward hands an input back
+            result = record(out, cls.__name__, args, backward)
+        if is_grad_enabled() and any(ctx.needs_input_grad):
+            ctx._save()
+        if tangents is not None:
+            _forward_tangents(cls, ctx, tangents, result)
+        return result
 
 
-def _checked_backward(cls, ctx, args):
-    """The node's backward: cls.backward(ctx, *output grads), its gradients checked against the arguments."""
+def _forward_tangents(cls, ctx, tangents, result):
+    """Forward AD through a Function with jvp (PyTorch's): its outputs become dual tensors whose tangents are
+    jvp(ctx, *input tangents), ctx.saved_tensors being what forward passed to save_for_forward."""
+    ctx._for_forward = tuple(getattr(ctx, "saved_for_forward", ()))
+    try:
+        out_tangents = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._for_forward = None
+    outs = result if isinstance(result, tuple) else (result,)
+    out_tangents = out_tangents if isinstance(out_tangents, tuple) else (out_tangents,)
+    if len(out_tangents) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.jvp returned {len(out_tangents)} tangents; forward returned "
+                           f"{len(outs)} outputs")
+    for o, t in zip(outs, out_tangents):
+        if t is not None and o.requires_grad:
+            forward_ad._register_output(o, t)
+
+
+def _checked_backward(cls, ctx, args, forward_ad_boundary=False):
+    """The node's backward: cls.backward(ctx, *output grads), its gradients checked against the arguments.
+    forward_ad_boundary: the outputs are dual tensors with the tangents of cls.jvp, so forward AD's walk back
+    through the graph (autograd.forward_ad's) stops here instead of adding the inputs' tangents twice."""
+    user_backward = cls.vjp if cls.backward is Function.backward else cls.backward
+    # the arguments' shapes, not the arguments: the closure holds only what ctx saved (saved tensors hooks see it)
+    shapes = tuple(tuple(a.shape) if isinstance(a, Tensor) else None for a in args)
+
     def backward_fn(*grad):
-        grads = cls.backward(ctx, *grad)
+        if forward_ad_boundary and forward_ad._walking:
+            return (None,) * len(shapes)
+        grads = user_backward(ctx, *grad)
         grads = grads if isinstance(grads, tuple) else (grads,)
-        if len(grads) > len(args) and all(g is None for g in grads[len(args):]):
-            grads = grads[:len(args)]  # extra Nones are let pass, as PyTorch's (one per optional argument)
-        if len(grads) != len(args):
+        if len(grads) > len(shapes) and all(g is None for g in grads[len(shapes):]):
+            grads = grads[:len(shapes)]  # extra Nones are let pass, as PyTorch's (one per optional argument)
+        if len(grads) != len(shapes):
             raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients; forward took "
-                               f"{len(args)} arguments (return None for those without one)")
-        for i, (a, g) in enumerate(zip(args, grads)):
-            if g is not None and isinstance(a, Tensor) and tuple(g.shape) != tuple(a.shape):
+                               f"{len(shapes)} arguments (return None for those without one)")
+        for i, (shape, g) in enumerate(zip(shapes, grads)):
+            if g is not None and shape is not None and tuple(g.shape) != shape:
                 raise RuntimeError(f"{cls.__name__}.backward: gradient {i} has shape {tuple(g.shape)}, "
-                                   f"its input has shape {tuple(a.shape)}")
+                                   f"its input has shape {shape}")
         return grads
     return backward_fn
 
 
-def _apply_several(cls, ctx, args, outs):
+def _apply_several(cls, ctx, args, outs, one):
     """A forward that returns several tensors, as PyTorch's: one node whose backward gets one gradient per output
     (zeros for an output that took none). The floating outputs are laid end to end in one tensor, the node's, and
     each returned output is a view of its piece, so the gradients of all of them meet there; a saved output
@@ -103,7 +186,6 @@ def _apply_several(cls, ctx, args, outs):
     with no_grad():
         packed = _cat([outs[i].reshape(-1) for i in floating])
     shapes = [tuple(o.shape) for o in outs]
-    one = _checked_backward(cls, ctx, args)
     starts = [0]
     for i in floating:
         starts.append(starts[-1] + outs[i].numel())
@@ -115,7 +197,7 @@ def _apply_several(cls, ctx, args, outs):
     views = list(o.detach() for o in outs)
     for k, i in enumerate(floating):
         views[i] = packed[starts[k]:starts[k + 1]].view(shapes[i])
-    ctx.saved_tensors = tuple(next((v for o, v in zip(outs, views) if t is o), t) for t in ctx.saved_tensors)
+    ctx.saved_tensors = tuple(next((v for o, v in zip(outs, views) if t is o), t) for t in ctx._saved)
     return tuple(views)
 
 
@@ -218,3 +300,4 @@ from . import functional  # noqa: E402,F401  (torch.autograd.functional: jacobia
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 from . import forward_ad  # noqa: E402,F401  (torch.autograd.forward_ad: dual tensors, by reverse mode)
 from . import function  # noqa: E402,F401  (torch.autograd.function: once_differentiable)
+from . import graph  # noqa: E402,F401  (torch.autograd.graph: saved tensors hooks, Node)

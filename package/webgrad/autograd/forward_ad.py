@@ -12,6 +12,9 @@ seed that requires grad, g(u) = u^T J is linear in u, and the gradient of <g(u),
 The values are PyTorch's for any function whose ops have second derivatives (elementwise, linear algebra,
 reductions, convolutions, the fused ops), not only for elementwise or linear ones; an op without one raises
 NotImplementedError naming it, never a silently wrong tangent. Each unpack_dual costs two backward passes.
+A custom autograd.Function that defines jvp() is PyTorch's exception: when a dual tensor enters its apply, its
+outputs become dual tensors of their own with the tangents jvp computes (it needs no backward), and the walk back
+through the graph stops at them.
 
 Where it differs from PyTorch's:
 - the dual tensors and everything computed from them require grad (they are in the graph the tangents are
@@ -32,6 +35,9 @@ from .._tensor import Tensor, zeros_like
 # tangent) triples) and the primals unpack_dual handed out ("plain", by id, held weakly: they carry no tangent).
 # PyTorch allows one level at a time.
 _levels = []
+# True while _tangent walks the graph back to the dual tensors: a custom Function whose outputs got their tangents
+# from its jvp (their own dual tensors) sends nothing further back in that walk
+_walking = False
 
 
 def _current_level():
@@ -112,6 +118,15 @@ def unpack_dual(tensor, *, level=None):
 def _tangent(tensor, duals):
     """J t of tensor in the dual tensors, by differentiating u -> u^T J in a seed u (None: tensor does not depend
     on them). It keeps a graph where a tangent or a primal requires grad and grad mode is on, as PyTorch's."""
+    global _walking
+    walking, _walking = _walking, True
+    try:
+        return _tangent_walk(tensor, duals)
+    finally:
+        _walking = walking
+
+
+def _tangent_walk(tensor, duals):
     from . import grad
     keep = is_grad_enabled() and any(t.requires_grad or p.requires_grad for _, p, t in duals)
     with enable_grad():
@@ -128,6 +143,28 @@ def _tangent(tensor, duals):
     if product is None:
         return zeros_like(tensor)
     return product if keep else product.detach()
+
+
+def _input_tangents(args):
+    """The tangents a custom Function's jvp gets for the arguments of its apply (a tensor without one: zeros,
+    as PyTorch materializes them; anything else: None), or None where no argument carries a tangent."""
+    tangents = [unpack_dual(a).tangent if isinstance(a, Tensor) and a.requires_grad else None for a in args]
+    if all(t is None for t in tangents):
+        return None
+    return tuple(zeros_like(a) if t is None and isinstance(a, Tensor) and a.is_floating_point() else t
+                 for a, t in zip(args, tangents))
+
+
+def _register_output(tensor, tangent):
+    """A custom Function's output as a dual tensor of the current level, with the tangent its jvp computed."""
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(tensor.shape)} while the given "
+                           f"forward gradient is of size {list(tangent.shape)}.")
+    primal = tensor.detach()
+    state = _levels[-1]
+    state["plain"][id(primal)] = primal
+    state["duals"].append((tensor, primal, tangent))
 
 
 class dual_level:
