@@ -50,6 +50,8 @@ from .memory_format import channels_last, contiguous_format, memory_format, pres
 from .layout import layout, strided
 from . import fft, linalg, signal  # torch.fft (transforms on complex64), torch.linalg (norms, products), torch.signal
 from . import masked  # torch.masked: reductions and normalizations over the elements a mask keeps
+from math import e, inf, nan, pi  # torch.inf, torch.nan, torch.pi, torch.e: Python floats, as PyTorch's
+newaxis = None  # torch.newaxis (x[:, torch.newaxis]), as NumPy's
 from ._out import add_out_argument as _add_out_argument
 
 # Every op function (webgrad.exp, webgrad.cat, ...): the hand-written ones by name and the op table's
@@ -100,5 +102,6 @@ __all__ = [
     "func", "mps", "testing", "xpu", "compile", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
     "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "use_deterministic_algorithms",
     "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
+    "e", "inf", "nan", "pi", "newaxis",
     "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES), *sorted(_NN_NATIVE),
 ]

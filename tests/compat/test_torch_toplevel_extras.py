@@ -550,3 +550,17 @@ def test_webgpu_math_forms():
     weight = wg.empty(10, 4, device="webgpu")
     wg.nn.init.sparse_(weight, 0.2)
     assert (weight == 0).sum(0).tolist() == [2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("name", ["inf", "nan", "pi", "e", "newaxis"])
+def test_module_constants_as_torchs(name):
+    """torch.inf (masked_fill(mask, -torch.inf)), torch.nan, torch.pi, torch.e are Python floats; torch.newaxis None."""
+    ours, theirs = getattr(wg, name), getattr(torch, name)
+    assert type(ours) is type(theirs) and (ours == theirs or (ours != ours and theirs != theirs))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    if name == "newaxis":
+        assert wg.tensor(x)[:, wg.newaxis].shape == torch.tensor(x)[:, torch.newaxis].shape
+    else:
+        mask = x > 2
+        got = wg.tensor(x).masked_fill(wg.tensor(mask), -ours).numpy()
+        np.testing.assert_array_equal(got, torch.tensor(x).masked_fill(torch.tensor(mask), -theirs).numpy())
