@@ -79,7 +79,8 @@ from ._nn_aten import FUNCTIONS as _NN_ATEN  # torch.layer_norm, dropout, lstm_c
 from ._toplevel_math import FUNCTIONS as _TOPLEVEL_MATH  # torch.gcd, unravel_index, asarray, the *_copy views, ...
 from ._runtime_switches import FUNCTIONS as _SWITCHES  # torch.set_warn_always, set_anomaly_enabled, autocast state
 from ._nn_native import FUNCTIONS as _NN_NATIVE  # torch.native_layer_norm, _softmax_backward_data, _chunk_cat, ...
-globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE)
+from ._lowrank import FUNCTIONS as _LOWRANK  # torch.svd_lowrank, pca_lowrank
+globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -104,4 +105,5 @@ __all__ = [
     "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
     "e", "inf", "nan", "pi", "newaxis",
     "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES), *sorted(_NN_NATIVE),
+    *sorted(_LOWRANK),
 ]

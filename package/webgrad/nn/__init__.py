@@ -13,6 +13,7 @@ from .flatten import Flatten, Unflatten  # noqa: F401
 from .instancenorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .linear import Identity, Linear  # noqa: F401
 from .functional_linear_ce import LinearCrossEntropyOptions  # noqa: F401  (F.linear_cross_entropy's chunking)
+from .fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
                    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)

@@ -35,6 +35,8 @@ from .functional_losses import *  # noqa: F401,F403  (kl_div, triplet_margin_los
 from .functional_pool3d import *  # noqa: F401,F403  (max_pool3d, avg_pool3d, adaptive_*_pool3d: __all__)
 from .functional_ctc import ctc_loss  # noqa: F401
 from .functional_linear_ce import linear_cross_entropy  # noqa: F401  (chunked over the batch)
+from .fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: F401
+                              fractional_max_pool3d, fractional_max_pool3d_with_indices)
 
 
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
