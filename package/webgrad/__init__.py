@@ -45,6 +45,7 @@ from ._norm import norm
 from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
 from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
+from . import version  # torch.version: the build (no CUDA/ROCm toolkit)
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided

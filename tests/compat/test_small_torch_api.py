@@ -172,3 +172,30 @@ def test_torch_multiprocessing_imports_under_as_torch():
                          env=dict(os.environ, PYTHONPATH=str(PACKAGE_DIR)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["spawn", "webgrad.multiprocessing"]
+
+
+# ------------------------------------------------------------------ where(cond), Module.to(memory_format), version
+@pytest.mark.parametrize("device", DEVICES)
+def test_where_with_the_condition_alone_is_nonzero_as_tuple(device):
+    a = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]], np.float32)
+    want = torch.where(torch.from_numpy(a) != 0)
+    got = wg.where(wg.tensor(a, device=device) != 0)
+    assert isinstance(got, tuple) and len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert g.dtype == wg.int64 and g.tolist() == w.tolist()
+    with pytest.raises(TypeError):
+        wg.where(wg.tensor(a) > 0, wg.tensor(a))
+
+
+def test_module_to_memory_format_as_torch():
+    for lib in (torch, wg):
+        conv = lib.nn.Conv2d(3, 2, 1)
+        assert conv.to(memory_format=lib.channels_last) is conv
+        assert conv.to("cpu", memory_format=lib.contiguous_format) is conv
+        with pytest.raises(TypeError):
+            conv.to(memory_format="channels_last")
+
+
+def test_torch_version_fields_as_a_cpu_only_build():
+    assert set(torch.version.__all__) <= set(dir(wg.version))
+    assert wg.version.cuda is None and wg.version.hip is None and wg.version.__version__ == wg.__version__

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from .. import _autograd, _compile, devices, dtypes
 from .._autograd import RemovableHandle, no_grad, record
 from .._tensor import Tensor, empty_like, tensor
+from ..memory_format import memory_format as _memory_format
 from .parameter import _SHAPE_ERROR, Parameter, is_lazy
 
 
@@ -536,8 +537,11 @@ class Module:
         Only floating tensors change dtype (integer buffers such as num_batches_tracked keep theirs)."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        memory_format = kwargs.pop("memory_format", None)  # row-major kept: see memory_format.py
         if kwargs:
             raise TypeError(f"to() got unexpected arguments {sorted(kwargs)}")
+        if memory_format is not None and not isinstance(memory_format, _memory_format):
+            raise TypeError(f"to(): memory_format must be a torch.memory_format, not {type(memory_format).__name__}")
         for a in args:
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
