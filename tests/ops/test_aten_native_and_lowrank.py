@@ -1,0 +1,297 @@
+"""The ATen-level torch.* functions (native_layer_norm, native_batch_norm, native_group_norm,
+_native_batch_norm_legit, _softmax_backward_data, _chunk_cat, grid_sampler_2d/3d), F.linear_cross_entropy with and
+without chunking options, svd_lowrank / pca_lowrank and fractional max pooling, against PyTorch: values, gradients,
+running statistics, errors; and their OpInfo entries."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import webgrad as wg
+from helpers import assert_opinfo_entries_pass
+
+RNG = np.random.default_rng(0)
+
+
+def _pair(array, grad=False):
+    """The same values as a torch and a webgrad tensor."""
+    return (torch.tensor(array, requires_grad=grad), wg.tensor(array, requires_grad=grad))
+
+
+def _close(w, t, rtol=1e-4, atol=1e-5):
+    np.testing.assert_allclose(w.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------ normalizations
+def test_native_layer_norm_outputs_statistics_and_gradients():
+    (tx, wx), (tw, ww), (tb, wb) = _pair(_randn(2, 3, 4), True), _pair(_randn(3, 4), True), _pair(_randn(3, 4), True)
+    t_out = torch.native_layer_norm(tx, (3, 4), tw, tb, 1e-5)
+    w_out = wg.native_layer_norm(wx, (3, 4), ww, wb, 1e-5)
+    for w, t in zip(w_out, t_out):
+        assert tuple(w.shape) == tuple(t.shape)
+        _close(w, t)
+    assert [o.requires_grad for o in w_out] == [o.requires_grad for o in t_out] == [True, False, False]
+    g = _randn(2, 3, 4)
+    t_out[0].backward(torch.tensor(g))
+    w_out[0].backward(wg.tensor(g))
+    for w, t in ((wx, tx), (ww, tw), (wb, tb)):
+        _close(w.grad, t.grad, 1e-3, 1e-4)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_native_batch_norm_saved_statistics_and_running_update(training):
+    x = _randn(4, 3, 5)
+    t_stats = [torch.tensor(v) for v in (_randn(3), np.abs(_randn(3)) + 0.5)]
+    w_stats = [wg.tensor(s.numpy()) for s in t_stats]
+    (tw, ww), (tb, wb), (tx, wx) = _pair(_randn(3), True), _pair(_randn(3), True), _pair(x, True)
+    t_out = torch.native_batch_norm(tx, tw, tb, *t_stats, training, 0.3, 1e-5)
+    w_out = wg.native_batch_norm(wx, ww, wb, *w_stats, training, 0.3, 1e-5)
+    for w, t in zip(w_out, t_out):
+        assert tuple(w.shape) == tuple(t.shape)
+        _close(w, t)
+    for w, t in zip(w_stats, t_stats):  # the running statistics, updated in place in training only
+        _close(w, t)
+    g = _randn(4, 3, 5)
+    t_out[0].backward(torch.tensor(g))
+    w_out[0].backward(wg.tensor(g))
+    for w, t in ((wx, tx), (ww, tw), (wb, tb)):
+        _close(w.grad, t.grad, 1e-3, 1e-4)
+
+
+def test_native_batch_norm_legit_without_running_statistics():
+    tx, wx = _pair(_randn(3, 2, 4))
+    t_out = torch._native_batch_norm_legit(tx, None, None, True, 0.1, 1e-5)
+    w_out = wg._native_batch_norm_legit(wx, None, None, True, 0.1, 1e-5)
+    for w, t in zip(w_out, t_out):
+        _close(w, t)
+    with pytest.raises(RuntimeError, match="running_mean"):
+        wg.native_batch_norm(wx, None, None, None, None, False, 0.1, 1e-5)
+
+
+def test_native_group_norm_statistics_are_differentiable():
+    (tx, wx), (tw, ww) = _pair(_randn(2, 6, 5), True), _pair(_randn(6), True)
+    t_out = torch.native_group_norm(tx, tw, None, 2, 6, 5, 3, 1e-5)
+    w_out = wg.native_group_norm(wx, ww, None, 2, 6, 5, 3, 1e-5)
+    cotangents = [_randn(*t.shape) for t in t_out]
+    sum(((t * torch.tensor(c)).sum() for t, c in zip(t_out, cotangents))).backward()
+    sum(((w * wg.tensor(c)).sum() for w, c in zip(w_out, cotangents))).backward()
+    for w, t in zip(w_out, t_out):
+        _close(w, t)
+    _close(wx.grad, tx.grad, 1e-3, 1e-4)
+    _close(ww.grad, tw.grad, 1e-3, 1e-4)
+    with pytest.raises(RuntimeError, match="divisible"):
+        wg.native_group_norm(wx, None, None, 2, 6, 5, 4, 1e-5)
+
+
+def test_softmax_backward_data_is_softmax_gradient():
+    x = _randn(3, 7)
+    (tg, wg_), (ty, wy) = _pair(_randn(3, 7), True), _pair(torch.softmax(torch.tensor(x), 1).numpy(), True)
+    t = torch._softmax_backward_data(tg, ty, 1, torch.float32)
+    w = wg._softmax_backward_data(wg_, wy, 1, wg.float32)
+    _close(w, t)
+    c = _randn(3, 7)
+    t.backward(torch.tensor(c))
+    w.backward(wg.tensor(c))
+    _close(wg_.grad, tg.grad)
+    _close(wy.grad, ty.grad)
+
+
+@pytest.mark.parametrize("shapes, dim, chunks", [([(1, 2, 3), (1, 2, 5)], -1, 5), ([(3, 3, 2, 1), (1, 4, 2, 2)], 0, 2),
+                                                 ([(2, 7, 3), (2, 1)], 1, 3)])
+def test_chunk_cat_pads_and_interleaves_chunks(shapes, dim, chunks):
+    arrays = [_randn(*s) for s in shapes]
+    t = torch._chunk_cat([torch.tensor(a) for a in arrays], dim, chunks)
+    w = wg._chunk_cat([wg.tensor(a) for a in arrays], dim, chunks)
+    assert tuple(w.shape) == tuple(t.shape)
+    _close(w, t)
+
+
+def test_chunk_cat_rejects_mismatched_leading_dims():
+    with pytest.raises(RuntimeError, match="same sizes"):
+        wg._chunk_cat([wg.zeros(2, 3), wg.zeros(3, 3)], 1, 2)
+
+
+# -------------------------------------------------------------------------------------------- grid samplers
+@pytest.mark.parametrize("interpolation, padding", [(0, 0), (1, 1), (2, 2), (0, 2)])
+def test_grid_sampler_2d_maps_mode_codes(interpolation, padding):
+    (tx, wx), (tg, wgr) = _pair(_randn(2, 3, 5, 6), True), _pair(RNG.uniform(-1.1, 1.1, (2, 4, 3, 2)).astype(
+        np.float32), True)
+    t = torch.grid_sampler_2d(tx, tg, interpolation, padding, False)
+    w = wg.grid_sampler_2d(wx, wgr, interpolation, padding, False)
+    _close(w, t)
+    c = _randn(*t.shape)
+    t.backward(torch.tensor(c))
+    w.backward(wg.tensor(c))
+    _close(wx.grad, tx.grad, 1e-3, 1e-4)
+    _close(wgr.grad, tg.grad, 1e-3, 1e-4)
+
+
+def test_grid_sampler_3d_and_rank_errors():
+    (tx, wx), (tg, wgr) = _pair(_randn(1, 2, 3, 4, 5)), _pair(RNG.uniform(-1, 1, (1, 2, 2, 3, 3)).astype(np.float32))
+    _close(wg.grid_sampler_3d(wx, wgr, 0, 1, True), torch.grid_sampler_3d(tx, tg, 0, 1, True))
+    with pytest.raises(RuntimeError, match="5D input"):
+        wg.grid_sampler_3d(wg.zeros(1, 1, 2, 2), wg.zeros(1, 2, 2, 2), 0, 0, False)
+    with pytest.raises(RuntimeError, match="4D input"):
+        wg.grid_sampler_2d(wx, wgr, 0, 0, False)
+
+
+# -------------------------------------------------------------------------------------- linear cross entropy
+def _lce_case(n, d, c, ignore_some):
+    target = RNG.integers(0, c, n)
+    if ignore_some:
+        target[::3] = -100
+    return _randn(n, d), _randn(c, d), _randn(c), target, np.abs(_randn(c)) + 0.1
+
+
+def _lce_both(x, w, b, target, cls_weight, reduction, t_options, w_options, use_bias=True, use_weight=True):
+    results = []
+    for lib, options in ((torch, t_options), (wg, w_options)):
+        tensors = [lib.tensor(a, requires_grad=True) for a in (x, w, b)]
+        out = lib.nn.functional.linear_cross_entropy(
+            tensors[0], tensors[1], lib.tensor(target), linear_bias=tensors[2] if use_bias else None,
+            weight=lib.tensor(cls_weight) if use_weight else None, reduction=reduction, options=options)
+        cotangent = np.linspace(-1, 1, out.numel(), dtype=np.float32).reshape(tuple(out.shape))
+        out.backward(lib.tensor(cotangent))
+        results.append((out, [t.grad for t in tensors]))
+    return results
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("chunk", [None, 3, 16])
+def test_linear_cross_entropy_matches_torch(reduction, chunk):
+    x, w, b, target, cls_weight = _lce_case(10, 5, 7, ignore_some=True)
+    t_options = None if chunk is None else torch.nn.LinearCrossEntropyOptions(batch_chunk_size=chunk)
+    w_options = None if chunk is None else wg.nn.LinearCrossEntropyOptions(batch_chunk_size=chunk)
+    (t_out, t_grads), (w_out, w_grads) = _lce_both(x, w, b, target, cls_weight, reduction, t_options, w_options)
+    _close(w_out, t_out)
+    for wgrad, tgrad in zip(w_grads, t_grads):
+        _close(wgrad, tgrad, 1e-3, 1e-4)
+
+
+def test_linear_cross_entropy_chunked_default_options_and_unbatched_input():
+    x, w, b, target, cls_weight = _lce_case(9, 4, 30, ignore_some=False)
+    for sl in (slice(None), 0):  # batched, then one unbatched row
+        (t_out, t_grads), (w_out, w_grads) = _lce_both(
+            x[sl], w, b, target[sl], cls_weight, "mean", torch.nn.LinearCrossEntropyOptions(),
+            wg.nn.LinearCrossEntropyOptions(), use_bias=False, use_weight=False)
+        _close(w_out, t_out)
+        for wgrad, tgrad in zip(w_grads[:2], t_grads[:2]):
+            _close(wgrad, tgrad, 1e-3, 1e-4)
+        assert w_grads[2] is None and t_grads[2] is None
+
+
+def test_linear_cross_entropy_k_dimensional_and_probabilities_use_the_reference():
+    x, w3 = _randn(4, 3), _randn(5, 2, 3)
+    target = RNG.integers(0, 5, (4, 2))
+    t = torch.nn.functional.linear_cross_entropy(torch.tensor(x), torch.tensor(w3), torch.tensor(target))
+    _close(wg.nn.functional.linear_cross_entropy(wg.tensor(x), wg.tensor(w3), wg.tensor(target)), t)
+    probs = torch.softmax(torch.tensor(_randn(4, 5)), 1).numpy()
+    w2 = _randn(5, 3)
+    t = torch.nn.functional.linear_cross_entropy(torch.tensor(x), torch.tensor(w2), torch.tensor(probs),
+                                                 label_smoothing=0.1)
+    _close(wg.nn.functional.linear_cross_entropy(wg.tensor(x), wg.tensor(w2), wg.tensor(probs), label_smoothing=0.1),
+           t)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wg.nn.functional.linear_cross_entropy(wg.tensor(x), wg.tensor(w2), wg.tensor(probs),
+                                              options=wg.nn.LinearCrossEntropyOptions())
+    assert any("options" in str(c.message) for c in caught)
+
+
+def test_linear_cross_entropy_errors_and_retain_graph():
+    F = wg.nn.functional
+    with pytest.raises(RuntimeError, match="dimensionality 1 or 2"):
+        F.linear_cross_entropy(wg.zeros(2, 2, 3), wg.zeros(4, 3), wg.zeros(2, dtype=wg.int64))
+    with pytest.raises(RuntimeError, match="in_features"):
+        F.linear_cross_entropy(wg.zeros(2, 3), wg.zeros(4, 2), wg.zeros(2, dtype=wg.int64))
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified"):
+        F.linear_cross_entropy(wg.zeros(2, 3), wg.zeros(4, 3), wg.zeros(2, 4), ignore_index=1)
+    with pytest.raises(ValueError, match="acc_policy"):
+        wg.nn.LinearCrossEntropyOptions(acc_policy="fast")
+    with pytest.raises(ValueError, match="batch_chunk_size"):
+        wg.nn.LinearCrossEntropyOptions(batch_chunk_size=0)
+    x = wg.tensor(_randn(6, 3), requires_grad=True)
+    loss = F.linear_cross_entropy(x, wg.tensor(_randn(5, 3)), wg.tensor(RNG.integers(0, 5, 6)),
+                                  options=wg.nn.LinearCrossEntropyOptions(batch_chunk_size=2))
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="allow_retain_graph"):
+        loss.backward()
+
+
+# --------------------------------------------------------------------------------------------------- low rank
+def test_svd_lowrank_recovers_a_low_rank_matrix():
+    a = _randn(2, 30, 3) @ _randn(2, 3, 20)  # a batch of rank-3 matrices
+    wg.manual_seed(0)
+    u, s, v = wg.svd_lowrank(wg.tensor(a), q=5)
+    assert tuple(u.shape) == (2, 30, 5) and tuple(s.shape) == (2, 5) and tuple(v.shape) == (2, 20, 5)
+    np.testing.assert_allclose((u @ wg.diag_embed(s) @ v.mT).numpy(), a, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(s.numpy()[:, :3], torch.linalg.svdvals(torch.tensor(a))[:, :3].numpy(), rtol=1e-4)
+    wide = a.transpose(0, 2, 1).copy()  # m < n: the conjugate transpose's factors, swapped
+    u, s, v = wg.svd_lowrank(wg.tensor(wide), q=4)
+    assert tuple(u.shape) == (2, 20, 4) and tuple(v.shape) == (2, 30, 4)
+    np.testing.assert_allclose((u @ wg.diag_embed(s) @ v.mT).numpy(), wide, rtol=1e-3, atol=1e-3)
+
+
+def test_pca_lowrank_centres_and_checks_q():
+    a = _randn(40, 3) @ _randn(3, 8) + 5.0
+    wg.manual_seed(1)
+    u, s, v = wg.pca_lowrank(wg.tensor(a), q=3)
+    centred = a - a.mean(0, keepdims=True)
+    np.testing.assert_allclose((u @ wg.diag(s) @ v.T).numpy(), centred, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match="q"):
+        wg.pca_lowrank(wg.tensor(a), q=9)
+
+
+def test_svd_lowrank_is_differentiable():
+    x = wg.tensor(_randn(12, 2) @ _randn(2, 9), requires_grad=True)
+    wg.manual_seed(2)
+    _, s, _ = wg.svd_lowrank(x, q=2, niter=3)
+    s.sum().backward()  # d(nuclear norm of a rank-2 matrix) = U Vᵀ
+    u, _, vh = np.linalg.svd(x.detach().numpy(), full_matrices=False)
+    np.testing.assert_allclose(x.grad.numpy(), u[:, :2] @ vh[:2], rtol=1e-3, atol=1e-3)
+
+
+# --------------------------------------------------------------------------------------------- fractional pool
+@pytest.mark.parametrize("d, shape, kernel, out", [(2, (2, 3, 9, 11), 3, (3, 4)), (2, (3, 10, 7), (2, 3), (5, 3)),
+                                                   (3, (2, 2, 6, 7, 8), 2, (3, 4, 5))])
+def test_fractional_max_pool_with_fixed_samples(d, shape, kernel, out):
+    tx, wx = _pair(_randn(*shape), True)
+    batch = shape[0] if len(shape) == d + 2 else 1
+    samples = RNG.uniform(0, 1, (batch, shape[-d - 1], d)).astype(np.float32)
+    name = f"fractional_max_pool{d}d"
+    t_out, t_idx = getattr(torch.nn.functional, name)(tx, kernel, output_size=out, return_indices=True,
+                                                      _random_samples=torch.tensor(samples))
+    w_out, w_idx = getattr(wg.nn.functional, name)(wx, kernel, output_size=out, return_indices=True,
+                                                   _random_samples=wg.tensor(samples))
+    _close(w_out, t_out)
+    np.testing.assert_array_equal(w_idx.numpy(), t_idx.numpy())
+    c = _randn(*t_out.shape)
+    t_out.backward(torch.tensor(c))
+    w_out.backward(wg.tensor(c))
+    _close(wx.grad, tx.grad)
+
+
+def test_fractional_max_pool_module_and_errors():
+    pool = wg.nn.FractionalMaxPool2d(2, output_ratio=0.5)
+    assert tuple(pool(wg.zeros(1, 2, 8, 6)).shape) == (1, 2, 4, 3)
+    out, idx = wg.nn.FractionalMaxPool3d(2, output_size=2, return_indices=True)(wg.zeros(2, 4, 4, 4))
+    assert tuple(out.shape) == tuple(idx.shape) == (2, 2, 2, 2)
+    with pytest.raises(ValueError, match="output_size or an output_ratio"):
+        wg.nn.functional.fractional_max_pool2d(wg.zeros(1, 1, 4, 4), 2)
+    with pytest.raises(RuntimeError, match="do not fit"):
+        wg.nn.functional.fractional_max_pool2d(wg.zeros(1, 1, 4, 4), 3, output_size=3)
+
+
+# -------------------------------------------------------------------------------------------------- OpInfo
+def test_opinfo_entries_pass_on_cpu():
+    assert_opinfo_entries_pass([
+        "native_layer_norm", "native_batch_norm", "native_group_norm", "_native_batch_norm_legit",
+        "_softmax_backward_data", "_chunk_cat", "grid_sampler_2d", "nn.functional.linear_cross_entropy",
+        "nn.functional.linear_cross_entropy:chunked", "nn.functional.linear_cross_entropy:chunked_none",
+        "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d"], "cpu")
