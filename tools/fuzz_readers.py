@@ -715,7 +715,10 @@ def _same(w, t, torch, path):
         if w.requires_grad != t.requires_grad:
             return f"{path}: requires_grad {w.requires_grad} vs torch {t.requires_grad}"
         import numpy as np
-        a = w.detach().numpy()
+        if str(w.dtype).split(".")[-1] != str(t.dtype).split(".")[-1] and t.dtype is torch.bfloat16:
+            return f"{path}: dtype {w.dtype} vs torch {t.dtype}"
+        # bfloat16 (on both sides) compares as its float32 values: NumPy has no bfloat16
+        a = w.detach().float().numpy() if w.dtype is wg.bfloat16 else w.detach().numpy()
         b = t.detach().float().numpy() if t.dtype in (torch.float16, torch.bfloat16) and a.dtype == np.float32 \
             else t.detach().numpy()
         if not np.array_equal(a.astype(b.dtype) if a.dtype != b.dtype else a, b, equal_nan=a.dtype.kind == "f"):

@@ -38,7 +38,7 @@ from .autograd import profiler as _autograd_profiler  # noqa: F401  (makes webgr
 from . import accelerator, backends, cuda  # device discovery, with PyTorch's meaning
 from ._as_torch import as_torch
 from ._legacy import BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor  # noqa: F401
-from .dtypes import bfloat16  # a name only: webgrad stores no bfloat16 (dtypes.check_storable)
+from .dtypes import bfloat16  # CPU tensors: float32 words holding bfloat16 values (see webgrad/dtypes.py)
 from .dtypes import complex64, complex64 as cfloat, complex128, complex128 as cdouble  # webgrad/_complex.py
 from ._typeinfo import finfo, iinfo
 from ._norm import norm
@@ -46,7 +46,6 @@ from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
 from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
 from . import version  # torch.version: the build (no CUDA/ROCm toolkit)
-from . import library  # torch.library: Python custom operators (torch.ops.<namespace>)
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided

@@ -4,7 +4,7 @@ state functions (webgrad.autocast's state), init_num_threads and get_device_modu
 import warnings
 
 from . import _anomaly, dtypes
-from .ops.autocast_policy import STATE as _AUTOCAST
+from .ops.autocast_policy import LOWER_DTYPES, STATE as _AUTOCAST
 
 _warn_always = {"enabled": False}
 
@@ -90,17 +90,20 @@ def set_autocast_enabled(device_type, enabled=None):
 
 
 def set_autocast_dtype(device_type, dtype):
-    """Sets the dtype autocast lowers to. webgrad autocasts to float16 only: any other dtype warns and leaves it
-    float16 (as `autocast(dtype=...)` warns for a dtype a device does not support)."""
+    """Sets the dtype autocast lowers to where a region names none: bfloat16 or float16 on the CPU, float16 on
+    WebGPU (it stores no bfloat16). Any other dtype warns and leaves the dtype as it was (as `autocast(dtype=...)`
+    warns for a dtype a device does not support)."""
     kind = _device_type(device_type)
     try:
         wanted = dtypes.to_dtype(dtype)
-    except TypeError:  # torch.bfloat16 and the other dtypes webgrad lacks
+    except TypeError:  # dtypes webgrad lacks
         wanted = None
-    if wanted is not dtypes.float16:
-        warnings.warn(f"In {kind} autocast, the target dtype {dtype} is not supported: webgrad autocasts to float16 "
-                      "only; the dtype stays float16.", stacklevel=2)
-    _AUTOCAST.dtype[kind] = dtypes.float16
+    if wanted not in LOWER_DTYPES[kind]:
+        names = " and ".join(d.name for d in LOWER_DTYPES[kind])
+        warnings.warn(f"In {kind} autocast, the target dtype {dtype} is not supported: webgrad's {kind} autocast "
+                      f"takes {names}; the dtype stays {_AUTOCAST.dtype[kind].name}.", stacklevel=2)
+        return
+    _AUTOCAST.dtype[kind] = wanted
 
 
 def set_autocast_cpu_enabled(enabled):

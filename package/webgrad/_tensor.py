@@ -6,6 +6,7 @@ same functions that serve ``webgrad.exp(x)``; the elementwise ones come from the
 """
 
 import array
+import math
 import operator
 import struct
 import sys
@@ -192,7 +193,8 @@ class Tensor:
         return False
 
     def bfloat16(self, memory_format=None):
-        dtypes.check_storable(dtypes.bfloat16)  # raises: webgrad stores no bfloat16
+        """bfloat16 (on the CPU; see webgrad/dtypes.py)."""
+        return self.type(dtypes.bfloat16)
 
     def _check_cpu_map(self, op):
         if self.device.type != "cpu":
@@ -352,6 +354,9 @@ class Tensor:
         return await self.device.backend.to_bytes_async(self._view)
 
     def _decode(self, raw):
+        if self.dtype is dtypes.bfloat16:
+            raw = dtypes.bf16_unpack(raw)  # exactly the float32 of the same value
+            return array.array("f", raw).tolist()
         if self.dtype.fmt == "e":  # array.array has no half floats; struct does
             return list(struct.unpack(f"<{len(raw) // 2}e", raw))
         flat = array.array(self.dtype.fmt)
@@ -387,6 +392,7 @@ class Tensor:
             raise RuntimeError("numpy() needs NumPy, which is not installed; use tolist() instead")
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        _check_numpy_dtype(self.dtype)
         if self.device.type == "cpu":
             return self.device.backend.array(self._view)
         return np.frombuffer(self._bytes(), _NP_NAMES[self.dtype.name]).reshape(self._view.shape).copy()
@@ -395,6 +401,7 @@ class Tensor:
         np = _np()
         if np is None:
             raise RuntimeError("numpy_async() needs NumPy, which is not installed; use tolist_async() instead")
+        _check_numpy_dtype(self.dtype)
         return np.frombuffer(await self._bytes_async(), _NP_NAMES[self.dtype.name]).reshape(self._view.shape).copy()
 
     def __array__(self, dtype=None, copy=None):
@@ -598,6 +605,12 @@ def _contiguous_strides(shape):
     return View.contiguous_strides(tuple(shape))
 
 
+def _check_numpy_dtype(dtype):
+    """NumPy has no bfloat16: numpy() refuses it with torch's TypeError (convert with .float() first)."""
+    if dtype is dtypes.bfloat16:
+        raise TypeError("Got unsupported ScalarType BFloat16")
+
+
 def _flat_list(t):
     values = t.reshape(-1).tolist()
     return values
@@ -759,6 +772,8 @@ def _infer_dtype(flat, tensor_dtypes=()):
 def _pack(flat, dtype):
     """Python numbers -> canonical bytes of `dtype`."""
     try:
+        if dtype is dtypes.bfloat16:  # as float32, then rounded to nearest even (torch's double -> float -> bf16)
+            return dtypes.bf16_pack(array.array("f", [float(v) for v in flat]).tobytes())
         if dtype.fmt == "e":  # struct rounds to nearest even and gives inf beyond the range, as a cast does
             return b"".join(_pack_half(float(v)) for v in flat)
         if dtype.is_floating:
@@ -812,6 +827,8 @@ def _from_numpy(arr, dtype):
     dtype = dtype or _numpy_dtype(arr.dtype)
     if kind == "u" and size == 8 and dtype is dtypes.int64 and arr.size and arr.max() > 2**63 - 1:
         raise RuntimeError(f"value cannot be converted to type int64 without overflow: {arr.max()}")
+    if dtype is dtypes.bfloat16:
+        return dtypes.bf16_pack(np.ascontiguousarray(arr, dtype="<f4").tobytes()), tuple(arr.shape), dtype
     npd = _NP_NAMES[dtype.name]
     return np.ascontiguousarray(arr, dtype=npd).tobytes(), tuple(arr.shape), dtype
 
@@ -1043,7 +1060,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         raise ValueError("arange(): step must be nonzero")
     is_int = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtypes.to_dtype(dtype, dtypes.int64 if is_int else dtypes.default_float())
-    n = max(0, -(-(end - start) // step)) if is_int else max(0, int(-(-(end - start) // step)))
+    # floats: torch's ceil of the rounded quotient (arange(0, 3, 0.3) has 10 values: 3 / 0.3 rounds to 10.0)
+    n = max(0, -(-(end - start) // step)) if is_int else max(0, math.ceil((end - start) / step))
     values = [start + i * step for i in range(n)]
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad) if n else \
         empty(0, dtype=dtype, device=device)

@@ -7,11 +7,13 @@ from . import dtypes
 # tensor answers 'torch.LongTensor', the name a PyTorch script expects of tensor([1, 2]).type())
 TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "LongTensor": "int64",
          "IntTensor": "int32", "ByteTensor": "uint8", "BoolTensor": "bool"}
+# names type() answers and accepts that have no legacy class in webgrad (_legacy.py makes one per TYPES entry)
+NAMES_ONLY = {"BFloat16Tensor": "bfloat16"}
 
 
 def type_name(dtype):
     """Tensor.type()'s answer: PyTorch's legacy name of `dtype` ('torch.FloatTensor')."""
-    for name, dtype_name in TYPES.items():
+    for name, dtype_name in (*TYPES.items(), *NAMES_ONLY.items()):
         if dtypes.to_dtype(dtype_name) is dtype:
             return f"torch.{name}"
     return f"torch.{dtype.name}"
@@ -26,8 +28,8 @@ def type_dtype(arg):
         name = arg.removeprefix("torch.").removeprefix("webgrad.")
         if name.startswith("cuda."):
             raise RuntimeError(f"type({arg!r}): webgrad has no CUDA device (use .to('webgpu'))")
-        if name in TYPES:
-            return dtypes.to_dtype(TYPES[name])
+        if name in TYPES or name in NAMES_ONLY:
+            return dtypes.to_dtype(TYPES.get(name) or NAMES_ONLY[name])
         try:
             return dtypes.to_dtype(name)
         except TypeError:

@@ -3,11 +3,11 @@
 float32 (the default for everything floating), float16 (mixed precision: webgrad.autocast; on WebGPU where the
 adapter has the optional `shader-f16` feature), float64 (CPU only), int64 (``webgrad.long``: PyTorch's index and
 label dtype; what integer data, ``arange``, ``randint``, ``argmax`` and ``.long()`` give), int32 (``webgrad.int``),
-uint8 (raw bytes such as image data) and bool (comparison results, masks). ``bfloat16`` exists as a name, so scripts
-that mention it import; a bfloat16 tensor is refused with a clear error (use float32, or float16 through autocast).
+uint8 (raw bytes such as image data), bool (comparison results, masks) and bfloat16 (CPU only, below).
 
 Every backend exchanges data in one *canonical* byte layout per dtype (little-endian, packed):
-float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), float64 -> 8 bytes 'd', int64 -> 8 bytes 'q',
+float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), bfloat16 -> 2 bytes (the upper half of the float32
+bits, as torch's storages, torch.save and safetensors hold it), float64 -> 8 bytes 'd', int64 -> 8 bytes 'q',
 int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1). How a backend stores a dtype internally is
 its own business (WebGPU keeps bools in 32-bit words).
 
@@ -20,6 +20,15 @@ abs), sums, products and prefix sums, and float -> int64 conversions report a re
 the runtime's error word, raised at the next read-back (as an out-of-range index is). Within the range every
 result is exact, and index-heavy kernels (embedding, cross-entropy targets, gather) read int64 indices at int32
 speed. int32 keeps PyTorch's wrapping arithmetic on every device.
+
+bfloat16 on the CPU. NumPy has no bfloat16, so the CPU backend stores a bfloat16 tensor as a float32 array whose
+every value is exactly a bfloat16 (the low 16 bits of each float32 are zero). Kernels compute as they do for
+float32 (so products and reductions accumulate in float32, as PyTorch's CPU does for bfloat16), and the backend
+rounds every bfloat16 output once, to nearest even, in one place: CPUBackend.run, after each kernel, for each
+output view whose dtype is bfloat16. Storing float32 words keeps every kernel's NumPy code as it is (no 16-bit
+unpacking in each), at twice the memory of torch's; element_size() and the canonical bytes are bfloat16's (2).
+On WebGPU, bfloat16 is refused with an error that says to convert (.float() or .half()) first: its kernels would
+need the same rounding at each output, which they do not have yet.
 
 float64 on WebGPU: refused (WebGPU has no 64-bit floats) with an error that says to convert with .float() first.
 
@@ -84,7 +93,7 @@ uint8 = DType("uint8", 1, "B", False, 1)
 int32 = DType("int32", 4, "i", False, 2)
 int64 = DType("int64", 8, "q", False, 3)
 float16 = DType("float16", 2, "e", True, 4)
-bfloat16 = DType("bfloat16", 2, None, True, 5)  # a name only: no backend stores it (see check_storable)
+bfloat16 = DType("bfloat16", 2, None, True, 5)  # canonical bytes: the top half of a float32 (bf16_pack)
 float32 = DType("float32", 4, "f", True, 6)
 float64 = DType("float64", 8, "d", True, 7)
 complex64 = ComplexDType("complex64", 8, None, False, 8)  # a view over float32 pairs (webgrad/_complex.py)
@@ -129,10 +138,8 @@ def to_dtype(d, default=None):
 
 
 def check_storable(dtype):
-    """Raise a clear TypeError for a dtype that has a name but no storage on any device (bfloat16)."""
-    if dtype is bfloat16:
-        raise TypeError("webgrad has no bfloat16 tensors: use float32, or float16 through webgrad.autocast "
-                        "(mixed precision); bfloat16 checkpoints load as float32")
+    """Raise a clear TypeError for a dtype that has a name but no storage on any device (complex128), or no storage
+    of its own (complex64, a view over float32 pairs)."""
     if dtype is complex128:
         raise TypeError(COMPLEX128_ERROR)
     if dtype is complex64:
@@ -217,6 +224,51 @@ def result_type(*operands):
 def promote_scalar(t, value):
     """Result dtype of `tensor <op> python_scalar`: a scalar only lifts the category (int -> float)."""
     return _combine(t, scalar_dtype(value))
+
+
+# ===================================================================== bfloat16 bytes
+def _numpy():
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    return np
+
+
+def bf16_round_bits(bits):
+    """float32 bit patterns (a NumPy uint32 array) rounded to bfloat16's, to nearest even, as torch's
+    .to(torch.bfloat16): the low 16 bits come out zero. Every NaN becomes torch's one bfloat16 NaN (0x7FC0);
+    values beyond bfloat16's largest finite number round to inf, as in torch."""
+    np = _numpy()
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded = (bits + (0x7FFF + ((bits >> 16) & 1))) & 0xFFFF0000
+    return np.where(nan, np.uint32(0x7FC00000), rounded).astype(np.uint32)
+
+
+def _round_bits_python(b):
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return 0x7FC0
+    return ((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFFFFFF) >> 16
+
+
+def bf16_pack(raw):
+    """float32 canonical bytes -> bfloat16 canonical bytes (each value rounded to nearest even)."""
+    np = _numpy()
+    if np is not None:
+        bits = np.frombuffer(raw, "<u4").astype(np.uint32)
+        return (bf16_round_bits(bits) >> 16).astype("<u2").tobytes()
+    import array
+    words = array.array("I")
+    words.frombytes(bytes(raw))
+    return array.array("H", [_round_bits_python(b) for b in words]).tobytes()
+
+
+def bf16_unpack(raw):
+    """bfloat16 canonical bytes -> float32 canonical bytes (exact: two zero bytes below each value's two)."""
+    raw = bytes(raw)
+    out = bytearray(2 * len(raw))
+    out[2::4], out[3::4] = raw[0::2], raw[1::2]
+    return bytes(out)
 
 
 # ===================================================================== int64 in 32-bit words (WebGPU)

@@ -248,8 +248,8 @@ def _outs(result, out):
 def _check_matrix(name, A, square=True, what="A"):
     if not A.dtype.is_floating:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_torch_name(A.dtype)}")
-    if A.dtype is dtypes.float16:
-        raise RuntimeError(f"{name}: Low precision dtypes not supported. Got Half")
+    if A.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_torch_name(A.dtype)}")
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
@@ -258,7 +258,8 @@ def _check_matrix(name, A, square=True, what="A"):
 
 
 def _torch_name(dtype):
-    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool", "float16": "Half"}.get(
+    return {"int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool", "float16": "Half",
+            "bfloat16": "BFloat16"}.get(
         dtype.name, dtype.name.capitalize())
 
 
@@ -1074,7 +1075,3 @@ TENSOR_METHODS = {
     "lu": _method(_lu_torch, "lu"), "lu_solve": _method(_lu_solve_torch, "lu_solve"),
     "triangular_solve": _method(_triangular_solve, "triangular_solve"),
 }
-
-
-from ._ldl import LDLFactor, LDLFactorEx, ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402,F401  (Bunch-Kaufman)
-__all__ += ["ldl_factor", "ldl_factor_ex", "ldl_solve"]

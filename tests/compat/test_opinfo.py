@@ -192,5 +192,7 @@ def test_samples_convert_with_their_dtypes():
     assert isinstance(got[2]["size"], wg.Size)
     z = conv(torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64))  # webgrad's complex64 (a view over pairs)
     assert z.dtype is wg.complex64 and z.tolist() == [1 + 2j, 3 - 1j]
-    with pytest.raises(opinfo.Unconvertible, match="bfloat16"):
-        conv(torch.ones(2, dtype=torch.bfloat16))
+    b = conv(torch.tensor([1.5, -2.0], dtype=torch.bfloat16))
+    assert b.dtype is wg.bfloat16 and b.tolist() == [1.5, -2.0]
+    with pytest.raises(opinfo.Unconvertible, match="float8_e5m2"):
+        conv(torch.ones(2, dtype=torch.float8_e5m2))

@@ -489,16 +489,17 @@ def test_autocast_state_functions():
         wg.set_autocast_enabled("cpu", True)
         assert wg.is_autocast_enabled("cpu")
         a = wg.ones(2, 3)
-        assert str(wg.mm(a, a.t()).dtype).endswith("float16")  # autocast on: mm runs in float16
+        assert str(wg.mm(a, a.t()).dtype).endswith("bfloat16")  # autocast on: mm runs in bfloat16, the CPU's
     finally:
         wg.set_autocast_enabled("cpu", False)
     assert not wg.is_autocast_enabled("cpu")
     wg.set_autocast_dtype("cpu", wg.float16)
     assert wg.get_autocast_dtype("cpu") is wg.float16
     with pytest.warns(UserWarning, match="float16"):
-        wg.set_autocast_dtype("cpu", wg.bfloat16)
+        wg.set_autocast_dtype("cpu", wg.float64)  # (bfloat16 and float16 are the CPU's)
+    wg.set_autocast_dtype("cpu", wg.bfloat16)  # PyTorch's CPU default
     with pytest.warns(DeprecationWarning):
-        wg.set_autocast_cpu_dtype(wg.float16)
+        wg.set_autocast_cpu_dtype(wg.bfloat16)  # (leaves PyTorch's CPU default for the tests after)
     with pytest.warns(DeprecationWarning):
         wg.set_autocast_cpu_enabled(False)
     assert wg.autocast_increment_nesting() == 1 and wg.autocast_decrement_nesting() == 0

@@ -124,11 +124,11 @@ def test_autocast_queries():
         assert wg.is_autocast_enabled("cpu") and not wg.is_autocast_enabled()
         with pytest.warns(DeprecationWarning, match="is_autocast_enabled\\('cpu'\\)"):
             assert wg.is_autocast_cpu_enabled()
-        assert wg.get_autocast_dtype("cpu") is wg.float16  # webgrad autocasts to float16 only
+        assert wg.get_autocast_dtype("cpu") is wg.bfloat16  # PyTorch's CPU default
     with pytest.warns(DeprecationWarning, match="get_autocast_dtype\\('cuda'\\)"):
         assert wg.get_autocast_gpu_dtype() is wg.float16 is torch_like_gpu_default()
     with pytest.warns(DeprecationWarning):
-        assert wg.get_autocast_cpu_dtype() is wg.float16
+        assert wg.get_autocast_cpu_dtype() is wg.bfloat16
 
 
 def torch_like_gpu_default():

@@ -8,7 +8,7 @@ import functools
 import warnings
 
 from .. import devices, dtypes
-from ..ops.autocast_policy import STATE
+from ..ops.autocast_policy import LOWER_DTYPES, STATE
 
 _TYPES = ("webgpu", "cpu")
 
@@ -63,19 +63,21 @@ def get_autocast_gpu_dtype():
 class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None) for webgrad's devices.
 
-    device_type: "webgpu" (also "cuda") or "cpu"; dtype: float16, the default on both (webgrad has no
-    bfloat16, PyTorch's CPU default: a dtype other than float16 warns and disables autocast, as PyTorch
-    does for a dtype a device does not support). On WebGPU the adapter must have shader-f16: entering the
-    region raises an error naming the feature otherwise. Usable as a context manager and a decorator."""
+    device_type: "webgpu" (also "cuda") or "cpu"; dtype: as PyTorch's, None means get_autocast_dtype(device_type),
+    which is bfloat16 on the CPU and float16 on WebGPU unless set_autocast_dtype changed it. The CPU takes
+    bfloat16 and float16, WebGPU float16 only (it stores no bfloat16): another dtype warns and disables autocast,
+    as PyTorch does for a dtype a device does not support. On WebGPU the adapter must have shader-f16: entering
+    the region raises an error naming the feature otherwise. Usable as a context manager and a decorator."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         self.device = _device_type(device_type)
-        self.fast_dtype = dtypes.float16 if dtype is None else _to_dtype(dtype)
+        self.fast_dtype = STATE.dtype[self.device] if dtype is None else _to_dtype(dtype)
         self._enabled = bool(enabled)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
-        if self._enabled and self.fast_dtype is not dtypes.float16:
+        if self._enabled and self.fast_dtype not in LOWER_DTYPES[self.device]:
+            names = " and ".join(d.name for d in LOWER_DTYPES[self.device])
             warnings.warn(f"In {self.device} autocast, but the target dtype {self.fast_dtype} is not supported: "
-                          "webgrad autocasts to float16 only. Disabling autocast.", stacklevel=2)
+                          f"webgrad's {self.device} autocast takes {names}. Disabling autocast.", stacklevel=2)
             self._enabled = False
 
     def __enter__(self):
@@ -86,7 +88,8 @@ class autocast:
                 raise missing_feature_error(rt)
         self._saved = (STATE.enabled[self.device], STATE.dtype[self.device], STATE.cache_enabled)
         STATE.enabled[self.device] = self._enabled
-        STATE.dtype[self.device] = self.fast_dtype if isinstance(self.fast_dtype, dtypes.DType) else dtypes.float16
+        if self.fast_dtype in LOWER_DTYPES[self.device]:  # (a dtype the device refused leaves the one it found)
+            STATE.dtype[self.device] = self.fast_dtype
         STATE.cache_enabled = self._cache_enabled
         STATE.depth += 1
         return self

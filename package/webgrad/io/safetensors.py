@@ -14,9 +14,9 @@ ValueError that says what is wrong, and never yields part of a checkpoint. Every
 reader refuses is refused; so is a key written twice in one JSON object (the reference refuses a second
 __metadata__ or a second field of an entry, and keeps the last of two tensors or metadata keys of one
 name). The only other exception is the device's: TypeError for a dtype it cannot hold (float64 on WebGPU), and
-RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16, a
-dtype webgrad lacks, loads as float32 (no information lost); F16 loads as float16; any other dtype is an error
-naming the tensor.
+RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16 as
+bfloat16 (as float32 onto WebGPU, which stores no bfloat16: no information lost); F16 loads as float16; any other
+dtype is an error naming the tensor.
 """
 
 import itertools
@@ -27,7 +27,7 @@ import re
 import struct
 from collections.abc import Mapping
 
-from .. import dtypes
+from .. import devices, dtypes
 from .._tensor import Tensor, tensor
 
 MAX_HEADER = 100 * 1024 * 1024  # the reference reader's limit: a larger "length" means a corrupt file
@@ -39,8 +39,9 @@ U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refu
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
 _TO_NAME = {dtypes.int64: "I64", dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32",
-            dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL", dtypes.complex64: "C64"}
-_WRITE_ORDER = {"I64": 0, "F64": 1, "C64": 2, "F32": 3, "I32": 4, "F16": 5, "U8": 6, "BOOL": 7}
+            dtypes.bfloat16: "BF16", dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL",
+            dtypes.complex64: "C64"}
+_WRITE_ORDER = {"I64": 0, "F64": 1, "C64": 2, "F32": 3, "I32": 4, "BF16": 5, "F16": 6, "U8": 7, "BOOL": 8}
 _NATIVE = {name: dt for dt, name in _TO_NAME.items()}
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
              "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}
@@ -113,6 +114,8 @@ def load(f, device=None):
                 from .._complex import view_as_complex
                 out[name] = view_as_complex(tensor(data, dtype=dtypes.float32, device=device).reshape(*shape, 2))
                 continue
+            if dt is dtypes.bfloat16 and devices.get(device).type == "webgpu":  # stores no bfloat16: float32, exact
+                dt, data = dtypes.float32, dtypes.bf16_unpack(data)
             out[name] = tensor(data, dtype=dt, device=device).reshape(shape)
         except (TypeError, RuntimeError) as e:  # a dtype (float64) or int64 values (beyond int32) WebGPU lacks
             raise type(e)(f"safetensors: tensor {name!r}: {e}") from None
@@ -291,10 +294,5 @@ def _convert(name, dtype, data):
         if dtype == "BOOL" and bytes(data).translate(None, b"\x00\x01"):
             raise ValueError(f"safetensors: tensor {name!r}: BOOL data holds bytes other than 0 and 1")
         return _NATIVE[dtype], data
-    if dtype == "BF16":
-        # a bfloat16 is the top half of a float32: its two bytes go above two zero bytes
-        out = bytearray(2 * len(data))
-        out[2::4], out[3::4] = data[0::2], data[1::2]
-        return dtypes.float32, out
     raise ValueError(f"safetensors: tensor {name!r} has dtype {dtype}, which webgrad cannot load "
-                     "(supported: F32, F16, F64, I64, I32, U8, BOOL, C64, and BF16 as float32)")
+                     "(supported: F32, F16, BF16, F64, I64, I32, U8, BOOL, C64)")

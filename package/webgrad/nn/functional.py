@@ -177,9 +177,9 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     PyTorch does: on WebGPU the kernels read and write float16 activations with float32 statistics,
     weight and bias (cuDNN's half batch norm, what autocast runs on CUDA); elsewhere it is normalised
     in float32."""
-    if input.dtype is dtypes.float16 and input.device.type != "webgpu":
+    if input.dtype in (dtypes.float16, dtypes.bfloat16) and input.device.type != "webgpu":
         return _batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum, eps,
-                           count).half()
+                           count).to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"batch_norm(): expected an input with at least 2 dims [N, C, ...], got shape {list(input.shape)}")
     n, c = input.shape[0], input.shape[1]

@@ -127,7 +127,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if weight is not None and tuple(weight.shape) != shape:
         raise RuntimeError(f"rms_norm(): expected weight of shape {list(shape)}, got {list(weight.shape)}")
     if eps is None:
-        eps = 9.765625e-04 if input.dtype is dtypes.float16 else (
+        eps = 9.765625e-04 if input.dtype is dtypes.float16 else 0.0078125 if input.dtype is dtypes.bfloat16 else (
             2.220446049250313e-16 if input.dtype is dtypes.float64 else 1.1920928955078125e-07)
     if k and input.dtype in (dtypes.float32, dtypes.float64) and (weight is None or weight.dtype is input.dtype):
         if weight is not None and weight.device != input.device:
@@ -136,7 +136,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         # the fused row kernels: one dispatch forward, one backward pass (ops/row_norm.py)
         return normalize_rows(input.contiguous(), shape, None if weight is None else weight.contiguous(), None, eps,
                               rms=True)
-    x = input.float() if input.dtype is dtypes.float16 else input  # (half computes in float32, as torch's)
+    x = input.float() if input.dtype in (dtypes.float16, dtypes.bfloat16) else input  # (in float32, as torch's)
     dims = tuple(range(input.ndim - k, input.ndim))
     out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() if dims else x * (x * x + eps).rsqrt()
     out = out.to(input.dtype) if out.dtype is not input.dtype else out

@@ -1,7 +1,8 @@
-"""Autocast's op policy: which ops run in float16 and which in float32 inside ``webgrad.autocast`` (amp/).
+"""Autocast's op policy: which ops run in the lower precision (float16; bfloat16 on the CPU) and which in float32
+inside ``webgrad.autocast`` (amp/).
 
 An op function takes part by a decorator at its definition: ``@lower_precision("linear")`` casts its
-floating tensor arguments to the autocast dtype, ``@full_precision("softmax")`` casts float16 ones to
+floating tensor arguments to the autocast dtype, ``@full_precision("softmax")`` casts float16 and bfloat16 ones to
 float32. Both are no-ops (one list lookup) outside an autocast region. The lists follow PyTorch's
 (torch/csrc/autocast_mode.cpp): "webgpu" takes CUDA's lists, "cpu" the CPU's, restricted to the ops
 webgrad has; ops on neither list run in the dtype of their inputs, and binary ops between float16 and
@@ -47,10 +48,17 @@ FP32_OPS = {
 }
 
 
+# The dtype an autocast region lowers to where none is given (PyTorch's: bfloat16 on the CPU, float16 on the GPU),
+# and the ones each device type takes (WebGPU stores no bfloat16).
+DEFAULT_DTYPES = {"cpu": dtypes.bfloat16, "webgpu": dtypes.float16}
+LOWER_DTYPES = {"cpu": (dtypes.bfloat16, dtypes.float16), "webgpu": (dtypes.float16,)}
+_LOWER = (dtypes.float16, dtypes.bfloat16)
+
+
 class _State(threading.local):
     def __init__(self):
         self.enabled = {"cpu": False, "webgpu": False}
-        self.dtype = {"cpu": dtypes.float16, "webgpu": dtypes.float16}
+        self.dtype = dict(DEFAULT_DTYPES)
         self.cache = {}  # id(leaf) -> _CacheEntry; cleared when the outermost region exits
         self.cache_enabled = True
         self.depth = 0
@@ -169,8 +177,8 @@ def lower_precision(name):
 
 
 def full_precision(name, reads_half=None):
-    """Decorator: inside autocast (where `name` is on the device's fp32 list), float16 tensor arguments
-    are cast to float32, so the op computes and returns float32.
+    """Decorator: inside autocast (where `name` is on the device's fp32 list), float16 and bfloat16 tensor
+    arguments are cast to float32, so the op computes and returns float32.
 
     reads_half: the op's form for float16 arguments, called with them instead of their casts. It reads them
     into float32 itself and returns what the op on the casts would (a half is exact in float32), so what it
@@ -183,9 +191,9 @@ def full_precision(name, reads_half=None):
             if kind is not None and name in FP32_OPS[kind]:
                 if reads_half is not None and _holds_half(args, kwargs):
                     return reads_half(*args, **kwargs)
-                args = tuple(_cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v
+                args = tuple(_cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype in _LOWER else v
                              for v in args)
-                kwargs = {k: _cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype is dtypes.float16 else v
+                kwargs = {k: _cast(v, dtypes.float32) if isinstance(v, Tensor) and v.dtype in _LOWER else v
                           for k, v in kwargs.items()}
             return fn(*args, **kwargs)
         op.__autocast__ = ("fp32", name)

@@ -27,7 +27,7 @@ def _result_dtype(name, input, other):
     return dtype
 
 
-_TORCH_TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool"}
+_TORCH_TYPE_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
 
 
 def _not_for(name, dtype):

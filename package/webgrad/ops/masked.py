@@ -23,7 +23,7 @@ from .._backends import kernels
 
 # dtypes the masked_fill kernel writes (the CPU writes any; WebGPU float32, int32 and int64, float16 through
 # float32); other dtypes (bool, uint8) take where
-_KERNEL_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
+_KERNEL_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
 
 
 def _check(input, mask, value, op):

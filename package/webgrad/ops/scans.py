@@ -108,7 +108,7 @@ def _extreme(op, result):
             return result(input.clone(), full((), 0, dtype=dtypes.int64, device=input.device))
         d = _norm_dim(dim, input.ndim)
         x = input if input.dtype in (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64) else \
-            cast(input, dtypes.float32 if input.dtype is dtypes.float16 else dtypes.int32)
+            cast(input, dtypes.float32 if input.dtype.is_floating else dtypes.int32)
         values, indices = _scan(op, x, d, with_indices=True)
         if x.dtype is not input.dtype:
             values = cast(values, input.dtype)

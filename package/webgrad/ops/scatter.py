@@ -21,7 +21,7 @@ from .shape import _check_index, _three_d, gather, index_select
 from .._backends import kernels
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
-_KERNEL_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.int32, dtypes.int64)
+_KERNEL_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64)
 
 
 def _check_tensor(t, op, name):

@@ -16,7 +16,7 @@ from .._backends import kernels
 topk_result = namedtuple("topk", ["values", "indices"])  # torch.return_types.topk
 sort_result = namedtuple("sort", ["values", "indices"])  # torch.return_types.sort
 
-_KEYED = (dtypes.float32, dtypes.float16, dtypes.float64, dtypes.int32, dtypes.int64)
+_KEYED = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64, dtypes.int32, dtypes.int64)
 
 
 def _check(input, op):

@@ -32,7 +32,7 @@ def bincount(input, weights=None, minlength=0):
         return scatter.index_add(sums, 0, index, weights.to(dtype))
 
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bool": "Bool"}
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "bool": "Bool"}
 
 
 def _triangle(name, row, col, offset, dtype, device, layout, lower):

@@ -59,6 +59,7 @@ WORST_FIRST = ("wrong", "error", "forward-only", "pass")
 FORWARD_TOL = {"cpu": (1e-4, 1e-5), "webgpu": (1e-3, 1e-4)}
 GRAD_TOL = {"cpu": (1e-3, 1e-4), "webgpu": (5e-3, 5e-4)}
 FLOAT16_TOL = (1e-3, 1e-3)
+BFLOAT16_TOL = (1.6e-2, 1e-2)  # a bfloat16 has 8 significant bits: one rounding apart is 2**-8 relative
 
 # values are undefined (uninitialised memory): only shapes and dtypes are compared
 UNDEFINED_VALUES = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
@@ -278,8 +279,8 @@ class Converter:
             dtype = webgrad_dtype(obj.dtype)
             data = obj.detach().cpu().resolve_conj().resolve_neg()
             try:
-                array = data.numpy()
-            except TypeError:  # bfloat16 and the like have no NumPy twin
+                array = data.numpy() if data.dtype != torch.bfloat16 else data.float().numpy()  # (exact)
+            except TypeError:  # dtypes without a NumPy twin
                 raise Unconvertible(f"webgrad has no dtype {obj.dtype}") from None
             # a view into a larger storage (a sample made by slicing a base) keeps its place in that storage:
             # ops that read the storage itself (as_strided's storage_offset) see what torch's sees
@@ -354,7 +355,8 @@ class Converter:
         from webgrad._view import View
         wg = _wg()
         whole = torch.empty(0, dtype=data.dtype).set_(data.untyped_storage())
-        base = wg.tensor(whole.numpy(), dtype=dtype, device=self.device)
+        base = wg.tensor((whole.float() if whole.dtype == torch.bfloat16 else whole).numpy(), dtype=dtype,
+                         device=self.device)
         return wg.Tensor._make(View(base._view.storage, tuple(data.shape), tuple(data.stride()), data.storage_offset(),
                                     dtype), base.device)
 
@@ -374,8 +376,11 @@ def _is_size(obj):
 
 
 def _to_numpy(t):
-    """A webgrad or torch tensor's values as a NumPy array (float16 kept, everything on the host)."""
+    """A webgrad or torch tensor's values as a NumPy array (float16 kept, bfloat16 as float32: NumPy has none;
+    everything on the host)."""
     import torch
+    if str(t.dtype).endswith("bfloat16"):
+        t = t.float()
     if isinstance(t, torch.Tensor):
         return t.detach().cpu().resolve_conj().resolve_neg().numpy(force=True)  # (force: a ZeroTensor gradient, sgn's)
     return t.detach().to("cpu").numpy()
@@ -421,7 +426,8 @@ def compare(ref, got, tol, where="output", random=False, notes=None):
             if not (np.iscomplexobj(a) and np.iscomplexobj(b)):
                 raise Mismatch(f"{where}: torch gives {'complex' if np.iscomplexobj(b) else 'real'} values")
             a, b = np.stack([a.real, a.imag], -1), np.stack([b.real, b.imag], -1)
-        rtol, atol = FLOAT16_TOL if "float16" in (str(a.dtype), str(b.dtype)) else tol
+        rtol, atol = FLOAT16_TOL if "float16" in (str(a.dtype), str(b.dtype)) else \
+            BFLOAT16_TOL if "bfloat16" in (ref_dtype, got.dtype.name) else tol
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True)
         if not close.all():
@@ -810,7 +816,7 @@ def _check_grad(sample, ref, got, conv, tol, random, verdict, notes, what, resul
             return
     try:
         for k, ((r, g), c) in enumerate(zip(pairs, cotangents)):
-            g.backward(wg.tensor(c.numpy(), device=conv.device), retain_graph=k < len(pairs) - 1)
+            g.backward(conv(c.detach()), retain_graph=k < len(pairs) - 1)
     except _TimeBox:
         raise
     except Exception as exc:

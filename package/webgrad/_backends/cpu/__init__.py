@@ -6,13 +6,16 @@ right NumPy over speed. Each family module registers its kernels on the records 
 """
 
 from ... import dtypes
+from .. import kernels
 from ..interface import Backend
 # the kernel families: importing them registers their implementations on the records
 from . import augment, checks, conv, elementwise, index, linalg, loss, norm, optim, random, reduce  # noqa: F401
 from . import attention, layer_norm, masked, softmax_masked  # noqa: F401  (the transformer's kernels)
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
 from . import scatter  # noqa: F401  (scatter_reduce, compact, scan, searchsorted, histc)
-from .arrays import NP_DTYPES, array, np, require_numpy
+from .arrays import NP_DTYPES, array, np, require_numpy, round_bfloat16
+
+_WRITTEN = (kernels.OUT, kernels.INOUT)
 
 
 class CPUBackend(Backend):
@@ -27,11 +30,14 @@ class CPUBackend(Backend):
 
     def from_bytes(self, data, dtype):
         dtypes.check_storable(dtype)
+        if dtype is dtypes.bfloat16:  # two bytes each, canonically; float32 words here (webgrad/dtypes.py)
+            data = dtypes.bf16_unpack(data)
         arr = np.frombuffer(bytes(data) if not isinstance(data, (bytes, bytearray)) else data, NP_DTYPES[dtype])
         return arr.copy()
 
     def to_bytes(self, view):
-        return np.ascontiguousarray(array(view)).tobytes()
+        raw = np.ascontiguousarray(array(view)).tobytes()
+        return dtypes.bf16_pack(raw) if view.dtype is dtypes.bfloat16 else raw
 
     array = staticmethod(array)  # the NumPy array a view describes (tests and tools read storages with it)
 
@@ -39,4 +45,25 @@ class CPUBackend(Backend):
         impl = kernel.impls.get("cpu")
         if impl is None:
             raise NotImplementedError(f"the cpu backend has no kernel {kernel.name!r}")
-        return impl(*args, **kwargs)
+        result = impl(*args, **kwargs)
+        _round_bfloat16_outputs(kernel, args, kwargs)
+        return result
+
+
+def _round_bfloat16_outputs(kernel, args, kwargs):
+    """Round each bfloat16 view a kernel wrote to bfloat16 (its storage holds float32 words: webgrad/dtypes.py),
+    so that every kernel computes bfloat16 as float32 and its result is rounded once, here."""
+    for kind, value in zip(kernel.positions, args):
+        _round_written(kind, value)
+    for name, value in kwargs.items():
+        _round_written(kernel.by_name.get(name), value)
+
+
+def _round_written(kind, value):
+    if kind in _WRITTEN:
+        if value is not None and value.dtype is dtypes.bfloat16:
+            round_bfloat16(array(value))
+    elif kind == kernels.VIEWS:
+        for view in value or ():
+            if view is not None and view.dtype is dtypes.bfloat16:
+                round_bfloat16(array(view))

@@ -14,7 +14,8 @@ from ... import _bounds, dtypes
 NP_DTYPES = {}  # (empty without NumPy: the package still imports, and CPUBackend() says what is missing)
 if np is not None:
     NP_DTYPES = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64,
-                 dtypes.int64: np.int64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_}
+                 dtypes.int64: np.int64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_,
+                 dtypes.bfloat16: np.float32}  # bfloat16: float32 words holding bfloat16 values (webgrad/dtypes.py)
 
 
 def require_numpy():
@@ -37,6 +38,12 @@ def array(view):
 def write(out, value):
     """out[...] = value, converted to out's dtype (a kernel computes in float64 and rounds once here)."""
     array(out)[...] = np.asarray(value).astype(NP_DTYPES[out.dtype], copy=False)
+
+
+def round_bfloat16(a):
+    """Round a float32 array (a bfloat16 view's window) to bfloat16 values in place."""
+    bits = a.view(np.uint32)
+    bits[...] = dtypes.bf16_round_bits(bits)
 
 
 def f64(view):

@@ -31,6 +31,10 @@ def _check_dtype(dtype, backend):
             raise TypeError("the WebGPU backend has no float64 (WebGPU has no 64-bit floats): convert to float32 "
                             "first, e.g. t.float().to('webgpu') (a NumPy float64 array: torch.from_numpy(a)"
                             ".float()), or model.float() for a float64 model")
+        if dtype is dtypes.bfloat16:
+            raise TypeError("the WebGPU backend has no bfloat16 (webgrad keeps bfloat16 on the CPU): convert first, "
+                            "e.g. t.float().to('webgpu') or model.float() (or .half() where the adapter has "
+                            "shader-f16), or keep this tensor on the CPU")
         raise TypeError(
             f"the WebGPU backend has no {dtype}; it stores float32, float16 (with the adapter feature shader-f16), "
             "int64 (in the int32 range), int32, uint8 and bool"
