@@ -46,6 +46,7 @@ from ._out import with_out as _with_out
 from . import distributed, jit, onnx  # torch.distributed (a world of one), TorchScript's names, ONNX (refused)
 from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
 from . import version  # torch.version: the build (no CUDA/ROCm toolkit)
+from . import library  # torch.library: Python custom operators (torch.ops.<namespace>)
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided

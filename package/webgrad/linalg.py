@@ -1075,3 +1075,7 @@ TENSOR_METHODS = {
     "lu": _method(_lu_torch, "lu"), "lu_solve": _method(_lu_solve_torch, "lu_solve"),
     "triangular_solve": _method(_triangular_solve, "triangular_solve"),
 }
+
+
+from ._ldl import LDLFactor, LDLFactorEx, ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402,F401  (Bunch-Kaufman)
+__all__ += ["ldl_factor", "ldl_factor_ex", "ldl_solve"]

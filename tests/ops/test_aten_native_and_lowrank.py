@@ -1,6 +1,6 @@
 """The ATen-level torch.* functions (native_layer_norm, native_batch_norm, native_group_norm,
 _native_batch_norm_legit, _softmax_backward_data, _chunk_cat, grid_sampler_2d/3d), F.linear_cross_entropy with and
-without chunking options, svd_lowrank / pca_lowrank and fractional max pooling, against PyTorch: values, gradients,
+without chunking options, svd_lowrank / pca_lowrank, fractional max pooling and linalg.ldl_factor / ldl_solve, against PyTorch: values, gradients,
 running statistics, errors; and their OpInfo entries."""
 
 import warnings
@@ -288,10 +288,55 @@ def test_fractional_max_pool_module_and_errors():
         wg.nn.functional.fractional_max_pool2d(wg.zeros(1, 1, 4, 4), 3, output_size=3)
 
 
+# ---------------------------------------------------------------------------------------------------- LDLᵀ
+def _symmetric_cases():
+    """Symmetric matrices that take each of Bunch-Kaufman's branches: 1x1 pivots, row swaps, 2x2 blocks, a zero
+    diagonal, a zero pivot (singular D)."""
+    cases = []
+    for trial in range(40):
+        n = 1 + trial % 7
+        a = _randn(n, n)
+        if trial % 3 == 0:
+            np.fill_diagonal(a, 0.0)
+        if trial % 8 == 1:
+            a[trial % n, :] = 0.0
+        cases.append(a + a.T)
+    return cases
+
+
+def test_ldl_factor_matches_lapack_pivots_and_solve():
+    for a in _symmetric_cases():
+        t = torch.linalg.ldl_factor_ex(torch.tensor(a))
+        w = wg.linalg.ldl_factor_ex(wg.tensor(a))
+        _close(w.LD, t.LD, 1e-4, 1e-4)
+        np.testing.assert_array_equal(w.pivots.numpy(), t.pivots.numpy())
+        assert w.pivots.dtype == wg.int32 and int(w.info) == int(t.info)
+        if int(t.info) == 0:
+            b = _randn(a.shape[0], 3)
+            expected = torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b))
+            _close(wg.linalg.ldl_solve(w.LD, w.pivots, wg.tensor(b)), expected, 1e-3, 1e-3)
+
+
+def test_ldl_batched_broadcast_and_errors():
+    a = np.stack([m for m in _symmetric_cases() if m.shape[0] == 4][:3])
+    t_ld, t_piv = torch.linalg.ldl_factor(torch.tensor(a))
+    w_ld, w_piv = wg.linalg.ldl_factor(wg.tensor(a))
+    _close(w_ld, t_ld, 1e-4, 1e-4)
+    np.testing.assert_array_equal(w_piv.numpy(), t_piv.numpy())
+    b = _randn(4, 2)  # one right-hand side for the whole batch
+    _close(wg.linalg.ldl_solve(w_ld, w_piv, wg.tensor(b)), torch.linalg.ldl_solve(t_ld, t_piv, torch.tensor(b)),
+           1e-3, 1e-3)
+    with pytest.raises(RuntimeError, match="not invertible"):
+        wg.linalg.ldl_factor(wg.zeros(3, 3))
+    with pytest.raises(RuntimeError, match="square"):
+        wg.linalg.ldl_factor(wg.zeros(2, 3))
+
+
 # -------------------------------------------------------------------------------------------------- OpInfo
 def test_opinfo_entries_pass_on_cpu():
     assert_opinfo_entries_pass([
         "native_layer_norm", "native_batch_norm", "native_group_norm", "_native_batch_norm_legit",
         "_softmax_backward_data", "_chunk_cat", "grid_sampler_2d", "nn.functional.linear_cross_entropy",
         "nn.functional.linear_cross_entropy:chunked", "nn.functional.linear_cross_entropy:chunked_none",
-        "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d"], "cpu")
+        "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d", "linalg.ldl_factor",
+        "linalg.ldl_factor_ex", "linalg.ldl_solve"], "cpu")
