@@ -47,6 +47,7 @@ from . import distributed, jit, onnx  # torch.distributed (a world of one), Torc
 from . import special  # torch.special: Bessel, gamma and error functions, orthogonal polynomials
 from . import version  # torch.version: the build (no CUDA/ROCm toolkit)
 from . import library  # torch.library: Python custom operators (torch.ops.<namespace>)
+from . import compiler  # torch.compiler (and torch._dynamo): the switches around torch.compile
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided

@@ -652,6 +652,26 @@ class Size(tuple):
     def __repr__(self):
         return f"{dtypes.namespace()}.Size([{', '.join(str(s) for s in self)}])"
 
+    # slices, sums and repeats of a Size are Sizes, as torch's (x.shape[:-1] + (n,) prints as torch.Size)
+    def __getitem__(self, index):
+        got = tuple.__getitem__(self, index)
+        return Size(got) if isinstance(index, slice) else got
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple(self) * n)
+
+    __rmul__ = __mul__
+
 
 _autograd.register_tensor_type(Tensor)
 

@@ -199,3 +199,38 @@ def test_module_to_memory_format_as_torch():
 def test_torch_version_fields_as_a_cpu_only_build():
     assert set(torch.version.__all__) <= set(dir(wg.version))
     assert wg.version.cuda is None and wg.version.hip is None and wg.version.__version__ == wg.__version__
+
+
+# ------------------------------------------------------------------ nn.Buffer, torch.Size arithmetic, torch.compiler
+def test_nn_buffer_registers_as_torch():
+    for lib in (torch, wg):
+        m = lib.nn.Module()
+        m.kept = lib.nn.Buffer(lib.ones(2))
+        m.scratch = lib.nn.Buffer(lib.zeros(3), persistent=False)
+        assert list(m.state_dict()) == ["kept"]
+        assert [n for n, _ in m.named_buffers()] == ["kept", "scratch"]
+        assert m.kept.tolist() == [1.0, 1.0] and not list(m.parameters())
+
+
+def test_size_slices_and_sums_are_sizes_as_torch():
+    for lib in (torch, wg):
+        s = lib.ones(2, 3, 4).shape
+        for got in (s[1:], s[:-1] + (5,), (1,) + s, s * 2):
+            assert isinstance(got, lib.Size), got
+        assert isinstance(s[0], int) and s[::2] == (2, 4)
+    assert repr(wg.ones(2, 3).shape[1:]).endswith("Size([3])")
+
+
+def test_compiler_and_dynamo_switches_scripts_set():
+    import webgrad._dynamo as dynamo
+    for lib, dyn in ((torch, torch._dynamo), (wg, dynamo)):
+        assert lib.compiler.is_compiling() is False
+        f = lib.compiler.disable(lambda x: x + 1)
+        assert f(1) == 2
+        dyn.reset()
+        before = dyn.config.cache_size_limit
+        with dyn.config.patch(cache_size_limit=before + 56):
+            assert dyn.config.cache_size_limit == before + 56
+        assert dyn.config.cache_size_limit == before
+        assert "inductor" in dyn.list_backends()
+        dyn.mark_dynamic(lib.ones(2, 3), 0)

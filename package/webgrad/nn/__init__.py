@@ -25,7 +25,7 @@ from .parallel import DataParallel  # noqa: F401
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: F401
                       ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
                       ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
-from .parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .parameter_containers import ParameterDict, ParameterList  # noqa: F401
 from .prelu import PReLU  # noqa: F401
 from .alpha_dropout import AlphaDropout, FeatureAlphaDropout  # noqa: F401

@@ -18,7 +18,7 @@ from .. import _autograd, _compile, devices, dtypes
 from .._autograd import RemovableHandle, no_grad, record
 from .._tensor import Tensor, empty_like, tensor
 from ..memory_format import memory_format as _memory_format
-from .parameter import _SHAPE_ERROR, Parameter, is_lazy
+from .parameter import _SHAPE_ERROR, Buffer, Parameter, is_lazy
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -358,6 +358,11 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(webgrad.nn.Module or None expected)")
             self._modules[name] = value
+        elif isinstance(value, Buffer):
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            remove_from(d, self._parameters, self._modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif name in d.get("_buffers", {}):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")

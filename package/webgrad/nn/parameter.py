@@ -1,4 +1,5 @@
-"""nn.Parameter: a Tensor that a Module registers as one of its parameters (requires_grad by default).
+"""nn.Parameter: a Tensor that a Module registers as one of its parameters (requires_grad by default); nn.Buffer,
+one it registers as a buffer.
 
 A Parameter shares storage with the tensor it wraps. It stays a Parameter only as an object: any op on
 it returns a plain Tensor, as in PyTorch.
@@ -36,6 +37,20 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """nn.Buffer(data, persistent=True): assigned to a Module attribute, registers that tensor as a buffer
+    (persistent ones go into state_dict), as Module.register_buffer does. It shares storage with data."""
+
+    def __init__(self, data=None, *, persistent=True):
+        if data is None:
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer(): expected a Tensor, got {type(data).__name__}")
+        self._init(data._view, data.device)
+        self.requires_grad = data.requires_grad
+        self.persistent = persistent
 
 
 # ----------------------------------------------------------------- uninitialised placeholders (lazy modules)
