@@ -83,10 +83,11 @@ from ._toplevel_math import FUNCTIONS as _TOPLEVEL_MATH  # torch.gcd, unravel_in
 from ._runtime_switches import FUNCTIONS as _SWITCHES  # torch.set_warn_always, set_anomaly_enabled, autocast state
 from ._nn_native import FUNCTIONS as _NN_NATIVE  # torch.native_layer_norm, _softmax_backward_data, _chunk_cat, ...
 from ._lowrank import FUNCTIONS as _LOWRANK  # torch.svd_lowrank, pca_lowrank
-globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK)
+from ._householder import FUNCTIONS as _HOUSEHOLDER  # torch.geqrf, ormqr
+globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK, **_HOUSEHOLDER)
 
 __all__ = [
-    "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
+    "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "int8", "int16", "short", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
     "promote_types", "result_type", "finfo", "iinfo",
     "device", "get_default_device", "set_default_device",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",
@@ -108,5 +109,5 @@ __all__ = [
     "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
     "e", "inf", "nan", "pi", "newaxis",
     "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES), *sorted(_NN_NATIVE),
-    *sorted(_LOWRANK),
+    *sorted(_LOWRANK), *sorted(_HOUSEHOLDER),
 ]

@@ -1,7 +1,7 @@
 """The ATen-level torch.* functions (native_layer_norm, native_batch_norm, native_group_norm,
 _native_batch_norm_legit, _softmax_backward_data, _chunk_cat, grid_sampler_2d/3d), F.linear_cross_entropy with and
-without chunking options, svd_lowrank / pca_lowrank, fractional max pooling and linalg.ldl_factor / ldl_solve, against PyTorch: values, gradients,
-running statistics, errors; and their OpInfo entries."""
+without chunking options, svd_lowrank / pca_lowrank, fractional max pooling, linalg.ldl_factor / ldl_solve and
+geqrf / ormqr, against PyTorch: values, gradients, running statistics, errors; and their OpInfo entries."""
 
 import warnings
 
@@ -332,6 +332,37 @@ def test_ldl_batched_broadcast_and_errors():
         wg.linalg.ldl_factor(wg.zeros(2, 3))
 
 
+# ------------------------------------------------------------------------------------------- geqrf / ormqr
+@pytest.mark.parametrize("shape", [(5, 5), (6, 3), (3, 6), (2, 4, 3)])
+def test_geqrf_matches_lapack(shape):
+    a = _randn(*shape)
+    if shape == (5, 5):
+        a[:, 1] = 0.0  # a zero column below the diagonal: tau 0 (no reflection)
+    t_a, t_tau = torch.geqrf(torch.tensor(a))
+    w_a, w_tau = wg.geqrf(wg.tensor(a))
+    _close(w_a, t_a, 1e-4, 1e-5)
+    _close(w_tau, t_tau, 1e-4, 1e-5)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_ormqr_values_and_gradients(left, transpose):
+    t_a, t_tau = torch.geqrf(torch.tensor(_randn(2, 5, 3)))
+    c = _randn(2, 5, 4) if left else _randn(2, 4, 5)
+    t_args = [torch.tensor(v, requires_grad=True) for v in (t_a.numpy(), t_tau.numpy(), c)]
+    w_args = [wg.tensor(v.detach().numpy(), requires_grad=True) for v in t_args]
+    t_out = torch.ormqr(*t_args, left, transpose)
+    w_out = wg.ormqr(*w_args, left, transpose)
+    _close(w_out, t_out)
+    g = _randn(*t_out.shape)
+    t_out.backward(torch.tensor(g))
+    w_out.backward(wg.tensor(g))
+    for w, t in zip(w_args, t_args):
+        _close(w.grad, t.grad, 1e-3, 1e-3)
+    with pytest.raises(RuntimeError, match="must be equal"):
+        wg.ormqr(w_args[0], w_args[1], wg.zeros(2, 3, 3))
+
+
 # -------------------------------------------------------------------------------------------------- OpInfo
 def test_opinfo_entries_pass_on_cpu():
     assert_opinfo_entries_pass([
@@ -339,4 +370,4 @@ def test_opinfo_entries_pass_on_cpu():
         "_softmax_backward_data", "_chunk_cat", "grid_sampler_2d", "nn.functional.linear_cross_entropy",
         "nn.functional.linear_cross_entropy:chunked", "nn.functional.linear_cross_entropy:chunked_none",
         "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d", "linalg.ldl_factor",
-        "linalg.ldl_factor_ex", "linalg.ldl_solve"], "cpu")
+        "linalg.ldl_factor_ex", "linalg.ldl_solve", "geqrf", "ormqr"], "cpu")
