@@ -298,6 +298,20 @@ def test_interpolate_bicubic_and_area(device, mode, size, align):
                   np.random.default_rng(7).standard_normal((1, 1, 4, 5)))
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("size,align", [((3, 2), False), ((9, 11), False), ((4, 7), True), (None, False)])
+def test_interpolate_antialias(device, mode, size, align):
+    """ATen's antialiased filters (torchvision's Resize on tensors), as two products with [out, in] matrices."""
+    kw = dict(size=size, mode=mode, antialias=True, align_corners=align) if size else \
+        dict(scale_factor=0.45, mode=mode, antialias=True)
+    _against_torch(device, lambda x: F.interpolate(x, **kw), lambda x: torch.nn.functional.interpolate(x, **kw),
+                   (2, 2, 10, 13))
+    if device == "cpu":
+        gradcheck(lambda t: F.interpolate(t, **kw), np.random.default_rng(7).standard_normal((1, 1, 10, 13)))
+    with pytest.raises(ValueError, match="Anti-alias"):
+        F.interpolate(wg.ones(1, 1, 4), size=2, mode="linear", antialias=True)
+
+
 @pytest.mark.parametrize("stride,padding,output_padding,dilation", [((3, 2), (1, 2), (2, 3), (4, 4)),
                                                                      (2, 0, 2, 3), (2, 3, 1, 1)])
 def test_conv_transpose2d_output_padding_past_the_stride(device, stride, padding, output_padding, dilation):

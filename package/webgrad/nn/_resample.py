@@ -9,6 +9,7 @@ host with PyTorch's formulas (CPU kernels: aten/src/ATen/native/UpSample.h), in 
 modes as PyTorch does, so the same rows are picked.
 """
 
+import functools
 import math
 import struct
 import warnings
@@ -39,8 +40,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "linear | bilinear | bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        raise NotImplementedError("interpolate(): antialias=True is not supported yet")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as "
+                         "input")
     if input.ndim not in (3, 4, 5):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
@@ -75,6 +77,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(s <= 0 for s in sizes):
         raise RuntimeError(f"interpolate(): output size must be positive, got {sizes} for input of shape "
                            f"{list(input.shape)}")
+    if antialias:  # ATen's separable filters: out = Wh @ x @ Ww^T, each W a constant [out, in] matrix
+        wh, ww = (tensor(aa_rows(n_in, n_out, bool(align_corners), scale, mode == "bicubic"), dtype=input.dtype,
+                         device=input.device) for n_in, n_out, scale in zip(input.shape[2:], sizes, scales))
+        return wh @ input @ ww.t()
     out = input
     for d, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], sizes, scales)):
         axis = d + 2
@@ -96,6 +102,47 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             out = _linear(out, axis, n_in, n_out, scale, align_corners)
     return out
+
+
+def _aa_filter(cubic):
+    """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5 (bicubic)."""
+    def triangle(x):
+        x = abs(x)
+        return 1.0 - x if x < 1.0 else 0.0
+
+    def keys(x):
+        x, a = abs(x), -0.5
+        if x < 1.0:
+            return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
+    return keys if cubic else triangle
+
+
+@functools.lru_cache(maxsize=64)
+def aa_rows(n_in, n_out, align_corners, scale, cubic):
+    """The rows of ATen's antialiased resampling matrix [n_out, n_in] along one dim (UpSampleKernel.cpp's
+    _compute_indices_min_size_weights_aa): output i averages the inputs within `support` of its center, the
+    filter stretched by the scale when downsampling, the weights normalised to sum to 1. They depend on the
+    sizes only, so a resize repeated over a data set computes them once."""
+    if align_corners:
+        step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+    size = 4 if cubic else 2
+    support = size * 0.5 * step if step >= 1.0 else size * 0.5
+    stretch = 1.0 / step if step >= 1.0 else 1.0
+    filt = _aa_filter(cubic)
+    rows = []
+    for i in range(n_out):
+        center = step * (i + 0.5)
+        low = max(int(center - support + 0.5), 0)
+        count = min(int(center + support + 0.5), n_in) - low
+        w = [filt((j + low - center + 0.5) * stretch) for j in range(count)]
+        total = sum(w)
+        row = [0.0] * n_in
+        row[low:low + count] = [v / total for v in w] if total else w
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
 def _index(values, like):

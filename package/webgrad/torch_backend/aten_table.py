@@ -7,7 +7,6 @@ ATen ops, so webgrad's own autograd is not involved. A function raises :class:`U
 combinations it does not cover; the executor then runs that node in eager PyTorch (see executor.py).
 """
 
-import functools
 import math
 import struct
 
@@ -21,6 +20,7 @@ from webgrad._tensor import Tensor
 import torch
 from .._backends import kernels
 from webgrad.ops import bags, pooling3d
+from webgrad.nn._resample import aa_rows
 from webgrad.random import fill_random
 
 aten = torch.ops.aten
@@ -1887,50 +1887,9 @@ ATEN.update({
 
 
 # ------------------------------------------------------------------ antialiased resampling
-def _aa_filter(cubic):
-    """ATen's antialiasing filters: the triangle (bilinear) and Keys' cubic with a = -0.5 (bicubic)."""
-    def triangle(x):
-        x = abs(x)
-        return 1.0 - x if x < 1.0 else 0.0
-
-    def keys(x):
-        x, a = abs(x), -0.5
-        if x < 1.0:
-            return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
-        return (((x - 5.0) * x + 8.0) * x - 4.0) * a if x < 2.0 else 0.0
-    return keys if cubic else triangle
-
-
 def _aa_weights(n_in, n_out, align_corners, scale, cubic, like):
     """The [n_out, n_in] matrix of ATen's antialiased resampling along one dim, on like's device."""
-    return wg.tensor(_aa_rows(n_in, n_out, bool(align_corners), scale, cubic), dtype=like.dtype, device=like.device)
-
-
-@functools.lru_cache(maxsize=64)
-def _aa_rows(n_in, n_out, align_corners, scale, cubic):
-    """The rows of ATen's antialiased resampling matrix (UpSampleKernel.cpp's _compute_indices_min_size_weights_aa):
-    output i averages the inputs within `support` of its center, the filter stretched by the scale when
-    downsampling, the weights normalised to sum to 1. They depend on the sizes only, so a resize repeated over a
-    data set computes them once."""
-    if align_corners:
-        step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
-    else:
-        step = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
-    size = 4 if cubic else 2
-    support = size * 0.5 * step if step >= 1.0 else size * 0.5
-    stretch = 1.0 / step if step >= 1.0 else 1.0
-    filt = _aa_filter(cubic)
-    rows = []
-    for i in range(n_out):
-        center = step * (i + 0.5)
-        low = max(int(center - support + 0.5), 0)
-        count = min(int(center + support + 0.5), n_in) - low
-        w = [filt((j + low - center + 0.5) * stretch) for j in range(count)]
-        total = sum(w)
-        row = [0.0] * n_in
-        row[low:low + count] = [v / total for v in w] if total else w
-        rows.append(tuple(row))
-    return tuple(rows)
+    return wg.tensor(aa_rows(n_in, n_out, bool(align_corners), scale, cubic), dtype=like.dtype, device=like.device)
 
 
 def _upsample_aa(cubic):
