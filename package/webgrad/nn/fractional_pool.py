@@ -6,7 +6,8 @@ The windows' elements are gathered with one index tensor and reduced with max, s
 maximum) comes from gather's and both devices run it. Indices are flat positions in the input plane, as PyTorch's.
 """
 
-import numpy as np
+import math
+import struct
 
 from .._tensor import Tensor, arange
 from ..ops.shape import cat
@@ -26,12 +27,18 @@ def _tuple(value, d, what, op):
     return values
 
 
+def _float32(value):
+    """value rounded to float32 (PyTorch computes the windows' step in the input's dtype); NumPy-free, as the
+    package imports without NumPy in Pyodide."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
 def _starts(samples, n, k, m):
     """[planes, m] window starts along one dim, from each plane's sample u, in float32 arithmetic as PyTorch's."""
     last = samples.new_full((samples.shape[0], 1), n - k).long()
     if m == 1:
         return last
-    alpha = float(np.float32(n - k) / np.float32(m - 1))
+    alpha = _float32(_float32(n - k) / _float32(m - 1))
     steps = arange(m - 1, device=samples.device, dtype=samples.dtype)
     # truncation toward zero, as PyTorch's int64 cast (samples outside [0, 1) give other windows than floor's)
     inner = ((steps + samples.unsqueeze(1)) * alpha).trunc().long() - (samples * alpha).trunc().long().unsqueeze(1)
@@ -70,7 +77,7 @@ def _pool(input, kernel_size, output_size, output_ratio, random_samples, d):
     samples = random_samples.detach().reshape(planes, d)
     # PyTorch's 2-D kernel reads its two samples as (width, height); the 3-D one as (time, height, width)
     order = (1, 0) if d == 2 else (0, 1, 2)
-    strides = [int(np.prod(spatial[i + 1:])) for i in range(d)]
+    strides = [math.prod(spatial[i + 1:]) for i in range(d)]
     flat = None  # [planes, out_1, k_1, out_2, k_2, ...]: every window element's flat position in the plane
     for axis in range(d):
         n, k, m = spatial[axis], kernel[axis], out[axis]
@@ -79,8 +86,8 @@ def _pool(input, kernel_size, output_size, output_ratio, random_samples, d):
         positions = positions.reshape((planes,) + (1, 1) * axis + (m, k) + (1, 1) * (d - axis - 1))
         flat = positions if flat is None else flat + positions
     perm = (0,) + tuple(range(1, 2 * d + 1, 2)) + tuple(range(2, 2 * d + 1, 2))
-    flat = flat.permute(perm).reshape(planes, *out, int(np.prod(kernel)))  # [planes, out..., window]
-    plane_size, windows = int(np.prod(spatial)), int(np.prod(flat.shape[1:]))
+    flat = flat.permute(perm).reshape(planes, *out, math.prod(kernel))  # [planes, out..., window]
+    plane_size, windows = math.prod(spatial), math.prod(flat.shape[1:])
     values = x.reshape(planes, plane_size).gather(1, flat.reshape(planes, windows)).reshape(flat.shape)
     result, which = values.max(-1)
     indices = flat.gather(-1, which.unsqueeze(-1)).squeeze(-1)
