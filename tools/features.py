@@ -40,9 +40,10 @@ OPINFO_TABLES = [("cpu", "tests/compat/opinfo_cpu.md"), ("webgpu", "tests/compat
 
 # What differs where webgrad has the name: shown as "partial".
 PARTIAL = {
-    "torch.Tensor": "float32, int32, uint8, bool everywhere; float64 on the CPU; float16 on the CPU and on WebGPU "
-                    "with shader-f16; complex64 as float32 pairs; no bfloat16 or complex128",
-    "torch.autocast": "float16 only (no bfloat16); batch_norm computes and returns float32",
+    "torch.Tensor": "float32, int32, uint8, bool everywhere; float64, bfloat16, int16 and int8 on the CPU; float16 "
+                    "on the CPU and on WebGPU with shader-f16; complex64 as float32 pairs; no complex128",
+    "torch.autocast": "bfloat16 (the CPU's default) and float16 on the CPU, float16 on WebGPU; batch_norm computes "
+                      "and returns float32",
     "torch.tensor": "int64 data becomes int32 (range-checked)",
     "torch.from_numpy": "int64 arrays become int32",
     "torch.save": "torch's zip format for .pt/.pth names, safetensors for .safetensors",

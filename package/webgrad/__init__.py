@@ -12,6 +12,7 @@ from .dtypes import float64 as double, float16 as half
 from .dtypes import DType as dtype
 from .dtypes import float32 as float
 from .dtypes import int32 as int, int64 as long
+from .dtypes import int8, int16, int16 as short  # (CPU tensors)
 from .dtypes import promote_types, result_type  # torch's type promotion
 from .devices import device, get_default_device, set_default_device
 from ._autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -87,7 +88,7 @@ from ._householder import FUNCTIONS as _HOUSEHOLDER  # torch.geqrf, ormqr
 globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK, **_HOUSEHOLDER)
 
 __all__ = [
-    "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
+    "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "int8", "int16", "short", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
     "promote_types", "result_type", "finfo", "iinfo",
     "device", "get_default_device", "set_default_device",
     "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled",

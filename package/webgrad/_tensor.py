@@ -23,7 +23,7 @@ _CONTIGUOUS = {}  # shape -> (numel, contiguous strides), for Tensor._empty
 # it builds on Tensor, which never imports it
 COMPLEX = {}
 _NP_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int64": "int64", "int32": "int32",
-             "uint8": "uint8", "bool": "bool"}
+             "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool"}
 
 
 def _np():
@@ -531,6 +531,14 @@ class Tensor:
     def byte(self, memory_format=None):
         return self.type(dtypes.uint8)
 
+    def short(self, memory_format=None):
+        """int16 (on the CPU; see webgrad/dtypes.py)."""
+        return self.type(dtypes.int16)
+
+    def char(self, memory_format=None):
+        """int8 (on the CPU; see webgrad/dtypes.py)."""
+        return self.type(dtypes.int8)
+
     # ----------------------------------------------------------------- PyTorch's conveniences
     # Device questions scripts ask (`if x.is_cuda:`): webgrad has no CUDA, MPS or XPU device.
     is_cuda = property(lambda self: False)
@@ -729,13 +737,14 @@ def _nest(flat, shape):
 
 
 # ===================================================================== creation from data
-_ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "b": dtypes.int32, "h": dtypes.int32,
+_ARRAY_TYPECODES = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "b": dtypes.int8, "h": dtypes.int16,
                     "H": dtypes.int32, "i": dtypes.int32, "I": dtypes.int64, "l": dtypes.int64, "L": dtypes.int64,
                     "q": dtypes.int64, "Q": dtypes.int64}
 
 
 # array.array typecodes whose bytes are a dtype's canonical layout as they are
-_ARRAY_NATIVE = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "i": dtypes.int32, "q": dtypes.int64}
+_ARRAY_NATIVE = {"f": dtypes.float32, "d": dtypes.float64, "B": dtypes.uint8, "i": dtypes.int32, "q": dtypes.int64,
+                 "b": dtypes.int8, "h": dtypes.int16}
 
 
 def _flatten(data, tensor_dtypes=None):
@@ -835,9 +844,9 @@ def _numpy_dtype(np_dtype):
     if kind == "b":
         return dtypes.bool_
     if kind in "iu":
-        # int8/int16/uint16 widen to int32 (webgrad has no narrower signed ints); int64, uint32 and uint64 to int64
-        return dtypes.uint8 if np_dtype.name == "uint8" else dtypes.int64 if size >= 8 or (kind == "u" and size == 4) \
-            else dtypes.int32
+        # uint16 widens to int32; int64, uint32 and uint64 to int64
+        narrow = {"uint8": dtypes.uint8, "int8": dtypes.int8, "int16": dtypes.int16}.get(np_dtype.name)
+        return narrow or (dtypes.int64 if size >= 8 or (kind == "u" and size == 4) else dtypes.int32)
     raise TypeError(f"can't convert a NumPy array of dtype {np_dtype} to a tensor")
 
 
@@ -923,15 +932,15 @@ def as_tensor(data, dtype=None, device=None):
 
 def from_numpy(arr):
     """A CPU tensor that shares `arr`'s memory (writes show through both ways), as torch.from_numpy, for
-    float32/float64/float16/int64/int32/uint8/bool arrays with non-negative strides. Other integer arrays are
-    copied (int8/int16/uint16 into int32, uint32/uint64 into int64)."""
+    float32/float64/float16/int64/int32/int16/int8/uint8/bool arrays with non-negative strides. Other integer arrays
+    are copied (uint16 into int32, uint32/uint64 into int64)."""
     np = _np()
     if np is None or not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     if arr.dtype.kind == "c":  # complex64: shared as its float32 pairs (webgrad/_complex.py)
         return COMPLEX["from_numpy"](arr)
     name = {"float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64", "int32": "int32",
-            "uint8": "uint8", "bool": "bool"}.get(arr.dtype.name)
+            "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool"}.get(arr.dtype.name)
     item = arr.dtype.itemsize
     if name is None or not arr.dtype.isnative or any(s < 0 or s % item for s in arr.strides):
         return tensor(arr, device="cpu")

@@ -8,7 +8,7 @@ from . import dtypes
 TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16", "LongTensor": "int64",
          "IntTensor": "int32", "ByteTensor": "uint8", "BoolTensor": "bool"}
 # names type() answers and accepts that have no legacy class in webgrad (_legacy.py makes one per TYPES entry)
-NAMES_ONLY = {"BFloat16Tensor": "bfloat16"}
+NAMES_ONLY = {"BFloat16Tensor": "bfloat16", "ShortTensor": "int16", "CharTensor": "int8"}
 
 
 def type_name(dtype):

@@ -3,13 +3,14 @@
 float32 (the default for everything floating), float16 (mixed precision: webgrad.autocast; on WebGPU where the
 adapter has the optional `shader-f16` feature), float64 (CPU only), int64 (``webgrad.long``: PyTorch's index and
 label dtype; what integer data, ``arange``, ``randint``, ``argmax`` and ``.long()`` give), int32 (``webgrad.int``),
-uint8 (raw bytes such as image data), bool (comparison results, masks) and bfloat16 (CPU only, below).
+uint8 (raw bytes such as image data), bool (comparison results, masks), and on the CPU bfloat16 (below), int16
+(``webgrad.short``) and int8, wrapping on overflow as PyTorch's (WebGPU refuses those three: convert first).
 
 Every backend exchanges data in one *canonical* byte layout per dtype (little-endian, packed):
 float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), bfloat16 -> 2 bytes (the upper half of the float32
 bits, as torch's storages, torch.save and safetensors hold it), float64 -> 8 bytes 'd', int64 -> 8 bytes 'q',
-int32 -> 4 bytes 'i', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1). How a backend stores a dtype internally is
-its own business (WebGPU keeps bools in 32-bit words).
+int32 -> 4 bytes 'i', int16 -> 2 bytes 'h', int8 -> 1 byte 'b', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1).
+How a backend stores a dtype internally is its own business (WebGPU keeps bools in 32-bit words).
 
 int64 on each device. On the CPU it is NumPy's int64: exact over the whole 64-bit range, wrapping on overflow as
 PyTorch's does. WGSL has no 64-bit integers, so WebGPU keeps an int64 tensor in one 32-bit word per element, under
@@ -45,7 +46,7 @@ class DType:
         self.itemsize = itemsize  # bytes per element in the canonical layout
         self.fmt = fmt  # struct / array.array format character of the canonical layout
         self.is_floating = is_floating
-        self.rank = rank  # order for type promotion: bool < uint8 < int32 < int64 < float16 < float32 < float64
+        self.rank = rank  # order for type promotion: bool < uint8 < int8 < int16 < int32 < int64 < float16 ...
 
     @property
     def is_floating_point(self):
@@ -90,23 +91,25 @@ def namespace():
 
 bool_ = DType("bool", 1, "B", False, 0)
 uint8 = DType("uint8", 1, "B", False, 1)
-int32 = DType("int32", 4, "i", False, 2)
-int64 = DType("int64", 8, "q", False, 3)
-float16 = DType("float16", 2, "e", True, 4)
-bfloat16 = DType("bfloat16", 2, None, True, 5)  # canonical bytes: the top half of a float32 (bf16_pack)
-float32 = DType("float32", 4, "f", True, 6)
-float64 = DType("float64", 8, "d", True, 7)
-complex64 = ComplexDType("complex64", 8, None, False, 8)  # a view over float32 pairs (webgrad/_complex.py)
-complex128 = ComplexDType("complex128", 16, None, False, 9)  # a name only (see check_storable)
+int8 = DType("int8", 1, "b", False, 2)
+int16 = DType("int16", 2, "h", False, 3)
+int32 = DType("int32", 4, "i", False, 4)
+int64 = DType("int64", 8, "q", False, 5)
+float16 = DType("float16", 2, "e", True, 6)
+bfloat16 = DType("bfloat16", 2, None, True, 7)  # canonical bytes: the top half of a float32 (bf16_pack)
+float32 = DType("float32", 4, "f", True, 8)
+float64 = DType("float64", 8, "d", True, 9)
+complex64 = ComplexDType("complex64", 8, None, False, 10)  # a view over float32 pairs (webgrad/_complex.py)
+complex128 = ComplexDType("complex128", 16, None, False, 11)  # a name only (see check_storable)
 COMPLEX128_ERROR = ("webgrad has no complex128 tensors: its complex dtype is complex64 (float32 real and imaginary "
                     "parts); convert with .float() before making complex numbers")
 
-ALL = (bool_, uint8, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update({d.name: d for d in (complex64, complex128)})
 _NAMES.update({"cfloat": complex64, "cdouble": complex128, "complex32": None, "chalf": None})
 _NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "bool_": bool_, "long": int64,
-               "int64": int64})
+               "int64": int64, "short": int16})
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -133,8 +136,8 @@ def to_dtype(d, default=None):
     name = name.replace("torch.", "")
     if _NAMES.get(name) is not None:
         return _NAMES[name]
-    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, float64 (CPU), int64, int32, "
-                    "uint8 and bool")
+    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, bfloat16 (CPU), float64 (CPU), "
+                    "int64, int32, int16 (CPU), int8 (CPU), uint8 and bool")
 
 
 def check_storable(dtype):
@@ -155,6 +158,8 @@ def promote(a, b):
         return a
     if {a, b} == {float16, bfloat16}:
         return float32
+    if {a, b} == {uint8, int8}:  # neither holds the other's range
+        return int16
     return a if a.rank > b.rank else b
 
 
@@ -269,6 +274,25 @@ def bf16_unpack(raw):
     out = bytearray(2 * len(raw))
     out[2::4], out[3::4] = raw[0::2], raw[1::2]
     return bytes(out)
+
+
+def cpu_only_for_webgpu(dtype, raw):
+    """(dtype, canonical bytes) of the same values in a dtype WebGPU stores, for a dtype only the CPU stores:
+    bfloat16 -> float32, int16 and int8 -> int32 (exact; how checkpoints load onto WebGPU). Others as they are."""
+    if dtype is bfloat16:
+        return float32, bf16_unpack(raw)
+    if dtype in (int8, int16):
+        import array
+        import sys
+        values = array.array(dtype.fmt)
+        values.frombytes(bytes(raw))
+        if sys.byteorder != "little":
+            values.byteswap()
+        wide = array.array("i", values)
+        if sys.byteorder != "little":
+            wide.byteswap()
+        return int32, wide.tobytes()
+    return dtype, raw
 
 
 # ===================================================================== int64 in 32-bit words (WebGPU)

@@ -98,8 +98,10 @@ def test_from_numpy_shares_memory_on_cpu():
     assert strided.tolist() == [[9, 2], [3, 42]] and strided.stride() == (3, 2)
     shared = wg.from_numpy(np.array([1, 2], dtype=np.int64))  # int64 shares too
     assert shared.dtype is wg.int64 and shared.tolist() == [1, 2]
-    copied = wg.from_numpy(np.array([1, 2], dtype=np.int16))  # int16 widens to int32: a copy
+    copied = wg.from_numpy(np.array([1, 2], dtype=np.uint16))  # uint16 widens to int32: a copy
     assert copied.dtype is wg.int32 and copied.tolist() == [1, 2]
+    small = wg.from_numpy(np.array([1, -2], dtype=np.int16))  # int16 (and int8) share, as torch's
+    assert small.dtype is wg.int16 and small.tolist() == [1, -2]
 
 
 # ----------------------------------------------------------------- arguments PyTorch scripts pass

@@ -142,8 +142,8 @@ def test_int64_beyond_int32_loads_exactly_on_cpu_and_is_refused_on_webgpu(device
 
 def test_unloadable_dtypes_are_clear_errors(tmp_path):
     path = str(tmp_path / "big.safetensors")
-    safetensors.numpy.save_file({"ok": np.ones(2, np.float32), "codes": np.array([1, 2], np.int16)}, path)
-    with pytest.raises(ValueError, match="tensor 'codes' has dtype I16, which webgrad cannot load"):
+    safetensors.numpy.save_file({"ok": np.ones(2, np.float32), "codes": np.array([1, 2], np.uint16)}, path)
+    with pytest.raises(ValueError, match="tensor 'codes' has dtype U16, which webgrad cannot load"):
         wg.load(path)
 
 

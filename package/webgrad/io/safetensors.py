@@ -14,9 +14,9 @@ ValueError that says what is wrong, and never yields part of a checkpoint. Every
 reader refuses is refused; so is a key written twice in one JSON object (the reference refuses a second
 __metadata__ or a second field of an entry, and keeps the last of two tensors or metadata keys of one
 name). The only other exception is the device's: TypeError for a dtype it cannot hold (float64 on WebGPU), and
-RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16 as
-bfloat16 (as float32 onto WebGPU, which stores no bfloat16: no information lost); F16 loads as float16; any other
-dtype is an error naming the tensor.
+RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16, I16
+and I8 as bfloat16, int16 and int8 (as float32 and int32 onto WebGPU, which stores none of them: no information
+lost); F16 loads as float16; any other dtype is an error naming the tensor.
 """
 
 import itertools
@@ -39,9 +39,10 @@ U64 = 1 << 64  # dims and offsets are Rust usize values: larger numbers are refu
 
 # our dtypes <-> safetensors names, in the reference writer's order (larger items first)
 _TO_NAME = {dtypes.int64: "I64", dtypes.float64: "F64", dtypes.float32: "F32", dtypes.int32: "I32",
-            dtypes.bfloat16: "BF16", dtypes.float16: "F16", dtypes.uint8: "U8", dtypes.bool_: "BOOL",
-            dtypes.complex64: "C64"}
-_WRITE_ORDER = {"I64": 0, "F64": 1, "C64": 2, "F32": 3, "I32": 4, "BF16": 5, "F16": 6, "U8": 7, "BOOL": 8}
+            dtypes.bfloat16: "BF16", dtypes.float16: "F16", dtypes.int16: "I16", dtypes.int8: "I8", dtypes.uint8: "U8",
+            dtypes.bool_: "BOOL", dtypes.complex64: "C64"}
+_WRITE_ORDER = {"I64": 0, "F64": 1, "C64": 2, "F32": 3, "I32": 4, "BF16": 5, "F16": 6, "I16": 7, "I8": 8, "U8": 9,
+                "BOOL": 10}
 _NATIVE = {name: dt for dt, name in _TO_NAME.items()}
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
              "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}
@@ -114,8 +115,8 @@ def load(f, device=None):
                 from .._complex import view_as_complex
                 out[name] = view_as_complex(tensor(data, dtype=dtypes.float32, device=device).reshape(*shape, 2))
                 continue
-            if dt is dtypes.bfloat16 and devices.get(device).type == "webgpu":  # stores no bfloat16: float32, exact
-                dt, data = dtypes.float32, dtypes.bf16_unpack(data)
+            if devices.get(device).type == "webgpu":  # bfloat16, int16, int8 as float32 and int32 (the same values)
+                dt, data = dtypes.cpu_only_for_webgpu(dt, data)
             out[name] = tensor(data, dtype=dt, device=device).reshape(shape)
         except (TypeError, RuntimeError) as e:  # a dtype (float64) or int64 values (beyond int32) WebGPU lacks
             raise type(e)(f"safetensors: tensor {name!r}: {e}") from None
@@ -295,4 +296,4 @@ def _convert(name, dtype, data):
             raise ValueError(f"safetensors: tensor {name!r}: BOOL data holds bytes other than 0 and 1")
         return _NATIVE[dtype], data
     raise ValueError(f"safetensors: tensor {name!r} has dtype {dtype}, which webgrad cannot load "
-                     "(supported: F32, F16, BF16, F64, I64, I32, U8, BOOL, C64)")
+                     "(supported: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL, C64)")

@@ -28,8 +28,8 @@ own plain types (dict, list, tuple, set, str, bytes, numbers, bool, None); any o
 class of the saver's code) is refused before anything runs, with a message naming it. Records are read
 only when a tensor uses them, after a check of their declared size against the load's budget (deflated
 records included: a zip bomb is refused before it is inflated). Dtypes webgrad lacks are converted where
-no information is lost in practice (int16 and int8 -> int32, float16 -> float32; bfloat16 stays bfloat16 on the
-CPU and becomes float32 on WebGPU, which stores no bfloat16); int64 loads as int64; others are an error naming
+no information is lost in practice (float16 -> float32; bfloat16, int16 and int8 keep their dtype on the CPU and
+become float32 and int32 on WebGPU, which stores none of them); int64 loads as int64; others are an error naming
 the dtype. Every problem of the file raises UnpicklingError (see
 load()). load_trusted() is the separate, explicit path for whole-module files: Python's own Unpickler, which
 runs what the file names, with torch's names mapped to webgrad's (torch.nn.modules.linear.Linear is
@@ -56,12 +56,13 @@ from .unpickler import TORCH_OBJECT_OPCODES, TORCH_OPCODES, Refused, Unpickler, 
 # webgrad dtype <-> torch storage class name
 _STORAGE_OF = {dtypes.float32: "FloatStorage", dtypes.float64: "DoubleStorage", dtypes.int64: "LongStorage",
                dtypes.int32: "IntStorage", dtypes.uint8: "ByteStorage", dtypes.bool_: "BoolStorage",
-               dtypes.complex64: "ComplexFloatStorage", dtypes.bfloat16: "BFloat16Storage"}
+               dtypes.complex64: "ComplexFloatStorage", dtypes.bfloat16: "BFloat16Storage",
+               dtypes.int16: "ShortStorage", dtypes.int8: "CharStorage"}
 # storage classes a checkpoint may name -> (item size, how to read them)
 _READ = {"FloatStorage": (4, dtypes.float32), "DoubleStorage": (8, dtypes.float64), "IntStorage": (4, dtypes.int32),
          "ByteStorage": (1, dtypes.uint8), "BoolStorage": (1, dtypes.bool_), "LongStorage": (8, dtypes.int64),
-         "HalfStorage": (2, "float16"), "BFloat16Storage": (2, dtypes.bfloat16), "ShortStorage": (2, "int16"),
-         "CharStorage": (1, "int8"), "ComplexFloatStorage": (8, dtypes.complex64)}
+         "HalfStorage": (2, "float16"), "BFloat16Storage": (2, dtypes.bfloat16), "ShortStorage": (2, dtypes.int16),
+         "CharStorage": (1, dtypes.int8), "ComplexFloatStorage": (8, dtypes.complex64)}
 _ALIGN = 64
 
 
@@ -882,8 +883,8 @@ class _Builder:
             raw = self.archive.read("data/" + s.key, size=s.numel * s.stype.item)
             dtype, raw = _storage_values(s, raw)
             dev = devices.get("webgpu") if self.follow_location and s.location == "webgpu" else self.dev
-            if dtype is dtypes.bfloat16 and dev.type == "webgpu":  # WebGPU stores no bfloat16: float32, exactly
-                dtype, raw = dtypes.float32, dtypes.bf16_unpack(raw)
+            if dev.type == "webgpu":  # bfloat16, int16 and int8 as float32 and int32 (the same values)
+                dtype, raw = dtypes.cpu_only_for_webgpu(dtype, raw)
             # complex64 is stored as its float32 (real, imag) pairs (webgrad/_complex.py)
             real = dtypes.float32 if dtype is dtypes.complex64 else dtype
             built = self.storages[s.key] = (dev.backend.from_bytes(raw, real), dtype, s.numel, dev)
@@ -926,16 +927,10 @@ def _storage_values(storage, raw):
         return kind, raw.translate(_BOOL)  # any nonzero byte is True (torch reads it so); webgrad stores 0 or 1
     if isinstance(kind, dtypes.DType):
         return kind, raw
-    if kind in ("int16", "int8"):
-        values = array.array({"int16": "h", "int8": "b"}[kind], raw)
-        if sys.byteorder != "little":
-            values.byteswap()
-        out = array.array("i", values)
-    elif kind == "float16":
-        out = array.array("f", struct.unpack(f"<{len(raw) // 2}e", raw))
+    out = array.array("f", struct.unpack(f"<{len(raw) // 2}e", raw))  # float16
     if sys.byteorder != "little":
         out.byteswap()
-    return (dtypes.int32 if kind.startswith("int") else dtypes.float32), out.tobytes()
+    return dtypes.float32, out.tobytes()
 
 
 _BOOL = bytes([0]) + bytes([1]) * 255

@@ -15,6 +15,7 @@ NP_DTYPES = {}  # (empty without NumPy: the package still imports, and CPUBacken
 if np is not None:
     NP_DTYPES = {dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64,
                  dtypes.int64: np.int64, dtypes.int32: np.int32, dtypes.uint8: np.uint8, dtypes.bool_: np.bool_,
+                 dtypes.int16: np.int16, dtypes.int8: np.int8,
                  dtypes.bfloat16: np.float32}  # bfloat16: float32 words holding bfloat16 values (webgrad/dtypes.py)
 
 

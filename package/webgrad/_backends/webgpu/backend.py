@@ -35,6 +35,9 @@ def _check_dtype(dtype, backend):
             raise TypeError("the WebGPU backend has no bfloat16 (webgrad keeps bfloat16 on the CPU): convert first, "
                             "e.g. t.float().to('webgpu') or model.float() (or .half() where the adapter has "
                             "shader-f16), or keep this tensor on the CPU")
+        if dtype in (dtypes.int8, dtypes.int16):
+            raise TypeError(f"the WebGPU backend has no {dtype.name} (webgrad keeps {dtype.name} on the CPU): convert "
+                            "first, e.g. t.int().to('webgpu'), or keep this tensor on the CPU")
         raise TypeError(
             f"the WebGPU backend has no {dtype}; it stores float32, float16 (with the adapter feature shader-f16), "
             "int64 (in the int32 range), int32, uint8 and bool"
