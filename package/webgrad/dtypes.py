@@ -189,11 +189,10 @@ def default_float():
 
 
 def set_default_float(d):
-    """torch.set_default_dtype: float32 or float64 (float64 holds on the CPU; WebGPU stores no float64)."""
+    """torch.set_default_dtype: a floating dtype, as torch's (float64 and bfloat16 hold on the CPU only; WebGPU
+    stores neither)."""
     d = to_dtype(d)
-    if d not in (float32, float64):
-        if d is not None and d.is_floating:
-            raise TypeError(f"webgrad's default dtype is float32 or float64, not {d.name} (use autocast for float16)")
+    if d is None or not d.is_floating:
         raise TypeError("only floating-point types are supported as the default type")
     _default_float[0] = d
 

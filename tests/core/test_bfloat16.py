@@ -209,6 +209,22 @@ def test_training_an_mlp_in_bfloat16_matches_torch(optimizer):
     np.testing.assert_allclose(losses[1], losses[0], rtol=2 ** -6, atol=0)  # within a bfloat16 step or two
 
 
+def test_module_and_default_dtype_forms():
+    model = wg.nn.Sequential(wg.nn.Linear(3, 2), wg.nn.BatchNorm1d(2))
+    assert all(t.dtype is wg.bfloat16 for t in (*model.bfloat16().parameters(), model[1].running_mean))
+    assert not model[1].num_batches_tracked.dtype.is_floating_point  # integer buffers stay
+    assert model(wg.randn(4, 3).bfloat16()).dtype is wg.bfloat16
+    assert all(p.dtype is wg.float16 for p in wg.nn.Linear(2, 2).half().parameters())
+    try:
+        for lib in (wg, torch):
+            lib.set_default_dtype(lib.bfloat16)
+            made = (lib.tensor([1.3]), lib.randn(2), lib.tensor([1, 2]) * 2.5, lib.zeros(1))
+            assert [str(t.dtype).split(".")[-1] for t in made] == ["bfloat16"] * 4
+    finally:
+        wg.set_default_dtype(wg.float32)
+        torch.set_default_dtype(torch.float32)
+
+
 def test_autocast_cpu_defaults_to_bfloat16_as_torch():
     assert wg.get_autocast_dtype("cpu") is wg.bfloat16 and torch.get_autocast_dtype("cpu") is torch.bfloat16
     torch.manual_seed(0)

@@ -584,6 +584,14 @@ class Module:
     def double(self):
         return self.to(dtypes.float64)
 
+    def half(self):
+        """float16 floating parameters and buffers (on WebGPU where the adapter has shader-f16)."""
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        """bfloat16 floating parameters and buffers (on the CPU; see webgrad/dtypes.py)."""
+        return self.to(dtypes.bfloat16)
+
     def to_empty(self, *, device, recurse=True):
         """Parameters and buffers (and their grads) replaced by uninitialised storage on `device` (None: where
         each is), same shapes and dtypes: what a module built on one device, then filled by load_state_dict or
