@@ -50,13 +50,28 @@ class CPUBackend(Backend):
         return result
 
 
+_WRITES = {}  # kernel -> ((position, kind) of each argument it writes, {name: kind} of the same)
+
+
+def _writes(kernel):
+    found = _WRITES.get(kernel)
+    if found is None:
+        written = [(i, a) for i, a in enumerate(kernel.args) if a.kind in _WRITTEN or a.kind == kernels.VIEWS]
+        found = _WRITES[kernel] = (tuple((i, a.kind) for i, a in written), {a.name: a.kind for _, a in written})
+    return found
+
+
 def _round_bfloat16_outputs(kernel, args, kwargs):
     """Round each bfloat16 view a kernel wrote to bfloat16 (its storage holds float32 words: webgrad/dtypes.py),
     so that every kernel computes bfloat16 as float32 and its result is rounded once, here."""
-    for kind, value in zip(kernel.positions, args):
-        _round_written(kind, value)
-    for name, value in kwargs.items():
-        _round_written(kernel.by_name.get(name), value)
+    positions, names = _writes(kernel)
+    for i, kind in positions:
+        if i < len(args):
+            _round_written(kind, args[i])
+    if kwargs:
+        for name, value in kwargs.items():
+            if name in names:
+                _round_written(names[name], value)
 
 
 def _round_written(kind, value):
