@@ -24,6 +24,10 @@ XFAIL = {
     "tut_swap_tensors": "torch.ops.aten is missing (AttributeError): its __torch_dispatch__ wrapper subclass "
                         "(Tensor._make_wrapper_subclass) needs the aten op overloads; torch.utils.swap_tensors, "
                         "before it, passes",
+    "llm_kv_gqa": "bfloat16 arithmetic rounds otherwise than torch's: torch.pow(x, 3) rounds x**3 once where torch "
+                  "rounds each product (x*x*x), and bf16 mean/var differ from torch's (the float32 result rounded "
+                  "once) in a fifth of the values; one ulp lower, a logit that ties in torch loses the argmax at "
+                  "the 7th generated token",
 }
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt
@@ -87,3 +91,31 @@ def test_overrides_name_constants_the_scripts_assign():
             corpus._compile(path, {}, {"no_such_call": {0: 1}})
         with pytest.raises(ValueError, match="no argument 'no_such_keyword'"):
             corpus._compile(path, {}, {"trainIters": {"no_such_keyword": 1}})
+
+
+def test_calls_named_by_their_text_and_dict_overrides(tmp_path):
+    """`range(5000)` in the table caps that loop alone (not the script's other range calls), and a config dict
+    given whole replaces the script's."""
+    path = tmp_path / "script.py"
+    path.write_text("cfg = {'width': 768}\nfor i in range(1, 3):\n    pass\nfor epoch in range(5000):\n    pass\n")
+    namespace = {}
+    exec(corpus._compile(str(path), {"cfg": {"width": 32, "sizes": [1, 2]}}, {"range(5000)": {0: 7}}), namespace)
+    assert namespace["cfg"] == {"width": 32, "sizes": [1, 2]} and namespace["epoch"] == 6 and namespace["i"] == 2
+    with pytest.raises(ValueError, match=r"range\(4\)"):
+        corpus._compile(str(path), {}, {"range(4)": {0: 1}})
+
+
+def test_tiktoken_standin_has_tiktokens_surface():
+    spec = importlib.util.spec_from_file_location("tiktoken_standin", os.path.join(ROOT, "standin", "tiktoken.py"))
+    tiktoken = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiktoken)
+    enc = tiktoken.get_encoding("gpt2")
+    assert enc.n_vocab == 50257 and enc.eot_token == 50256
+    ids = enc.encode("Hello, I am<|endoftext|>é", allowed_special={"<|endoftext|>"})
+    assert ids[:3] == [72, 101, 108] and 50256 in ids and enc.decode(ids) == "Hello, I am<|endoftext|>é"
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode("a<|endoftext|>")
+    assert enc.encode_ordinary("a<|endoftext|>")[:2] == [97, 60]
+    with pytest.raises(ValueError, match="Unknown encoding"):
+        tiktoken.get_encoding("no-such-encoding")
+    assert tiktoken.encoding_for_model("gpt-4").name == "cl100k_base"

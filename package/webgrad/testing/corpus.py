@@ -11,8 +11,9 @@ line naming its source (the third-party files stay out of commits; ``tests/compa
 file's source and SHA-256). Every script runs in a fresh interpreter, in a temporary copy of its folder, with:
 
 - ``tests/compat/standin/`` first on ``sys.path``: torchvision (datasets reading local files, transforms, utils,
-  resnet18), matplotlib (draws nothing), requests (serves mapped URLs from local files) and torchviz (make_dot walks
-  the autograd graph, draws nothing), the same under both libraries;
+  resnet18), matplotlib (draws nothing), requests (serves mapped URLs from local files), torchviz (make_dot walks
+  the autograd graph, draws nothing) and tiktoken (GPT-2's encodings, byte by byte, with nothing downloaded), the
+  same under both libraries;
 - stand-in data that ``tests/compat/corpus_data.py`` writes in the format the script reads (SCRIPTS[...].data);
 - ``random``, ``numpy.random`` and the library's own generator seeded, ``PYTHONHASHSEED=0``, one thread;
 - with ``--device webgpu``, webgrad's default device set to ``webgpu`` and the script's own accelerator flag
@@ -21,15 +22,16 @@ file's source and SHA-256). Every script runs in a fresh interpreter, in a tempo
   checked for finite losses on webgpu.
 
 Runs are capped through each script's own flags (``args``). Where a script has no flags, the table says which
-mechanism caps it: ``overrides`` replaces the value of named constant assignments (``epochs = 5``) at module level
-or directly under ``if __name__ == "__main__":`` when the script is compiled (the file is not touched; a name that
-matches nothing is an error, so the table cannot drift from the text), ``calls`` replaces literal arguments of calls
-made at those places, named by function or method (a tutorial's ``trainIters(encoder, decoder, 75000,
-print_every=5000)``, ``timer.timeit(100)``: by position or keyword, an argument or call that is not there being an
-error too), ``max_backward`` ends the run cleanly after N
-``Tensor.backward`` calls, and the data stand-in's size bounds an epoch. A script whose instructions say to run a
-sibling script first (one that writes its data) names it in ``prepare``, with that script's own overrides: both run
-in the same interpreter, under the same library. ``env`` sets environment variables a script's readme asks for
+mechanism caps it: ``overrides`` replaces the value of named constant assignments (``epochs = 5``, or a config dict
+``GPT_CONFIG = {...}`` given whole) at module level or directly under ``if __name__ == "__main__":`` when the script
+is compiled (the file is not touched; a name that matches nothing is an error, so the table cannot drift from the
+text), ``calls`` replaces literal arguments of calls made at those places, named by function or method (a tutorial's
+``trainIters(encoder, decoder, 75000, print_every=5000)``, ``timer.timeit(100)``; a call named by its text,
+``range(5000)``, is that call alone, as a loop's ``for epoch in range(5000):``: by position or keyword, an argument
+or call that is not there being an error too), ``max_backward`` ends the run cleanly after N ``Tensor.backward``
+calls, and the data stand-in's size bounds an epoch. A script whose instructions say to run a sibling script first
+(one that writes its data) names it in ``prepare``, with that script's own overrides: both run in the same
+interpreter, under the same library. ``env`` sets environment variables a script's readme asks for
 (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` for a script written before ``torch.load`` turned to weights only).
 
 Losses are the numbers the script prints (``loss_re``). How a run is judged (``compare``):
@@ -146,6 +148,9 @@ JJ = "https://github.com/jcjohnson/pytorch-examples/blob/0003fcdc606a79951e53bf8
 MZ = "https://github.com/MorvanZhou/PyTorch-Tutorial/blob/dbe154a9e56635e51c6b0c2ccea8ae36cfb585a7/tutorial-contents/"
 MINGPT = "https://github.com/karpathy/minGPT/blob/37baab71b9abea1b76ab957409a1cc2fbfba8a26/"
 NGVL = "https://github.com/karpathy/ng-video-lecture/blob/52201428ed7b46804849dea0b3ccf0de9df1a5c3/"
+LLM = "https://github.com/rasbt/LLMs-from-scratch/blob/28c65cdfbc3338e2e040016eea4b7fdf556e4d57/"
+AP = "https://github.com/aladdinpersson/Machine-Learning-Collection/blob/"
+NLP = "https://github.com/graykode/nlp-tutorial/blob/d05e31ec81d56d70c1db89b99ab07e948f7ebc11/"
 CORA_URL = "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"
 
 MNIST_UP = [("mnist", "../data", {"train": 48, "test": 24})]
@@ -580,6 +585,117 @@ SCRIPTS = {
         "404_autoencoder.py", MZ + "404_autoencoder.py", kind="MLP autoencoder",
         overrides={"EPOCH": 1, "BATCH_SIZE": 2}, data=[("mnist", "mnist", {"train": 202, "test": 4})],
         note="prints every 100 steps"),
+    # ------------------------------------------------------------------------------------------ graykode/nlp-tutorial
+    "nlp_nnlm": Script(
+        "NNLM.py", NLP + "1-1.NNLM/NNLM.py", compare="output", calls={"range(5000)": {0: 1000}},
+        kind="neural probabilistic language model: Embedding, nn.Parameter bias, tanh, Adam; predicted words",
+        note="prints every 1000 of its 5000 steps: 1000 are run, then its predicted words are read as torch's"),
+    "nlp_word2vec": Script(
+        "Word2Vec-Skipgram(Softmax).py", NLP + "1-2.Word2Vec/Word2Vec-Skipgram(Softmax).py", compare="output",
+        calls={"range(5000)": {0: 2000}},
+        kind="skip-gram word2vec on one-hot rows (np.random.choice batches), scatter plot",
+        note="prints every 1000 of its 5000 steps: 2000 are run"),
+    "nlp_textcnn": Script(
+        "TextCNN.py", NLP + "2-1.TextCNN/TextCNN.py", compare="output", calls={"range(5000)": {0: 1000}},
+        kind="TextCNN sentence classifier: Conv2d over embeddings, MaxPool2d, permute, cat",
+        note="prints every 1000 of its 5000 steps: 1000 are run, then its predictions are read as torch's"),
+    "nlp_textrnn": Script(
+        "TextRNN.py", NLP + "3-1.TextRNN/TextRNN.py", compare="output", calls={"range(5000)": {0: 1000}},
+        kind="nn.RNN next-word model on one-hot inputs (torch.FloatTensor of a list of arrays)",
+        note="prints every 1000 of its 5000 steps: 1000 are run, then its predictions are read as torch's"),
+    "nlp_textlstm": Script(
+        "TextLSTM.py", NLP + "3-2.TextLSTM/TextLSTM.py", compare="output", calls={"range(1000)": {0: 300}},
+        kind="character LSTM completing words",
+        note="prints every 100 of its 1000 steps: 300 are run"),
+    "nlp_seq2seq": Script(
+        "Seq2Seq.py", NLP + "4-1.Seq2Seq/Seq2Seq.py", compare="output", calls={"range(5000)": {0: 1000}},
+        kind="RNN encoder-decoder (nn.RNN with dropout on one layer), word translation by argmax",
+        note="prints every 1000 of its 5000 steps: 1000 are run, then its translations are read as torch's"),
+    "nlp_seq2seq_attention": Script(
+        "Seq2Seq(Attention).py", NLP + "4-2.Seq2Seq(Attention)/Seq2Seq(Attention).py", compare="output",
+        calls={"range(2000)": {0: 400}}, kind="RNN encoder-decoder with attention computed step by step, matshow",
+        note="prints every 400 of its 2000 steps: 400 are run (each scores the attention one dot product at a "
+             "time, written into a tensor by index), then its translation is read as torch's"),
+    "nlp_bilstm_attention": Script(
+        "Bi-LSTM(Attention).py", NLP + "4-3.Bi-LSTM(Attention)/Bi-LSTM(Attention).py", compare="output",
+        calls={"range(5000)": {0: 1000}},
+        kind="bidirectional LSTM with attention (bmm, softmax) classifying sentences",
+        note="prints every 1000 of its 5000 steps: 1000 are run, then its verdict on a test sentence is read as "
+             "torch's"),
+    "nlp_transformer": Script(
+        "Transformer.py", NLP + "5-1.Transformer/Transformer.py", compare="output",
+        overrides={"d_model": 32, "d_ff": 64, "n_layers": 2, "n_heads": 2}, calls={"range(20)": {0: 10}},
+        kind="Transformer from scratch (Attention Is All You Need): sinusoid table, masks, Conv1d feed-forward",
+        note="its 6 layers of width 512 are 2 of width 32 with 2 heads, and 10 of its 20 steps are run"),
+    "nlp_transformer_greedy": Script(
+        "Transformer(Greedy_decoder).py", NLP + "5-1.Transformer/Transformer(Greedy_decoder).py",
+        folder="nlp_transformer", compare="output",
+        overrides={"d_model": 32, "d_ff": 64, "n_layers": 2, "n_heads": 2}, calls={"range(20)": {0: 10}},
+        kind="Transformer from scratch decoding greedily, one index assignment a step",
+        note="as nlp_transformer"),
+    "nlp_bert": Script(
+        "BERT.py", NLP + "5-2.BERT/BERT.py", compare="output",
+        overrides={"d_model": 32, "d_ff": 64, "n_layers": 2, "n_heads": 2}, calls={"range(100)": {0: 30}},
+        kind="BERT from scratch: masked LM and next-sentence heads, gather, gelu by erf, a Linear made in forward",
+        note="its 6 layers of width 768 are 2 of width 32 with 2 heads, and 30 of its 100 steps are run; its "
+             "batches come from Python's random, seeded alike under both libraries"),
+    # ------------------------------------------------------------------------------------- rasbt/LLMs-from-scratch
+    "llm_gpt": Script(
+        "gpt.py", LLM + "ch04/01_main-chapter-code/gpt.py", compare="output",
+        kind="GPT-2 124M built from scratch (LayerNorm, GELU, causal MultiHeadAttention), 10 tokens greedily "
+             "generated; tiktoken (stand-in)",
+        timeout=240,
+        note="untrained: the generated token ids (argmax of the logits) are read as torch's; its 124M parameters "
+             "make it the slowest of its kind (its sibling gpt_with_kv_cache.py, 200 tokens from the same model, "
+             "took two minutes: the small GQA/MLA/SWA/MoE variants below cover KV caches)"),
+    "llm_gpt_train": Script(
+        "gpt_train.py", LLM + "ch05/01_main-chapter-code/gpt_train.py", compare="output",
+        overrides={"GPT_CONFIG_124M": {"vocab_size": 50257, "context_length": 32, "emb_dim": 32, "n_heads": 2,
+                                       "n_layers": 2, "drop_rate": 0.1, "qkv_bias": False},
+                   "OTHER_SETTINGS": {"learning_rate": 5e-4, "num_epochs": 2, "batch_size": 2,
+                                      "weight_decay": 0.1}},
+        data=[("chars", "the-verdict.txt", {"sentences": 30})],
+        kind="GPT pretraining from scratch: AdamW, sliding-window Dataset, eval loop, greedy samples, save/load",
+        note="GPT-2 124M at context 256 is 2 layers of width 32 at context 32, for 2 of its 10 epochs; the story it "
+             "downloads is stand-in text (read from the-verdict.txt as the script does when it is there); the losses "
+             "and the token ids of each epoch's greedy sample are read as torch's"),
+    "llm_kv_gqa": Script(
+        "gpt_with_kv_gqa.py", LLM + "ch04/04_gqa/gpt_with_kv_gqa.py", compare="output",
+        args=["--emb_dim", "64", "--n_heads", "4", "--n_layers", "2", "--n_kv_groups", "2", "--max_new_tokens", "20"],
+        ignore_re=r"^Time: |tokens/sec$",
+        kind="grouped-query attention GPT in bfloat16 (repeat_interleave of keys), KV-cache generation",
+        note="untrained: the generated token ids are read as torch's; timings are left out"),
+    "llm_kv_mla": Script(
+        "gpt_with_kv_mla.py", LLM + "ch04/05_mla/gpt_with_kv_mla.py", compare="output",
+        args=["--emb_dim", "64", "--n_heads", "4", "--n_layers", "2", "--max_new_tokens", "20"],
+        ignore_re=r"^Time: |tokens/sec$",
+        kind="multi-head latent attention GPT in bfloat16 (a cached low-rank latent), KV-cache generation",
+        note="untrained: the generated token ids are read as torch's; timings are left out"),
+    "llm_kv_swa": Script(
+        "gpt_with_kv_swa.py", LLM + "ch04/06_swa/gpt_with_kv_swa.py", compare="output",
+        args=["--emb_dim", "64", "--n_heads", "4", "--n_layers", "2", "--max_new_tokens", "20",
+              "--sliding_window_size", "8"],
+        ignore_re=r"^Time: |tokens/sec$",
+        kind="sliding-window attention GPT in bfloat16, a windowed KV cache",
+        note="untrained: the generated token ids are read as torch's; timings are left out"),
+    "llm_kv_moe": Script(
+        "gpt_with_kv_moe.py", LLM + "ch04/07_moe/gpt_with_kv_moe.py", compare="output",
+        args=["--emb_dim", "64", "--hidden_dim", "128", "--n_heads", "4", "--n_layers", "2", "--max_new_tokens",
+              "20", "--num_experts", "4", "--num_experts_per_tok", "2"],
+        ignore_re=r"^Time: |tokens/sec$|^Avg MoE FF time/call",
+        kind="mixture-of-experts GPT in bfloat16 (topk gate, softmax, experts gathered by mask), KV cache",
+        note="untrained: the generated token ids are read as torch's; timings (its MoE layers' too) are left out"),
+    # ------------------------------------------------------------------- aladdinpersson/Machine-Learning-Collection
+    "ap_lenet5": Script(
+        "lenet5_pytorch.py", AP + "65b8c8049560b19ace11ef754cb4dbe5aa415296/ML/Pytorch/CNN_architectures/"
+        "lenet5_pytorch.py", compare="output", loss_re=r"\[(\d+), (\d+)\]",
+        kind="LeNet-5 defined (AvgPool2d, a 5x5 conv to 1x1) and run on a random batch",
+        note="prints the output's shape only"),
+    "ap_init_weights": Script(
+        "pytorch_init_weights.py", AP + "28bd89ea9c07db15ebaa232328a53e03614b1c88/ML/Pytorch/Basics/"
+        "pytorch_init_weights.py", compare="output",
+        kind="nn.init.kaiming_uniform_ and constant_ over self.modules(), every Parameter printed",
+        note="every printed parameter (Parameter containing: tensor(..., requires_grad=True)) is read as torch's"),
 }
 
 
@@ -839,7 +955,7 @@ COMPARED = ("exact", "output")  # the modes judged against torch's run
 UNSET_UNHASHED = ("ignore_re", "shared_random")  # fields hashed only when set: adding them kept the recorded keys
 # stand-in modules hashed only into the keys of the scripts that import them (one added for a new script leaves
 # every recorded key as it was)
-OPTIONAL_STANDINS = ("torchviz.py",)
+OPTIONAL_STANDINS = ("torchviz.py", "tiktoken.py")
 
 
 def _imported_modules(paths):
@@ -940,7 +1056,8 @@ def check(name, device="cpu", with_torch=False, root=None):
 LICENSES = {"pytorch/examples": "BSD-3-Clause", "pytorch/tutorials": "BSD-3-Clause", "karpathy/nanoGPT": "MIT",
             "karpathy/minGPT": "MIT", "karpathy/makemore": "MIT", "karpathy/ng-video-lecture": "none stated",
             "yunjey/pytorch-tutorial": "MIT", "eriklindernoren/PyTorch-GAN": "MIT",
-            "jcjohnson/pytorch-examples": "MIT", "MorvanZhou/PyTorch-Tutorial": "MIT"}
+            "jcjohnson/pytorch-examples": "MIT", "MorvanZhou/PyTorch-Tutorial": "MIT", "graykode/nlp-tutorial": "MIT",
+            "rasbt/LLMs-from-scratch": "Apache-2.0", "aladdinpersson/Machine-Learning-Collection": "MIT"}
 
 
 def write_manifest(root=None):
@@ -1062,14 +1179,19 @@ def _compile(path, overrides, calls=None):
     tree = ast.parse(source, path)
     seen, called = set(), set()
 
-    def value(v, like):
-        return ast.copy_location(ast.Constant(v), like)
+    def value(v, like):  # a dict or list (a script's config) is written as its literal
+        node = ast.parse(repr(v), mode="eval").body if isinstance(v, (dict, list)) else ast.Constant(v)
+        return ast.fix_missing_locations(ast.copy_location(node, like))
 
     def called_name(call):  # f(...) or obj.method(...): the name the table's calls use
         return getattr(call.func, "id", None) or getattr(call.func, "attr", None)
 
+    def call_key(call):  # the call's own text (`range(5000)`), when the table names one call of several, or its name
+        text = ast.unparse(call)
+        return text if text in calls else called_name(call)
+
     def replace_arguments(call):
-        name = called_name(call)
+        name = call_key(call)
         for key, v in calls[name].items():
             position = int(key) if str(key).isdigit() else None  # a table read back from JSON has str keys
             if position is not None and position < len(call.args):
@@ -1097,9 +1219,10 @@ def _compile(path, overrides, calls=None):
             elif (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
                   and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"):
                 visit(node.body)
-            if (isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call)
-                    and called_name(node.value) in calls):
-                replace_arguments(node.value)
+            call = node.iter if isinstance(node, ast.For) else getattr(node, "value", None)  # `for e in range(N)`
+            if (isinstance(node, (ast.Expr, ast.Assign, ast.For)) and isinstance(call, ast.Call)
+                    and call_key(call) in calls):
+                replace_arguments(call)
 
     if overrides or calls:
         visit(tree.body)
