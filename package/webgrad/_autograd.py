@@ -155,7 +155,7 @@ class Node:
 
     # PyTorch-compatible introspection (torch's names end in the overload's number: MulBackward0)
     def name_(self):
-        return f"{self._name}Backward0"
+        return torch_node_name(self._name)
 
     @property
     def name(self):
@@ -165,6 +165,7 @@ class Node:
     @name.setter
     def name(self, value):
         self._name = str(value)
+        self.__class__ = node_class(self._name)
 
     @property
     def next_functions(self):
@@ -176,12 +177,45 @@ class Node:
 
 class NodeName(str):
     """A node's op name ("Mul"), as webgrad code compares it, that called as PyTorch's grad_fn.name() gives torch's
-    name for the node ("MulBackward0")."""
+    name for the node ("MulBackward0"; "SumBackward1" for the node of a sum over dims, whose op name is "Sum")."""
 
-    __slots__ = ()
+    def __new__(cls, full):
+        name = str.__new__(cls, full.partition(".")[0])
+        name._full = full
+        return name
 
     def __call__(self):
-        return f"{self}Backward0"
+        return torch_node_name(self._full)
+
+
+def torch_node_name(name):
+    """PyTorch's name of the node of op `name`: "Mul" -> "MulBackward0"; an overload's number after a dot, as
+    torch numbers the overloads of one op ("Sum.1", a sum over dims -> "SumBackward1"); nothing after the dot for a
+    custom Function ("Exp." -> "ExpBackward")."""
+    base, dot, overload = name.partition(".")
+    return f"{base}Backward{overload if dot else 0}"
+
+
+_NODE_CLASSES = {}
+
+
+def node_class(name):
+    """The Node subclass named as PyTorch's node class (type(y.grad_fn).__name__ == "MulBackward0"), one per
+    name."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(torch_node_name(name), (Node,), {"__slots__": ()})
+    return cls
+
+
+def renamed(out, name, source=None):
+    """`out`, its node named `name` as PyTorch names the op's node where the op is composed of others here (t is
+    a transpose, a stack a cat of unsqueezed views): only a node of out's own, not `source`'s (an op that gave its
+    input back)."""
+    node = getattr(out, "grad_fn", None)
+    if node is not None and node is not getattr(source, "grad_fn", None):
+        node.name = name
+    return out
 
 
 class AccumulateGrad:
@@ -280,7 +314,7 @@ def record(out, name, inputs, backward_fn):
         return out
     tracked = tuple(tracked)
     outs = out if isinstance(out, tuple) else (out,)
-    node = Node(name, tracked, backward_fn)
+    node = node_class(name)(name, tracked, backward_fn)
     if SAVED_HOOKS:
         _pack_closure(node)
     for o in outs:

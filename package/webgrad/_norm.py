@@ -78,4 +78,4 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
             scaled = scaled.where(x != 0, 0.0)
         return (scaled * (g / (n ** (order - 1)).where(n != 0, 1.0)).where(n != 0, 0.0),)
 
-    return record(out, "Norm", (x,), backward)
+    return record(out, "LinalgVectorNorm", (x,), backward)  # (torch.norm is linalg.vector_norm: PyTorch's name)

@@ -119,7 +119,7 @@ class Function:
         else:
             if any(out is a for a in args):
                 out = out.detach()  # a node of its own, even when forward hands an input back
-            result = record(out, cls.__name__, args, backward)
+            result = record(out, cls.__name__ + ".", args, backward)  # (PyTorch names its node FnBackward)
         if is_grad_enabled() and any(ctx.needs_input_grad):
             ctx._save()
         if tangents is not None:
@@ -193,7 +193,7 @@ def _apply_several(cls, ctx, args, outs, one):
     def backward_fn(grad):
         pieces = {i: grad[starts[k]:starts[k + 1]].view(shapes[i]) for k, i in enumerate(floating)}
         return one(*(pieces.get(i) for i in range(len(outs))))
-    record(packed, cls.__name__, args, backward_fn)
+    record(packed, cls.__name__ + ".", args, backward_fn)
     views = list(o.detach() for o in outs)
     for k, i in enumerate(floating):
         views[i] = packed[starts[k]:starts[k + 1]].view(shapes[i])

@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import _bounds, dtypes
-from .._autograd import no_grad, record
+from .._autograd import no_grad, record, renamed
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad  # noqa: F401
 from ..ops.conv3d import conv3d, conv_transpose3d  # noqa: F401
 from ..ops import elementwise as _elementwise
@@ -368,7 +368,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx += weight.shape[0]
         # same values, but the padding rows' gradient stops here
         out = _where((input == padding_idx).unsqueeze(-1), out.detach(), out)
-    return out
+    return renamed(out, "Embedding", weight)  # (PyTorch's node: EmbeddingBackward0)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -12,7 +12,7 @@ import math
 import warnings
 
 from .. import _norm, dtypes
-from .._autograd import no_grad
+from .._autograd import no_grad, renamed
 from .._tensor import Tensor, _norm_dim, arange, tensor, zeros
 from ..ops import elementwise
 from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, conv_transpose2d, max_pool2d, pad
@@ -248,7 +248,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pad2 = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     out = conv2d(x, weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad2,
                  (1, _single(dilation, "dilation")), groups)
-    return _back(out, unbatched)
+    return _back(out, True) if unbatched else renamed(_back(out, False), "Convolution")  # (PyTorch's node)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -258,7 +258,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     out = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, _single(stride, "stride")),
                            (0, _single(padding, "padding")), (0, _single(output_padding, "output_padding")), groups,
                            (1, _single(dilation, "dilation")))
-    return _back(out, unbatched)
+    return _back(out, True) if unbatched else renamed(_back(out, False), "Convolution")  # (PyTorch's node)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):

@@ -222,7 +222,7 @@ def clamp(input, min=None, max=None):
         input = cast(input, dtype)
     lo = -INF if min is None else float(min)
     hi = INF if max is None else float(max)
-    return _unary(input, "clamp", lo, hi, name="Clamp", grad_op="clamp" if dtype.is_floating else None)
+    return _unary(input, "clamp", lo, hi, name="Clamp.1", grad_op="clamp" if dtype.is_floating else None)
 
 
 clip = clamp
@@ -359,7 +359,7 @@ def sub(input, other, alpha=1):
         return COMPLEX["sub"](input, other, alpha=alpha)
     if not isinstance(input, Tensor):  # scalar - tensor
         dtype = _scalar_dtype(other, input, "sub")
-        return _affine_scalar(other, -alpha, input, dtype, "Rsub")
+        return _affine_scalar(other, -alpha, input, dtype, "Rsub.1")  # (PyTorch's rsub(Tensor, Scalar))
     if not isinstance(other, Tensor):
         dtype = _scalar_dtype(input, other * alpha, "sub")
         return _affine_scalar(input, 1, -other * alpha, dtype, "Sub")
@@ -461,7 +461,7 @@ def remainder(input, other):
 def pow(input, exponent):
     if not isinstance(input, Tensor):  # scalar ** tensor
         y = _float_input(exponent, "pow")
-        return _unary(y, "rpow", float(input), name="Pow", grad_op="rpow")
+        return _unary(y, "rpow", float(input), name="Pow.2", grad_op="rpow")  # (PyTorch's overload numbers)
     if not isinstance(exponent, Tensor):
         if not isinstance(exponent, (int, float)):
             raise TypeError(f"pow(): unsupported exponent type {type(exponent).__name__}")
@@ -476,7 +476,7 @@ def pow(input, exponent):
         # d/dy x**y = x**y * log(x); define it as 0 where x == 0 (as PyTorch) instead of nan
         gy = where(x == 0, 0.0, g * out * log(x)) if y.requires_grad else None
         return unbroadcast(gx, x.shape), (unbroadcast(gy, y.shape) if gy is not None else None)
-    return record(out, "Pow", (x, y), backward)
+    return record(out, "Pow.1", (x, y), backward)
 
 
 def _min_max(op):

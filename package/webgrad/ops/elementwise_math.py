@@ -8,7 +8,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes
-from .._autograd import no_grad, record
+from .._autograd import no_grad, record, renamed
 from .._tensor import Tensor, tensor
 from . import elementwise as ew
 from . import table
@@ -59,10 +59,10 @@ def lerp(input, end, weight):
     diff = end - input
     if not isinstance(weight, Tensor):
         w = float(weight)
-        return input + diff * w if abs(w) < 0.5 else end - diff * (1.0 - w)
+        return renamed(input + diff * w if abs(w) < 0.5 else end - diff * (1.0 - w), "Lerp")
     if weight.dtype is not input.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype {weight.dtype.name}")
-    return ew.where(weight.abs() < 0.5, input + diff * weight, end - diff * (1.0 - weight))
+    return renamed(ew.where(weight.abs() < 0.5, input + diff * weight, end - diff * (1.0 - weight)), "Lerp")
 
 
 def _clamp_bound(op):

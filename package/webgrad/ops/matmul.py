@@ -6,7 +6,7 @@ such views, so `g @ w` and `x.mT @ g` run the A@B, Aᵀ@B and A@Bᵀ kernel vari
 """
 
 from .. import dtypes
-from .._autograd import record
+from .._autograd import record, renamed
 from .._view import View
 from .elementwise import broadcast_shapes, check_same_device, new, unbroadcast
 from .._tensor import Tensor
@@ -77,15 +77,16 @@ def matmul(input, other):
         return sparse_matmul(input, other)
     a, b = input, other
     _check(a, b, "matmul")
+    # (the nodes named as PyTorch's: dot, mv, a squeeze of its own, the _unsafe_view of a folded batch)
     if a.ndim == 1 and b.ndim == 1:
-        return matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+        return renamed(matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape(()), "Dot")
     if a.ndim == 1:
-        return matmul(a.unsqueeze(0), b).squeeze(-2)
+        return renamed(matmul(a.unsqueeze(0), b).squeeze(-2), "Squeeze.4")
     if b.ndim == 1:
-        return matmul(a, b.unsqueeze(1)).squeeze(-1)
+        return renamed(matmul(a, b.unsqueeze(1)).squeeze(-1), "Mv" if a.ndim == 2 else "UnsafeView")
     if b.ndim == 2 and a.ndim > 2:  # fold batch into rows: one big GEMM, and a plain dW in backward
         k = a.shape[-1]
-        return matmul(a.reshape(_prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], b.shape[-1])
+        return renamed(matmul(a.reshape(_prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], b.shape[-1]), "UnsafeView")
     m, k = a.shape[-2], a.shape[-1]
     k2, n = b.shape[-2], b.shape[-1]
     if k != k2:
@@ -108,7 +109,7 @@ def matmul(input, other):
         ga = unbroadcast(matmul(g, b_values().mT), a_shape) if a_grad else None
         gb = unbroadcast(matmul(a_values().mT, g), b_shape) if b_grad else None
         return ga, gb
-    return record(out, "Mm", (a, b), backward)
+    return record(out, "Mm" if not batch else "UnsafeView", (a, b), backward)  # (PyTorch's matmul: a bmm, viewed)
 
 
 def mm(input, mat2):
@@ -123,7 +124,7 @@ def mm(input, mat2):
 def bmm(input, mat2):
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm(): expected 3-D tensors with the same batch size, got {list(input.shape)} and {list(mat2.shape)}")
-    return matmul(input, mat2)
+    return renamed(matmul(input, mat2), "Bmm")
 
 
 def dot(input, other):
@@ -172,5 +173,8 @@ def linear(input, weight, bias=None):
         gw = matmul(g.t() if g.requires_grad else _transposed(g), x) if weight_grad else None
         gb = g.sum(0) if bias_grad else None
         return gx, gw, gb
-    out = record(out, "Addmm", (x, weight, bias), backward)
-    return out if flat else out.reshape(*lead, n)
+    out = record(out, "Addmm" if bias is not None else "Mm", (x, weight, bias), backward)
+    # (PyTorch's names: a view of the bias's addmm, the _unsafe_view of a matmul)
+    # (PyTorch's names: it folds the batch into one addmm only for a contiguous input and bias, else adds the bias)
+    name = "UnsafeView" if bias is None else "View" if input.is_contiguous() and bias.is_contiguous() else "Add"
+    return out if flat else renamed(out.reshape(*lead, n), name)

@@ -7,6 +7,7 @@ overlapping strides are summed back as PyTorch's are). Index lists are computed 
 """
 
 from .. import dtypes
+from .._autograd import renamed
 from .._tensor import Tensor, _norm_dim, arange, tensor, zeros
 from .core import unbroadcast
 from .elementwise import where
@@ -50,7 +51,7 @@ def roll(input, shifts, dims=None):
         s = shift % n if n else 0
         if s:
             out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out if out is not input else input.clone()
+    return renamed(out if out is not input else input.clone(), "Roll", input)
 
 
 def rot90(input, k=1, dims=(0, 1)):

@@ -10,6 +10,7 @@ nothing after needs are summed over by the product itself.
 import itertools
 
 from .. import _norm, dtypes
+from .._autograd import renamed
 from .._tensor import Tensor, _norm_dim, tensor, zeros
 from .core import broadcast_shapes
 from .conv import pad
@@ -195,9 +196,9 @@ def _scaled_sum(input, product, beta, alpha, name):
         raise RuntimeError(f"{name}(): input of shape {list(input.shape)} does not broadcast to the product's shape "
                            f"{list(product.shape)}")
     out = product if alpha == 1 else product * alpha
-    if beta == 0:
-        return out
-    return out + (input if beta == 1 else input * beta)
+    if beta != 0:
+        out = out + (input if beta == 1 else input * beta)
+    return renamed(out, name.capitalize(), input)  # (PyTorch's node: AddmmBackward0, BaddbmmBackward0, ...)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):

@@ -9,7 +9,7 @@ argmax/argmin over such a set permute the reduced dims to the end first (one cop
 from collections import namedtuple
 
 from .. import dtypes
-from .._autograd import no_grad, record
+from .._autograd import no_grad, record, renamed
 from .._view import View
 from .._tensor import Tensor, _norm_dim, ones
 from .core import cast, new
@@ -114,7 +114,8 @@ def sum(input, dim=None, keepdim=False, dtype=None):
         x = cast(x, dtypes.int64)  # integers and bools sum in int64, as PyTorch
     out = _reduce("sum", x, dims, keepdim, x.dtype)
     shape = x.shape  # the backward needs the shape only: holding x would keep its buffer until then
-    return record(out, "Sum", (x,), lambda g: (_expand_back(g, shape, dims, keepdim),))
+    name = "Sum" if dim is None else "Sum.1"  # (PyTorch's overloads: sum(), sum(dim))
+    return record(out, name, (x,), lambda g: (_expand_back(g, shape, dims, keepdim),))
 
 
 @full_precision("prod")
@@ -151,7 +152,8 @@ def mean(input, dim=None, keepdim=False, dtype=None):
     with no_grad():  # one graph node, MeanBackward0 as PyTorch's (a tutorial prints it), not a sum and a product
         out = sum(x, dims, keepdim) * scale
     shape = x.shape
-    return record(out, "Mean", (x,), lambda g: (_expand_back(g * scale, shape, dims, keepdim),))
+    name = "Mean" if dim is None else "Mean.1"  # (PyTorch's overloads: mean(), mean(dim))
+    return record(out, name, (x,), lambda g: (_expand_back(g * scale, shape, dims, keepdim),))
 
 
 def _pick_extreme(op, x, dims, keepdim):
@@ -180,7 +182,7 @@ def _extreme(op):
             return (maximum if op == "max" else minimum)(input, dim)
         if dim is None:
             values, _ = _pick_extreme(op, input.reshape(-1), (0,), False)
-            return values
+            return renamed(values, op.capitalize() + ".1", input)  # (PyTorch's overloads: max(), max(dim))
         values, idx = _pick_extreme(op, input, _dims(input, dim), keepdim)
         return values_indices(values, idx)
     fn.__name__ = op
@@ -238,13 +240,13 @@ def var(input, dim=None, unbiased=None, keepdim=False, correction=None):
     dims = _dims(input, dim)
     n = _prod(input.shape[d] for d in dims)
     diff = input - mean(input, dims, keepdim=True)
-    return sum(diff * diff, dims, keepdim) * (1.0 / (n - corr) if n > corr else float("nan"))
+    return renamed(sum(diff * diff, dims, keepdim) * (1.0 / (n - corr) if n > corr else float("nan")), "Var", input)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, correction=None):
     if isinstance(dim, bool):  # std(x, True): the legacy positional `unbiased`
         dim, unbiased = None, dim
-    return var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction).sqrt()
+    return renamed(var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction).sqrt(), "Std", input)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, correction=None):
@@ -265,7 +267,7 @@ def logsumexp(input, dim, keepdim=False):
     m = amax(input.detach(), dims, keepdim=True)
     m = where(m.isinf(), 0.0, m)  # all -inf (or +inf) rows: avoid inf - inf
     out = (input - m).exp().sum(dims, keepdim=True).log() + m
-    return out if keepdim else out.reshape(_out_shape(input.shape, dims, False))
+    return renamed(out if keepdim else out.reshape(_out_shape(input.shape, dims, False)), "Logsumexp", input)
 
 
 # ===================================================================== softmax family

@@ -3,7 +3,7 @@ rewrite shape/strides/offset and run no kernel; their backward undoes the moveme
 """
 
 from .. import _bounds, dtypes
-from .._autograd import SliceGrad, is_grad_enabled, no_grad, note_write, record, record_adjoint
+from .._autograd import SliceGrad, is_grad_enabled, no_grad, note_write, record, record_adjoint, renamed
 from .._view import View
 from .._tensor import Tensor, _norm_dim, arange, empty, ones, tensor, zeros
 from .core import broadcast_shapes, cast, check_same_device, expanded_view, new, unbroadcast
@@ -92,11 +92,13 @@ def reshape(input, *shape):
     if tuple(shape) == tuple(input.shape):
         return input
     strides = _view_strides(input._view, shape)
+    name = "View"  # PyTorch's names: a view where the strides allow one, else a copy's _unsafe_view
     if strides is None:
         input = contiguous(input)
         strides = View.contiguous_strides(shape)
+        name = "UnsafeView"
     old = input.shape
-    return _view_of(input, shape, strides, input._view.offset, "Reshape", lambda g: g.reshape(old))
+    return _view_of(input, shape, strides, input._view.offset, name, lambda g: g.reshape(old))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -133,7 +135,7 @@ def transpose(input, dim0, dim1):
     perm = list(range(input.ndim))
     a, b = _norm_dim(dim0, input.ndim), _norm_dim(dim1, input.ndim)
     perm[a], perm[b] = perm[b], perm[a]
-    return permute(input, *perm)
+    return renamed(permute(input, *perm), "Transpose", input)
 
 
 swapaxes = swapdims = transpose
@@ -163,7 +165,7 @@ moveaxis = movedim
 def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but got {input.ndim}")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+    return renamed(transpose(input, 0, 1), "T", input) if input.ndim == 2 else input
 
 
 def expand(input, *sizes):
@@ -219,8 +221,9 @@ def squeeze(input, dim=None):
         return input
     keep = [i for i in range(len(v.shape)) if i not in dims]
     old = input.shape
+    name = "Squeeze" if dim is None else "Squeeze.1" if isinstance(dim, int) else "Squeeze.2"  # (torch's overloads)
     return _view_of(input, tuple(v.shape[i] for i in keep), tuple(v.strides[i] for i in keep), v.offset,
-                    "Squeeze", lambda g: g.reshape(old))
+                    name, lambda g: g.reshape(old))
 
 
 def unsqueeze(input, dim):
@@ -533,11 +536,11 @@ def _advanced_getitem(input, index):
     merged = moved.reshape((_numel(y.shape[d] for d in adv_dims),) + rest_shape)
     out = index_select(merged, 0, flat.reshape(-1)).reshape(bshape + rest_shape)
     if front or adv_dims[0] == 0:
-        return out
+        return renamed(out, "Index", input)  # (PyTorch's node: IndexBackward0)
     # the index dims stand where the first advanced index stood
     at, k = adv_dims[0], len(bshape)
     order = list(range(k, k + at)) + list(range(k)) + list(range(k + at, out.ndim))
-    return out.permute(*order)
+    return renamed(out.permute(*order), "Index", input)
 
 
 def _advanced_setitem(input, index, value):
@@ -733,7 +736,7 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
                                f"and {list(t.shape)}")
     d = _norm_dim(dim, tensors[0].ndim + 1)
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    return renamed(cat([unsqueeze(t, d) for t in tensors], d), "Stack")
 
 
 def split(input, split_size_or_sections, dim=0):
@@ -749,8 +752,9 @@ def split(input, split_size_or_sections, dim=0):
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input dim {d}), got {sizes}")
     out, start = [], 0
+    name = "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes"
     for s in sizes:
-        out.append(narrow(input, d, start, s))
+        out.append(renamed(narrow(input, d, start, s), name, input))
         start += s
     return tuple(out)
 
@@ -765,7 +769,7 @@ def chunk(input, chunks, dim=0):
 
 def unbind(input, dim=0):
     d = _norm_dim(dim, input.ndim)
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return tuple(renamed(select(input, d, i), "Unbind", input) for i in range(input.shape[d]))
 
 
 def select(input, dim, index):
@@ -882,7 +886,7 @@ def flip(input, dims):
     for d in ((dims,) if isinstance(dims, int) else dims):
         d = _norm_dim(d, input.ndim)
         out = index_select(out, d, arange(input.shape[d] - 1, -1, -1, dtype=dtypes.int32, device=input.device))
-    return out
+    return renamed(out, "Flip", input)
 
 
 def _triangle(input, diagonal, keep_lower):
@@ -896,12 +900,12 @@ def _triangle(input, diagonal, keep_lower):
 
 def tril(input, diagonal=0):
     """The lower triangle of the last two dims (j - i <= diagonal), the rest zero, as torch.tril."""
-    return _triangle(input, diagonal, True)
+    return renamed(_triangle(input, diagonal, True), "Tril", input)
 
 
 def triu(input, diagonal=0):
     """The upper triangle of the last two dims (j - i >= diagonal), the rest zero, as torch.triu."""
-    return _triangle(input, diagonal, False)
+    return renamed(_triangle(input, diagonal, False), "Triu", input)
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -955,4 +959,4 @@ def repeat(input, *sizes):
     for r, n in zip(sizes, x.shape):
         inter += [r, n]
     expanded = x.reshape(tuple(v for n in x.shape for v in (1, n))).expand(*inter)
-    return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+    return renamed(expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape))), "Repeat", input)

@@ -269,7 +269,8 @@ UNARY = {op.name: op for op in (
           result=SAME, int_wgsl="sign(x)",  # sign(nan) is 0, as torch's
           expose=("function", "method", "inplace"), zero_grad=True),
     Unary("square", "x * x", lambda x, a, b: x * x, "2.0 * g * x", lambda x, y, a, b: 2.0 * x, result=SAME,
-          int_wgsl="x * x", int_overflow="mul_overflows(x, x)", expose=("function", "method", "inplace")),
+          int_wgsl="x * x", int_overflow="mul_overflows(x, x)", expose=("function", "method", "inplace"),
+          node="Pow"),  # (PyTorch's square is pow(x, 2): PowBackward0)
     Unary("floor", "floor(x)", lambda x, a, b: np.floor(x), result=SAME, int_wgsl="x",
           expose=("function", "method", "inplace"), zero_grad=True),
     Unary("ceil", "ceil(x)", lambda x, a, b: np.ceil(x), result=SAME, int_wgsl="x",
