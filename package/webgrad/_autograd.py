@@ -139,7 +139,7 @@ class Node:
     tensor).
     """
 
-    __slots__ = ("_name", "inputs", "backward_fn", "trace", "clock", "hooks", "saved", "__weakref__")
+    __slots__ = ("_name", "inputs", "backward_fn", "trace", "clock", "hooks", "saved", "post_hooks", "__weakref__")
 
     def __init__(self, name, inputs, backward_fn):
         self._name = name
@@ -149,6 +149,7 @@ class Node:
         self.clock = _clock[0]
         self.hooks = None  # {handle id: hook} of the tensor this node made (Tensor.register_hook), or None
         self.saved = None  # under saved tensors hooks: the packed tensors its closure reads (see _pack_closure)
+        self.post_hooks = None  # {handle id: hook(grad_inputs, grad_outputs)} (register_hook), or None
 
     def __repr__(self):
         return f"<{self.name_()} object at {hex(id(self))}>"  # as torch prints a grad_fn
@@ -166,6 +167,27 @@ class Node:
     def name(self, value):
         self._name = str(value)
         self.__class__ = node_class(self._name)
+
+    def register_prehook(self, hook):
+        """hook(grad_outputs) -> new grad_outputs or None, before the node's backward (PyTorch's Node API)."""
+        def on_gradient(g):
+            new = hook((g,))
+            if new is None:
+                return None
+            if len(new) != 1:
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number of "
+                                   f"values (got {len(new)}, but expected 1)")
+            return new[0]
+        return add_node_hook(self, on_gradient)
+
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs) -> new grad_inputs or None, after the node's backward: one gradient per
+        input (next_functions), None for an input that takes none (PyTorch's Node API)."""
+        if self.post_hooks is None:
+            self.post_hooks = {}
+        handle = RemovableHandle(self.post_hooks)
+        self.post_hooks[handle.id] = hook
+        return handle
 
     @property
     def next_functions(self):
@@ -554,6 +576,26 @@ def _run_hooks(hooks, g):
     return g
 
 
+def _run_post_hooks(node, input_grads, grad_out):
+    """The gradients of `node`'s inputs through its register_hook hooks, as PyTorch's: each sees them (None for an
+    input that takes no gradient) and the output's, and may return replacements."""
+    grads = tuple(None if t is None or g is None else _dense(g)
+                  for t, g in zip(node.inputs, list(input_grads) + [None] * (len(node.inputs) - len(input_grads))))
+    for hook in list(node.post_hooks.values()):
+        new = hook(grads, (grad_out,))
+        if new is None:
+            continue
+        new = tuple(new)
+        if len(new) != len(grads):
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number of values "
+                               f"(got {len(new)}, but expected {len(grads)})")
+        for old, g in zip(grads, new):
+            if old is None and g is not None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+        grads = new
+    return grads
+
+
 def _check_fresh(t, name):
     """Refuse to use `t` when its storage was written in place through another tensor after t was computed
     (t is a view of the tensor modified in place, or its base): t's history does not hold that write."""
@@ -735,6 +777,8 @@ def run_backward(roots, retain_graph=False, create_graph=False, captured=None, s
                 _release_closure(node, keep=retain_graph)
             if profiled is not None:
                 PROFILER.end(profiled)
+            if node.post_hooks:
+                input_grads = _run_post_hooks(node, input_grads, grad_out)
             if is_anomaly_enabled():
                 input_grads = check_anomaly(node, [_dense(g) for g in input_grads])
             if create_graph:

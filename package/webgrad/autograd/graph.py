@@ -1,4 +1,5 @@
-"""torch.autograd.graph: the graph's nodes, and hooks on the tensors it saves for backward.
+"""torch.autograd.graph: the graph's nodes (Node; a grad_fn's register_hook and register_prehook), and hooks on
+the tensors it saves for backward.
 
     with webgrad.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
         y = model(x)          # every tensor an op saves for backward goes through pack_hook(tensor) -> any object
@@ -13,6 +14,7 @@ reads, which is at times more than PyTorch's node saves for the same op (an inpu
 """
 
 import abc
+import functools
 from typing import NamedTuple
 
 from .. import _autograd
@@ -103,6 +105,14 @@ class disable_saved_tensors_hooks:
 
     def __exit__(self, *exc):
         _autograd.HOOKS_DISABLED.pop()
+
+    def __call__(self, fn):
+        """Used as a decorator: fn runs inside the block."""
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+        return wrapped
 
 
 __all__ = ["GradientEdge", "Node", "disable_saved_tensors_hooks", "get_gradient_edge", "increment_version",
