@@ -168,6 +168,13 @@ class Node:
         self._name = str(value)
         self.__class__ = node_class(self._name)
 
+    def __getattr__(self, attr):
+        """PyTorch's debugging view of what a node saved: _saved_self and _saved_other (the tensors of its first two
+        inputs), _saved_result (its output), through unpack_hook where saved tensors hooks packed them."""
+        if not attr.startswith("_saved_") or attr.startswith("_saved__"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+        return _saved_by_role(self, attr[len("_saved_"):])
+
     def register_prehook(self, hook):
         """hook(grad_outputs) -> new grad_outputs or None, before the node's backward (PyTorch's Node API)."""
         def on_gradient(g):
@@ -441,15 +448,47 @@ def _pack_closure(node):
     groups = {}
     for cell, i in slots:
         groups.setdefault(id(cell.cell_contents if i is None else cell.cell_contents[i]), []).append((cell, i))
-    placed, pairs = [], []
+    placed, pairs, roles = [], [], {}
     for group in groups.values():
         first = group[0][0].cell_contents if group[0][1] is None else group[0][0].cell_contents[group[0][1]]
         times = max(1, min(len(group), sum(1 for t in node.inputs if t is first)))
         start = len(pairs)
         pairs.extend(pack_saved(first) for _ in range(times))
         placed.extend((cell, i, start + min(j, times - 1)) for j, (cell, i) in enumerate(group))
-    node.saved = (placed, pairs)
+        for k, role in enumerate(_roles(node, first)[:times]):
+            roles.setdefault(role, start + min(k, times - 1))
+    node.saved = (placed, pairs, roles)
     _unreleased.append(weakref.ref(node))
+
+
+def _roles(node, t):
+    """PyTorch's names for saved tensor `t` of `node` (self, other: its first two inputs; result: its output)."""
+    roles = ["result"] if t.grad_fn is node else []
+    for role, edge in zip(("self", "other"), node.inputs):
+        if edge is not None and (edge if edge.grad_fn is None else edge.tensor()) is t:
+            roles.append(role)
+    return roles
+
+
+def _saved_by_role(node, role):
+    """grad_fn._saved_<role>: the saved tensor PyTorch names so (unpacked each time, under saved tensors hooks)."""
+    if node.backward_fn is None:
+        raise RuntimeError("Trying to backward through the graph a second time (or directly access saved tensors "
+                           "after they have already been freed). Saved intermediate values of the graph are freed "
+                           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                           "backward through the graph a second time or if you need to access saved tensors after "
+                           "calling backward.")
+    if node.saved is not None:
+        k = node.saved[2].get(role)
+        if k is not None:
+            return unpack_saved(node.saved[1][k])
+    else:
+        found = []
+        _saved_tensors(node.backward_fn, found, set())
+        for t in found:
+            if role in _roles(node, t):
+                return t
+    raise AttributeError(f"'{type(node).__name__}' object has no attribute '_saved_{role}'")
 
 
 def _set_slots(node, values):

@@ -218,3 +218,25 @@ def test_graph_module_names():
     before = y._version
     wg.autograd.graph.increment_version(y)
     assert y._version == before + 1
+
+
+def test_saved_attributes_of_a_node_as_torchs():
+    """grad_fn._saved_self / _saved_other / _saved_result (the tutorial's look at what a node saved), unpacked on
+    each access under hooks, and refused once backward freed them."""
+    for lib in (wg, torch):
+        a, b = _data(lib, 5, grad=True), _data(lib, 5, seed=1, grad=True)
+        y = a * b
+        assert y.grad_fn._saved_self is a and y.grad_fn._saved_other is b
+        y = a.exp()
+        assert y.grad_fn._saved_result.equal(y)
+        log = []
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t,
+                                                    lambda t: log.append("unpack") or t):
+            y = a.pow(2)
+        assert y.grad_fn._saved_self.equal(a) and y.grad_fn._saved_self.equal(a)
+        assert log == ["pack", "unpack", "unpack"]
+        with pytest.raises(AttributeError):
+            y.grad_fn._saved_nothing_by_this_name
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="access saved tensors after they have already been freed"):
+            y.grad_fn._saved_self
