@@ -159,6 +159,9 @@ class Tensor:
     def dim(self):
         return self.ndim
 
+    def ndimension(self):  # torch's older name for dim()
+        return self.ndim
+
     def numel(self):
         return self._view.numel
 

@@ -565,3 +565,30 @@ def test_module_constants_as_torchs(name):
         mask = x > 2
         got = wg.tensor(x).masked_fill(wg.tensor(mask), -ours).numpy()
         np.testing.assert_array_equal(got, torch.tensor(x).masked_fill(torch.tensor(mask), -theirs).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint8"])
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                                    ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 4)), ((2, 0), (0, 3))])
+def test_integer_matmul_as_torchs_cpu(dtype, shapes):
+    """torch.dot/mm/matmul of integer tensors (torch.dot(torch.tensor([1, 2, 3]), ...)) are exact, in the dtype."""
+    a, b = (RNG.integers(0, 40, s).astype(dtype) for s in shapes)
+    ours, theirs = wg.matmul(wg.tensor(a), wg.tensor(b)), torch.matmul(torch.tensor(a), torch.tensor(b))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.") and ours.tolist() == theirs.tolist()
+    if len(shapes[0]) == len(shapes[1]) == 1:
+        assert wg.dot(wg.tensor(a), wg.tensor(b)).item() == torch.dot(torch.tensor(a), torch.tensor(b)).item()
+
+
+def test_matmul_refusals_as_torchs():
+    for lib in (wg, torch):
+        with pytest.raises(NotImplementedError):  # torch: "addmm_impl_cpu_" not implemented for 'Bool'
+            lib.mm(lib.ones(2, 2, dtype=lib.bool), lib.ones(2, 2, dtype=lib.bool))
+        with pytest.raises(RuntimeError):
+            lib.mm(lib.ones(2, 2, dtype=lib.int64), lib.ones(2, 2, dtype=lib.int32))
+        with pytest.raises(RuntimeError):
+            lib.mm(lib.ones(2, 2), lib.ones(2, 2, dtype=lib.int64))
+
+
+def test_ndimension_as_torchs():
+    for shape in [(), (3,), (2, 0, 4)]:
+        assert wg.zeros(shape).ndimension() == torch.zeros(shape).ndimension() == len(shape)

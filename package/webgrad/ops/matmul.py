@@ -63,9 +63,11 @@ def _check(a, b, op):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{op}(): expected Tensors, got {type(a).__name__} and {type(b).__name__}")
     check_same_device(op, a, b)
-    if not a.dtype.is_floating or a.dtype is not b.dtype:
-        raise RuntimeError(f"{op}(): expected floating tensors of one dtype, got {a.dtype.name} and {b.dtype.name} "
-                           "(convert with .float())")
+    if a.dtype is not b.dtype:  # integers multiply as torch's CPU does
+        raise RuntimeError(f"{op}(): expected tensors of one dtype, floating or integer, got {a.dtype.name} and "
+                           f"{b.dtype.name} (convert with .float())")
+    if a.dtype is dtypes.bool_:
+        raise NotImplementedError(f"{op}(): not implemented for 'Bool' tensors, as in PyTorch (convert with .int())")
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"{op}(): both arguments need at least 1 dimension, got shapes {list(a.shape)} and {list(b.shape)}")
 
@@ -93,6 +95,8 @@ def matmul(input, other):
         raise RuntimeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied "
                            f"({m}x{k} and {k2}x{n})")
     batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), op="matmul")
+    if not a.dtype.is_floating:  # exact integer products (no GEMM kernel takes them), wrapping as the dtype does
+        return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2).to(a.dtype)
     if k == 0 or _prod(batch) * m * n == 0:  # nothing to multiply: sums over an empty k are zeros (no kernel)
         return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
     out = new(batch + (m, n), a.dtype, a.device)
