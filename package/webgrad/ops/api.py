@@ -36,6 +36,22 @@ _HAND_WRITTEN = {
 }
 
 FUNCTIONS = {name: getattr(module, name) for module, names in _HAND_WRITTEN.items() for name in names.split()}
+_ALONE = object()
+
+
+def _where(condition, input=_ALONE, other=_ALONE):
+    """torch.where(cond, x, y): x where cond is true, else y; torch.where(cond) alone is nonzero(cond,
+    as_tuple=True)."""
+    if input is _ALONE and other is _ALONE:
+        if not isinstance(condition, Tensor):
+            raise TypeError("where(): condition must be a bool Tensor")
+        return selection.nonzero(condition, as_tuple=True)
+    if input is _ALONE or other is _ALONE:
+        raise TypeError("where() takes a condition alone, or a condition, input and other")
+    return elementwise.where(condition, input, other)
+
+
+FUNCTIONS["where"] = _where
 FUNCTIONS["broadcast_shapes"] = lambda *shapes: _tensor.Size(elementwise.broadcast_shapes(
     *((s,) if isinstance(s, int) else tuple(s) for s in shapes)))  # an int is a 1-D shape, as torch's
 

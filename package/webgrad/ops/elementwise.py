@@ -539,19 +539,10 @@ def _logical(op):
 logical_and, logical_or, logical_xor = (_logical(op) for op in ("logical_and", "logical_or", "logical_xor"))
 
 
-_NO_VALUES = object()
-
-
-def where(condition, input=_NO_VALUES, other=_NO_VALUES):
-    """where(cond, x, y): x where cond is true, else y; x and y may be Python scalars. where(cond) alone is
-    nonzero(cond, as_tuple=True), as torch's."""
+def where(condition, input, other):
+    """where(cond, x, y): x where cond is true, else y; x and y may be Python scalars."""
     if not isinstance(condition, Tensor):
         raise TypeError("where(): condition must be a bool Tensor")
-    if input is _NO_VALUES and other is _NO_VALUES:
-        from .selection import nonzero
-        return nonzero(condition, as_tuple=True)
-    if input is _NO_VALUES or other is _NO_VALUES:
-        raise TypeError("where() takes a condition alone, or a condition, input and other")
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         dtype = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int64
