@@ -10,9 +10,10 @@ Where webgrad has no CPU device (Pyodide without NumPy), tensors a script makes 
 WebGPU instead: as_torch() sets the default device to "webgpu" there, so ``torch.randn(...)`` then
 ``.to(device)`` work as written.
 
-Not covered: torchvision, torchaudio and torchtext are separate libraries (use ``webgrad.datasets`` and
-``webgrad.transforms``: MNIST, CIFAR-10/100, ImageFolder, GPU augmentation); CUDA-only calls answer as on
-a machine without CUDA (``torch.cuda.is_available()`` is False; ``torch.accelerator`` is WebGPU).
+``import torchvision`` gives webgrad.vision (torchvision's datasets, transforms, models and utils on webgrad)
+where no torchvision is installed, as in the browser; an installed one loads as it is. Not covered: torchaudio and
+torchtext. CUDA-only calls answer as on a machine without CUDA (``torch.cuda.is_available()`` is False;
+``torch.accelerator`` is WebGPU).
 
 Any other ``torch.X.Y`` resolves to webgrad's module ``webgrad.X.Y`` where there is one (an import hook,
 _TorchFinder), and to ModuleNotFoundError where there is none.
@@ -93,7 +94,33 @@ class _Alias:
         module.__spec__ = self.spec  # (module_from_spec set it to the alias's)
 
 
+class _VisionFinder:
+    """``import torchvision`` (and its submodules) gives webgrad.vision, torchvision's API on webgrad, where no
+    torchvision can be found on sys.path (the browser); an installed one is left to load as it is."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torchvision" and not fullname.startswith("torchvision."):
+            return None
+        import importlib
+        import importlib.machinery
+        import importlib.util
+        if fullname == "torchvision":
+            if importlib.machinery.PathFinder.find_spec(fullname) is not None:
+                return None
+        elif sys.modules.get("torchvision") is not importlib.import_module("webgrad.vision"):
+            return None
+        ours = "webgrad.vision" + fullname[len("torchvision"):]
+        try:
+            module = importlib.import_module(ours)
+        except ModuleNotFoundError as e:
+            if e.name is not None and ours.startswith(e.name):
+                return None  # webgrad.vision has no such module: the import fails as it should
+            raise
+        return importlib.util.spec_from_loader(fullname, _Alias(module))
+
+
 _FINDER = _TorchFinder()
+_VISION_FINDER = _VisionFinder()
 
 
 def as_torch():
@@ -118,6 +145,8 @@ def as_torch():
             continue
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    if _VISION_FINDER not in sys.meta_path:
+        sys.meta_path.insert(1, _VISION_FINDER)
     if importlib.util.find_spec("numpy") is None and webgrad.get_default_device().type == "cpu":
         webgrad.set_default_device("webgpu")  # no CPU device without NumPy: "CPU" tensors live on the GPU
     return webgrad

