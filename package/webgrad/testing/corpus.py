@@ -696,6 +696,12 @@ SCRIPTS = {
         "pytorch_init_weights.py", compare="output",
         kind="nn.init.kaiming_uniform_ and constant_ over self.modules(), every Parameter printed",
         note="every printed parameter (Parameter containing: tensor(..., requires_grad=True)) is read as torch's"),
+    "ap_tensorbasics": Script(
+        "pytorch_tensorbasics.py", AP + "e6c7f42c46a6414f12b2d8820e00e4474be7bbd8/ML/Pytorch/Basics/"
+        "pytorch_tensorbasics.py", compare="output",
+        kind="tensor basics: creation, dtype conversions printed (bool, int16, float16), add(out=) of ints into "
+             "floats, matrix_power, fancy and boolean indexing, where, unique, chunk, views",
+        note="every printed tensor, shape and flag is read as torch's"),
 }
 
 
