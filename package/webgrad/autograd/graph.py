@@ -10,9 +10,9 @@ ctx.saved_tensors) reads a saved tensor; what pack returned is freed with the gr
 retain_graph). webgrad's ops keep what their backward reads in closures (_autograd.record): under hooks those
 tensors are packed as the op is recorded, and the closure lets go of them when the hooks' block ends, from when on
 only pack_hook's result keeps them (save_on_cpu's device memory is then freed). Ops save what their webgrad closure
-reads: the same tensors as PyTorch's nodes for linear layers, convolutions, batch and layer norms, cross-entropy,
+reads: the same tensors as PyTorch's nodes for linear layers, convolutions, batch norms, cross-entropy,
 pooling, attention and the elementwise ops, at times one more (x * y packs both where only x requires grad, PyTorch
-only y; softmax packs its input too, for its second derivative; x / y packs x).
+only y; softmax packs its input too, for its second derivative; x / y packs x), and layer_norm one fewer.
 """
 
 import abc
