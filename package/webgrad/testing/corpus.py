@@ -702,6 +702,11 @@ SCRIPTS = {
         kind="tensor basics: creation, dtype conversions printed (bool, int16, float16), add(out=) of ints into "
              "floats, matrix_power, fancy and boolean indexing, where, unique, chunk, views",
         note="every printed tensor, shape and flag is read as torch's"),
+    "ap_vgg": Script(
+        "pytorch_vgg_implementation.py", AP + "28bd89ea9c07db15ebaa232328a53e03614b1c88/ML/Pytorch/"
+        "CNN_architectures/pytorch_vgg_implementation.py", compare="output",
+        kind="VGG-16 with BatchNorm built from a layer table (type(x) == int, nn.Sequential(*layers)), printed",
+        note="prints the model (its forward on 224-pixel images is commented out): read as torch's"),
 }
 
 
