@@ -43,6 +43,27 @@ def test_padding_idx_and_an_inner_dim(device):
     np.testing.assert_array_equal(wx.grad.cpu().numpy(), tx.grad.numpy())
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kw", [dict(max_norm=1.0), dict(max_norm=1.5, norm_type=1.0), dict(scale_grad_by_freq=True),
+                                dict(max_norm=2.0, scale_grad_by_freq=True, padding_idx=0)])
+def test_max_norm_renorms_rows_in_place_and_scale_grad_by_freq_as_torch(device, kw):
+    w = RNG.standard_normal((6, 4)).astype(np.float32) * 2
+    idx = np.array([[1, 2, 1], [5, 1, 0]])
+    got, want = [], []
+    for lib, out, dev in ((torch, want, "cpu"), (wg, got, device)):
+        e = lib.nn.Embedding(6, 4, **kw).to(dev)
+        with lib.no_grad():
+            e.weight.copy_(lib.tensor(w, device=dev))
+        y = e(lib.tensor(idx, device=dev))
+        (y * lib.arange(4.0, device=dev)).sum().backward()
+        out += [y.detach().cpu().numpy(), e.weight.detach().cpu().numpy(), e.weight.grad.cpu().numpy(), repr(e)]
+    for g, t in zip(got[:3], want[:3]):
+        np.testing.assert_allclose(g, t, rtol=1e-5, atol=1e-6)
+    assert got[3] == want[3]
+    with pytest.raises(NotImplementedError, match="sparse"):
+        wg.nn.Embedding(6, 4, sparse=True)
+
+
 @pytest.mark.skipif(not WEBGPU, reason="no WebGPU adapter")
 @pytest.mark.parametrize("inner,offset", [(4, 0), (6, 0), (8, 3)])
 def test_the_kernel_against_the_cpu(inner, offset):

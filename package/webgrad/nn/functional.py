@@ -351,24 +351,49 @@ def prelu(input, weight):
 # ===================================================================== sparse
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` picked by the integer tensor `input`: out[..., :] = weight[input[...], :].
-    Rows read at padding_idx get no gradient."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding(): max_norm, scale_grad_by_freq and sparse are not supported yet")
+    Rows read at padding_idx get no gradient. max_norm first rescales, in place, the rows read whose norm_type-norm
+    exceeds it (PyTorch's embedding_renorm_); scale_grad_by_freq divides each row's gradient by how often the
+    batch reads it."""
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True): sparse gradients are not supported yet; use the dense "
+                                  "default (sparse=False) with any optimizer")
     if not isinstance(input, Tensor) or input.dtype.is_floating:
         raise TypeError("embedding(): input must be an integer tensor of indices, got "
                         f"{input.dtype.name if isinstance(input, Tensor) else type(input).__name__}")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding(): weight must be 2-D [num_embeddings, embedding_dim], got {list(weight.shape)}")
     _check_same_device("embedding", input, weight)
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     # an index outside [0, num_embeddings) raises IndexError (on WebGPU at the next read-back: _bounds.py)
     with _bounds.reporting("embedding(): index {value} is out of range for {size} embeddings"):
         out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
+    if scale_grad_by_freq and weight.requires_grad:
+        out = _scaled_by_frequency(out, input, weight.shape[0])
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += weight.shape[0]
         # same values, but the padding rows' gradient stops here
         out = _where((input == padding_idx).unsqueeze(-1), out.detach(), out)
     return renamed(out, "Embedding", weight)  # (PyTorch's node: EmbeddingBackward0)
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: rows read whose norm exceeds max_norm scaled to max_norm / (norm + 1e-7)."""
+    with no_grad():
+        rows = input.reshape(-1).unique()
+        picked = weight.index_select(0, rows)
+        norms = picked.norm(p=norm_type, dim=1, keepdim=True)
+        scale = _where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, rows, picked * scale)
+
+
+def _scaled_by_frequency(out, input, num_embeddings):
+    """out unchanged, its gradient at each position divided by how often the batch reads that position's row."""
+    flat = input.reshape(-1)
+    counts = flat.bincount(minlength=num_embeddings).index_select(0, flat).to(out.dtype)
+    scale = (1.0 / counts).reshape(tuple(input.shape) + (1,))
+    return record(out.detach(), "Embedding", (out,), lambda g: (g * scale,))
 
 
 def one_hot(tensor, num_classes=-1):

@@ -16,8 +16,9 @@ class Embedding(Module):
                 raise AssertionError(f"Padding_idx must be within num_embeddings, got {padding_idx} for "
                                      f"{num_embeddings} embeddings")
             padding_idx %= num_embeddings
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported yet")
+        if sparse:
+            raise NotImplementedError("Embedding(sparse=True): sparse gradients are not supported yet; use the dense "
+                                      "default (sparse=False) with any optimizer")
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
@@ -38,7 +39,8 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -53,4 +55,10 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
         return s
