@@ -32,7 +32,8 @@ XFAIL = {
 
 # small scripts that run on the accelerator, through their own flag (ex_vae without --no-accel, nanogpt
 # --device=webgpu) or, being device-neutral, on the default device the runner sets to webgpu; all compared with torch
-WEBGPU = ["jj_two_layer_net_optim", "ex_vae", "nanogpt", "mz_autoencoder", "tut_blitz_neural_networks"]
+WEBGPU = ["jj_two_layer_net_optim", "ex_vae", "nanogpt", "mz_autoencoder", "tut_blitz_neural_networks", "nlp_bert",
+          "ap_lenet5"]
 
 
 def _params(names):
