@@ -707,6 +707,12 @@ SCRIPTS = {
         "CNN_architectures/pytorch_vgg_implementation.py", compare="output",
         kind="VGG-16 with BatchNorm built from a layer table (type(x) == int, nn.Sequential(*layers)), printed",
         note="prints the model (its forward on 224-pixel images is commented out): read as torch's"),
+    "ap_transformer": Script(
+        "transformer_from_scratch.py", AP + "71faea865041410473a8c0543aaf48b51c63e92f/ML/Pytorch/more_advanced/"
+        "transformer_from_scratch/transformer_from_scratch.py", compare="output",
+        kind="Transformer from scratch: einsum of an operand list, masked_fill(mask == 0, -1e20), tril masks "
+             "expanded, a forward pass of the 6-layer, 512-wide model",
+        note="prints its device and the output's shape"),
 }
 
 
