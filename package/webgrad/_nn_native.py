@@ -10,8 +10,9 @@ nn.functional's implementation (autograd and both devices with it), the statisti
 import math
 
 from . import dtypes
-from ._tensor import Tensor, empty
+from ._tensor import Tensor, empty, zeros
 from .nn import functional as F
+from .ops.elementwise import where
 from .ops.shape import cat
 
 
@@ -99,6 +100,39 @@ def _native_batch_norm_legit(input, weight, bias, *args):
                                "_native_batch_norm_legit")
 
 
+def _batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    """torch.ops.aten._batch_norm_with_update: training-mode batch norm updating the running statistics in place;
+    (output, save_mean, save_invstd, reserve), reserve an empty uint8 tensor (cuDNN's workspace elsewhere)."""
+    out, mean, invstd = _batch_norm_outputs(input, weight, bias, running_mean, running_var, True, momentum, eps,
+                                            "_batch_norm_with_update")
+    return out, mean, invstd, empty(0, dtype=dtypes.uint8, device=input.device)
+
+
+# ======================================================================= dropout
+def native_dropout_backward(grad_output, mask, scale):
+    """torch.ops.aten.native_dropout_backward: the gradient through dropout's kept elements, grad_output * mask *
+    scale (scale 1 / (1 - p))."""
+    _check_tensor(grad_output, "native_dropout_backward", "grad_output")
+    _check_tensor(mask, "native_dropout_backward", "mask")
+    return grad_output * mask.to(grad_output.dtype) * scale
+
+
+# ======================================================================= pooling
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """torch.ops.aten.max_pool2d_with_indices_backward: grad_output added into the input positions indices name
+    (flat in each [H, W] plane). The input only gives the shape; its gradient is zeros, as ATen's formula says."""
+    _check_tensor(grad_output, "max_pool2d_with_indices_backward", "grad_output")
+    _check_tensor(input, "max_pool2d_with_indices_backward", "self")
+    if tuple(indices.shape) != tuple(grad_output.shape):
+        raise RuntimeError(f"max_pool2d_with_indices_backward: indices of shape {list(indices.shape)} do not match "
+                           f"grad_output's {list(grad_output.shape)}")
+    # zeros of input's shape that carry input's (zero) gradient, whatever its values (inf, nan)
+    base = where(zeros(input.shape, dtype=dtypes.bool_, device=input.device), input, 0.0)
+    planes = base.flatten(-2)
+    grad = planes.scatter_add(-1, indices.flatten(-2).long(), grad_output.flatten(-2).to(planes.dtype))
+    return grad.reshape(input.shape)
+
+
 # ======================================================================= softmax
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     """The gradient of softmax's input from its output y and the output's gradient g: y * (g - sum(g * y, dim))."""
@@ -152,3 +186,9 @@ def _chunk_cat(tensors, dim, num_chunks):
 FUNCTIONS = {name: globals()[name] for name in (
     "native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit",
     "_softmax_backward_data", "_chunk_cat")}
+
+# ATen operators with no torch.* function, reached as torch.ops.aten.NAME (ops/namespaces.py), with the underscored
+# ones above that torch.ops.aten's lookup of public functions skips
+ATEN_ONLY = {name: globals()[name] for name in (
+    "_batch_norm_with_update", "native_dropout_backward", "max_pool2d_with_indices_backward",
+    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat")}

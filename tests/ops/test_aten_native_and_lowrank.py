@@ -117,6 +117,38 @@ def test_chunk_cat_rejects_mismatched_leading_dims():
         wg._chunk_cat([wg.zeros(2, 3), wg.zeros(3, 3)], 1, 2)
 
 
+def test_aten_only_operators_through_torch_ops():
+    (tx, wx) = _pair(_randn(4, 3, 5), True)
+    t_stats = [torch.zeros(3), torch.ones(3)]
+    w_stats = [wg.zeros(3), wg.ones(3)]
+    t_out = torch.ops.aten._batch_norm_with_update(tx, None, None, *t_stats, 0.2, 1e-5)
+    w_out = wg.ops.aten._batch_norm_with_update(wx, None, None, *w_stats, 0.2, 1e-5)
+    for w, t in zip(w_out, t_out):
+        assert tuple(w.shape) == tuple(t.shape)
+        _close(w, t)
+    assert w_out[3].dtype == wg.uint8
+    for w, t in zip(w_stats, t_stats):
+        _close(w, t)
+    mask = RNG.uniform(size=(4, 3, 5)) > 0.3
+    (tg, wgr) = _pair(_randn(4, 3, 5), True)
+    _close(wg.ops.aten.native_dropout_backward(wgr, wg.tensor(mask), 1.5),
+           torch.ops.aten.native_dropout_backward(tg, torch.tensor(mask), 1.5))
+
+
+def test_max_pool2d_with_indices_backward_scatters_into_the_input():
+    (tx, wx) = _pair(_randn(2, 3, 6, 7), True)
+    t_out, t_idx = torch.nn.functional.max_pool2d_with_indices(tx, 3, 2, 1, 1, True)
+    w_out, w_idx = wg.nn.functional.max_pool2d_with_indices(wx, 3, 2, 1, 1, True)
+    np.testing.assert_array_equal(w_idx.numpy(), t_idx.numpy())
+    g = _randn(*t_out.shape)
+    t = torch.ops.aten.max_pool2d_with_indices_backward(torch.tensor(g), tx, [3, 3], [2, 2], [1, 1], [1, 1], True,
+                                                        t_idx)
+    w = wg.ops.aten.max_pool2d_with_indices_backward(wg.tensor(g), wx, [3, 3], [2, 2], [1, 1], [1, 1], True, w_idx)
+    _close(w, t)
+    w.sum().backward()
+    assert float(wx.grad.abs().sum()) == 0.0  # the input gives only the shape: a zero gradient, as ATen's
+
+
 # -------------------------------------------------------------------------------------------- grid samplers
 @pytest.mark.parametrize("interpolation, padding", [(0, 0), (1, 1), (2, 2), (0, 2)])
 def test_grid_sampler_2d_maps_mode_codes(interpolation, padding):
@@ -370,4 +402,5 @@ def test_opinfo_entries_pass_on_cpu():
         "_softmax_backward_data", "_chunk_cat", "grid_sampler_2d", "nn.functional.linear_cross_entropy",
         "nn.functional.linear_cross_entropy:chunked", "nn.functional.linear_cross_entropy:chunked_none",
         "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d", "linalg.ldl_factor",
-        "linalg.ldl_factor_ex", "linalg.ldl_solve", "geqrf", "ormqr"], "cpu")
+        "linalg.ldl_factor_ex", "linalg.ldl_solve", "geqrf", "ormqr", "slice", "native_dropout_backward",
+        "_batch_norm_with_update", "max_pool2d_with_indices_backward"], "cpu")

@@ -39,6 +39,12 @@ from .fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_
                               fractional_max_pool3d, fractional_max_pool3d_with_indices)
 
 
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """(output, indices) of max_pool2d whatever return_indices says, as torch.nn.functional.max_pool2d_with_indices."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
 # The activations of the op table (relu, elu, hardswish, ...: every record exposed as "functional"),
 # with PyTorch's parameters and `inplace=` where PyTorch has it (webgrad/ops/table.py).
 globals().update(_elementwise.table_functions("functional"))

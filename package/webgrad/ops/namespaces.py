@@ -150,6 +150,20 @@ ATEN_ONLY = {
 }
 
 
+def _nn_native(name):
+    """An ATen operator composed in webgrad/_nn_native.py, imported on first call (it needs nn.functional)."""
+    def call(*args, **kwargs):
+        from .. import _nn_native
+        return _nn_native.ATEN_ONLY[name](*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+ATEN_ONLY.update((name, _nn_native(name)) for name in (
+    "_batch_norm_with_update", "native_dropout_backward", "max_pool2d_with_indices_backward",
+    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat"))
+
+
 class AtenNamespace(OpNamespace):
     def _resolve(self, op):
         fn = ATEN_ONLY.get(op)

@@ -188,6 +188,9 @@ def resolve(op):
     """webgrad's callable for an OpInfo entry, taking the sample's (input, *args, **kwargs); or raise Missing."""
     import torch
     name, fn = op.name, op.op
+    if _is_aten_op(fn, name) and _torch_path(torch, name) is None:  # an ATen operator only: torch.ops.aten.NAME
+        overload = getattr(_wg_aten(name), getattr(fn, "_overloadname", "default"))
+        return lambda *args, **kwargs: overload(*args, **kwargs)
     _name_exists(name)
     if fn is not None and fn is _torch_path(torch, name):
         return _webgrad_path(name)
@@ -203,6 +206,14 @@ def resolve(op):
     raise Missing(f"{name} has no public torch name webgrad could mirror ({type(fn).__name__})")
 
 
+def _wg_aten(name):
+    """webgrad's torch.ops.aten.NAME, or Missing."""
+    try:
+        return getattr(_wg().ops.aten, name)
+    except AttributeError:
+        raise Missing(f"webgrad has no torch.ops.aten.{name} (an internal ATen op)") from None
+
+
 def _name_exists(name):
     wg = _wg()
     try:
@@ -212,6 +223,8 @@ def _name_exists(name):
         for candidate in (name, name + "_"):  # an in-place-only op (cauchy -> Tensor.cauchy_)
             if hasattr(wg, candidate) or hasattr(wg.Tensor, candidate):
                 return
+        if hasattr(wg.ops.aten, name):  # an ATen operator only, that torch's test reaches as torch.ops.aten.NAME
+            return
         raise Missing(f"webgrad has no torch.{name} or Tensor.{name}")
     except Missing as exc:
         if ((name.startswith("_") and not name.startswith("__")) or name.endswith("_backward")
