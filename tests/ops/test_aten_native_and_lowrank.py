@@ -395,6 +395,14 @@ def test_ormqr_values_and_gradients(left, transpose):
         wg.ormqr(w_args[0], w_args[1], wg.zeros(2, 3, 3))
 
 
+def test_geqrf_and_ormqr_are_tensor_methods():
+    a = _randn(4, 3)
+    t_a, t_tau = torch.tensor(a).geqrf()
+    w_a, w_tau = wg.tensor(a).geqrf()
+    _close(w_a, t_a)
+    _close(w_a.ormqr(w_tau, wg.eye(4), transpose=True), t_a.ormqr(t_tau, torch.eye(4), transpose=True))
+
+
 # -------------------------------------------------------------------------------------------------- OpInfo
 def test_opinfo_entries_pass_on_cpu():
     assert_opinfo_entries_pass([

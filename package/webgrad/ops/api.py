@@ -5,7 +5,7 @@ below, and the op table's records (ops/table.py) by their ``expose`` field. ``we
 re-exports :data:`FUNCTIONS`; nothing else attaches methods to Tensor.
 """
 
-from .. import _complex, _printing, _tensor, linalg
+from .. import _complex, _householder, _printing, _tensor, linalg
 from .._tensor import Tensor
 from . import composed, conv, elementwise, inplace, loss, masked, matmul, reduce, shape, table
 from . import elementwise_math, sampling, sorting
@@ -105,6 +105,7 @@ for _module, _functions, _methods in _FAMILIES:
 _COMPOSED_METHODS.update({name + "_": inplace.in_place(name + "_", FUNCTIONS[name])
                           for name in _FAMILY_IN_PLACE.split()})
 _COMPOSED_METHODS.update(linalg.TENSOR_METHODS)  # inverse, det, svd, qr, cholesky, ... (webgrad/linalg.py)
+_COMPOSED_METHODS.update(_householder.FUNCTIONS)  # geqrf, ormqr (webgrad/_householder.py)
 FUNCTIONS.update(bitwise.FUNCTIONS)  # bitwise_and, ..., bitwise_left_shift: integers and bools (ops/bitwise.py)
 _COMPOSED_METHODS.update(bitwise.METHODS)
 
