@@ -521,6 +521,36 @@ WIDE_SHAPES = [
 ]
 
 
+def _torch_matmuls(results):
+    """{(shape, variant): GFLOP/s of torch.matmul on CUDA (cuBLAS, TF32 off), or why not}, timed with CUDA events."""
+    try:
+        import torch
+    except ImportError:
+        return {(shape, var): "n/a (no torch)" for shape, var, *_ in results}
+    if not torch.cuda.is_available():
+        return {(shape, var): "n/a (no CUDA)" for shape, var, *_ in results}
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = {}
+    for (b, m, n, k), var, ta, tb, _ in results:
+        if ((b, m, n, k), var) in out:
+            continue
+        a = torch.randn((b, k, m) if ta else (b, m, k), device="cuda")
+        w = torch.randn((b, n, k) if tb else (b, k, n), device="cuda")
+        a, w = (a.transpose(1, 2) if ta else a), (w.transpose(1, 2) if tb else w)
+        for _ in range(3):
+            torch.matmul(a, w)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        iters = 20
+        start.record()
+        for _ in range(iters):
+            torch.matmul(a, w)
+        end.record()
+        torch.cuda.synchronize()
+        us = start.elapsed_time(end) * 1000 / iters
+        out[(b, m, n, k), var] = f"{2.0 * b * m * n * k / us / 1e3:9.1f} ({us:9.1f} us)"
+    return out
+
+
 def _parse_shape(spec):
     v = [int(x) for x in spec.split(",")]
     return (tuple(v[:4]), bool(v[4]) if len(v) > 4 else False, bool(v[5]) if len(v) > 5 else False)
@@ -538,6 +568,8 @@ def main(argv=None):
                     "MNIST/CNN/wide MLP ones")
     ap.add_argument("--splits", type=int, nargs="*", help="K splits across workgroups to sweep (default: the plan's)")
     ap.add_argument("--no-numpy", action="store_true")
+    ap.add_argument("--torch", action="store_true", help="also time each product with PyTorch on its CUDA GPU "
+                    "(cuBLAS, float32 without TF32, as PyTorch's default) in the same call")
     ap.add_argument("--mem-n", type=int, default=None, help="elements for the memory-bound ops")
     args = ap.parse_args(argv)
 
@@ -598,11 +630,14 @@ def main(argv=None):
                     back_mm[shape, var] = f"{type(e).__name__}: {e}".splitlines()[0][:60]
         back = bench_backend_ops(be, n_mem, BACKEND_WARM_UP if discrete else 0.0)
 
-    print("\nsummary, GFLOP/s: GPU kernel (timestamps, else wall clock)"
+    print("\nsummary, GFLOP/s: GPU kernel (timestamps, else wall clock)" + (", PyTorch's cuBLAS" if args.torch else "")
           + ("" if args.no_numpy else ", NumPy on the CPU") + (", through webgrad's backend" if be else ""))
+    cublas = _torch_matmuls(results) if args.torch else {}
     for shape, var, ta, tb, r in results:
         g = r["gpu_gflops"] or r["wall_gflops"]
         line = f"{'x'.join(map(str, shape)):>16} {var:>3} {r['config']:>20} {g:9.1f}"
+        if (shape, var) in cublas:
+            line += f"   torch {cublas[shape, var]}"
         if not args.no_numpy:
             npf = bench_matmul_numpy(shape, ta, tb)
             line += f"   numpy {npf:8.1f}  ({g / npf:5.1f}x)"
