@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import webgrad as wg
-from helpers import assert_opinfo_entries_pass
+from helpers import DEVICES, assert_opinfo_entries_pass
 
 RNG = np.random.default_rng(0)
 
@@ -204,6 +204,24 @@ def test_linear_cross_entropy_matches_torch(reduction, chunk):
     _close(w_out, t_out)
     for wgrad, tgrad in zip(w_grads, t_grads):
         _close(wgrad, tgrad, 1e-3, 1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_cross_entropy_chunked_on_each_device(device):
+    x, w, b, target, _ = _lce_case(7, 4, 9, ignore_some=True)
+    t_args = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    w_args = [wg.tensor(a, device=device, requires_grad=True) for a in (x, w, b)]
+    t_loss = torch.nn.functional.linear_cross_entropy(
+        t_args[0], t_args[1], torch.tensor(target), linear_bias=t_args[2],
+        options=torch.nn.LinearCrossEntropyOptions(batch_chunk_size=3))
+    w_loss = wg.nn.functional.linear_cross_entropy(
+        w_args[0], w_args[1], wg.tensor(target, device=device), linear_bias=w_args[2],
+        options=wg.nn.LinearCrossEntropyOptions(batch_chunk_size=3))
+    t_loss.backward()
+    w_loss.backward()
+    _close(w_loss.cpu(), t_loss, 1e-4, 1e-5)
+    for wa, ta in zip(w_args, t_args):
+        _close(wa.grad.cpu(), ta.grad, 1e-3, 1e-4)
 
 
 def test_linear_cross_entropy_chunked_default_options_and_unbatched_input():
