@@ -199,8 +199,26 @@ with torch.no_grad():
 print(f"loss {loss.item():.4f}, accuracy {accuracy:.3f}")"""
 
 
+# torchvision as image scripts import it: in Pyodide there is none, so as_torch() answers with webgrad.vision
+TORCHVISION_CELL = """\
+import torchvision
+from torchvision import transforms, models
+from torch.utils.data import DataLoader
+augment = transforms.Compose([transforms.Resize(40), transforms.RandomResizedCrop(32),
+                              transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+                              transforms.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))])
+data = torchvision.datasets.FakeData(size=8, image_size=(3, 48, 48), num_classes=10, transform=augment)
+images, labels = next(iter(DataLoader(data, batch_size=4)))
+net = models.resnet18(num_classes=10).to(device).eval()
+with torch.no_grad():
+    logits = net(images.to(device))
+grid = torchvision.utils.make_grid(images, nrow=2)
+print(torchvision.__name__, tuple(images.shape), tuple(logits.shape), tuple(grid.shape), logits.device.type)"""
+
+
 def test_a_pytorch_cell_runs_under_as_torch(lite_site, page, server_url):
-    """issue 13: after webgrad.as_torch(), a cell written for PyTorch trains on WebGPU in the notebook."""
+    """issue 13: after webgrad.as_torch(), a cell written for PyTorch trains on WebGPU in the notebook; a
+    torchvision cell (datasets, transforms, models, utils) runs on webgrad.vision without NumPy or Pillow."""
     open_notebook(page, server_url, "01-quickstart.ipynb")
     run_cell(page, 1)  # %pip install webgrad
     n = len(cells(page))
@@ -209,6 +227,9 @@ def test_a_pytorch_cell_runs_under_as_torch(lite_site, page, server_url):
     assert "Using webgpu device" in text, text
     accuracy = float(re.search(r"accuracy ([\d.]+)", text).group(1))
     assert accuracy > 0.9, text
+    insert_cell(page, n + 1, TORCHVISION_CELL)
+    text = run_cell(page, n + 1, timeout_s=600)
+    assert "webgrad.vision (4, 3, 32, 32) (4, 10) (3, 70, 70) webgpu" in text, text
 
 
 def test_custom_kernel(lite_site, page, server_url):
