@@ -557,7 +557,9 @@ def _leaf_entry(t, create=False):
         entry = None
     if entry is None and create:
         key = id(t)
-        entry = _leaf_hooks[key] = [weakref.ref(t, lambda _, key=key: _leaf_hooks.pop(key, None)), {}, {}]
+        # (the dict bound as a default: at interpreter exit the module's globals may be gone before the tensor)
+        forget = lambda _, key=key, hooks=_leaf_hooks: hooks.pop(key, None)  # noqa: E731
+        entry = _leaf_hooks[key] = [weakref.ref(t, forget), {}, {}]
     return entry
 
 
@@ -731,7 +733,40 @@ def grad(roots, inputs, retain_graph=False, create_graph=False):
             for p, t in zip(pairs, inputs)]
 
 
+class BackwardPass:
+    """One backward pass (backward() or autograd.grad) while it runs: `callbacks` run as it ends, in order."""
+
+    __slots__ = ("callbacks",)
+
+    def __init__(self):
+        self.callbacks = []
+
+
+# The backward passes running, innermost last (a hook may start one of its own): a gradient hook asks
+# current_pass() which pass its gradient belongs to (autograd.graph.register_multi_grad_hook).
+_passes = []
+
+
+def current_pass():
+    return _passes[-1] if _passes else None
+
+
 def run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False, targets=None):
+    """_run_backward (the engine) as one BackwardPass, whose callbacks run once it succeeded; a composite's inner
+    walk (stop) runs no hooks and belongs to the pass around it."""
+    if stop:
+        return _run_backward(roots, retain_graph, create_graph, captured, stop, targets)
+    backward_pass = BackwardPass()
+    _passes.append(backward_pass)
+    try:
+        _run_backward(roots, retain_graph, create_graph, captured, stop, targets)
+    finally:
+        _passes.pop()
+    for callback in backward_pass.callbacks:
+        callback()
+
+
+def _run_backward(roots, retain_graph=False, create_graph=False, captured=None, stop=False, targets=None):
     """The engine: the seeds of `roots` ((tensor, gradient) pairs) back through the graph in topological order.
     captured: None, accumulate into leaves' .grad (and retain_grad tensors'); else a dict {id(tensor): None} of
     the tensors whose gradients are wanted, filled in instead, leaves' .grad left alone (autograd.grad; tensors

@@ -50,6 +50,64 @@ def get_gradient_edge(tensor):
     return GradientEdge(tensor.grad_fn, 0)
 
 
+class _MultiHandle:
+    """register_multi_grad_hook's handle: remove() takes its hook off every tensor (also as a context manager)."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """fn on the gradients of several tensors, once per backward pass, as PyTorch's. mode "all": fn(grads), a list
+    with one gradient per tensor (None for one the pass did not compute), once the pass computed them (webgrad
+    calls it as the pass ends); mode "any": fn(grad) with the first gradient of one of them the pass computes.
+    Returns a handle whose remove() takes the hook off."""
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    if mode == "all":
+        if not all(t.requires_grad for t in tensors):
+            raise AssertionError("Expected gradient function to be set")  # (PyTorch's, looking for its grad_fn)
+        buffers = {}  # id(BackwardPass) -> the gradients it computed so far
+
+        def inner_hook(index, grad):
+            backward_pass = _autograd.current_pass()
+            if backward_pass is None:
+                raise AssertionError("expected this hook to be called inside a backward call")
+            key = id(backward_pass)
+            if key not in buffers:
+                buffers[key] = [None] * len(tensors)
+                backward_pass.callbacks.append(lambda: fn(buffers.pop(key)))
+            buffers[key][index] = grad
+    else:
+        fired = set()  # id(BackwardPass) of the passes that called fn already
+
+        def inner_hook(index, grad):
+            backward_pass = _autograd.current_pass()
+            key = id(backward_pass)
+            if key in fired:
+                return
+            fired.add(key)
+            if backward_pass is not None:
+                backward_pass.callbacks.append(lambda: fired.discard(key))
+            fn(grad)
+
+    # (mode "any" passes over a tensor that does not require grad, as PyTorch's: it never gets a gradient)
+    return _MultiHandle(tuple(t.register_hook(functools.partial(inner_hook, i)) for i, t in enumerate(tensors)
+                              if t.requires_grad))
+
+
 def increment_version(tensor):
     """Count a write into `tensor` that autograd did not see (one made through its storage by other means), so
     that a backward that saved it refuses the changed values, as after an in-place op."""
@@ -118,4 +176,4 @@ class disable_saved_tensors_hooks:
 
 
 __all__ = ["GradientEdge", "Node", "disable_saved_tensors_hooks", "get_gradient_edge", "increment_version",
-           "save_on_cpu", "saved_tensors_hooks"]
+           "register_multi_grad_hook", "save_on_cpu", "saved_tensors_hooks"]
