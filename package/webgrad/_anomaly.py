@@ -51,6 +51,8 @@ class detect_anomaly(set_detect_anomaly):
 
 def _non_finite(g):
     """"nan", "inf" or None: what of NaN / infinity the gradient `g` holds (read back to the host)."""
+    if g.is_sparse:  # (nn.Embedding(sparse=True)'s gradient: its values are what it holds)
+        g = g._values()
     if not g.dtype.is_floating or g.numel() == 0:
         return None
     data = g.device.backend.to_bytes(g.contiguous()._view)

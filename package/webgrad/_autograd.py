@@ -315,7 +315,14 @@ def _dense(g):
 
 def _add_grads(a, b):
     joined = a.join(b) if type(a) is SliceGrad else None
-    return joined if joined is not None else _dense(a) + _dense(b)
+    return joined if joined is not None else _sum_grads(_dense(a), _dense(b))
+
+
+def _sum_grads(a, b):
+    """a + b for two gradients of one tensor. A sparse gradient (nn.Embedding(sparse=True)) plus a sparse one stays
+    sparse (their entries concatenated), plus a dense one is dense, in either order, as PyTorch's AccumulateGrad
+    (the sparse + dense operator itself is refused, so the dense side goes first)."""
+    return b + a if a.is_sparse and not b.is_sparse else a + b
 
 
 def record(out, name, inputs, backward_fn):
@@ -872,7 +879,7 @@ def _run_backward(roots, retain_graph=False, create_graph=False, captured=None, 
                                              or g.dtype is not t.dtype):
                     g = g.dense()  # (kept lazy only on its way to another node: see SliceGrad)
                 # A backward rule must match its input's shape (t: a leaf Tensor, or an Edge holding a tuple).
-                if (g.shape if type(g) is SliceGrad else g._view.shape) != \
+                if (g.shape if type(g) is SliceGrad or g.is_sparse else g._view.shape) != \
                         (t._view.shape if t.grad_fn is None else t.shape):
                     raise RuntimeError(f"internal error: {node!r} produced a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
@@ -888,7 +895,7 @@ def _run_backward(roots, retain_graph=False, create_graph=False, captured=None, 
                         _pend(pending, t, g)
                     elif captured is not None:
                         deliver(t, g)
-                    elif t.grad is None and not create_graph and _stealable(g, t) and \
+                    elif t.grad is None and not create_graph and not g.is_sparse and _stealable(g, t) and \
                             _refcounts(g) == tuple(_owned_counts()[:3]):
                         t.grad = g  # nobody else can see it: no copy needed (PyTorch's AccumulateGrad steals too)
                     else:
@@ -1033,7 +1040,7 @@ def accumulate_into(t, g, keep_graph=False):
     if t.grad is None:
         t.grad = g if keep_graph else g.detach().clone()
     else:
-        t.grad = t.grad + g
+        t.grad = _sum_grads(t.grad, g)
 
 
 def _accumulate(t, g, keep_graph=False):
@@ -1042,12 +1049,12 @@ def _accumulate(t, g, keep_graph=False):
     if t.grad_fn is not None and not t._retains_grad:
         return
     if keep_graph:
-        t.grad = g if t.grad is None else t.grad + g
+        t.grad = g if t.grad is None else _sum_grads(t.grad, g)
         return
     if t.grad is None:
         # Own copy: one gradient object can reach several tensors (x + y sends g to both), and users
         # and optimizers modify .grad in place.
         t.grad = g.detach().clone()
     else:
-        t.grad = t.grad + g
+        t.grad = _sum_grads(t.grad, g)
 

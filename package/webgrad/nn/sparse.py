@@ -16,9 +16,6 @@ class Embedding(Module):
                 raise AssertionError(f"Padding_idx must be within num_embeddings, got {padding_idx} for "
                                      f"{num_embeddings} embeddings")
             padding_idx %= num_embeddings
-        if sparse:
-            raise NotImplementedError("Embedding(sparse=True): sparse gradients are not supported yet; use the dense "
-                                      "default (sparse=False) with any optimizer")
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
@@ -61,4 +58,6 @@ class Embedding(Module):
             s += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq:
             s += ", scale_grad_by_freq=True"
+        if self.sparse:
+            s += ", sparse=True"
         return s

@@ -5,6 +5,7 @@
 
 from .._autograd import no_grad
 from .optimizer import Optimizer, coupled_grad
+from ._sparse_grads import params_with_grad
 
 
 class Adagrad(Optimizer):
@@ -33,7 +34,9 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = self._evaluate(closure)
         for group in self.param_groups:
-            for p, grad in self._params_with_grad(group):
+            # a sparse gradient (nn.Embedding(sparse=True)) densified: the same update (_sparse_grads.py)
+            for p, grad in params_with_grad(self, group, "weight_decay option is not compatible with sparse "
+                                            "gradients"):
                 state = self._state_of(p)
                 state.setdefault("step", 0.0)
                 self._state_tensor(state, "sum", p, group["initial_accumulator_value"])

@@ -6,6 +6,10 @@ call of that fused kernel.
 
 from .optimizer import Optimizer
 from .._backends import kernels
+from ._sparse_grads import params_with_grad
+
+# torch's SGD adds the weight decay to a sparse gradient as sparse + dense, which torch refuses so
+_SPARSE_WEIGHT_DECAY = "add(sparse, dense) is not supported. Use add(dense, sparse) instead."
 
 
 class SGD(Optimizer):
@@ -38,7 +42,8 @@ class SGD(Optimizer):
         loss = self._evaluate(closure)
         for group in self.param_groups:
             hyper = {k: group[k] for k in ("momentum", "dampening", "weight_decay", "nesterov", "maximize")}
-            for p, grad in self._params_with_grad(group):
+            # a sparse gradient (nn.Embedding(sparse=True)) densified: the same update (_sparse_grads.py)
+            for p, grad in params_with_grad(self, group, _SPARSE_WEIGHT_DECAY):
                 buf, first = None, False
                 if group["momentum"] != 0:
                     # PyTorch starts the buffer as a copy of the first gradient; we allocate it once and

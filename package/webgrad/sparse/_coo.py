@@ -280,6 +280,12 @@ class SparseCOOTensor(Tensor):
             summed = summed.index_add(0, inverse, values)
         return SparseCOOTensor(unique, summed, shape, True)
 
+    def zero_(self):
+        """In place: no entries left (nnz 0, coalesced), as torch's sparse zero_ (optimizer.zero_grad(False))."""
+        indices, values, shape, _ = self._sp
+        object.__setattr__(self, "_sp", (indices[:, :0], values[:0], shape, True))
+        return self
+
     # ------------------------------------------------------------------ shape
     def t(self):
         if self.sparse_dim() != 2 or self.dense_dim():
