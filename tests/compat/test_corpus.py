@@ -120,3 +120,14 @@ def test_tiktoken_standin_has_tiktokens_surface():
     with pytest.raises(ValueError, match="Unknown encoding"):
         tiktoken.get_encoding("no-such-encoding")
     assert tiktoken.encoding_for_model("gpt-4").name == "cl100k_base"
+
+
+def test_tqdm_standin_wraps_without_drawing(capsys):
+    spec = importlib.util.spec_from_file_location("tqdm_standin", os.path.join(ROOT, "standin", "tqdm.py"))
+    tqdm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tqdm)
+    loop = tqdm.tqdm(enumerate("abc"))
+    assert [c for _, c in loop] == ["a", "b", "c"] and loop.n == 3
+    loop.set_postfix(loss=1.0)
+    assert len(tqdm.tqdm([1, 2])) == 2 and list(tqdm.trange(2)) == [0, 1]
+    assert capsys.readouterr().out == ""

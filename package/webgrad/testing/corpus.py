@@ -12,8 +12,8 @@ file's source and SHA-256). Every script runs in a fresh interpreter, in a tempo
 
 - ``tests/compat/standin/`` first on ``sys.path``: torchvision (datasets reading local files, transforms, utils,
   resnet18), matplotlib (draws nothing), requests (serves mapped URLs from local files), torchviz (make_dot walks
-  the autograd graph, draws nothing) and tiktoken (GPT-2's encodings, byte by byte, with nothing downloaded), the
-  same under both libraries;
+  the autograd graph, draws nothing), tiktoken (GPT-2's encodings, byte by byte, with nothing downloaded) and tqdm
+  (draws no bar), the same under both libraries;
 - stand-in data that ``tests/compat/corpus_data.py`` writes in the format the script reads (SCRIPTS[...].data);
 - ``random``, ``numpy.random`` and the library's own generator seeded, ``PYTHONHASHSEED=0``, one thread;
 - with ``--device webgpu``, webgrad's default device set to ``webgpu`` and the script's own accelerator flag
@@ -713,6 +713,22 @@ SCRIPTS = {
         kind="Transformer from scratch: einsum of an operand list, masked_fill(mask == 0, -1e20), tril masks "
              "expanded, a forward pass of the 6-layer, 512-wide model",
         note="prints its device and the output's shape"),
+    "ap_rnn_gru_lstm": Script(
+        "pytorch_rnn_gru_lstm.py", AP + "e6c7f42c46a6414f12b2d8820e00e4474be7bbd8/ML/Pytorch/Basics/"
+        "pytorch_rnn_gru_lstm.py", compare="output",
+        overrides={"hidden_size": 32, "batch_size": 16},
+        data=[("mnist", "dataset", {"train": 48, "test": 24})],
+        kind="two-layer LSTM over MNIST rows (batch_first), tqdm (stand-in), accuracy as a 0-d tensor formatted",
+        note="its 3 epochs of 48 training images in batches of 16, with 32 hidden units (its 256 over 28 steps "
+             "make a step slow): the two accuracies it prints are read as torch's"),
+    "ap_vae": Script(
+        "train.py", AP + "ae581a64e6b1a9350adbdc726bc5a860cb6f5370/ML/Pytorch/more_advanced/VAE/train.py",
+        compare="runs", loss_re=None, overrides={"NUM_EPOCHS": 2},
+        data=[("mnist", "dataset", {"train": 160, "test": 8})],
+        kind="MLP VAE: BCELoss(reduction='sum'), KL term through log(sigma**2), tqdm loop (stand-in), digits sampled "
+             "by the decoder and written with save_image",
+        note="prints nothing (its tqdm bar shows the loss): that it trains and writes its 50 samples is the "
+             "verdict; 160 images, so that one of each digit is found in order for its sampling"),
 }
 
 
@@ -971,8 +987,9 @@ COMPARED = ("exact", "output")  # the modes judged against torch's run
 
 UNSET_UNHASHED = ("ignore_re", "shared_random")  # fields hashed only when set: adding them kept the recorded keys
 # stand-in modules hashed only into the keys of the scripts that import them (one added for a new script leaves
-# every recorded key as it was)
-OPTIONAL_STANDINS = ("torchviz.py", "tiktoken.py")
+# every recorded key as it was); every other file of standin/ is hashed into every key, its README.md too, so a new
+# stand-in is described in its own docstring and in this module's, not there
+OPTIONAL_STANDINS = ("torchviz.py", "tiktoken.py", "tqdm.py")
 
 
 def _imported_modules(paths):
