@@ -85,7 +85,8 @@ from ._runtime_switches import FUNCTIONS as _SWITCHES  # torch.set_warn_always, 
 from ._nn_native import FUNCTIONS as _NN_NATIVE  # torch.native_layer_norm, _softmax_backward_data, _chunk_cat, ...
 from ._lowrank import FUNCTIONS as _LOWRANK  # torch.svd_lowrank, pca_lowrank
 from ._householder import FUNCTIONS as _HOUSEHOLDER  # torch.geqrf, ormqr
-globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK, **_HOUSEHOLDER)
+from ._aten_masked_index import FUNCTIONS as _MASKED_INDEX  # torch._unsafe_masked_index(_put_accumulate)
+globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK, **_HOUSEHOLDER, **_MASKED_INDEX)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "int8", "int16", "short", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",
@@ -110,5 +111,5 @@ __all__ = [
     "is_floating_point", "is_nonzero", "is_tensor", "numel", "vmap",
     "e", "inf", "nan", "pi", "newaxis",
     "cpu", "GradScaler", *sorted(_NN_ATEN), *sorted(_TOPLEVEL_MATH), *sorted(_SWITCHES), *sorted(_NN_NATIVE),
-    *sorted(_LOWRANK), *sorted(_HOUSEHOLDER),
+    *sorted(_LOWRANK), *sorted(_HOUSEHOLDER), *sorted(_MASKED_INDEX),
 ]

@@ -146,6 +146,16 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     return grad if input_dtype is None or grad.dtype == input_dtype else grad.to(input_dtype)
 
 
+def _safe_softmax(input, dim, dtype=None):
+    """torch.ops.aten._safe_softmax: softmax, but 0 (not nan) along a slice whose every element is -inf (a fully
+    masked attention row)."""
+    _check_tensor(input, "_safe_softmax", "self")
+    masked = (input == float("-inf")).all(dim, keepdim=True) if input.ndim else input == float("-inf")
+    # the masked slices go through softmax as zeros, so neither their values nor their gradients are nan
+    out = F.softmax(where(masked, 0.0, input), dim, dtype=dtype)
+    return where(masked, 0.0, out)
+
+
 # ===================================================================== chunk cat
 def _chunk_cat(tensors, dim, num_chunks):
     """torch._chunk_cat: each tensor, padded with zeros along dim to a multiple of num_chunks, is split into
@@ -191,4 +201,4 @@ FUNCTIONS = {name: globals()[name] for name in (
 # ones above that torch.ops.aten's lookup of public functions skips
 ATEN_ONLY = {name: globals()[name] for name in (
     "_batch_norm_with_update", "native_dropout_backward", "max_pool2d_with_indices_backward",
-    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat")}
+    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat", "_safe_softmax")}

@@ -429,4 +429,31 @@ def test_opinfo_entries_pass_on_cpu():
         "nn.functional.linear_cross_entropy:chunked", "nn.functional.linear_cross_entropy:chunked_none",
         "svd_lowrank", "pca_lowrank", "nn.functional.fractional_max_pool2d", "linalg.ldl_factor",
         "linalg.ldl_factor_ex", "linalg.ldl_solve", "geqrf", "ormqr", "slice", "native_dropout_backward",
-        "_batch_norm_with_update", "max_pool2d_with_indices_backward"], "cpu")
+        "_batch_norm_with_update", "max_pool2d_with_indices_backward", "_unsafe_masked_index",
+        "_unsafe_masked_index_put_accumulate", "torch.ops.aten._safe_softmax.default"], "cpu")
+
+
+def test_safe_softmax_and_masked_index_ops():
+    x = _randn(3, 4)
+    x[1] = -np.inf  # a fully masked row: zeros, with zero gradients
+    tx, wx = _pair(x, True)
+    t = torch.ops.aten._safe_softmax(tx, 1)
+    w = wg.ops.aten._safe_softmax(wx, 1)
+    _close(w, t)
+    c = _randn(3, 4)
+    t.backward(torch.tensor(c))
+    w.backward(wg.tensor(c))
+    _close(wx.grad, tx.grad)
+    (ty, wy), mask = _pair(_randn(4, 5), True), RNG.uniform(size=(6, 6)) > 0.4
+    rows, cols = RNG.integers(-2, 7, (6, 1)), RNG.integers(-2, 7, (1, 6))
+    t = torch._unsafe_masked_index(ty, torch.tensor(mask), [torch.tensor(rows), torch.tensor(cols)], -3.0)
+    w = wg._unsafe_masked_index(wy, wg.tensor(mask), [wg.tensor(rows), wg.tensor(cols)], -3.0)
+    _close(w, t)
+    values = _randn(6, 6)
+    t = torch._unsafe_masked_index_put_accumulate(ty, torch.tensor(mask), [torch.tensor(rows), torch.tensor(cols)],
+                                                  torch.tensor(values))
+    w = wg._unsafe_masked_index_put_accumulate(wy, wg.tensor(mask), [wg.tensor(rows), wg.tensor(cols)],
+                                               wg.tensor(values))
+    _close(w, t)
+    with pytest.raises(RuntimeError, match="bool"):
+        wg._unsafe_masked_index(wy, wg.tensor(rows), [wg.tensor(rows)], 0.0)

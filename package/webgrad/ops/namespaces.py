@@ -161,7 +161,7 @@ def _nn_native(name):
 
 ATEN_ONLY.update((name, _nn_native(name)) for name in (
     "_batch_norm_with_update", "native_dropout_backward", "max_pool2d_with_indices_backward",
-    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat"))
+    "_native_batch_norm_legit", "_softmax_backward_data", "_chunk_cat", "_safe_softmax"))
 
 
 class AtenNamespace(OpNamespace):

@@ -193,7 +193,7 @@ def resolve(op):
         return lambda *args, **kwargs: overload(*args, **kwargs)
     _name_exists(name)
     if fn is not None and fn is _torch_path(torch, name):
-        return _webgrad_path(name)
+        return _webgrad_path(name.removeprefix("torch."))  # torch.ops.aten.X.default names itself from torch
     if "." not in name and fn is getattr(torch.Tensor, name, None):
         wg = _wg()
         if not hasattr(wg.Tensor, name):
