@@ -28,7 +28,7 @@ torch.autograd.grad (a gradient penalty differentiates its result again; see _au
 from .. import _autograd
 from .._autograd import enable_grad, is_grad_enabled, no_grad, record, set_grad_enabled  # noqa: F401  (grad modes)
 from .._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
-from .._tensor import Tensor
+from .._tensor import Tensor, zeros as _zeros
 from ..ops.shape import cat as _cat
 from .._legacy import Variable  # noqa: F401  (torch.autograd.Variable(t) is t detached, as modern PyTorch)
 
@@ -44,6 +44,9 @@ class FunctionCtx:
         self._saved = ()  # the saved tensors, or under hooks (unpack_hook, pack_hook's result) pairs
         self._packed = False
         self._for_forward = None  # save_for_forward's tensors while jvp runs, else None
+        self.materialize_grads = True  # backward gets zeros (True) or None for an output no gradient reached
+        self.dirty_tensors = ()  # inputs forward modified in place (mark_dirty)
+        self.non_differentiable = ()  # outputs that take no gradient (mark_non_differentiable)
 
     def save_for_backward(self, *tensors):
         self.to_save = tensors
@@ -51,6 +54,20 @@ class FunctionCtx:
 
     def save_for_forward(self, *tensors):
         self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        """The inputs forward modified in place; it must return them. Each returned one is the input itself, its
+        version counted once more and its grad_fn this Function's node, as PyTorch's."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args):
+        """Outputs that take no gradient (a sort's indices): they do not require grad, and backward gets zeros
+        for them (None after set_materialize_grads(False))."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value):
+        """False: backward gets None, instead of zeros, for an output whose gradient was not computed."""
+        self.materialize_grads = bool(value)
 
     @property
     def saved_tensors(self):
@@ -112,19 +129,54 @@ class Function:
         tangents = forward_ad._input_tangents(args) if forward_ad._levels and cls.jvp is not Function.jvp else None
         backward = _checked_backward(cls, ctx, args, forward_ad_boundary=tangents is not None)
         if isinstance(out, tuple) and all(isinstance(o, Tensor) for o in out) and out:
+            _mark_dirty(ctx, args, out)
             result = _apply_several(cls, ctx, args, out, backward)
+            _bump_dirty(ctx, result)
         elif not isinstance(out, Tensor):
             raise TypeError(f"{cls.__name__}.forward must return a Tensor or a tuple of Tensors, not "
                             f"{type(out).__name__}")
         else:
-            if any(out is a for a in args):
-                out = out.detach()  # a node of its own, even when forward hands an input back
-            result = record(out, cls.__name__ + ".", args, backward)  # (PyTorch names its node FnBackward)
+            _mark_dirty(ctx, args, (out,))
+            if any(out is t for t in ctx.non_differentiable):
+                result = out.detach()
+            else:
+                if any(out is a for a in args) and not _kept(ctx, out):
+                    out = out.detach()  # a node of its own, even when forward hands an input back
+                result = record(out, cls.__name__ + ".", args, backward)  # (PyTorch names its node FnBackward)
+            _bump_dirty(ctx, (result,))
         if is_grad_enabled() and any(ctx.needs_input_grad):
             ctx._save()
         if tangents is not None:
             _forward_tangents(cls, ctx, tangents, result)
         return result
+
+
+def _mark_dirty(ctx, args, outs):
+    """PyTorch's checks of ctx.mark_dirty's tensors once forward returned: each must be an input (a leaf that
+    requires grad cannot be modified in place while grad mode is on) and returned."""
+    for t in ctx.dirty_tensors:
+        if not any(t is o for o in outs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
+        if is_grad_enabled() and t.requires_grad and t.grad_fn is None and any(t is a for a in args):
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+
+
+def _kept(ctx, out):
+    """Whether apply returns output `out` itself: a dirty input, unless grad mode is off and it requires grad (then
+    PyTorch returns a detached alias of it)."""
+    return any(out is d for d in ctx.dirty_tensors) and (is_grad_enabled() or not out.requires_grad)
+
+
+def _bump_dirty(ctx, outs):
+    """Count the write of each dirty input (PyTorch bumps its version once more than forward's own in-place op),
+    after the node took it as an input: its node is current, and a view of it or its base made before is stale."""
+    for t in ctx.dirty_tensors:
+        _autograd.note_write(t._view.storage, graph=t.requires_grad)
+    if ctx.dirty_tensors:
+        for o in outs:
+            if o.grad_fn is not None:
+                o.grad_fn.clock = _autograd.clock()
 
 
 def _forward_tangents(cls, ctx, tangents, result):
@@ -173,32 +225,52 @@ def _checked_backward(cls, ctx, args, forward_ad_boundary=False):
 
 def _apply_several(cls, ctx, args, outs, one):
     """A forward that returns several tensors, as PyTorch's: one node whose backward gets one gradient per output
-    (zeros for an output that took none). The floating outputs are laid end to end in one tensor, the node's, and
-    each returned output is a view of its piece, so the gradients of all of them meet there; a saved output
-    (ctx.save_for_backward of a tensor it returns) is that view, so a backward written with it can be
-    differentiated again (create_graph)."""
-    floating = [i for i, o in enumerate(outs) if o.dtype.is_floating]
+    (zeros for an output that took none, or None after ctx.set_materialize_grads(False); an integer or
+    non-differentiable output always gets that). The differentiable outputs are laid end to end in one tensor,
+    the node's, and each returned output is a view of its piece, so the gradients of all of them meet there; a
+    saved output (ctx.save_for_backward of a tensor it returns) is that view, so a backward written with it can be
+    differentiated again (create_graph). A dirty input (ctx.mark_dirty) is returned itself, in its view's place
+    in the graph."""
+    floating = [i for i, o in enumerate(outs)
+                if o.dtype.is_floating and not any(o is t for t in ctx.non_differentiable)]
     if len({outs[i].dtype for i in floating}) > 1:
         raise TypeError(f"{cls.__name__}.forward returned floating tensors of several dtypes "
                         f"({', '.join(str(outs[i].dtype) for i in floating)}): webgrad needs them of one")
-    if not floating:
-        return tuple(o.detach() for o in outs)
+    results = [o if _kept(ctx, o) else o.detach() for o in outs]
+    if not floating or not is_grad_enabled() or not any(getattr(a, "requires_grad", False) for a in args):
+        return tuple(results)
     with no_grad():
         packed = _cat([outs[i].reshape(-1) for i in floating])
     shapes = [tuple(o.shape) for o in outs]
+    kinds = [(o.dtype, o.device) for o in outs]  # (not the outputs: the closure holds only what ctx saved)
+    count = len(outs)
     starts = [0]
     for i in floating:
         starts.append(starts[-1] + outs[i].numel())
+    reached = set()  # the outputs whose gradient this backward pass computed (their views' nodes ran)
 
     def backward_fn(grad):
-        pieces = {i: grad[starts[k]:starts[k + 1]].view(shapes[i]) for k, i in enumerate(floating)}
-        return one(*(pieces.get(i) for i in range(len(outs))))
+        pieces = {i: grad[starts[k]:starts[k + 1]].view(shapes[i]) for k, i in enumerate(floating)
+                  if ctx.materialize_grads or i in reached}
+        reached.clear()
+        if ctx.materialize_grads:
+            for i in range(count):
+                if i not in pieces:
+                    pieces[i] = _zeros(shapes[i], dtype=kinds[i][0], device=kinds[i][1])
+        return one(*(pieces.get(i) for i in range(count)))
     record(packed, cls.__name__ + ".", args, backward_fn)
-    views = list(o.detach() for o in outs)
+    views = list(results)
     for k, i in enumerate(floating):
         views[i] = packed[starts[k]:starts[k + 1]].view(shapes[i])
+        views[i].grad_fn.name = cls.__name__ + "."  # (PyTorch's outputs all name the Function's node: FnBackward)
+        _autograd.add_node_hook(views[i].grad_fn, lambda g, i=i: reached.add(i))
     ctx.saved_tensors = tuple(next((v for o, v in zip(outs, views) if t is o), t) for t in ctx._saved)
-    return tuple(views)
+    for i in floating:
+        if results[i] is outs[i]:  # a dirty input: itself, where the view is in the graph
+            results[i].grad_fn, results[i].requires_grad = views[i].grad_fn, True
+        else:
+            results[i] = views[i]
+    return tuple(results)
 
 
 def _as_tuple(x, name):
