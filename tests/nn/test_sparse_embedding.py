@@ -1,7 +1,7 @@
-"""Sparse embedding gradients against torch: F.embedding(sparse=True) / nn.Embedding(sparse=True) give weight a
-sparse COO .grad (uncoalesced: the input flattened, padding left out; the output gradient's rows), accumulated as
-torch's AccumulateGrad (sparse + sparse sparse, sparse with dense dense); SGD, Adagrad and SparseAdam step on it
-as torch's; torch's refusals (dense grads in SparseAdam, weight decay, scale_grad_by_freq, clipping)."""
+"""Sparse embedding gradients against torch: F.embedding / nn.Embedding / F.embedding_bag with sparse=True give the
+weight a sparse COO .grad (uncoalesced: the indices flattened, padding left out; the output gradient's rows),
+accumulated as torch's AccumulateGrad (sparse + sparse sparse, sparse with dense dense); SGD, Adagrad and SparseAdam
+step on it as torch's; torch's refusals (dense grads in SparseAdam, weight decay, scale_grad_by_freq, clipping)."""
 
 import numpy as np
 import pytest
@@ -126,6 +126,36 @@ def test_zero_grad_keeps_an_empty_sparse_grad():
     _close(w.grad.to_dense(), tw.grad.to_dense())
     wg.optim.SGD([w], lr=0.1).zero_grad()
     assert w.grad is None
+
+
+BAGS = [dict(mode="sum"), dict(mode="mean"), dict(mode="mean", padding_idx=4),
+        dict(mode="sum", per_sample_weights=[1.0, 2.0, 3.0, 4.0, 5.0])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kw", BAGS)
+def test_embedding_bag_sparse_grad_as_torchs(device, kw):
+    w, tw = _weights(device)
+    for lib, weight, dev in ((wg, w, device), (torch, tw, "cpu")):
+        args = dict(kw)
+        if "per_sample_weights" in args:
+            args["per_sample_weights"] = lib.tensor(args["per_sample_weights"], device=dev)
+        out = lib.nn.functional.embedding_bag(lib.tensor([1, 2, 4, 5, 4], device=dev), weight,
+                                              lib.tensor([0, 2], device=dev), sparse=True, **args)
+        out.backward(lib.tensor(_grad_out((2, D)), device=dev))
+    assert w.grad.is_sparse and not w.grad.is_coalesced()
+    assert _np(w.grad._indices()).tolist() == tw.grad._indices().tolist()
+    _close(w.grad._values(), tw.grad._values())
+
+
+def test_embedding_bag_module_and_max_mode():
+    bag = wg.nn.EmbeddingBag(N, D, mode="sum", sparse=True)
+    bag(wg.tensor([[1, 2], [3, 3]])).sum().backward()
+    assert bag.weight.grad.is_sparse and _np(bag.weight.grad._indices()).tolist() == [[1, 2, 3, 3]]
+    for lib in (wg, torch):
+        with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+            lib.nn.functional.embedding_bag(lib.tensor([1, 2]), lib.ones(N, D), lib.tensor([0]), mode="max",
+                                            sparse=True)
 
 
 OPTIMIZERS = [

@@ -29,7 +29,7 @@ from ..ops.shape import cat as _cat
 from ..ops.masked import softmax_of_masked as _softmax_of_masked
 from ..random import rand
 from .._tensor import Tensor, arange, ones, zeros
-from ..sparse._coo import SparseCOOTensor
+from ._sparse_grad import rows_with_sparse_grad
 from .._backends import kernels
 from .functional_layers import *  # noqa: F401,F403  (glu, normalize, conv1d, unfold, ...: __all__)
 from .functional_losses import *  # noqa: F401,F403  (kl_div, triplet_margin_loss, ...: __all__)
@@ -370,7 +370,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     if sparse:
-        return _embedding_sparse_grad(input, weight, padding_idx, scale_grad_by_freq)
+        return rows_with_sparse_grad(input, weight, padding_idx, scale_grad_by_freq)
     # an index outside [0, num_embeddings) raises IndexError (on WebGPU at the next read-back: _bounds.py)
     with _bounds.reporting("embedding(): index {value} is out of range for {size} embeddings"):
         out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
@@ -382,29 +382,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         # same values, but the padding rows' gradient stops here
         out = _where((input == padding_idx).unsqueeze(-1), out.detach(), out)
     return renamed(out, "Embedding", weight)  # (PyTorch's node: EmbeddingBackward0)
-
-
-def _embedding_sparse_grad(input, weight, padding_idx, scale_grad_by_freq):
-    """embedding(sparse=True): the same rows, but weight's gradient is a sparse COO tensor, as PyTorch's: uncoalesced,
-    one entry per index read (input flattened, padding_idx's entries left out), its values the output gradient's
-    rows. Leaving padding out selects by a mask (nonzero: one read-back on WebGPU)."""
-    flat = input.reshape(-1)
-    with no_grad(), _bounds.reporting("embedding(): index {value} is out of range for {size} embeddings"):
-        out = weight.index_select(0, flat).reshape(tuple(input.shape) + (weight.shape[1],))
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += weight.shape[0]
-    shape = tuple(weight.shape)
-
-    def backward(g):
-        if scale_grad_by_freq:
-            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
-        rows, values = flat, g.reshape(flat.shape[0], shape[1])
-        if padding_idx is not None:
-            kept = (flat != padding_idx).nonzero().reshape(-1)
-            rows, values = flat.index_select(0, kept), values.index_select(0, kept)
-        return (SparseCOOTensor(rows.reshape(1, -1), values, shape),)
-
-    return record(out, "Embedding", (weight,), backward)
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):

@@ -20,6 +20,7 @@ from ..ops.elementwise import where
 from ..ops.reduce import softmax
 from ..ops.row_norm import normalize_rows
 from ..random import rand
+from ._sparse_grad import rows_with_sparse_grad
 
 _sigmoid = elementwise.function("sigmoid")
 _tanh = elementwise.function("tanh")
@@ -522,10 +523,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     rows at padding_idx take no part; an empty bag gives zeros."""
     _check(input, "embedding_bag")
     _check(weight, "embedding_bag", "weight")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag(): max_norm, scale_grad_by_freq and sparse are not supported")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag(): max_norm and scale_grad_by_freq are not supported")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if input.dtype.is_floating:
         raise ValueError(f"embedding_bag(): input must be an integer tensor of indices, got {input.dtype.name}")
     if per_sample_weights is not None:
@@ -566,7 +569,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             bag_of = bag_of.clamp(max=bags - 1)
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
-    picked = weight.index_select(0, flat.long()) if flat.shape[0] else weight[:0]
+    if sparse:  # weight's gradient a sparse COO tensor, as torch's (_sparse_grad.py)
+        picked = rows_with_sparse_grad(flat.long(), weight, padding_idx, name="EmbeddingBag")
+    else:
+        picked = weight.index_select(0, flat.long()) if flat.shape[0] else weight[:0]
     keep = None if padding_idx is None else (flat != padding_idx)
     if per_sample_weights is not None:
         picked = picked * per_sample_weights.reshape(-1, 1)
