@@ -13,13 +13,16 @@ differentiable is built with create_graph=True, so it needs the second derivativ
 
 Forward mode is computed by reverse mode: jvp differentiates the vjp u -> u^T J in u (the double-backward
 trick, as autograd.functional.jvp), and jacfwd builds the same Jacobian as jacrev, one backward pass per
-output element. The values equal torch.func's; only the cost differs (jacfwd's is that of jacrev).
+output element. The values equal torch.func's; only the cost differs (jacfwd's is that of jacrev). jvp runs func
+at a level of autograd.forward_ad, its primals dual tensors, so that a custom autograd.Function that defines jvp()
+(and perhaps no backward) gives its outputs' tangents itself, as PyTorch's.
 """
 
 import functools
 
 from .._autograd import enable_grad, is_grad_enabled
 from .._tensor import Tensor, ones_like, zeros_like
+from ..autograd import forward_ad as _forward_ad
 from ..autograd import functional as _functional
 from ..autograd import grad as _autograd_grad
 from . import _pytree
@@ -214,10 +217,38 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
                                f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
                                f"forward gradient is of size {list(t.shape)}.")
-    run = _Run(func, primals, {}, None, has_aux, api)
+    if _forward_ad._levels:  # inside forward AD already (a jvp of a jvp): by reverse mode alone
+        run = _Run(func, primals, {}, None, has_aux, api)
+        flat_output, output_spec, keep, products = _jvp_products(run, flat_tangents, api, None)
+    else:
+        with _forward_ad.dual_level():
+            duals = _forward_ad._levels[-1]["duals"]
+
+            def func_of_duals(*stand_ins):  # the stand-ins are dual tensors, for a custom Function's jvp()
+                duals.extend((leaf, leaf, t) for leaf, t in zip(_pytree.flatten(stand_ins)[0], flat_tangents))
+                return func(*stand_ins)
+            run = _Run(func_of_duals, primals, {}, None, has_aux, api)
+            flat_output, output_spec, keep, products = _jvp_products(run, flat_tangents, api, duals)
+    if strict and any(p is None for p in products):
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. "
+                           "This is not allowed with strict=True.")
+    products = [zeros_like(o) if p is None else p for p, o in zip(products, flat_output)]
+    output = run.finish(run.output)
+    jvp_out = _pytree.unflatten(products, output_spec)
+    jvp_out = jvp_out if keep else _pytree.tree_map(lambda x: x.detach(), jvp_out)
+    return (output, jvp_out, run.finish(run.aux)) if has_aux else (output, jvp_out)
+
+
+def _jvp_products(run, flat_tangents, api, duals):
+    """(flat output, its spec, keep, J t per output or None where it depends on no primal) of jvp's run.
+    duals: the forward AD level's dual tensors where func ran at one: when a custom Function with jvp() made some of
+    its own, the tangents are forward AD's (its walk stops at those outputs, whose Function may have no backward)."""
     flat_output, output_spec = _pytree.flatten(run.output)
     _check_tensor_outputs(flat_output, api)
     keep = run.connected or (is_grad_enabled() and any(t.requires_grad for t in flat_tangents))
+    if duals is not None and len(duals) > len(run.leaves):
+        products = [_forward_ad._tangent(o, duals) if o.requires_grad else None for o in flat_output]
+        return flat_output, output_spec, keep, products
     with enable_grad():
         # J t = d/du <u^T J, t> for any u: the vjp with a seed u that requires grad, differentiated in u
         seeds = [zeros_like(o).requires_grad_(True) for o in flat_output]
@@ -227,14 +258,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         if used:
             products = _autograd_grad([g for g, _ in used], seeds, [t for _, t in used], retain_graph=True,
                                       create_graph=keep, allow_unused=True)
-    if strict and any(p is None for p in products):
-        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. "
-                           "This is not allowed with strict=True.")
-    products = [zeros_like(o) if p is None else p for p, o in zip(products, flat_output)]
-    output = run.finish(run.output)
-    jvp_out = _pytree.unflatten(products, output_spec)
-    jvp_out = jvp_out if keep else _pytree.tree_map(lambda x: x.detach(), jvp_out)
-    return (output, jvp_out, run.finish(run.aux)) if has_aux else (output, jvp_out)
+    return flat_output, output_spec, keep, products
 
 
 def _jacobian(func, argnums, has_aux, args, api):
