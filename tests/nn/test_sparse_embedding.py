@@ -218,6 +218,19 @@ def test_refusals_as_torchs():
             lib.nn.utils.clip_grad_value_([w], 1.0)
 
 
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+                                  "ASGD"])
+def test_dense_only_optimizers_refuse_sparse_grads_as_torch(name):
+    messages = []
+    for lib in (wg, torch):
+        w = lib.nn.Parameter(lib.ones(N, D))
+        lib.nn.functional.embedding(lib.tensor(IDX), w, sparse=True).sum().backward()
+        with pytest.raises(RuntimeError, match="does not support sparse gradients") as info:
+            getattr(lib.optim, name)([w]).step()
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
 class SkipGram:
     """word2vec's skip-gram with negative sampling: center and context tables, sparse gradients."""
 

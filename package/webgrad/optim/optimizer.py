@@ -306,13 +306,17 @@ class Optimizer:
             hyper["skipped_steps"] = self._skipped_steps(p)._view
         return hyper
 
-    @staticmethod
-    def _params_with_grad(group):
-        """(param, grad) for each parameter of `group` that has a gradient; grad is a contiguous view."""
+    def _params_with_grad(self, group):
+        """(param, grad) for each parameter of `group` that has a gradient; grad is a contiguous view. A sparse
+        gradient (nn.Embedding(sparse=True)) is refused with torch's error: SGD, Adagrad and SparseAdam take it."""
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
+            if grad.is_sparse:
+                name = type(self).__name__
+                hint = ", please consider SparseAdam instead" if name in ("Adam", "AdamW") else ""
+                raise RuntimeError(f"{'Adam' if name == 'AdamW' else name} does not support sparse gradients{hint}")
             pv, gv = p._view, grad._view  # (views, not the Tensor properties: this runs for every parameter)
             if gv.shape != pv.shape or gv.dtype is not pv.dtype or grad.device != p.device:
                 raise RuntimeError(f"a parameter of shape {list(p.shape)} ({p.dtype.name}, {p.device}) has a gradient "
