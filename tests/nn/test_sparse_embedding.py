@@ -231,6 +231,20 @@ def test_dense_only_optimizers_refuse_sparse_grads_as_torch(name):
     assert messages[0] == messages[1]
 
 
+def test_grad_scaler_unscales_sparse_grads_as_torchs():
+    w, tw = _weights("cpu")
+    for lib, weight in ((wg, w), (torch, tw)):
+        opt, scaler = lib.optim.SGD([weight], lr=0.1), lib.amp.GradScaler("cpu", init_scale=8.0)
+        for scale_by in (1.0, float("inf")):  # a step, then one skipped (inf in the gradient)
+            opt.zero_grad()
+            out = lib.nn.functional.embedding(lib.tensor(IDX), weight, sparse=True)
+            scaler.scale((out * out).sum() * scale_by).backward()
+            scaler.step(opt)
+            scaler.update()
+        assert weight.grad.is_sparse and scaler.get_scale() == 4.0
+    _close(w, tw)
+
+
 class SkipGram:
     """word2vec's skip-gram with negative sampling: center and context tables, sparse gradients."""
 

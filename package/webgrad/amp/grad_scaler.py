@@ -116,6 +116,8 @@ class GradScaler:
                     g = param.grad
                     if g is None:
                         continue
+                    if g.is_sparse:  # (nn.Embedding(sparse=True)) its values, unscaled in place, as torch's
+                        g = g._values()
                     if not allow_fp16 and g.dtype is dtypes.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     dev, backend = g.device.type, g.device.backend
