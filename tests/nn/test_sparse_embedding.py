@@ -191,6 +191,19 @@ def test_optimizer_steps_equal_torchs(name, kw):
         _close(opt.state[w]["exp_avg_sq"], topt.state[tw]["exp_avg_sq"])
 
 
+def test_sparse_adam_on_a_gradient_sparse_in_every_dim():
+    got = []
+    for lib in (wg, torch):
+        p = lib.nn.Parameter(lib.ones(3, 4))
+        opt = lib.optim.SparseAdam([p], lr=0.1)
+        for step in range(3):  # (0, 1) twice: coalesced before the update
+            p.grad = lib.sparse_coo_tensor([[0, 2, 0], [1, 3, 1]], lib.tensor([1.0, -2.0, 3.0]) * (step + 1), (3, 4))
+            opt.step()
+        got.append((p, opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"]))
+    for a, b in zip(*got):
+        _close(a, b)
+
+
 @pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
 @pytest.mark.parametrize("name,kw", [OPTIMIZERS[1], OPTIMIZERS[4], OPTIMIZERS[6]])
 def test_optimizer_steps_on_device(device, name, kw):
@@ -248,26 +261,27 @@ def test_grad_scaler_unscales_sparse_grads_as_torchs():
 class SkipGram:
     """word2vec's skip-gram with negative sampling: center and context tables, sparse gradients."""
 
-    def __init__(self, lib, center, context):
-        self.lib = lib
+    def __init__(self, lib, center, context, device="cpu"):
+        self.lib, self.device = lib, device
         self.center = lib.nn.Embedding(center.shape[0], center.shape[1], sparse=True,
-                                       _weight=lib.tensor(center))
+                                       _weight=lib.tensor(center, device=device))
         self.context = lib.nn.Embedding(context.shape[0], context.shape[1], sparse=True,
-                                        _weight=lib.tensor(context))
+                                        _weight=lib.tensor(context, device=device))
 
     def parameters(self):
         return [self.center.weight, self.context.weight]
 
     def loss(self, centers, contexts, negatives):
-        F = self.lib.nn.functional
-        c = self.center(centers)                      # [B, D]
-        pos = (c * self.context(contexts)).sum(-1)    # [B]
-        neg = (self.context(negatives) @ c.unsqueeze(-1)).squeeze(-1)  # [B, K]
+        F, dev = self.lib.nn.functional, self.device
+        c = self.center(self.lib.tensor(centers, device=dev))                      # [B, D]
+        pos = (c * self.context(self.lib.tensor(contexts, device=dev))).sum(-1)    # [B]
+        neg = (self.context(self.lib.tensor(negatives, device=dev)) @ c.unsqueeze(-1)).squeeze(-1)  # [B, K]
         return -(F.logsigmoid(pos).mean() + F.logsigmoid(-neg).sum(-1).mean())
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,kw", [("SparseAdam", dict(lr=0.05)), ("SGD", dict(lr=0.5))])
-def test_skip_gram_trains_as_torchs(name, kw):
+def test_skip_gram_trains_as_torchs(device, name, kw):
     rng = np.random.default_rng(0)
     vocab, dim, batch, k = 50, 8, 16, 5
     center = (rng.standard_normal((vocab, dim)) * 0.1).astype(np.float32)
@@ -275,13 +289,13 @@ def test_skip_gram_trains_as_torchs(name, kw):
     batches = [(rng.integers(0, vocab, batch), rng.integers(0, vocab, batch), rng.integers(0, vocab, (batch, k)))
                for _ in range(20)]
     losses = {}
-    for lib in (wg, torch):
-        model = SkipGram(lib, center, context)
+    for lib, dev in ((wg, device), (torch, "cpu")):
+        model = SkipGram(lib, center, context, dev)
         opt = getattr(lib.optim, name)(model.parameters(), **kw)
         losses[lib.__name__] = []
         for centers, contexts, negatives in batches:
             opt.zero_grad()
-            loss = model.loss(lib.tensor(centers), lib.tensor(contexts), lib.tensor(negatives))
+            loss = model.loss(centers, contexts, negatives)
             loss.backward()
             assert model.center.weight.grad.is_sparse
             opt.step()
