@@ -18,6 +18,10 @@ Gradients: a sparse tensor's values carry its autograd history; `requires_grad_(
 values a leaf, and its `.grad` is a sparse tensor at the coalesced indices holding the gradient of each entry (as
 torch.sparse.mm gives it; torch.mm gives a leaf a dense gradient instead). Operations a sparse tensor does not
 support raise NotImplementedError naming them (densify explicitly with .to_dense()).
+
+Sparse gradients: embedding / embedding_bag with sparse=True (nn/_sparse_grad.py) give the table a sparse .grad,
+which the autograd engine accumulates as torch's (_autograd._sum_grads) and SGD, Adagrad and SparseAdam step on
+(optim/_sparse_grads.py, optim/sparse_adam.py).
 """
 
 import math
