@@ -32,7 +32,7 @@ def _inner_layout(rows, cols, s_rows, s_cols):
 
 def _batch_stride(t, batch):
     """One stride that walks t's batch dims as a flat [prod(batch)] axis, 0 if t has no batch, or None."""
-    tb = tuple(t.shape[:-2])
+    tb = tuple(t.shape)[:-2]  # (a plain tuple: Size's slicing is Python-level, and this runs per product)
     if _prod(tb) == 1:
         return 0
     if tb != tuple(batch):
@@ -46,7 +46,7 @@ def _batch_stride(t, batch):
 
 def operand(t, batch):
     """(View [B, r, c] of what is stored, transposed?) for a [*batch, R, C] matmul operand."""
-    rows, cols = t.shape[-2], t.shape[-1]
+    rows, cols = tuple(t.shape)[-2:]
     bstride = _batch_stride(t, batch)
     layout = _inner_layout(rows, cols, t._view.strides[-2], t._view.strides[-1]) if bstride is not None else None
     if layout is None or bstride not in (0, rows * cols):  # (the kernel's batch stride: 0 or the matrix's size)
@@ -89,12 +89,13 @@ def matmul(input, other):
     if b.ndim == 2 and a.ndim > 2:  # fold batch into rows: one big GEMM, and a plain dW in backward
         k = a.shape[-1]
         return renamed(matmul(a.reshape(_prod(a.shape[:-1]), k), b).reshape(*a.shape[:-1], b.shape[-1]), "UnsafeView")
-    m, k = a.shape[-2], a.shape[-1]
-    k2, n = b.shape[-2], b.shape[-1]
+    a_dims, b_dims = tuple(a.shape), tuple(b.shape)
+    m, k = a_dims[-2:]
+    k2, n = b_dims[-2:]
     if k != k2:
         raise RuntimeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied "
                            f"({m}x{k} and {k2}x{n})")
-    batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), op="matmul")
+    batch = broadcast_shapes(a_dims[:-2], b_dims[:-2], op="matmul")
     if not a.dtype.is_floating:  # exact integer products (no GEMM kernel takes them), wrapping as the dtype does
         return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2).to(a.dtype)
     if k == 0 or _prod(batch) * m * n == 0:  # nothing to multiply: sums over an empty k are zeros (no kernel)
@@ -153,15 +154,16 @@ def linear(input, weight, bias=None):
     if weight.ndim != 2:
         raise RuntimeError(f"linear(): weight must be 2-D [out_features, in_features], got {list(weight.shape)}")
     n, k = weight.shape
-    if input.shape[-1] != k:
+    dims = tuple(input.shape)
+    if dims[-1] != k:
         raise RuntimeError(f"linear(): input has {input.shape[-1]} features (shape {list(input.shape)}) but the "
                            f"weight expects {k} (weight shape {list(weight.shape)})")
     if bias is not None and tuple(bias.shape) != (n,):
         raise RuntimeError(f"linear(): bias must have shape [{n}], got {list(bias.shape)}")
-    lead = tuple(input.shape[:-1])
+    lead = dims[:-1]
     flat = input.ndim == 2  # the usual case: no reshape calls (each parses its shape, even to change nothing)
     x = input if flat else input.reshape(-1, k)
-    rows = x.shape[0]
+    rows = lead[0] if flat else x.shape[0]
     out = new((rows, n), input.dtype, input.device)
     xv, tx = operand(x, ())
     wv, tw = operand(_transposed(weight), ())

@@ -56,7 +56,7 @@ def _layout(x, dims):
     block = dims == tuple(range(dims[0], dims[-1] + 1))
     if block:
         src = x.contiguous()
-        shape = x.shape
+        shape = tuple(x.shape)
         return src._view.reshaped((_prod(shape[:dims[0]]), _prod(shape[dims[0]:dims[-1] + 1]), _prod(shape[dims[-1] + 1:])))
     kept = [i for i in range(x.ndim) if i not in dims]
     src = x.permute(*kept, *dims).contiguous()
