@@ -69,16 +69,21 @@ class _TorchFinder:
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith("torch.") or sys.modules.get("torch") is not sys.modules.get("webgrad"):
             return None
-        import importlib
-        import importlib.util
-        ours = "webgrad" + fullname[len("torch"):]
-        try:
-            module = importlib.import_module(ours)
-        except ModuleNotFoundError as e:
-            if e.name is not None and ours.startswith(e.name):
-                return None  # webgrad has no such module: `import torch.X` fails as it should
-            raise
-        return importlib.util.spec_from_loader(fullname, _Alias(module))
+        return _alias_spec(fullname, "webgrad" + fullname[len("torch"):])
+
+
+def _alias_spec(fullname, ours):
+    """The spec that makes module `fullname` webgrad's module `ours`, or None where webgrad has no such module
+    (the import then fails as it should)."""
+    import importlib
+    import importlib.util
+    try:
+        module = importlib.import_module(ours)
+    except ModuleNotFoundError as e:
+        if e.name is not None and ours.startswith(e.name):
+            return None
+        raise
+    return importlib.util.spec_from_loader(fullname, _Alias(module))
 
 
 class _Alias:
@@ -103,20 +108,12 @@ class _VisionFinder:
             return None
         import importlib
         import importlib.machinery
-        import importlib.util
         if fullname == "torchvision":
             if importlib.machinery.PathFinder.find_spec(fullname) is not None:
                 return None
         elif sys.modules.get("torchvision") is not importlib.import_module("webgrad.vision"):
             return None
-        ours = "webgrad.vision" + fullname[len("torchvision"):]
-        try:
-            module = importlib.import_module(ours)
-        except ModuleNotFoundError as e:
-            if e.name is not None and ours.startswith(e.name):
-                return None  # webgrad.vision has no such module: the import fails as it should
-            raise
-        return importlib.util.spec_from_loader(fullname, _Alias(module))
+        return _alias_spec(fullname, "webgrad.vision" + fullname[len("torchvision"):])
 
 
 _FINDER = _TorchFinder()
