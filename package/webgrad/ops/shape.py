@@ -89,10 +89,10 @@ def view(input, *shape):
 
 def reshape(input, *shape):
     shape = _infer_shape(input, shape)
-    if tuple(shape) == tuple(input.shape):
-        return input
     strides = _view_strides(input._view, shape)
-    name = "View"  # PyTorch's names: a view where the strides allow one, else a copy's _unsafe_view
+    # PyTorch's: always a new tensor (a view of the same shape too), whose node is named View for a contiguous
+    # input, ReshapeAlias for a view of a strided one, and UnsafeView for a copy (where the strides allow no view)
+    name = "View" if input._view.is_contiguous() else "ReshapeAlias"
     if strides is None:
         input = contiguous(input)
         strides = View.contiguous_strides(shape)
@@ -107,6 +107,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     s, e = _norm_dim(start_dim, input.ndim), _norm_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input  # nothing to merge: PyTorch returns the input itself (a 1-d tensor's flatten too)
     shape = tuple(input.shape)
     return reshape(input, shape[:s] + (_numel(shape[s:e + 1]),) + shape[e + 1:])
 
