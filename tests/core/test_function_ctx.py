@@ -236,3 +236,55 @@ def _dirty_several_run(lib):
 
 def test_mark_dirty_with_several_outputs():
     assert _dirty_several_run(wg) == _dirty_several_run(torch)
+
+
+def _duplicate_run(lib, dirty):
+    seen = []
+
+    class Duplicate(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if dirty:
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                out = x
+            else:
+                out = x * 2
+            return out, x * 3, out
+
+        @staticmethod
+        def backward(ctx, grad_first, grad_triple, grad_last):
+            seen.append([grad_first.tolist(), grad_triple.tolist(), grad_last.tolist()])
+            return 2 * (grad_first + grad_last) + 3 * grad_triple
+
+    x = lib.ones(2, requires_grad=True)
+    first, triple, last = Duplicate.apply(x.clone() if dirty else x)
+    assert first is last
+    (first * 5 + triple).sum().backward()
+    return seen, x.grad.tolist()
+
+
+@pytest.mark.parametrize("dirty", [False, True])
+def test_a_tensor_returned_twice_is_one_output(dirty):
+    assert _duplicate_run(wg, dirty) == _duplicate_run(torch, dirty)
+
+
+@pytest.mark.parametrize("lib", [wg, torch], ids=["webgrad", "torch"])
+def test_non_differentiable_outputs_without_materialized_gradients(lib):
+    seen = []
+
+    class Pair(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            kept, dropped = x.clone(), x.clone()
+            ctx.mark_non_differentiable(dropped)
+            ctx._materialize_non_diff_grads = False
+            return kept, dropped
+
+        @staticmethod
+        def backward(ctx, grad_kept, grad_dropped):
+            seen.append(grad_dropped)
+            return grad_kept
+
+    Pair.apply(lib.tensor(1.0, requires_grad=True))[0].backward()
+    assert seen == [None]

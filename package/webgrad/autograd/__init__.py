@@ -230,15 +230,17 @@ def _apply_several(cls, ctx, args, outs, one):
     the node's, and each returned output is a view of its piece, so the gradients of all of them meet there; a
     saved output (ctx.save_for_backward of a tensor it returns) is that view, so a backward written with it can be
     differentiated again (create_graph). A dirty input (ctx.mark_dirty) is returned itself, in its view's place
-    in the graph."""
+    in the graph. A tensor returned twice is one output, at its last place (backward gets zeros at the others)."""
+    last = {id(o): i for i, o in enumerate(outs)}
+    non_differentiable = {i for i, o in enumerate(outs) if any(o is t for t in ctx.non_differentiable)}
     floating = [i for i, o in enumerate(outs)
-                if o.dtype.is_floating and not any(o is t for t in ctx.non_differentiable)]
+                if o.dtype.is_floating and i not in non_differentiable and last[id(o)] == i]
     if len({outs[i].dtype for i in floating}) > 1:
         raise TypeError(f"{cls.__name__}.forward returned floating tensors of several dtypes "
                         f"({', '.join(str(outs[i].dtype) for i in floating)}): webgrad needs them of one")
-    results = [o if _kept(ctx, o) else o.detach() for o in outs]
+    results = [o if _kept(ctx, o) else o.detach() if last[id(o)] == i else None for i, o in enumerate(outs)]
     if not floating or not is_grad_enabled() or not any(getattr(a, "requires_grad", False) for a in args):
-        return tuple(results)
+        return tuple(results[last[id(o)]] for o in outs)
     with no_grad():
         packed = _cat([outs[i].reshape(-1) for i in floating])
     shapes = [tuple(o.shape) for o in outs]
@@ -254,8 +256,9 @@ def _apply_several(cls, ctx, args, outs, one):
                   if ctx.materialize_grads or i in reached}
         reached.clear()
         if ctx.materialize_grads:
+            non_differentiable_zeros = getattr(ctx, "_materialize_non_diff_grads", True)
             for i in range(count):
-                if i not in pieces:
+                if i not in pieces and (non_differentiable_zeros or i not in non_differentiable):
                     pieces[i] = _zeros(shapes[i], dtype=kinds[i][0], device=kinds[i][1])
         return one(*(pieces.get(i) for i in range(count)))
     record(packed, cls.__name__ + ".", args, backward_fn)
@@ -264,13 +267,13 @@ def _apply_several(cls, ctx, args, outs, one):
         views[i] = packed[starts[k]:starts[k + 1]].view(shapes[i])
         views[i].grad_fn.name = cls.__name__ + "."  # (PyTorch's outputs all name the Function's node: FnBackward)
         _autograd.add_node_hook(views[i].grad_fn, lambda g, i=i: reached.add(i))
-    ctx.saved_tensors = tuple(next((v for o, v in zip(outs, views) if t is o), t) for t in ctx._saved)
+    ctx.saved_tensors = tuple(next((views[last[id(o)]] for o in outs if t is o), t) for t in ctx._saved)
     for i in floating:
         if results[i] is outs[i]:  # a dirty input: itself, where the view is in the graph
             results[i].grad_fn, results[i].requires_grad = views[i].grad_fn, True
         else:
             results[i] = views[i]
-    return tuple(results)
+    return tuple(results[last[id(o)]] for o in outs)
 
 
 def _as_tuple(x, name):
