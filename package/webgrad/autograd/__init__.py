@@ -17,9 +17,11 @@ Custom ops:
 
     y = LeakyReLU.apply(x, 0.01)
 
-forward runs without recording a graph (its inner ops are invisible to autograd); its one output
-tensor becomes a node whose backward is yours. backward records a graph only under create_graph=True
-(then written with webgrad ops, it can be differentiated again).
+forward runs without recording a graph (its inner ops are invisible to autograd); its output tensors
+become one node whose backward is yours. backward records a graph only under create_graph=True
+(then written with webgrad ops, it can be differentiated again). As PyTorch's ctx: mark_non_differentiable
+(a sort's indices), set_materialize_grads(False) (None instead of zeros for an output no gradient reached),
+mark_dirty (forward modified an input in place and returns it).
 
 Gradients without touching .grad: ``webgrad.autograd.grad(outputs, inputs, create_graph=...)``, as
 torch.autograd.grad (a gradient penalty differentiates its result again; see _autograd.run_backward).
