@@ -21,9 +21,9 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 XFAIL = {
     "ex_mnist_hogwild": "model.share_memory() raises: webgrad cannot share tensors between processes (Hogwild! "
                         "training needs one model's weights in shared memory)",
-    "tut_swap_tensors": "torch.ops.aten is missing (AttributeError): its __torch_dispatch__ wrapper subclass "
-                        "(Tensor._make_wrapper_subclass) needs the aten op overloads; torch.utils.swap_tensors, "
-                        "before it, passes",
+    "tut_swap_tensors": "torch.Tensor._make_wrapper_subclass is missing (AttributeError): its __torch_dispatch__ "
+                        "wrapper subclass needs PyTorch's dispatcher (torch.utils.swap_tensors and torch.ops.aten, "
+                        "before it, pass)",
     "llm_kv_gqa": "bfloat16 arithmetic rounds otherwise than torch's: torch.pow(x, 3) rounds x**3 once where torch "
                   "rounds each product (x*x*x), and bf16 mean/var differ from torch's (the float32 result rounded "
                   "once) in a fifth of the values; one ulp lower, a logit that ties in torch loses the argmax at "
