@@ -84,9 +84,11 @@ class BufferPool:
         self._count(size)
         return buffer
 
-    def release(self, buffer):
+    def release(self, buffer, _push=heapq.heappush):
+        # (heappush bound at definition: a Storage freed at interpreter exit, after the heapq global is torn down,
+        # still returns its buffer instead of printing "Exception ignored in Storage.__del__")
         self.allocated -= buffer.size
-        heapq.heappush(self._free.setdefault(buffer.size, []), buffer)
+        _push(self._free.setdefault(buffer.size, []), buffer)
 
     def take_fitting(self, nbytes, largest):
         """A free buffer of `nbytes` to `largest` bytes, the smallest there is (counted as allocated), or None."""
