@@ -8,9 +8,10 @@ come from webgrad's generator (torch.manual_seed seeds them), as torchvision's c
 """
 
 import math
+import random as _py_random
 
+from ... import random as _random
 from ... import transforms as _batched
-from ..._tensor import empty
 from . import functional as F
 from .functional import InterpolationMode
 
@@ -25,8 +26,11 @@ RandomErasing = _batched.RandomErasing
 
 
 def _uniform(low=0.0, high=1.0):
-    """One number from webgrad's generator, as torchvision's torch.empty(1).uniform_(low, high)."""
-    return float(empty(1).uniform_(low, high).item())
+    """One number in [low, high) from webgrad's default generator (torch.manual_seed seeds it; it takes one counter,
+    as a device draw would), drawn on the host: a per-image transform reading a device value back each time
+    would wait on the GPU once per image where tensors live on WebGPU (the browser)."""
+    seed, counter = _random.default_generator.take(1)
+    return low + (high - low) * _py_random.Random((seed << 32) | counter).random()
 
 
 def _randint(low, high):
