@@ -74,6 +74,7 @@ class CustomOpDef:
         self._namespace, self._name, self._init_fn = namespace, name, fn
         self._mutates_args = mutates_args
         self._kernels = {}
+        self._functions = {}  # kernel -> its autograd.Function, made once per kernel rather than per call
         self._composite = composite  # differentiated through the ops fn calls (CompositeImplicitAutograd)
         if fn is not None:
             for d in _device_list(device_types):
@@ -140,7 +141,10 @@ class CustomOpDef:
         if not needs_grad:
             with _autograd.no_grad():
                 return self._checked(kernel(*args), args)
-        return _operator_function(self, kernel).apply(*args)
+        function = self._functions.get(kernel)
+        if function is None:
+            function = self._functions[kernel] = _operator_function(self, kernel)
+        return function.apply(*args)
 
     def _checked(self, out, args):
         outs = out if isinstance(out, (tuple, list)) else (out,)
