@@ -15,6 +15,8 @@ Subcommands:
             code runs in Pyodide on Dawn (tools/bench_dawn.py --phases)
   ddp       DistributedDataParallel over N local ranks (torch.compile backend): samples/s, scaling, all-reduce
   compile   torch.compile(backend="webgrad") training steps vs eager PyTorch, and the boundary's cost per call
+  attention fused attention forward and backward over head sizes and lengths, GPU time per dispatch (--torch:
+            PyTorch's SDPA on CUDA in the same call)
 
 The browser benchmark (MNIST training samples/s of the demo page in headless Chromium, host vs GPU time
 per step) serves a source checkout's page, so it is not part of the package: from the repository's root,
@@ -35,6 +37,7 @@ SUBCOMMANDS = {
     "amp-memory": "webgrad.bench.amp_memory",
     "ddp": "webgrad.bench.ddp",
     "compile": "webgrad.bench.compile",
+    "attention": "webgrad.bench.attention",
 }
 
 
