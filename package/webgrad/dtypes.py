@@ -3,14 +3,15 @@
 float32 (the default for everything floating), float16 (mixed precision: webgrad.autocast; on WebGPU where the
 adapter has the optional `shader-f16` feature), float64 (CPU only), int64 (``webgrad.long``: PyTorch's index and
 label dtype; what integer data, ``arange``, ``randint``, ``argmax`` and ``.long()`` give), int32 (``webgrad.int``),
-uint8 (raw bytes such as image data), bool (comparison results, masks), and on the CPU bfloat16 (below), int16
-(``webgrad.short``) and int8, wrapping on overflow as PyTorch's (WebGPU refuses those three: convert first).
+uint8 (raw bytes such as image data), bool (comparison results, masks), bfloat16 (below), int16 (``webgrad.short``)
+and int8, wrapping on overflow as PyTorch's.
 
 Every backend exchanges data in one *canonical* byte layout per dtype (little-endian, packed):
 float32 -> 4 bytes 'f', float16 -> 2 bytes 'e' (IEEE half), bfloat16 -> 2 bytes (the upper half of the float32
 bits, as torch's storages, torch.save and safetensors hold it), float64 -> 8 bytes 'd', int64 -> 8 bytes 'q',
 int32 -> 4 bytes 'i', int16 -> 2 bytes 'h', int8 -> 1 byte 'b', uint8 -> 1 byte 'B', bool -> 1 byte (0 or 1).
-How a backend stores a dtype internally is its own business (WebGPU keeps bools in 32-bit words).
+How a backend stores a dtype internally is its own business (WebGPU keeps bools, bfloat16, int16 and int8 in 32-bit
+words: below).
 
 int64 on each device. On the CPU it is NumPy's int64: exact over the whole 64-bit range, wrapping on overflow as
 PyTorch's does. WGSL has no 64-bit integers, so WebGPU keeps an int64 tensor in one 32-bit word per element, under
@@ -22,14 +23,25 @@ the runtime's error word, raised at the next read-back (as an out-of-range index
 result is exact, and index-heavy kernels (embedding, cross-entropy targets, gather) read int64 indices at int32
 speed. int32 keeps PyTorch's wrapping arithmetic on every device.
 
-bfloat16 on the CPU. NumPy has no bfloat16, so the CPU backend stores a bfloat16 tensor as a float32 array whose
+bfloat16. NumPy has no bfloat16, so the CPU backend stores a bfloat16 tensor as a float32 array whose
 every value is exactly a bfloat16 (the low 16 bits of each float32 are zero). Kernels compute as they do for
 float32 (so products and reductions accumulate in float32, as PyTorch's CPU does for bfloat16), and the backend
 rounds every bfloat16 output once, to nearest even, in one place: CPUBackend.run, after each kernel, for each
 output view whose dtype is bfloat16. Storing float32 words keeps every kernel's NumPy code as it is (no 16-bit
 unpacking in each), at twice the memory of torch's; element_size() and the canonical bytes are bfloat16's (2).
-On WebGPU, bfloat16 is refused with an error that says to convert (.float() or .half()) first: its kernels would
-need the same rounding at each output, which they do not have yet.
+WebGPU follows the same rule (_backends/webgpu/narrow.py): WGSL has no bfloat16, so a bfloat16 storage holds float32
+words of bfloat16 values, every kernel computes it as float32, and the backend rounds each bfloat16 output once, in
+one place, by one more dispatch (shaders/narrow.wgsl) after the kernel that wrote it.
+
+int16 and int8 on WebGPU: WGSL storage arrays hold 32-bit words (a narrower store would need atomics), so each
+element is an int32 word holding a value in its range; kernels compute in int32 and the backend wraps each int16
+or int8 output into its range after the kernel (narrow.wgsl), as torch's arithmetic and casts wrap
+(torch.tensor([200]).to(torch.int8) is -56 on every device).
+
+Memory on WebGPU: bfloat16, int16 and int8 take 4 bytes per element of device memory there (twice bfloat16's and
+int16's 2, four times int8's 1), though element_size(), nbytes, the bytes read back and the files saved are
+torch's. A bfloat16 model on WebGPU saves no device memory over float32: it gives bfloat16's numerics (and
+bfloat16 checkpoints load as they are), not its footprint; float16 (shader-f16) stores 2 bytes.
 
 float64 on WebGPU: refused (WebGPU has no 64-bit floats) with an error that says to convert with .float() first.
 
@@ -136,8 +148,8 @@ def to_dtype(d, default=None):
     name = name.replace("torch.", "")
     if _NAMES.get(name) is not None:
         return _NAMES[name]
-    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, bfloat16 (CPU), float64 (CPU), "
-                    "int64, int32, int16 (CPU), int8 (CPU), uint8 and bool")
+    raise TypeError(f"unsupported dtype {d!r}: webgrad supports float32, float16, bfloat16, float64 (CPU), "
+                    "int64, int32, int16, int8, uint8 and bool")
 
 
 def check_storable(dtype):
@@ -273,25 +285,6 @@ def bf16_unpack(raw):
     out = bytearray(2 * len(raw))
     out[2::4], out[3::4] = raw[0::2], raw[1::2]
     return bytes(out)
-
-
-def cpu_only_for_webgpu(dtype, raw):
-    """(dtype, canonical bytes) of the same values in a dtype WebGPU stores, for a dtype only the CPU stores:
-    bfloat16 -> float32, int16 and int8 -> int32 (exact; how checkpoints load onto WebGPU). Others as they are."""
-    if dtype is bfloat16:
-        return float32, bf16_unpack(raw)
-    if dtype in (int8, int16):
-        import array
-        import sys
-        values = array.array(dtype.fmt)
-        values.frombytes(bytes(raw))
-        if sys.byteorder != "little":
-            values.byteswap()
-        wide = array.array("i", values)
-        if sys.byteorder != "little":
-            wide.byteswap()
-        return int32, wide.tobytes()
-    return dtype, raw
 
 
 # ===================================================================== int64 in 32-bit words (WebGPU)

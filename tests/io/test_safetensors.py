@@ -111,9 +111,7 @@ def test_files_written_by_safetensors_load_in_webgrad(device, tmp_path):
     safetensors.torch.save_file(tensors, path)
     loaded = wg.load(path, device=device)
     for name, t in tensors.items():
-        # bfloat16 stays bfloat16 on the CPU; WebGPU stores none: float32 there (the same values)
-        bf16 = wg.bfloat16 if device == "cpu" else wg.float32
-        assert loaded[name].dtype is {torch.bfloat16: bf16, torch.float16: wg.float16}.get(t.dtype, wg.int64)
+        assert loaded[name].dtype is {torch.bfloat16: wg.bfloat16, torch.float16: wg.float16}.get(t.dtype, wg.int64)
         assert loaded[name].tolist() == t.tolist(), name
 
 

@@ -64,10 +64,12 @@ class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None) for webgrad's devices.
 
     device_type: "webgpu" (also "cuda") or "cpu"; dtype: as PyTorch's, None means get_autocast_dtype(device_type),
-    which is bfloat16 on the CPU and float16 on WebGPU unless set_autocast_dtype changed it. The CPU takes
-    bfloat16 and float16, WebGPU float16 only (it stores no bfloat16): another dtype warns and disables autocast,
-    as PyTorch does for a dtype a device does not support. On WebGPU the adapter must have shader-f16: entering
-    the region raises an error naming the feature otherwise. Usable as a context manager and a decorator."""
+    which is bfloat16 on the CPU and float16 on WebGPU unless set_autocast_dtype changed it. Both devices take
+    float16 and bfloat16 (as PyTorch's CPU and CUDA): another dtype warns and disables autocast, as PyTorch does
+    for a dtype a device does not support. float16 on WebGPU needs the adapter feature shader-f16: entering such
+    a region raises an error naming the feature otherwise; bfloat16 needs no feature (it computes in float32 and
+    rounds each result: webgrad/dtypes.py), so it is the lower precision every adapter has, though it saves no
+    device memory there. Usable as a context manager and a decorator."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         self.device = _device_type(device_type)
@@ -81,7 +83,7 @@ class autocast:
             self._enabled = False
 
     def __enter__(self):
-        if self._enabled and self.device == "webgpu":
+        if self._enabled and self.device == "webgpu" and self.fast_dtype is dtypes.float16:
             rt = devices.device("webgpu").backend.runtime
             if not rt.has_f16:
                 from .._backends.webgpu.f16 import missing_feature_error

@@ -15,8 +15,8 @@ reader refuses is refused; so is a key written twice in one JSON object (the ref
 __metadata__ or a second field of an entry, and keeps the last of two tensors or metadata keys of one
 name). The only other exception is the device's: TypeError for a dtype it cannot hold (float64 on WebGPU), and
 RuntimeError for I64 values beyond the int32 range on WebGPU (webgrad/dtypes.py). I64 loads as int64; BF16, I16
-and I8 as bfloat16, int16 and int8 (as float32 and int32 onto WebGPU, which stores none of them: no information
-lost); F16 loads as float16; any other dtype is an error naming the tensor.
+and I8 as bfloat16, int16 and int8 (on every device); F16 loads as float16; any other dtype is an error naming the
+tensor.
 """
 
 import itertools
@@ -27,7 +27,7 @@ import re
 import struct
 from collections.abc import Mapping
 
-from .. import devices, dtypes
+from .. import dtypes
 from .._tensor import Tensor, tensor
 
 MAX_HEADER = 100 * 1024 * 1024  # the reference reader's limit: a larger "length" means a corrupt file
@@ -115,8 +115,6 @@ def load(f, device=None):
                 from .._complex import view_as_complex
                 out[name] = view_as_complex(tensor(data, dtype=dtypes.float32, device=device).reshape(*shape, 2))
                 continue
-            if devices.get(device).type == "webgpu":  # bfloat16, int16, int8 as float32 and int32 (the same values)
-                dt, data = dtypes.cpu_only_for_webgpu(dt, data)
             out[name] = tensor(data, dtype=dt, device=device).reshape(shape)
         except (TypeError, RuntimeError) as e:  # a dtype (float64) or int64 values (beyond int32) WebGPU lacks
             raise type(e)(f"safetensors: tensor {name!r}: {e}") from None

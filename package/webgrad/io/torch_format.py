@@ -28,8 +28,8 @@ own plain types (dict, list, tuple, set, str, bytes, numbers, bool, None); any o
 class of the saver's code) is refused before anything runs, with a message naming it. Records are read
 only when a tensor uses them, after a check of their declared size against the load's budget (deflated
 records included: a zip bomb is refused before it is inflated). Dtypes webgrad lacks are converted where
-no information is lost in practice (float16 -> float32; bfloat16, int16 and int8 keep their dtype on the CPU and
-become float32 and int32 on WebGPU, which stores none of them); int64 loads as int64; others are an error naming
+no information is lost in practice (float16 -> float32; bfloat16, int16 and int8 keep their dtype on every
+device); int64 loads as int64; others are an error naming
 the dtype. Every problem of the file raises UnpicklingError (see
 load()). load_trusted() is the separate, explicit path for whole-module files: Python's own Unpickler, which
 runs what the file names, with torch's names mapped to webgrad's (torch.nn.modules.linear.Linear is
@@ -883,8 +883,6 @@ class _Builder:
             raw = self.archive.read("data/" + s.key, size=s.numel * s.stype.item)
             dtype, raw = _storage_values(s, raw)
             dev = devices.get("webgpu") if self.follow_location and s.location == "webgpu" else self.dev
-            if dev.type == "webgpu":  # bfloat16, int16 and int8 as float32 and int32 (the same values)
-                dtype, raw = dtypes.cpu_only_for_webgpu(dtype, raw)
             # complex64 is stored as its float32 (real, imag) pairs (webgrad/_complex.py)
             real = dtypes.float32 if dtype is dtypes.complex64 else dtype
             built = self.storages[s.key] = (dev.backend.from_bytes(raw, real), dtype, s.numel, dev)

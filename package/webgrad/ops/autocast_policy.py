@@ -49,9 +49,9 @@ FP32_OPS = {
 
 
 # The dtype an autocast region lowers to where none is given (PyTorch's: bfloat16 on the CPU, float16 on the GPU),
-# and the ones each device type takes (WebGPU stores no bfloat16).
+# and the ones each device type takes (both, as PyTorch's CPU and CUDA).
 DEFAULT_DTYPES = {"cpu": dtypes.bfloat16, "webgpu": dtypes.float16}
-LOWER_DTYPES = {"cpu": (dtypes.bfloat16, dtypes.float16), "webgpu": (dtypes.float16,)}
+LOWER_DTYPES = {"cpu": (dtypes.bfloat16, dtypes.float16), "webgpu": (dtypes.float16, dtypes.bfloat16)}
 _LOWER = (dtypes.float16, dtypes.bfloat16)
 
 

@@ -17,11 +17,13 @@ from . import attention, dropout, layer_norm, masked, softmax_masked  # noqa: F4
 from . import sampling, sorting  # noqa: F401  (topk and multinomial)
 from . import value_checks  # noqa: F401  (check_values, device_error_flag)
 from . import scans, scatter, search  # noqa: F401  (scatter_reduce, compact, scan, searchsorted, histc)
+from . import narrow
 from .memory import Storage
 from .runtime import default_runtime
 from .views import check_view, contiguous_view
 
-_SUPPORTED = (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.uint8, dtypes.bool_, dtypes.float16)
+# (bfloat16, int8 and int16 in 32-bit words: narrow.py)
+_SUPPORTED = (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.uint8, dtypes.bool_, dtypes.float16) + narrow.NARROW
 
 
 def _check_dtype(dtype, backend):
@@ -31,18 +33,13 @@ def _check_dtype(dtype, backend):
             raise TypeError("the WebGPU backend has no float64 (WebGPU has no 64-bit floats): convert to float32 "
                             "first, e.g. t.float().to('webgpu') (a NumPy float64 array: torch.from_numpy(a)"
                             ".float()), or model.float() for a float64 model")
-        if dtype is dtypes.bfloat16:
-            raise TypeError("the WebGPU backend has no bfloat16 (webgrad keeps bfloat16 on the CPU): convert first, "
-                            "e.g. t.float().to('webgpu') or model.float() (or .half() where the adapter has "
-                            "shader-f16), or keep this tensor on the CPU")
-        if dtype in (dtypes.int8, dtypes.int16):
-            raise TypeError(f"the WebGPU backend has no {dtype.name} (webgrad keeps {dtype.name} on the CPU): convert "
-                            "first, e.g. t.int().to('webgpu'), or keep this tensor on the CPU")
         raise TypeError(
             f"the WebGPU backend has no {dtype}; it stores float32, float16 (with the adapter feature shader-f16), "
-            "int64 (in the int32 range), int32, uint8 and bool"
+            "bfloat16, int64 (in the int32 range), int32, int16, int8, uint8 and bool"
         )
-    if dtype is dtypes.float16 and not backend.half_seen:
+    if dtype in narrow.WIDE:
+        backend.narrow_seen = True
+    elif dtype is dtypes.float16 and not backend.half_seen:
         if not backend.runtime.has_f16:
             raise f16.missing_feature_error(backend.runtime)
         backend.half_seen = True
@@ -56,6 +53,7 @@ class WebGPUBackend(Backend):
         self.runtime = runtime or default_runtime()
         self.features = self.runtime.features
         self.half_seen = False  # whether a float16 storage was made (then f16.run routes every kernel call)
+        self.narrow_seen = False  # whether a bfloat16, int8 or int16 storage was made (then narrow.run routes them)
 
     # ----------------------------------------------------------------- memory
     def empty(self, numel, dtype):
@@ -76,6 +74,11 @@ class WebGPUBackend(Backend):
         if len(data) % dtype.itemsize:
             raise ValueError(f"{len(data)} bytes is not a whole number of {dtype} elements ({dtype.itemsize} bytes each)")
         numel = len(data) // dtype.itemsize
+        if dtype in narrow.WIDE:  # held as 32-bit words (narrow.py)
+            storage = self.runtime.storage(numel, dtype)
+            if numel:
+                self.runtime.write(storage, narrow.words(data, dtype), 0)
+            return storage
         if dtype is dtypes.bool_:
             # Canonical bools are bytes; on the GPU each is a word: upload the bytes, widen on the GPU.
             raw = self.from_bytes(data, dtypes.uint8)
@@ -101,6 +104,10 @@ class WebGPUBackend(Backend):
             if len(data) % 8:
                 raise ValueError(f"{len(data)} bytes is not a whole number of int64 elements (8 bytes each)")
             data, dtype = memoryview(dtypes.narrow_int64(data, "write")), dtypes.int32
+        elif dtype in narrow.WIDE:  # canonical bytes into the 32-bit words it holds
+            if len(data) % dtype.itemsize:
+                raise ValueError(f"{len(data)} bytes is not a whole number of {dtype} elements")
+            data, dtype = memoryview(narrow.words(data, dtype)), narrow.WIDE[dtype]
         end = offset + len(data) // dtype.itemsize
         if len(data) % dtype.itemsize or offset < 0 or end > storage.numel:
             raise ValueError(f"{len(data)} bytes at element {offset} do not fit a storage of {storage.numel} {dtype}")
@@ -125,7 +132,7 @@ class WebGPUBackend(Backend):
         if plan is None:
             return
         storage, start, nbytes, skip, length = plan
-        if skip == 0 and length == nbytes and view.dtype is not dtypes.int64:
+        if skip == 0 and length == nbytes and view.dtype is not dtypes.int64 and view.dtype not in narrow.WIDE:
             self.runtime.read_into(storage, start, out)
         else:
             memoryview(out).cast("B")[:] = memoryview(self.to_bytes(view)).cast("B")
@@ -146,6 +153,12 @@ class WebGPUBackend(Backend):
             return None
         if dtype in (dtypes.float32, dtypes.int32, dtypes.int64) and view.is_contiguous():
             return view.storage, 4 * view.offset, 4 * n, 0, 4 * n
+        if dtype in narrow.WIDE:  # words read as they are, narrowed on the host (_canonical)
+            if view.is_contiguous():
+                return view.storage, 4 * view.offset, 4 * n, 0, 4 * n
+            tmp = contiguous_view(self.runtime.storage(n, dtype), view.shape, dtype)
+            self._run_wide(kernels.copy, (narrow.wide(tmp), narrow.wide(view)), {})
+            return self._read_plan(tmp)
         if dtype.itemsize < 4 and dtype is not dtypes.bool_ and view.is_contiguous():  # uint8, float16
             size = dtype.itemsize
             start = (view.offset * size) & ~3
@@ -185,7 +198,18 @@ class WebGPUBackend(Backend):
 
     # ----------------------------------------------------------------- kernels
     def run(self, kernel, *args, **kwargs):
+        if self.narrow_seen:  # bfloat16, int8 or int16 storages exist: narrow.run widens and narrows their views
+            return narrow.run(self.runtime, kernel, args, kwargs, self._run_wide)
         if self.half_seen:  # float16 storages exist: each record's float16 policy applies (f16.run)
+            return f16.run(self.runtime, kernel, args, kwargs)
+        impl = kernel.impls.get("webgpu")
+        if impl is None:
+            raise NotImplementedError(f"the webgpu backend has no kernel {kernel.name!r}")
+        return impl(self.runtime, *args, **kwargs)
+
+    def _run_wide(self, kernel, args, kwargs):
+        """run() on views with no bfloat16, int8 or int16 among them."""
+        if self.half_seen:
             return f16.run(self.runtime, kernel, args, kwargs)
         impl = kernel.impls.get("webgpu")
         if impl is None:
@@ -199,8 +223,11 @@ def _part(data, skip, length):
 
 
 def _canonical(data, dtype):
-    """Bytes read from the GPU in the canonical layout: int64's int32 words widened to 8 bytes."""
-    return dtypes.widen_int32(data) if dtype is dtypes.int64 else data
+    """Bytes read from the GPU in the canonical layout: int64's int32 words widened to 8 bytes, the 32-bit words
+    of bfloat16, int16 and int8 narrowed (narrow.py)."""
+    if dtype is dtypes.int64:
+        return dtypes.widen_int32(data)
+    return narrow.canonical(data, dtype) if dtype in narrow.WIDE else data
 
 
 def _byte_view(data):

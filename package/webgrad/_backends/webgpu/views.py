@@ -13,6 +13,8 @@ F32_MAX = 3.4028234663852886e38
 MAX_RANK = 8  # dims an elementwise kernel walks after merging (Params.shape holds 8)
 # Index and label dtypes: int64 is held as int32 words (webgrad/dtypes.py), so kernels read both alike.
 INDEX = (dtypes.int32, dtypes.int64)
+# bfloat16, int8 and int16 storages hold 32-bit words, which kernels see as float32 and int32 views (narrow.py)
+WIDE = {dtypes.bfloat16: dtypes.float32, dtypes.int8: dtypes.int32, dtypes.int16: dtypes.int32}
 
 
 def check_view(view, name, dtype=None, contiguous=False, ndim=None):
@@ -24,7 +26,7 @@ def check_view(view, name, dtype=None, contiguous=False, ndim=None):
     storage = view.storage
     if not isinstance(storage, Storage):
         raise TypeError(f"{name} is not a WebGPU storage (got {type(storage).__name__}): move it to the device first")
-    if view.dtype is not storage.dtype:
+    if view.dtype is not storage.dtype and view.dtype is not WIDE.get(storage.dtype):  # (narrow.py's wide twins)
         raise TypeError(f"{name} is a {view.dtype} view of a {storage.dtype} storage")
     if dtype is not None and view.dtype is not dtype and not (type(dtype) is tuple and view.dtype in dtype):
         shown = " or ".join(map(str, dtype)) if type(dtype) is tuple else dtype
