@@ -40,10 +40,11 @@ OPINFO_TABLES = [("cpu", "tests/compat/opinfo_cpu.md"), ("webgpu", "tests/compat
 
 # What differs where webgrad has the name: shown as "partial".
 PARTIAL = {
-    "torch.Tensor": "float32, int32, uint8, bool everywhere; float64, bfloat16, int16 and int8 on the CPU; float16 "
-                    "on the CPU and on WebGPU with shader-f16; complex64 as float32 pairs; no complex128",
-    "torch.autocast": "bfloat16 (the CPU's default) and float16 on the CPU, float16 on WebGPU; batch_norm computes "
-                      "and returns float32",
+    "torch.Tensor": "float32, bfloat16, int32, int16, int8, uint8, bool everywhere (on WebGPU bfloat16, int16 and "
+                    "int8 take 4 bytes an element of device memory); float64 on the CPU; float16 on the CPU and on "
+                    "WebGPU with shader-f16; complex64 as float32 pairs; no complex128",
+    "torch.autocast": "bfloat16 and float16 on both devices (defaults: bfloat16 on the CPU, float16 on WebGPU); "
+                      "batch_norm computes and returns float32",
     "torch.tensor": "int64 data becomes int32 (range-checked)",
     "torch.from_numpy": "int64 arrays become int32",
     "torch.save": "torch's zip format for .pt/.pth names, safetensors for .safetensors",

@@ -25,7 +25,7 @@ REGENERATE = "python -m webgrad.testing.opinfo --device {0} --write-table tests/
 
 # Entries passing forward and gradient today; raise these as ops are added (never lower them).
 CPU_PASS_FLOOR = 658
-WEBGPU_PASS_FLOOR = 105
+WEBGPU_PASS_FLOOR = 106
 
 # Silently wrong results found by the harness, each a bug in the op (delete the line when it is fixed):
 KNOWN_WRONG = set()
@@ -47,7 +47,7 @@ WEBGPU_OPS = [
     "ones_like", "arange", "full", "repeat", "repeat_interleave", "roll", "flip", "norm", "clone", "contiguous",
     "to", "float", "long", "split", "chunk", "__getitem__", "logsumexp", "amax", "new_zeros", "multinomial",
     "nn.functional.rms_norm", "nn.functional.normalize", "nn.functional.softplus",
-    "nn.functional.conv1d",
+    "nn.functional.conv1d", "bfloat16",
 ]
 
 
