@@ -135,3 +135,39 @@ def test_basic_indexing_grad_fn_names_are_torchs():
         x = lib.zeros(4, 5, 6, requires_grad=True) * 1
         names.append([x[i].grad_fn.name() if lib is torch else x[i].grad_fn.name_() for i in indices])
     assert names[1] == names[0]
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+def test_writes_with_a_value_or_mask_from_another_device_follow_torchs_rules():
+    # As torch's CUDA (checked there): x[basic] = v is a copy_, so v may come from any device; an advanced write
+    # (index_put_) takes a host index or mask, and a value from another device only when it is 0-dim
+    x = wg.zeros(3, 4, device="webgpu")
+    x[0] = wg.ones(4)
+    x[1:, 1:3] = wg.full((2, 2), 2.0)
+    x[2, 0] = wg.tensor(5.0)
+    x[wg.tensor([True, False, False])] = 7.0
+    x[wg.tensor([1]), wg.tensor([3])] = wg.tensor(9.0)
+    t = torch.zeros(3, 4)
+    t[0] = 1.0
+    t[1:, 1:3] = 2.0
+    t[2, 0] = 5.0
+    t[torch.tensor([True, False, False])] = 7.0
+    t[1, 3] = 9.0
+    assert x.device.type == "webgpu" and x.tolist() == t.tolist()
+    host = wg.zeros(2, 3)
+    host[1] = wg.arange(3.0, device="webgpu")
+    assert host.device.type == "cpu" and host.tolist() == [[0.0, 0.0, 0.0], [0.0, 1.0, 2.0]]
+    full_mask = wg.zeros(3, device="webgpu")
+    full_mask[wg.tensor([True, False, True])] = 2.0
+    assert full_mask.tolist() == [2.0, 0.0, 2.0]
+    with pytest.raises(RuntimeError, match="same device"):
+        x[wg.tensor([0, 2])] = wg.ones(2, 4)
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+def test_a_value_copied_in_from_another_device_gets_its_gradient_on_its_own_device():
+    v = wg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = wg.zeros(2, 3, device="webgpu", requires_grad=True).clone()
+    y[1] = v
+    (y * wg.tensor([[1.0, 1.0, 1.0], [4.0, 5.0, 6.0]], device="webgpu")).sum().backward()
+    assert v.grad.device.type == "cpu" and v.grad.tolist() == [4.0, 5.0, 6.0]

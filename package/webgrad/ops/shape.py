@@ -551,13 +551,15 @@ def _advanced_setitem(input, index, value):
     positions keep the last value written, as PyTorch's CPU does; the positions are then
     written with where(written, scattered values, x)."""
     items = index if isinstance(index, tuple) else (index,)
+    value = _index_put_value(input, value)
     if len(items) == 1 and isinstance(items[0], Tensor) and items[0].dtype is dtypes.bool_ and \
             tuple(items[0].shape) == tuple(input.shape):
         v = value if isinstance(value, Tensor) else tensor(value, dtype=input.dtype, device=input.device)
         if v.ndim and v.numel() != 1:
             raise IndexError("x[mask] = value: value must be a scalar or a 1-element tensor for a full-shape mask "
                              "(a tensor of the selected elements' count is not supported)")
-        return input.copy_(where(items[0], cast(v.reshape(()), input.dtype), input))
+        mask = items[0] if items[0].device == input.device else items[0].to(input.device)  # a host mask, as torch
+        return input.copy_(where(mask, cast(v.reshape(()), input.dtype), input))
     y, adv_dims, flat, bshape, front = _advanced_plan(input, index)
     rest = [d for d in range(y.ndim) if d not in adv_dims]
     rest_shape = tuple(y.shape[d] for d in rest)
@@ -593,6 +595,17 @@ def _advanced_setitem(input, index, value):
         for j, d in enumerate(adv_dims + rest):
             inverse[d] = j
         y.copy_(target.reshape(tuple(y.shape[d] for d in adv_dims) + rest_shape).permute(*inverse))
+
+
+def _index_put_value(input, value):
+    """The value of x[advanced index] = value on x's device. As PyTorch's index_put_, only a 0-dim value may come
+    from another device (a scalar moved across); a value with dimensions must be on x's device."""
+    if not isinstance(value, Tensor) or value.device == input.device:
+        return value
+    if value.ndim == 0:
+        return value.to(input.device)
+    raise RuntimeError(f"index_put_: expected all tensors to be on the same device, but found the value on "
+                       f"{value.device} and the indexed tensor on {input.device}")
 
 
 def _result_shape(bshape, rest_shape, at):
@@ -645,6 +658,7 @@ def _index_put(src, index, value):
     with no_grad():
         _setitem(y, index, value.detach() if isinstance(value, Tensor) else value)
     value_shape = tuple(value.shape) if isinstance(value, Tensor) else None
+    value_device = value.device if isinstance(value, Tensor) else None
 
     def backward(g):
         g_src = g.clone()
@@ -656,6 +670,8 @@ def _index_put(src, index, value):
             if g_value.ndim < len(value_shape):
                 g_value = g_value.reshape((1,) * (len(value_shape) - g_value.ndim) + tuple(g_value.shape))
             g_value = unbroadcast(g_value, value_shape)
+            if g_value.device != value_device:  # a value copied in from another device gets its gradient there
+                g_value = g_value.to(value_device)
         return g_src, g_value
     return record(y, "IndexPut", (src, value if isinstance(value, Tensor) else None), backward)
 
@@ -669,8 +685,8 @@ def _setitem(input, index, value):
     target = View(input._view.storage, shape, strides, offset, input.dtype)
     be = input.device.backend
     if isinstance(value, Tensor):
-        if value.device != input.device:
-            raise RuntimeError(f"setitem: value is on {value.device} but the tensor is on {input.device}")
+        if value.device != input.device:  # x[i] = v with basic indices is a copy_: v may be on any device, as torch
+            value = value.to(input.device)
         broadcast_shapes(shape, value.shape, op="setitem")
         if len(value.shape) > len(shape):
             value = value.reshape(value.shape[len(value.shape) - len(shape):]) if value.numel() else value
