@@ -4,9 +4,10 @@
 Models outside the benchmarks differ from them in head size and sequence length first, so this times
 `F.scaled_dot_product_attention` over a spread of both (the default shapes: head sizes 32 to 128, 128 to 2,048
 tokens, about 8 to 48 million score elements each) rather than at one model's shape. For each shape it records
-one replayable step on WebGPU (the forward, then grad_q, grad_k and grad_v of a random upstream gradient through
-`autograd.grad`) and times each of its dispatches alone with timestamp queries (median of --repeats), split into
-the forward and the backward. TFLOP/s count the products as FlashAttention's paper does (4 B H T^2 D forward,
+the forward as one replayable step on WebGPU and the forward with grad_q, grad_k and grad_v of a random upstream
+gradient (`autograd.grad`) as another, and times each of their dispatches alone with timestamp queries (median of
+--repeats): whichever path the call takes (the fused kernels, or products and softmax: ops/attention_chunked.py;
+WEBGRAD_SDPA=fused or =chunked forces one). The backward is the second step's time less the first's. TFLOP/s count the products as FlashAttention's paper does (4 B H T^2 D forward,
 2.5 times that backward), halved when causal.
 
 With --torch, PyTorch's own `scaled_dot_product_attention` in float32 on its CUDA GPU (the kernel its dispatcher
@@ -34,35 +35,43 @@ def flops(shape, causal):
     return fwd, 2.5 * fwd
 
 
-def time_webgrad(shape, causal, repeats):
-    """(forward seconds, backward seconds, dispatches) on WebGPU, each dispatch timed in a pass of its own."""
+def _dispatch_seconds(fn, arg, repeats):
+    """GPU seconds of the dispatches of `fn(arg)` recorded as a replayable step, each timed in a pass of its own
+    (median of `repeats`), summed: whichever kernels the call takes (the fused ones, or products and softmax)."""
     import webgrad as wg
     from webgrad._backends.webgpu.runtime import default_runtime
-    from webgrad.bench.profile import label
     from webgrad.bench.replay_profile import gpu_times
 
-    wg.manual_seed(0)
-    q, k, v = (wg.randn(*shape, device="webgpu", requires_grad=True) for _ in range(3))
-
-    def step(grad_out):
-        out = wg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return wg.autograd.grad(out, (q, k, v), grad_out)
-
-    run = wg.replayable(step)
-    g = wg.randn(*shape, device="webgpu")
+    run = wg.replayable(fn)
     for _ in range(3):  # eager warm-up, recording, one replay
-        run(g)
+        run(arg)
     wg.webgpu.synchronize()
     rt = default_runtime()
     records = run.graph.records
-    labels = [label(d) for d in rt.describe(records)]
-    prepared = rt.binding.prepare(records)
-    times = gpu_times(rt, records, prepared, "each", repeats)
-    medians = [statistics.median(rep[j] for rep in times) for j in range(len(labels))]
-    fwd = sum(t for name, t in zip(labels, medians) if "attention_forward" in name)
-    bwd = sum(t for name, t in zip(labels, medians) if "attention_d" in name)
+    times = gpu_times(rt, records, rt.binding.prepare(records), "each", repeats)
+    n = len(times[0])
     run.release()
-    return fwd, bwd, len(labels)
+    return sum(statistics.median(rep[j] for rep in times) for j in range(n))
+
+
+def time_webgrad(shape, causal, repeats):
+    """(forward seconds, backward seconds) on WebGPU: the forward alone recorded as one step, then forward and
+    backward as another; the backward is their difference."""
+    import webgrad as wg
+
+    wg.manual_seed(0)
+    q, k, v = (wg.randn(*shape, device="webgpu", requires_grad=True) for _ in range(3))
+    g = wg.randn(*shape, device="webgpu")
+
+    def forward(_):
+        return wg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def forward_backward(grad_out):
+        return wg.autograd.grad(forward(None), (q, k, v), grad_out)
+
+    fwd = _dispatch_seconds(forward, g, repeats)
+    both = _dispatch_seconds(forward_backward, g, repeats)
+    return fwd, max(both - fwd, 0.0)
 
 
 def time_torch(shape, causal, iters=20):
@@ -114,7 +123,7 @@ def main(argv=None):
     for spec in args.shapes:
         shape = _parse(spec)
         f_flops, b_flops = flops(shape, causal)
-        fwd, bwd, _ = time_webgrad(shape, causal, args.repeats)
+        fwd, bwd = time_webgrad(shape, causal, args.repeats)
 
         def cell(seconds, n):
             return f"{seconds * 1e6:9.1f} ({n / max(seconds, 1e-12) / 1e12:5.1f})"
