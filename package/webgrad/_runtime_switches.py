@@ -75,12 +75,12 @@ def autocast_decrement_nesting():
 
 def set_autocast_enabled(device_type, enabled=None):
     """set_autocast_enabled(device_type, enabled), or the older set_autocast_enabled(enabled) for the GPU (WebGPU),
-    which PyTorch still accepts without a warning. Enabling WebGPU autocast needs an adapter with shader-f16, as
-    `with autocast("webgpu")` does."""
+    which PyTorch still accepts without a warning. Enabling WebGPU autocast to float16 needs an adapter with
+    shader-f16, as `with autocast("webgpu")` does (bfloat16 needs no feature)."""
     if enabled is None:  # the one-argument form: PyTorch's GPU
         device_type, enabled = "cuda", device_type
     kind = _device_type(device_type)
-    if enabled and kind == "webgpu":
+    if enabled and kind == "webgpu" and _AUTOCAST.dtype[kind] is dtypes.float16:
         from .devices import device
         runtime = device("webgpu").backend.runtime
         if not runtime.has_f16:
@@ -90,9 +90,9 @@ def set_autocast_enabled(device_type, enabled=None):
 
 
 def set_autocast_dtype(device_type, dtype):
-    """Sets the dtype autocast lowers to where a region names none: bfloat16 or float16 on the CPU, float16 on
-    WebGPU (it stores no bfloat16). Any other dtype warns and leaves the dtype as it was (as `autocast(dtype=...)`
-    warns for a dtype a device does not support)."""
+    """Sets the dtype autocast lowers to where a region names none: bfloat16 or float16, on either device. Any
+    other dtype warns and leaves the dtype as it was (as `autocast(dtype=...)` warns for a dtype a device does
+    not support)."""
     kind = _device_type(device_type)
     try:
         wanted = dtypes.to_dtype(dtype)

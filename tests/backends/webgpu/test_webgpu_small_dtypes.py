@@ -115,17 +115,18 @@ def test_a_bfloat16_mlp_trains_on_webgpu_as_on_the_cpu_eagerly_and_replayed():
     np.testing.assert_allclose(losses[GPU], losses["cpu"], rtol=2 ** -6, atol=1e-3)
 
 
-def test_a_captured_bfloat16_step_replays_the_values_of_eager_runs():
-    x = wg.tensor(np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6), device=GPU).bfloat16()
-    w = wg.tensor(np.linspace(1, -1, 18, dtype=np.float32).reshape(6, 3), device=GPU).bfloat16()
+def test_a_captured_bfloat16_step_replays_the_values_of_eager_runs_on_new_inputs():
     from webgrad import devices
     backend = devices.device(GPU).backend
-    eager = _bits(((x @ w).tanh() * 1.7).sum(0))
+    x = wg.tensor(np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6), device=GPU).bfloat16()
+    w = wg.tensor(np.linspace(1, -1, 18, dtype=np.float32).reshape(6, 3), device=GPU).bfloat16()
     with backend.capture() as graph:
         out = ((x @ w).tanh() * 1.7).sum(0)
-    out.fill_(0)
+    new = torch.linspace(3, -1, 24).reshape(4, 6).bfloat16()
+    backend.write(x._view.storage, new.view(torch.uint8).numpy().tobytes())  # a new input, canonical bytes
     graph.replay()
-    assert _bits(out) == eager
+    assert x.tolist() == new.tolist()
+    assert _bits(out) == _bits(((x @ w).tanh() * 1.7).sum(0))
 
 
 def test_autocast_to_bfloat16_on_webgpu_lowers_products_as_torch():
@@ -137,6 +138,13 @@ def test_autocast_to_bfloat16_on_webgpu_lowers_products_as_torch():
             assert y.dtype is wg.bfloat16 and y.softmax(-1).dtype is wg.float32
     y.float().sum().backward()
     assert lin.weight.grad.dtype is wg.float32
+    wg.set_autocast_dtype("cuda", wg.bfloat16)  # the switches scripts set instead of a region
+    try:
+        wg.set_autocast_enabled("cuda", True)
+        assert lin(x).dtype is wg.bfloat16
+    finally:
+        wg.set_autocast_enabled("cuda", False)
+        wg.set_autocast_dtype("cuda", wg.float16)
     ref = torch.nn.functional.linear(torch.ones(2, 4).bfloat16(), torch.from_numpy(lin.weight.detach().cpu().numpy())
                                      .bfloat16(), torch.from_numpy(lin.bias.detach().cpu().numpy()).bfloat16())
     assert y.tolist() == ref.tolist()
