@@ -131,3 +131,23 @@ def test_tqdm_standin_wraps_without_drawing(capsys):
     loop.set_postfix(loss=1.0)
     assert len(tqdm.tqdm([1, 2])) == 2 and list(tqdm.trange(2)) == [0, 1]
     assert capsys.readouterr().out == ""
+
+
+def test_then_calls_the_scripts_own_test_and_terminal_gives_a_tty(tmp_path, monkeypatch):
+    """`then` calls a function the script defines once it has run (a model file's own test()); `terminal` gives a
+    script that asks `stty size` a 24 x 80 pseudo-terminal, as a progress bar reading its width needs."""
+    folder = tmp_path / "corpus" / "selftest"
+    folder.mkdir(parents=True)
+    (tmp_path / "standin").mkdir()
+    (tmp_path / "corpus_data.py").write_text("def make(kind, path, **options):\n    raise ValueError(kind)\n")
+    (folder / "script.py").write_text(
+        "import os\nrows, columns = os.popen('stty size', 'r').read().split()\n\n\n"
+        "def test():\n    print('rows', rows, 'columns', columns)\n\n# test()\n")
+    monkeypatch.setitem(corpus.SCRIPTS, "selftest", corpus.Script(
+        "script.py", "here", then="test", terminal=True, compare="runs", loss_re=r"rows (\d+) columns (\d+)"))
+    run = corpus.run_script("selftest", "webgrad", "cpu", root=str(tmp_path))
+    assert run.returncode == 0 and run.losses == [24.0, 80.0], run.stderr[-2000:]
+    monkeypatch.setitem(corpus.SCRIPTS, "selftest", corpus.Script(
+        "script.py", "here", then="test", compare="runs", loss_re=r"rows (\d+) columns (\d+)"))
+    run = corpus.run_script("selftest", "webgrad", "cpu", root=str(tmp_path))
+    assert run.returncode != 0 and "ValueError" in run.error  # no terminal: `stty size` prints nothing to split

@@ -33,6 +33,10 @@ calls, and the data stand-in's size bounds an epoch. A script whose instructions
 (one that writes its data) names it in ``prepare``, with that script's own overrides: both run in the same
 interpreter, under the same library. ``env`` sets environment variables a script's readme asks for
 (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` for a script written before ``torch.load`` turned to weights only).
+``then`` names a function the file defines and calls once it has run: a model file's own ``test()`` (building the
+model and running a forward pass), whose call its last line leaves commented out, or a repository's test function.
+``terminal`` gives a script that reads its terminal's size (``stty size``, for a progress bar) a pseudo-terminal of
+24 rows and 80 columns as its standard input (every other script reads an empty one, however the runner was started).
 
 Losses are the numbers the script prints (``loss_re``). How a run is judged (``compare``):
 
@@ -112,6 +116,9 @@ class Script:
     calls: dict = field(default_factory=dict)  # called NAME -> {position or keyword: value}, likewise
     prepare: list = field(default_factory=list)  # (sibling script, its overrides) run first, as its readme says
     env: dict = field(default_factory=dict)  # environment variables its readme asks for
+    terminal: bool = None  # it asks its terminal's size (`stty size`): its stdin is a 24 x 80 pseudo-terminal
+    then: str = None  # a function of the script called once it has run: its own self-test, whose call the file
+    #                   leaves commented out (`# test()`) or which a test runner would call (`test_vit()`)
     max_backward: int = None
     compare: str = "exact"  # exact | output | trend | runs
     rtol: float = 2e-3
@@ -151,6 +158,9 @@ NGVL = "https://github.com/karpathy/ng-video-lecture/blob/52201428ed7b46804849de
 LLM = "https://github.com/rasbt/LLMs-from-scratch/blob/28c65cdfbc3338e2e040016eea4b7fdf556e4d57/"
 AP = "https://github.com/aladdinpersson/Machine-Learning-Collection/blob/"
 NLP = "https://github.com/graykode/nlp-tutorial/blob/d05e31ec81d56d70c1db89b99ab07e948f7ebc11/"
+KC = "https://github.com/kuangliu/pytorch-cifar/blob/49b7aa97b0c12fe0d4054e670403a16b6b834ddd/"
+HK = "https://github.com/hunkim/PyTorchZeroToAll/blob/e5a260fac0b4ff1e2ec434fc6f0d962ac97fc289/"
+VITP = "https://github.com/lucidrains/vit-pytorch/blob/69d24fe9e3024c0d4b02761123b8583a24ebed1e/"
 CORA_URL = "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"
 
 MNIST_UP = [("mnist", "../data", {"train": 48, "test": 24})]
@@ -244,6 +254,120 @@ SCRIPTS = {
         kind="actor-critic: Categorical, smooth_l1_loss value head, CartPole (gymnasium stand-in)",
         args=["--log-interval", "1"], max_backward=8, loss_re=r"Last reward: ([\d.]+)\tAverage reward: ([\d.]+)",
         note="prints rewards, not losses (see ex_reinforce); 8 episodes"),
+    # ---------------------------------------------------------------------------------- kuangliu/pytorch-cifar
+    # each model file's test() builds its model and runs a random batch through it, printing what the notes say
+    # (its own call left commented out in most files: `then` calls it); models/shufflenet.py is left out, as its
+    # float channel counts (out_planes/4) fail under Python 3 in torch too
+    "kc_main": Script(
+        "main.py", KC + "main.py", folder="kc", terminal=True,
+        kind="SimpleDLA on CIFAR-10: SGD with momentum and weight decay, CosineAnnealingLR, RandomCrop with padding, "
+             "DataLoader workers, checkpoint saved on the best accuracy",
+        calls={"DataLoader": {"batch_size": 8}, "range(start_epoch, start_epoch + 200)": {1: 2}},
+        data=[("cifar10", "data", {"train": 32, "test": 16})], compare="runs",
+        note="2 of its 200 epochs, of 32 training images in batches of 8 (its 128) and 16 test images; its progress "
+             "bar reads the terminal's size through `stty size`. Finite losses only: the random crops its DataLoader "
+             "workers make are not drawn from the shared source, and at lr 0.1 on 4 batches the test loss (batch "
+             "norm's running statistics) runs to 1e7 in torch too"),
+    "kc_densenet": Script(
+        "models/densenet.py", KC + "models/densenet.py", folder="kc", compare="output", then="test",
+        kind="DenseNet (densenet_cifar): dense blocks concatenating features, AvgPool2d transitions", note="logits"),
+    "kc_dla": Script(
+        "models/dla.py", KC + "models/dla.py", folder="kc", compare="output",
+        kind="DLA: deep layer aggregation trees", note="model and output size"),
+    "kc_dla_simple": Script(
+        "models/dla_simple.py", KC + "models/dla_simple.py", folder="kc", compare="output",
+        kind="SimpleDLA", note="model and output size"),
+    "kc_dpn": Script(
+        "models/dpn.py", KC + "models/dpn.py", folder="kc", compare="output", then="test", atol=2e-4,
+        kind="DPN92: dual-path blocks (grouped convs, residual and dense paths sliced and concatenated)",
+        note="logits: batch norm over one image's 4 x 4 final maps moves those near 0 by 1e-4 from torch's"),
+    "kc_efficientnet": Script(
+        "models/efficientnet.py", KC + "models/efficientnet.py", folder="kc", compare="output",
+        kind="EfficientNet-B0: depthwise convs, squeeze-excitation, swish, drop connect", note="output shape"),
+    "kc_googlenet": Script(
+        "models/googlenet.py", KC + "models/googlenet.py", folder="kc", compare="output", then="test",
+        kind="GoogLeNet: inception branches concatenated, MaxPool2d with padding", note="output size"),
+    "kc_mobilenet": Script(
+        "models/mobilenet.py", KC + "models/mobilenet.py", folder="kc", compare="output", then="test",
+        kind="MobileNet: depthwise separable convs (groups=in_planes)", note="output size"),
+    "kc_mobilenetv2": Script(
+        "models/mobilenetv2.py", KC + "models/mobilenetv2.py", folder="kc", compare="output", then="test",
+        kind="MobileNetV2: inverted residuals, linear bottlenecks, shortcut convs", note="output size"),
+    "kc_pnasnet": Script(
+        "models/pnasnet.py", KC + "models/pnasnet.py", folder="kc", compare="output", then="test",
+        kind="PNASNet-B: separable convs in a searched cell, a max-pooling branch", note="logits"),
+    "kc_preact_resnet": Script(
+        "models/preact_resnet.py", KC + "models/preact_resnet.py", folder="kc", compare="output", then="test",
+        kind="PreActResNet-18: pre-activation residual blocks", note="output size"),
+    "kc_regnet": Script(
+        "models/regnet.py", KC + "models/regnet.py", folder="kc", compare="output",
+        kind="RegNetX-200MF: grouped bottlenecks, squeeze-excitation", note="model and output shape"),
+    "kc_resnet": Script(
+        "models/resnet.py", KC + "models/resnet.py", folder="kc", compare="output", then="test",
+        kind="ResNet-18 for CIFAR", note="output size"),
+    "kc_resnext": Script(
+        "models/resnext.py", KC + "models/resnext.py", folder="kc", compare="output", then="test_resnext",
+        kind="ResNeXt29 (2x64d): grouped 3x3 convs (cardinality)", note="output size"),
+    "kc_senet": Script(
+        "models/senet.py", KC + "models/senet.py", folder="kc", compare="output", then="test",
+        kind="SENet-18: squeeze-excitation gates by avg_pool2d and sigmoid", note="output size"),
+    "kc_shufflenetv2": Script(
+        "models/shufflenetv2.py", KC + "models/shufflenetv2.py", folder="kc", compare="output", then="test",
+        kind="ShuffleNetV2 (0.5x): channel split, shuffle by view/permute, concatenation", note="output shape"),
+    "kc_vgg": Script(
+        "models/vgg.py", KC + "models/vgg.py", folder="kc", compare="output", then="test",
+        kind="VGG-11 from a layer table", note="output size"),
+    # ------------------------------------------------------------------------------------ hunkim/PyTorchZeroToAll
+    "hk_auto_gradient": Script(
+        "03_auto_gradient.py", HK + "03_auto_gradient.py", compare="output",
+        kind="a weight as a requires_grad tensor, its gradient printed and stepped by hand, grad.data.zero_()",
+        note="every printed gradient and loss is read as torch's"),
+    "hk_linear_regression": Script(
+        "05_linear_regression.py", HK + "05_linear_regression.py", compare="output",
+        kind="linear regression: nn.Linear, MSELoss(reduction='sum'), SGD, 500 epochs, .data[0][0]",
+        note="every printed loss (500) and the prediction are read as torch's"),
+    "hk_logistic_regression": Script(
+        "06_logistic_regression.py", HK + "06_logistic_regression.py", compare="output",
+        kind="logistic regression: from torch import sigmoid, BCELoss, 1000 epochs",
+        note="every printed loss and prediction is read as torch's"),
+    "hk_softmax_loss": Script(
+        "09_01_softmax_loss.py", HK + "09_01_softmax_loss.py", compare="output",
+        kind="cross-entropy by NumPy and by nn.CrossEntropyLoss, batch losses, torch.max as a name imported",
+        note="every printed loss and argmax is read as torch's"),
+    "hk_softmax_mnist": Script(
+        "09_2_softmax_mnist.py", HK + "09_2_softmax_mnist.py", overrides={"batch_size": 8},
+        calls={"range(1, 10)": {1: 3}}, data=[("mnist", "mnist_data", {"train": 88, "test": 24})],
+        ignore_re=r" time: ", kind="five-layer MLP on MNIST, SGD momentum, sum-reduced test loss",
+        note="2 of its 9 epochs, 88 images in batches of 8 (its 64): it prints every 10 batches; timings are left "
+             "out"),
+    "hk_cnn_mnist": Script(
+        "10_1_cnn_mnist.py", HK + "10_1_cnn_mnist.py", overrides={"batch_size": 8}, calls={"range(1, 10)": {1: 3}},
+        data=[("mnist", "data", {"train": 88, "test": 24})],
+        kind="CNN on MNIST: Variable(volatile=True), nll_loss(size_average=False), log_softmax",
+        note="2 of its 9 epochs, 88 images in batches of 8 (its 64): it prints every 10 batches"),
+    "hk_rnn_basics": Script(
+        "12_1_rnn_basics.py", HK + "12_1_rnn_basics.py", compare="output",
+        kind="nn.RNN shapes: one step, a sequence, a batch, batch_first, hidden state passed along",
+        note="every printed size and tensor is read as torch's"),
+    "hk_hello_rnn": Script(
+        "12_2_hello_rnn.py", HK + "12_2_hello_rnn.py", compare="output",
+        kind="nn.RNNCell-style model learning 'hihell' -> 'ihello' one character at a time, loss summed by +=",
+        note="100 epochs: every predicted string and loss is read as torch's"),
+    "hk_hello_rnn_emb": Script(
+        "12_4_hello_rnn_emb.py", HK + "12_4_hello_rnn_emb.py", compare="output",
+        kind="Embedding + RNN learning 'hihell' -> 'ihello', predicted strings",
+        note="100 epochs: every predicted string and loss is read as torch's"),
+    "hk_pack_pad": Script(
+        "13_4_pack_pad.py", HK + "13_4_pack_pad.py", compare="output",
+        kind="pack_padded_sequence / pad_packed_sequence through an LSTM: padding, sorting by length, embedding",
+        note="every printed tensor, size and packed sequence is read as torch's"),
+    # -------------------------------------------------------------------------------------- lucidrains/vit-pytorch
+    "vitp_test_vit": Script(
+        "test_vit.py", VITP + "tests/test_vit.py", folder="vitp", then="test_vit", compare="runs", loss_re=None,
+        kind="ViT (vit_pytorch, its package __init__ importing ViT, SimpleViT, MAE, Dino): einops rearrange/repeat, "
+             "Rearrange in nn.Sequential, cls token, dropout; the einops package itself, installed",
+        note="the repository's own test: a 256-pixel image through a 6-layer, 1024-wide ViT, whose logits' shape it "
+             "asserts; completing is the verdict"),
     # ------------------------------------------------------------------------------------------------ karpathy
     "nanogpt": Script(
         "train.py", "https://github.com/karpathy/nanoGPT/blob/3adf61e154c3fe3fca428ad6bc3818b27a3b8291/train.py",
@@ -472,6 +596,12 @@ SCRIPTS = {
         "saving_and_loading_a_general_checkpoint.py", TUT + RECIPES + "saving_and_loading_a_general_checkpoint.py",
         compare="output", kind="a checkpoint dict (model and SGD-momentum state_dicts, epoch, loss) saved and loaded",
         note="prints only the model: read as torch's; that saving, loading and load_state_dict complete is the rest"),
+    "tut_saving_loading_for_inference": Script(
+        "saving_and_loading_models_for_inference.py", TUT + RECIPES + "saving_and_loading_models_for_inference.py",
+        compare="output", env={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"},
+        kind="a state_dict saved and loaded, then the entire model pickled by torch.save(net) and loaded back",
+        note="prints the model: read as torch's; loading a whole pickled module needs weights_only=False since "
+             "PyTorch 2.6, which TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 restores as the recipe was written for"),
     "tut_saving_multiple_models": Script(
         "saving_multiple_models_in_one_file.py", TUT + RECIPES + "saving_multiple_models_in_one_file.py",
         compare="runs", loss_re=None, kind="two models and their optimizers in one torch.save file, loaded back",
@@ -819,6 +949,17 @@ def first_error(stderr):
     return (exc or lines[-1].strip()) + where
 
 
+def _pseudo_terminal(rows=24, columns=80):
+    """(controller, terminal) file descriptors of a new pseudo-terminal whose window is rows x columns."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    return controller, terminal
+
+
 def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
     """Run SCRIPTS[name] once under `lib` ('webgrad' or 'torch') in a fresh interpreter; returns a Run."""
     script = SCRIPTS[name]
@@ -851,7 +992,7 @@ def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
                 f.write("import sys\nimport webgrad\ndel sys.modules['torch']\nwebgrad.as_torch()\n")
         args = list(script.args) + list(script.accel_args if device == "webgpu" else script.cpu_args)
         job = {"lib": lib, "device": device, "entry": script.entry, "args": args, "overrides": script.overrides,
-               "calls": script.calls, "prepare": script.prepare,
+               "calls": script.calls, "prepare": script.prepare, "then": script.then,
                "max_backward": script.max_backward, "shared_random": script.shares_random,
                "standin": os.path.join(root, "standin")}
         paths = [os.path.join(root, "standin")] + ([shim] if lib == "webgrad" else []) + [_package_dir()]
@@ -862,15 +1003,19 @@ def run_script(name, lib="webgrad", device="cpu", root=None, keep=None):
                    **script.env)
         # this file run as a script: the torch run never imports webgrad
         command = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(job)]
+        terminal = _pseudo_terminal() if script.terminal else None
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=script.timeout,
-                                  check=False)
+                                  check=False, stdin=terminal[1] if terminal else subprocess.DEVNULL)
             rc, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as e:
             def text(v):
                 return v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
             rc, out, err = -9, text(e.stdout), text(e.stderr) + f"\nTimeoutError: no end after {script.timeout:g} s"
+        finally:
+            for fd in terminal or ():
+                os.close(fd)
         seconds = time.perf_counter() - t0
         out, _, tail = out.partition(CHILD_MARK)
         judged = _judged_lines(out, script)
@@ -985,7 +1130,8 @@ REFERENCE_FILE = "corpus_reference.json"
 COMPARED = ("exact", "output")  # the modes judged against torch's run
 
 
-UNSET_UNHASHED = ("ignore_re", "shared_random")  # fields hashed only when set: adding them kept the recorded keys
+# fields hashed only when set: adding them kept the recorded keys
+UNSET_UNHASHED = ("ignore_re", "shared_random", "then", "terminal")
 # stand-in modules hashed only into the keys of the scripts that import them (one added for a new script leaves
 # every recorded key as it was); every other file of standin/ is hashed into every key, its README.md too, so a new
 # stand-in is described in its own docstring and in this module's, not there
@@ -1091,7 +1237,9 @@ LICENSES = {"pytorch/examples": "BSD-3-Clause", "pytorch/tutorials": "BSD-3-Clau
             "karpathy/minGPT": "MIT", "karpathy/makemore": "MIT", "karpathy/ng-video-lecture": "none stated",
             "yunjey/pytorch-tutorial": "MIT", "eriklindernoren/PyTorch-GAN": "MIT",
             "jcjohnson/pytorch-examples": "MIT", "MorvanZhou/PyTorch-Tutorial": "MIT", "graykode/nlp-tutorial": "MIT",
-            "rasbt/LLMs-from-scratch": "Apache-2.0", "aladdinpersson/Machine-Learning-Collection": "MIT"}
+            "rasbt/LLMs-from-scratch": "Apache-2.0", "aladdinpersson/Machine-Learning-Collection": "MIT",
+            "kuangliu/pytorch-cifar": "MIT", "hunkim/PyTorchZeroToAll": "none stated",
+            "lucidrains/vit-pytorch": "MIT"}
 
 
 def write_manifest(root=None):
@@ -1435,6 +1583,7 @@ def _run_as_main(path, code, args):
     sys.modules["__main__"] = main_module
     sys.argv = [path] + list(args)
     exec(code, main_module.__dict__)  # noqa: S102  (running the script is the point)
+    return main_module.__dict__
 
 
 def _child(job):
@@ -1477,7 +1626,9 @@ def _child(job):
     code = _compile(path, job["overrides"], job["calls"])
     stopped = ""
     try:
-        _run_as_main(path, code, job["args"])
+        namespace = _run_as_main(path, code, job["args"])
+        if job["then"]:
+            namespace[job["then"]]()
     except _StepCap:
         stopped = f"stopped after {cap} backward calls (max_backward)"
     except SystemExit as e:
