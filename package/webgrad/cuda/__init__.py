@@ -39,7 +39,7 @@ def empty_cache():
 
 
 def is_bf16_supported(including_emulation=True):
-    """False: there is no CUDA device (webgrad's bfloat16 tensors live on the CPU)."""
+    """False: there is no CUDA device (webgrad's bfloat16 tensors live on the CPU and on WebGPU)."""
     return False
 
 
