@@ -715,6 +715,66 @@ SCRIPTS = {
         "404_autoencoder.py", MZ + "404_autoencoder.py", kind="MLP autoencoder",
         overrides={"EPOCH": 1, "BATCH_SIZE": 2}, data=[("mnist", "mnist", {"train": 202, "test": 4})],
         note="prints every 100 steps"),
+    "mz_variable": Script(
+        "202_variable.py", MZ + "202_variable.py", compare="output",
+        kind="autograd.Variable(requires_grad=True), backward of a mean, .grad, .data, .data.numpy()",
+        note="every printed tensor is read as torch's"),
+    "mz_activation": Script(
+        "203_activation.py", MZ + "203_activation.py", compare="runs", loss_re=None,
+        kind="relu, sigmoid, tanh, softplus of a linspace, Variable, plotted (stand-in matplotlib)",
+        note="prints nothing: that it completes is the verdict"),
+    "mz_regression": Script(
+        "301_regression.py", MZ + "301_regression.py", compare="output",
+        kind="MLP regression of a noisy parabola (unsqueeze of a linspace, pow, rand), 200 steps, interactive plot",
+        note="prints the net (its losses are drawn on the plot, which the stand-in does not draw): read as torch's"),
+    "mz_classification": Script(
+        "302_classification.py", MZ + "302_classification.py", compare="output",
+        kind="two-cluster classification: torch.normal of a tensor mean, cat, max(F.softmax(out), 1), accuracy",
+        note="prints the net: read as torch's"),
+    "mz_build_nn_quickly": Script(
+        "303_build_nn_quickly.py", MZ + "303_build_nn_quickly.py", compare="output",
+        kind="a Module subclass and the same net as nn.Sequential, printed",
+        note="both printed nets are read as torch's"),
+    "mz_save_reload": Script(
+        "304_save_reload.py", MZ + "304_save_reload.py", compare="runs", loss_re=None,
+        env={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"},
+        kind="a whole net pickled by torch.save(net) and loaded, and its state_dict loaded into a new net",
+        note="prints nothing (it plots the three nets' predictions): that it completes is the verdict; loading a "
+             "pickled net needs weights_only=False since PyTorch 2.6"),
+    "mz_batch_train": Script(
+        "305_batch_train.py", MZ + "305_batch_train.py", compare="output",
+        kind="TensorDataset and DataLoader(shuffle=True) over linspaces, each batch printed as NumPy",
+        note="every printed batch is read as torch's"),
+    "mz_optimizer": Script(
+        "306_optimizer.py", MZ + "306_optimizer.py", compare="output", overrides={"EPOCH": 2},
+        kind="SGD, momentum, RMSprop and Adam training four copies of a net, losses kept per optimizer",
+        note="2 of its 12 epochs; it prints the epochs only (its losses are plotted)"),
+    "mz_cnn": Script(
+        "401_CNN.py", MZ + "401_CNN.py", overrides={"BATCH_SIZE": 8}, data=[("mnist", "mnist", {"train": 56,
+                                                                                                 "test": 40})],
+        kind="CNN on MNIST: legacy train_data/test_data attributes, type(torch.FloatTensor), argmax by max",
+        loss_re=r"train loss: (\d+\.\d+) \| test accuracy: (\d+\.\d+)",
+        note="56 images in batches of 8 (its 50): it prints every 50 steps, so step 0; then its 10 predictions"),
+    "mz_rnn_regressor": Script(
+        "403_RNN_regressor.py", MZ + "403_RNN_regressor.py", compare="output",
+        kind="nn.RNN mapping sin to cos, hidden state carried (h_state.data), a Linear per time step, stack",
+        note="prints the RNN: read as torch's (its losses are plotted)"),
+    "mz_gan": Script(
+        "406_GAN.py", MZ + "406_GAN.py", compare="runs", loss_re=None, calls={"range(10000)": {0: 200}},
+        kind="GAN drawing curves: D and G losses by log, backward(retain_graph=True), two Adams",
+        note="prints nothing (its scores are drawn on the plot): 200 of its 10000 steps complete"),
+    "mz_why_torch_dynamic_graph": Script(
+        "501_why_torch_dynamic_graph.py", MZ + "501_why_torch_dynamic_graph.py", compare="output",
+        kind="an RNN fed sequences whose length np.random.randint picks each step (a dynamic graph)",
+        note="prints the RNN and each step's sequence length: read as torch's"),
+    "mz_dropout": Script(
+        "503_dropout.py", MZ + "503_dropout.py", compare="output",
+        kind="an overfitting net and one with Dropout(0.5), train() and eval() switched to test",
+        note="prints both nets: read as torch's (its losses are plotted)"),
+    "mz_batch_normalization": Script(
+        "504_batch_normalization.py", MZ + "504_batch_normalization.py", compare="output", overrides={"EPOCH": 2},
+        kind="BatchNorm1d(momentum=0.5) after every layer built with setattr, init.normal_/constant_, tanh",
+        note="2 of its 12 epochs over 2000 samples: it prints the epochs (its losses are plotted)"),
     # ------------------------------------------------------------------------------------------ graykode/nlp-tutorial
     "nlp_nnlm": Script(
         "NNLM.py", NLP + "1-1.NNLM/NNLM.py", compare="output", calls={"range(5000)": {0: 1000}},
