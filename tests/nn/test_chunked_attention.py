@@ -142,11 +142,36 @@ def test_a_gpts_strided_heads(device, chunked, monkeypatch):
     assert len(chunked) == 1
 
 
+@pytest.fixture
+def mixed(monkeypatch):
+    """Every SDPA call takes the fused forward and the chunked backward; returns the calls that did."""
+    calls = []
+    real = ac.fused_forward_chunked_backward
+
+    def spy(*args):
+        calls.append(args[0].shape)
+        return real(*args)
+    monkeypatch.setattr(ac, "FORCE", "mixed")
+    monkeypatch.setattr(ac, "fused_forward_chunked_backward", spy)
+    return calls
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,dims,kw,mask", CASES[:2] + CASES[4:7] + CASES[8:],
+                         ids=[c[0] for c in CASES[:2] + CASES[4:7] + CASES[8:]])
+def test_fused_forward_chunked_backward_matches_torch(device, name, dims, kw, mask, mixed, monkeypatch):
+    """The fused kernels' forward with the products' backward (large heads, short sequences: choose()), in chunks
+    of 2 pairs, and a GPT's strided heads."""
+    _budget(monkeypatch, dims[2], dims[3], 2)
+    _run(device, dims, kw, mask)
+    assert len(mixed) == 1
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("pairs", [None, 2])
 def test_dropout_draws_what_f_dropout_and_the_fused_kernels_draw(device, pairs, monkeypatch):
     """The weights' dropout keeps what F.dropout(softmax(...)) keeps from the same generator state, chunk by chunk,
-    and what the fused kernels keep: outputs and gradients agree."""
+    and what the fused kernels keep, and a fused forward with the chunked backward: outputs and gradients agree."""
     B, H, L, E = 2, 3, 9, 8
     if pairs is not None:
         _budget(monkeypatch, L, L, pairs)
@@ -171,11 +196,14 @@ def test_dropout_draws_what_f_dropout_and_the_fused_kernels_draw(device, pairs, 
     want = run(composed)
     monkeypatch.setattr(ac, "FORCE", "fused")
     fused = run(sdpa)
+    monkeypatch.setattr(ac, "FORCE", "mixed")
+    fused_then_chunked = run(sdpa)
     monkeypatch.setattr(ac, "FORCE", "chunked")
     got = run(sdpa)
-    for a, b, c in zip(got, want, fused):
+    for a, b, c, d in zip(got, want, fused, fused_then_chunked):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-5)
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=2e-5)
+        np.testing.assert_allclose(a, d, rtol=1e-4, atol=2e-5)
     assert (got[0] == 0).any()  # (something was dropped)
 
 
@@ -193,10 +221,11 @@ def test_finite_differences(device, kw, chunked, monkeypatch):
 
 
 @pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
-def test_a_recorded_step_replays_with_fresh_dropout_draws(monkeypatch):
-    """A replayed step with the chunked path and dropout computes what eager steps compute, on the CPU too: each
-    replay advances the chunks' draws as an eager call does."""
-    monkeypatch.setattr(ac, "FORCE", "chunked")
+@pytest.mark.parametrize("paths", ["chunked", "mixed"])
+def test_a_recorded_step_replays_with_fresh_dropout_draws(paths, monkeypatch):
+    """A replayed step with the chunked path (or the fused forward and the chunked backward) and dropout computes
+    what eager steps compute, on the CPU too: each replay advances the chunks' draws as an eager call does."""
+    monkeypatch.setattr(ac, "FORCE", paths)
     B, H, T, E = 2, 3, 8, 4
     _budget(monkeypatch, T, T, 2)
     x0 = RNG.standard_normal((B, T, H * E)).astype(np.float32)
@@ -226,15 +255,17 @@ def test_a_recorded_step_replays_with_fresh_dropout_draws(monkeypatch):
 
 
 def test_the_rule(monkeypatch):
-    """choose(): the CPU takes the fused kernels; WebGPU the chunked products from CHUNKED_MIN_KEYS keys on while
-    the query rows of all (batch, head) pairs are fewer than FUSED_MIN_ROWS (a decode step's single query), the
-    fused kernels otherwise; FORCE overrides. eligible(): what the chunked path
-    can take."""
+    """choose(), (forward, backward): the CPU takes the fused kernels; WebGPU the chunked products from
+    CHUNKED_MIN_KEYS keys on while the query rows of all (batch, head) pairs are fewer than FUSED_MIN_ROWS (a decode
+    step's single query), or for heads from CHUNKED_FORWARD_MIN_HEAD; the fused forward with the chunked backward
+    for heads from CHUNKED_BACKWARD_MIN_HEAD, or of CHUNKED_BACKWARD_HEAD over few keys; the fused kernels
+    otherwise; FORCE overrides. eligible(): what the chunked path can take."""
     monkeypatch.setattr(ac, "FORCE", None)
     long = [wg.randn(1, 2, 128, 8) for _ in range(3)]
-    assert ac.choose(*long) == "fused"
-    monkeypatch.setattr(ac, "FORCE", "chunked")
-    assert ac.choose(*long) == "chunked"
+    assert ac.choose(*long) == ("fused", "fused")
+    for force, paths in (("chunked", ("chunked", "chunked")), ("mixed", ("fused", "chunked"))):
+        monkeypatch.setattr(ac, "FORCE", force)
+        assert ac.choose(*long) == paths
     assert ac.eligible(*long, None)
     assert not ac.eligible(long[0].double(), long[1], long[2], None)
     assert not ac.eligible(*long, wg.zeros(128, 128, requires_grad=True))
@@ -246,11 +277,21 @@ def test_the_rule(monkeypatch):
     gpu_long = [t.to("webgpu") for t in long]
     short_keys = [gpu_long[0]] + [wg.randn(1, 2, 127, 8, device="webgpu") for _ in range(2)]
     decode = [wg.randn(1, 2, 1, 8, device="webgpu")] + gpu_long[1:]
-    assert ac.choose(*gpu_long) == "chunked" and ac.choose(*decode) == "chunked"
-    assert ac.choose(*short_keys) == "fused"
-    many_rows = wg.randn(1, ac.FUSED_MIN_ROWS // 128, 128, 8, device="webgpu")  # a training step's queries
-    assert ac.choose(many_rows, many_rows, many_rows) == "fused"
-    assert ac.choose(many_rows[:, :-1], many_rows[:, :-1], many_rows[:, :-1]) == "chunked"
+    assert ac.choose(*gpu_long) == ac.choose(*decode) == ("chunked", "chunked")
+    assert ac.choose(*short_keys) == ("fused", "fused")
+    rows = ac.FUSED_MIN_ROWS // 128
+
+    def heads(head, keys=128, value_head=None):  # a training step's queries: FUSED_MIN_ROWS rows
+        q = wg.empty(1, rows, 128, head, device="webgpu")
+        return q, wg.empty(1, rows, keys, head, device="webgpu"), wg.empty(1, rows, keys, value_head or head,
+                                                                             device="webgpu")
+    assert ac.choose(*heads(8)) == ac.choose(*heads(48)) == ("fused", "fused")
+    assert ac.choose(*[t[:, :-1] for t in heads(8)]) == ("chunked", "chunked")
+    assert ac.choose(*heads(ac.CHUNKED_FORWARD_MIN_HEAD)) == ("chunked", "chunked")
+    assert ac.choose(*heads(16, value_head=ac.CHUNKED_FORWARD_MIN_HEAD)) == ("chunked", "chunked")
+    assert ac.choose(*heads(ac.CHUNKED_BACKWARD_MIN_HEAD, keys=2048)) == ("fused", "chunked")
+    assert ac.choose(*heads(ac.CHUNKED_BACKWARD_HEAD, keys=ac.CHUNKED_BACKWARD_MAX_KEYS)) == ("fused", "chunked")
+    assert ac.choose(*heads(ac.CHUNKED_BACKWARD_HEAD, keys=ac.CHUNKED_BACKWARD_MAX_KEYS + 1)) == ("fused", "fused")
 
 
 @pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")

@@ -83,9 +83,13 @@ def lead_shape(query, key, value, attn_mask):
     return lead
 
 
-def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, dropout_draw=None, backward=True):
     """softmax(q k^T * scale + mask) v with dropout, by the attention kernels; None where they do not apply (the
-    caller composes it then): a float mask that requires grad, head sizes a backend refuses."""
+    caller composes it then): a float mask that requires grad, head sizes a backend refuses.
+
+    dropout_draw: the (seed, offset) of the dropout's counters where the caller drew them (a backward by another
+    path must draw the same mask); backward=False: the output alone, recorded by nothing (the caller records it
+    with its own backward), and no log-sum-exp kept."""
     if attn_mask is not None and attn_mask.requires_grad:
         return None
     if not (query.dtype is key.dtype is value.dtype) or not query.dtype.is_floating:
@@ -113,10 +117,13 @@ def fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
         mask = expanded_view(_four(m, lead), (B, H, L, S))
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     dropout_p = float(dropout_p)
-    seed, offset = draw(B * H * L * S, device) if dropout_p > 0 else (0, 0)
+    if dropout_p > 0:
+        seed, offset = dropout_draw or draw(B * H * L * S, device)
+    else:
+        seed, offset = 0, 0
     backend = device.backend
     out = like(qs, (B, H, L, Ev))
-    wants_grad = any(t.requires_grad for t in (query, key, value))
+    wants_grad = backward and any(t.requires_grad for t in (query, key, value))
     lse = new((B, H, L), dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32, device) \
         if wants_grad else None
     try:

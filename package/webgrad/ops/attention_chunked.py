@@ -53,9 +53,24 @@ CHUNKED_MIN_KEYS = 128
 # 98,304 rows (gpt2-small) 27,813 against 27,888 at 10,796 MiB against 11,374. A decode step (one query row per
 # pair: B x H threads, each walking the whole cache) is where the products win.
 FUSED_MIN_ROWS = 4096
-# "fused" or "chunked" forces every call that can take that path (tests, benchmarks: WEBGRAD_SDPA=fused ...);
-# None: choose() decides.
+# The fused kernels keep a row's head (the query's and the output's, or the key's and value's gradients) in a
+# thread's registers: past 64 elements a head they spill, and a forward wider than V_SLICE_MAX vec4s walks the keys
+# once per slice, where the products do not care about the head size. On an H200 (`python -m webgrad.bench attention
+# --torch`, then WEBGRAD_SDPA=chunked; causal, us per call, fused against chunked): head 128 forward 752 against 364
+# (4 x 12 x 512 tokens), 1,097 against 535 (8 x 32 x 256), 3,180 against 3,187 (2 x 8 x 2,048); head 96 forward 146
+# against 150 and 458 against 454; so from CHUNKED_FORWARD_MIN_HEAD the whole call takes the products. Backward: head
+# 128 3,304 against 653, 4,342 against 1,623, 13,772 against 7,824; head 96 790 against 248 and 2,258 against 768;
+# head 80 932 against 769 (16 x 8 x 256), where the forward stays fused (241 against 449); so from
+# CHUNKED_BACKWARD_MIN_HEAD the backward takes the products behind a fused forward. Head 64: backward 454 against
+# 255 at 256 tokens (16 x 6), but 3,850 against 4,089 at 1,024 (8 x 12): the products' backward up to
+# CHUNKED_BACKWARD_MAX_KEYS keys. Heads of 32 and 48 stay fused (214 against 360; 333 against 328).
+CHUNKED_FORWARD_MIN_HEAD = 112
+CHUNKED_BACKWARD_MIN_HEAD = 80
+CHUNKED_BACKWARD_HEAD, CHUNKED_BACKWARD_MAX_KEYS = 64, 512
+# "fused", "chunked" (both directions) or "mixed" (the fused forward, the chunked backward) forces every call that
+# can take that path (tests, benchmarks: WEBGRAD_SDPA=fused ...); None: choose() decides.
 FORCE = os.environ.get("WEBGRAD_SDPA") or None
+_FORCED = {"fused": ("fused", "fused"), "chunked": ("chunked", "chunked"), "mixed": ("fused", "chunked")}
 
 
 def eligible(query, key, value, attn_mask):
@@ -78,39 +93,53 @@ def eligible(query, key, value, attn_mask):
 
 
 def choose(query, key, value, attn_mask=None):
-    """The path a call takes where both can: "fused" (the attention kernels) or "chunked" (products in chunks).
+    """The paths a call takes where both can, (forward, backward), each "fused" (the attention kernels) or
+    "chunked" (products in chunks); a chunked forward has a chunked backward (the fused one needs the forward's
+    log-sum-exp).
 
     The rule, in order:
       1. FORCE, where set;
       2. the CPU: fused (its reference is one NumPy pass; the products would only add copies);
       3. fewer than CHUNKED_MIN_KEYS keys: fused (one dispatch, and each query row's thread has a short loop);
-      4. FUSED_MIN_ROWS query rows or more over all (batch, head) pairs: fused (a thread per row fills the GPU,
-         and no [L, S] scores go through memory; measured above FUSED_MIN_ROWS);
-      5. else chunked: few rows over many keys, a decode step above all (one query row over a long cache),
-         leaves the fused kernels B x H threads, each walking every key in turn; the products spread the keys
-         over the device, on software adapters too (lavapipe: a 256-key step over 8 heads takes 1.4 ms against
-         3.4), while training-shaped calls cost software adapters about the same either way.
+      4. fewer than FUSED_MIN_ROWS query rows over all (batch, head) pairs: chunked. A decode step above all (one
+         query row over a long cache) leaves the fused kernels B x H threads, each walking every key in turn; the
+         products spread the keys over the device, on software adapters too (lavapipe: a 256-key step over 8
+         heads takes 1.4 ms against 3.4);
+      5. a head (query or value) of CHUNKED_FORWARD_MIN_HEAD or more: chunked (measured above);
+      6. a head of CHUNKED_BACKWARD_MIN_HEAD or more, or of CHUNKED_BACKWARD_HEAD with at most
+         CHUNKED_BACKWARD_MAX_KEYS keys: the fused forward and the chunked backward (measured above);
+      7. else fused: a thread per row fills the GPU, and no [L, S] scores go through memory.
     Either path hands over to the other where it cannot run the call (sdpa): the chunked path where the scratch of
     one (batch, head) pair would pass SCRATCH_BYTES or for dtypes its kernels lack, the fused kernels for head
     sizes or storage-buffer limits they refuse."""
-    if FORCE in ("fused", "chunked"):
-        return FORCE
-    if query.device.backend.name == "cpu" or key.shape[-2] < CHUNKED_MIN_KEYS:
-        return "fused"
+    if FORCE in _FORCED:
+        return _FORCED[FORCE]
+    S = key.shape[-2]
+    if query.device.backend.name == "cpu" or S < CHUNKED_MIN_KEYS:
+        return "fused", "fused"
     rows = 1
     for n in query.shape:
         rows *= n
-    if rows // query.shape[-1] >= FUSED_MIN_ROWS:
-        return "fused"
-    return "chunked"
+    if rows // query.shape[-1] < FUSED_MIN_ROWS:
+        return "chunked", "chunked"
+    head = max(query.shape[-1], value.shape[-1])
+    if head >= CHUNKED_FORWARD_MIN_HEAD:
+        return "chunked", "chunked"
+    if head >= CHUNKED_BACKWARD_MIN_HEAD or (head >= CHUNKED_BACKWARD_HEAD and S <= CHUNKED_BACKWARD_MAX_KEYS):
+        return "fused", "chunked"
+    return "fused", "fused"
 
 
 def sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """softmax(q kᵀ * scale + mask) v with dropout by the path choose() picks (falling back to the other), or None
+    """softmax(q kᵀ * scale + mask) v with dropout by the paths choose() picks (falling back to the other), or None
     where neither applies (F.scaled_dot_product_attention composes it then)."""
     chunked_ok = eligible(query, key, value, attn_mask)
-    if chunked_ok and choose(query, key, value, attn_mask) == "chunked":
+    forward, backward = choose(query, key, value, attn_mask) if chunked_ok else ("fused", "fused")
+    if forward == "chunked":
         return chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if backward == "chunked" and any(t.requires_grad for t in (query, key, value)):
+        out = fused_forward_chunked_backward(query, key, value, attn_mask, dropout_p, is_causal, scale)
+        return chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale) if out is None else out
     out = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     if out is None and chunked_ok:
         return chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
@@ -224,81 +253,90 @@ def _draw(device, per_pair, pairs, starts):
     return seed, offsets
 
 
-def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """softmax(q kᵀ * scale + mask) v with dropout, by products in chunks of (batch, head) pairs (module doc).
-    The caller checked eligible()."""
-    L, E = query.shape[-2:]
-    S, Ev = key.shape[-2], value.shape[-1]
-    lead = lead_shape(query, key, value, attn_mask)
-    pairs = 1
-    for d in lead:
-        pairs *= d
-    device, dtype = query.device, query.dtype
-    backend = device.backend
-    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    dropout_p = float(dropout_p)
-    q3, k3, v3 = (_pairs(t, lead, pairs) for t in (query, key, value))
+class _Plan:
+    """One call's chunked attention: its (batch, head) pairs, mask, chunks and dropout draw; forward() and
+    backward() run the products of the module doc on contiguous [pairs, rows, dim] operands."""
 
-    masked = bias = None  # masked: bool, True where left out; bias: a float mask added to the scaled scores
-    with no_grad():
-        if is_causal:
-            masked = _Mask(_causal(device, L, S), lead, L, S)
-        elif attn_mask is not None and attn_mask.dtype is dtypes.bool_:
-            masked = _Mask(~attn_mask, lead, L, S)
-        elif attn_mask is not None:
-            bias = _Mask(attn_mask if attn_mask.dtype is dtype else attn_mask.to(dtype), lead, L, S)
-    cut = masked or bias
-    per_pair = L * S * dtype.itemsize
-    forward_n = _chunk_size(pairs, per_pair, FORWARD_BUFFERS, cut)
-    backward_n = _chunk_size(pairs, per_pair, BACKWARD_BUFFERS, cut)
-    forward_chunks, backward_chunks = _chunks(pairs, forward_n), _chunks(pairs, backward_n)
-    seed, offsets = 0, {}
-    if dropout_p > 0:
-        seed, offsets = _draw(device, L * S, pairs, {c0 for c0, _ in forward_chunks + backward_chunks})
+    def __init__(self, query, key, value, attn_mask, dropout_p, is_causal, scale):
+        self.L, self.E = query.shape[-2:]
+        self.S, self.Ev = key.shape[-2], value.shape[-1]
+        L, S = self.L, self.S
+        self.lead = lead_shape(query, key, value, attn_mask)
+        self.pairs = 1
+        for d in self.lead:
+            self.pairs *= d
+        self.device, self.dtype = query.device, query.dtype
+        self.backend = self.device.backend
+        self.scale = 1.0 / math.sqrt(self.E) if scale is None else float(scale)
+        self.dropout_p = float(dropout_p)
+        self.masked = self.bias = None  # masked: bool, True where left out; bias: a float mask added to the scores
+        with no_grad():
+            if is_causal:
+                self.masked = _Mask(_causal(self.device, L, S), self.lead, L, S)
+            elif attn_mask is not None and attn_mask.dtype is dtypes.bool_:
+                self.masked = _Mask(~attn_mask, self.lead, L, S)
+            elif attn_mask is not None:
+                mask = attn_mask if attn_mask.dtype is self.dtype else attn_mask.to(self.dtype)
+                self.bias = _Mask(mask, self.lead, L, S)
+        cut = self.masked or self.bias
+        per_pair = L * S * self.dtype.itemsize
+        self.forward_n = _chunk_size(self.pairs, per_pair, FORWARD_BUFFERS, cut)
+        self.backward_n = _chunk_size(self.pairs, per_pair, BACKWARD_BUFFERS, cut)
+        self.forward_chunks = _chunks(self.pairs, self.forward_n)
+        self.backward_chunks = _chunks(self.pairs, self.backward_n)
+        self.seed, self.offsets = 0, {}
+        if self.dropout_p > 0:
+            starts = {c0 for c0, _ in self.forward_chunks + self.backward_chunks} | {0}
+            self.seed, self.offsets = _draw(self.device, L * S, self.pairs, starts)
 
-    def weights(a, b, c0, n):
-        """P of pairs c0 .. c0 + n into b (scratch a holds the scores, then is free); its 4-D shape."""
+    def operands(self, query, key, value):
+        return tuple(_pairs(t, self.lead, self.pairs) for t in (query, key, value))
+
+    def _weights(self, q3, k3, a, b, c0, n):
+        """P of pairs c0 .. c0 + n into b (scratch a holds the scores, then is free); its 4-D shape and mask."""
+        backend, bias, masked = self.backend, self.bias, self.masked
         kernels.matmul(backend, a, _block(q3, c0, n), _block(k3, c0, n), trans_b=True)
         if bias is not None:
             bv, shape4 = bias.chunk(c0, n)
             a4, b4 = _as4(a, shape4), _as4(b, shape4)
-            kernels.unary(backend, "affine", b4, a4, scale, 0.0)
+            kernels.unary(backend, "affine", b4, a4, self.scale, 0.0)
             kernels.binary(backend, "add", a4, b4, bv)
             kernels.softmax_masked(backend, b4, a4, None, float("-inf"), 1.0)
             return shape4, None
-        mv, shape4 = masked.chunk(c0, n) if masked is not None else (None, (1, n, L, S))
-        kernels.softmax_masked(backend, _as4(b, shape4), _as4(a, shape4), mv, float("-inf"), scale)
+        mv, shape4 = masked.chunk(c0, n) if masked is not None else (None, (1, n, self.L, self.S))
+        kernels.softmax_masked(backend, _as4(b, shape4), _as4(a, shape4), mv, float("-inf"), self.scale)
         return shape4, mv
 
-    out = new((pairs, L, Ev), dtype, device)
-    a_t, b_t = new((forward_n, L, S), dtype, device), new((forward_n, L, S), dtype, device)
-    for c0, n in forward_chunks:
-        a, b = _block(a_t, 0, n), _block(b_t, 0, n)
-        weights(a, b, c0, n)
-        if dropout_p > 0:
-            kernels.dropout(backend, a, b, dropout_p, seed, offsets[c0])
-            b = a
-        kernels.matmul(backend, _block(out, c0, n), b, _block(v3, c0, n))
-    del a_t, b_t
-    result = out.reshape(*lead, L, Ev)
-    wants = [t.requires_grad for t in (query, key, value)]
-    if not any(wants):
-        return result
-    # (shapes only: the closure must not hold the inputs, whose buffers the copies q3, k3, v3 may replace)
-    in_shapes = tuple(tuple(t.shape) for t in (query, key, value))
+    def forward(self, q3, k3, v3):
+        """The output, [pairs, L, Ev]."""
+        backend, dtype, device, L, S = self.backend, self.dtype, self.device, self.L, self.S
+        out = new((self.pairs, L, self.Ev), dtype, device)
+        a_t, b_t = new((self.forward_n, L, S), dtype, device), new((self.forward_n, L, S), dtype, device)
+        for c0, n in self.forward_chunks:
+            a, b = _block(a_t, 0, n), _block(b_t, 0, n)
+            self._weights(q3, k3, a, b, c0, n)
+            if self.dropout_p > 0:
+                kernels.dropout(backend, a, b, self.dropout_p, self.seed, self.offsets[c0])
+                b = a
+            kernels.matmul(backend, _block(out, c0, n), b, _block(v3, c0, n))
+        return out
 
-    def backward(g):
-        g3 = g.reshape(pairs, L, Ev).contiguous()
-        grads = [new(shape, dtype, device) if want else None
-                 for want, shape in zip(wants, ((pairs, L, E), (pairs, S, E), (pairs, S, Ev)))]
-        gq, gk, gv = grads
-        bufs = [new((backward_n, L, S), dtype, device) for _ in range(BACKWARD_BUFFERS)]
-        for c0, n in backward_chunks:
+    def backward(self, g, q3, k3, v3, wants):
+        """(grad_q, grad_k, grad_v) as [pairs, rows, dim] tensors, None where not wanted, for the output's gradient
+        g; the weights are recomputed from q3 and k3 chunk by chunk."""
+        backend, dtype, device, L, S, E, Ev = (self.backend, self.dtype, self.device, self.L, self.S, self.E,
+                                               self.Ev)
+        p = self.dropout_p
+        g3 = g.reshape(self.pairs, L, Ev).contiguous()
+        gq, gk, gv = (new(shape, dtype, device) if want else None
+                      for want, shape in zip(wants, ((self.pairs, L, E), (self.pairs, S, E), (self.pairs, S, Ev))))
+        bufs = [new((self.backward_n, L, S), dtype, device) for _ in range(BACKWARD_BUFFERS)]
+        for c0, n in self.backward_chunks:
             a, b, c = (_block(t, 0, n) for t in bufs)
-            shape4, mv = weights(a, b, c0, n)  # a: free, b: P
+            shape4, mv = self._weights(q3, k3, a, b, c0, n)  # a: free, b: P
             weights_used = b
-            if dropout_p > 0:
-                kernels.dropout(backend, a, b, dropout_p, seed, offsets[c0])  # a: Pd
+            if p > 0:
+                kernels.dropout(backend, a, b, p, self.seed, self.offsets[c0])  # a: Pd
                 weights_used = a
             g_blk = _block(g3, c0, n)
             if gv is not None:
@@ -307,16 +345,58 @@ def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
                 continue
             kernels.matmul(backend, c, g_blk, _block(v3, c0, n), trans_b=True)  # c: dPd
             d_p, d_s = c, a
-            if dropout_p > 0:
-                kernels.dropout(backend, a, c, dropout_p, seed, offsets[c0])  # a: dP
+            if p > 0:
+                kernels.dropout(backend, a, c, p, self.seed, self.offsets[c0])  # a: dP
                 d_p, d_s = a, c
             kernels.softmax_masked_backward(backend, _as4(d_s, shape4), _as4(d_p, shape4), _as4(b, shape4), mv,
-                                            scale)
+                                            self.scale)
             if gq is not None:
                 kernels.matmul(backend, _block(gq, c0, n), d_s, _block(k3, c0, n))
             if gk is not None:
                 kernels.matmul(backend, _block(gk, c0, n), d_s, _block(q3, c0, n), trans_a=True)
-        return tuple(None if gt is None else unbroadcast(gt.reshape(*lead, *gt.shape[-2:]), shape)
-                     for gt, shape in zip(grads, in_shapes))
+        return gq, gk, gv
+
+    def grads(self, gq, gk, gv, in_shapes):
+        """The [pairs, rows, dim] gradients reshaped to the batch dims and summed over the inputs' broadcasts."""
+        return tuple(None if gt is None else unbroadcast(gt.reshape(*self.lead, *gt.shape[-2:]), shape)
+                     for gt, shape in zip((gq, gk, gv), in_shapes))
+
+
+def chunked_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """softmax(q kᵀ * scale + mask) v with dropout, by products in chunks of (batch, head) pairs (module doc).
+    The caller checked eligible()."""
+    plan = _Plan(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    q3, k3, v3 = plan.operands(query, key, value)
+    result = plan.forward(q3, k3, v3).reshape(*plan.lead, plan.L, plan.Ev)
+    wants = [t.requires_grad for t in (query, key, value)]
+    if not any(wants):
+        return result
+    # (shapes only: the closure must not hold the inputs, whose buffers the copies q3, k3, v3 may replace)
+    in_shapes = tuple(tuple(t.shape) for t in (query, key, value))
+
+    def backward(g):
+        return plan.grads(*plan.backward(g, q3, k3, v3, wants), in_shapes)
 
     return record(result, "ScaledDotProductAttention", (query, key, value), backward)
+
+
+def fused_forward_chunked_backward(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """The fused kernels' forward (no [L, S] scores, no contiguous copies of strided heads) with the chunked
+    backward (the products recompute the weights): where choose() finds each path faster in its direction. Both
+    draw dropout's mask from the plan's counters. None where the fused kernels refuse the call."""
+    plan = _Plan(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    draw = (plan.seed, plan.offsets[0]) if plan.dropout_p > 0 else None
+    out = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, dropout_draw=draw,
+                          backward=False)
+    if out is None:
+        return None
+    wants = [t.requires_grad for t in (query, key, value)]
+    # the inputs themselves (their contiguous copies are made in the backward, and freed after it)
+    saved = tuple(t.detach() for t in (query, key, value))
+    in_shapes = tuple(tuple(t.shape) for t in (query, key, value))
+
+    def backward(g):
+        q3, k3, v3 = plan.operands(*saved)
+        return plan.grads(*plan.backward(g, q3, k3, v3, wants), in_shapes)
+
+    return record(out, "ScaledDotProductAttention", (query, key, value), backward)
