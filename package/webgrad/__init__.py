@@ -87,6 +87,7 @@ from ._lowrank import FUNCTIONS as _LOWRANK  # torch.svd_lowrank, pca_lowrank
 from ._householder import FUNCTIONS as _HOUSEHOLDER  # torch.geqrf, ormqr
 from ._aten_masked_index import FUNCTIONS as _MASKED_INDEX  # torch._unsafe_masked_index(_put_accumulate)
 globals().update(_NN_ATEN, **_TOPLEVEL_MATH, **_SWITCHES, **_NN_NATIVE, **_LOWRANK, **_HOUSEHOLDER, **_MASKED_INDEX)
+from . import overrides, _C  # torch.overrides: Tensor subclasses, __torch_function__ (wrappers installed on first use)
 
 __all__ = [
     "bool", "float16", "float32", "float64", "int32", "int64", "uint8", "int8", "int16", "short", "double", "half", "amp", "autocast", "dtype", "float", "int", "long",

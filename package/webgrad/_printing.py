@@ -39,7 +39,17 @@ def format_tensor(t):
         extras.append(f"grad_fn=<{t.grad_fn.name_()}>")  # (torch prints no address here)
     elif t.requires_grad:
         extras.append("requires_grad=True")
-    return _add_suffixes("tensor(" + body, extras, indent=len("tensor("))
+    text = _add_suffixes("tensor(" + body, extras, indent=len("tensor("))
+    return text if type(t).__module__.split(".")[0] == "webgrad" else _named(text, type(t).__name__ + "(")
+
+
+def _named(text, prefix):
+    """A user's Tensor subclass prints under its class name (``MyTensor([1., 2.])``, as torch's): the prefix
+    replaces "tensor(" and the continuation lines move with it."""
+    shift = " " * len(prefix)
+    lines = text.split("\n")
+    return "\n".join([prefix + lines[0][len("tensor("):]] + [
+        shift + line[len("tensor("):] if line.startswith(" " * len("tensor(")) else line for line in lines[1:]])
 
 
 def _add_suffixes(text, suffixes, indent):

@@ -37,10 +37,26 @@ def _np():
 class Tensor:
     __slots__ = ("_view", "device", "requires_grad", "grad", "grad_fn", "_retains_grad", "__weakref__")
 
-    def __init__(self, *args, dtype=None, device=None, requires_grad=False, size=None):
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        if (args or kwargs) and cls.__new__ is not Tensor.__new__:
+            # a subclass's own __new__ calling super().__new__(cls, data): built here, as torch's Tensor.__new__
+            Tensor.__init__(self, *args, **kwargs)
+        return self
+
+    def __init__(self, *args, **kwargs):
         """PyTorch's legacy constructor: Tensor(3, 4) (or Tensor(size=(3, 4)), Tensor(webgrad.Size([3, 4])))
         is an uninitialised float32 tensor of that shape, Tensor() an empty one, and Tensor(data) is
-        webgrad.tensor(data) in float32. Prefer the creation functions, as in PyTorch."""
+        webgrad.tensor(data) in float32 (keywords: dtype, device, requires_grad, size). Prefer the creation
+        functions, as in PyTorch."""
+        try:
+            self._view
+            return  # already built (by a subclass's __new__): the arguments were that __new__'s, as in torch
+        except AttributeError:
+            pass
+        self._legacy_init(*args, **kwargs)
+
+    def _legacy_init(self, *args, dtype=None, device=None, requires_grad=False, size=None):
         shape = _legacy_shape(args, size)
         if shape is not None:
             t = empty(shape, dtype=dtype or dtypes.default_float(), device=device)
@@ -62,7 +78,7 @@ class Tensor:
 
     @classmethod
     def _make(cls, view, device):
-        t = cls.__new__(cls)
+        t = object.__new__(cls)  # (not cls.__new__: no Python frame on every op's output)
         t._init(view, device)
         return t
 

@@ -13,7 +13,34 @@ import sys
 from .._tensor import Tensor, empty
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """Parameter's metaclass, as torch's: a tensor of a user's Tensor subclass made a parameter keeps its class
+    (Parameter(data) returns it, flagged `_is_param`), and isinstance(it, Parameter) is True."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Parameter and getattr(instance, "_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
+    def __new__(cls, *args, **kwargs):
+        data = args[0] if args else kwargs.get("data")
+        if cls is not Parameter or data is None or type(data) is Tensor or isinstance(data, Parameter) or \
+                type(data).__module__.split(".")[0] == "webgrad":
+            return super().__new__(cls)
+        requires_grad = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+        # a user's Tensor subclass: the parameter is a detached alias of that class (torch's custom-tensor path)
+        t = data.detach().requires_grad_(requires_grad)
+        if type(t) is not type(data):
+            raise RuntimeError(f"Creating a Parameter from an instance of type {type(data).__name__} requires that "
+                               f"detach() returns an instance of the same type, but return type "
+                               f"{type(t).__name__} was found instead. To use the type as a Parameter, please "
+                               f"correct the detach() semantics defined by its __torch_dispatch__() "
+                               f"implementation.")
+        t._is_param = True
+        return t
+
     def __init__(self, data=None, requires_grad=True):
         if data is None:
             data = empty(0)
