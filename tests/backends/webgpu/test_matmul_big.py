@@ -89,6 +89,10 @@ def test_planner_takes_big_tiles():
     assert (_plan(4096, 384, 1536, False, True).splits, _plan(4096, 1536, 384, False, True).splits) == (4, 1)
     # up to 511 tiles over a K of 4096 and more (gpt2-small's weight gradients); a shorter K stays unsplit
     assert (_plan(3072, 768, 8192, True, False).splits, _plan(2048, 1024, 2048).splits) == (4, 1)
+    # a weight gradient with fewer twin tiles over 4,096 tokens and more: about 1,024 workgroups, up to 16 splits
+    # (matmul_plan.WEIGHT_GRAD_WORKGROUPS); under that K, choose_splits's 2 a SM
+    assert [_plan(M, N, K, True, False).splits for M, N, K in ((1536, 384, 16384), (1152, 384, 4096),
+                                                               (2304, 768, 8192), (1152, 384, 2048))] == [15, 16, 5, 5]
     # the wide layer at batch 128: 128x128 tiles split 8 ways, as the BK=16 twin (matmul_plan.WIDE_TWIN)
     p = _plan(128, 4096, 4096, False, True)
     assert (p.config, p.splits) == ("128x128w16", 8)

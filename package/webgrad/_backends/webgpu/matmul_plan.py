@@ -138,6 +138,30 @@ def _mid_splits(batch, M, N, K, steps):
     return max(1, min(MID_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N)))
 
 
+# A weight gradient (TN: xᵀ @ grad over the tokens) of the middle size over a long K, with few tiles (a decoder of
+# width 320-768: [1536, 384] over 4,096-16,384 tokens), splits its K so that about WEIGHT_GRAD_WORKGROUPS
+# workgroups run, up to WEIGHT_GRAD_MAX_SPLITS: the 128-thread tiles of the twin wait on memory latency with four
+# splits' worth of workgroups. H200, `python -m webgrad.bench kernels --sizes --no-numpy --shapes
+# 1,1536,384,16384,1,0 1,960,320,8192,1,0 1,384,1536,16384,1,0 1,1152,384,4096,1,0 1,1536,384,4096,1,0
+# 1,384,1536,4096,1,0 1,2304,768,8192,1,0 --configs 64x128w16 ... --splits 1 2 4 8 16`, GFLOP/s split 4 / 8 / 16
+# ways (the plan took 4-6): [1536, 384] over 16,384 25.7k / 30.3k / 33.6k, [384, 1536] the same, [960, 320] over
+# 8,192 18.6k / 25.8k / 23.5k (19.9k as planned, 6 ways), [1152, 384] over 4,096 25.4k / 23.6k / 26.7k, [1536, 384]
+# over 4,096 24.7k / 26.6k / 28.4k; [2304, 768] over 8,192 (216 tiles) 32.2k / 32.6k / 30.6k. cuBLAS ran them at
+# 38-50k.
+WEIGHT_GRAD_MIN_K = 4096
+WEIGHT_GRAD_WORKGROUPS = 1024
+WEIGHT_GRAD_MAX_SPLITS = 16
+
+
+def _weight_grad_splits(batch, M, N, K, steps):
+    tiles = _tiles(MID_TWIN, batch, M, N)
+    if K < WEIGHT_GRAD_MIN_K or tiles >= MID_SPLIT_BELOW_TILES:
+        return 1
+    want = -(-WEIGHT_GRAD_WORKGROUPS // tiles)
+    most = min(WEIGHT_GRAD_MAX_SPLITS, steps // MIN_SPLIT_STEPS, MAX_SCRATCH // (batch * M * N))
+    return max(1, min(want, most))
+
+
 # A plain (NN) product with a very long K and too few 128x128 tiles for the rules above: a language model's input
 # gradient through its output layer, [rows, width] = dLogits [rows, vocab] @ W [vocab, width]. It runs as 128x128w16
 # split across workgroups so that about LONG_NN_WORKGROUPS of them run (2 to 8 splits). H200, `python -m
@@ -450,6 +474,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         splits = choose_splits(cfg, batch, M, N, steps, profile)
         if splits == 1 and cfg == MID_TWIN and not _FORCED_SPLITS:
             splits = _mid_splits(batch, M, N, K * items, steps)
+        if cfg == MID_TWIN and trans_a and not trans_b and items == 1 and not config and not _FORCED_SPLITS:
+            splits = max(splits, _weight_grad_splits(batch, M, N, K, steps))
         elif (splits == 1 and cfg == LONG_NN_TWIN and not config and not _FORCED and not _FORCED_SPLITS
               and gather is None and _long_nn(batch, M, N, K, trans_a, trans_b, items)):
             splits = _long_nn_splits(batch, M, N, steps)
