@@ -38,11 +38,15 @@ class Tensor:
     __slots__ = ("_view", "device", "requires_grad", "grad", "grad_fn", "_retains_grad", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
-        self = object.__new__(cls)
         if (args or kwargs) and cls.__new__ is not Tensor.__new__:
-            # a subclass's own __new__ calling super().__new__(cls, data): built here, as torch's Tensor.__new__
+            # a subclass's own __new__ calling super().__new__(cls, data): built here, as torch's Tensor.__new__;
+            # a tensor is aliased, in its graph (Tensor.as_subclass, from webgrad/overrides.py)
+            if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+                return args[0].as_subclass(cls)
+            self = object.__new__(cls)
             Tensor.__init__(self, *args, **kwargs)
-        return self
+            return self
+        return object.__new__(cls)
 
     def __init__(self, *args, **kwargs):
         """PyTorch's legacy constructor: Tensor(3, 4) (or Tensor(size=(3, 4)), Tensor(webgrad.Size([3, 4])))
@@ -563,7 +567,7 @@ class Tensor:
     is_cuda = property(lambda self: False)
     is_mps = property(lambda self: False)
     is_xpu = property(lambda self: False)
-    is_meta = property(lambda self: False)
+    is_meta = property(lambda self: self.device.type == "meta")
     is_cpu = property(lambda self: self.device.type == "cpu")
 
     def _new(self, dtype, device):

@@ -249,12 +249,18 @@ def test_subclasses_built_with_new_and_carrying_metadata():
         class SubTensor(lib.Tensor):
             pass
         m = Meta([1.0, 2.0], "info")
+        base = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        aliased = Meta(base, "alias")
+        node = type(aliased.grad_fn).__name__
+        with lib.no_grad():
+            aliased.add_(1)  # the same storage: super().__new__(cls, tensor) aliases it, in its graph
+        alias_facts = (base.tolist(), aliased.dtype == lib.float64, node)
         im = TensorImage(lib.ones(2, 2), img_size=(2, 2))
         return (type(m).__name__, m.extra_data, m.tolist(), type(m + 1).__name__, hasattr(m + 1, "extra_data"),
                 type(im).__name__, im.img_size, type(im.sum()).__name__,
                 type(lib.add(SubTensor([0]), SubTensor([1]))).__name__,
                 type(lib.add(SubTensor([0]), lib.tensor([1]))).__name__, SubTensor([0]).tolist(),
-                SubTensor(2, 3).shape == (2, 3))
+                SubTensor(2, 3).shape == (2, 3), alias_facts)
     theirs, ours = _both(snippet)
     assert ours == theirs
 

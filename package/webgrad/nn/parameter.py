@@ -18,9 +18,12 @@ class _ParameterMeta(type):
     (Parameter(data) returns it, flagged `_is_param`), and isinstance(it, Parameter) is True."""
 
     def __instancecheck__(cls, instance):
-        if cls is Parameter and getattr(instance, "_is_param", False):
+        if type.__instancecheck__(cls, instance):
             return True
-        return super().__instancecheck__(instance)
+        # only a user's subclass instance has a __dict__ to hold the flag (cheap answers for everything else)
+        if cls is not Parameter or type(instance) is Tensor or not isinstance(instance, Tensor):
+            return False
+        return bool(getattr(instance, "__dict__", {}).get("_is_param"))
 
 
 class Parameter(Tensor, metaclass=_ParameterMeta):
