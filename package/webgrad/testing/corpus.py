@@ -368,6 +368,48 @@ SCRIPTS = {
              "Rearrange in nn.Sequential, cls token, dropout; the einops package itself, installed",
         note="the repository's own test: a 256-pixel image through a 6-layer, 1024-wide ViT, whose logits' shape it "
              "asserts; completing is the verdict"),
+    # torch.fx (pytorch/examples fx/): tracing and graph rewriting; custom_tracer.py needs the tabulate package and
+    # native_interpreter/ a C++ build, so they are left out
+    "ex_fx_inline_function": Script(
+        "inline_function.py", EX + "fx/inline_function.py", folder="ex_fx", compare="runs", loss_re=None,
+        kind="symbolic_trace, then a Graph rewritten by inlining a submodule's call (Proxy, map_arg)",
+        note="prints nothing: that it completes is the verdict"),
+    "ex_fx_invert": Script(
+        "invert.py", EX + "fx/invert.py", folder="ex_fx", compare="output",
+        kind="an fx Graph inverted node by node (a table of inverse functions), GraphModule code printed and run",
+        note="the generated code and the inverted result are read as torch's"),
+    "ex_fx_module_tracer": Script(
+        "module_tracer.py", EX + "fx/module_tracer.py", folder="ex_fx", compare="output",
+        loss_re=r"Node layer(\d)_(\d)_",
+        kind="a Tracer subclass recording each node's module qualified name (call_module) on resnet18",
+        note="every node and its module, printed, is read as torch's (the numbers judged: its layers' indices)"),
+    "ex_fx_primitive_library": Script(
+        "primitive_library.py", EX + "fx/primitive_library.py", folder="ex_fx", compare="runs", loss_re=None,
+        kind="torch.fx.wrap'ed primitives, a decomposition by Graph rewriting, traced.code",
+        note="prints generated code that names torch.fx internals: that it completes is the verdict"),
+    "ex_fx_profiling_tracer": Script(
+        "profiling_tracer.py", EX + "fx/profiling_tracer.py", folder="ex_fx", compare="runs", loss_re=None,
+        kind="a Tracer inserting torch.profiler record_function scopes around modules",
+        note="prints profiler tables (timings): that it completes is the verdict"),
+    "ex_fx_proxy_based_graph_creation": Script(
+        "proxy_based_graph_creation.py", EX + "fx/proxy_based_graph_creation.py", folder="ex_fx",
+        compare="runs", loss_re=None,
+        kind="a Graph built by hand through Proxy objects, then GraphModule",
+        note="prints nothing: that it completes is the verdict"),
+    "ex_fx_replace_op": Script(
+        "replace_op.py", EX + "fx/replace_op.py", folder="ex_fx", compare="runs", loss_re=None,
+        kind="symbolic_trace, then every torch.add node's target replaced by torch.mul (operator and method forms)",
+        note="prints nothing: that it completes is the verdict"),
+    "ex_fx_subgraph_rewriter_basic_use": Script(
+        "subgraph_rewriter_basic_use.py", EX + "fx/subgraph_rewriter_basic_use.py", folder="ex_fx",
+        compare="runs", loss_re=None,
+        kind="torch.fx.replace_pattern: a pattern subgraph rewritten to a replacement",
+        note="prints nothing: that it completes is the verdict"),
+    "ex_fx_wrap_output_dynamically": Script(
+        "wrap_output_dynamically.py", EX + "fx/wrap_output_dynamically.py", folder="ex_fx",
+        compare="runs", loss_re=None,
+        kind="a traced module's output node wrapped by an activation chosen at run time, assert_close",
+        note="checks itself with assert_close: that it completes is the verdict"),
     # ------------------------------------------------------------------------------------------------ karpathy
     "nanogpt": Script(
         "train.py", "https://github.com/karpathy/nanoGPT/blob/3adf61e154c3fe3fca428ad6bc3818b27a3b8291/train.py",
