@@ -56,7 +56,28 @@ def _storage(t):
     return (t._r if t.dtype.is_complex else t)._view.storage
 
 
-_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_load_state_dict_pre_hooks")
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks", "_state_dict_pre_hooks", "_state_dict_hooks")
+_EXTRA_STATE_KEY = "_extra_state"  # PyTorch's state_dict key for get_extra_state()'s value
+# hooks every module runs around its forward (register_module_forward_pre_hook / register_module_forward_hook)
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) before every module's forward (before the module's own pre-hooks); it may return
+    new args. Returns a handle whose remove() unregisters it."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, always_call=False):
+    """hook(module, args, output) after every module's forward (before the module's own hooks); it may return
+    a new output. always_call is accepted for PyTorch's signature; the hook runs after a forward that returned."""
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = hook
+    return handle
 
 
 def _call_with_hooks(module, args, kwargs):
@@ -64,6 +85,10 @@ def _call_with_hooks(module, args, kwargs):
     inputs and outputs pass through identity nodes whose gradient hooks see grad_output and grad_input (as
     PyTorch's BackwardHook does)."""
     d = module.__dict__
+    for hook in list(_global_forward_pre_hooks.values()):
+        result = hook(module, args)
+        if result is not None:
+            args = result if isinstance(result, tuple) else (result,)
     pre_kwargs = d.get("_forward_pre_hooks_with_kwargs", {})
     for key, hook in list(d.get("_forward_pre_hooks", {}).items()):
         if key in pre_kwargs:
@@ -93,6 +118,10 @@ def _call_with_hooks(module, args, kwargs):
                 except Exception:  # noqa: BLE001 - forward's own error is the one to report
                     pass
         raise
+    for hook in list(_global_forward_hooks.values()):
+        result = hook(module, args, output)
+        if result is not None:
+            output = result
     for key, hook in list(d.get("_forward_hooks", {}).items()):
         result = hook(module, args, kwargs, output) if key in hooks_kwargs else hook(module, args, output)
         if result is not None:
@@ -198,6 +227,19 @@ def _check_grads(result, grads, kind, name):
     return result
 
 
+class _StateDictPostHook:
+    """A state_dict post-hook: the public form must return None, PyTorch's private one may return a new dict."""
+
+    def __init__(self, hook, public):
+        self.hook, self.public = hook, public
+
+    def __call__(self, module, state_dict, prefix, local_metadata):
+        result = self.hook(module, state_dict, prefix, local_metadata)
+        if self.public and result is not None:
+            raise RuntimeError("state_dict post-hook must return None")
+        return result
+
+
 class Module:
     training: bool
 
@@ -222,7 +264,7 @@ class Module:
     def __call__(self, *args, **kwargs):
         d = self.__dict__
         if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks") or \
-                d.get("_backward_pre_hooks"):
+                d.get("_backward_pre_hooks") or _global_forward_pre_hooks or _global_forward_hooks:
             return _call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -282,6 +324,41 @@ class Module:
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)."""
         return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) after load_state_dict has copied the values; it may clear or extend
+        incompatible_keys.missing_keys / unexpected_keys (strict=True then judges what is left). It must
+        return None."""
+        return self._add_hook("_load_state_dict_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before state_dict() collects this module's entries."""
+        return self._add_hook("_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) after state_dict() has collected this module's
+        entries and its children's; it may edit state_dict in place and must return None."""
+        return self._add_hook("_state_dict_hooks", _StateDictPostHook(hook, public=True))
+
+    def _register_state_dict_hook(self, hook):
+        """PyTorch's older form: hook(module, state_dict, prefix, local_metadata) may return a new state_dict."""
+        return self._add_hook("_state_dict_hooks", _StateDictPostHook(hook, public=False))
+
+    def get_extra_state(self):
+        """What a module saves besides its tensors, under the state_dict key '_extra_state': a module that
+        overrides this (and set_extra_state) has the entry; the base class has none."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please "
+                           "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                           "to report this bug.")
+
+    def set_extra_state(self, state):
+        """Restores what get_extra_state() returned (called by load_state_dict)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please "
+                           "file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                           "to report this bug.")
+
+    def _has_extra_state(self):
+        return type(self).get_extra_state is not Module.get_extra_state
 
     def register_backward_hook(self, hook):
         raise NotImplementedError("Module.register_backward_hook (deprecated in PyTorch: it sees only the last op of "
@@ -619,10 +696,33 @@ class Module:
             if module is not None:
                 yield from module._state_entries(prefix + name + ".")
 
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+    def _extra_state_modules(self, prefix=""):
+        """(key, module) for every module with extra state (get_extra_state overridden)."""
+        for name, module in self.named_modules(prefix=prefix.rstrip(".")):
+            if module._has_extra_state():
+                yield (name + "." if name else "") + _EXTRA_STATE_KEY, module
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """Parameters and persistent buffers (detached unless keep_vars), with the extra state of modules that
+        define get_extra_state(), keyed by dotted path; the state-dict hooks run around each module's part."""
+        if args:  # PyTorch's deprecated positional form: state_dict(destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
         out = OrderedDict() if destination is None else destination
-        for key, _, _, t in self._state_entries(prefix):
-            out[key] = t if keep_vars or is_lazy(t) else t.detach()  # a lazy module's placeholder: itself
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
+        for name, t in list(self._parameters.items()) + [(n, b) for n, b in self._buffers.items()
+                                                         if n not in self._non_persistent_buffers_set]:
+            if t is not None:
+                out[prefix + name] = t if keep_vars or is_lazy(t) else t.detach()  # a lazy placeholder: itself
+        if self._has_extra_state():
+            out[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=out, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            result = hook(self, out, prefix, {})
+            if result is not None:
+                out = result
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -640,8 +740,10 @@ class Module:
                 for hook in list(m._load_state_dict_pre_hooks.values()):
                     hook(state_dict, prefix + "." if prefix else "", {}, strict, [], [], [])
         entries = list(self._state_entries())
-        expected = {key for key, _, _, _ in entries}
-        missing = [key for key, _, _, _ in entries if key not in state_dict]
+        extra = list(self._extra_state_modules())
+        expected = {key for key, _, _, _ in entries} | {key for key, _ in extra}
+        missing = [key for key, _, _, _ in entries if key not in state_dict] + \
+            [key for key, _ in extra if key not in state_dict]
         unexpected = [key for key in state_dict if key not in expected]
         errors, staged = [], []
         targets = {id(_storage(t)) for _, _, _, t in entries if not is_lazy(t)}
@@ -664,13 +766,23 @@ class Module:
                               f"the shape in current model is {target.shape}.")
                 continue
             try:
-                value = value.to(device=target.device, dtype=target.dtype)
+                if not assign:  # assign=True keeps the checkpoint's tensors as they are (device and dtype)
+                    value = value.to(device=target.device, dtype=target.dtype)
                 if id(_storage(value)) in targets:  # it may alias another target: copy before any write
                     value = value.clone()
                 staged.append((module, name, target, value))
             except Exception as e:  # noqa: BLE001 - reported with the key, all together, below
                 errors.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                               f"{target.shape}, an exception occurred: {e}")
+        post_hooks = [m for m in self.modules() if m.__dict__.get("_load_state_dict_post_hooks")]
+        if post_hooks and not errors:  # the hooks see the loaded module and may forgive missing/unexpected keys
+            self._write_state(staged, extra, state_dict, assign)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for m in post_hooks:
+                for hook in list(m._load_state_dict_post_hooks.values()):
+                    if hook(m, incompatible) is not None:
+                        raise RuntimeError("load_state_dict post hook must return None; it edits incompatible_keys")
+            staged, extra = [], []
         if strict:  # PyTorch's order: missing keys, unexpected keys, then the per-key errors
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
@@ -678,15 +790,24 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
+        self._write_state(staged, extra, state_dict, assign)
+        return _IncompatibleKeys(missing, unexpected)
+
+    @staticmethod
+    def _write_state(staged, extra, state_dict, assign):
+        """load_state_dict's writes, once every value has been checked: copies (assign: the values become the
+        parameters and buffers), then each module's set_extra_state."""
         with no_grad():
             for module, name, target, value in staged:
                 if not assign:
                     target.copy_(value)
                 elif isinstance(target, Parameter):
-                    setattr(module, name, Parameter(value.clone(), target.requires_grad))
+                    setattr(module, name, Parameter(value, target.requires_grad))
                 else:
-                    setattr(module, name, value.clone())
-        return _IncompatibleKeys(missing, unexpected)
+                    setattr(module, name, value)
+        for key, module in extra:
+            if key in state_dict:
+                module.set_extra_state(state_dict[key])
 
     # ----------------------------------------------------------------- printing
     def _get_name(self):

@@ -66,7 +66,9 @@ PRIVATE = {
     "lazy": {"LazyModuleMixin": "webgrad.nn.lazy"},  # torch.nn does not export it: only its module path
     "linear": {"NonDynamicallyQuantizableLinear": "webgrad.nn.linear"},
     "loss": {"_Loss": "webgrad.nn.loss", "_WeightedLoss": "webgrad.nn.loss"},
-    "module": {"_addindent": "webgrad.nn.module", "_IncompatibleKeys": "webgrad.nn.module"},
+    "module": {"_addindent": "webgrad.nn.module", "_IncompatibleKeys": "webgrad.nn.module",
+               "register_module_forward_pre_hook": "webgrad.nn.module",
+               "register_module_forward_hook": "webgrad.nn.module"},
     "padding": {"_ConstantPadNd": "webgrad.nn.padding"},
     "pooling": {"_single": "webgrad.nn.modules.utils", "_pair": "webgrad.nn.modules.utils",
                 "_triple": "webgrad.nn.modules.utils"},
