@@ -84,7 +84,7 @@ class Adafactor(Optimizer):
                     p.sub_(update * (alpha / denom))
         return loss
 
-    def load_state_dict(self, state_dict):
+    def _load_state_dict(self, state_dict):
         """As Optimizer.load_state_dict; the factored averages (row_var, col_var) have their own shapes: p's with
         size 1 in the last, or the second-to-last, dimension."""
         params = [p for group in self.param_groups for p in group["params"]]
@@ -102,7 +102,7 @@ class Adafactor(Optimizer):
                     raise ValueError(f"loaded state dict has {key!r} of shape {list(t.shape)} for parameter {index}, "
                                      f"which should be {expected} for its shape {list(p.shape)}")
                 factors.setdefault(p, {})[key] = t
-        super().load_state_dict(dict(state_dict, state=rest))
+        super()._load_state_dict(dict(state_dict, state=rest))
         for p, loaded in factors.items():
             self.state[p] = {**self.state[p], **loaded}
 

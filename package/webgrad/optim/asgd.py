@@ -63,9 +63,9 @@ class ASGD(Optimizer):
                     ax.copy_(p - (p - ax) * keep)
         return loss
 
-    def load_state_dict(self, state_dict):
+    def _load_state_dict(self, state_dict):
         """As Optimizer.load_state_dict; eta and mu (0-d tensors in PyTorch's dicts) become host numbers."""
         state_dict = dict(state_dict, state={
             index: {name: float(value) if name in ("eta", "mu") else value for name, value in values.items()}
             for index, values in state_dict["state"].items()})
-        super().load_state_dict(state_dict)
+        super()._load_state_dict(state_dict)

@@ -24,11 +24,11 @@ that the step fills from such scalars: ``_operand``). ``prepare_replay()`` does 
 """
 
 import copy
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from itertools import chain
 
 from .. import replay
-from .._autograd import enable_grad, no_grad, note_write
+from .._autograd import RemovableHandle, enable_grad, no_grad, note_write
 from .._tensor import Tensor, empty, full_like, tensor, zeros
 from ..ops.elementwise import where
 from ..ops.shape import cat
@@ -72,6 +72,44 @@ def check_hyperparameters(lr, eps=None, betas=None, weight_decay=None, **non_neg
             raise ValueError(f"Invalid {name} value: {value}")
 
 
+# hooks around every optimizer's step (register_optimizer_step_pre_hook / register_optimizer_step_post_hook)
+_global_step_pre_hooks = OrderedDict()
+_global_step_post_hooks = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step; it may return new (args, kwargs)."""
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) after every optimizer's step."""
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooks(optimizer, name):
+    """The optimizer's own hook dict `name` (made on first use: an optimizer unpickled or built by a subclass
+    that skipped Optimizer.__init__ has none yet)."""
+    hooks = optimizer.__dict__.get(name)
+    if hooks is None:
+        hooks = OrderedDict()
+        optimizer.__dict__[name] = hooks
+    return hooks
+
+
+def _add_hook(optimizer, name, hook, prepend=False):
+    hooks = _hooks(optimizer, name)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 class Optimizer:
     """Base class of all optimizers, as torch.optim.Optimizer.
 
@@ -100,6 +138,8 @@ class Optimizer:
         self._recorded_hyper = None  # _replay_invariants() when a step was last recorded (prepare_replay checks)
         self._packed = {}  # strided param -> the contiguous copy its last fused update ran on
         self._prepared = {}  # param -> the hyper its last prepare_replay() wrote (_fused_update)
+        if defaults.get("fused") and defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a Tensor")
@@ -426,8 +466,54 @@ class Optimizer:
             kernel(backend, packed._view, grad._view, *views, hyper)
             kernels.copy(p.device.backend, p._view, packed._view)
 
+    # ----------------------------------------------------------------- hooks
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) before each step(); it may return new (args, kwargs) for step."""
+        return _add_hook(self, "_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) after each step()."""
+        return _add_hook(self, "_optimizer_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) before state_dict() packs the state."""
+        return _add_hook(self, "_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) after state_dict(); it may return the state dict to hand back instead."""
+        return _add_hook(self, "_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) before load_state_dict() reads it; it may return the dict to load instead."""
+        return _add_hook(self, "_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) after load_state_dict() has replaced the state."""
+        return _add_hook(self, "_optimizer_load_state_dict_post_hooks", hook, prepend)
+
     # ----------------------------------------------------------------- state dicts
     def state_dict(self):
+        """The optimizer state in PyTorch's format, with the state-dict hooks run around it (_state_dict)."""
+        for hook in list(_hooks(self, "_optimizer_state_dict_pre_hooks").values()):
+            hook(self)
+        out = self._state_dict()
+        for hook in list(_hooks(self, "_optimizer_state_dict_post_hooks").values()):
+            result = hook(self, out)
+            if result is not None:
+                out = result
+        return out
+
+    def load_state_dict(self, state_dict):
+        """Load a state made by state_dict(), with the load hooks run around it (_load_state_dict)."""
+        for hook in list(_hooks(self, "_optimizer_load_state_dict_pre_hooks").values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state_dict(state_dict)
+        for hook in list(_hooks(self, "_optimizer_load_state_dict_post_hooks").values()):
+            hook(self)
+
+    def _state_dict(self):
         """The optimizer state in PyTorch's format:
 
         {"state": {index: {name: value}}, "param_groups": [{hyperparameters..., "params": [index, ...]}]}
@@ -453,7 +539,7 @@ class Optimizer:
                         state[index[id(p)]]["step"] -= skipped
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def _load_state_dict(self, state_dict):
         """Load a state made by state_dict() (of this optimizer class, with groups of the same sizes).
 
         Everything is checked and converted before anything is replaced, so an error leaves the
@@ -522,22 +608,38 @@ def _marks_step_called(step):
     """A subclass's step, wrapped: it records that it ran (for the schedulers), and an optimizer composed of tensor
     ops steps under _undone_where where a device-side check may have failed (its fused peers skip in their
     kernels), so that a failed step never updates the weights."""
-    def wrapper(self, *args, **kwargs):
-        self._opt_called = True
-        flags = None if self._replaying or self.skips_on_device() or self._undoing else self._error_flags()
-        if flags:
-            self._undoing = True  # (GradScaler's own _undone_where may call this step: one level of copies)
-            try:
-                result = self._undone_where(flags, lambda: step(self, *args, **kwargs))
-            finally:
-                self._undoing = False
-        else:
-            result = step(self, *args, **kwargs)
-        if not self._replaying:  # a replay submits the recorded step itself
-            _submit(self.param_groups)
+    def wrapper(*args, **kwargs):
+        self = args[0]  # the hooks get step's arguments with self first, as PyTorch's
+        for hook in list(_global_step_pre_hooks.values()) + list(_hooks(self, "_optimizer_step_pre_hooks").values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError("optimizer step pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+                args, kwargs = result
+        result = _stepped(args[0], step, args[1:], kwargs)
+        for hook in list(_hooks(self, "_optimizer_step_post_hooks").values()) + list(_global_step_post_hooks.values()):
+            hook(self, args, kwargs)
         return result
 
     wrapper.__name__ = step.__name__
     wrapper.__doc__ = step.__doc__
     wrapper.__wrapped__ = step
     return wrapper
+
+
+def _stepped(self, step, args, kwargs):
+    """One step between the step hooks (see _marks_step_called)."""
+    self._opt_called = True
+    flags = None if self._replaying or self.skips_on_device() or self._undoing else self._error_flags()
+    if flags:
+        self._undoing = True  # (GradScaler's own _undone_where may call this step: one level of copies)
+        try:
+            result = self._undone_where(flags, lambda: step(self, *args, **kwargs))
+        finally:
+            self._undoing = False
+    else:
+        result = step(self, *args, **kwargs)
+    if not self._replaying:  # a replay submits the recorded step itself
+        _submit(self.param_groups)
+    return result

@@ -1,0 +1,165 @@
+"""PyTorch 2.x idioms that new scripts write, each run the same way on torch and on webgrad: module and optimizer
+hooks, extra state, load_state_dict(assign=True) after meta-device init, amp's custom_fwd/custom_bwd, default
+devices, nn.utils helpers, backend flags and the like."""
+
+import io
+
+import pytest
+import torch
+
+import webgrad as wg
+
+LIBS = pytest.mark.parametrize("lib", [torch, wg], ids=["torch", "webgrad"])
+
+
+# ------------------------------------------------------------------ nn.Module state-dict hooks and extra state
+@LIBS
+def test_state_dict_pre_and_post_hooks(lib):
+    seen = []
+    m = lib.nn.Sequential(lib.nn.Linear(2, 2))
+    m[0].register_state_dict_pre_hook(lambda module, prefix, keep_vars: seen.append((prefix, keep_vars)))
+
+    def post(module, sd, prefix, local_metadata):
+        sd[prefix + "note"] = 1
+    m.register_state_dict_post_hook(post)
+    assert list(m.state_dict()) == ["0.weight", "0.bias", "note"] and seen == [("0.", False)]
+    m.register_state_dict_post_hook(lambda module, sd, prefix, meta: {})
+    with pytest.raises(RuntimeError, match="must return None"):
+        m.state_dict()
+
+
+@LIBS
+def test_load_state_dict_post_hook_may_forgive_missing_keys(lib):
+    m = lib.nn.Linear(2, 2)
+    seen = []
+
+    def post(module, incompatible):
+        seen.append(list(incompatible.missing_keys))
+        incompatible.missing_keys.clear()
+    m.register_load_state_dict_post_hook(post)
+    result = m.load_state_dict({"weight": lib.zeros(2, 2)})
+    assert seen == [["bias"]] and str(result) == "<All keys matched successfully>"
+    assert m.weight.abs().sum().item() == 0
+
+
+class _Counter:
+    """A module with extra state (get_extra_state / set_extra_state), built for either library."""
+
+    @staticmethod
+    def make(lib):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(1, 1)
+                self.count = 3
+
+            def get_extra_state(self):
+                return {"count": self.count}
+
+            def set_extra_state(self, state):
+                self.count = state["count"]
+        return Counter
+
+
+@LIBS
+def test_extra_state_saved_and_restored(lib):
+    counter = _Counter.make(lib)
+    outer = lib.nn.Sequential(counter())
+    sd = outer.state_dict()
+    assert list(sd) == ["0._extra_state", "0.lin.weight", "0.lin.bias"]
+    sd["0._extra_state"] = {"count": 9}
+    outer.load_state_dict(sd)
+    assert outer[0].count == 9
+    del sd["0._extra_state"]
+    with pytest.raises(RuntimeError, match='Missing key.*"0._extra_state"'):
+        outer.load_state_dict(sd)
+
+
+@LIBS
+def test_meta_init_then_load_state_dict_assign(lib):
+    with lib.device("meta"):
+        m = lib.nn.Linear(2, 3)
+    assert m.weight.is_meta and m.weight.device.type == "meta"
+    src = lib.nn.Linear(2, 3).double()
+    m.load_state_dict(src.state_dict(), assign=True)
+    assert m.weight.device.type == "cpu" and not m.weight.is_meta
+    assert m.weight.dtype == lib.float64 and isinstance(m.weight, lib.nn.Parameter) and m.weight.requires_grad
+    assert lib.equal(m.weight, src.weight)
+
+
+@LIBS
+def test_global_module_forward_hooks(lib):
+    from importlib import import_module
+    module_mod = import_module(lib.__name__ + ".nn.modules.module")
+    seen = []
+    pre = module_mod.register_module_forward_pre_hook(lambda m, args: seen.append(("pre", type(m).__name__)))
+    post = module_mod.register_module_forward_hook(lambda m, args, out: out * 0)
+    try:
+        out = lib.nn.ReLU()(lib.ones(2))
+    finally:
+        pre.remove(), post.remove()
+    assert seen == [("pre", "ReLU")] and out.tolist() == [0.0, 0.0]
+    assert lib.nn.ReLU()(lib.ones(1)).tolist() == [1.0]
+
+
+# ------------------------------------------------------------------ optimizer hooks
+@LIBS
+def test_optimizer_step_hooks_see_self_first(lib):
+    p = lib.zeros(1, requires_grad=True)
+    opt = lib.optim.SGD([p], lr=1.0)
+    seen = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: seen.append(("pre", args[0] is o, kwargs)))
+    opt.register_step_post_hook(lambda o, args, kwargs: seen.append(("post", len(args))))
+    p.grad = lib.ones(1)
+    opt.step()
+    assert seen == [("pre", True, {}), ("post", 1)] and p.item() == -1.0
+
+
+@LIBS
+def test_global_optimizer_step_hook_and_its_removal(lib):
+    from importlib import import_module
+    optimizer_mod = import_module(lib.__name__ + ".optim.optimizer")
+    calls = []
+    handle = optimizer_mod.register_optimizer_step_pre_hook(lambda o, a, k: calls.append(type(o).__name__))
+    p = lib.zeros(1, requires_grad=True)
+    opt = lib.optim.Adam([p])
+    p.grad = lib.ones(1)
+    opt.step()
+    handle.remove()
+    opt.step()
+    assert calls == ["Adam"]
+
+
+@LIBS
+def test_optimizer_state_dict_hooks(lib):
+    p = lib.zeros(1, requires_grad=True)
+    opt = lib.optim.SGD([p], lr=0.1, momentum=0.9)
+    seen = []
+    opt.register_state_dict_pre_hook(lambda o: seen.append("pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: dict(sd, extra=1))
+    opt.register_load_state_dict_pre_hook(lambda o, sd: seen.append(sorted(sd)))
+    opt.register_load_state_dict_post_hook(lambda o: seen.append("loaded"))
+    sd = opt.state_dict()
+    assert sorted(sd) == ["extra", "param_groups", "state"]
+    opt.load_state_dict(sd)
+    assert seen == ["pre", ["extra", "param_groups", "state"], "loaded"]
+
+
+@LIBS
+def test_fused_and_foreach_together_refused(lib):
+    with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+        lib.optim.Adam([lib.zeros(1, requires_grad=True)], fused=True, foreach=True)
+
+
+def test_adafactor_state_round_trip_keeps_load_hooks():
+    p = wg.ones(2, 2, requires_grad=True)
+    opt = wg.optim.Adafactor([p], lr=0.01)
+    p.grad = wg.ones(2, 2)
+    opt.step()
+    loaded = []
+    opt.register_load_state_dict_post_hook(lambda o: loaded.append(True))
+    buf = io.BytesIO()
+    wg.save(opt.state_dict(), buf)
+    buf.seek(0)
+    opt.load_state_dict(wg.load(buf))
+    assert loaded == [True] and opt.state[p]["row_var"].shape == (2, 1)
