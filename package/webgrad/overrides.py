@@ -128,7 +128,7 @@ def _handle(func, overloaded, args, kwargs, operator=False):
                     f"NotImplemented:\n\n{listed}\n")
 
 
-def _dispatching(fn, name, owner_name, operator=False):
+def _dispatching(fn, name, owner, owner_name, operator=False):
     """`fn` behind the protocol, as `owner_name`.`name`; the wrapper's `_torch_api` (itself unless set) is what
     handlers receive."""
     @functools.wraps(fn)
@@ -140,8 +140,10 @@ def _dispatching(fn, name, owner_name, operator=False):
             return fn(*args, **kwargs)
         return _handle(public._torch_api or public, overloaded, args, kwargs, operator)
     public._torch_api = None
-    public.__name__ = name  # torch.concat.__name__ is "concat", Tensor.__getitem__'s "__getitem__"
-    public.__qualname__ = "Tensor." + name if owner_name.endswith("Tensor") else name
+    # named where it lives (torch.concat.__name__ is "concat"; pickle finds a function by module and qualname)
+    public.__name__ = name
+    public.__qualname__ = "Tensor." + name if owner is Tensor else name
+    public.__module__ = Tensor.__module__ if owner is Tensor else owner.__name__
     public._torch_name = f"{owner_name}.{name}"
     return public
 
@@ -400,7 +402,7 @@ def install():
     torch = dtypes.namespace()
     owner_names = {Tensor: torch + ".Tensor", webgrad: torch, functional: torch + ".nn.functional"}
     for owner, name, fn in list(_targets()):
-        public = _dispatching(fn, name, owner_names[owner],
+        public = _dispatching(fn, name, owner, owner_names[owner],
                               operator=name.startswith("__") and name.endswith("__") and name != "__repr__")
         _installed.append((owner, name, fn))
         setattr(owner, name, public)

@@ -385,3 +385,41 @@ assert webgrad.add(Like(), 1) == "like" and webgrad.ones(1).add(Like()) == "like
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": wg.__path__[0].rsplit("/", 1)[0], "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
+
+
+def test_save_and_load_keep_a_subclass_and_its_attributes(tmp_path):
+    def snippet(lib):
+        # pickle finds a class by module and name: made here (not at import, which would install the wrappers
+        # while pytest collects), kept in this module's namespace
+        Meta = type(f"Meta_{lib.__name__}", (lib.Tensor,), {"__module__": __name__})
+        globals()[Meta.__name__] = Meta
+        t = lib.tensor([1.0, 2.0, 3.0]).as_subclass(Meta)
+        t.unit = "m"
+        lin = lib.nn.Linear(2, 1)
+        lin.weight = lib.nn.Parameter(lib.ones(1, 2).as_subclass(Meta))
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save({"x": t, "n": 3, "model": lin}, path)
+        back = lib.load(path, weights_only=False)
+        with pytest.raises(Exception, match="(?i)weights_only|not allowed|unsupported global"):
+            lib.load(path)  # the class is not allowlisted: a weights-only load refuses it, as torch's
+        weight = back["model"].weight
+        return (type(back["x"]).__name__.split("_")[0], back["x"].unit, back["x"].tolist(), back["n"],
+                type(weight) is Meta, isinstance(weight, lib.nn.Parameter), weight.requires_grad, weight.tolist())
+    theirs, ours = _both(snippet)
+    assert ours == theirs
+
+
+def test_whole_modules_pickle_while_the_wrappers_are_in_place(tmp_path):
+    """A module holding a public function from before the wrappers (a default argument: the encoder layer's
+    activation=F.relu) pickles under that function's public name."""
+    wg.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)  # made while plain
+    layer = wg.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+
+    class Sub(wg.Tensor):
+        pass
+    assert overrides._installed
+    wg.save(layer, tmp_path / "layer.pt")
+    back = wg.load(tmp_path / "layer.pt", weights_only=False)
+    x = wg.randn(3, 1, 8)
+    np.testing.assert_allclose(back(x).tolist(), layer(x).tolist(), rtol=1e-6)
+    assert type(layer(x.as_subclass(Sub))).__name__ == "Sub"

@@ -152,6 +152,8 @@ class _Emitter:
             self.emit((bytes(obj).decode("latin-1"), "latin1"))
             out += b"R"
         elif isinstance(obj, Tensor):
+            if type(obj) is not Tensor and _user_subclass(obj):
+                raise _NotData(type(obj).__name__)  # its class and attributes go with it, in a whole-object pickle
             self.tensor(obj)
         elif isinstance(obj, OrderedDict):
             self.global_("collections", "OrderedDict")
@@ -261,7 +263,9 @@ def global_name(obj, name=None):
     if short_name:
         for namespace in _NAMESPACES:
             module = sys.modules.get(namespace)
-            if module is not None and getattr(module, short_name, None) is obj:
+            held = getattr(module, short_name, None) if module is not None else None
+            # (or what holds it in its place: a Tensor subclass's dispatching wrapper, webgrad/overrides.py)
+            if held is not None and (held is obj or getattr(held, "__wrapped__", None) is obj):
                 return namespace, short_name
     return None
 
@@ -289,6 +293,10 @@ class _ObjectPickler(pickle._Pickler):
             from ..nn.parameter import Parameter, UninitializedTensorMixin
             if isinstance(obj, UninitializedTensorMixin):  # a lazy module's placeholder: torch's own reduction
                 return (_torch_name("torch.nn.parameter", type(obj).__name__), (bool(obj.requires_grad),))
+            if _user_subclass(obj):  # torch's reduction of a Tensor subclass: the tensor, its class, its __dict__
+                return (_torch_name("torch._tensor", "_rebuild_from_type_v2"),
+                        (_torch_name("torch._utils", "_rebuild_tensor_v2"), type(obj), self.tensor_args(obj),
+                         dict(getattr(obj, "__dict__", {}))))
             if isinstance(obj, Parameter):
                 return (_torch_name("torch._utils", "_rebuild_parameter"),
                         (obj.detach(), bool(obj.requires_grad), OrderedDict()))
@@ -754,6 +762,26 @@ def _object_builder(classes):
     return build
 
 
+def _user_subclass(t):
+    """Whether `t` is an instance of a user's Tensor subclass (not one of webgrad's own tensor classes)."""
+    return (type(t).__module__ or "").split(".")[0] != "webgrad"
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """torch._tensor._rebuild_from_type_v2: the tensor func(*args) rebuilds, as `new_type` with `state` (its
+    __dict__, or a (__dict__, slots) pair) set on it."""
+    ret = func(*args)
+    if type(ret) is not new_type:
+        ret = ret.as_subclass(new_type)
+    if getattr(ret.__class__, "__setstate__", None) is not getattr(Tensor, "__setstate__", None):
+        ret.__setstate__(state)
+        return ret
+    attributes, slots = state if isinstance(state, tuple) else (state, None)
+    for name, value in {**(attributes or {}), **(slots or {})}.items():
+        setattr(ret, name, value)
+    return ret
+
+
 def load_trusted(raw, device=None):
     """The object of a torch.save zip archive, whatever it holds: Python's Unpickler, which imports the modules the
     file names and runs their code (torch.load(weights_only=False), for files the user trusts). torch's names are
@@ -765,6 +793,7 @@ def load_trusted(raw, device=None):
     trusted = dict(_ALLOWED)
     trusted.update({("torch._utils", fn.__name__): fn for fn in (_rebuild_tensor_v2, _rebuild_tensor,
                                                                   _rebuild_parameter)})
+    trusted[("torch._tensor", "_rebuild_from_type_v2")] = _rebuild_from_type_v2
     eager = _eager_rebuilds(builder)
     trusted = {k: eager.get(v, v) for k, v in trusted.items()}
     trusted[("collections", "OrderedDict")] = OrderedDict
