@@ -49,6 +49,7 @@ from . import special  # torch.special: Bessel, gamma and error functions, ortho
 from . import version  # torch.version: the build (no CUDA/ROCm toolkit)
 from . import library  # torch.library: Python custom operators (torch.ops.<namespace>)
 from . import compiler  # torch.compiler (and torch._dynamo): the switches around torch.compile
+from . import _dynamo, _inductor  # noqa: F401  (torch._dynamo.config after a bare `import torch`)
 from ._printing import set_printoptions
 from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided
@@ -76,6 +77,7 @@ from ._compile import compile  # noqa: A001  (eager: the model runs as written)
 from ._flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: F401
                      is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
                      use_deterministic_algorithms)
+from ._flags import get_deterministic_debug_mode, set_deterministic_debug_mode  # noqa: F401
 from ._predicates import is_floating_point, is_nonzero, is_tensor, numel
 from . import cpu  # torch.cpu: the CPU device's module (torch.get_device_module("cpu"))
 from .amp import GradScaler  # torch.GradScaler: torch.amp.GradScaler

@@ -45,3 +45,28 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _state["warn_only"]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """The deterministic switch as one value, as torch's: "default"/0 off, "warn"/1 on with warn_only, "error"/2
+    on (use_deterministic_algorithms)."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    """0, 1 or 2: see set_deterministic_debug_mode."""
+    if not _state["deterministic"]:
+        return 0
+    return 1 if _state["warn_only"] else 2

@@ -4,4 +4,4 @@ webgrad's own device backends are internal (webgrad._backends); this package onl
 questions PyTorch scripts ask, with PyTorch's meaning on a machine without CUDA or MPS.
 """
 
-from . import cuda, cudnn, mps  # noqa: F401
+from . import cpu, cuda, cudnn, mkldnn, mps, openmp, opt_einsum  # noqa: F401

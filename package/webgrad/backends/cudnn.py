@@ -5,10 +5,51 @@ training scripts. They can be set and read back; nothing in webgrad depends on t
 kernels are deterministic and have no autotuner to switch).
 """
 
+import contextlib
+import sys
+
 enabled = True
 benchmark = False
+benchmark_limit = 10
 deterministic = False
 allow_tf32 = True
+fp32_precision = "none"
+_PRECISIONS = ("none", "ieee", "tf32")
+
+
+class _Precision:
+    """torch.backends.cudnn.conv / .rnn: the fp32_precision switch ("tf32" by default), checked as torch's."""
+
+    def __init__(self):
+        object.__setattr__(self, "fp32_precision", "tf32")
+
+    def __setattr__(self, name, value):
+        if name != "fp32_precision":
+            raise AttributeError(f"Unknown attribute {name}")
+        if value not in _PRECISIONS:
+            raise RuntimeError(f"Unknown precision: {value}")
+        object.__setattr__(self, name, value)
+
+
+conv = _Precision()
+rnn = _Precision()
+
+
+@contextlib.contextmanager
+def flags(enabled=False, benchmark=False, benchmark_limit=10, deterministic=False, allow_tf32=True,
+          fp32_precision="none", depthwise_kernel="auto"):
+    """Set the switches inside the block and restore them after, as torch.backends.cudnn.flags."""
+    module = sys.modules[__name__]
+    names = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32", "fp32_precision")
+    saved = {name: getattr(module, name) for name in names}
+    values = (enabled, benchmark, benchmark_limit, deterministic, allow_tf32, fp32_precision)
+    for name, value in zip(names, values):
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
 
 
 def is_available():
