@@ -163,3 +163,93 @@ def test_adafactor_state_round_trip_keeps_load_hooks():
     buf.seek(0)
     opt.load_state_dict(wg.load(buf))
     assert loaded == [True] and opt.state[p]["row_var"].shape == (2, 1)
+
+
+# ------------------------------------------------------------------ amp.custom_fwd / custom_bwd
+def _scaled_double(lib, seen=None, **fwd_kwargs):
+    class Double(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu", **fwd_kwargs)
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen.append(lib.is_autocast_enabled("cpu"))
+            return g * 2
+    return Double
+
+
+@LIBS
+def test_custom_fwd_bwd_keep_forward_autocast_state(lib):
+    seen = []
+    double = _scaled_double(lib, seen)
+    x = lib.ones(2, requires_grad=True)
+    with lib.autocast("cpu", dtype=lib.bfloat16):
+        y = double.apply(x)
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0] and seen == [True]
+
+
+@LIBS
+def test_custom_fwd_cast_inputs_under_autocast(lib):
+    double = _scaled_double(lib, cast_inputs=lib.float32)
+    with lib.autocast("cpu", dtype=lib.bfloat16):
+        out = double.apply(lib.ones(2, dtype=lib.bfloat16))
+    assert out.dtype == lib.float32
+    assert double.apply(lib.ones(2, dtype=lib.bfloat16)).dtype == lib.bfloat16  # autocast off: left as given
+
+
+@LIBS
+def test_custom_fwd_needs_device_type(lib):
+    with pytest.raises(TypeError, match="device_type"):
+        lib.amp.custom_fwd(lambda ctx, x: x)
+
+
+# ------------------------------------------------------------------ switches scripts set
+@LIBS
+def test_deterministic_debug_mode(lib):
+    try:
+        lib.set_deterministic_debug_mode("warn")
+        assert lib.get_deterministic_debug_mode() == 1 and lib.is_deterministic_algorithms_warn_only_enabled()
+        lib.set_deterministic_debug_mode(2)
+        assert lib.are_deterministic_algorithms_enabled() and not lib.is_deterministic_algorithms_warn_only_enabled()
+        with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+            lib.set_deterministic_debug_mode("strict")
+        with pytest.raises(RuntimeError, match="expected 0, 1, or 2"):
+            lib.set_deterministic_debug_mode(5)
+    finally:
+        lib.set_deterministic_debug_mode("default")
+    assert lib.get_deterministic_debug_mode() == 0 and not lib.are_deterministic_algorithms_enabled()
+
+
+@LIBS
+def test_backend_flags_context_managers(lib):
+    cudnn = lib.backends.cudnn
+    with cudnn.flags(enabled=False, deterministic=True):
+        assert cudnn.enabled is False and cudnn.deterministic is True
+    assert cudnn.enabled is True and cudnn.deterministic is False
+    with lib.backends.mkldnn.flags(enabled=False):
+        assert lib.backends.mkldnn.enabled is False
+    assert lib.backends.mkldnn.enabled is True
+    assert cudnn.conv.fp32_precision == "tf32" and lib.backends.cuda.matmul.fp32_precision == "none"
+    with pytest.raises(RuntimeError, match="Unknown precision: fast"):
+        cudnn.conv.fp32_precision = "fast"
+    assert isinstance(lib.backends.openmp.is_available(), bool) and isinstance(lib.backends.cpu.get_cpu_capability(),
+                                                                                str)
+    assert lib.backends.opt_einsum.is_available() in (True, False)
+
+
+@LIBS
+def test_compiler_configs_after_a_bare_import(lib):
+    saved = lib._dynamo.config.cache_size_limit
+    lib._dynamo.config.cache_size_limit = 64
+    try:
+        assert lib._dynamo.config.cache_size_limit == 64
+    finally:
+        lib._dynamo.config.cache_size_limit = saved
+    with lib._inductor.config.patch(coordinate_descent_tuning=True):
+        assert lib._inductor.config.coordinate_descent_tuning is True
+    assert lib._inductor.config.coordinate_descent_tuning is False
+    assert lib._inductor.config.triton.cudagraphs is False

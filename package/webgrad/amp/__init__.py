@@ -11,6 +11,8 @@ float16 on WebGPU needs the adapter feature shader-f16 (see _backends/webgpu/f16
 """
 
 from .autocast_mode import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from .custom_fwd import custom_bwd, custom_fwd
 from .grad_scaler import GradScaler, OptState
 
-__all__ = ["autocast", "GradScaler", "OptState", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"]
+__all__ = ["autocast", "GradScaler", "OptState", "custom_bwd", "custom_fwd", "get_autocast_dtype",
+           "is_autocast_available", "is_autocast_enabled"]

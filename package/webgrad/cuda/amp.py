@@ -43,3 +43,17 @@ class GradScaler(_amp.GradScaler):
             enabled = False
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """torch.cuda.amp.custom_fwd: deprecated in PyTorch for torch.amp.custom_fwd(device_type='cuda')."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use `torch.amp.custom_fwd(args..., "
+                  "device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """torch.cuda.amp.custom_bwd: deprecated in PyTorch for torch.amp.custom_bwd(device_type='cuda')."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use `torch.amp.custom_bwd(args..., "
+                  "device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_bwd(bwd, device_type="cuda")
