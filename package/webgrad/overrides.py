@@ -401,9 +401,15 @@ def install():
     wrapped = {}
     torch = dtypes.namespace()
     owner_names = {Tensor: torch + ".Tensor", webgrad: torch, functional: torch + ".nn.functional"}
+    # one wrapper per function across the namespaces (torch.conv1d is F.conv1d, torch.absolute is torch.abs, as
+    # before); one per name on Tensor (x + y and x.add(y) hand different functions to handlers, as torch's)
+    shared = {}
     for owner, name, fn in list(_targets()):
-        public = _dispatching(fn, name, owner, owner_names[owner],
-                              operator=name.startswith("__") and name.endswith("__") and name != "__repr__")
+        key = (name, id(fn)) if owner is Tensor else id(fn)
+        public = shared.get(key)
+        if public is None:
+            public = shared[key] = _dispatching(fn, name, owner, owner_names[owner], operator=name.startswith(
+                "__") and name.endswith("__") and name != "__repr__")
         _installed.append((owner, name, fn))
         setattr(owner, name, public)
         if owner is functional:
@@ -417,9 +423,31 @@ def install():
                 if isinstance(value, staticmethod) and id(value.__func__) in wrapped:
                     _installed.append((module_class, name, value))
                     setattr(module_class, name, staticmethod(wrapped[id(value.__func__)]))
+    _rebind_defaults({key: public for key, public in shared.items() if not isinstance(key, tuple)})
     _installed.append((_autograd, "run_backward", _autograd.run_backward))
     _autograd.run_backward = _without_subclasses(_autograd.run_backward)
     _refresh()
+
+
+def _rebind_defaults(wrappers):
+    """Default arguments in webgrad's own functions that hold a function now wrapped (TransformerEncoderLayer's
+    activation=F.relu) get the wrapper: a module made from here on dispatches, and holds what F.relu is."""
+    import sys
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("webgrad."):
+            continue
+        for value in list(vars(module).values()):
+            members = vars(value).values() if isinstance(value, type) and value.__module__ == module_name else (value,)
+            for member in members:
+                fn = getattr(member, "__func__", member)
+                if not isinstance(fn, types.FunctionType) or fn.__module__ != module_name:
+                    continue
+                if fn.__defaults__ and any(id(d) in wrappers for d in fn.__defaults__):
+                    _installed.append((fn, "__defaults__", fn.__defaults__))
+                    fn.__defaults__ = tuple(wrappers.get(id(d), d) for d in fn.__defaults__)
+                if fn.__kwdefaults__ and any(id(d) in wrappers for d in fn.__kwdefaults__.values()):
+                    _installed.append((fn, "__kwdefaults__", dict(fn.__kwdefaults__)))
+                    fn.__kwdefaults__ = {k: wrappers.get(id(d), d) for k, d in fn.__kwdefaults__.items()}
 
 
 def _uninstall():
