@@ -10,14 +10,14 @@ as PyTorch's is not.
 """
 
 import math
-from collections import namedtuple
 
+from .return_types import structseq
 from . import dtypes
 from ._tensor import Tensor, tensor, zeros
 from .ops.shape import cat, stack
 
-LDLFactor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-LDLFactorEx = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+LDLFactor = structseq("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorEx = structseq("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 _ALPHA = (1.0 + math.sqrt(17.0)) / 8.0  # LAPACK's Bunch-Kaufman threshold
 

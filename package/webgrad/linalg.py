@@ -13,8 +13,8 @@ _ex, after one read-back of the factorization's info, as torch syncs there too.
 """
 
 import math
-from collections import namedtuple
 
+from .return_types import structseq
 from . import _norm, dtypes
 from ._autograd import is_grad_enabled, no_grad, record
 from ._backends import kernels
@@ -222,18 +222,18 @@ class LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: the matrix is singular, or not positive-definite, where an op needs it to be."""
 
 
-LUFactor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-LUFactorEx = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-PLU = namedtuple("linalg_lu", ["P", "L", "U"])
-LUUnpack = namedtuple("lu_unpack", ["P", "L", "U"])
-InvEx = namedtuple("linalg_inv_ex", ["inverse", "info"])
-SolveEx = namedtuple("linalg_solve_ex", ["result", "info"])
-SignLogAbsDet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-CholeskyEx = namedtuple("linalg_cholesky_ex", ["L", "info"])
-QR = namedtuple("linalg_qr", ["Q", "R"])
-Eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-SVD = namedtuple("linalg_svd", ["U", "S", "Vh"])
-Lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+LUFactor = structseq("linalg_lu_factor", ["LU", "pivots"])
+LUFactorEx = structseq("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+PLU = structseq("linalg_lu", ["P", "L", "U"])
+LUUnpack = structseq("lu_unpack", ["P", "L", "U"])
+InvEx = structseq("linalg_inv_ex", ["inverse", "info"])
+SolveEx = structseq("linalg_solve_ex", ["result", "info"])
+SignLogAbsDet = structseq("linalg_slogdet", ["sign", "logabsdet"])
+CholeskyEx = structseq("linalg_cholesky_ex", ["L", "info"])
+QR = structseq("linalg_qr", ["Q", "R"])
+Eigh = structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
+SVD = structseq("linalg_svd", ["U", "S", "Vh"])
+Lstsq = structseq("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def _outs(result, out):
@@ -367,7 +367,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve (deprecated there): (A^-1 b or A^-T b, a copy of A)."""
     X = solve_triangular(A.mT if transpose else A, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _outs(namedtuple("triangular_solve", ["solution", "cloned_coefficient"])(X, A.clone()), out)
+    return _outs(structseq("triangular_solve", ["solution", "cloned_coefficient"])(X, A.clone()), out)
 
 
 # ----------------------------------------------------------------------------- LU
@@ -735,7 +735,7 @@ def qr(A, mode="reduced", *, out=None):
 
 def _qr_torch(input, some=True, *, out=None):
     """torch.qr (deprecated there): some=False is mode='complete'."""
-    return _outs(namedtuple("qr", ["Q", "R"])(*qr(input, "reduced" if some else "complete")), out)
+    return _outs(structseq("qr", ["Q", "R"])(*qr(input, "reduced" if some else "complete")), out)
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -831,7 +831,7 @@ def _svd_torch(input, some=True, compute_uv=True, *, out=None):
     U, S, Vh = svd(input, full_matrices=not some)
     if not compute_uv:
         U, Vh = U.detach().zero_(), Vh.detach().zero_()
-    return _outs(namedtuple("svd", ["U", "S", "V"])(U, S, Vh.mT), out)
+    return _outs(structseq("svd", ["U", "S", "V"])(U, S, Vh.mT), out)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -1044,7 +1044,7 @@ def _lu_solve_torch(b, LU_data, LU_pivots, *, out=None):
 
 def _slogdet_torch(A, *, out=None):
     sign, logabsdet = slogdet(A)
-    return _outs(namedtuple("slogdet", ["sign", "logabsdet"])(sign, logabsdet), out)
+    return _outs(structseq("slogdet", ["sign", "logabsdet"])(sign, logabsdet), out)
 
 
 # webgrad.<name> (torch's top-level functions) and the Tensor methods that run them

@@ -131,3 +131,21 @@ def test_torchs_errors():
         x.sort(dim=1)
     with pytest.raises(TypeError, match="must be int"):
         x.topk(1.5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, x: t.max(x, 1), lambda t, x: t.min(x, 0, keepdim=True), lambda t, x: t.sort(x, 1),
+    lambda t, x: t.topk(x, 2), lambda t, x: t.kthvalue(x, 1), lambda t, x: t.median(x, 1), lambda t, x: t.mode(x, 1),
+    lambda t, x: t.cummax(x, 1), lambda t, x: t.aminmax(x), lambda t, x: t.frexp(x), lambda t, x: t.svd(x[:, :2]),
+    lambda t, x: t.linalg.slogdet(x[:, :2]), lambda t, x: t.linalg.qr(x), lambda t, x: t.linalg.lu_factor(x[:, :2])],
+    ids=["max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "aminmax", "frexp", "svd", "slogdet",
+         "linalg_qr", "lu_factor"])
+def test_named_results_are_torchs_return_types(call):
+    """Ops returning several tensors return torch.return_types.NAME: fields by name, and torch's printing."""
+    values = [[4.0, 1.0, 3.0], [2.0, 5.0, 0.5]]
+    ours, theirs = call(wg, wg.tensor(values)), call(torch, torch.tensor(values))
+    assert type(ours).__name__ == type(theirs).__name__ and len(ours) == len(theirs)
+    # field names and values as torch prints them (the package named as webgrad's dtypes are, outside as_torch())
+    assert repr(ours) == repr(theirs).replace("torch.", "webgrad.")
+    assert all(getattr(ours, name) is value for name, value in zip(ours._fields, ours))
+    assert isinstance(ours, getattr(wg.return_types, type(theirs).__name__))

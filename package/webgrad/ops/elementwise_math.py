@@ -5,8 +5,8 @@ Each is a record's kernel or a composition of webgrad ops, with PyTorch's gradie
 """
 
 import math
-from collections import namedtuple
 
+from ..return_types import structseq
 from .. import dtypes
 from .._autograd import no_grad, record, renamed
 from .._tensor import Tensor, tensor
@@ -14,7 +14,7 @@ from . import elementwise as ew
 from . import table
 from .core import cast, unbroadcast
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])  # torch.return_types.frexp
+frexp_result = structseq("frexp", ["mantissa", "exponent"])  # torch.return_types.frexp
 
 
 def _check_tensor(x, op):

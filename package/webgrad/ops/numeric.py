@@ -8,8 +8,8 @@ of and it runs on every backend.
 import math
 import numbers
 import warnings
-from collections import namedtuple
 
+from ..return_types import structseq
 from .. import _norm, dtypes
 from .._tensor import Tensor, _norm_dim, tensor
 from .core import cast, check_same_device
@@ -17,7 +17,7 @@ from .elementwise import where
 from .shape import cat, narrow
 from . import reduce
 
-aminmax_result = namedtuple("aminmax", ["min", "max"])  # torch.return_types.aminmax
+aminmax_result = structseq("aminmax", ["min", "max"])  # torch.return_types.aminmax
 
 
 def _check(input, op, name="input"):

@@ -6,8 +6,7 @@ form one block of a contiguous tensor are reduced in place. Sum, prod, max and m
 argmax/argmin over such a set permute the reduced dims to the end first (one copy).
 """
 
-from collections import namedtuple
-
+from ..return_types import structseq
 from .. import dtypes
 from .._autograd import no_grad, record, renamed
 from .._view import View
@@ -16,8 +15,6 @@ from .core import cast, new
 from .elementwise import maximum, minimum, where
 from .autocast_policy import full_precision
 from .._backends import kernels
-
-values_indices = namedtuple("return_types", ["values", "indices"])
 
 
 def _dims(x, dim):
@@ -177,6 +174,8 @@ def _pick_extreme(op, x, dims, keepdim):
 
 
 def _extreme(op):
+    values_indices = structseq(op, ["values", "indices"])  # torch.return_types.max / .min
+
     def fn(input, dim=None, keepdim=False):
         if isinstance(dim, Tensor):  # max(a, b) is maximum
             return (maximum if op == "max" else minimum)(input, dim)

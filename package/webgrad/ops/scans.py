@@ -3,8 +3,7 @@ the dim (kernels.scan), with PyTorch's gradients: cumprod's exact with zeros, lo
 of the gradient's positive and negative parts, and cummax/cummin's to the positions their indices name.
 """
 
-from collections import namedtuple
-
+from ..return_types import structseq
 from .. import dtypes
 from .._autograd import no_grad, record
 from .._tensor import Tensor, _norm_dim, full
@@ -13,8 +12,8 @@ from .elementwise import where
 from .reduce import _layout, cumsum
 from .._backends import kernels
 
-cummax_result = namedtuple("cummax", ["values", "indices"])  # torch.return_types.cummax
-cummin_result = namedtuple("cummin", ["values", "indices"])
+cummax_result = structseq("cummax", ["values", "indices"])  # torch.return_types.cummax
+cummin_result = structseq("cummin", ["values", "indices"])
 
 _LOWEST = -3.4028234663852886e38  # float32's lowest: log(0) of the gradient's parts, as torch's
 

@@ -5,16 +5,15 @@ first), so sort is always stable (torch's stable=True; stable=False allows any o
 allowed). The values' gradient goes back to the entries they came from (a scatter by the indices, as torch's).
 """
 
-from collections import namedtuple
-
+from ..return_types import structseq
 from .. import dtypes
 from .._autograd import record
 from .._tensor import Tensor, _norm_dim
 from .core import cast, new
 from .._backends import kernels
 
-topk_result = namedtuple("topk", ["values", "indices"])  # torch.return_types.topk
-sort_result = namedtuple("sort", ["values", "indices"])  # torch.return_types.sort
+topk_result = structseq("topk", ["values", "indices"])  # torch.return_types.topk
+sort_result = structseq("sort", ["values", "indices"])  # torch.return_types.sort
 
 _KEYED = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64, dtypes.int32, dtypes.int64)
 

@@ -11,8 +11,8 @@ weights with a scatter.
 
 import builtins
 import numbers
-from collections import namedtuple
 
+from ..return_types import structseq
 from .. import dtypes
 from .._autograd import record
 from .._tensor import Tensor, _norm_dim, arange, full, linspace, tensor, zeros
@@ -24,12 +24,12 @@ from .shape import cat
 from . import reduce
 from .._backends import kernels
 
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])  # torch.return_types
-median_result = namedtuple("median", ["values", "indices"])
-nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
-mode_result = namedtuple("mode", ["values", "indices"])
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+kthvalue_result = structseq("kthvalue", ["values", "indices"])  # torch.return_types
+median_result = structseq("median", ["values", "indices"])
+nanmedian_result = structseq("nanmedian", ["values", "indices"])
+mode_result = structseq("mode", ["values", "indices"])
+histogram_result = structseq("histogram", ["hist", "bin_edges"])
+histogramdd_result = structseq("histogramdd", ["hist", "bin_edges"])
 
 
 def _check(input, op):
