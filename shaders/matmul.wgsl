@@ -97,6 +97,14 @@ override WARP_TILED: bool = false;
 // of a multiple of 8 vec4s (BM4, BN4) and WG_X, WG_Y multiples of 8 with TM4/TN4 > 1.
 override SWIZZLE: bool = false;
 
+// CAUSAL: the products of causal attention (ops/attention_chunked.py), whose weights are lower-triangular, walk
+// only the K steps that can add anything (k_range): 1, only out[m, n] with n <= m is wanted, so a tile wholly
+// above the diagonal runs no K step (and stores zeros); 2, op(a) is lower-triangular (op(a)[m, k] = 0 for k > m):
+// a tile's K steps end at its last row; 3, op(a) is upper-triangular (op(a)[m, k] = 0 for k < m): they start at
+// the step holding its first row. The steps kept whole at either end only add true zeros. Not with split-K or
+// batch-reduce items (the plan leaves them out).
+override CAUSAL: u32 = 0u;
+
 override NT: u32 = WG_X * WG_Y;      // threads per slice
 override BM4: u32 = WG_Y * TM / 4u;  // tile rows, in vec4s
 override BN4: u32 = WG_X * TN / 4u;  // tile columns, in vec4s
@@ -163,14 +171,13 @@ fn setup(li: u32, wid: vec3<u32>) {
     row0 = wid.y * BM4 * 4u;
     batch = wid.z;
     split = 0u;
-    step0 = 0u;
-    step1 = P.ntiles;
     if (SPLIT_K) {
         batch = wid.z / P.splits;
         split = wid.z % P.splits;
-        step0 = split * P.split_steps;
-        step1 = min(P.items * P.ntiles, step0 + P.split_steps);
     }
+    let steps = k_range(wid);
+    step0 = steps.x;
+    step1 = steps.y;
     a_base = P.a_off + batch * P.items * P.a_bs;
     b_base = P.b_off + batch * P.items * P.b_bs;
 }
@@ -568,13 +575,23 @@ fn combine_slices() {
 // workgroup variable, as before, cost 16 bytes of workgroup memory: 128x128 tiles then needed 16,400
 // bytes, over the 16,384 a browser grants by default.)
 fn iterations(wid: vec3<u32>) -> u32 {
+    let steps = k_range(wid);
+    return (steps.y - steps.x + KS - 1u) / KS;
+}
+
+// The K steps [first, last) of workgroup wid: its split's (SPLIT_K), cut to the triangle where CAUSAL says.
+fn k_range(wid: vec3<u32>) -> vec2<u32> {
     var first = 0u;
     var last = P.ntiles;
     if (SPLIT_K) {
         first = (wid.z % P.splits) * P.split_steps;
         last = min(P.items * P.ntiles, first + P.split_steps);
     }
-    return (max(last, first) - first + KS - 1u) / KS;
+    let r0 = wid.y * BM4 * 4u;  // the tile's first row
+    if (CAUSAL == 1u && wid.x * BN4 * 4u >= r0 + BM4 * 4u) { last = first; }
+    if (CAUSAL == 2u) { last = min(last, (r0 + BM4 * 4u + BK - 1u) / BK); }
+    if (CAUSAL == 3u) { first = max(first, r0 / BK); }
+    return vec2<u32>(first, max(last, first));
 }
 
 fn buffer(s: u32) -> u32 { return stage0 + s % NBUF; }  // the workgroup buffer of this slice's s-th step

@@ -337,3 +337,52 @@ def test_dispatches(chunks, monkeypatch):
     # forward chunks: two of the backward's where the budget of three buffers is cut in two
     forward_chunks = -(-H // min(H, (H // chunks) * 3 // 2))
     assert (forward, backward) == (3 * forward_chunks, 7 * chunks)
+
+
+@pytest.fixture
+def gpu_kernels(monkeypatch):
+    """The runtime's GPU kernel variants (matmul.wgsl's workgroup tiles) on whatever adapter runs the tests."""
+    from webgrad._backends.webgpu.runtime import default_runtime
+    rt = default_runtime()
+    monkeypatch.setattr(rt, "software", False)
+    monkeypatch.setattr(rt, "variant", dict(rt.variant, matmul_profile="gpu"))
+    return rt
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+@pytest.mark.parametrize("part", ["out", "a_lower", "a_upper"])
+@pytest.mark.parametrize("M,N,K", [(200, 200, 64), (130, 70, 260), (1024, 64, 1024)])
+def test_matmul_causal_skips_only_what_the_triangle_zeroes(part, M, N, K, gpu_kernels):
+    """kernels.matmul_causal on matmul.wgsl's tiles (CAUSAL): "out" computes every wanted (lower) element,
+    "a_lower"/"a_upper" with a triangular op(a) give the whole product; the plans carry the constant."""
+    from webgrad._backends import kernels
+    from webgrad._backends.webgpu import matmul_plan
+    trans_a = part == "a_upper"
+    a = RNG.standard_normal((2, M, K)).astype(np.float32)
+    if part == "a_lower":
+        a = np.tril(a)
+    elif part == "a_upper":
+        a = np.triu(a)
+    b = RNG.standard_normal((2, K, N)).astype(np.float32)
+    want = a @ b
+    a_stored = np.ascontiguousarray(a.transpose(0, 2, 1)) if trans_a else a
+    out = wg.empty(2, M, N, device="webgpu")
+    ta, tb = (wg.tensor(x, device="webgpu") for x in (a_stored, b))
+    kernels.matmul_causal(out.device.backend, out._view, ta._view, tb._view, trans_a=trans_a, part=part)
+    got = out.cpu().numpy()
+    if part == "out":
+        keep = np.tril(np.ones((M, N), bool))
+        got, want = got[:, keep], want[:, keep]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    code = matmul_plan.CAUSAL_PARTS[part]
+    assert any(isinstance(k, matmul_plan.MatmulPlan) and k.constants.get("CAUSAL") == code for k in gpu_kernels.memo)
+
+
+@pytest.mark.skipif("webgpu" not in DEVICES, reason="no WebGPU adapter")
+@pytest.mark.parametrize("paths", ["chunked", "mixed"])
+def test_causal_products_on_gpu_tiles_match_torch(paths, gpu_kernels, monkeypatch):
+    """Causal attention by the products on matmul.wgsl's tiles, which skip the weights' zero triangle: output and
+    gradients as torch's, over several tiles a side and a rectangular T_q != T_k."""
+    monkeypatch.setattr(ac, "FORCE", paths)
+    _run("webgpu", (1, 3, 200, 200, 64, 64), {"is_causal": True}, None)
+    _run("webgpu", (2, 2, 130, 260, 24, 16), {"is_causal": True}, None)

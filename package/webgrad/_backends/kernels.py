@@ -197,6 +197,13 @@ out: contiguous [batch, M, N]. a: [batch, M, K], or [batch, K, M] when trans_a (
 stride (strides[0]) is the matrix size, or 0 to reuse one matrix for every batch. bias: optional contiguous
 [N], added to every row before relu.""", half=HALF)
 
+matmul_causal = _kernel("matmul_causal", "out:out a:in b:in trans_a:arg=False trans_b:arg=False part:arg='out'",
+                        """matmul without bias for the products of causal attention (ops/attention_chunked.py),
+whose weights are lower-triangular, where a backend may skip what the triangle makes zero or unwanted. part "out":
+only out[..., m, n] with n <= m is wanted (the rest is unspecified); "a_lower": op(a) is lower-triangular (op(a)[m, k]
+is 0 for k > m); "a_upper": op(a) is upper-triangular (0 for k < m). Otherwise as matmul; computing the whole
+product is a correct implementation.""")
+
 # ------------------------------------------------------------------------------------------ indexing
 
 index_select = _kernel("index_select", "out:out x:in index:in", """out[o, k, i] = x[o, index[k], i]. x: [outer,

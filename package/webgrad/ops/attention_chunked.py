@@ -278,6 +278,8 @@ class _Plan:
             elif attn_mask is not None:
                 mask = attn_mask if attn_mask.dtype is self.dtype else attn_mask.to(self.dtype)
                 self.bias = _Mask(mask, self.lead, L, S)
+        # causal: the weights are lower-triangular, and the products skip what that makes zero (kernels.matmul_causal)
+        self.causal = bool(is_causal)
         cut = self.masked or self.bias
         per_pair = L * S * self.dtype.itemsize
         self.forward_n = _chunk_size(self.pairs, per_pair, FORWARD_BUFFERS, cut)
@@ -292,10 +294,17 @@ class _Plan:
     def operands(self, query, key, value):
         return tuple(_pairs(t, self.lead, self.pairs) for t in (query, key, value))
 
+    def _product(self, part, out, a, b, trans_a=False, trans_b=False):
+        """out = op(a) @ op(b); with a causal mask, kernels.matmul_causal told which triangle matters (`part`)."""
+        if self.causal:
+            kernels.matmul_causal(self.backend, out, a, b, trans_a=trans_a, trans_b=trans_b, part=part)
+        else:
+            kernels.matmul(self.backend, out, a, b, trans_a=trans_a, trans_b=trans_b)
+
     def _weights(self, q3, k3, a, b, c0, n):
         """P of pairs c0 .. c0 + n into b (scratch a holds the scores, then is free); its 4-D shape and mask."""
         backend, bias, masked = self.backend, self.bias, self.masked
-        kernels.matmul(backend, a, _block(q3, c0, n), _block(k3, c0, n), trans_b=True)
+        self._product("out", a, _block(q3, c0, n), _block(k3, c0, n), trans_b=True)
         if bias is not None:
             bv, shape4 = bias.chunk(c0, n)
             a4, b4 = _as4(a, shape4), _as4(b, shape4)
@@ -318,7 +327,7 @@ class _Plan:
             if self.dropout_p > 0:
                 kernels.dropout(backend, a, b, self.dropout_p, self.seed, self.offsets[c0])
                 b = a
-            kernels.matmul(backend, _block(out, c0, n), b, _block(v3, c0, n))
+            self._product("a_lower", _block(out, c0, n), b, _block(v3, c0, n))
         return out
 
     def backward(self, g, q3, k3, v3, wants):
@@ -340,10 +349,10 @@ class _Plan:
                 weights_used = a
             g_blk = _block(g3, c0, n)
             if gv is not None:
-                kernels.matmul(backend, _block(gv, c0, n), weights_used, g_blk, trans_a=True)
+                self._product("a_upper", _block(gv, c0, n), weights_used, g_blk, trans_a=True)
             if gq is None and gk is None:
                 continue
-            kernels.matmul(backend, c, g_blk, _block(v3, c0, n), trans_b=True)  # c: dPd
+            self._product("out", c, g_blk, _block(v3, c0, n), trans_b=True)  # c: dPd
             d_p, d_s = c, a
             if p > 0:
                 kernels.dropout(backend, a, c, p, self.seed, self.offsets[c0])  # a: dP
@@ -351,9 +360,9 @@ class _Plan:
             kernels.softmax_masked_backward(backend, _as4(d_s, shape4), _as4(d_p, shape4), _as4(b, shape4), mv,
                                             self.scale)
             if gq is not None:
-                kernels.matmul(backend, _block(gq, c0, n), d_s, _block(k3, c0, n))
+                self._product("a_lower", _block(gq, c0, n), d_s, _block(k3, c0, n))
             if gk is not None:
-                kernels.matmul(backend, _block(gk, c0, n), d_s, _block(q3, c0, n), trans_a=True)
+                self._product("a_upper", _block(gk, c0, n), d_s, _block(q3, c0, n), trans_a=True)
         return gq, gk, gv
 
     def grads(self, gq, gk, gv, in_shapes):

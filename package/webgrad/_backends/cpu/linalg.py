@@ -34,6 +34,12 @@ def matmul(out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     array(out)[...] = res
 
 
+@kernels.matmul_causal.implement("cpu")
+def matmul_causal(out, a, b, trans_a=False, trans_b=False, part="out"):
+    # the whole product: BLAS has no triangular shortcut worth a copy, and the contract allows it
+    matmul(out, a, b, trans_a, trans_b)
+
+
 @kernels.lu_factor.implement("cpu")
 def lu_factor(lu, pivots, info, a):
     w = array(a).copy()

@@ -132,13 +132,25 @@ def matmul(rt, out, a, b, trans_a=False, trans_b=False, bias=None, relu=False):
     launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides)
 
 
-def launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides, types=F32):
+@kernels.matmul_causal.implement("webgpu")
+def matmul_causal(rt, out, a, b, trans_a=False, trans_b=False, part="out"):
+    if part not in matmul_plan.CAUSAL_PARTS:
+        raise ValueError(f"matmul_causal: part must be one of {sorted(matmul_plan.CAUSAL_PARTS)}, got {part!r}")
+    strides = checked(out, a, b, trans_a, trans_b, None)
+    if out.numel == 0:
+        return
+    a, b = (materialize(rt, v) if v.storage is out.storage else v for v in (a, b))
+    launch(rt, out, a, b, trans_a, trans_b, None, False, strides, causal=matmul_plan.CAUSAL_PARTS[part])
+
+
+def launch(rt, out, a, b, trans_a, trans_b, bias, relu, strides, types=F32, causal=0):
     """Plan and record the product of views `checked` accepted (strides: its result), none of them in out's
-    storage, on the kernel variant of element `types` (AT, BT, OT, CT)."""
+    storage, on the kernel variant of element `types` (AT, BT, OT, CT); causal: matmul_plan.plan's."""
     batch, M, N = out.shape
     K = a.shape[1] if trans_a else a.shape[2]
     p = matmul_plan.plan(batch, M, N, K, trans_a, trans_b, bias is not None, relu, a.offset, b.offset,
-                         out.offset, bias.offset if bias is not None else 0, *strides, profile=profile(rt))
+                         out.offset, bias.offset if bias is not None else 0, *strides, profile=profile(rt),
+                         causal=causal)
     run_plan(rt, p, a.storage, b.storage, out.storage, bias.storage if bias is not None else None, types)
 
 

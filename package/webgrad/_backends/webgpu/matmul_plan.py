@@ -428,16 +428,23 @@ def choose_splits(cfg, batch, M, N, steps, profile="gpu"):
 
 def plan(batch, M, N, K, trans_a, trans_b, has_bias, relu,
          a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, config=None,
-         items=1, bias_rows=False, gather=None, splits=None, profile="gpu"):
+         items=1, bias_rows=False, gather=None, splits=None, profile="gpu", causal=0):
     """The dispatch(es) for one batched matmul (see the module docstring), for an adapter of `profile`
     (see PROFILES). `config` forces a tile configuration by name (a key of CONFIGS) and `splits` a K
-    split; by default both are chosen from the sizes. Cached: the same arguments return the same
-    (read-only) plan object."""
+    split; by default both are chosen from the sizes. `causal` (CAUSAL_PARTS' codes, a plain product only):
+    the triangle matmul.wgsl's CAUSAL skips (the GPU profile; the CPU profile's kernels compute everything).
+    Cached: the same arguments return the same (read-only) plan object."""
     if profile not in PROFILES:
         raise ValueError(f"unknown matmul profile {profile!r}: expected one of {PROFILES}")
+    if causal and (items != 1 or gather is not None or has_bias or relu or profile == "cpu"):
+        causal = 0
     return _plan(batch, M, N, K, bool(trans_a), bool(trans_b), bool(has_bias), bool(relu), a_offset, b_offset,
                  out_offset, bias_offset, a_batch_stride, b_batch_stride, config, profile, items,
-                 bool(bias_rows), tuple(gather) if gather is not None else None, splits)
+                 bool(bias_rows), tuple(gather) if gather is not None else None, splits, causal)
+
+
+# matmul.wgsl's CAUSAL codes: only the lower triangle of out wanted; op(a) lower-triangular; op(a) upper-triangular
+CAUSAL_PARTS = {"out": 1, "a_lower": 2, "a_upper": 3}
 
 
 # matmul.wgsl's Params: 16 u32; the gather's image size and stride (4 u32), dilation and padding (4 i32)
@@ -446,7 +453,7 @@ _PARAMS = struct.Struct("<20I4i")
 
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset, bias_offset,
-          a_batch_stride, b_batch_stride, config, profile, items, bias_rows, gather, splits):
+          a_batch_stride, b_batch_stride, config, profile, items, bias_rows, gather, splits, causal=0):
     if min(batch, M, N, items) < 1 or K < 0:
         raise ValueError(f"matmul: bad sizes batch={batch} M={M} N={N} K={K} items={items}")
     if gather is not None and len(gather) != 11:
@@ -474,11 +481,13 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
         splits = choose_splits(cfg, batch, M, N, steps, profile)
         if splits == 1 and cfg == MID_TWIN and not _FORCED_SPLITS:
             splits = _mid_splits(batch, M, N, K * items, steps)
-        if cfg == MID_TWIN and trans_a and not trans_b and items == 1 and not config and not _FORCED_SPLITS:
-            splits = max(splits, _weight_grad_splits(batch, M, N, K, steps))
         elif (splits == 1 and cfg == LONG_NN_TWIN and not config and not _FORCED and not _FORCED_SPLITS
               and gather is None and _long_nn(batch, M, N, K, trans_a, trans_b, items)):
             splits = _long_nn_splits(batch, M, N, steps)
+        if cfg == MID_TWIN and trans_a and not trans_b and items == 1 and not config and not _FORCED_SPLITS:
+            splits = max(splits, _weight_grad_splits(batch, M, N, K, steps))
+        if causal:  # (matmul.wgsl's CAUSAL cuts a tile's own K range: no split-K)
+            splits = 1
     splits = max(1, min(splits, steps))
     split_steps = -(-steps // splits) if steps else 0
     splits = -(-steps // split_steps) if steps else 1  # no empty split
@@ -494,7 +503,7 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM and not config and cfg != "128x128":
         return _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, out_offset,
                      bias_offset, a_batch_stride, b_batch_stride, "128x128", profile, items, bias_rows, gather,
-                     1)
+                     1, causal)
     if max(workgroups) > MAX_WORKGROUPS_PER_DIM:
         raise ValueError(f"matmul too large for one dispatch: workgroups {workgroups}")
     _check_u32(a_offset, b_offset, out_offset, bias_offset, a_batch_stride, b_batch_stride, splits * batch * M * N)
@@ -515,6 +524,8 @@ def _plan(batch, M, N, K, trans_a, trans_b, has_bias, relu, a_offset, b_offset, 
     constants = dict(c)
     constants.update(TRANS_A=int(trans_a), TRANS_B=int(trans_b), HAS_BIAS=int(has_bias and not split),
                      RELU=int(relu and not split), BIAS_ROWS=int(bias_rows), SPLIT_K=int(split or items > 1))
+    if causal:
+        constants["CAUSAL"] = causal
     if not vec_b:  # B_GATHER is read by the scalar-b entry points only (constants must be used)
         constants["B_GATHER"] = int(gather is not None)
     if gather is not None:
