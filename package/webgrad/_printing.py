@@ -112,6 +112,14 @@ def _complex_strings(pairs):
     return [r.rjust(width) + ("" if i.startswith("-") else "+") + i + "j" for r, i in zip(re, im)]
 
 
+def _column_width(t, flat, strs):
+    """The width every value is padded to. PyTorch's float formatter measures only the nonzero finite values
+    (at least 1), so nan, inf and zeros never widen a column: tensor([-0., 1.]), tensor([nan, 1.])."""
+    if t.dtype.is_floating and not t.dtype.is_complex:
+        return max([1] + [len(s) for s, v in zip(strs, flat) if v == v and v != 0 and abs(v) != float("inf")])
+    return max(len(s) for s in strs)
+
+
 def _format_values(t):
     if t.numel() == 0:
         return "[]" if t.ndim <= 1 else f"[], size={tuple(t.shape)}"
@@ -124,7 +132,7 @@ def _format_values(t):
         shown, cut = data, [False] * data.ndim
     flat = shown._decode(shown._bytes())
     strs = _complex_strings(flat) if t.dtype.is_complex else _strings(t, flat)
-    width = max(len(s) for s in strs)
+    width = _column_width(t, flat, strs)
     strs = [s.rjust(width) for s in strs]
     nested = _nest(strs, shown._view.shape[:t.ndim])
     ndim = t.ndim

@@ -192,6 +192,16 @@ def test_repr_matches_torch_and_summarises():
         assert repr(wg.tensor(a)) == repr(torch.tensor(a)), a.shape
 
 
+def test_repr_pads_to_the_nonzero_finite_values_as_torch():
+    # nan, inf and zeros do not widen the column torch pads to: tensor([-0., 1.]), tensor([nan, 1.])
+    import torch
+    nan, inf = float("nan"), float("inf")
+    cases = [[-0.0, 1.0], [nan, 1.0], [-inf, 1.0], [-0.0, 0.0], [[nan, 1.0], [2.0, 3.0]], [nan, 100.0, -0.0],
+             [inf, 2.5], [0.0, -1.5, 2.25], [1e9, -inf, 0.0], [nan, inf], [1e-5, nan]]
+    for values in cases:
+        assert repr(wg.tensor(values)) == repr(torch.tensor(values)), values
+
+
 def test_repr_suffixes_wrap_at_the_line_width_as_torchs():
     # grad_fn=, requires_grad=, size= go on a line of their own where they would pass 80 columns
     import numpy as np
