@@ -55,18 +55,17 @@ CHUNKED_MIN_KEYS = 128
 FUSED_MIN_ROWS = 4096
 # The fused kernels keep a row's head (the query's and the output's, or the key's and value's gradients) in a
 # thread's registers: past 64 elements a head they spill, and a forward wider than V_SLICE_MAX vec4s walks the keys
-# once per slice, where the products do not care about the head size. On an H200 (`python -m webgrad.bench attention
-# --torch`, then WEBGRAD_SDPA=chunked; causal, us per call, fused against chunked): head 128 forward 752 against 364
-# (4 x 12 x 512 tokens), 1,097 against 535 (8 x 32 x 256), 3,180 against 3,187 (2 x 8 x 2,048); head 96 forward 146
-# against 150 and 458 against 454; so from CHUNKED_FORWARD_MIN_HEAD the whole call takes the products. Backward: head
-# 128 3,304 against 653, 4,342 against 1,623, 13,772 against 7,824; head 96 790 against 248 and 2,258 against 768;
-# head 80 932 against 769 (16 x 8 x 256), where the forward stays fused (241 against 449); so from
-# CHUNKED_BACKWARD_MIN_HEAD the backward takes the products behind a fused forward. Head 64: backward 454 against
-# 255 at 256 tokens (16 x 6), but 3,850 against 4,089 at 1,024 (8 x 12): the products' backward up to
-# CHUNKED_BACKWARD_MAX_KEYS keys. Heads of 32 and 48 stay fused (214 against 360; 333 against 328).
-CHUNKED_FORWARD_MIN_HEAD = 112
-CHUNKED_BACKWARD_MIN_HEAD = 80
-CHUNKED_BACKWARD_HEAD, CHUNKED_BACKWARD_MAX_KEYS = 64, 512
+# once per slice, where the products do not care about the head size; a causal call's products skip the weights'
+# zero triangle (kernels.matmul_causal). On an H200 (`python -m webgrad.bench attention`, with WEBGRAD_SDPA=fused,
+# =mixed and =chunked in one call; causal, us per call, fused against chunked): forward, head 128 1,858 against 312
+# (4 x 12 heads x 512 tokens), head 96 146 against 119 (16 x 4 x 256), head 80 240 against 198 (16 x 8 x 256), so
+# from CHUNKED_FORWARD_MIN_HEAD the whole call takes the products; head 64 127 against 142 (256 tokens) and 1,122
+# against 1,768 (1,024), head 48 96 against 165. Backward: head 64 451 against 250 (16 x 6 x 256) and 941 against
+# 528 (8 x 8 x 512), head 48 336 against 277 (16 x 8 x 256), so from CHUNKED_BACKWARD_HEAD over at most
+# CHUNKED_BACKWARD_MAX_KEYS keys the backward takes the products behind a fused forward; but head 64 over 1,024 and
+# 2,048 keys 3,849 against 3,644 and 5,269 against 6,081, and head 32 over 128 keys 218 against 356: fused.
+CHUNKED_FORWARD_MIN_HEAD = 80
+CHUNKED_BACKWARD_HEAD, CHUNKED_BACKWARD_MAX_KEYS = 48, 512
 # "fused", "chunked" (both directions) or "mixed" (the fused forward, the chunked backward) forces every call that
 # can take that path (tests, benchmarks: WEBGRAD_SDPA=fused ...); None: choose() decides.
 FORCE = os.environ.get("WEBGRAD_SDPA") or None
@@ -106,8 +105,8 @@ def choose(query, key, value, attn_mask=None):
          products spread the keys over the device, on software adapters too (lavapipe: a 256-key step over 8
          heads takes 1.4 ms against 3.4);
       5. a head (query or value) of CHUNKED_FORWARD_MIN_HEAD or more: chunked (measured above);
-      6. a head of CHUNKED_BACKWARD_MIN_HEAD or more, or of CHUNKED_BACKWARD_HEAD with at most
-         CHUNKED_BACKWARD_MAX_KEYS keys: the fused forward and the chunked backward (measured above);
+      6. a head of CHUNKED_BACKWARD_HEAD or more with at most CHUNKED_BACKWARD_MAX_KEYS keys: the fused forward
+         and the chunked backward (measured above);
       7. else fused: a thread per row fills the GPU, and no [L, S] scores go through memory.
     Either path hands over to the other where it cannot run the call (sdpa): the chunked path where the scratch of
     one (batch, head) pair would pass SCRATCH_BYTES or for dtypes its kernels lack, the fused kernels for head
@@ -125,7 +124,7 @@ def choose(query, key, value, attn_mask=None):
     head = max(query.shape[-1], value.shape[-1])
     if head >= CHUNKED_FORWARD_MIN_HEAD:
         return "chunked", "chunked"
-    if head >= CHUNKED_BACKWARD_MIN_HEAD or (head >= CHUNKED_BACKWARD_HEAD and S <= CHUNKED_BACKWARD_MAX_KEYS):
+    if head >= CHUNKED_BACKWARD_HEAD and S <= CHUNKED_BACKWARD_MAX_KEYS:
         return "fused", "chunked"
     return "fused", "fused"
 
