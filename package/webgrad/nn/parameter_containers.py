@@ -14,13 +14,15 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _describe(key, p):
-    """One repr line: PyTorch's `(0): Parameter containing: [<dtype> of size 2x3]`, the device named off the CPU."""
+def _describe(key, p, legacy_type=False):
+    """One repr line as PyTorch's: `(0): Parameter containing: [torch.float32 of size 2x3]` in a ParameterList,
+    `[torch.FloatTensor of size 2x3]` (the legacy type name, legacy_type) in a ParameterDict; the device is named
+    for an accelerator's tensors (PyTorch's cuda and privateuse1), not for the CPU's or the meta device's."""
     if isinstance(p, Tensor):
         size = "x".join(str(s) for s in p.shape)
-        device = "" if p.device.type == "cpu" else f" ({p.device})"
+        device = "" if p.device.type in ("cpu", "meta") else f" ({p.device})"
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"  ({key}): {kind} containing: [{p.dtype} of size {size}{device}]"
+        return f"  ({key}): {kind} containing: [{p.type() if legacy_type else p.dtype} of size {size}{device}]"
     return f"  ({key}): Object of type: {type(p).__name__}"
 
 
@@ -192,7 +194,7 @@ class ParameterDict(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(_describe(k, p) for k, p in self.items())
+        return "\n".join(_describe(k, p, legacy_type=True) for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")

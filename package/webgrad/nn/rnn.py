@@ -270,7 +270,8 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
-    """Elman RNN: h_t = tanh(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh) (or relu)."""
+    """Elman RNN: h_t = tanh(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh) (or relu). Its repr is RNNBase's, which
+    leaves the nonlinearity out, as PyTorch's (RNN(3, 4) with relu too); RNNCell's names it."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None, proj_size=0):
@@ -279,10 +280,6 @@ class RNN(RNNBase):
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
                          num_layers, bias, batch_first, dropout, bidirectional, proj_size, device=device, dtype=dtype)
-
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
 
 
 class LSTM(RNNBase):
