@@ -78,6 +78,7 @@ from ._flags import (are_deterministic_algorithms_enabled, get_float32_matmul_pr
                      is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
                      use_deterministic_algorithms)
 from ._flags import get_deterministic_debug_mode, set_deterministic_debug_mode  # noqa: F401
+from ._symbolic import cond, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sum  # noqa: F401
 from ._predicates import is_floating_point, is_nonzero, is_tensor, numel
 from . import cpu  # torch.cpu: the CPU device's module (torch.get_device_module("cpu"))
 from .amp import GradScaler  # torch.GradScaler: torch.amp.GradScaler

@@ -103,7 +103,12 @@ def get(spec=None):
 
 
 def set_default_device(spec):
-    """Make `spec` the device for tensors created without device= (PyTorch's torch.set_default_device)."""
+    """Make `spec` the device for tensors created without device= (PyTorch's torch.set_default_device); None
+    restores the usual default: "cpu", or "webgpu" where there is no CPU device (Pyodide without NumPy)."""
+    if spec is None:
+        import importlib.util
+        _default[0] = "cpu" if importlib.util.find_spec("numpy") is not None else "webgpu"
+        return
     _default[0] = device(spec).type
 
 

@@ -253,3 +253,59 @@ def test_compiler_configs_after_a_bare_import(lib):
         assert lib._inductor.config.coordinate_descent_tuning is True
     assert lib._inductor.config.coordinate_descent_tuning is False
     assert lib._inductor.config.triton.cudagraphs is False
+
+
+# ------------------------------------------------------------------ devices, nn.utils, torch.testing, sym_* and cond
+@LIBS
+def test_set_default_device_none_restores_cpu(lib):
+    lib.set_default_device("meta")
+    try:
+        assert lib.ones(1).device.type == "meta"
+    finally:
+        lib.set_default_device(None)
+    assert lib.get_default_device() == lib.device("cpu") and lib.ones(1).device.type == "cpu"
+
+
+@LIBS
+def test_skip_init_and_fusion_from_nn_utils(lib):
+    m = lib.nn.utils.skip_init(lib.nn.Linear, 3, 2)
+    assert m.weight.shape == (2, 3) and m.weight.device.type == "cpu" and not m.weight.is_meta
+    with pytest.raises(RuntimeError, match="Expected a Module"):
+        lib.nn.utils.skip_init(dict)
+    lib.manual_seed(0)
+    conv, bn = lib.nn.Conv2d(2, 3, 3).eval(), lib.nn.BatchNorm2d(3).eval()
+    with lib.no_grad():
+        bn.running_mean.uniform_()
+        bn.running_var.uniform_(0.5, 1.5)
+    x = lib.randn(1, 2, 5, 5)
+    assert lib.allclose(lib.nn.utils.fuse_conv_bn_eval(conv, bn)(x), bn(conv(x)), atol=1e-5)
+    linear, bn1 = lib.nn.Linear(3, 3).eval(), lib.nn.BatchNorm1d(3).eval()
+    y = lib.ones(2, 3)
+    assert lib.allclose(lib.nn.utils.fuse_linear_bn_eval(linear, bn1)(y), bn1(linear(y)), atol=1e-5)
+
+
+@LIBS
+def test_make_tensor(lib):
+    make_tensor = lib.testing.make_tensor
+    t = make_tensor((2, 3), dtype=lib.float32, device="cpu", low=-1, high=1, requires_grad=True)
+    assert t.shape == (2, 3) and t.requires_grad and bool(((t >= -1) & (t < 1)).all())
+    i = make_tensor(50, dtype=lib.int64, device="cpu", exclude_zero=True)
+    assert i.dtype == lib.int64 and bool(((i >= -9) & (i < 10) & (i != 0)).all())
+    assert make_tensor(4, 2, dtype=lib.float32, device="cpu", noncontiguous=True).stride() == (4, 2)
+    with pytest.raises(ValueError, match="`low` must be less than `high`, but got 2 >= 1"):
+        make_tensor(3, dtype=lib.float32, device="cpu", low=2, high=1)
+    with pytest.raises(ValueError, match="requires_grad=True` is not supported"):
+        make_tensor(3, dtype=lib.int32, device="cpu", requires_grad=True)
+    with pytest.raises(TypeError, match="dtype"):
+        make_tensor((2,))
+
+
+@LIBS
+def test_sym_helpers_and_cond(lib):
+    assert (lib.sym_int(3.7), lib.sym_int(-3.7), lib.sym_float(2), lib.sym_max(1, 2.0), lib.sym_min(1, 2)) == \
+        (3, -3, 2.0, 2.0, 1)
+    assert lib.sym_not(True) is False and lib.sym_ite(True, 1, 2) == 1 and lib.sym_sum([1, 2, 3]) == 6
+    assert lib.cond(lib.tensor(0.0), lambda x: x + 1, lambda x: x - 1, [lib.zeros(1)]).tolist() == [-1.0]
+    assert lib.cond(True, lambda x: x + 1, lambda x: x - 1, (lib.zeros(1),)).tolist() == [1.0]
+    with pytest.raises(RuntimeError, match="Expected pred to be bool or single-element tensor"):
+        lib.cond(lib.tensor([True, False]), lambda: 1, lambda: 2)
