@@ -309,3 +309,16 @@ def test_sym_helpers_and_cond(lib):
     assert lib.cond(True, lambda x: x + 1, lambda x: x - 1, (lib.zeros(1),)).tolist() == [1.0]
     with pytest.raises(RuntimeError, match="Expected pred to be bool or single-element tensor"):
         lib.cond(lib.tensor([True, False]), lambda: 1, lambda: 2)
+
+
+@LIBS
+def test_tensor_lr_steps_and_stays_a_tensor(lib):
+    p = lib.zeros(1, requires_grad=True)
+    opt = lib.optim.AdamW([p], lr=lib.tensor(0.1))
+    sched = lib.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    for _ in range(3):
+        p.grad = lib.ones(1)
+        opt.step()
+        sched.step()
+    assert round(p.item(), 4) == -0.1749 and float(opt.param_groups[0]["lr"]) == pytest.approx(0.0125)
+    assert isinstance(lib.optim.SGD([p], lr=lib.tensor(0.1)).param_groups[0]["lr"], lib.Tensor)

@@ -629,7 +629,22 @@ def _marks_step_called(step):
 
 
 def _stepped(self, step, args, kwargs):
-    """One step between the step hooks (see _marks_step_called)."""
+    """One step between the step hooks (see _marks_step_called). A group's lr given as a one-element tensor (as
+    torch allows) is read once and the step runs with its value; the group keeps the tensor."""
+    tensor_lrs = [(group, group["lr"]) for group in self.param_groups if isinstance(group.get("lr"), Tensor)]
+    for group, lr in tensor_lrs:
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+    for group, lr in tensor_lrs:
+        group["lr"] = lr.item()
+    try:
+        return _step_once(self, step, args, kwargs)
+    finally:
+        for group, lr in tensor_lrs:
+            group["lr"] = lr
+
+
+def _step_once(self, step, args, kwargs):
     self._opt_called = True
     flags = None if self._replaying or self.skips_on_device() or self._undoing else self._error_flags()
     if flags:
