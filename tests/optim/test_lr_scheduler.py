@@ -220,6 +220,29 @@ def test_warns_when_stepped_before_the_optimizer():
             sched.step()
 
 
+@pytest.mark.parametrize("schedule", list(SCHEDULES))
+def test_state_dict_keys_and_get_lr_outside_step_as_torch(schedule):
+    """state_dict() holds torch's keys in torch's order (its _get_lr_called_within_step too), and get_lr() called
+    from outside step() warns as torch's: the last lrs are get_last_lr()'s."""
+    results = []
+    for lib in (torch, wg):
+        opt = _optimizer(lib)
+        sched = SCHEDULES[schedule](lib.optim.lr_scheduler, opt)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                opt.step()
+                sched.step()
+            stepped = [str(w.message) for w in caught if "get_last_lr" in str(w.message)]
+            try:
+                sched.get_lr()
+            except NotImplementedError:  # SequentialLR's, in torch too
+                pass
+            outside = [str(w.message) for w in caught if "get_last_lr" in str(w.message)][len(stepped):]
+        results.append((list(sched.state_dict()), stepped, outside))
+    assert results[1] == results[0]
+
+
 def test_scheduler_drives_the_optimizer():
     """The optimizer reads the lr the scheduler wrote: with SGD and a constant gradient each step
     moves the parameter by exactly the scheduled lr."""
@@ -289,3 +312,23 @@ def test_more_schedulers_follow_torch(name):
     import torch
     import webgrad
     np.testing.assert_allclose(lrs(webgrad), lrs(torch), rtol=1e-12, atol=1e-15)
+
+
+def test_cyclic_state_dict_keeps_a_callable_objects_attributes_as_torch():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return self.k ** x
+
+    states = []
+    for lib in (torch, wg):
+        sched = lib.optim.lr_scheduler.CyclicLR(_optimizer(lib), 0.01, 0.1, scale_fn=Scale(0.5))
+        states.append(sched.state_dict()["_scale_fn_custom"])
+        fresh = lib.optim.lr_scheduler.CyclicLR(_optimizer(lib), 0.01, 0.1, scale_fn=Scale(0.9))
+        fresh.load_state_dict(sched.state_dict())
+        assert fresh._scale_fn_custom.k == 0.5
+    assert states[0] == states[1] == {"k": 0.5}
+    lambda_sched = wg.optim.lr_scheduler.CyclicLR(_optimizer(wg), 0.01, 0.1, scale_fn=lambda x: 1.0)
+    assert lambda_sched.state_dict()["_scale_fn_custom"] is None

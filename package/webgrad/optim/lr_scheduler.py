@@ -14,6 +14,7 @@ used when a scheduler is told the epoch (``step(epoch)``, and by SequentialLR at
 import functools
 import math
 import threading
+import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
@@ -46,6 +47,32 @@ _EPOCH_DEPRECATION = (
 )
 
 
+class _within_step:
+    """get_lr() called by step(): PyTorch's _enable_get_lr_call (the flag shows in state_dict(), as PyTorch's)."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+
+    def __enter__(self):
+        self.scheduler._get_lr_called_within_step = True
+        return self
+
+    def __exit__(self, *exc):
+        self.scheduler._get_lr_called_within_step = False
+
+
+def _warned_outside_step(get_lr):
+    """A subclass's get_lr(), which warns as PyTorch's when called from outside step(): it computes the next lrs,
+    the last ones are get_last_lr()'s."""
+    @functools.wraps(get_lr)
+    def wrapper(self, *args, **kwargs):
+        if not self.__dict__.get("_get_lr_called_within_step", False):
+            warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+                          UserWarning, stacklevel=2)
+        return get_lr(self, *args, **kwargs)
+    return wrapper
+
+
 class LRScheduler:
     """Base class: subclasses implement get_lr() (the lrs for epoch self.last_epoch, just incremented)."""
 
@@ -55,6 +82,8 @@ class LRScheduler:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _replayed(cls.__dict__["step"])
+        if "get_lr" in cls.__dict__:
+            cls.get_lr = _warned_outside_step(cls.__dict__["get_lr"])
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -100,13 +129,14 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed_form = getattr(self, "_get_closed_form_lr", None)
-            values = closed_form() if closed_form is not None else self.get_lr()
+        with _within_step(self):
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed_form = getattr(self, "_get_closed_form_lr", None)
+                values = closed_form() if closed_form is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -353,8 +383,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         self._step_count += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
+        with _within_step(self):
+            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+                group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
@@ -485,7 +516,6 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
 
         # Each phase anneals from one group key to another, ending at step `end_step`.
         up = {"end_step": float(pct_start * self.total_steps) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
@@ -504,6 +534,7 @@ class OneCycleLR(LRScheduler):
                 {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
                  "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
             ]
+        self._anneal_func_type = anneal_strategy  # after the phases: state_dict()'s keys in PyTorch's order
 
         max_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
@@ -615,15 +646,23 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self):
-        """As PyTorch's: a custom scale_fn is left out (a function object; give it again after loading)."""
+        """As PyTorch's: a custom scale_fn is saved as its attributes (under "_scale_fn_custom", last) when it is a
+        callable object, as None when it is a function or lambda (give it again to the constructor)."""
         state = super().state_dict()
-        state.pop("_scale_fn_custom", None)
+        fn = state.pop("_scale_fn_custom", None)
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
         return state
 
     def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        saved = state_dict.pop("_scale_fn_custom", None)
         custom = self._scale_fn_custom
         super().load_state_dict(state_dict)
         self._scale_fn_custom = custom
+        if saved is not None and custom is not None:
+            custom.__dict__.update(saved)
 
 
 def _set_momentum(group, value, use_beta1):
