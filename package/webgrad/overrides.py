@@ -16,9 +16,15 @@ The dispatching wrappers are installed only when the first class that can take c
 subclass, through ``Tensor.__init_subclass__``; a Tensor-like, through a hook on class creation that removes
 itself once it has fired; or a TorchFunctionMode entered). Until then no op pays anything; afterwards a call
 with no subclass among its arguments pays one wrapper and a scan of its arguments. A function taken before
-that (``from torch import add``) is the plain one and does not dispatch. Inside an implementation, calls do
+that (``from torch import add``, or a Module made before holding ``F.relu``) is the plain one and does not
+dispatch; webgrad's own default arguments are switched to the wrappers. Inside an implementation, calls do
 not dispatch again: Tensor's ``__torch_function__`` turns dispatch off around the function, as PyTorch's does,
 and the autograd engine runs with it off (gradients are plain Tensors, as PyTorch's).
+
+Known differences: the switches (DisableTorchFunction, the mode stack) are process-wide, not per thread; with
+the wrappers in place a warning raised inside a public function with a ``stacklevel`` points one frame short
+(at the wrapper); ``__torch_dispatch__`` and ``_make_wrapper_subclass`` (subclasses below ATen) are not
+supported.
 
 webgrad's own subclasses (Parameter, Buffer, complex64 and sparse tensors) have PyTorch's
 ``_disabled_torch_function_impl``: they never dispatch, and ops on them return plain Tensors.
