@@ -112,6 +112,7 @@ def _handle(func, overloaded, args, kwargs, operator=False):
     NotImplemented."""
     overloaded = overloaded or ()
     kinds = tuple(type(a) for a in overloaded)
+    kwargs = kwargs or None  # no keywords: None, as torch's C++ bindings hand them
     if _MODES and not _ALL_OFF[0]:
         mode = _MODES.pop()  # inside its handler, calls go to the next mode (PyTorch's _pop_mode_temporarily)
         _refresh()

@@ -140,6 +140,26 @@ def test_logging_subclass_sees_each_call_as_torch_names_it():
     assert all(theirs[2])
 
 
+def test_the_docs_logging_tensor_prints_its_arguments():
+    def snippet(lib):
+        out = []
+
+        class LoggingTensor(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                # logging calls Tensor.__repr__, so __repr__ is not logged (the docs' note)
+                if func is not lib.Tensor.__repr__:
+                    out.append(f"func: {func.__name__}, args: {args!r}, kwargs: {kwargs!r}")
+                if kwargs is None:
+                    kwargs = {}
+                return super().__torch_function__(func, types, args, kwargs)
+        t = lib.tensor([1.0, 2.0]).as_subclass(LoggingTensor)
+        r = t.mul(3).unsqueeze(0)
+        return out, repr(r), lib.is_tensor(t), isinstance(t, lib.Tensor)
+    theirs, ours = _both(snippet)
+    assert ours == theirs
+
+
 def _scalar_tensor_example(lib):
     """PyTorch's "Extending torch with a Tensor-like type" example, as the docs write it."""
     handled = {}
