@@ -52,11 +52,20 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):
+class _BareDecorator(_GradMode):
+    """A mode that also decorates without parentheses (``@torch.no_grad``), as torch's since 2.0."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_BareDecorator):
     mode = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_BareDecorator):
     mode = True
 
 

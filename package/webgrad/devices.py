@@ -11,6 +11,11 @@ KNOWN = ("cpu", "webgpu", "meta")  # meta: shapes and dtypes without data (_back
 FOREIGN = ("cuda", "mps", "xpu", "hip")
 
 
+class UnknownDeviceError(ValueError, RuntimeError):
+    """A device name that is none of webgrad's (nor of PyTorch's): PyTorch raises RuntimeError, and webgrad's
+    earlier ValueError is kept as a base so that either except clause catches it."""
+
+
 class DeviceUnavailableError(RuntimeError, AssertionError):
     """Memory placed on a device webgrad does not drive (cuda, mps, ...). An AssertionError as well as a
     RuntimeError: a CPU-only torch raises AssertionError("Torch not compiled with CUDA enabled") there."""
@@ -29,7 +34,7 @@ class device:
         if name == "gpu":
             name = "webgpu"
         if name not in KNOWN and name not in FOREIGN:
-            raise ValueError(f"unknown device {spec!r}: webgrad has devices "
+            raise UnknownDeviceError(f"unknown device {spec!r}: webgrad has devices "
                              f"{', '.join(repr(k) for k in KNOWN)}")
         if number:
             if not number.isdigit() or index is not None:

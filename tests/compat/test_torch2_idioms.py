@@ -322,3 +322,43 @@ def test_tensor_lr_steps_and_stays_a_tensor(lib):
         sched.step()
     assert round(p.item(), 4) == -0.1749 and float(opt.param_groups[0]["lr"]) == pytest.approx(0.0125)
     assert isinstance(lib.optim.SGD([p], lr=lib.tensor(0.1)).param_groups[0]["lr"], lib.Tensor)
+
+
+# ------------------------------------------------------------------ torch.compile(module), bare decorators, devices
+@LIBS
+def test_compile_module_returns_optimized_module(lib):
+    m = lib.nn.Linear(2, 2)
+    compiled = lib.compile(m)
+    assert type(compiled).__name__ == "OptimizedModule" and compiled._orig_mod is m
+    assert isinstance(compiled, lib.nn.Module) and not isinstance(compiled, lib.nn.Linear)
+    assert compiled.weight is m.weight and compiled.in_features == 2
+    assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert lib.equal(compiled(lib.ones(1, 2)), m(lib.ones(1, 2)))
+    assert repr(compiled) == "OptimizedModule(\n  (_orig_mod): " + repr(m) + "\n)"
+    assert lib.compile(m, disable=True) is m and m.compile() is None
+    compiled.eval()
+    assert m.training is False
+
+
+@LIBS
+def test_grad_modes_decorate_without_parentheses(lib):
+    x = lib.ones(1, requires_grad=True)
+
+    @lib.no_grad
+    def off(t):
+        return t * 2
+
+    @lib.enable_grad
+    def on(t):
+        return t * 2
+    with lib.no_grad():
+        assert on(x).requires_grad is True
+    assert off(x).requires_grad is False and off.__name__ == "off"
+
+
+@LIBS
+def test_unknown_device_is_a_runtime_error(lib):
+    with pytest.raises(RuntimeError):
+        lib.device("tpu")
+    with pytest.raises(RuntimeError):
+        lib.zeros(1, device="tpu")
