@@ -1064,6 +1064,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=
         if dtype is not dtypes.complex64:
             raise TypeError(dtypes.COMPLEX128_ERROR)
         return COMPLEX["full"](size, fill_value, device=device, requires_grad=requires_grad)
+    fill_value = dtypes.check_fill_value(fill_value, dtype)
     t = Tensor._empty(size, dtype, devices.get(device))
     kernels.fill(t.device.backend, t._view, fill_value)
     return t.requires_grad_(True) if requires_grad else t

@@ -93,6 +93,23 @@ class ComplexDType(DType):
         return True
 
 
+def check_fill_value(value, dtype):
+    """The Python number `value` as an integer tensor of `dtype` stores it (fill_, full, masked_fill, setitem),
+    or torch's RuntimeError where it lies outside the range torch accepts: the dtype's own, and for uint8 down to
+    -255 too, wrapped (torch's c10::overflows lets two's complement through: fill_(-1) gives 255). Backends would
+    otherwise wrap any value (WebGPU) or raise NumPy's OverflowError (the CPU)."""
+    if type(value) is not int or dtype.is_floating or dtype is bool_ or dtype.is_complex:
+        return value
+    bits = 8 * dtype.itemsize
+    if dtype.is_signed:
+        if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow: {value}")
+        return value
+    if not -(1 << bits) < value < (1 << bits):
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow: {value}")
+    return value % (1 << bits)
+
+
 def namespace():
     """The name reprs give the package: "torch" where webgrad.as_torch() made `import torch` mean webgrad
     (scripts print torch.float32 and torch.Size, and some compare those strings), else "webgrad"."""

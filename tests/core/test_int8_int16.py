@@ -117,3 +117,28 @@ def _saved():
     buf = io.BytesIO()
     torch.save({"s": torch.tensor([-30000, 5], dtype=torch.int16)}, buf)
     return buf.getvalue()
+
+
+@pytest.mark.parametrize("device", ["cpu", "webgpu"])
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "int32"])
+def test_a_python_int_out_of_range_is_torchs_error_not_a_wrap(device, name):
+    """fill_, full, masked_fill and setitem with a Python int outside the dtype's range raise torch's RuntimeError
+    (WebGPU wrapped the value, the CPU raised NumPy's OverflowError); values in range are written, and uint8 takes
+    -255 .. -1 wrapped, as torch does."""
+    if device == "webgpu" and not wg.webgpu.is_available():
+        pytest.skip("no WebGPU adapter")
+
+    def attempts(lib, dt, dev):
+        x = lib.tensor([1, 2, 3], dtype=dt, device=dev)
+        mask = lib.tensor([True, False, True], device=dev)
+        out = []
+        for value in (70000, -1, -255, -256, 100, 255, 256):
+            for f in (lambda: x.clone().fill_(value), lambda: lib.full((2,), value, dtype=dt, device=dev),
+                      lambda: x.masked_fill(mask, value), lambda: x.clone().__setitem__(0, value) or "set"):
+                try:
+                    r = f()
+                    out.append(r if r == "set" else r.tolist())
+                except RuntimeError as e:
+                    out.append("overflow" if "without overflow" in str(e) else str(e))
+        return out
+    assert attempts(wg, getattr(wg, name), device) == attempts(torch, getattr(torch, name), "cpu")

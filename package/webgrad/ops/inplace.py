@@ -192,6 +192,7 @@ def fill_(x, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
         return assign_(x, value, "fill_")
+    value = dtypes.check_fill_value(value, x.dtype)
     kernels.fill(x.device.backend, x._view, value)
     if records(x):
         return _written_constant(x, "Fill")

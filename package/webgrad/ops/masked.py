@@ -40,6 +40,7 @@ def _check(input, mask, value, op):
     elif not isinstance(value, numbers.Number) or isinstance(value, complex):
         raise TypeError(f"{op}(): argument 'value' must be a Number or a 0-d Tensor, not {type(value).__name__}")
     check_same_device(op, input, mask)
+    return value if isinstance(value, Tensor) else dtypes.check_fill_value(value, input.dtype)
 
 
 def _scalar(value, dtype):
@@ -84,7 +85,7 @@ def made_from(t):
 def masked_fill(input, mask, value):
     """`value` where `mask` (bool, broadcast with input) is True, else input; the result has input's dtype and the
     broadcast shape. Its gradient is zero where masked; a 0-d tensor `value` gets the sum over the masked places."""
-    _check(input, mask, value, "masked_fill")
+    value = _check(input, mask, value, "masked_fill")
     shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), op="masked_fill")
     out = _fill(input, mask, value, shape)
     tensor_value = value if isinstance(value, Tensor) and value.dtype.is_floating else None
@@ -108,7 +109,7 @@ def masked_fill(input, mask, value):
 
 def masked_fill_(input, mask, value):
     """In place: input[mask] = value, the mask broadcast to input's shape."""
-    _check(input, mask, value, "masked_fill_")
+    value = _check(input, mask, value, "masked_fill_")
     check_inplace(input, "masked_fill_")
     shape = tuple(input.shape)
     if broadcast_shapes(shape, tuple(mask.shape), op="masked_fill_") != shape:

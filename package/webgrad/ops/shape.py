@@ -694,6 +694,7 @@ def _setitem(input, index, value):
         src = cast(value, input.dtype).clone().detach() if value.dtype is input.dtype else cast(value, input.dtype)
         kernels.copy(be, target, expanded_view(src, shape))
     else:
+        value = dtypes.check_fill_value(value, input.dtype)
         kernels.fill(be, target, value)
 
 
