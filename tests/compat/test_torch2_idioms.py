@@ -362,3 +362,21 @@ def test_unknown_device_is_a_runtime_error(lib):
         lib.device("tpu")
     with pytest.raises(RuntimeError):
         lib.zeros(1, device="tpu")
+
+
+def test_compiler_config_module_paths_under_as_torch():
+    """`import torch._dynamo.config` and `from torch._dynamo.eval_frame import OptimizedModule` under as_torch
+    (a fresh interpreter: as_torch changes what `import torch` means)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import webgrad; webgrad.as_torch()\n"
+            "import torch, torch._dynamo.config as c, torch._inductor.config as ic\n"
+            "from torch._dynamo.eval_frame import OptimizedModule\n"
+            "c.suppress_errors = True\n"
+            "assert torch._dynamo.config.suppress_errors is True and ic.fx_graph_cache is True\n"
+            "assert isinstance(torch.compile(torch.nn.ReLU()), OptimizedModule)\n")
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "package")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=package))
+    assert done.returncode == 0, done.stderr

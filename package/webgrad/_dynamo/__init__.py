@@ -2,8 +2,15 @@
 reset, disable, mark_dynamic ...). webgrad's torch.compile runs eagerly, so these are webgrad.compiler's answers:
 nothing is captured, guarded or cached."""
 
+import importlib.machinery
+import sys
+
 from ..compiler import (allow_in_graph, assume_constant_result, config, disable, is_compiling, list_backends,
                         reset)
+
+# `import torch._dynamo.config` finds the settings object itself (PyTorch's config is a module object too)
+config.__spec__ = importlib.machinery.ModuleSpec(__name__ + ".config", None)
+sys.modules[__name__ + ".config"] = config
 
 __all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "is_compiling", "list_backends",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "reset"]

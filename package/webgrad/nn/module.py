@@ -56,8 +56,8 @@ def _storage(t):
     return (t._r if t.dtype.is_complex else t)._view.storage
 
 
-_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_load_state_dict_pre_hooks",
-               "_load_state_dict_post_hooks", "_state_dict_pre_hooks", "_state_dict_hooks")
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
+               "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_state_dict_pre_hooks", "_state_dict_hooks")
 _EXTRA_STATE_KEY = "_extra_state"  # PyTorch's state_dict key for get_extra_state()'s value
 # hooks every module runs around its forward (register_module_forward_pre_hook / register_module_forward_hook)
 _global_forward_pre_hooks = OrderedDict()
