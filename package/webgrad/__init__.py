@@ -14,7 +14,7 @@ from .dtypes import float32 as float
 from .dtypes import int32 as int, int64 as long
 from .dtypes import int8, int16, int16 as short  # (CPU tensors)
 from .dtypes import promote_types, result_type  # torch's type promotion
-from .devices import device, get_default_device, set_default_device
+from .devices import OutOfMemoryError, device, get_default_device, set_default_device
 from ._autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._inference import inference_mode, is_inference_mode_enabled  # no_grad semantics, as torch's
 from ._settings import (get_default_dtype, get_num_interop_threads, get_num_threads, set_default_dtype,

@@ -21,6 +21,11 @@ class DeviceUnavailableError(RuntimeError, AssertionError):
     RuntimeError: a CPU-only torch raises AssertionError("Torch not compiled with CUDA enabled") there."""
 
 
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """More device memory than the device gives, or than it binds at once (torch.OutOfMemoryError, also
+    torch.cuda.OutOfMemoryError: a RuntimeError; a MemoryError as well, which webgrad raised before)."""
+
+
 class device:
     """Like torch.device: `webgrad.device("webgpu")`; compares equal to its name. `index`: the number after a
     colon, else None."""

@@ -131,3 +131,6 @@ BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTe
                              "LongTensor"))
 
 from . import amp  # noqa: E402,F401  (torch.cuda.amp: deprecated aliases of webgrad.amp)
+
+# torch.cuda.OutOfMemoryError is torch.OutOfMemoryError: scripts catch it to retry with a smaller batch
+from ..devices import OutOfMemoryError  # noqa: E402,F401

@@ -29,6 +29,18 @@ def _settled():
     return webgpu.memory_allocated()
 
 
+def test_more_than_the_device_binds_is_torchs_out_of_memory_error():
+    """A tensor past maxStorageBufferBindingSize raises OutOfMemoryError, a RuntimeError as torch's (and
+    torch.cuda's, which is the same class), naming the limit; nothing is allocated."""
+    limit = wg.device("webgpu").backend.runtime.limits["max_storage_buffer_binding_size"]
+    before = webgpu.memory_allocated()
+    with pytest.raises(wg.OutOfMemoryError, match="maxStorageBufferBindingSize") as info:
+        wg.empty(limit // 4 + 1, device="webgpu")
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, MemoryError)
+    assert wg.cuda.OutOfMemoryError is wg.OutOfMemoryError
+    assert webgpu.memory_allocated() == before
+
+
 def test_allocated_follows_live_tensors_and_the_peak_is_kept():
     base = _settled()
     webgpu.reset_peak_memory_stats()

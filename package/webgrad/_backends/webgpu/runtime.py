@@ -53,6 +53,7 @@ import struct
 import sys
 
 from ...dtypes import float32
+from ...devices import OutOfMemoryError
 from .dispatch import DynamicScalar, Launch, pow2_at_least
 from .memory import BufferPool, PooledBuffer, Storage, storage_nbytes
 from .recording import Graph
@@ -177,7 +178,7 @@ class Runtime:
         nbytes = storage_nbytes(numel, dtype)
         limit = self.limits["max_storage_buffer_binding_size"]
         if nbytes > limit:
-            raise MemoryError(
+            raise OutOfMemoryError(
                 f"a {dtype.name} storage of {numel} elements needs {nbytes} bytes, more than this "
                 f"GPU binds at once ({limit} bytes, maxStorageBufferBindingSize)"
             )
@@ -221,8 +222,8 @@ class Runtime:
             nbytes = storage_nbytes(numel, float32)
             limit = self.limits["max_storage_buffer_binding_size"]
             if nbytes > limit:
-                raise MemoryError(f"a {name} scratch of {nbytes} bytes is more than this GPU binds at once "
-                                  f"({limit} bytes, maxStorageBufferBindingSize)")
+                raise OutOfMemoryError(f"a {name} scratch of {nbytes} bytes is more than this GPU binds at once "
+                                       f"({limit} bytes, maxStorageBufferBindingSize)")
             buffer = self.pool.acquire(nbytes)  # self.pool, not self._alloc: a capture's pool would own it
             s = self._kept_scratch[name] = Storage(buffer, buffer.size // 4, float32, self.pool)
         return s
