@@ -18,18 +18,23 @@ from helpers import DEVICES, gradcheck
 RNG = np.random.default_rng(7)
 
 
-@pytest.fixture
-def chunked(monkeypatch):
-    """Every SDPA call takes the chunked path; returns the list of calls it took (to check it ran)."""
+def _forced(monkeypatch, force, function):
+    """Every SDPA call takes the paths `force` names; the list of the calls `function` took (to check it ran)."""
     calls = []
-    real = ac.chunked_attention
+    real = getattr(ac, function)
 
     def spy(*args):
         calls.append(args[0].shape)
         return real(*args)
-    monkeypatch.setattr(ac, "FORCE", "chunked")
-    monkeypatch.setattr(ac, "chunked_attention", spy)
+    monkeypatch.setattr(ac, "FORCE", force)
+    monkeypatch.setattr(ac, function, spy)
     return calls
+
+
+@pytest.fixture
+def chunked(monkeypatch):
+    """Every SDPA call takes the chunked path; returns the list of calls it took."""
+    return _forced(monkeypatch, "chunked", "chunked_attention")
 
 
 def _budget(monkeypatch, L, S, pairs, itemsize=4):
@@ -145,15 +150,7 @@ def test_a_gpts_strided_heads(device, chunked, monkeypatch):
 @pytest.fixture
 def mixed(monkeypatch):
     """Every SDPA call takes the fused forward and the chunked backward; returns the calls that did."""
-    calls = []
-    real = ac.fused_forward_chunked_backward
-
-    def spy(*args):
-        calls.append(args[0].shape)
-        return real(*args)
-    monkeypatch.setattr(ac, "FORCE", "mixed")
-    monkeypatch.setattr(ac, "fused_forward_chunked_backward", spy)
-    return calls
+    return _forced(monkeypatch, "mixed", "fused_forward_chunked_backward")
 
 
 @pytest.mark.parametrize("device", DEVICES)
