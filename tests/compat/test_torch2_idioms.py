@@ -380,3 +380,20 @@ def test_compiler_config_module_paths_under_as_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=package))
     assert done.returncode == 0, done.stderr
+
+
+@LIBS
+def test_checkpoint_asks_for_use_reentrant(lib):
+    from importlib import import_module
+    checkpoint = import_module(lib.__name__ + ".utils.checkpoint")
+    x = lib.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
+        checkpoint.checkpoint(lambda t: t * 2, x)
+    with pytest.warns(UserWarning, match="checkpoint_sequential: the use_reentrant parameter"):
+        checkpoint.checkpoint_sequential(lib.nn.Sequential(lib.nn.ReLU()), 1, x)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = checkpoint.checkpoint(lambda t: t.sin(), x, use_reentrant=False)
+    y.sum().backward()
+    assert lib.allclose(x.grad, lib.ones(2).cos())
