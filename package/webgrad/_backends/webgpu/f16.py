@@ -29,7 +29,7 @@ from . import elementwise
 from . import matmul as tiled
 from .dispatch import Kernel, grid
 from .typed import F16Shader
-from .views import MAX_RANK, check_view, contiguous_view, merge_dims
+from .views import MAX_RANK, check_view, contiguous_view, holds_dtype, merge_dims
 
 FEATURE = "shader-f16"
 
@@ -224,13 +224,7 @@ def run(rt, kernel, args, kwargs):
 
 
 def _holds_half(values):
-    for v in values:
-        if isinstance(v, View):
-            if v.dtype is float16:
-                return True
-        elif isinstance(v, (list, tuple)) and any(isinstance(w, View) and w.dtype is float16 for w in v):
-            return True
-    return False
+    return holds_dtype(values, (float16,))
 
 
 def _through_f32(rt, kernel, impl, args, kwargs):

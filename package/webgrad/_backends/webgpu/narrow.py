@@ -24,7 +24,7 @@ from ... import dtypes
 from ..._view import View
 from .. import kernels
 from .dispatch import Kernel, Shader, grid
-from .views import MAX_RANK, WIDE, merge_dims
+from .views import MAX_RANK, WIDE, holds_dtype, merge_dims
 
 NARROW = (dtypes.bfloat16, dtypes.int8, dtypes.int16)
 
@@ -80,13 +80,7 @@ def narrow_(rt, view, dtype):
 
 
 def _holds_narrow(values):
-    for v in values:
-        if isinstance(v, View):
-            if v.dtype in WIDE:
-                return True
-        elif isinstance(v, (list, tuple)) and any(isinstance(w, View) and w.dtype in WIDE for w in v):
-            return True
-    return False
+    return holds_dtype(values, WIDE)
 
 
 def _widened(value, kind, written):

@@ -66,6 +66,18 @@ def check_same_shape(out, *views):
             raise ValueError(f"{name} has shape {v.shape} but out has shape {out.shape} (broadcast with stride-0 views first)")
 
 
+def holds_dtype(values, wanted):
+    """Whether any View among `values` (or in a list or tuple among them: a kernel's VIEWS argument) has a dtype in
+    `wanted` (a kernel call's arguments, checked before a launcher that stores some dtypes otherwise)."""
+    for v in values:
+        if isinstance(v, View):
+            if v.dtype in wanted:
+                return True
+        elif isinstance(v, (list, tuple)) and any(isinstance(w, View) and w.dtype in wanted for w in v):
+            return True
+    return False
+
+
 def merge_dims(shape, strides_per_operand):
     """Drop size-1 dims and merge neighbouring dims that are contiguous in every operand.
 
