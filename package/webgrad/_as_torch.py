@@ -146,4 +146,5 @@ def as_torch():
         sys.meta_path.insert(1, _VISION_FINDER)
     if importlib.util.find_spec("numpy") is None and webgrad.get_default_device().type == "cpu":
         webgrad.set_default_device("webgpu")  # no CPU device without NumPy: "CPU" tensors live on the GPU
+    webgrad.overrides.watch_tensor_likes()  # a script's Tensor-like (no Tensor subclass) takes calls, as torch's
     return webgrad

@@ -13,8 +13,8 @@ runs the function with subclass dispatch off and converts the Tensors it returns
 
 Cost: webgrad's ops are plain functions with no dispatcher in front of them (the browser path is host-bound).
 The dispatching wrappers are installed only when the first class that can take calls is created (a Tensor
-subclass, through ``Tensor.__init_subclass__``; a Tensor-like, through a hook on class creation that removes
-itself once it has fired; or a TorchFunctionMode entered). Until then no op pays anything; afterwards a call
+subclass, through ``Tensor.__init_subclass__``; under ``as_torch()``, a Tensor-like, through a hook on class
+creation that removes itself once it has fired: watch_tensor_likes; or a TorchFunctionMode entered). Until then no op pays anything; afterwards a call
 with no subclass among its arguments pays one wrapper and a scan of its arguments. A function taken before
 that (``from torch import add``, or a Module made before holding ``F.relu``) is the plain one and does not
 dispatch; webgrad's own default arguments are switched to the wrappers. Inside an implementation, calls do
@@ -458,12 +458,14 @@ def _rebind_defaults(wrappers):
 
 
 def _uninstall():
-    """Put back what install() replaced and watch class creation again (tests that must leave webgrad as they
-    found it). Subclasses made before keep their classes but dispatch again only once a new one installs."""
+    """Put back what install() replaced and watch class creation again where as_torch() asked for it (tests that
+    must leave webgrad as they found it). Subclasses made before keep their classes but dispatch again only once a
+    new one installs."""
     while _installed:
         owner, name, fn = _installed.pop()
         setattr(owner, name, fn)
-    builtins.__build_class__ = _watching_build_class
+    if _watch_requested:
+        builtins.__build_class__ = _watching_build_class
 
 
 # ----------------------------------------------------------------------------- when to install
@@ -512,11 +514,24 @@ def _remove_class_hook():
         builtins.__build_class__ = _build_class
 
 
+_watch_requested = []
+
+
+def watch_tensor_likes():
+    """Watch class statements for a Tensor-like (a class that is no Tensor but defines __torch_function__, as the
+    docs' ScalarTensor), which then installs the wrappers: a one-shot hook on builtins.__build_class__, taken out
+    when it fires. webgrad.as_torch() turns it on, where webgrad stands for torch and scripts may define one; a plain
+    `import webgrad` leaves the builtins alone (its Tensor-likes dispatch once a subclass or mode installed)."""
+    if not _watch_requested:
+        _watch_requested.append(True)
+    if not _installed:
+        builtins.__build_class__ = _watching_build_class
+
+
 Tensor.__torch_function__ = classmethod(_default_torch_function)
 Tensor.as_subclass = as_subclass
 Tensor._make_subclass = staticmethod(_make_subclass)
 Tensor.__init_subclass__ = classmethod(_subclass_created)
 _disable_webgrad_subclasses(Tensor)
-builtins.__build_class__ = _watching_build_class
 _has_torch_function, _has_torch_function_unary = has_torch_function, has_torch_function_unary
 _has_torch_function_variadic = has_torch_function_variadic

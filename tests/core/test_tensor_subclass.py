@@ -381,14 +381,19 @@ def test_a_module_with_parameters_of_a_subclass_trains():
 
 
 def test_dispatch_is_installed_only_when_a_class_can_take_calls():
-    """Importing webgrad (and a real torch beside it) installs nothing: ops stay plain functions until the first
-    Tensor subclass or Tensor-like is created."""
+    """Importing webgrad (and a real torch beside it) installs nothing and leaves the builtins alone: ops stay plain
+    functions until the first Tensor subclass or Tensor-like is created; a Tensor-like is noticed by the class hook
+    that as_torch() turns on (watch_tensor_likes), which takes itself out when it fires."""
     code = """
+import builtins
+build_class = builtins.__build_class__
 import webgrad, torch
 from webgrad import overrides
 from webgrad.ops import api
 plain = webgrad.Tensor.add
 assert not overrides._installed and webgrad.Tensor.add is api.FUNCTIONS["add"], "installed at import"
+assert builtins.__build_class__ is build_class, "a plain import patched the builtins"
+overrides.watch_tensor_likes()  # (as webgrad.as_torch() does; it refuses beside the real torch imported here)
 class NotATensorLike:
     pass
 class Mode(torch.overrides.TorchFunctionMode):
@@ -400,11 +405,24 @@ class Like:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         return "like"
 assert overrides._installed and webgrad.Tensor.add is not plain
+assert builtins.__build_class__ is build_class, "the hook stayed after it fired"
 assert webgrad.add(Like(), 1) == "like" and webgrad.ones(1).add(Like()) == "like"
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": wg.__path__[0].rsplit("/", 1)[0], "OPENBLAS_NUM_THREADS": "1"})
-    assert done.returncode == 0, done.stderr
+    as_torch = """
+import builtins
+build_class = builtins.__build_class__
+import webgrad
+torch = webgrad.as_torch()
+class Like:
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return "like"
+assert torch.mean(Like()) == "like" and builtins.__build_class__ is build_class
+"""
+    for source in (code, as_torch):
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": wg.__path__[0].rsplit("/", 1)[0], "OPENBLAS_NUM_THREADS": "1"})
+        assert done.returncode == 0, done.stderr
 
 
 def test_save_and_load_keep_a_subclass_and_its_attributes(tmp_path):
