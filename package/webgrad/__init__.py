@@ -73,12 +73,14 @@ from ._settings import set_default_tensor_type  # noqa: F401  (deprecated in PyT
 from . import func, mps, testing, xpu  # torch.func.functional_call, torch.mps/xpu (no such device), torch.testing
 from .func import vmap  # torch.vmap: torch.func.vmap
 from . import hub  # torch.hub: load_state_dict_from_url, download_url_to_file, hub.load of a local hubconf.py
-from ._compile import compile  # noqa: A001  (eager: the model runs as written)
+from ._dynamo.eval_frame import compile  # noqa: A001  (eager: the model runs as written)
 from ._flags import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: F401
                      is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
                      use_deterministic_algorithms)
 from ._flags import get_deterministic_debug_mode, set_deterministic_debug_mode  # noqa: F401
 from ._symbolic import cond, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sum  # noqa: F401
+from . import _foreach  # torch._foreach_add_, _foreach_lerp_, _foreach_norm ...: one op per tensor of a list
+globals().update({_name: getattr(_foreach, _name) for _name in _foreach.NAMES})
 from ._predicates import is_floating_point, is_nonzero, is_tensor, numel
 from . import cpu  # torch.cpu: the CPU device's module (torch.get_device_module("cpu"))
 from .amp import GradScaler  # torch.GradScaler: torch.amp.GradScaler

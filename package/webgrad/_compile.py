@@ -24,10 +24,10 @@ def _check(mode, options, backend):
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):
-    """The function itself (a module: an OptimizedModule calling it), to run eagerly, with torch.compile's
-    signature and argument checks; with model=None (``@torch.compile(mode=...)``) a decorator that does the same.
-    webgrad compiles nothing here: see webgrad.replayable for a step recorded once and replayed as one GPU
-    submission."""
+    """The module or function itself, to run eagerly, with torch.compile's signature and argument checks; with
+    model=None (``@torch.compile(mode=...)``) a decorator that does the same. webgrad compiles nothing here: see
+    webgrad.replayable for a step recorded once and replayed as one GPU submission. (webgrad.compile, in
+    _dynamo/eval_frame.py, wraps a module in an OptimizedModule as torch's does.)"""
     _check(mode, options, backend)
     if model is None:
         def decorate(fn):
@@ -36,8 +36,4 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         return decorate
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
-    from .nn.module import Module
-    if isinstance(model, Module) and not disable:  # as torch's: a wrapper whose child `_orig_mod` is the module
-        from ._dynamo.eval_frame import OptimizedModule
-        return OptimizedModule(model)
     return model

@@ -397,3 +397,24 @@ def test_checkpoint_asks_for_use_reentrant(lib):
         y = checkpoint.checkpoint(lambda t: t.sin(), x, use_reentrant=False)
     y.sum().backward()
     assert lib.allclose(x.grad, lib.ones(2).cos())
+
+
+# ------------------------------------------------------------------ torch._foreach_*
+@LIBS
+def test_foreach_ops_as_ema_and_clipping_code_calls_them(lib):
+    ema, model = [lib.zeros(3), lib.zeros(2)], [lib.ones(3), lib.full((2,), 3.0)]
+    assert lib._foreach_lerp_(ema, model, 0.5) is ema
+    assert [t.tolist() for t in ema] == [[0.5] * 3, [1.5] * 2]
+    lib._foreach_mul_(ema, 2.0)
+    lib._foreach_add_(ema, model, alpha=-1)
+    assert [t.tolist() for t in ema] == [[0.0] * 3, [0.0] * 2]
+    norms = lib._foreach_norm(model)
+    assert isinstance(norms, tuple) and [round(n.item(), 4) for n in norms] == [1.7321, 4.2426]
+    out = lib._foreach_addcdiv(model, model, [lib.full((3,), 2.0), lib.full((2,), 2.0)], value=2)
+    assert [t.tolist() for t in out] == [[2.0] * 3, [6.0] * 2]
+    assert [t.tolist() for t in lib._foreach_pow(2.0, [lib.ones(1)])] == [[2.0]]
+    assert [t.tolist() for t in lib._foreach_sqrt([lib.full((1,), 4.0)])] == [[2.0]]
+    with pytest.raises(RuntimeError, match="Tensor lists must have the same number of tensors, got 1 and 2"):
+        lib._foreach_add([lib.ones(1)], [lib.ones(1), lib.ones(1)])
+    with pytest.raises(RuntimeError, match="Tensor list must have at least one tensor"):
+        lib._foreach_add([], 1.0)
