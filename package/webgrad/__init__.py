@@ -51,7 +51,7 @@ from . import library  # torch.library: Python custom operators (torch.ops.<name
 from . import compiler  # torch.compiler (and torch._dynamo): the switches around torch.compile
 from . import _dynamo, _inductor  # noqa: F401  (torch._dynamo.config after a bare `import torch`)
 from ._printing import set_printoptions
-from .memory_format import channels_last, contiguous_format, memory_format, preserve_format
+from .memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from .layout import layout, strided
 from . import fft, linalg, signal  # torch.fft (transforms on complex64), torch.linalg (norms, products), torch.signal
 from . import masked  # torch.masked: reductions and normalizations over the elements a mask keeps
@@ -105,8 +105,8 @@ __all__ = [
     "full", "full_like", "linspace", "ones", "ones_like", "tensor", "zeros", "zeros_like",
     "Generator", "manual_seed", "initial_seed", "seed", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "get_rng_state", "set_rng_state",
-    "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "contiguous_format",
-    "memory_format", "preserve_format", "layout", "strided",
+    "accelerator", "backends", "cuda", "as_torch", "set_printoptions", "channels_last", "channels_last_3d",
+    "contiguous_format", "memory_format", "preserve_format", "layout", "strided",
     "complex64", "cfloat", "complex128", "cdouble",
     "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "bfloat16",
     "norm", "distributed", "jit", "onnx", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d",

@@ -266,8 +266,28 @@ class Tensor:
     def storage_offset(self):
         return self._view.offset
 
-    def is_contiguous(self):
-        return self._view.is_contiguous()
+    def is_contiguous(self, memory_format=None):
+        """Whether the elements lie densely in `memory_format`'s order (row-major by default; channels_last: N, H,
+        W, C for a 4-D tensor, channels_last_3d for a 5-D one; dims of size 1 take any stride), as torch's. webgrad
+        allocates row-major (webgrad/memory_format.py), so a tensor moved to channels_last is not in that order."""
+        if memory_format is None:
+            return self._view.is_contiguous()
+        from .memory_format import channels_last, channels_last_3d, contiguous_format, preserve_format
+        if memory_format is contiguous_format or memory_format is preserve_format:
+            return self._view.is_contiguous()
+        order = {channels_last: (4, (1, 3, 2, 0)), channels_last_3d: (5, (1, 4, 3, 2, 0))}
+        if memory_format not in order:
+            raise TypeError(f"is_contiguous(): memory_format must be a torch memory format, got {memory_format!r}")
+        ndim, dims = order[memory_format]
+        if self.ndim != ndim:
+            return False
+        expected = 1
+        for d in dims:  # innermost first: channels, then the spatial dims from the last, then the batch
+            size, stride = self._view.shape[d], self._view.strides[d]
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
 
     def is_floating_point(self):
         return self.dtype.is_floating

@@ -234,3 +234,20 @@ def test_compiler_and_dynamo_switches_scripts_set():
         assert dyn.config.cache_size_limit == before
         assert "inductor" in dyn.list_backends()
         dyn.mark_dynamic(lib.ones(2, 3), 0)
+
+
+def test_is_contiguous_in_a_memory_format_as_torch():
+    """Tensor.is_contiguous(memory_format=...): row-major, channels_last (4-D) and channels_last_3d (5-D) read from
+    the strides (size-1 dims take any), as torch's."""
+    def answers(lib):
+        x, y = lib.randn(2, 3, 4, 5), lib.randn(2, 3, 4, 5, 6)
+        nhwc = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+        ndhwc = y.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+        return [x.is_contiguous(memory_format=lib.channels_last), nhwc.is_contiguous(memory_format=lib.channels_last),
+                nhwc.is_contiguous(), lib.randn(3, 4).is_contiguous(memory_format=lib.contiguous_format),
+                lib.randn(3, 4).is_contiguous(memory_format=lib.channels_last),
+                y.is_contiguous(memory_format=lib.channels_last_3d),
+                ndhwc.is_contiguous(memory_format=lib.channels_last_3d),
+                lib.randn(2, 1, 4, 5).is_contiguous(memory_format=lib.channels_last),
+                lib.randn(2, 3, 1, 1).is_contiguous(memory_format=lib.channels_last)]
+    assert answers(wg) == answers(torch)
