@@ -5,8 +5,7 @@ training scripts. They can be set and read back; nothing in webgrad depends on t
 kernels are deterministic and have no autotuner to switch).
 """
 
-import contextlib
-import sys
+from ._switches import switched
 
 enabled = True
 benchmark = False
@@ -35,21 +34,11 @@ conv = _Precision()
 rnn = _Precision()
 
 
-@contextlib.contextmanager
 def flags(enabled=False, benchmark=False, benchmark_limit=10, deterministic=False, allow_tf32=True,
           fp32_precision="none", depthwise_kernel="auto"):
     """Set the switches inside the block and restore them after, as torch.backends.cudnn.flags."""
-    module = sys.modules[__name__]
-    names = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32", "fp32_precision")
-    saved = {name: getattr(module, name) for name in names}
-    values = (enabled, benchmark, benchmark_limit, deterministic, allow_tf32, fp32_precision)
-    for name, value in zip(names, values):
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+    return switched(__name__, dict(enabled=enabled, benchmark=benchmark, benchmark_limit=benchmark_limit,
+                                   deterministic=deterministic, allow_tf32=allow_tf32, fp32_precision=fp32_precision))
 
 
 def is_available():
