@@ -1,9 +1,9 @@
 """torch.compile: accepted, and the model or function runs as written (eagerly).
 
 webgrad has no graph compiler behind torch.compile; a training step recorded once and replayed as one GPU
-submission is webgrad.replayable. compile() returns the module itself, so ``model.state_dict()`` keeps its keys
-(no ``_orig_mod.`` prefix, as PyTorch's OptimizedModule adds) and a checkpoint saved from the compiled model
-loads into the plain one, in webgrad as in PyTorch.
+submission is webgrad.replayable. webgrad.compile (_dynamo/eval_frame.py) wraps a module in an OptimizedModule as
+PyTorch's does, so ``model.state_dict()`` keys carry PyTorch's ``_orig_mod.`` prefix; this module holds the
+argument checks and the function form.
 """
 
 _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")

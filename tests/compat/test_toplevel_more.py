@@ -77,13 +77,16 @@ def test_compile_forms_run_eagerly_and_check_arguments():
         wg.compile(lambda a: a, backend="nonexistent")
 
 
-def test_compiled_checkpoint_loads_into_the_plain_model_in_torch(tmp_path):
+def test_a_compiled_checkpoint_has_torchs_keys_and_loads_through_orig_mod(tmp_path):
+    """torch.compile(module) is an OptimizedModule, as torch's: its state_dict keys carry the _orig_mod. prefix
+    (scripts strip it, as nanoGPT does), loading a plain checkpoint into it raises as torch's does, and its
+    _orig_mod takes a plain checkpoint from the real torch."""
     wg.manual_seed(0)
     model = wg.compile(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)))
-    keys = list(model.state_dict())
-    assert keys == ["0.weight", "0.bias", "2.weight", "2.bias"]  # no _orig_mod. prefix
+    theirs = torch.compile(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
+    assert list(model.state_dict()) == list(theirs.state_dict())
     path = tmp_path / "ckpt.pt"
-    wg.save(model.state_dict(), str(path))
+    wg.save({k.removeprefix("_orig_mod."): v for k, v in model.state_dict().items()}, str(path))
     plain = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     plain.load_state_dict(torch.load(str(path)))  # strict: every key matches
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
@@ -91,7 +94,9 @@ def test_compiled_checkpoint_loads_into_the_plain_model_in_torch(tmp_path):
                                atol=1e-6)
     back = wg.compile(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)))
     torch.save(plain.state_dict(), str(tmp_path / "torch.pt"))
-    back.load_state_dict(wg.load(str(tmp_path / "torch.pt")))
+    with pytest.raises(RuntimeError, match="Missing key"):
+        back.load_state_dict(wg.load(str(tmp_path / "torch.pt")))
+    back._orig_mod.load_state_dict(wg.load(str(tmp_path / "torch.pt")))
     np.testing.assert_allclose(back(wg.tensor(x)).tolist(), model(wg.tensor(x)).tolist())
 
 
